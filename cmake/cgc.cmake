@@ -1,0 +1,72 @@
+# cgc_add_graph(<target> MODEL <file.onnx> [NAME <Class>] [NAMESPACE <ns>]
+#               [SHAPES <input=1x3x224x224>...] [WEIGHTS embed|file])
+#
+# Compiles an ONNX model with `cgc compile` at build time (again whenever the
+# model or cgc changes) into a static library <target> that carries the
+# generated header's include path and the runtime. NAME defaults to the
+# target name in CamelCase; the header is NAME's snake_case form plus ".h".
+# Needs CGC_EXECUTABLE (set by find_package(cgc) or cgc's own build) and the
+# cgc::cgc_runtime target.
+function(cgc_add_graph target)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;NAME;NAMESPACE;WEIGHTS" "SHAPES")
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "cgc_add_graph(${target}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT ARG_MODEL)
+    message(FATAL_ERROR "cgc_add_graph(${target}): MODEL is required")
+  endif()
+  get_filename_component(model "${ARG_MODEL}" ABSOLUTE)
+  if(NOT EXISTS "${model}")
+    message(FATAL_ERROR "cgc_add_graph(${target}): model ${model} does not exist")
+  endif()
+  set(name "${ARG_NAME}")
+  if(NOT name)
+    string(REGEX REPLACE "[^A-Za-z0-9]+" ";" parts "${target}")
+    set(name "")
+    foreach(part IN LISTS parts)
+      string(SUBSTRING "${part}" 0 1 first)
+      string(SUBSTRING "${part}" 1 -1 rest)
+      string(TOUPPER "${first}" first)
+      string(APPEND name "${first}${rest}")
+    endforeach()
+  endif()
+  # The same rule as cgc's toSymbolPrefix: snake_case of the class name.
+  string(REGEX REPLACE "([a-z])([A-Z])" "\\1_\\2" prefix "${name}")
+  string(TOLOWER "${prefix}" prefix)
+  string(REGEX REPLACE "[^a-z0-9]" "_" prefix "${prefix}")
+
+  set(namespace cgc_models)
+  if(ARG_NAMESPACE)
+    set(namespace "${ARG_NAMESPACE}")
+  endif()
+  set(weights embed)
+  if(ARG_WEIGHTS)
+    set(weights "${ARG_WEIGHTS}")
+  endif()
+  set(shape_args "")
+  foreach(shape IN LISTS ARG_SHAPES)
+    list(APPEND shape_args --shape "${shape}")
+  endforeach()
+
+  set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_cgc")
+  set(depends "${model}")
+  if(TARGET cgc)
+    list(APPEND depends cgc)
+  else()
+    list(APPEND depends "${CGC_EXECUTABLE}")
+  endif()
+  add_custom_command(
+    OUTPUT "${out}/${prefix}.h" "${out}/${prefix}.cpp" "${out}/${prefix}.weights.bin"
+    COMMAND "${CGC_EXECUTABLE}" compile "${model}" -o "${out}" --name "${name}"
+            --namespace "${namespace}" --weights "${weights}" ${shape_args} --quiet
+    DEPENDS ${depends}
+    COMMENT "cgc: compiling ${ARG_MODEL} into ${name}"
+    VERBATIM)
+  set_source_files_properties("${out}/${prefix}.cpp" PROPERTIES
+    OBJECT_DEPENDS "${out}/${prefix}.weights.bin")
+  add_library(${target} STATIC "${out}/${prefix}.cpp" "${out}/${prefix}.h")
+  target_include_directories(${target} PUBLIC "${out}")
+  target_compile_options(${target} PRIVATE "-Wa,-I${out}")
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  target_link_libraries(${target} PUBLIC cgc::cgc_runtime)
+endfunction()

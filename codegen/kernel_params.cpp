@@ -1,0 +1,226 @@
+// See kernel_params.h. One printer per runtime parameter struct; field order
+// and names must match cgc/kernels.h (the golden tests and --verify catch a
+// mismatch).
+#include "codegen/kernel_params.h"
+
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <limits>
+
+namespace cgc::codegen {
+namespace {
+
+using namespace cgc::lowering;
+
+class FieldList {
+ public:
+  FieldList& add(const char* name, int64_t v) {
+    return put(name, fmt::format("{}", v));
+  }
+  FieldList& add(const char* name, bool v) {
+    return put(name, v ? "true" : "false");
+  }
+  FieldList& add(const char* name, float v) {
+    if (std::isinf(v))
+      return put(name, v > 0 ? "std::numeric_limits<float>::infinity()"
+                             : "-std::numeric_limits<float>::infinity()");
+    std::string text = fmt::format("{}", v);
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
+    return put(name, text + "f");
+  }
+  FieldList& add(const char* name, const int64_t* values, int count) {
+    return put(name, fmt::format("{{{}}}", fmt::join(values, values + count, ", ")));
+  }
+  FieldList& put(const char* name, std::string value) {
+    fields_.push_back(fmt::format(".{} = {}", name, value));
+    return *this;
+  }
+  std::string str() const { return fmt::format("{{{}}}", fmt::join(fields_, ", ")); }
+
+ private:
+  std::vector<std::string> fields_;
+};
+
+const char* unaryName(rt::UnaryOp op) {
+  switch (op) {
+    case rt::UnaryOp::kRelu: return "kRelu";
+    case rt::UnaryOp::kLeakyRelu: return "kLeakyRelu";
+    case rt::UnaryOp::kClip: return "kClip";
+    case rt::UnaryOp::kSigmoid: return "kSigmoid";
+    case rt::UnaryOp::kTanh: return "kTanh";
+    case rt::UnaryOp::kHardSigmoid: return "kHardSigmoid";
+    case rt::UnaryOp::kSqrt: return "kSqrt";
+    case rt::UnaryOp::kExp: return "kExp";
+    case rt::UnaryOp::kLog: return "kLog";
+    case rt::UnaryOp::kNeg: return "kNeg";
+    case rt::UnaryOp::kAbs: return "kAbs";
+    case rt::UnaryOp::kReciprocal: return "kReciprocal";
+    case rt::UnaryOp::kFloor: return "kFloor";
+    case rt::UnaryOp::kCeil: return "kCeil";
+    case rt::UnaryOp::kIdentity: return "kIdentity";
+  }
+  return "";
+}
+
+const char* binaryName(rt::BinaryOp op) {
+  switch (op) {
+    case rt::BinaryOp::kAdd: return "kAdd";
+    case rt::BinaryOp::kSub: return "kSub";
+    case rt::BinaryOp::kMul: return "kMul";
+    case rt::BinaryOp::kDiv: return "kDiv";
+    case rt::BinaryOp::kPow: return "kPow";
+  }
+  return "";
+}
+
+std::string print(const rt::UnaryParams& p) {
+  return FieldList()
+      .put("op", std::string("cgc::rt::UnaryOp::") + unaryName(p.op))
+      .add("count", p.count)
+      .add("alpha", p.alpha)
+      .add("beta", p.beta)
+      .str();
+}
+
+std::string print(const rt::BinaryParams& p) {
+  std::string bc = FieldList()
+                       .add("rank", int64_t{p.bc.rank})
+                       .add("count", p.bc.count)
+                       .add("shape", p.bc.shape, p.bc.rank)
+                       .add("a_strides", p.bc.a_strides, p.bc.rank)
+                       .add("b_strides", p.bc.b_strides, p.bc.rank)
+                       .str();
+  return FieldList()
+      .put("op", std::string("cgc::rt::BinaryOp::") + binaryName(p.op))
+      .put("bc", bc)
+      .str();
+}
+
+std::string print(const rt::ConvParams& p) {
+  return FieldList()
+      .add("n", p.n).add("c_in", p.c_in).add("h_in", p.h_in).add("w_in", p.w_in)
+      .add("c_out", p.c_out).add("h_out", p.h_out).add("w_out", p.w_out)
+      .add("groups", p.groups).add("k_h", p.k_h).add("k_w", p.k_w)
+      .add("stride_h", p.stride_h).add("stride_w", p.stride_w)
+      .add("pad_top", p.pad_top).add("pad_left", p.pad_left)
+      .add("dilation_h", p.dilation_h).add("dilation_w", p.dilation_w)
+      .str();
+}
+
+std::string print(const rt::PoolParams& p) {
+  return FieldList()
+      .add("n_c", p.n_c).add("h_in", p.h_in).add("w_in", p.w_in)
+      .add("h_out", p.h_out).add("w_out", p.w_out)
+      .add("k_h", p.k_h).add("k_w", p.k_w)
+      .add("stride_h", p.stride_h).add("stride_w", p.stride_w)
+      .add("pad_top", p.pad_top).add("pad_left", p.pad_left)
+      .add("dilation_h", p.dilation_h).add("dilation_w", p.dilation_w)
+      .add("count_include_pad", p.count_include_pad)
+      .str();
+}
+
+std::string print(const rt::GemmParams& p) {
+  return FieldList()
+      .add("m", p.m).add("n", p.n).add("k", p.k)
+      .add("trans_a", p.trans_a).add("trans_b", p.trans_b)
+      .add("alpha", p.alpha).add("beta", p.beta)
+      .add("c_stride_m", p.c_stride_m).add("c_stride_n", p.c_stride_n)
+      .str();
+}
+
+std::string print(const rt::MatMulParams& p) {
+  return FieldList()
+      .add("batch_rank", int64_t{p.batch_rank})
+      .add("batch_shape", p.batch_shape, p.batch_rank)
+      .add("a_batch_strides", p.a_batch_strides, p.batch_rank)
+      .add("b_batch_strides", p.b_batch_strides, p.batch_rank)
+      .add("m", p.m).add("n", p.n).add("k", p.k)
+      .str();
+}
+
+std::string print(const rt::BatchNormParams& p) {
+  return FieldList()
+      .add("n", p.n).add("c", p.c).add("spatial", p.spatial)
+      .add("epsilon", p.epsilon)
+      .str();
+}
+
+std::string print(const rt::SoftmaxParams& p) {
+  return FieldList()
+      .add("outer", p.outer).add("axis", p.axis).add("inner", p.inner)
+      .add("log", p.log)
+      .str();
+}
+
+std::string print(const rt::StridedCopyParams& p) {
+  return FieldList()
+      .add("rank", int64_t{p.rank})
+      .add("elem_bytes", p.elem_bytes)
+      .add("offset", p.offset)
+      .add("shape", p.shape, p.rank)
+      .add("in_strides", p.in_strides, p.rank)
+      .str();
+}
+
+std::string print(const rt::GatherParams& p) {
+  return FieldList()
+      .add("outer", p.outer).add("axis_dim", p.axis_dim)
+      .add("inner_bytes", p.inner_bytes).add("num_indices", p.num_indices)
+      .str();
+}
+
+}  // namespace
+
+std::string paramsType(const KernelCall& call) {
+  return std::visit(
+      [](const auto& p) -> std::string {
+        using P = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<P, rt::UnaryParams>) return "cgc::rt::UnaryParams";
+        else if constexpr (std::is_same_v<P, rt::BinaryParams>) return "cgc::rt::BinaryParams";
+        else if constexpr (std::is_same_v<P, rt::ConvParams>) return "cgc::rt::ConvParams";
+        else if constexpr (std::is_same_v<P, rt::PoolParams>) return "cgc::rt::PoolParams";
+        else if constexpr (std::is_same_v<P, rt::GemmParams>) return "cgc::rt::GemmParams";
+        else if constexpr (std::is_same_v<P, rt::MatMulParams>) return "cgc::rt::MatMulParams";
+        else if constexpr (std::is_same_v<P, rt::BatchNormParams>) return "cgc::rt::BatchNormParams";
+        else if constexpr (std::is_same_v<P, rt::SoftmaxParams>) return "cgc::rt::SoftmaxParams";
+        else if constexpr (std::is_same_v<P, rt::StridedCopyParams>) return "cgc::rt::StridedCopyParams";
+        else if constexpr (std::is_same_v<P, rt::GatherParams>) return "cgc::rt::GatherParams";
+        else return "";
+      },
+      call.params);
+}
+
+std::string paramsInitializer(const KernelCall& call) {
+  return std::visit(
+      [](const auto& p) -> std::string {
+        using P = std::decay_t<decltype(p)>;
+        if constexpr (std::is_same_v<P, ViewArgs> || std::is_same_v<P, GlobalPoolArgs> ||
+                      std::is_same_v<P, ConcatArgs> || std::is_same_v<P, CastArgs>)
+          return "";
+        else
+          return print(p);
+      },
+      call.params);
+}
+
+std::string cppType(DType type) {
+  switch (type) {
+    case DType::kF32: return "float";
+    case DType::kF64: return "double";
+    case DType::kI64: return "int64_t";
+    case DType::kI32: return "int32_t";
+    case DType::kI16: return "int16_t";
+    case DType::kI8: return "int8_t";
+    case DType::kU8: return "uint8_t";
+    case DType::kU16:
+    case DType::kF16: return "uint16_t";
+    case DType::kU32: return "uint32_t";
+    case DType::kU64: return "uint64_t";
+    case DType::kBool: return "bool";
+    case DType::kUndefined: break;
+  }
+  return "void";
+}
+
+}  // namespace cgc::codegen

@@ -1,0 +1,112 @@
+// See model_runner.h.
+#include "compiler/model_runner.h"
+
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "compiler_config.h"
+
+namespace cgc::driver {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string shellQuote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// Runs a shell command, capturing stdout and stderr together.
+int runCommand(const std::string& command, std::string& output) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    output.append(buffer.data(), n);
+  int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+template <typename F>
+F symbol(void* handle, const std::string& name, const std::string& library) {
+  void* address = dlsym(handle, name.c_str());
+  if (!address)
+    userError({library, "", ""}, "symbol {} is missing from the library", name);
+  return reinterpret_cast<F>(address);
+}
+
+}  // namespace
+
+std::string generatedCodeFlags() {
+  return fmt::format("{} -std=c++20 -O2 -march=native -fPIC -Wall -Wextra",
+                     CGC_CXX_COMPILER);
+}
+
+std::string cacheDirectory() {
+  if (const char* dir = std::getenv("CGC_CACHE_DIR")) return dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME")) return std::string(xdg) + "/cgc";
+  if (const char* home = std::getenv("HOME")) return std::string(home) + "/.cache/cgc";
+  return "/tmp/cgc-cache";
+}
+
+std::string buildSharedLibrary(const WrittenFiles& files,
+                               const CompileOptions& options) {
+  fs::path source = files.sourcePath;
+  fs::path library = source.parent_path() / (files.emitted.baseName + ".so");
+  if (fs::exists(library)) return library.string();
+  auto start = std::chrono::steady_clock::now();
+  RuntimePaths runtime = runtimePaths();
+  std::string dir = source.parent_path().string();
+  // Build under a temporary name: concurrent runs of the same model race to
+  // the rename, never to a half-written library.
+  fs::path temporary = library.string() + fmt::format(".tmp{}", getpid());
+  std::string command = fmt::format(
+      "{} -shared -I{} -I{} -Wa,-I{} {} {} -o {}", generatedCodeFlags(),
+      shellQuote(runtime.includeDir), shellQuote(dir), shellQuote(dir),
+      shellQuote(source.string()), shellQuote(runtime.library),
+      shellQuote(temporary.string()));
+  std::string output;
+  int status = runCommand(command, output);
+  if (status != 0 || !output.empty()) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    throw InternalError(fmt::format(
+        "internal error: the generated code does not build {}:\n{}\n{}",
+        status != 0 ? "" : "warning-free", command, output));
+  }
+  fs::rename(temporary, library);
+  progress(options, fmt::format("built {} ({:.2f} s)", library.string(),
+                                std::chrono::duration<double>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count()));
+  return library.string();
+}
+
+LoadedModel::LoadedModel(const std::string& library, const std::string& prefix) {
+  handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) userError({library, "", ""}, "cannot load: {}", dlerror());
+  auto create = symbol<void* (*)()>(handle_, prefix + "_create", library);
+  destroy_ = symbol<void (*)(void*)>(handle_, prefix + "_destroy", library);
+  run_ = symbol<void (*)(void*)>(handle_, prefix + "_run", library);
+  input_ = symbol<void* (*)(void*, int)>(handle_, prefix + "_input", library);
+  output_ = symbol<const void* (*)(const void*, int)>(handle_, prefix + "_output", library);
+  setProfiler_ = symbol<void (*)(void*, Profiler*)>(handle_, prefix + "_set_profiler", library);
+  info_ = symbol<const cgc_model_info* (*)()>(handle_, prefix + "_info", library)();
+  instance_ = create();
+}
+
+LoadedModel::~LoadedModel() {
+  if (instance_) destroy_(instance_);
+  if (handle_) dlclose(handle_);
+}
+
+}  // namespace cgc::driver

@@ -1,0 +1,51 @@
+// `cgc run` support: builds emitted code into a shared library with the C++
+// compiler cgc was configured with (cached by a hash of the emitted code),
+// loads it, and drives it through the generated C ABI.
+#pragma once
+
+#include <string>
+
+#include "cgc/runtime.h"
+#include "compiler/driver.h"
+
+namespace cgc::driver {
+
+/// Compiler command for generated code: "c++ -std=c++20 -O2 ...".
+std::string generatedCodeFlags();
+
+/// Builds `files` into `<dir>/<base>.so` unless that library already exists.
+/// Returns its path. Throws CompileError with the compiler's output if the
+/// build fails.
+std::string buildSharedLibrary(const WrittenFiles& files,
+                               const CompileOptions& options);
+
+/// A compiled model loaded with dlopen.
+class LoadedModel {
+ public:
+  LoadedModel(const std::string& library, const std::string& prefix);
+  ~LoadedModel();
+  LoadedModel(const LoadedModel&) = delete;
+  LoadedModel& operator=(const LoadedModel&) = delete;
+
+  const cgc_model_info& info() const { return *info_; }
+  void* input(int index) { return input_(instance_, index); }
+  const void* output(int index) const { return output_(instance_, index); }
+  void run() { run_(instance_); }
+  void setProfiler(Profiler* profiler) { setProfiler_(instance_, profiler); }
+
+ private:
+  void* handle_ = nullptr;
+  void* instance_ = nullptr;
+  const cgc_model_info* info_ = nullptr;
+  void (*destroy_)(void*) = nullptr;
+  void (*run_)(void*) = nullptr;
+  void* (*input_)(void*, int) = nullptr;
+  const void* (*output_)(const void*, int) = nullptr;
+  void (*setProfiler_)(void*, Profiler*) = nullptr;
+};
+
+/// Directory for cached builds: $CGC_CACHE_DIR, else $XDG_CACHE_HOME/cgc,
+/// else ~/.cache/cgc.
+std::string cacheDirectory();
+
+}  // namespace cgc::driver

@@ -1,0 +1,282 @@
+// Graph bookkeeping: value and node creation, use lists, topological order.
+#include "ir/graph.h"
+
+#include <fmt/ranges.h>
+
+#include <cstring>
+#include <set>
+
+namespace cgc::ir {
+
+std::string shapeString(const Shape& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ","));
+}
+
+int64_t numElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string TensorType::str() const {
+  return std::string(dtypeName(dtype)) + shapeString(shape);
+}
+
+namespace {
+
+template <typename Out>
+std::vector<Out> convertConstant(const Value& v) {
+  CGC_ASSERT(v.data, "value '{}' has no constant data", v.name);
+  int64_t n = v.type.numElements();
+  std::vector<Out> out(n);
+  const uint8_t* raw = v.data->data();
+  auto read = [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t i = 0; i < n; ++i) {
+      T x;
+      std::memcpy(&x, raw + i * sizeof(T), sizeof(T));
+      out[i] = static_cast<Out>(x);
+    }
+  };
+  switch (v.type.dtype) {
+    case DType::kF32: read(float{}); break;
+    case DType::kF64: read(double{}); break;
+    case DType::kI64: read(int64_t{}); break;
+    case DType::kI32: read(int32_t{}); break;
+    case DType::kI16: read(int16_t{}); break;
+    case DType::kI8: read(int8_t{}); break;
+    case DType::kU8:
+    case DType::kBool: read(uint8_t{}); break;
+    case DType::kU16: read(uint16_t{}); break;
+    case DType::kU32: read(uint32_t{}); break;
+    case DType::kU64: read(uint64_t{}); break;
+    default:
+      CGC_ASSERT(false, "cannot read constant '{}' of type {}", v.name,
+                 v.type.str());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> Value::intValues() const {
+  return convertConstant<int64_t>(*this);
+}
+std::vector<double> Value::doubleValues() const {
+  return convertConstant<double>(*this);
+}
+
+int64_t Node::getInt(const std::string& attr, int64_t fallback) const {
+  auto it = attrs.find(attr);
+  if (it == attrs.end()) return fallback;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
+  if (auto* v = std::get_if<double>(&it->second))
+    return static_cast<int64_t>(*v);
+  CGC_ASSERT(false, "attribute '{}' of node '{}' is not an int", attr, name);
+}
+
+double Node::getFloat(const std::string& attr, double fallback) const {
+  auto it = attrs.find(attr);
+  if (it == attrs.end()) return fallback;
+  if (auto* v = std::get_if<double>(&it->second)) return *v;
+  if (auto* v = std::get_if<int64_t>(&it->second))
+    return static_cast<double>(*v);
+  CGC_ASSERT(false, "attribute '{}' of node '{}' is not a float", attr, name);
+}
+
+std::string Node::getString(const std::string& attr,
+                            const std::string& fallback) const {
+  auto it = attrs.find(attr);
+  if (it == attrs.end()) return fallback;
+  auto* v = std::get_if<std::string>(&it->second);
+  CGC_ASSERT(v, "attribute '{}' of node '{}' is not a string", attr, name);
+  return *v;
+}
+
+std::vector<int64_t> Node::getInts(const std::string& attr,
+                                   std::vector<int64_t> fallback) const {
+  auto it = attrs.find(attr);
+  if (it == attrs.end()) return fallback;
+  if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return *v;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return {*v};
+  CGC_ASSERT(false, "attribute '{}' of node '{}' is not a list of ints", attr,
+             name);
+}
+
+std::vector<double> Node::getFloats(const std::string& attr) const {
+  auto it = attrs.find(attr);
+  if (it == attrs.end()) return {};
+  if (auto* v = std::get_if<std::vector<double>>(&it->second)) return *v;
+  CGC_ASSERT(false, "attribute '{}' of node '{}' is not a list of floats",
+             attr, name);
+}
+
+int Node::numPresentInputs() const {
+  int n = 0;
+  for (int v : inputs) n += v >= 0;
+  return n;
+}
+
+int Graph::addValue(std::string valueName, TensorType type, ValueKind kind) {
+  Value v;
+  v.id = static_cast<int>(values_.size());
+  v.name = uniqueValueName(valueName);
+  v.type = std::move(type);
+  v.kind = kind;
+  valueNames_[v.name] = v.id;
+  values_.push_back(std::move(v));
+  return values_.back().id;
+}
+
+int Graph::addConstant(std::string valueName, TensorType type,
+                       std::vector<uint8_t> bytes) {
+  CGC_ASSERT(static_cast<int64_t>(bytes.size()) == type.bytes(),
+             "constant '{}' has {} bytes for type {}", valueName, bytes.size(),
+             type.str());
+  int id = addValue(std::move(valueName), std::move(type), ValueKind::kConstant);
+  values_[id].data =
+      std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  return id;
+}
+
+int Graph::addNode(std::string op, std::string nodeName,
+                   std::vector<int> nodeInputs, std::vector<int> nodeOutputs,
+                   std::map<std::string, Attribute> attrs) {
+  Node n;
+  n.id = static_cast<int>(nodes_.size());
+  n.op = std::move(op);
+  n.name = std::move(nodeName);
+  n.inputs = std::move(nodeInputs);
+  n.outputs = std::move(nodeOutputs);
+  n.attrs = std::move(attrs);
+  for (int out : n.outputs) {
+    CGC_ASSERT(values_.at(out).producer < 0 ||
+                   nodes_.at(values_.at(out).producer).dead,
+               "value '{}' already has a producer", values_.at(out).name);
+    values_.at(out).producer = n.id;
+  }
+  nodes_.push_back(std::move(n));
+  return nodes_.back().id;
+}
+
+std::vector<int> Graph::liveNodes() const {
+  std::vector<int> ids;
+  for (const Node& n : nodes_)
+    if (!n.dead) ids.push_back(n.id);
+  return ids;
+}
+
+std::vector<int> Graph::topologicalOrder() const {
+  // Kahn's algorithm, taking ready nodes in id order so the result is stable.
+  std::vector<int> pending(nodes_.size(), 0);
+  std::vector<std::vector<int>> users(values_.size());
+  std::set<int> ready;
+  for (const Node& n : nodes_) {
+    if (n.dead) continue;
+    for (int in : n.inputs) {
+      if (in < 0) continue;
+      int p = values_[in].producer;
+      if (p >= 0 && !nodes_[p].dead) {
+        ++pending[n.id];
+        users[in].push_back(n.id);
+      }
+    }
+    if (pending[n.id] == 0) ready.insert(n.id);
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int id = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(id);
+    for (int out : nodes_[id].outputs)
+      for (int user : users[out])
+        if (--pending[user] == 0) ready.insert(user);
+  }
+  CGC_ASSERT(order.size() == liveNodes().size(), "graph '{}' has a cycle",
+             name);
+  return order;
+}
+
+std::vector<int> Graph::consumers(int value) const {
+  std::vector<int> ids;
+  for (const Node& n : nodes_) {
+    if (n.dead) continue;
+    for (int in : n.inputs) {
+      if (in == value) {
+        ids.push_back(n.id);
+        break;
+      }
+    }
+  }
+  return ids;
+}
+
+bool Graph::isGraphOutput(int value) const {
+  for (int out : outputs)
+    if (out == value) return true;
+  return false;
+}
+
+void Graph::replaceAllUses(int value, int replacement) {
+  for (Node& n : nodes_) {
+    if (n.dead) continue;
+    for (int& in : n.inputs)
+      if (in == value) in = replacement;
+  }
+  for (int& out : outputs)
+    if (out == value) out = replacement;
+}
+
+void Graph::removeNode(int id) {
+  Node& n = nodes_.at(id);
+  n.dead = true;
+  for (int out : n.outputs)
+    if (values_[out].producer == id) values_[out].producer = -1;
+}
+
+void Graph::setNodeOutput(int node, size_t index, int value) {
+  Value& v = values_.at(value);
+  CGC_ASSERT(v.producer < 0 || nodes_.at(v.producer).dead,
+             "value '{}' still has a producer", v.name);
+  int& slot = nodes_.at(node).outputs.at(index);
+  values_.at(slot).producer = -1;
+  slot = value;
+  v.producer = node;
+}
+
+std::string Graph::uniqueValueName(const std::string& base) {
+  if (!valueNames_.count(base)) return base;
+  for (int i = 1;; ++i) {
+    std::string candidate = fmt::format("{}_{}", base, i);
+    if (!valueNames_.count(candidate)) return candidate;
+  }
+}
+
+DiagLocation Graph::where(const Node& node) const {
+  return {sourceFile, node.name, node.op};
+}
+
+int Graph::countOps(const std::string& op) const {
+  int n = 0;
+  for (const Node& node : nodes_) n += !node.dead && node.op == op;
+  return n;
+}
+
+int64_t constantBytes(const Graph& graph) {
+  std::set<const std::vector<uint8_t>*> seen;
+  int64_t bytes = 0;
+  for (int id : graph.liveNodes()) {
+    for (int in : graph.node(id).inputs) {
+      if (in < 0 || !graph.value(in).isConstant()) continue;
+      if (seen.insert(graph.value(in).data.get()).second)
+        bytes += graph.value(in).type.bytes();
+    }
+  }
+  for (int out : graph.outputs)
+    if (graph.value(out).isConstant() &&
+        seen.insert(graph.value(out).data.get()).second)
+      bytes += graph.value(out).type.bytes();
+  return bytes;
+}
+
+}  // namespace cgc::ir

@@ -1,0 +1,144 @@
+// The cgc IR: a graph that owns Values and Nodes, with fully static shapes.
+//
+// Values and Nodes are addressed by integer ids that stay valid for the life
+// of the graph (removed nodes are marked dead, not erased), so passes can keep
+// plain ids in their analyses. Every Node keeps its ONNX name for diagnostics
+// and profiles. Passes never see protobuf: the frontend is the only place
+// that does.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cgc/types.h"
+#include "ir/diagnostics.h"
+
+namespace cgc::ir {
+
+using Shape = std::vector<int64_t>;
+
+/// "[1,3,224,224]".
+std::string shapeString(const Shape& shape);
+int64_t numElements(const Shape& shape);
+
+struct TensorType {
+  DType dtype = DType::kUndefined;
+  Shape shape;
+
+  int64_t numElements() const { return ir::numElements(shape); }
+  int64_t bytes() const { return numElements() * dtypeSize(dtype); }
+  int rank() const { return static_cast<int>(shape.size()); }
+  /// "float32[1,3,224,224]".
+  std::string str() const;
+  bool operator==(const TensorType& other) const = default;
+};
+
+enum class ValueKind { kInput, kConstant, kIntermediate };
+
+struct Value {
+  int id = -1;
+  std::string name;
+  TensorType type;
+  ValueKind kind = ValueKind::kIntermediate;
+  int producer = -1;  // node id; -1 for inputs and constants
+  /// Constants only: type.bytes() bytes of little-endian data.
+  std::shared_ptr<const std::vector<uint8_t>> data;
+
+  bool isConstant() const { return kind == ValueKind::kConstant; }
+  template <typename T>
+  const T* dataAs() const {
+    return reinterpret_cast<const T*>(data->data());
+  }
+  /// Constant integer tensor (any integer dtype) as int64 values.
+  std::vector<int64_t> intValues() const;
+  /// Constant numeric tensor as doubles.
+  std::vector<double> doubleValues() const;
+};
+
+using Attribute = std::variant<int64_t, double, std::string,
+                               std::vector<int64_t>, std::vector<double>>;
+
+struct Node {
+  int id = -1;
+  std::string op;    // ONNX op type, or a cgc op for fused forms
+  std::string name;  // ONNX node name (made unique by the frontend)
+  std::map<std::string, Attribute> attrs;
+  std::vector<int> inputs;  // value ids; -1 marks an absent optional input
+  std::vector<int> outputs;
+  bool dead = false;
+
+  bool has(const std::string& attr) const { return attrs.count(attr) != 0; }
+  int64_t getInt(const std::string& attr, int64_t fallback) const;
+  double getFloat(const std::string& attr, double fallback) const;
+  std::string getString(const std::string& attr,
+                        const std::string& fallback) const;
+  std::vector<int64_t> getInts(const std::string& attr,
+                               std::vector<int64_t> fallback = {}) const;
+  std::vector<double> getFloats(const std::string& attr) const;
+  /// Inputs that are present (not -1).
+  int numPresentInputs() const;
+};
+
+class Graph {
+ public:
+  std::string name;        // model name (from the file name unless given)
+  std::string sourceFile;  // for diagnostics
+  std::vector<int> inputs;   // graph inputs, in ONNX order
+  std::vector<int> outputs;  // graph outputs, in ONNX order
+  /// ONNX names of the graph outputs: the values behind `outputs` may be
+  /// replaced (by a constant, by a fused node's result), the names stay.
+  std::vector<std::string> outputNames;
+
+  int addValue(std::string name, TensorType type,
+               ValueKind kind = ValueKind::kIntermediate);
+  int addConstant(std::string name, TensorType type,
+                  std::vector<uint8_t> bytes);
+  int addNode(std::string op, std::string name, std::vector<int> inputs,
+              std::vector<int> outputs,
+              std::map<std::string, Attribute> attrs = {});
+
+  Value& value(int id) { return values_.at(id); }
+  const Value& value(int id) const { return values_.at(id); }
+  Node& node(int id) { return nodes_.at(id); }
+  const Node& node(int id) const { return nodes_.at(id); }
+  int numValues() const { return static_cast<int>(values_.size()); }
+  int numNodeSlots() const { return static_cast<int>(nodes_.size()); }
+
+  /// Ids of live nodes in insertion order.
+  std::vector<int> liveNodes() const;
+  /// Ids of live nodes, producers before consumers. Throws InternalError on
+  /// a cycle.
+  std::vector<int> topologicalOrder() const;
+  /// Live nodes reading `value`, in id order (a node appears once).
+  std::vector<int> consumers(int value) const;
+  bool isGraphOutput(int value) const;
+  /// Values whose every use is moved to `replacement`, graph outputs included.
+  void replaceAllUses(int value, int replacement);
+  /// Marks the node dead; its outputs lose their producer.
+  void removeNode(int id);
+  /// Makes `value` (which must have no live producer) output `index` of the
+  /// node; the previous output value is orphaned.
+  void setNodeOutput(int node, size_t index, int value);
+  /// A name not yet used by any value: `base`, `base_1`, ...
+  std::string uniqueValueName(const std::string& base);
+  /// Location for diagnostics about a node.
+  DiagLocation where(const Node& node) const;
+  DiagLocation where() const { return {sourceFile, "", ""}; }
+  /// Live nodes with a given op.
+  int countOps(const std::string& op) const;
+
+ private:
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+  std::map<std::string, int> valueNames_;
+};
+
+/// Bytes of constant data (weights) the graph holds, counting each once.
+int64_t constantBytes(const Graph& graph);
+
+}  // namespace cgc::ir

@@ -1,0 +1,436 @@
+// Node -> KernelCall for every op the runtime implements. The frontend has
+// already resolved every shape-determining input and attribute (auto_pad,
+// Slice starts, Softmax's legacy axis), so this file only translates.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "lowering/kernel_call.h"
+
+namespace cgc::lowering {
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::Shape;
+
+const Shape& shapeOf(const Graph& g, int value) {
+  return g.value(value).type.shape;
+}
+
+/// Dense row-major strides in elements.
+std::vector<int64_t> denseStrides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int d = static_cast<int>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+int64_t product(const Shape& s, size_t from, size_t to) {
+  int64_t n = 1;
+  for (size_t i = from; i < to && i < s.size(); ++i) n *= s[i];
+  return n;
+}
+
+void checkRank(const Graph& g, const Node& n, size_t rank) {
+  if (rank > static_cast<size_t>(rt::kMaxRank))
+    userError(g.where(n), "rank {} exceeds the supported maximum of {}", rank,
+              rt::kMaxRank);
+}
+
+/// Strides of `in` (right-aligned against `out`) with 0 on broadcast dims.
+std::vector<int64_t> broadcastStrides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> strides(out.size(), 0);
+  std::vector<int64_t> dense = denseStrides(in);
+  size_t offset = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d)
+    strides[offset + d] = in[d] == 1 ? 0 : dense[d];
+  return strides;
+}
+
+bool isArithmeticType(DType t) {
+  return t == DType::kF32 || t == DType::kF64 || t == DType::kI32 ||
+         t == DType::kI64;
+}
+
+void requireType(const Graph& g, const Node& n, DType actual,
+                 std::initializer_list<DType> allowed) {
+  for (DType t : allowed)
+    if (t == actual) return;
+  userError(g.where(n), "element type {} is not supported", dtypeName(actual));
+}
+
+std::optional<rt::UnaryOp> unaryOpFor(const std::string& op) {
+  static const std::map<std::string, rt::UnaryOp> table = {
+      {"Relu", rt::UnaryOp::kRelu},
+      {"LeakyRelu", rt::UnaryOp::kLeakyRelu},
+      {"Clip", rt::UnaryOp::kClip},
+      {"Sigmoid", rt::UnaryOp::kSigmoid},
+      {"Tanh", rt::UnaryOp::kTanh},
+      {"HardSigmoid", rt::UnaryOp::kHardSigmoid},
+      {"Sqrt", rt::UnaryOp::kSqrt},
+      {"Exp", rt::UnaryOp::kExp},
+      {"Log", rt::UnaryOp::kLog},
+      {"Neg", rt::UnaryOp::kNeg},
+      {"Abs", rt::UnaryOp::kAbs},
+      {"Reciprocal", rt::UnaryOp::kReciprocal},
+      {"Floor", rt::UnaryOp::kFloor},
+      {"Ceil", rt::UnaryOp::kCeil},
+      {"Identity", rt::UnaryOp::kIdentity},
+  };
+  auto it = table.find(op);
+  if (it == table.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<rt::BinaryOp> binaryOpFor(const std::string& op) {
+  static const std::map<std::string, rt::BinaryOp> table = {
+      {"Add", rt::BinaryOp::kAdd}, {"Sub", rt::BinaryOp::kSub},
+      {"Mul", rt::BinaryOp::kMul}, {"Div", rt::BinaryOp::kDiv},
+      {"Pow", rt::BinaryOp::kPow},
+  };
+  auto it = table.find(op);
+  if (it == table.end()) return std::nullopt;
+  return it->second;
+}
+
+KernelCall lowerUnary(const Graph& g, const Node& n, rt::UnaryOp op) {
+  const ir::TensorType& t = g.value(n.outputs[0]).type;
+  requireType(g, n, t.dtype, {DType::kF32, DType::kF64, DType::kI32, DType::kI64});
+  rt::UnaryParams p{op, t.numElements(), 0.f, 0.f};
+  if (op == rt::UnaryOp::kLeakyRelu) p.alpha = n.getFloat("alpha", 0.01);
+  if (op == rt::UnaryOp::kHardSigmoid) {
+    p.alpha = n.getFloat("alpha", 0.2);
+    p.beta = n.getFloat("beta", 0.5);
+  }
+  if (op == rt::UnaryOp::kClip) {
+    p.alpha = n.getFloat("min", -std::numeric_limits<float>::infinity());
+    p.beta = n.getFloat("max", std::numeric_limits<float>::infinity());
+  }
+  return {Kernel::kUnary, t.dtype, p, {n.inputs[0]}, {n.outputs[0]}};
+}
+
+KernelCall lowerBinary(const Graph& g, const Node& n, rt::BinaryOp op) {
+  const ir::TensorType& out = g.value(n.outputs[0]).type;
+  requireType(g, n, out.dtype, {DType::kF32, DType::kF64, DType::kI32, DType::kI64});
+  checkRank(g, n, out.shape.size());
+  rt::BinaryParams p{};
+  p.op = op;
+  p.bc.rank = static_cast<int32_t>(out.shape.size());
+  p.bc.count = out.numElements();
+  auto as = broadcastStrides(shapeOf(g, n.inputs[0]), out.shape);
+  auto bs = broadcastStrides(shapeOf(g, n.inputs[1]), out.shape);
+  for (size_t d = 0; d < out.shape.size(); ++d) {
+    p.bc.shape[d] = out.shape[d];
+    p.bc.a_strides[d] = as[d];
+    p.bc.b_strides[d] = bs[d];
+  }
+  return {Kernel::kBinary, out.dtype, p, {n.inputs[0], n.inputs[1]},
+          {n.outputs[0]}};
+}
+
+/// Spatial attributes as 2-D (height, width); 1-D ops get a unit height.
+struct Spatial2d {
+  int64_t kh, kw, sh, sw, dh, dw, padTop, padLeft;
+};
+
+Spatial2d spatialOf(const Graph& g, const Node& n, size_t spatialRank) {
+  if (spatialRank != 1 && spatialRank != 2)
+    userError(g.where(n), "only 1-D and 2-D spatial ops are supported, not {}-D",
+              spatialRank);
+  auto kernel = n.getInts("kernel_shape");
+  auto strides = n.getInts("strides", Shape(spatialRank, 1));
+  auto dilations = n.getInts("dilations", Shape(spatialRank, 1));
+  auto pads = n.getInts("pads", Shape(2 * spatialRank, 0));
+  CGC_ASSERT(kernel.size() == spatialRank && strides.size() == spatialRank &&
+                 dilations.size() == spatialRank &&
+                 pads.size() == 2 * spatialRank,
+             "node '{}' has unresolved spatial attributes", n.name);
+  if (spatialRank == 1) return {1, kernel[0], 1, strides[0], 1, dilations[0], 0, pads[0]};
+  return {kernel[0], kernel[1], strides[0], strides[1],
+          dilations[0], dilations[1], pads[0], pads[1]};
+}
+
+/// (n, c, h, w) of an NC(H)W tensor with 1 or 2 spatial dims.
+std::array<int64_t, 4> nchw(const Shape& s) {
+  if (s.size() == 3) return {s[0], s[1], 1, s[2]};
+  return {s[0], s[1], s[2], s[3]};
+}
+
+KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  const Shape& y = shapeOf(g, n.outputs[0]);
+  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  if (x.size() != 3 && x.size() != 4)
+    userError(g.where(n), "only 1-D and 2-D convolutions are supported (input {})",
+              ir::shapeString(x));
+  Spatial2d s = spatialOf(g, n, x.size() - 2);
+  auto [xn, xc, xh, xw] = nchw(x);
+  auto [yn, yc, yh, yw] = nchw(y);
+  rt::ConvParams p{xn, xc, xh, xw, yc, yh, yw, n.getInt("group", 1),
+                   s.kh, s.kw, s.sh, s.sw, s.padTop, s.padLeft, s.dh, s.dw};
+  int bias = n.inputs.size() > 2 ? n.inputs[2] : -1;
+  return {transpose ? Kernel::kConvTranspose2d : Kernel::kConv2d, DType::kF32, p,
+          {n.inputs[0], n.inputs[1], bias}, {n.outputs[0]}};
+}
+
+KernelCall lowerPool(const Graph& g, const Node& n, bool max) {
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  const Shape& y = shapeOf(g, n.outputs[0]);
+  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  if (x.size() != 3 && x.size() != 4)
+    userError(g.where(n), "only 1-D and 2-D pooling is supported (input {})",
+              ir::shapeString(x));
+  if (n.outputs.size() > 1 && n.outputs[1] >= 0)
+    userError(g.where(n), "the Indices output of MaxPool is not supported");
+  Spatial2d s = spatialOf(g, n, x.size() - 2);
+  auto [xn, xc, xh, xw] = nchw(x);
+  auto [yn, yc, yh, yw] = nchw(y);
+  rt::PoolParams p{xn * xc, xh, xw, yh, yw, s.kh, s.kw, s.sh, s.sw,
+                   s.padTop, s.padLeft, s.dh, s.dw,
+                   n.getInt("count_include_pad", 0) != 0};
+  return {max ? Kernel::kMaxPool2d : Kernel::kAvgPool2d, DType::kF32, p,
+          {n.inputs[0]}, {n.outputs[0]}};
+}
+
+KernelCall lowerGemm(const Graph& g, const Node& n) {
+  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  const Shape& y = shapeOf(g, n.outputs[0]);
+  bool transA = n.getInt("transA", 0), transB = n.getInt("transB", 0);
+  const Shape& a = shapeOf(g, n.inputs[0]);
+  rt::GemmParams p{y[0], y[1], transA ? a[0] : a[1], transA, transB,
+                   static_cast<float>(n.getFloat("alpha", 1.0)),
+                   static_cast<float>(n.getFloat("beta", 1.0)), 0, 0};
+  int c = n.inputs.size() > 2 ? n.inputs[2] : -1;
+  if (c >= 0) {
+    auto strides = broadcastStrides(shapeOf(g, c), y);
+    p.c_stride_m = strides[0];
+    p.c_stride_n = strides[1];
+  }
+  return {Kernel::kGemm, DType::kF32, p, {n.inputs[0], n.inputs[1], c},
+          {n.outputs[0]}};
+}
+
+KernelCall lowerMatMul(const Graph& g, const Node& n) {
+  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  Shape a = shapeOf(g, n.inputs[0]);
+  Shape b = shapeOf(g, n.inputs[1]);
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  size_t batchRank = std::max(a.size(), b.size()) - 2;
+  checkRank(g, n, batchRank);
+  rt::MatMulParams p{};
+  p.batch_rank = static_cast<int32_t>(batchRank);
+  p.m = a[a.size() - 2];
+  p.k = a.back();
+  p.n = b.back();
+  Shape aBatch(a.begin(), a.end() - 2), bBatch(b.begin(), b.end() - 2);
+  Shape batch(batchRank, 1);
+  for (size_t d = 0; d < batchRank; ++d) {
+    int64_t da = d + aBatch.size() >= batchRank ? aBatch[d + aBatch.size() - batchRank] : 1;
+    int64_t db = d + bBatch.size() >= batchRank ? bBatch[d + bBatch.size() - batchRank] : 1;
+    batch[d] = std::max(da, db);
+  }
+  auto as = broadcastStrides(aBatch, batch);
+  auto bs = broadcastStrides(bBatch, batch);
+  for (size_t d = 0; d < batchRank; ++d) {
+    p.batch_shape[d] = batch[d];
+    p.a_batch_strides[d] = as[d] * p.m * p.k;
+    p.b_batch_strides[d] = bs[d] * p.k * p.n;
+  }
+  return {Kernel::kMatMul, DType::kF32, p, {n.inputs[0], n.inputs[1]},
+          {n.outputs[0]}};
+}
+
+KernelCall lowerBatchNorm(const Graph& g, const Node& n) {
+  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  rt::BatchNormParams p{x[0], x.size() > 1 ? x[1] : 1, product(x, 2, x.size()),
+                        static_cast<float>(n.getFloat("epsilon", 1e-5))};
+  return {Kernel::kBatchNorm, DType::kF32, p,
+          {n.inputs[0], n.inputs[1], n.inputs[2], n.inputs[3], n.inputs[4]},
+          {n.outputs[0]}};
+}
+
+KernelCall lowerSoftmax(const Graph& g, const Node& n) {
+  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  size_t axis = static_cast<size_t>(n.getInt("axis", -1));
+  CGC_ASSERT(axis < x.size() || x.empty(), "node '{}': unresolved axis", n.name);
+  rt::SoftmaxParams p{};
+  p.log = n.op == "LogSoftmax";
+  p.outer = product(x, 0, axis);
+  if (n.getInt("legacy", 0)) {
+    p.axis = product(x, axis, x.size());
+    p.inner = 1;
+  } else {
+    p.axis = x.empty() ? 1 : x[axis];
+    p.inner = product(x, axis + 1, x.size());
+  }
+  return {Kernel::kSoftmax, DType::kF32, p, {n.inputs[0]}, {n.outputs[0]}};
+}
+
+KernelCall stridedCopy(const Graph& g, const Node& n, const Shape& outShape,
+                       const std::vector<int64_t>& inStrides, int64_t offset) {
+  checkRank(g, n, outShape.size());
+  rt::StridedCopyParams p{};
+  p.rank = static_cast<int32_t>(outShape.size());
+  p.elem_bytes = dtypeSize(g.value(n.outputs[0]).type.dtype);
+  p.offset = offset;
+  for (size_t d = 0; d < outShape.size(); ++d) {
+    p.shape[d] = outShape[d];
+    p.in_strides[d] = inStrides[d];
+  }
+  return {Kernel::kStridedCopy, g.value(n.outputs[0]).type.dtype, p,
+          {n.inputs[0]}, {n.outputs[0]}};
+}
+
+KernelCall lowerTranspose(const Graph& g, const Node& n) {
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  auto dense = denseStrides(x);
+  auto perm = n.getInts("perm");
+  std::vector<int64_t> strides;
+  for (int64_t axis : perm) strides.push_back(dense[axis]);
+  return stridedCopy(g, n, shapeOf(g, n.outputs[0]), strides, 0);
+}
+
+KernelCall lowerSlice(const Graph& g, const Node& n) {
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  auto dense = denseStrides(x);
+  auto starts = n.getInts("starts");
+  auto steps = n.getInts("steps");
+  CGC_ASSERT(starts.size() == x.size() && steps.size() == x.size(),
+             "node '{}': unresolved Slice attributes", n.name);
+  std::vector<int64_t> strides(x.size());
+  int64_t offset = 0;
+  for (size_t d = 0; d < x.size(); ++d) {
+    offset += starts[d] * dense[d];
+    strides[d] = steps[d] * dense[d];
+  }
+  return stridedCopy(g, n, shapeOf(g, n.outputs[0]), strides, offset);
+}
+
+KernelCall lowerExpand(const Graph& g, const Node& n) {
+  const Shape& y = shapeOf(g, n.outputs[0]);
+  return stridedCopy(g, n, y, broadcastStrides(shapeOf(g, n.inputs[0]), y), 0);
+}
+
+KernelCall lowerConcat(const Graph& g, const Node& n) {
+  const Shape& y = shapeOf(g, n.outputs[0]);
+  size_t axis = static_cast<size_t>(n.getInt("axis", 0));
+  int64_t elem = dtypeSize(g.value(n.outputs[0]).type.dtype);
+  ConcatArgs args{product(y, 0, axis), {}};
+  std::vector<int> inputs;
+  for (int in : n.inputs) {
+    const Shape& s = shapeOf(g, in);
+    args.partBytes.push_back(product(s, axis, s.size()) * elem);
+    inputs.push_back(in);
+  }
+  return {Kernel::kConcat, g.value(n.outputs[0]).type.dtype, args, inputs,
+          {n.outputs[0]}};
+}
+
+KernelCall lowerGather(const Graph& g, const Node& n) {
+  const Shape& data = shapeOf(g, n.inputs[0]);
+  DType indexType = g.value(n.inputs[1]).type.dtype;
+  requireType(g, n, indexType, {DType::kI64, DType::kI32});
+  size_t axis = static_cast<size_t>(n.getInt("axis", 0));
+  rt::GatherParams p{product(data, 0, axis), data[axis],
+                     product(data, axis + 1, data.size()) *
+                         dtypeSize(g.value(n.inputs[0]).type.dtype),
+                     g.value(n.inputs[1]).type.numElements()};
+  return {Kernel::kGather, indexType, p, {n.inputs[0], n.inputs[1]},
+          {n.outputs[0]}};
+}
+
+KernelCall lowerCast(const Graph& g, const Node& n) {
+  DType from = g.value(n.inputs[0]).type.dtype;
+  DType to = g.value(n.outputs[0]).type.dtype;
+  for (DType t : {from, to})
+    if (t == DType::kF16 || t == DType::kUndefined)
+      userError(g.where(n), "casts involving {} are not supported",
+                dtypeName(t));
+  return {Kernel::kCast, to, CastArgs{from, to, g.value(n.outputs[0]).type.numElements()},
+          {n.inputs[0]}, {n.outputs[0]}};
+}
+
+}  // namespace
+
+KernelCall lowerNode(const Graph& g, const Node& n) {
+  if (auto op = unaryOpFor(n.op)) return lowerUnary(g, n, *op);
+  if (auto op = binaryOpFor(n.op)) return lowerBinary(g, n, *op);
+  if (n.op == "Reshape")
+    return {Kernel::kView, g.value(n.outputs[0]).type.dtype, ViewArgs{},
+            {n.inputs[0]}, {n.outputs[0]}};
+  if (n.op == "Conv") return lowerConv(g, n, false);
+  if (n.op == "ConvTranspose") return lowerConv(g, n, true);
+  if (n.op == "MaxPool") return lowerPool(g, n, true);
+  if (n.op == "AveragePool") return lowerPool(g, n, false);
+  if (n.op == "GlobalAveragePool") {
+    requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+    const Shape& x = shapeOf(g, n.inputs[0]);
+    return {Kernel::kGlobalAvgPool, DType::kF32,
+            GlobalPoolArgs{product(x, 0, 2), product(x, 2, x.size())},
+            {n.inputs[0]}, {n.outputs[0]}};
+  }
+  if (n.op == "Gemm") return lowerGemm(g, n);
+  if (n.op == "MatMul") return lowerMatMul(g, n);
+  if (n.op == "BatchNormalization") return lowerBatchNorm(g, n);
+  if (n.op == "Softmax" || n.op == "LogSoftmax") return lowerSoftmax(g, n);
+  if (n.op == "Transpose") return lowerTranspose(g, n);
+  if (n.op == "Slice") return lowerSlice(g, n);
+  if (n.op == "Expand") return lowerExpand(g, n);
+  if (n.op == "Concat") return lowerConcat(g, n);
+  if (n.op == "Gather") return lowerGather(g, n);
+  if (n.op == "Cast") return lowerCast(g, n);
+  userError(g.where(n), "no kernel implements this op");
+}
+
+bool isLowerable(const Graph& g, const Node& n) {
+  try {
+    lowerNode(g, n);
+    return true;
+  } catch (const CompileError&) {
+    return false;
+  }
+}
+
+bool mayRunInPlace(const KernelCall& call) {
+  return call.kernel == Kernel::kUnary || call.kernel == Kernel::kBinary ||
+         call.kernel == Kernel::kBatchNorm;
+}
+
+std::string kernelFunction(const KernelCall& call) {
+  auto typeName = [](DType t) -> std::string {
+    switch (t) {
+      case DType::kF32: return "float";
+      case DType::kF64: return "double";
+      case DType::kI32: return "int32_t";
+      case DType::kI64: return "int64_t";
+      default: return "void";
+    }
+  };
+  switch (call.kernel) {
+    case Kernel::kView: return "";
+    case Kernel::kUnary: return "unary<" + typeName(call.dtype) + ">";
+    case Kernel::kBinary: return "binary<" + typeName(call.dtype) + ">";
+    case Kernel::kConv2d: return "conv2d";
+    case Kernel::kConvTranspose2d: return "conv_transpose2d";
+    case Kernel::kMaxPool2d: return "max_pool2d";
+    case Kernel::kAvgPool2d: return "avg_pool2d";
+    case Kernel::kGlobalAvgPool: return "global_avg_pool";
+    case Kernel::kGemm: return "gemm";
+    case Kernel::kMatMul: return "matmul";
+    case Kernel::kBatchNorm: return "batch_norm";
+    case Kernel::kSoftmax: return "softmax";
+    case Kernel::kStridedCopy: return "strided_copy";
+    case Kernel::kConcat: return "concat";
+    case Kernel::kGather: return "gather";
+    case Kernel::kCast: return "cast";
+  }
+  return "";
+}
+
+}  // namespace cgc::lowering

@@ -1,0 +1,305 @@
+// Importers for the tensor-plumbing ops. Shape and Size become constants
+// (every shape is static); Reshape, Flatten, Squeeze and Unsqueeze become
+// Reshape views whose target shape is the output type; Slice and Transpose
+// get fully resolved per-axis attributes.
+#include <cstring>
+
+#include "onnx_frontend/op_import.h"
+#include "onnx_frontend/tensor_proto.h"
+
+namespace cgc::frontend {
+namespace {
+
+using ir::Shape;
+
+std::vector<uint8_t> int64Bytes(const std::vector<int64_t>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(int64_t));
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+void importConstant(OpContext& ctx) {
+  ir::TensorType type;
+  std::vector<uint8_t> bytes;
+  if (const onnx::TensorProto* t = ctx.attrTensor("value")) {
+    HostTensor host = tensorFromProto(*t, ctx.where());
+    type = host.type;
+    bytes = std::move(host.bytes);
+  } else if (ctx.hasAttr("value_float") || ctx.hasAttr("value_floats")) {
+    std::vector<float> values;
+    if (ctx.hasAttr("value_float")) {
+      values = {ctx.attrFloat("value_float", 0.f)};
+      type = {DType::kF32, {}};
+    } else {
+      for (const auto& a : ctx.proto.attribute())
+        if (a.name() == "value_floats") values.assign(a.floats().begin(), a.floats().end());
+      type = {DType::kF32, {static_cast<int64_t>(values.size())}};
+    }
+    bytes.resize(values.size() * sizeof(float));
+    if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  } else if (ctx.hasAttr("value_int")) {
+    type = {DType::kI64, {}};
+    bytes = int64Bytes({ctx.attrInt("value_int", 0)});
+  } else if (ctx.hasAttr("value_ints")) {
+    auto values = ctx.attrInts("value_ints");
+    type = {DType::kI64, {static_cast<int64_t>(values.size())}};
+    bytes = int64Bytes(values);
+  } else {
+    ctx.fail("only tensor, float(s) and int(s) Constant values are supported");
+  }
+  ctx.defineConstant(0, type, std::move(bytes));
+}
+
+void importShape(OpContext& ctx) {
+  ctx.requireInputs(1, 1);
+  const Shape& x = ctx.inputShape(0);
+  int64_t rank = static_cast<int64_t>(x.size());
+  auto clampAxis = [&](int64_t a) {
+    if (a < 0) a += rank;
+    return std::clamp<int64_t>(a, 0, rank);
+  };
+  int64_t start = clampAxis(ctx.attrInt("start", 0));
+  int64_t end = clampAxis(ctx.attrInt("end", rank));
+  std::vector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i) dims.push_back(x[i]);
+  ctx.defineConstant(0, {DType::kI64, {static_cast<int64_t>(dims.size())}},
+                     int64Bytes(dims));
+}
+
+void importSize(OpContext& ctx) {
+  ctx.requireInputs(1, 1);
+  ctx.defineConstant(0, {DType::kI64, {}},
+                     int64Bytes({ctx.input(0).type.numElements()}));
+}
+
+void emitView(OpContext& ctx, Shape shape) {
+  if (ir::numElements(shape) != ctx.input(0).type.numElements())
+    ctx.fail(fmt::format("cannot reshape {} to {}",
+                         ir::shapeString(ctx.inputShape(0)),
+                         ir::shapeString(shape)));
+  ctx.emit("Reshape", {ctx.inputs[0]}, {{ctx.inputType(0), std::move(shape)}});
+}
+
+void importReshape(OpContext& ctx) {
+  std::vector<int64_t> target;
+  if (ctx.opset < 5) {
+    ctx.requireInputs(1, 1);
+    target = ctx.attrInts("shape");
+  } else {
+    ctx.requireInputs(2, 2);
+    target = ctx.constantInts(1, "shape");
+  }
+  const Shape& x = ctx.inputShape(0);
+  bool allowZero = ctx.attrInt("allowzero", 0) != 0;
+  int inferred = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0 && !allowZero) {
+      if (i >= x.size()) ctx.fail("shape copies a dimension the input lacks");
+      target[i] = x[i];
+    }
+    if (target[i] == -1) {
+      if (inferred >= 0) ctx.fail("shape has more than one -1");
+      inferred = static_cast<int>(i);
+    } else if (target[i] < 0) {
+      ctx.fail(fmt::format("shape has invalid dimension {}", target[i]));
+    } else {
+      known *= target[i];
+    }
+  }
+  if (inferred >= 0) {
+    int64_t total = ctx.input(0).type.numElements();
+    if (known == 0 || total % known != 0)
+      ctx.fail(fmt::format("cannot reshape {} to {}", ir::shapeString(x),
+                           ir::shapeString(target)));
+    target[inferred] = total / known;
+  }
+  emitView(ctx, target);
+}
+
+void importFlatten(OpContext& ctx) {
+  ctx.requireInputs(1, 1);
+  const Shape& x = ctx.inputShape(0);
+  int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = ctx.attrInt("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) ctx.fail("axis is out of range");
+  emitView(ctx, {ir::numElements(Shape(x.begin(), x.begin() + axis)),
+                 ir::numElements(Shape(x.begin() + axis, x.end()))});
+}
+
+std::vector<int64_t> axesOf(OpContext& ctx) {
+  if (ctx.opset < 13) return ctx.attrInts("axes");
+  return ctx.hasInput(1) ? ctx.constantInts(1, "axes") : std::vector<int64_t>{};
+}
+
+void importSqueeze(OpContext& ctx) {
+  ctx.requireInputs(1, 2);
+  const Shape& x = ctx.inputShape(0);
+  std::vector<bool> drop(x.size(), false);
+  auto axes = axesOf(ctx);
+  for (int64_t a : axes) {
+    int64_t axis = ctx.normalizeAxis(a, static_cast<int64_t>(x.size()));
+    if (x[axis] != 1)
+      ctx.fail(fmt::format("cannot squeeze axis {} of size {}", a, x[axis]));
+    drop[axis] = true;
+  }
+  Shape out;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (!(axes.empty() ? x[i] == 1 : drop[i])) out.push_back(x[i]);
+  emitView(ctx, out);
+}
+
+void importUnsqueeze(OpContext& ctx) {
+  ctx.requireInputs(1, 2);
+  const Shape& x = ctx.inputShape(0);
+  auto axes = axesOf(ctx);
+  int64_t rank = static_cast<int64_t>(x.size() + axes.size());
+  std::vector<bool> inserted(rank, false);
+  for (int64_t a : axes) {
+    int64_t axis = ctx.normalizeAxis(a, rank);
+    if (inserted[axis]) ctx.fail("axes has a repeated axis");
+    inserted[axis] = true;
+  }
+  Shape out;
+  size_t next = 0;
+  for (int64_t i = 0; i < rank; ++i)
+    out.push_back(inserted[i] ? 1 : x.at(next++));
+  emitView(ctx, out);
+}
+
+void importTranspose(OpContext& ctx) {
+  ctx.requireInputs(1, 1);
+  const Shape& x = ctx.inputShape(0);
+  std::vector<int64_t> perm = ctx.attrInts("perm");
+  if (perm.empty())
+    for (int64_t i = static_cast<int64_t>(x.size()) - 1; i >= 0; --i)
+      perm.push_back(i);
+  if (perm.size() != x.size()) ctx.fail("perm does not match the input rank");
+  Shape out;
+  std::vector<bool> seen(x.size(), false);
+  for (int64_t& p : perm) {
+    p = ctx.normalizeAxis(p, static_cast<int64_t>(x.size()));
+    if (seen[p]) ctx.fail("perm is not a permutation");
+    seen[p] = true;
+    out.push_back(x[p]);
+  }
+  ctx.emit("Transpose", {ctx.inputs[0]}, {{ctx.inputType(0), out}},
+           {{"perm", perm}});
+}
+
+void importConcat(OpContext& ctx) {
+  if (ctx.inputs.empty()) ctx.fail("Concat needs at least one input");
+  Shape out = ctx.inputShape(0);
+  int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0),
+                                   static_cast<int64_t>(out.size()));
+  std::vector<int> inputs;
+  out[axis] = 0;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    const Shape& s = ctx.inputShape(i);
+    if (ctx.inputType(i) != ctx.inputType(0)) ctx.fail("input types differ");
+    bool compatible = s.size() == out.size();
+    for (size_t d = 0; compatible && d < s.size(); ++d)
+      compatible = d == static_cast<size_t>(axis) || s[d] == out[d];
+    if (!compatible)
+      ctx.fail(fmt::format("input {} has shape {}, incompatible with {}", i,
+                           ir::shapeString(s),
+                           ir::shapeString(ctx.inputShape(0))));
+    out[axis] += s[axis];
+    inputs.push_back(ctx.inputs[i]);
+  }
+  ctx.emit("Concat", inputs, {{ctx.inputType(0), out}}, {{"axis", axis}});
+}
+
+void importGather(OpContext& ctx) {
+  ctx.requireInputs(2, 2);
+  const Shape& data = ctx.inputShape(0);
+  if (data.empty()) ctx.fail("Gather needs data of rank >= 1");
+  int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0),
+                                   static_cast<int64_t>(data.size()));
+  if (ctx.input(1).isConstant())
+    for (int64_t i : ctx.input(1).intValues())
+      if (i < -data[axis] || i >= data[axis])
+        ctx.fail(fmt::format("index {} is out of range for axis {} of size {}",
+                             i, axis, data[axis]));
+  Shape out(data.begin(), data.begin() + axis);
+  for (int64_t d : ctx.inputShape(1)) out.push_back(d);
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
+  ctx.emit("Gather", {ctx.inputs[0], ctx.inputs[1]}, {{ctx.inputType(0), out}},
+           {{"axis", axis}});
+}
+
+void importSlice(OpContext& ctx) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.opset < 10) {
+    ctx.requireInputs(1, 1);
+    starts = ctx.attrInts("starts");
+    ends = ctx.attrInts("ends");
+    axes = ctx.attrInts("axes");
+  } else {
+    ctx.requireInputs(3, 5);
+    starts = ctx.constantInts(1, "starts");
+    ends = ctx.constantInts(2, "ends");
+    if (ctx.hasInput(3)) axes = ctx.constantInts(3, "axes");
+    if (ctx.hasInput(4)) steps = ctx.constantInts(4, "steps");
+  }
+  const Shape& x = ctx.inputShape(0);
+  int64_t rank = static_cast<int64_t>(x.size());
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() ||
+      steps.size() != starts.size())
+    ctx.fail("starts, ends, axes and steps differ in length");
+  std::vector<int64_t> allStarts(rank, 0), allSteps(rank, 1);
+  Shape out = x;
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t axis = ctx.normalizeAxis(axes[i], rank);
+    if (seen[axis]) ctx.fail("axes has a repeated axis");
+    seen[axis] = true;
+    int64_t dim = x[axis], step = steps[i];
+    if (step == 0) ctx.fail("steps must not be zero");
+    int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
+    int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+      out[axis] = std::max<int64_t>(0, (end - start + step - 1) / step);
+    } else {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      out[axis] = std::max<int64_t>(0, (start - end - step - 1) / -step);
+    }
+    allStarts[axis] = out[axis] > 0 ? start : 0;
+    allSteps[axis] = step;
+  }
+  ctx.emit("Slice", {ctx.inputs[0]}, {{ctx.inputType(0), out}},
+           {{"starts", allStarts}, {"steps", allSteps}});
+}
+
+void importExpand(OpContext& ctx) {
+  ctx.requireInputs(2, 2);
+  Shape target = ctx.constantInts(1, "shape");
+  Shape out = broadcastShapes(ctx, ctx.inputShape(0), target);
+  ctx.emit("Expand", {ctx.inputs[0]}, {{ctx.inputType(0), out}});
+}
+
+}  // namespace
+
+void registerTensorOps(std::map<std::string, OpImporter>& table) {
+  table["Constant"] = importConstant;
+  table["Shape"] = importShape;
+  table["Size"] = importSize;
+  table["Reshape"] = importReshape;
+  table["Flatten"] = importFlatten;
+  table["Squeeze"] = importSqueeze;
+  table["Unsqueeze"] = importUnsqueeze;
+  table["Transpose"] = importTranspose;
+  table["Concat"] = importConcat;
+  table["Gather"] = importGather;
+  table["Slice"] = importSlice;
+  table["Expand"] = importExpand;
+}
+
+}  // namespace cgc::frontend

@@ -1,0 +1,294 @@
+// See onnx_loader.h.
+#include "onnx_frontend/onnx_loader.h"
+
+#include <fmt/ranges.h>
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "ir/verifier.h"
+#include "lowering/kernel_call.h"
+#include "onnx_frontend/op_import.h"
+#include "onnx_frontend/tensor_proto.h"
+
+namespace cgc::frontend {
+namespace {
+
+bool isDefaultDomain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+onnx::ModelProto readModel(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) userError({path, "", ""}, "cannot open the model file");
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  std::string bytes = buffer.str();
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromString(bytes))
+    userError({path, "", ""},
+              "not a valid ONNX model: the protobuf does not parse (truncated "
+              "or not an ONNX file)");
+  if (!model.has_graph() || model.ir_version() <= 0)
+    userError({path, "", ""},
+              "not a valid ONNX model: no graph or no IR version");
+  return model;
+}
+
+int defaultOpset(const onnx::ModelProto& model) {
+  for (const auto& opset : model.opset_import())
+    if (isDefaultDomain(opset.domain())) return static_cast<int>(opset.version());
+  return 1;
+}
+
+std::string nodeLabel(const onnx::NodeProto& node, int index) {
+  return node.name().empty() ? fmt::format("{}_{}", node.op_type(), index)
+                             : node.name();
+}
+
+std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model) {
+  std::vector<UnsupportedNode> result;
+  const auto& importers = opImporters();
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const auto& node = model.graph().node(i);
+    if (!isDefaultDomain(node.domain()) || !importers.count(node.op_type()))
+      result.push_back({nodeLabel(node, i), node.op_type(), node.domain()});
+  }
+  return result;
+}
+
+void rejectUnsupported(const std::string& path, const onnx::ModelProto& model) {
+  auto unsupported = unsupportedNodes(model);
+  if (unsupported.empty()) return;
+  std::set<std::string> ops;
+  std::vector<std::string> nodes;
+  for (const auto& u : unsupported) {
+    std::string op = u.domain.empty() ? u.op : u.domain + "." + u.op;
+    ops.insert(op);
+    nodes.push_back(fmt::format("'{}' ({})", u.node, op));
+  }
+  userError({path, "", ""}, "unsupported op{} {}: node{} {}",
+            ops.size() > 1 ? "s" : "", fmt::join(ops, ", "),
+            nodes.size() > 1 ? "s" : "", fmt::join(nodes, ", "));
+}
+
+std::set<std::string> initializerNames(const onnx::GraphProto& graph) {
+  std::set<std::string> names;
+  for (const auto& init : graph.initializer()) names.insert(init.name());
+  return names;
+}
+
+/// Writes the --shape bindings into the graph inputs and checks that every
+/// input dimension is then known.
+void bindInputShapes(const std::string& path, onnx::GraphProto& graph,
+                     const LoadOptions& options) {
+  auto initializers = initializerNames(graph);
+  std::map<std::string, ir::Shape> bindings(options.shapes.begin(),
+                                            options.shapes.end());
+  std::vector<std::string> inputNames;
+  std::set<std::string> unbound;
+  for (auto& input : *graph.mutable_input()) {
+    if (initializers.count(input.name())) continue;
+    inputNames.push_back(input.name());
+    auto* tensorType = input.mutable_type()->mutable_tensor_type();
+    auto* shape = tensorType->mutable_shape();
+    auto binding = bindings.find(input.name());
+    if (binding != bindings.end()) {
+      const ir::Shape& wanted = binding->second;
+      if (tensorType->has_shape() && shape->dim_size() != static_cast<int>(wanted.size()))
+        userError({path, "", ""},
+                  "--shape {}={} has rank {}, but the model declares rank {}",
+                  input.name(), fmt::join(wanted, "x"), wanted.size(),
+                  shape->dim_size());
+      if (!tensorType->has_shape() || shape->dim_size() == 0) {
+        shape->clear_dim();
+        for (size_t i = 0; i < wanted.size(); ++i) shape->add_dim();
+      }
+      for (int d = 0; d < shape->dim_size(); ++d) {
+        auto* dim = shape->mutable_dim(d);
+        if (dim->has_dim_value() && dim->dim_value() != wanted[d])
+          userError({path, "", ""},
+                    "--shape {}={} contradicts the model: dimension {} is {}",
+                    input.name(), fmt::join(wanted, "x"), d, dim->dim_value());
+        dim->set_dim_value(wanted[d]);
+      }
+      bindings.erase(binding);
+    }
+    if (!tensorType->has_shape())
+      userError({path, "", ""}, "input '{}' has no shape; give one with --shape {}=...",
+                input.name(), input.name());
+    for (const auto& dim : shape->dim())
+      if (!dim.has_dim_value() || dim.dim_value() < 0)
+        unbound.insert(dim.has_dim_param() && !dim.dim_param().empty()
+                           ? dim.dim_param()
+                           : fmt::format("{}[?]", input.name()));
+  }
+  if (!bindings.empty())
+    userError({path, "", ""}, "--shape names unknown input '{}' (inputs: {})",
+              bindings.begin()->first, fmt::join(inputNames, ", "));
+  if (!unbound.empty())
+    userError({path, "", ""},
+              "symbolic dimension{} {} not bound; give the input shapes with "
+              "--shape NAME=DxDx...",
+              unbound.size() > 1 ? "s" : "", fmt::join(unbound, ", "));
+}
+
+/// Fully static shapes that ONNX shape inference found, by value name.
+std::unordered_map<std::string, ir::Shape> staticShapes(
+    const onnx::GraphProto& graph) {
+  std::unordered_map<std::string, ir::Shape> shapes;
+  auto add = [&](const onnx::ValueInfoProto& info) {
+    if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape())
+      return;
+    ir::Shape shape;
+    for (const auto& dim : info.type().tensor_type().shape().dim()) {
+      if (!dim.has_dim_value()) return;
+      shape.push_back(dim.dim_value());
+    }
+    shapes[info.name()] = shape;
+  };
+  for (const auto& v : graph.value_info()) add(v);
+  for (const auto& v : graph.output()) add(v);
+  return shapes;
+}
+
+std::string graphName(const std::string& path) {
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  return base.substr(0, base.find('.'));
+}
+
+}  // namespace
+
+ir::Shape parseShape(const std::string& text) {
+  ir::Shape shape;
+  if (text.empty() || text == "scalar") return shape;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, 'x')) {
+    size_t used = 0;
+    int64_t d = -1;
+    try {
+      d = std::stoll(part, &used);
+    } catch (const std::exception&) {
+    }
+    if (part.empty() || used != part.size() || d < 0)
+      throw CompileError(fmt::format(
+          "cgc: error: shape '{}' is not of the form 1x3x224x224", text));
+    shape.push_back(d);
+  }
+  return shape;
+}
+
+ModelSummary summarizeModel(const std::string& path) {
+  onnx::ModelProto model = readModel(path);
+  ModelSummary summary;
+  summary.opset = defaultOpset(model);
+  summary.nodes = model.graph().node_size();
+  for (const auto& node : model.graph().node()) ++summary.opCounts[node.op_type()];
+  summary.unsupported = unsupportedNodes(model);
+  return summary;
+}
+
+ir::Graph loadOnnx(const std::string& path, const LoadOptions& options) {
+  onnx::ModelProto model = readModel(path);
+  rejectUnsupported(path, model);
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    userError({path, "", ""}, "the ONNX checker rejects the model: {}", e.what());
+  }
+  bindInputShapes(path, *model.mutable_graph(), options);
+  try {
+    onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception& e) {
+    userError({path, "", ""}, "ONNX shape inference fails: {}", e.what());
+  }
+  const onnx::GraphProto& proto = model.graph();
+  auto onnxShapes = staticShapes(proto);
+  int opset = defaultOpset(model);
+
+  ir::Graph graph;
+  graph.name = graphName(path);
+  graph.sourceFile = path;
+  std::unordered_map<std::string, int> byName;
+  DiagLocation where{path, "", ""};
+
+  for (const auto& init : proto.initializer()) {
+    HostTensor t = tensorFromProto(init, where);
+    byName[init.name()] = graph.addConstant(init.name(), t.type, std::move(t.bytes));
+  }
+  for (const auto& input : proto.input()) {
+    if (byName.count(input.name())) continue;
+    const auto& tensorType = input.type().tensor_type();
+    ir::TensorType type{static_cast<DType>(tensorType.elem_type()), {}};
+    if (dtypeSize(type.dtype) == 0)
+      userError(where, "input '{}' has unsupported element type {}",
+                input.name(), tensorType.elem_type());
+    for (const auto& dim : tensorType.shape().dim())
+      type.shape.push_back(dim.dim_value());
+    int id = graph.addValue(input.name(), type, ir::ValueKind::kInput);
+    graph.inputs.push_back(id);
+    byName[input.name()] = id;
+  }
+
+  std::set<std::string> usedNodeNames;
+  const auto& importers = opImporters();
+  for (int i = 0; i < proto.node_size(); ++i) {
+    const auto& node = proto.node(i);
+    std::string name = nodeLabel(node, i);
+    while (!usedNodeNames.insert(name).second) name += "_";
+    std::vector<int> inputs;
+    for (const auto& in : node.input()) {
+      if (in.empty()) {
+        inputs.push_back(-1);
+        continue;
+      }
+      auto it = byName.find(in);
+      if (it == byName.end())
+        userError({path, name, node.op_type()}, "input '{}' is not defined", in);
+      inputs.push_back(it->second);
+    }
+    OpContext ctx(graph, node, opset, name, inputs);
+    ctx.results.assign(node.output_size(), -1);
+    int firstNewNode = graph.numNodeSlots();
+    importers.at(node.op_type())(ctx);
+    for (int id = firstNewNode; id < graph.numNodeSlots(); ++id) {
+      const ir::Node& created = graph.node(id);
+      if (!lowering::isLowerable(graph, created)) continue;
+      std::vector<int> before = created.outputs;
+      std::vector<int> after = lowering::foldNode(graph, id);
+      for (size_t o = 0; o < after.size(); ++o)
+        for (int& r : ctx.results)
+          if (r == before[o]) r = after[o];
+    }
+    for (int o = 0; o < node.output_size(); ++o) {
+      if (node.output(o).empty()) continue;
+      int value = ctx.results[o];
+      if (value < 0)
+        userError(ctx.where(), "output '{}' is not supported", node.output(o));
+      auto expected = onnxShapes.find(node.output(o));
+      const ir::Shape& shape = graph.value(value).type.shape;
+      if (expected != onnxShapes.end() && expected->second != shape)
+        userError(ctx.where(),
+                  "output '{}' has shape {}, but ONNX shape inference says {}",
+                  node.output(o), ir::shapeString(shape),
+                  ir::shapeString(expected->second));
+      byName[node.output(o)] = value;
+    }
+  }
+  for (const auto& output : proto.output()) {
+    auto it = byName.find(output.name());
+    if (it == byName.end())
+      userError(where, "graph output '{}' is not defined", output.name());
+    graph.outputs.push_back(it->second);
+    graph.outputNames.push_back(output.name());
+  }
+  ir::verifyGraph(graph);
+  return graph;
+}
+
+}  // namespace cgc::frontend

@@ -1,0 +1,47 @@
+// ONNX file -> cgc IR. The ONNX checker and ONNX shape inference run first;
+// then symbolic input dimensions are bound (--shape), every node is imported
+// with a static output type, and nodes whose inputs are all constants are
+// folded on the spot so that shape sub-graphs (Shape -> Gather -> Concat ->
+// Reshape) resolve to constants.
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace cgc::frontend {
+
+struct LoadOptions {
+  /// Input name -> full shape, from --shape NAME=1x3x224x224.
+  std::vector<std::pair<std::string, ir::Shape>> shapes;
+};
+
+struct UnsupportedNode {
+  std::string node;
+  std::string op;
+  std::string domain;
+};
+
+/// Throws CompileError for an unreadable, truncated or invalid file, for
+/// unsupported ops (all of them listed), for shapes that are unbound or
+/// contradict the model, and for any node that cannot be imported.
+ir::Graph loadOnnx(const std::string& path, const LoadOptions& options = {});
+
+struct ModelSummary {
+  int opset = 0;
+  int nodes = 0;
+  std::map<std::string, int> opCounts;  // ONNX op type -> nodes
+  std::vector<UnsupportedNode> unsupported;
+};
+
+/// What the file holds, without importing it (for `cgc inspect`). Throws
+/// CompileError if the file is not an ONNX model.
+ModelSummary summarizeModel(const std::string& path);
+
+/// Parses "1x3x224x224" (empty for a scalar: "" or "scalar").
+ir::Shape parseShape(const std::string& text);
+
+}  // namespace cgc::frontend

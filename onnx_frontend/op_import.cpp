@@ -1,0 +1,132 @@
+// OpContext helpers shared by the op importers, and the importer table.
+#include "onnx_frontend/op_import.h"
+
+#include "onnx_frontend/tensor_proto.h"
+
+namespace cgc::frontend {
+
+DiagLocation OpContext::where() const {
+  return {graph.sourceFile, nodeName, proto.op_type()};
+}
+
+void OpContext::fail(const std::string& message) const {
+  userError(where(), "{}", message);
+}
+
+const ir::Value& OpContext::input(size_t i) const {
+  if (!hasInput(i)) fail(fmt::format("input {} is required", i));
+  return graph.value(inputs[i]);
+}
+
+std::vector<int64_t> OpContext::constantInts(size_t i, const char* role) const {
+  const ir::Value& v = input(i);
+  if (!v.isConstant())
+    fail(fmt::format("input '{}' ({}) must be a compile-time constant; it "
+                     "depends on a graph input",
+                     v.name, role));
+  return v.intValues();
+}
+
+void OpContext::requireInputs(size_t min, size_t max) const {
+  size_t n = inputs.size();
+  while (n > 0 && inputs[n - 1] < 0) --n;
+  if (n < min || n > max)
+    fail(fmt::format("expects {} to {} inputs, has {}", min, max, n));
+  for (size_t i = 0; i < min; ++i)
+    if (inputs[i] < 0) fail(fmt::format("input {} is required", i));
+}
+
+static const onnx::AttributeProto* findAttr(const onnx::NodeProto& proto,
+                                            const char* name) {
+  for (const auto& a : proto.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+bool OpContext::hasAttr(const char* name) const {
+  return findAttr(proto, name) != nullptr;
+}
+
+int64_t OpContext::attrInt(const char* name, int64_t fallback) const {
+  const auto* a = findAttr(proto, name);
+  return a ? a->i() : fallback;
+}
+
+float OpContext::attrFloat(const char* name, float fallback) const {
+  const auto* a = findAttr(proto, name);
+  return a ? a->f() : fallback;
+}
+
+std::string OpContext::attrString(const char* name,
+                                  const std::string& fallback) const {
+  const auto* a = findAttr(proto, name);
+  return a ? a->s() : fallback;
+}
+
+std::vector<int64_t> OpContext::attrInts(const char* name,
+                                         std::vector<int64_t> fallback) const {
+  const auto* a = findAttr(proto, name);
+  if (!a) return fallback;
+  return {a->ints().begin(), a->ints().end()};
+}
+
+const onnx::TensorProto* OpContext::attrTensor(const char* name) const {
+  const auto* a = findAttr(proto, name);
+  return a && a->has_t() ? &a->t() : nullptr;
+}
+
+int64_t OpContext::normalizeAxis(int64_t axis, int64_t rank) const {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+void OpContext::emit(const std::string& op, std::vector<int> irInputs,
+                     std::vector<ir::TensorType> outputTypes,
+                     std::map<std::string, ir::Attribute> attrs) {
+  std::vector<int> outputs;
+  for (size_t i = 0; i < outputTypes.size(); ++i) {
+    bool named = i < static_cast<size_t>(proto.output_size()) &&
+                 !proto.output(static_cast<int>(i)).empty();
+    std::string name = named ? proto.output(static_cast<int>(i))
+                             : fmt::format("{}_out{}", nodeName, i);
+    outputs.push_back(graph.addValue(name, outputTypes[i]));
+    if (i < results.size()) results[i] = named ? outputs.back() : -1;
+  }
+  graph.addNode(op, nodeName, std::move(irInputs), std::move(outputs),
+                std::move(attrs));
+}
+
+void OpContext::defineConstant(size_t index, ir::TensorType type,
+                               std::vector<uint8_t> bytes) {
+  results.at(index) = graph.addConstant(proto.output(static_cast<int>(index)),
+                                        std::move(type), std::move(bytes));
+}
+
+ir::Shape broadcastShapes(const OpContext& ctx, const ir::Shape& a,
+                          const ir::Shape& b) {
+  size_t rank = std::max(a.size(), b.size());
+  ir::Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      ctx.fail(fmt::format("shapes {} and {} cannot be broadcast",
+                           ir::shapeString(a), ir::shapeString(b)));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+const std::map<std::string, OpImporter>& opImporters() {
+  static const std::map<std::string, OpImporter> table = [] {
+    std::map<std::string, OpImporter> t;
+    registerElementwiseOps(t);
+    registerNeuralNetOps(t);
+    registerTensorOps(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace cgc::frontend

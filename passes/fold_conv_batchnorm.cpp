@@ -1,0 +1,85 @@
+// fold-conv-batchnorm: a BatchNormalization that is the only reader of a
+// Conv's output, with constant weights and statistics, is folded into the
+// Conv's weights and bias at compile time:
+//   W'[o] = W[o] * s[o],  b'[o] = (b[o] - mean[o]) * s[o] + beta[o],
+//   s = scale / sqrt(var + epsilon).
+// Inference-time BatchNorm is then free, as in every deployed CNN runtime.
+#include <cmath>
+#include <cstring>
+
+#include "passes/pass_manager.h"
+
+namespace cgc::passes {
+namespace {
+
+std::vector<uint8_t> floatBytes(const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+bool allConstant(const ir::Graph& graph, const std::vector<int>& values) {
+  for (int v : values)
+    if (v >= 0 && !graph.value(v).isConstant()) return false;
+  return true;
+}
+
+}  // namespace
+
+bool foldConvBatchNorm(ir::Graph& graph) {
+  bool changed = false;
+  for (int bnId : graph.topologicalOrder()) {
+    ir::Node& bn = graph.node(bnId);
+    if (bn.op != "BatchNormalization") continue;
+    int convOut = bn.inputs[0];
+    int convId = graph.value(convOut).producer;
+    if (convId < 0 || graph.node(convId).op != "Conv") continue;
+    if (graph.consumers(convOut).size() != 1 || graph.isGraphOutput(convOut))
+      continue;
+    ir::Node& conv = graph.node(convId);
+    if (!allConstant(graph, conv.inputs) ||
+        !allConstant(graph, {bn.inputs.begin() + 1, bn.inputs.end()}))
+      continue;
+    if (graph.value(conv.inputs[1]).type.dtype != DType::kF32) continue;
+
+    const ir::Value& weights = graph.value(conv.inputs[1]);
+    int64_t outChannels = weights.type.shape[0];
+    int64_t perChannel = weights.type.numElements() / outChannels;
+    auto scale = graph.value(bn.inputs[1]).doubleValues();
+    auto beta = graph.value(bn.inputs[2]).doubleValues();
+    auto mean = graph.value(bn.inputs[3]).doubleValues();
+    auto var = graph.value(bn.inputs[4]).doubleValues();
+    double epsilon = bn.getFloat("epsilon", 1e-5);
+    std::vector<double> bias(outChannels, 0.0);
+    if (conv.inputs.size() > 2 && conv.inputs[2] >= 0)
+      bias = graph.value(conv.inputs[2]).doubleValues();
+
+    std::vector<float> newWeights(weights.type.numElements());
+    std::vector<float> newBias(outChannels);
+    const float* w = weights.dataAs<float>();
+    for (int64_t o = 0; o < outChannels; ++o) {
+      double s = scale[o] / std::sqrt(var[o] + epsilon);
+      for (int64_t i = 0; i < perChannel; ++i)
+        newWeights[o * perChannel + i] =
+            static_cast<float>(w[o * perChannel + i] * s);
+      newBias[o] = static_cast<float>((bias[o] - mean[o]) * s + beta[o]);
+    }
+    std::string base = conv.name;
+    ir::TensorType weightType = weights.type;  // addConstant may move values
+    int wId = graph.addConstant(base + "_bn_weights", weightType,
+                                floatBytes(newWeights));
+    int bId = graph.addConstant(base + "_bn_bias",
+                                {DType::kF32, {outChannels}},
+                                floatBytes(newBias));
+    conv.inputs.resize(3);
+    conv.inputs[1] = wId;
+    conv.inputs[2] = bId;
+    int bnOut = bn.outputs[0];
+    graph.removeNode(bnId);
+    graph.setNodeOutput(convId, 0, bnOut);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace cgc::passes

@@ -1,0 +1,48 @@
+// Static memory plan: every intermediate tensor and graph input gets an
+// offset in one 64-byte-aligned arena. Liveness is computed over the
+// schedule; buffers whose lifetimes do not overlap share memory (greedy by
+// size, largest first); views (Reshape) alias their input; elementwise ops
+// write in place over an input that dies at that op.
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/schedule.h"
+
+namespace cgc::passes {
+
+struct MemoryPlan {
+  static constexpr int64_t kAlignment = 64;
+
+  /// One region of the arena and the values that live in it over time.
+  struct Buffer {
+    int64_t offset = 0;
+    int64_t bytes = 0;
+    int firstStep = 0;  // -1: before the first node (graph inputs)
+    int lastStep = 0;   // number of steps: after the last node (outputs)
+    std::vector<int> values;
+  };
+
+  std::vector<Buffer> buffers;
+  std::vector<int> bufferOf;  // per value id; -1 for constants and unused
+  int64_t arenaBytes = 0;
+  int64_t bytesWithoutReuse = 0;  // every non-view tensor in its own buffer
+  int inPlaceNodes = 0;
+
+  bool hasStorage(int value) const { return bufferOf[value] >= 0; }
+  int64_t offsetOf(int value) const { return buffers[bufferOf[value]].offset; }
+};
+
+MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule);
+
+/// Proves the plan legal, recomputing lifetimes from graph and schedule:
+/// every tensor fits its buffer inside the arena, buffers live at the same
+/// time do not overlap, and a value shares a buffer with an earlier one only
+/// after the last read of that one (or at it, when written in place by an
+/// elementwise op). Graph inputs and outputs are never overwritten.
+/// Throws InternalError listing the violations.
+void verifyMemoryPlan(const ir::Graph& graph, const Schedule& schedule,
+                      const MemoryPlan& plan);
+
+}  // namespace cgc::passes

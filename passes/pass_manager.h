@@ -1,0 +1,40 @@
+// The fixed pass pipeline. Each graph-to-graph pass lives in its own file,
+// says in its header what it does and why, and reports whether it changed
+// the graph; the verifier runs after every pass.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace cgc::passes {
+
+// X-macro list of the graph passes, in pipeline order: (name, function).
+#define CGC_GRAPH_PASSES(X)                       \
+  X("canonicalize", canonicalize)                 \
+  X("fold-constants", foldConstants)              \
+  X("fold-conv-batchnorm", foldConvBatchNorm)     \
+  X("dead-code", eliminateDeadCode)
+
+#define CGC_DECLARE_PASS(name, function) bool function(ir::Graph& graph);
+CGC_GRAPH_PASSES(CGC_DECLARE_PASS)
+#undef CGC_DECLARE_PASS
+
+struct PipelineOptions {
+  /// Passes to skip, by name (e.g. "fold-conv-batchnorm").
+  std::vector<std::string> disabled;
+  /// Called after each pass that ran, with its name and whether it changed
+  /// the graph (for --print-after style tracing).
+  std::function<void(const std::string&, bool, const ir::Graph&)> afterPass;
+};
+
+/// Names of all graph passes, in order.
+std::vector<std::string> passNames();
+
+/// Runs the pipeline, verifying the graph after each pass. Throws
+/// CompileError for an unknown pass name in `disabled`.
+void runPipeline(ir::Graph& graph, const PipelineOptions& options = {});
+
+}  // namespace cgc::passes

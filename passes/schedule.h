@@ -1,0 +1,40 @@
+// The schedule: which executor runs which node, in what order. A schedule is
+// a list of ordered op lists, one per executor, plus the dependencies that
+// cross executors (the generated code waits on those). Today's partitioner
+// emits one executor running the graph in topological order; the data
+// structure is the one the critical-path partitioner fills.
+#pragma once
+
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace cgc::passes {
+
+struct CrossDependency {
+  int producer;  // node id
+  int consumer;  // node id
+  int fromExecutor;
+  int toExecutor;
+};
+
+struct Schedule {
+  int executors = 1;
+  int threadsPerExecutor = 1;
+  std::vector<std::vector<int>> ops;  // per executor, in execution order
+  std::vector<CrossDependency> crossDependencies;
+
+  /// Every node once, executors interleaved in the order the memory planner
+  /// uses as time (step i = position in this list).
+  std::vector<int> linearOrder() const;
+};
+
+/// One executor, topological order.
+Schedule scheduleSequential(const ir::Graph& graph);
+
+/// Throws InternalError unless every live node appears exactly once, each
+/// executor's list respects data dependencies, and every dependency between
+/// executors is listed in crossDependencies.
+void verifySchedule(const ir::Graph& graph, const Schedule& schedule);
+
+}  // namespace cgc::passes

@@ -1,0 +1,203 @@
+// cgc runtime kernels: what generated code calls.
+//
+// Every kernel takes a plain parameter struct whose values the compiler knows
+// at compile time (the generated code passes them as `static constexpr`
+// literals) plus raw tensor pointers. Kernels are precompiled once into
+// libcgc_runtime so that a generated translation unit stays light to compile.
+// Tensors are dense, row-major (NCHW for images), and never alias unless the
+// kernel's comment says in-place is allowed.
+#pragma once
+
+#include <cstdint>
+
+#include "cgc/types.h"
+
+namespace cgc::rt {
+
+/// Largest tensor rank that the strided kernels handle.
+inline constexpr int kMaxRank = 8;
+
+// ---------------------------------------------------------------- elementwise
+
+enum class UnaryOp : int32_t {
+  kRelu,
+  kLeakyRelu,    // alpha
+  kClip,         // alpha = min, beta = max
+  kSigmoid,
+  kTanh,
+  kHardSigmoid,  // max(0, min(1, alpha * x + beta))
+  kSqrt,
+  kExp,
+  kLog,
+  kNeg,
+  kAbs,
+  kReciprocal,
+  kFloor,
+  kCeil,
+  kIdentity,
+};
+
+struct UnaryParams {
+  UnaryOp op;
+  int64_t count;
+  float alpha;
+  float beta;
+};
+
+/// y[i] = op(x[i]). In place (x == y) is allowed.
+template <typename T>
+void unary(const UnaryParams& p, const T* x, T* y);
+
+enum class BinaryOp : int32_t { kAdd, kSub, kMul, kDiv, kPow };
+
+/// Numpy broadcasting, already resolved: the output has `shape`; an operand's
+/// stride is 0 along a broadcast dimension. Strides are in elements.
+struct BroadcastParams {
+  int32_t rank;
+  int64_t count;
+  int64_t shape[kMaxRank];
+  int64_t a_strides[kMaxRank];
+  int64_t b_strides[kMaxRank];
+};
+
+struct BinaryParams {
+  BinaryOp op;
+  BroadcastParams bc;
+};
+
+/// y = a op b with broadcasting. y may alias an operand of the output's size.
+template <typename T>
+void binary(const BinaryParams& p, const T* a, const T* b, T* y);
+
+// --------------------------------------------------------------- convolution
+
+/// 2-D convolution, NCHW input, OIHW weights (I = c_in / groups).
+/// One-dimensional convolutions are passed with h_in = h_out = k_h = 1.
+struct ConvParams {
+  int64_t n, c_in, h_in, w_in;
+  int64_t c_out, h_out, w_out;
+  int64_t groups;
+  int64_t k_h, k_w;
+  int64_t stride_h, stride_w;
+  int64_t pad_top, pad_left;
+  int64_t dilation_h, dilation_w;
+};
+
+/// bias may be null.
+void conv2d(const ConvParams& p, const float* x, const float* w,
+            const float* bias, float* y);
+
+/// Transposed 2-D convolution, NCHW input, weights [c_in, c_out / groups, k_h,
+/// k_w]. Here (h_in, w_in) is the input and (h_out, w_out) the output; pads
+/// are the ones cropped from the full output (already resolved from
+/// output_shape / auto_pad by the compiler).
+void conv_transpose2d(const ConvParams& p, const float* x, const float* w,
+                      const float* bias, float* y);
+
+// ------------------------------------------------------------------- pooling
+
+struct PoolParams {
+  int64_t n_c;  // batch * channels
+  int64_t h_in, w_in, h_out, w_out;
+  int64_t k_h, k_w;
+  int64_t stride_h, stride_w;
+  int64_t pad_top, pad_left;
+  int64_t dilation_h, dilation_w;
+  bool count_include_pad;  // average pool only
+};
+
+void max_pool2d(const PoolParams& p, const float* x, float* y);
+void avg_pool2d(const PoolParams& p, const float* x, float* y);
+
+/// y[i] = mean(x[i * spatial .. (i + 1) * spatial)), i < n_c.
+void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y);
+
+// --------------------------------------------------------------------- GEMM
+
+/// Y[m, n] = alpha * op(A) op(B) + beta * C, op = transpose when asked.
+/// A is [m, k] ([k, m] when trans_a), B is [k, n] ([n, k] when trans_b). C may
+/// be null; otherwise C[i, j] is read at i * c_stride_m + j * c_stride_n
+/// (strides of 0 broadcast).
+struct GemmParams {
+  int64_t m, n, k;
+  bool trans_a, trans_b;
+  float alpha, beta;
+  int64_t c_stride_m, c_stride_n;
+};
+
+void gemm(const GemmParams& p, const float* a, const float* b, const float* c,
+          float* y);
+
+/// Batched MatMul with broadcast batch dimensions: for every batch index,
+/// Y[m, n] = A[m, k] B[k, n]. Batch strides are in elements (0 broadcasts).
+struct MatMulParams {
+  int32_t batch_rank;
+  int64_t batch_shape[kMaxRank];
+  int64_t a_batch_strides[kMaxRank];
+  int64_t b_batch_strides[kMaxRank];
+  int64_t m, n, k;
+};
+
+void matmul(const MatMulParams& p, const float* a, const float* b, float* y);
+
+// ------------------------------------------------------------ normalisation
+
+/// Inference BatchNormalization over NC(spatial) data. In place (x == y) is
+/// allowed.
+struct BatchNormParams {
+  int64_t n, c, spatial;
+  float epsilon;
+};
+
+void batch_norm(const BatchNormParams& p, const float* x, const float* scale,
+                const float* bias, const float* mean, const float* var,
+                float* y);
+
+/// Softmax over the middle axis of [outer, axis, inner]; log_softmax when log.
+struct SoftmaxParams {
+  int64_t outer, axis, inner;
+  bool log;
+};
+
+void softmax(const SoftmaxParams& p, const float* x, float* y);
+
+// ------------------------------------------------------------ data movement
+
+/// y[i...] = x[offset + sum_d i_d * in_strides[d]] for every index of `shape`.
+/// Covers Transpose (permuted strides), Slice (offset, scaled or negative
+/// strides) and broadcasting copies (zero strides). Strides and offset are in
+/// elements of elem_bytes bytes (1, 2, 4 or 8).
+struct StridedCopyParams {
+  int32_t rank;
+  int64_t elem_bytes;
+  int64_t offset;
+  int64_t shape[kMaxRank];
+  int64_t in_strides[kMaxRank];
+};
+
+void strided_copy(const StridedCopyParams& p, const void* x, void* y);
+
+/// Concatenation along an axis, viewing each input as [outer, part_bytes[i]]
+/// and the output as [outer, sum(part_bytes)].
+void concat(int64_t outer, int32_t num_inputs, const int64_t* part_bytes,
+            const void* const* inputs, void* y);
+
+/// ONNX Gather: data viewed as [outer, axis_dim, inner_bytes]; each index
+/// (negative counts from the end) picks one [inner_bytes] block. Indices out
+/// of range produce zeros.
+struct GatherParams {
+  int64_t outer, axis_dim, inner_bytes, num_indices;
+};
+
+void gather(const GatherParams& p, const void* data, const int64_t* indices,
+            void* y);
+void gather(const GatherParams& p, const void* data, const int32_t* indices,
+            void* y);
+
+/// Element type conversion (float to integer truncates toward zero, as C++).
+void cast(DType from, DType to, int64_t count, const void* x, void* y);
+
+/// memcpy, for the rare view that cannot alias its input.
+void copy(int64_t bytes, const void* x, void* y);
+
+}  // namespace cgc::rt

@@ -1,0 +1,70 @@
+// Element types shared by the compiler and the generated code. The numbers are
+// ONNX's TensorProto.DataType values, so a model's type codes pass through.
+#pragma once
+
+#include <cstdint>
+
+namespace cgc {
+
+enum class DType : int32_t {
+  kUndefined = 0,
+  kF32 = 1,
+  kU8 = 2,
+  kI8 = 3,
+  kU16 = 4,
+  kI16 = 5,
+  kI32 = 6,
+  kI64 = 7,
+  kBool = 9,
+  kF16 = 10,
+  kF64 = 11,
+  kU32 = 12,
+  kU64 = 13,
+};
+
+/// Size of one element in bytes; 0 for kUndefined.
+constexpr int64_t dtypeSize(DType t) {
+  switch (t) {
+    case DType::kU8:
+    case DType::kI8:
+    case DType::kBool:
+      return 1;
+    case DType::kU16:
+    case DType::kI16:
+    case DType::kF16:
+      return 2;
+    case DType::kF32:
+    case DType::kI32:
+    case DType::kU32:
+      return 4;
+    case DType::kI64:
+    case DType::kF64:
+    case DType::kU64:
+      return 8;
+    case DType::kUndefined:
+      break;
+  }
+  return 0;
+}
+
+/// Short lower-case name ("float32", "int64", ...).
+constexpr const char* dtypeName(DType t) {
+  switch (t) {
+    case DType::kF32: return "float32";
+    case DType::kU8: return "uint8";
+    case DType::kI8: return "int8";
+    case DType::kU16: return "uint16";
+    case DType::kI16: return "int16";
+    case DType::kI32: return "int32";
+    case DType::kI64: return "int64";
+    case DType::kBool: return "bool";
+    case DType::kF16: return "float16";
+    case DType::kF64: return "float64";
+    case DType::kU32: return "uint32";
+    case DType::kU64: return "uint64";
+    case DType::kUndefined: break;
+  }
+  return "undefined";
+}
+
+}  // namespace cgc

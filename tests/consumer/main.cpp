@@ -1,0 +1,66 @@
+// Runs two cgc-compiled models in one binary on raw input files and compares
+// their outputs with raw reference files (PyTorch's, converted from .pb).
+// Usage: consumer RAW_DIR   (RAW_DIR/<model>/input_N.raw, output_N.raw)
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "mlp.h"
+#include "tiny_cnn.h"
+
+namespace {
+
+std::vector<char> readRaw(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), {}};
+}
+
+template <typename Model>
+bool check(Model& model, const std::string& dir) {
+  const cgc::ModelInfo& info = Model::info();
+  for (int i = 0; i < info.num_inputs; ++i) {
+    auto data = readRaw(dir + "/input_" + std::to_string(i) + ".raw");
+    if (static_cast<int64_t>(data.size()) != info.inputs[i].bytes) {
+      std::printf("%s: input %d has %zu bytes, expected %lld\n", info.name, i,
+                  data.size(), static_cast<long long>(info.inputs[i].bytes));
+      return false;
+    }
+    std::copy(data.begin(), data.end(), static_cast<char*>(model.input(i)));
+  }
+  model.run();
+  bool ok = true;
+  for (int i = 0; i < info.num_outputs; ++i) {
+    auto expected = readRaw(dir + "/output_" + std::to_string(i) + ".raw");
+    const auto* actual = static_cast<const float*>(model.output(i));
+    const auto* want = reinterpret_cast<const float*>(expected.data());
+    size_t n = expected.size() / sizeof(float);
+    double worst = 0;
+    for (size_t k = 0; k < n; ++k)
+      worst = std::fmax(worst, std::fabs(actual[k] - want[k]) /
+                                   (1e-4 + 1e-3 * std::fabs(want[k])));
+    std::printf("%s output '%s': worst error %.3f of tolerance\n", info.name,
+                info.outputs[i].name, worst);
+    ok = ok && worst <= 1.0 &&
+         static_cast<int64_t>(expected.size()) == info.outputs[i].bytes;
+  }
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: consumer RAW_DIR\n");
+    return 2;
+  }
+  std::string dir = argv[1];
+  cgc_models::TinyCnn cnn;
+  consumer::Mlp mlp;
+  bool ok = check(cnn, dir + "/tiny_cnn");
+  ok = check(mlp, dir + "/mlp") && ok;
+  std::printf(ok ? "consumer: both models match PyTorch\n"
+                 : "consumer: MISMATCH\n");
+  return ok ? 0 : 1;
+}

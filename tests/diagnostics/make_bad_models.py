@@ -1,0 +1,63 @@
+"""Writes small ONNX models that cgc must reject with a clear diagnostic.
+
+Usage: make_bad_models.py OUT_DIR
+  unsupported.onnx     two unsupported ops (TopK, a custom-domain op)
+  matmul_mismatch.onnx a MatMul whose inner dimensions differ
+  symbolic.onnx        an input with a symbolic batch dimension
+"""
+
+import os
+import sys
+
+import onnx
+from onnx import TensorProto, helper
+
+
+def save(model, path):
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def unsupported():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+    k = helper.make_tensor("k", TensorProto.INT64, [1], [3])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu_ok"),
+        helper.make_node("TopK", ["r", "k"], ["top", "idx"], name="topk_node"),
+        helper.make_node("Frobnicate", ["r"], ["f"], name="custom_node",
+                         domain="com.example"),
+        helper.make_node("Add", ["r", "f"], ["y"], name="add_ok"),
+    ]
+    graph = helper.make_graph(nodes, "unsupported", [x], [y], [k])
+    return helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 13), helper.make_opsetid("com.example", 1)])
+
+
+def matmul_mismatch():
+    a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])
+    b = helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("MatMul", ["a", "b"], ["y"], name="bad_matmul")
+    graph = helper.make_graph([node], "mismatch", [a, b], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def symbolic():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu")
+    graph = helper.make_graph([node], "symbolic", [x], [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    save(unsupported(), os.path.join(out, "unsupported.onnx"))
+    save(matmul_mismatch(), os.path.join(out, "matmul_mismatch.onnx"))
+    save(symbolic(), os.path.join(out, "symbolic.onnx"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Bad input must give a clear one-line error naming file, node and op, and
+# exit code 1: never a crash, a hang or a silent wrong answer.
+# Usage: run_diagnostics.sh CGC SAMPLES_DIR WORK_DIR
+set -u
+cgc=$1 samples=$2 work=$3
+rm -rf "$work" && mkdir -p "$work"
+/usr/bin/python3 "$(dirname "$0")/make_bad_models.py" "$work" || exit 1
+failures=0
+
+# expect NAME EXPECTED_SUBSTRINGS... -- COMMAND...
+expect() {
+  local name=$1; shift
+  local wanted=()
+  while [ "$1" != "--" ]; do wanted+=("$1"); shift; done
+  shift
+  timeout 120 "$@" >"$work/$name.out" 2>"$work/$name.err"
+  local status=$?
+  local message
+  message=$(cat "$work/$name.err")
+  local ok=1
+  [ $status -eq 1 ] || ok=0
+  [ "$(wc -l <"$work/$name.err")" -eq 1 ] || ok=0
+  for w in "${wanted[@]}"; do
+    grep -qF -- "$w" "$work/$name.err" || ok=0
+  done
+  if [ $ok -eq 1 ]; then
+    echo "ok   $name: $message"
+  else
+    echo "FAIL $name: exit $status, stderr:"; sed 's/^/     /' "$work/$name.err"
+    echo "     (wanted exit 1, one line containing: ${wanted[*]})"
+    failures=$((failures + 1))
+  fi
+}
+
+model=$samples/tiny_cnn/model.onnx
+head -c 1000 "$model" >"$work/truncated.onnx"
+echo "this is not an onnx model" >"$work/text.onnx"
+
+expect truncated "$work/truncated.onnx" "not a valid ONNX model" -- "$cgc" compile "$work/truncated.onnx" -o "$work/out" --quiet
+expect not_onnx "$work/text.onnx" "not a valid ONNX model" -- "$cgc" compile "$work/text.onnx" -o "$work/out" --quiet
+expect missing_file "$work/missing.onnx" "cannot open" -- "$cgc" compile "$work/missing.onnx" --quiet
+expect unsupported "unsupported.onnx" "'topk_node' (TopK)" "'custom_node' (com.example.Frobnicate)" -- "$cgc" compile "$work/unsupported.onnx" -o "$work/out" --quiet
+expect shape_contradiction "model.onnx" "--shape" "contradicts" -- "$cgc" compile "$model" --shape input=1x3x32x32 -o "$work/out" --quiet
+expect shape_rank "model.onnx" "rank" -- "$cgc" compile "$model" --shape input=3x32x32 -o "$work/out" --quiet
+expect shape_unknown_input "model.onnx" "unknown input 'nope'" -- "$cgc" compile "$model" --shape nope=1x2 -o "$work/out" --quiet
+expect symbolic_unbound "symbolic.onnx" "batch" "--shape" -- "$cgc" compile "$work/symbolic.onnx" -o "$work/out" --quiet
+expect matmul_mismatch "matmul_mismatch.onnx" "node 'bad_matmul' (MatMul)" "inner dimensions" -- "$cgc" compile "$work/matmul_mismatch.onnx" -o "$work/out" --quiet
+
+# An input file of the wrong size at run time.
+mkdir -p "$work/wrong_inputs"
+/usr/bin/python3 - "$work/wrong_inputs/input_0.pb" <<'PY'
+import sys
+import numpy as np
+from onnx import numpy_helper
+tensor = numpy_helper.from_array(np.zeros((1, 3, 8, 8), np.float32), "input")
+open(sys.argv[1], "wb").write(tensor.SerializeToString())
+PY
+expect wrong_input_size "input_0.pb" "float32[1,3,8,8]" -- "$cgc" run "$model" --inputs "$work/wrong_inputs" --quiet
+
+# The inspect report of the unsupported model lists every unsupported node.
+"$cgc" inspect "$work/unsupported.onnx" >"$work/inspect.txt" 2>&1
+inspect_status=$?
+if [ $inspect_status -eq 1 ] && grep -q "topk_node" "$work/inspect.txt" &&
+   grep -q "custom_node" "$work/inspect.txt"; then
+  echo "ok   inspect lists all unsupported nodes"
+else
+  echo "FAIL inspect does not list all unsupported nodes:"; cat "$work/inspect.txt"
+  failures=$((failures + 1))
+fi
+
+if [ $failures -ne 0 ]; then
+  echo "$failures diagnostics tests failed"
+  exit 1
+fi
+echo "all diagnostics tests passed"

@@ -1,0 +1,119 @@
+// Golden tests of emitted code: tiny graphs are compiled and their header and
+// source compared byte for byte with tests/golden/*.golden. Refresh with
+// CGC_UPDATE_GOLDEN=1 after an intended change, and review the diff.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/clang_tools.h"
+#include "codegen/model_emitter.h"
+#include "graph_builder.h"
+#include "passes/pass_manager.h"
+
+using cgc::testing::GraphBuilder;
+namespace passes = cgc::passes;
+
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+/// First differing line, for a readable failure.
+std::string firstDifference(const std::string& expected, const std::string& actual) {
+  std::istringstream e(expected), a(actual);
+  std::string le, la;
+  for (int line = 1;; ++line) {
+    bool he = static_cast<bool>(std::getline(e, le));
+    bool ha = static_cast<bool>(std::getline(a, la));
+    if (!he && !ha) return "";
+    if (le != la || he != ha)
+      return "line " + std::to_string(line) + ":\n  expected: " + le +
+             "\n  actual:   " + la;
+  }
+}
+
+void checkGolden(GraphBuilder& b, bool embedWeights = true) {
+  passes::runPipeline(b.graph);
+  auto schedule = passes::scheduleSequential(b.graph);
+  auto plan = passes::planMemory(b.graph, schedule);
+  cgc::codegen::EmitOptions options;
+  options.embedWeights = embedWeights;
+  options.weightsPath = b.graph.name + ".weights.bin";
+  auto model = cgc::codegen::emitModel(b.graph, schedule, plan, options);
+  const bool update = std::getenv("CGC_UPDATE_GOLDEN") != nullptr;
+  for (auto [suffix, text] : {std::pair{".h", model.header}, {".cpp", model.source}}) {
+    std::string formatted = cgc::codegen::formatCpp(text, model.baseName + suffix);
+    std::string path = std::string(CGC_GOLDEN_DIR) + "/" + b.graph.name + suffix + ".golden";
+    if (update) {
+      std::ofstream(path) << formatted;
+      continue;
+    }
+    std::string expected = readFile(path);
+    INFO(path << " differs at " << firstDifference(expected, formatted)
+              << "\n(refresh with CGC_UPDATE_GOLDEN=1)");
+    CHECK(expected == formatted);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("golden: elementwise chain with in-place ops") {
+  GraphBuilder b("relu_chain");
+  int x = b.input("x", {4, 8});
+  int c = b.constant("half", {1}, {0.5f});
+  int r = b.node("Relu", "relu", {x}, {4, 8});
+  int m = b.node("Mul", "scale", {r, c}, {4, 8});
+  int s = b.node("Sigmoid", "sigmoid", {m}, {4, 8});
+  b.output(s, "y");
+  checkGolden(b);
+}
+
+TEST_CASE("golden: convolution, pooling and Gemm") {
+  GraphBuilder b("conv_pool");
+  int x = b.input("image", {1, 2, 6, 6});
+  std::vector<float> w(4 * 2 * 3 * 3, 0.25f);
+  int weights = b.constant("w", {4, 2, 3, 3}, w);
+  int conv = b.node("Conv", "conv1", {x, weights}, {1, 4, 6, 6},
+                    {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                     {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  int relu = b.node("Relu", "relu1", {conv}, {1, 4, 6, 6});
+  int pool = b.node("MaxPool", "pool1", {relu}, {1, 4, 3, 3},
+                    {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                     {"strides", std::vector<int64_t>{2, 2}}});
+  int flat = b.node("Reshape", "flatten", {pool}, {1, 36});
+  int fc = b.constant("fc", {36, 3}, std::vector<float>(108, 0.1f));
+  int logits = b.node("Gemm", "fc1", {flat, fc}, {1, 3});
+  int probs = b.node("Softmax", "softmax", {logits}, {1, 3}, {{"axis", int64_t{1}}});
+  b.output(probs, "probs");
+  checkGolden(b);
+}
+
+TEST_CASE("golden: data movement with two outputs") {
+  GraphBuilder b("slices");
+  int x = b.input("x", {4, 6});
+  int t = b.node("Transpose", "transpose", {x}, {6, 4},
+                 {{"perm", std::vector<int64_t>{1, 0}}});
+  int s = b.node("Slice", "slice", {t}, {3, 4},
+                 {{"starts", std::vector<int64_t>{0, 0}},
+                  {"steps", std::vector<int64_t>{2, 1}}});
+  int c = b.node("Concat", "concat", {s, s}, {6, 4}, {{"axis", int64_t{0}}});
+  int i = b.node("Cast", "to_int", {c}, {6, 4}, {{"to", int64_t{7}}}, cgc::DType::kI64);
+  b.output(c, "joined");
+  b.output(i, "as_int");
+  checkGolden(b);
+}
+
+TEST_CASE("golden: weights read from a file") {
+  GraphBuilder b("file_weights");
+  int x = b.input("x", {2, 3});
+  int w = b.constant("w", {3, 2}, {1, 2, 3, 4, 5, 6});
+  int y = b.node("MatMul", "matmul", {x, w}, {2, 2});
+  b.output(y, "y");
+  checkGolden(b, /*embedWeights=*/false);
+}

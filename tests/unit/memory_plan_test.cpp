@@ -1,0 +1,115 @@
+// Unit tests of scheduling and the memory plan: reuse, in-place ops, views,
+// and the verifiers rejecting corrupted plans and schedules.
+#include <catch2/catch.hpp>
+
+#include "graph_builder.h"
+#include "passes/memory_plan.h"
+#include "passes/schedule.h"
+
+using cgc::testing::GraphBuilder;
+namespace passes = cgc::passes;
+
+namespace {
+
+/// x -> relu -> exp -> tanh -> y, 1000 floats each.
+GraphBuilder chain() {
+  GraphBuilder b("chain");
+  int x = b.input("x", {1000});
+  int a = b.node("Relu", "a", {x}, {1000});
+  int e = b.node("Exp", "e", {a}, {1000});
+  int t = b.node("Tanh", "t", {e}, {1000});
+  b.output(t, "y");
+  return b;
+}
+
+/// Two branches joined by Add, then multiplied by the input.
+GraphBuilder diamond() {
+  GraphBuilder b("diamond");
+  int x = b.input("x", {256});
+  int l1 = b.node("Exp", "l1", {x}, {256});
+  int l2 = b.node("Relu", "l2", {l1}, {256});
+  int r1 = b.node("Sigmoid", "r1", {x}, {256});
+  int r2 = b.node("Neg", "r2", {r1}, {256});
+  int sum = b.node("Add", "sum", {l2, r2}, {256});
+  int out = b.node("Mul", "out", {sum, x}, {256});
+  b.output(out, "y");
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("elementwise chains run in place and the plan verifies") {
+  GraphBuilder b = chain();
+  auto schedule = passes::scheduleSequential(b.graph);
+  passes::verifySchedule(b.graph, schedule);
+  auto plan = passes::planMemory(b.graph, schedule);
+  passes::verifyMemoryPlan(b.graph, schedule, plan);
+  // Relu cannot overwrite the graph input; exp and tanh run in place.
+  CHECK(plan.inPlaceNodes == 2);
+  CHECK(plan.arenaBytes == 2 * 4000 + 2 * 32);  // input + one shared buffer
+  CHECK(plan.bytesWithoutReuse > plan.arenaBytes);
+}
+
+TEST_CASE("buffers are reused when lifetimes do not overlap") {
+  GraphBuilder b = diamond();
+  auto schedule = passes::scheduleSequential(b.graph);
+  auto plan = passes::planMemory(b.graph, schedule);
+  passes::verifyMemoryPlan(b.graph, schedule, plan);
+  CHECK(plan.arenaBytes < plan.bytesWithoutReuse);
+  // The graph input stays untouched: nothing shares its buffer.
+  int inputBuffer = plan.bufferOf[b.graph.inputs[0]];
+  CHECK(plan.buffers[inputBuffer].values.size() == 1);
+}
+
+TEST_CASE("views alias their input") {
+  GraphBuilder b("view");
+  int x = b.input("x", {2, 3});
+  int r = b.node("Relu", "r", {x}, {2, 3});
+  int v = b.node("Reshape", "v", {r}, {6});
+  int y = b.node("Exp", "y", {v}, {6});
+  b.output(y, "y");
+  auto schedule = passes::scheduleSequential(b.graph);
+  auto plan = passes::planMemory(b.graph, schedule);
+  passes::verifyMemoryPlan(b.graph, schedule, plan);
+  CHECK(plan.bufferOf[v] == plan.bufferOf[r]);
+}
+
+TEST_CASE("the memory verifier rejects overlapping live buffers") {
+  GraphBuilder b = diamond();
+  auto schedule = passes::scheduleSequential(b.graph);
+  auto plan = passes::planMemory(b.graph, schedule);
+  // Move every buffer to offset 0: the input now overlaps live intermediates.
+  for (auto& buffer : plan.buffers) buffer.offset = 0;
+  CHECK_THROWS_AS(passes::verifyMemoryPlan(b.graph, schedule, plan),
+                  cgc::InternalError);
+}
+
+TEST_CASE("the memory verifier rejects overwriting a value still needed") {
+  GraphBuilder b = diamond();
+  auto schedule = passes::scheduleSequential(b.graph);
+  auto plan = passes::planMemory(b.graph, schedule);
+  // Put the left branch's first value and the right branch's into one buffer.
+  auto order = schedule.ops[0];
+  int l1 = b.graph.node(order[0]).outputs[0];
+  int r1 = b.graph.node(order[2]).outputs[0];
+  plan.buffers[plan.bufferOf[l1]].values.push_back(r1);
+  plan.bufferOf[r1] = plan.bufferOf[l1];
+  CHECK_THROWS_AS(passes::verifyMemoryPlan(b.graph, schedule, plan),
+                  cgc::InternalError);
+}
+
+TEST_CASE("the schedule verifier rejects a consumer before its producer") {
+  GraphBuilder b = chain();
+  auto schedule = passes::scheduleSequential(b.graph);
+  std::swap(schedule.ops[0][0], schedule.ops[0][1]);
+  CHECK_THROWS_AS(passes::verifySchedule(b.graph, schedule), cgc::InternalError);
+}
+
+TEST_CASE("the schedule verifier rejects undeclared cross-executor edges") {
+  GraphBuilder b = chain();
+  auto schedule = passes::scheduleSequential(b.graph);
+  schedule.executors = 2;
+  schedule.ops.push_back({schedule.ops[0].back()});
+  schedule.ops[0].pop_back();
+  CHECK_THROWS_AS(passes::verifySchedule(b.graph, schedule), cgc::InternalError);
+}
