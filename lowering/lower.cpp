@@ -50,11 +50,6 @@ std::vector<int64_t> broadcastStrides(const Shape& in, const Shape& out) {
   return strides;
 }
 
-bool isArithmeticType(DType t) {
-  return t == DType::kF32 || t == DType::kF64 || t == DType::kI32 ||
-         t == DType::kI64;
-}
-
 void requireType(const Graph& g, const Node& n, DType actual,
                  std::initializer_list<DType> allowed) {
   for (DType t : allowed)

@@ -1,0 +1,139 @@
+// Data movement: strided copies (Transpose, Slice, Expand), Concat, Gather,
+// Cast and plain copies. Element-size generic: bytes are moved as uint8/16/
+// 32/64 words.
+#include <cstring>
+#include <type_traits>
+
+#include "cgc/kernels.h"
+
+namespace cgc::rt {
+namespace {
+
+template <typename W>
+void stridedCopyWords(const StridedCopyParams& p, const W* x, W* y) {
+  const int rank = p.rank;
+  if (rank == 0) {
+    y[0] = x[p.offset];
+    return;
+  }
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d) total *= p.shape[d];
+  if (total == 0) return;
+  const int64_t inner = p.shape[rank - 1], stride = p.in_strides[rank - 1];
+  int64_t index[kMaxRank] = {};
+  int64_t offset = p.offset;
+  for (int64_t out = 0; out < total; out += inner) {
+    const W* src = x + offset;
+    W* dst = y + out;
+    if (stride == 1)
+      std::memcpy(dst, src, static_cast<size_t>(inner) * sizeof(W));
+    else
+      for (int64_t i = 0; i < inner; ++i) dst[i] = src[i * stride];
+    for (int d = rank - 2; d >= 0; --d) {
+      offset += p.in_strides[d];
+      if (++index[d] < p.shape[d]) break;
+      offset -= p.in_strides[d] * p.shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+template <typename I>
+void gatherImpl(const GatherParams& p, const uint8_t* data, const I* indices,
+                uint8_t* y) {
+  for (int64_t o = 0; o < p.outer; ++o)
+    for (int64_t i = 0; i < p.num_indices; ++i) {
+      int64_t index = static_cast<int64_t>(indices[i]);
+      if (index < 0) index += p.axis_dim;
+      uint8_t* dst = y + (o * p.num_indices + i) * p.inner_bytes;
+      if (index < 0 || index >= p.axis_dim) {
+        std::memset(dst, 0, static_cast<size_t>(p.inner_bytes));
+        continue;
+      }
+      std::memcpy(dst, data + (o * p.axis_dim + index) * p.inner_bytes,
+                  static_cast<size_t>(p.inner_bytes));
+    }
+}
+
+template <typename From, typename To>
+void convert(int64_t n, const From* x, To* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<To, bool>)
+      y[i] = x[i] != From(0);
+    else
+      y[i] = static_cast<To>(x[i]);
+  }
+}
+
+/// Calls f with a null pointer of the C++ type of `t`.
+template <typename F>
+void withType(DType t, F&& f) {
+  switch (t) {
+    case DType::kF32: f(static_cast<float*>(nullptr)); break;
+    case DType::kF64: f(static_cast<double*>(nullptr)); break;
+    case DType::kI64: f(static_cast<int64_t*>(nullptr)); break;
+    case DType::kI32: f(static_cast<int32_t*>(nullptr)); break;
+    case DType::kI16: f(static_cast<int16_t*>(nullptr)); break;
+    case DType::kI8: f(static_cast<int8_t*>(nullptr)); break;
+    case DType::kU8: f(static_cast<uint8_t*>(nullptr)); break;
+    case DType::kU16: f(static_cast<uint16_t*>(nullptr)); break;
+    case DType::kU32: f(static_cast<uint32_t*>(nullptr)); break;
+    case DType::kU64: f(static_cast<uint64_t*>(nullptr)); break;
+    case DType::kBool: f(static_cast<bool*>(nullptr)); break;
+    case DType::kF16:
+    case DType::kUndefined: break;
+  }
+}
+
+}  // namespace
+
+void strided_copy(const StridedCopyParams& p, const void* x, void* y) {
+  switch (p.elem_bytes) {
+    case 1: stridedCopyWords(p, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y)); break;
+    case 2: stridedCopyWords(p, static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y)); break;
+    case 4: stridedCopyWords(p, static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y)); break;
+    case 8: stridedCopyWords(p, static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y)); break;
+    default: break;
+  }
+}
+
+void concat(int64_t outer, int32_t num_inputs, const int64_t* part_bytes,
+            const void* const* inputs, void* y) {
+  int64_t row = 0;
+  for (int32_t i = 0; i < num_inputs; ++i) row += part_bytes[i];
+  auto* out = static_cast<uint8_t*>(y);
+  int64_t column = 0;
+  for (int32_t i = 0; i < num_inputs; ++i) {
+    const auto* in = static_cast<const uint8_t*>(inputs[i]);
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(out + o * row + column, in + o * part_bytes[i],
+                  static_cast<size_t>(part_bytes[i]));
+    column += part_bytes[i];
+  }
+}
+
+void gather(const GatherParams& p, const void* data, const int64_t* indices,
+            void* y) {
+  gatherImpl(p, static_cast<const uint8_t*>(data), indices, static_cast<uint8_t*>(y));
+}
+
+void gather(const GatherParams& p, const void* data, const int32_t* indices,
+            void* y) {
+  gatherImpl(p, static_cast<const uint8_t*>(data), indices, static_cast<uint8_t*>(y));
+}
+
+void cast(DType from, DType to, int64_t count, const void* x, void* y) {
+  withType(from, [&](auto* fromTag) {
+    using From = std::remove_pointer_t<decltype(fromTag)>;
+    withType(to, [&](auto* toTag) {
+      using To = std::remove_pointer_t<decltype(toTag)>;
+      convert(count, static_cast<const From*>(x), static_cast<To*>(y));
+    });
+  });
+}
+
+void copy(int64_t bytes, const void* x, void* y) {
+  if (bytes > 0 && x != y) std::memcpy(y, x, static_cast<size_t>(bytes));
+}
+
+}  // namespace cgc::rt

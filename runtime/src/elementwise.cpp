@@ -1,0 +1,205 @@
+// Elementwise kernels: unary math and activations, binary arithmetic with
+// broadcasting (dense, scalar and general strided paths).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "cgc/kernels.h"
+
+namespace cgc::rt {
+namespace {
+
+template <typename T, typename F>
+void map(int64_t n, const T* x, T* y, F f) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+}
+
+template <typename T>
+T fromDouble(double v) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(std::trunc(v));
+  return static_cast<T>(v);
+}
+
+template <typename T, typename F>
+void forEachBroadcast(const BroadcastParams& p, const T* a, const T* b, T* y,
+                      F f) {
+  const int rank = p.rank;
+  if (rank == 0) {
+    y[0] = f(a[0], b[0]);
+    return;
+  }
+  bool aDense = true, bDense = true, aScalar = true, bScalar = true;
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (p.shape[d] != 1) {
+      aDense &= p.a_strides[d] == stride;
+      bDense &= p.b_strides[d] == stride;
+      aScalar &= p.a_strides[d] == 0;
+      bScalar &= p.b_strides[d] == 0;
+    }
+    stride *= p.shape[d];
+  }
+  const int64_t n = p.count;
+  if (aDense && bDense) {
+    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+    return;
+  }
+  if (aDense && bScalar) {
+    const T s = b[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], s);
+    return;
+  }
+  if (aScalar && bDense) {
+    const T s = a[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = f(s, b[i]);
+    return;
+  }
+  // General case: odometer over the outer dims, tight loop over the last.
+  const int64_t inner = p.shape[rank - 1];
+  const int64_t as = p.a_strides[rank - 1], bs = p.b_strides[rank - 1];
+  int64_t index[kMaxRank] = {};
+  int64_t aOff = 0, bOff = 0;
+  for (int64_t out = 0; out < n; out += inner) {
+    for (int64_t i = 0; i < inner; ++i)
+      y[out + i] = f(a[aOff + i * as], b[bOff + i * bs]);
+    for (int d = rank - 2; d >= 0; --d) {
+      ++index[d];
+      aOff += p.a_strides[d];
+      bOff += p.b_strides[d];
+      if (index[d] < p.shape[d]) break;
+      aOff -= p.a_strides[d] * p.shape[d];
+      bOff -= p.b_strides[d] * p.shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void unary(const UnaryParams& p, const T* x, T* y) {
+  const int64_t n = p.count;
+  const double alpha = p.alpha, beta = p.beta;
+  auto viaDouble = [&](auto f) {
+    map(n, x, y, [&](T v) { return fromDouble<T>(f(static_cast<double>(v))); });
+  };
+  switch (p.op) {
+    case UnaryOp::kRelu:
+      map(n, x, y, [](T v) { return v > T(0) ? v : T(0); });
+      break;
+    case UnaryOp::kLeakyRelu:
+      if constexpr (std::is_floating_point_v<T>)
+        map(n, x, y, [&](T v) { return v >= T(0) ? v : static_cast<T>(alpha) * v; });
+      else
+        viaDouble([&](double v) { return v >= 0 ? v : alpha * v; });
+      break;
+    case UnaryOp::kClip: {
+      // Bounds outside T's range (infinities) leave that side unbounded.
+      if constexpr (std::is_floating_point_v<T>) {
+        const T lo = static_cast<T>(p.alpha), hi = static_cast<T>(p.beta);
+        map(n, x, y, [&](T v) { return std::min(std::max(v, lo), hi); });
+      } else {
+        viaDouble([&](double v) { return std::min(std::max(v, alpha), beta); });
+      }
+      break;
+    }
+    case UnaryOp::kSigmoid:
+      if constexpr (std::is_same_v<T, float>)
+        map(n, x, y, [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+      else
+        viaDouble([](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+      break;
+    case UnaryOp::kTanh:
+      if constexpr (std::is_same_v<T, float>)
+        map(n, x, y, [](float v) { return std::tanh(v); });
+      else
+        viaDouble([](double v) { return std::tanh(v); });
+      break;
+    case UnaryOp::kHardSigmoid:
+      if constexpr (std::is_same_v<T, float>) {
+        const float a = p.alpha, b = p.beta;
+        map(n, x, y, [&](float v) { return std::max(0.0f, std::min(1.0f, a * v + b)); });
+      } else {
+        viaDouble([&](double v) { return std::max(0.0, std::min(1.0, alpha * v + beta)); });
+      }
+      break;
+    case UnaryOp::kSqrt:
+      if constexpr (std::is_same_v<T, float>)
+        map(n, x, y, [](float v) { return std::sqrt(v); });
+      else
+        viaDouble([](double v) { return std::sqrt(v); });
+      break;
+    case UnaryOp::kExp:
+      if constexpr (std::is_same_v<T, float>)
+        map(n, x, y, [](float v) { return std::exp(v); });
+      else
+        viaDouble([](double v) { return std::exp(v); });
+      break;
+    case UnaryOp::kLog:
+      if constexpr (std::is_same_v<T, float>)
+        map(n, x, y, [](float v) { return std::log(v); });
+      else
+        viaDouble([](double v) { return std::log(v); });
+      break;
+    case UnaryOp::kNeg:
+      map(n, x, y, [](T v) { return static_cast<T>(-v); });
+      break;
+    case UnaryOp::kAbs:
+      map(n, x, y, [](T v) { return v < T(0) ? static_cast<T>(-v) : v; });
+      break;
+    case UnaryOp::kReciprocal:
+      viaDouble([](double v) { return 1.0 / v; });
+      break;
+    case UnaryOp::kFloor:
+      viaDouble([](double v) { return std::floor(v); });
+      break;
+    case UnaryOp::kCeil:
+      viaDouble([](double v) { return std::ceil(v); });
+      break;
+    case UnaryOp::kIdentity:
+      map(n, x, y, [](T v) { return v; });
+      break;
+  }
+}
+
+template <typename T>
+void binary(const BinaryParams& p, const T* a, const T* b, T* y) {
+  switch (p.op) {
+    case BinaryOp::kAdd:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return static_cast<T>(u + v); });
+      break;
+    case BinaryOp::kSub:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return static_cast<T>(u - v); });
+      break;
+    case BinaryOp::kMul:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return static_cast<T>(u * v); });
+      break;
+    case BinaryOp::kDiv:
+      if constexpr (std::is_integral_v<T>)
+        forEachBroadcast(p.bc, a, b, y,
+                         [](T u, T v) { return v == T(0) ? T(0) : static_cast<T>(u / v); });
+      else
+        forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return u / v; });
+      break;
+    case BinaryOp::kPow:
+      if constexpr (std::is_same_v<T, float>)
+        forEachBroadcast(p.bc, a, b, y, [](float u, float v) { return std::pow(u, v); });
+      else
+        forEachBroadcast(p.bc, a, b, y, [](T u, T v) {
+          return fromDouble<T>(std::pow(static_cast<double>(u), static_cast<double>(v)));
+        });
+      break;
+  }
+}
+
+#define CGC_INSTANTIATE(T)                                          \
+  template void unary<T>(const UnaryParams&, const T*, T*);         \
+  template void binary<T>(const BinaryParams&, const T*, const T*, T*);
+CGC_INSTANTIATE(float)
+CGC_INSTANTIATE(double)
+CGC_INSTANTIATE(int32_t)
+CGC_INSTANTIATE(int64_t)
+#undef CGC_INSTANTIATE
+
+}  // namespace cgc::rt

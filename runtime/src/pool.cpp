@@ -1,0 +1,57 @@
+// Max, average and global average pooling over NCHW planes.
+#include <algorithm>
+#include <limits>
+
+#include "cgc/kernels.h"
+
+namespace cgc::rt {
+namespace {
+
+template <bool kMax>
+void pool(const PoolParams& p, const float* x, float* y) {
+  for (int64_t plane = 0; plane < p.n_c; ++plane) {
+    const float* in = x + plane * p.h_in * p.w_in;
+    float* out = y + plane * p.h_out * p.w_out;
+    for (int64_t oh = 0; oh < p.h_out; ++oh)
+      for (int64_t ow = 0; ow < p.w_out; ++ow) {
+        float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+        int64_t inside = 0;
+        for (int64_t kh = 0; kh < p.k_h; ++kh) {
+          const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+          if (ih < 0 || ih >= p.h_in) continue;
+          for (int64_t kw = 0; kw < p.k_w; ++kw) {
+            const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+            if (iw < 0 || iw >= p.w_in) continue;
+            const float v = in[ih * p.w_in + iw];
+            acc = kMax ? std::max(acc, v) : acc + v;
+            ++inside;
+          }
+        }
+        if (!kMax) {
+          const int64_t count = p.count_include_pad ? p.k_h * p.k_w : inside;
+          acc = count > 0 ? acc / static_cast<float>(count) : 0.0f;
+        }
+        out[oh * p.w_out + ow] = acc;
+      }
+  }
+}
+
+}  // namespace
+
+void max_pool2d(const PoolParams& p, const float* x, float* y) {
+  pool<true>(p, x, y);
+}
+
+void avg_pool2d(const PoolParams& p, const float* x, float* y) {
+  pool<false>(p, x, y);
+}
+
+void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y) {
+  for (int64_t i = 0; i < n_c; ++i) {
+    float sum = 0.0f;
+    for (int64_t s = 0; s < spatial; ++s) sum += x[i * spatial + s];
+    y[i] = spatial > 0 ? sum / static_cast<float>(spatial) : 0.0f;
+  }
+}
+
+}  // namespace cgc::rt
