@@ -297,7 +297,8 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
   h.blank();
   h.line(" private:");
   h.line("unsigned char* arena_;");
-  h.line("{}unsigned char* weights_;", options.embedWeights ? "const " : "");
+  if (!model.weights.empty())
+    h.line("{}unsigned char* weights_;", options.embedWeights ? "const " : "");
   h.line("cgc::Profiler* profiler_ = nullptr;");
   h.close(";");
   h.blank();
@@ -394,16 +395,18 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
   s.blank();
 
   std::string weightsInit =
-      model.weights.empty() ? "nullptr"
-      : options.embedWeights ? prefix + "_weights"
-                             : "cgc::load_weights(weights_path, kWeightBytes)";
+      model.weights.empty()
+          ? ""
+          : fmt::format(", weights_({})",
+                        options.embedWeights
+                            ? prefix + "_weights"
+                            : "cgc::load_weights(weights_path, kWeightBytes)");
   if (options.embedWeights)
     s.line("{0}::{0}()", cls);
   else
     s.line("{0}::{0}({1}const char* weights_path)", cls,
            model.weights.empty() ? "[[maybe_unused]] " : "");
-  s.line("    : arena_(cgc::allocate_arena(kArenaBytes)), weights_({}) {{}}",
-         weightsInit);
+  s.line("    : arena_(cgc::allocate_arena(kArenaBytes)){} {{}}", weightsInit);
   s.blank();
   s.open("{0}::~{0}() {{", cls);
   s.line("std::free(arena_);");

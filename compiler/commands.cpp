@@ -170,6 +170,19 @@ std::vector<std::pair<std::string, ir::Shape>> parseShapeBindings(
   return bindings;
 }
 
+std::vector<std::pair<std::string, std::string>> parseNamedFiles(
+    const std::vector<std::string>& texts) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const auto& text : texts) {
+    size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+      throw CompileError(fmt::format(
+          "cgc: error: --constant '{}' is not of the form NAME=FILE.pb", text));
+    pairs.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+  }
+  return pairs;
+}
+
 int compile(const driver::CompileOptions& options) {
   auto model = driver::compileGraph(options);
   auto emitted = driver::emitModel(model, options, options.outDir);
@@ -198,8 +211,13 @@ int run(const RunOptions& options) {
   driver::LoadedModel loaded(library, prefix);
   const auto& info = loaded.info();
 
+  // Test-data files are numbered in the ONNX model's input order, which
+  // still counts inputs that --constant turned into constants.
   for (int i = 0; i < info.num_inputs; ++i) {
-    std::string path = fmt::format("{}/input_{}.pb", options.inputsDir, i);
+    const auto& names = model.graph.onnxInputNames;
+    auto position = std::find(names.begin(), names.end(), info.inputs[i].name);
+    std::string path = fmt::format("{}/input_{}.pb", options.inputsDir,
+                                   position - names.begin());
     if (!options.inputsDir.empty() && fs::exists(path))
       loadInput(path, info.inputs[i], loaded.input(i));
     else

@@ -31,4 +31,8 @@ int inspect(const driver::CompileOptions& options, bool json);
 std::vector<std::pair<std::string, ir::Shape>> parseShapeBindings(
     const std::vector<std::string>& texts);
 
+/// "--constant" values "NAME=FILE" -> pairs; CompileError if malformed.
+std::vector<std::pair<std::string, std::string>> parseNamedFiles(
+    const std::vector<std::string>& texts);
+
 }  // namespace cgc::commands

@@ -12,12 +12,18 @@ namespace {
 using cgc::driver::CompileOptions;
 
 void addModelOptions(CLI::App& command, CompileOptions& options,
-                     std::vector<std::string>& shapes) {
+                     std::vector<std::string>& shapes,
+                     std::vector<std::string>& constants) {
   command.add_option("MODEL", options.modelPath, "ONNX model file")
       ->required();
   command.add_option("--shape", shapes,
                      "Bind an input's shape, e.g. --shape input=1x3x224x224 "
                      "(repeat for several inputs)");
+  command.add_option("--constant", constants,
+                     "Make a graph input a compile-time constant read from a "
+                     "TensorProto file, e.g. --constant shape=shape.pb (for "
+                     "inputs that determine shapes: Reshape's shape, Slice's "
+                     "starts, ...)");
   command.add_option("--disable-pass", options.disabledPasses,
                      "Skip a graph pass (repeatable): " +
                          fmt::format("{}", fmt::join(cgc::passes::passNames(), ", ")));
@@ -33,11 +39,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "cgc 0.1.0");
 
   CompileOptions compileOptions;
-  std::vector<std::string> compileShapes;
+  std::vector<std::string> compileShapes, compileConstants;
   std::string weightsMode = "embed";
   CLI::App* compile = app.add_subcommand(
       "compile", "Compile MODEL into NAME.h, NAME.cpp and NAME.weights.bin");
-  addModelOptions(*compile, compileOptions, compileShapes);
+  addModelOptions(*compile, compileOptions, compileShapes, compileConstants);
   compile->add_option("-o,--output", compileOptions.outDir,
                       "Output directory (default: current directory)");
   compile->add_option("--name", compileOptions.className,
@@ -54,11 +60,11 @@ int main(int argc, char** argv) {
                     "on any error or warning");
 
   cgc::commands::RunOptions runOptions;
-  std::vector<std::string> runShapes;
+  std::vector<std::string> runShapes, runConstants;
   CLI::App* run = app.add_subcommand(
       "run", "Compile MODEL, build it with the C++ compiler (cached), run it "
              "and print its outputs");
-  addModelOptions(*run, runOptions.compile, runShapes);
+  addModelOptions(*run, runOptions.compile, runShapes, runConstants);
   run->add_option("--inputs", runOptions.inputsDir,
                   "Directory with input_0.pb, input_1.pb, ... (ONNX test-data "
                   "layout); inputs not given are filled deterministically");
@@ -82,11 +88,11 @@ int main(int argc, char** argv) {
                 "Parse the generated code with Clang before building it");
 
   CompileOptions inspectOptions;
-  std::vector<std::string> inspectShapes;
+  std::vector<std::string> inspectShapes, inspectConstants;
   bool json = false;
   CLI::App* inspect = app.add_subcommand(
       "inspect", "Report MODEL's ops, unsupported nodes and memory plan");
-  addModelOptions(*inspect, inspectOptions, inspectShapes);
+  addModelOptions(*inspect, inspectOptions, inspectShapes, inspectConstants);
   inspect->add_flag("--json", json, "Print the report as JSON");
 
   try {
@@ -98,14 +104,17 @@ int main(int argc, char** argv) {
   try {
     if (*compile) {
       compileOptions.load.shapes = cgc::commands::parseShapeBindings(compileShapes);
+      compileOptions.load.constantInputs = cgc::commands::parseNamedFiles(compileConstants);
       compileOptions.embedWeights = weightsMode == "embed";
       return cgc::commands::compile(compileOptions);
     }
     if (*run) {
       runOptions.compile.load.shapes = cgc::commands::parseShapeBindings(runShapes);
+      runOptions.compile.load.constantInputs = cgc::commands::parseNamedFiles(runConstants);
       return cgc::commands::run(runOptions);
     }
     inspectOptions.load.shapes = cgc::commands::parseShapeBindings(inspectShapes);
+    inspectOptions.load.constantInputs = cgc::commands::parseNamedFiles(inspectConstants);
     inspectOptions.quiet = true;
     return cgc::commands::inspect(inspectOptions, json);
   } catch (const cgc::CompileError& e) {

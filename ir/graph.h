@@ -89,6 +89,10 @@ class Graph {
   std::string name;        // model name (from the file name unless given)
   std::string sourceFile;  // for diagnostics
   std::vector<int> inputs;   // graph inputs, in ONNX order
+  /// Every ONNX graph input that is not an initializer, in ONNX order,
+  /// including those bound to constants at compile time (test-data files
+  /// input_N.pb are numbered in this order).
+  std::vector<std::string> onnxInputNames;
   std::vector<int> outputs;  // graph outputs, in ONNX order
   /// ONNX names of the graph outputs: the values behind `outputs` may be
   /// replaced (by a constant, by a fused node's result), the names stay.

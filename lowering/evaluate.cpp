@@ -19,6 +19,8 @@ void withArithmeticType(DType t, F&& f) {
     case DType::kF64: f(double{}); break;
     case DType::kI32: f(int32_t{}); break;
     case DType::kI64: f(int64_t{}); break;
+    case DType::kI8: f(int8_t{}); break;
+    case DType::kU8: f(uint8_t{}); break;
     default: CGC_ASSERT(false, "no arithmetic kernel for {}", dtypeName(t));
   }
 }

@@ -50,6 +50,10 @@ std::vector<int64_t> broadcastStrides(const Shape& in, const Shape& out) {
   return strides;
 }
 
+/// Element types the unary and binary kernels are instantiated for.
+constexpr std::initializer_list<DType> kArithmeticTypes = {
+    DType::kF32, DType::kF64, DType::kI32, DType::kI64, DType::kI8, DType::kU8};
+
 void requireType(const Graph& g, const Node& n, DType actual,
                  std::initializer_list<DType> allowed) {
   for (DType t : allowed)
@@ -93,7 +97,7 @@ std::optional<rt::BinaryOp> binaryOpFor(const std::string& op) {
 
 KernelCall lowerUnary(const Graph& g, const Node& n, rt::UnaryOp op) {
   const ir::TensorType& t = g.value(n.outputs[0]).type;
-  requireType(g, n, t.dtype, {DType::kF32, DType::kF64, DType::kI32, DType::kI64});
+  requireType(g, n, t.dtype, kArithmeticTypes);
   rt::UnaryParams p{op, t.numElements(), 0.f, 0.f};
   if (op == rt::UnaryOp::kLeakyRelu) p.alpha = n.getFloat("alpha", 0.01);
   if (op == rt::UnaryOp::kHardSigmoid) {
@@ -109,7 +113,7 @@ KernelCall lowerUnary(const Graph& g, const Node& n, rt::UnaryOp op) {
 
 KernelCall lowerBinary(const Graph& g, const Node& n, rt::BinaryOp op) {
   const ir::TensorType& out = g.value(n.outputs[0]).type;
-  requireType(g, n, out.dtype, {DType::kF32, DType::kF64, DType::kI32, DType::kI64});
+  requireType(g, n, out.dtype, kArithmeticTypes);
   checkRank(g, n, out.shape.size());
   rt::BinaryParams p{};
   p.op = op;
@@ -404,6 +408,8 @@ std::string kernelFunction(const KernelCall& call) {
       case DType::kF64: return "double";
       case DType::kI32: return "int32_t";
       case DType::kI64: return "int64_t";
+      case DType::kI8: return "int8_t";
+      case DType::kU8: return "uint8_t";
       default: return "void";
     }
   };

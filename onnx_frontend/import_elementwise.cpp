@@ -23,6 +23,8 @@ void importUnary(OpContext& ctx) {
 /// optional mask output is all true.
 void importIdentity(OpContext& ctx) {
   ctx.requireInputs(1, 3);
+  if (ctx.hasInput(2) && ctx.constantInts(2, "training_mode").at(0) != 0)
+    ctx.fail("training mode is not supported (inference only)");
   ctx.emit("Identity", {ctx.inputs[0]}, {ctx.input(0).type});
   if (ctx.proto.output_size() > 1 && !ctx.proto.output(1).empty()) {
     ir::TensorType mask{DType::kBool, ctx.inputShape(0)};
@@ -38,14 +40,8 @@ void importClip(OpContext& ctx) {
     lo = ctx.attrFloat("min", -std::numeric_limits<float>::infinity());
     hi = ctx.attrFloat("max", std::numeric_limits<float>::infinity());
   } else {
-    auto bound = [&](size_t i, double fallback) {
-      if (!ctx.hasInput(i)) return fallback;
-      if (!ctx.input(i).isConstant())
-        ctx.fail("Clip bounds must be compile-time constants");
-      return ctx.input(i).doubleValues().at(0);
-    };
-    lo = bound(1, lo);
-    hi = bound(2, hi);
+    if (ctx.hasInput(1)) lo = ctx.constantDoubles(1, "min").at(0);
+    if (ctx.hasInput(2)) hi = ctx.constantDoubles(2, "max").at(0);
   }
   ctx.emit("Clip", {ctx.inputs[0]}, {ctx.input(0).type},
            {{"min", lo}, {"max", hi}});

@@ -5,6 +5,7 @@
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -80,6 +81,27 @@ std::set<std::string> initializerNames(const onnx::GraphProto& graph) {
   std::set<std::string> names;
   for (const auto& init : graph.initializer()) names.insert(init.name());
   return names;
+}
+
+/// Turns the inputs named by --constant into initializers holding the given
+/// tensors, checking their element types.
+void freezeConstantInputs(const std::string& path, onnx::GraphProto& graph,
+                          const LoadOptions& options) {
+  for (const auto& [name, file] : options.constantInputs) {
+    auto& inputs = *graph.mutable_input();
+    auto it = std::find_if(inputs.begin(), inputs.end(),
+                           [&](const auto& in) { return in.name() == name; });
+    if (it == inputs.end())
+      userError({path, "", ""}, "--constant names unknown input '{}'", name);
+    HostTensor tensor = readTensorFile(file);
+    auto declared = static_cast<DType>(it->type().tensor_type().elem_type());
+    if (declared != tensor.type.dtype)
+      userError({file, "", ""}, "tensor is {} but input '{}' is {}",
+                tensor.type.str(), name, dtypeName(declared));
+    tensor.name = name;
+    *graph.add_initializer() = tensorToProto(tensor);
+    inputs.erase(it);
+  }
 }
 
 /// Writes the --shape bindings into the graph inputs and checks that every
@@ -201,6 +223,12 @@ ir::Graph loadOnnx(const std::string& path, const LoadOptions& options) {
   } catch (const std::exception& e) {
     userError({path, "", ""}, "the ONNX checker rejects the model: {}", e.what());
   }
+  std::vector<std::string> onnxInputNames;
+  auto declaredInitializers = initializerNames(model.graph());
+  for (const auto& input : model.graph().input())
+    if (!declaredInitializers.count(input.name()))
+      onnxInputNames.push_back(input.name());
+  freezeConstantInputs(path, *model.mutable_graph(), options);
   bindInputShapes(path, *model.mutable_graph(), options);
   try {
     onnx::shape_inference::InferShapes(model);
@@ -214,6 +242,7 @@ ir::Graph loadOnnx(const std::string& path, const LoadOptions& options) {
   ir::Graph graph;
   graph.name = graphName(path);
   graph.sourceFile = path;
+  graph.onnxInputNames = onnxInputNames;
   std::unordered_map<std::string, int> byName;
   DiagLocation where{path, "", ""};
 

@@ -17,6 +17,10 @@ namespace cgc::frontend {
 struct LoadOptions {
   /// Input name -> full shape, from --shape NAME=1x3x224x224.
   std::vector<std::pair<std::string, ir::Shape>> shapes;
+  /// Input name -> TensorProto file, from --constant NAME=FILE.pb: the input
+  /// becomes a compile-time constant (for shape-determining inputs such as
+  /// Reshape's shape or Slice's starts).
+  std::vector<std::pair<std::string, std::string>> constantInputs;
 };
 
 struct UnsupportedNode {

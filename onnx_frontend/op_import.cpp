@@ -18,13 +18,24 @@ const ir::Value& OpContext::input(size_t i) const {
   return graph.value(inputs[i]);
 }
 
-std::vector<int64_t> OpContext::constantInts(size_t i, const char* role) const {
-  const ir::Value& v = input(i);
+static void requireConstant(const OpContext& ctx, const ir::Value& v,
+                            const char* role) {
   if (!v.isConstant())
-    fail(fmt::format("input '{}' ({}) must be a compile-time constant; it "
-                     "depends on a graph input",
-                     v.name, role));
-  return v.intValues();
+    ctx.fail(fmt::format("input '{}' ({}) must be a compile-time constant; it "
+                         "depends on a graph input (bind one with --constant "
+                         "NAME=FILE.pb)",
+                         v.name, role));
+}
+
+std::vector<int64_t> OpContext::constantInts(size_t i, const char* role) const {
+  requireConstant(*this, input(i), role);
+  return input(i).intValues();
+}
+
+std::vector<double> OpContext::constantDoubles(size_t i,
+                                               const char* role) const {
+  requireConstant(*this, input(i), role);
+  return input(i).doubleValues();
 }
 
 void OpContext::requireInputs(size_t min, size_t max) const {

@@ -40,6 +40,8 @@ class OpContext {
   DType inputType(size_t i) const { return input(i).type.dtype; }
   /// Input i as integers; fails unless it is a compile-time constant.
   std::vector<int64_t> constantInts(size_t i, const char* role) const;
+  /// Input i as doubles; fails unless it is a compile-time constant.
+  std::vector<double> constantDoubles(size_t i, const char* role) const;
   void requireInputs(size_t min, size_t max) const;
 
   bool hasAttr(const char* name) const;

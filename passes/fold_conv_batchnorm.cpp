@@ -37,7 +37,7 @@ bool foldConvBatchNorm(ir::Graph& graph) {
     if (graph.consumers(convOut).size() != 1 || graph.isGraphOutput(convOut))
       continue;
     ir::Node& conv = graph.node(convId);
-    if (!allConstant(graph, conv.inputs) ||
+    if (!allConstant(graph, {conv.inputs.begin() + 1, conv.inputs.end()}) ||
         !allConstant(graph, {bn.inputs.begin() + 1, bn.inputs.end()}))
       continue;
     if (graph.value(conv.inputs[1]).type.dtype != DType::kF32) continue;

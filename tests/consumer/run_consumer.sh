@@ -3,7 +3,7 @@
 # against it with find_package(cgc), and runs it.
 # Usage: run_consumer.sh CGC_BUILD_DIR SAMPLES_DIR WORK_DIR
 set -eu
-build=$1 samples=$2 work=$3
+build=$(cd "$1" && pwd) samples=$(cd "$2" && pwd) work=$3
 here=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$work" && mkdir -p "$work"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null

@@ -37,7 +37,7 @@ def unsupported():
 def matmul_mismatch():
     a = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3])
     b = helper.make_tensor_value_info("b", TensorProto.FLOAT, [4, 5])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])
     node = helper.make_node("MatMul", ["a", "b"], ["y"], name="bad_matmul")
     graph = helper.make_graph([node], "mismatch", [a, b], [y])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
