@@ -99,23 +99,29 @@ std::string print(const rt::BinaryParams& p) {
 
 std::string print(const rt::ConvParams& p) {
   return FieldList()
-      .add("n", p.n).add("c_in", p.c_in).add("h_in", p.h_in).add("w_in", p.w_in)
-      .add("c_out", p.c_out).add("h_out", p.h_out).add("w_out", p.w_out)
-      .add("groups", p.groups).add("k_h", p.k_h).add("k_w", p.k_w)
-      .add("stride_h", p.stride_h).add("stride_w", p.stride_w)
-      .add("pad_top", p.pad_top).add("pad_left", p.pad_left)
-      .add("dilation_h", p.dilation_h).add("dilation_w", p.dilation_w)
+      .add("n", p.n).add("c_in", p.c_in)
+      .add("d_in", p.d_in).add("h_in", p.h_in).add("w_in", p.w_in)
+      .add("c_out", p.c_out)
+      .add("d_out", p.d_out).add("h_out", p.h_out).add("w_out", p.w_out)
+      .add("groups", p.groups)
+      .add("k_d", p.k_d).add("k_h", p.k_h).add("k_w", p.k_w)
+      .add("stride_d", p.stride_d).add("stride_h", p.stride_h).add("stride_w", p.stride_w)
+      .add("pad_front", p.pad_front).add("pad_top", p.pad_top).add("pad_left", p.pad_left)
+      .add("dilation_d", p.dilation_d).add("dilation_h", p.dilation_h)
+      .add("dilation_w", p.dilation_w)
       .str();
 }
 
 std::string print(const rt::PoolParams& p) {
   return FieldList()
-      .add("n_c", p.n_c).add("h_in", p.h_in).add("w_in", p.w_in)
-      .add("h_out", p.h_out).add("w_out", p.w_out)
-      .add("k_h", p.k_h).add("k_w", p.k_w)
-      .add("stride_h", p.stride_h).add("stride_w", p.stride_w)
-      .add("pad_top", p.pad_top).add("pad_left", p.pad_left)
-      .add("dilation_h", p.dilation_h).add("dilation_w", p.dilation_w)
+      .add("n_c", p.n_c)
+      .add("d_in", p.d_in).add("h_in", p.h_in).add("w_in", p.w_in)
+      .add("d_out", p.d_out).add("h_out", p.h_out).add("w_out", p.w_out)
+      .add("k_d", p.k_d).add("k_h", p.k_h).add("k_w", p.k_w)
+      .add("stride_d", p.stride_d).add("stride_h", p.stride_h).add("stride_w", p.stride_w)
+      .add("pad_front", p.pad_front).add("pad_top", p.pad_top).add("pad_left", p.pad_left)
+      .add("dilation_d", p.dilation_d).add("dilation_h", p.dilation_h)
+      .add("dilation_w", p.dilation_w)
       .add("count_include_pad", p.count_include_pad)
       .str();
 }
@@ -214,7 +220,8 @@ std::string cppType(DType type) {
     case DType::kI8: return "int8_t";
     case DType::kU8: return "uint8_t";
     case DType::kU16:
-    case DType::kF16: return "uint16_t";
+    case DType::kF16:
+    case DType::kBF16: return "uint16_t";
     case DType::kU32: return "uint32_t";
     case DType::kU64: return "uint64_t";
     case DType::kBool: return "bool";

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <set>
 
+#include "cgc/kernels.h"
+
 namespace cgc::ir {
 
 std::string shapeString(const Shape& shape) {
@@ -50,6 +52,15 @@ std::vector<Out> convertConstant(const Value& v) {
     case DType::kU16: read(uint16_t{}); break;
     case DType::kU32: read(uint32_t{}); break;
     case DType::kU64: read(uint64_t{}); break;
+    case DType::kF16:
+    case DType::kBF16: {
+      const auto* halves = reinterpret_cast<const uint16_t*>(raw);
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = static_cast<Out>(v.type.dtype == DType::kF16
+                                      ? rt::half_to_float(halves[i])
+                                      : rt::bfloat16_to_float(halves[i]));
+      break;
+    }
     default:
       CGC_ASSERT(false, "cannot read constant '{}' of type {}", v.name,
                  v.type.str());

@@ -51,18 +51,18 @@ void evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
                       static_cast<T*>(out));
       });
       break;
-    case Kernel::kConv2d:
-      rt::conv2d(std::get<rt::ConvParams>(call.params), f(0), f(1), f(2), y);
+    case Kernel::kConv:
+      rt::conv(std::get<rt::ConvParams>(call.params), f(0), f(1), f(2), y);
       break;
-    case Kernel::kConvTranspose2d:
-      rt::conv_transpose2d(std::get<rt::ConvParams>(call.params), f(0), f(1),
+    case Kernel::kConvTranspose:
+      rt::conv_transpose(std::get<rt::ConvParams>(call.params), f(0), f(1),
                            f(2), y);
       break;
-    case Kernel::kMaxPool2d:
-      rt::max_pool2d(std::get<rt::PoolParams>(call.params), f(0), y);
+    case Kernel::kMaxPool:
+      rt::max_pool(std::get<rt::PoolParams>(call.params), f(0), y);
       break;
-    case Kernel::kAvgPool2d:
-      rt::avg_pool2d(std::get<rt::PoolParams>(call.params), f(0), y);
+    case Kernel::kAvgPool:
+      rt::avg_pool(std::get<rt::PoolParams>(call.params), f(0), y);
       break;
     case Kernel::kGlobalAvgPool: {
       auto& p = std::get<GlobalPoolArgs>(call.params);

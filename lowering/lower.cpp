@@ -130,48 +130,46 @@ KernelCall lowerBinary(const Graph& g, const Node& n, rt::BinaryOp op) {
           {n.outputs[0]}};
 }
 
-/// Spatial attributes as 2-D (height, width); 1-D ops get a unit height.
-struct Spatial2d {
-  int64_t kh, kw, sh, sw, dh, dw, padTop, padLeft;
+/// Spatial attributes right-aligned into (depth, height, width); 1-D and
+/// 2-D ops get unit sizes in front.
+struct Spatial3d {
+  std::array<int64_t, 3> kernel, strides, dilations, padBegin;
 };
 
-Spatial2d spatialOf(const Graph& g, const Node& n, size_t spatialRank) {
-  if (spatialRank != 1 && spatialRank != 2)
-    userError(g.where(n), "only 1-D and 2-D spatial ops are supported, not {}-D",
-              spatialRank);
-  auto kernel = n.getInts("kernel_shape");
-  auto strides = n.getInts("strides", Shape(spatialRank, 1));
-  auto dilations = n.getInts("dilations", Shape(spatialRank, 1));
-  auto pads = n.getInts("pads", Shape(2 * spatialRank, 0));
-  CGC_ASSERT(kernel.size() == spatialRank && strides.size() == spatialRank &&
-                 dilations.size() == spatialRank &&
-                 pads.size() == 2 * spatialRank,
-             "node '{}' has unresolved spatial attributes", n.name);
-  if (spatialRank == 1) return {1, kernel[0], 1, strides[0], 1, dilations[0], 0, pads[0]};
-  return {kernel[0], kernel[1], strides[0], strides[1],
-          dilations[0], dilations[1], pads[0], pads[1]};
+std::array<int64_t, 3> rightAligned(const std::vector<int64_t>& values,
+                                    size_t from, size_t count, int64_t unit) {
+  std::array<int64_t, 3> out = {unit, unit, unit};
+  for (size_t i = 0; i < count; ++i) out[3 - count + i] = values.at(from + i);
+  return out;
 }
 
-/// (n, c, h, w) of an NC(H)W tensor with 1 or 2 spatial dims.
-std::array<int64_t, 4> nchw(const Shape& s) {
-  if (s.size() == 3) return {s[0], s[1], 1, s[2]};
-  return {s[0], s[1], s[2], s[3]};
+Spatial3d spatialOf(const Graph& g, const Node& n, const Shape& x) {
+  size_t spatial = x.size() - 2;
+  if (x.size() < 3 || spatial > 3)
+    userError(g.where(n), "only 1-D, 2-D and 3-D {} is supported (input {})",
+              n.op == "MaxPool" || n.op == "AveragePool" ? "pooling" : "convolution",
+              ir::shapeString(x));
+  return {rightAligned(n.getInts("kernel_shape"), 0, spatial, 1),
+          rightAligned(n.getInts("strides", Shape(spatial, 1)), 0, spatial, 1),
+          rightAligned(n.getInts("dilations", Shape(spatial, 1)), 0, spatial, 1),
+          rightAligned(n.getInts("pads", Shape(2 * spatial, 0)), 0, spatial, 0)};
 }
 
 KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const Shape& y = shapeOf(g, n.outputs[0]);
   requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
-  if (x.size() != 3 && x.size() != 4)
-    userError(g.where(n), "only 1-D and 2-D convolutions are supported (input {})",
-              ir::shapeString(x));
-  Spatial2d s = spatialOf(g, n, x.size() - 2);
-  auto [xn, xc, xh, xw] = nchw(x);
-  auto [yn, yc, yh, yw] = nchw(y);
-  rt::ConvParams p{xn, xc, xh, xw, yc, yh, yw, n.getInt("group", 1),
-                   s.kh, s.kw, s.sh, s.sw, s.padTop, s.padLeft, s.dh, s.dw};
+  Spatial3d s = spatialOf(g, n, x);
+  auto in = rightAligned(x, 2, x.size() - 2, 1);
+  auto out = rightAligned(y, 2, y.size() - 2, 1);
+  rt::ConvParams p{x[0], x[1], in[0], in[1], in[2], y[1], out[0], out[1], out[2],
+                   n.getInt("group", 1),
+                   s.kernel[0], s.kernel[1], s.kernel[2],
+                   s.strides[0], s.strides[1], s.strides[2],
+                   s.padBegin[0], s.padBegin[1], s.padBegin[2],
+                   s.dilations[0], s.dilations[1], s.dilations[2]};
   int bias = n.inputs.size() > 2 ? n.inputs[2] : -1;
-  return {transpose ? Kernel::kConvTranspose2d : Kernel::kConv2d, DType::kF32, p,
+  return {transpose ? Kernel::kConvTranspose : Kernel::kConv, DType::kF32, p,
           {n.inputs[0], n.inputs[1], bias}, {n.outputs[0]}};
 }
 
@@ -179,18 +177,18 @@ KernelCall lowerPool(const Graph& g, const Node& n, bool max) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const Shape& y = shapeOf(g, n.outputs[0]);
   requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
-  if (x.size() != 3 && x.size() != 4)
-    userError(g.where(n), "only 1-D and 2-D pooling is supported (input {})",
-              ir::shapeString(x));
   if (n.outputs.size() > 1 && n.outputs[1] >= 0)
     userError(g.where(n), "the Indices output of MaxPool is not supported");
-  Spatial2d s = spatialOf(g, n, x.size() - 2);
-  auto [xn, xc, xh, xw] = nchw(x);
-  auto [yn, yc, yh, yw] = nchw(y);
-  rt::PoolParams p{xn * xc, xh, xw, yh, yw, s.kh, s.kw, s.sh, s.sw,
-                   s.padTop, s.padLeft, s.dh, s.dw,
+  Spatial3d s = spatialOf(g, n, x);
+  auto in = rightAligned(x, 2, x.size() - 2, 1);
+  auto out = rightAligned(y, 2, y.size() - 2, 1);
+  rt::PoolParams p{x[0] * x[1], in[0], in[1], in[2], out[0], out[1], out[2],
+                   s.kernel[0], s.kernel[1], s.kernel[2],
+                   s.strides[0], s.strides[1], s.strides[2],
+                   s.padBegin[0], s.padBegin[1], s.padBegin[2],
+                   s.dilations[0], s.dilations[1], s.dilations[2],
                    n.getInt("count_include_pad", 0) != 0};
-  return {max ? Kernel::kMaxPool2d : Kernel::kAvgPool2d, DType::kF32, p,
+  return {max ? Kernel::kMaxPool : Kernel::kAvgPool, DType::kF32, p,
           {n.inputs[0]}, {n.outputs[0]}};
 }
 
@@ -348,7 +346,7 @@ KernelCall lowerCast(const Graph& g, const Node& n) {
   DType from = g.value(n.inputs[0]).type.dtype;
   DType to = g.value(n.outputs[0]).type.dtype;
   for (DType t : {from, to})
-    if (t == DType::kF16 || t == DType::kUndefined)
+    if (t == DType::kUndefined)
       userError(g.where(n), "casts involving {} are not supported",
                 dtypeName(t));
   return {Kernel::kCast, to, CastArgs{from, to, g.value(n.outputs[0]).type.numElements()},
@@ -417,10 +415,10 @@ std::string kernelFunction(const KernelCall& call) {
     case Kernel::kView: return "";
     case Kernel::kUnary: return "unary<" + typeName(call.dtype) + ">";
     case Kernel::kBinary: return "binary<" + typeName(call.dtype) + ">";
-    case Kernel::kConv2d: return "conv2d";
-    case Kernel::kConvTranspose2d: return "conv_transpose2d";
-    case Kernel::kMaxPool2d: return "max_pool2d";
-    case Kernel::kAvgPool2d: return "avg_pool2d";
+    case Kernel::kConv: return "conv";
+    case Kernel::kConvTranspose: return "conv_transpose";
+    case Kernel::kMaxPool: return "max_pool";
+    case Kernel::kAvgPool: return "avg_pool";
     case Kernel::kGlobalAvgPool: return "global_avg_pool";
     case Kernel::kGemm: return "gemm";
     case Kernel::kMatMul: return "matmul";

@@ -82,6 +82,7 @@ HostTensor tensorFromProto(const onnx::TensorProto& proto,
       break;
     case DType::kU16:
     case DType::kF16:
+    case DType::kBF16:
       check(proto.int32_data_size());
       copyField<uint16_t>(proto.int32_data(), count, t.bytes);
       break;

@@ -3,6 +3,7 @@
 // 32/64 words.
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "cgc/kernels.h"
 
@@ -81,11 +82,69 @@ void withType(DType t, F&& f) {
     case DType::kU64: f(static_cast<uint64_t*>(nullptr)); break;
     case DType::kBool: f(static_cast<bool*>(nullptr)); break;
     case DType::kF16:
+    case DType::kBF16:
     case DType::kUndefined: break;
   }
 }
 
 }  // namespace
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu, bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {  // subnormal: normalise
+    exponent = 113;
+    while (!(mantissa & 0x400u)) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u) return sign | 0x7e00u;             // NaN
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;           // overflow to inf
+  if (abs < 0x38800000u) {                                 // subnormal or zero
+    if (abs < 0x33000000u) return sign;
+    const uint32_t exponent = abs >> 23;
+    const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - exponent;
+    uint32_t half = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1))) ++half;
+    return sign | static_cast<uint16_t>(half);
+  }
+  uint32_t rounded = abs - 0x38000000u;  // rebias exponent 127 -> 15
+  rounded += 0xfffu + ((rounded >> 13) & 1);
+  return sign | static_cast<uint16_t>(rounded >> 13);
+}
+
+float bfloat16_to_float(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t float_to_bfloat16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  return static_cast<uint16_t>(bits >> 16);
+}
 
 void strided_copy(const StridedCopyParams& p, const void* x, void* y) {
   switch (p.elem_bytes) {
@@ -123,6 +182,25 @@ void gather(const GatherParams& p, const void* data, const int32_t* indices,
 }
 
 void cast(DType from, DType to, int64_t count, const void* x, void* y) {
+  auto isHalf = [](DType t) { return t == DType::kF16 || t == DType::kBF16; };
+  if (isHalf(from) || isHalf(to)) {
+    std::vector<float> values(static_cast<size_t>(count));
+    const auto* hx = static_cast<const uint16_t*>(x);
+    if (from == DType::kF16)
+      for (int64_t i = 0; i < count; ++i) values[i] = half_to_float(hx[i]);
+    else if (from == DType::kBF16)
+      for (int64_t i = 0; i < count; ++i) values[i] = bfloat16_to_float(hx[i]);
+    else
+      cast(from, DType::kF32, count, x, values.data());
+    auto* hy = static_cast<uint16_t*>(y);
+    if (to == DType::kF16)
+      for (int64_t i = 0; i < count; ++i) hy[i] = float_to_half(values[i]);
+    else if (to == DType::kBF16)
+      for (int64_t i = 0; i < count; ++i) hy[i] = float_to_bfloat16(values[i]);
+    else
+      cast(DType::kF32, to, count, values.data(), y);
+    return;
+  }
   withType(from, [&](auto* fromTag) {
     using From = std::remove_pointer_t<decltype(fromTag)>;
     withType(to, [&](auto* toTag) {

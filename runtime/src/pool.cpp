@@ -9,40 +9,48 @@ namespace {
 
 template <bool kMax>
 void pool(const PoolParams& p, const float* x, float* y) {
+  const int64_t inPlane = p.d_in * p.h_in * p.w_in;
+  const int64_t outPlane = p.d_out * p.h_out * p.w_out;
   for (int64_t plane = 0; plane < p.n_c; ++plane) {
-    const float* in = x + plane * p.h_in * p.w_in;
-    float* out = y + plane * p.h_out * p.w_out;
-    for (int64_t oh = 0; oh < p.h_out; ++oh)
-      for (int64_t ow = 0; ow < p.w_out; ++ow) {
-        float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
-        int64_t inside = 0;
-        for (int64_t kh = 0; kh < p.k_h; ++kh) {
-          const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-          if (ih < 0 || ih >= p.h_in) continue;
-          for (int64_t kw = 0; kw < p.k_w; ++kw) {
-            const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-            if (iw < 0 || iw >= p.w_in) continue;
-            const float v = in[ih * p.w_in + iw];
-            acc = kMax ? std::max(acc, v) : acc + v;
-            ++inside;
+    const float* in = x + plane * inPlane;
+    float* out = y + plane * outPlane;
+    for (int64_t od = 0; od < p.d_out; ++od)
+      for (int64_t oh = 0; oh < p.h_out; ++oh)
+        for (int64_t ow = 0; ow < p.w_out; ++ow) {
+          float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+          int64_t inside = 0;
+          for (int64_t kd = 0; kd < p.k_d; ++kd) {
+            const int64_t id = od * p.stride_d - p.pad_front + kd * p.dilation_d;
+            if (id < 0 || id >= p.d_in) continue;
+            for (int64_t kh = 0; kh < p.k_h; ++kh) {
+              const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+              if (ih < 0 || ih >= p.h_in) continue;
+              for (int64_t kw = 0; kw < p.k_w; ++kw) {
+                const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+                if (iw < 0 || iw >= p.w_in) continue;
+                const float v = in[(id * p.h_in + ih) * p.w_in + iw];
+                acc = kMax ? std::max(acc, v) : acc + v;
+                ++inside;
+              }
+            }
           }
+          if (!kMax) {
+            const int64_t count =
+                p.count_include_pad ? p.k_d * p.k_h * p.k_w : inside;
+            acc = count > 0 ? acc / static_cast<float>(count) : 0.0f;
+          }
+          out[(od * p.h_out + oh) * p.w_out + ow] = acc;
         }
-        if (!kMax) {
-          const int64_t count = p.count_include_pad ? p.k_h * p.k_w : inside;
-          acc = count > 0 ? acc / static_cast<float>(count) : 0.0f;
-        }
-        out[oh * p.w_out + ow] = acc;
-      }
   }
 }
 
 }  // namespace
 
-void max_pool2d(const PoolParams& p, const float* x, float* y) {
+void max_pool(const PoolParams& p, const float* x, float* y) {
   pool<true>(p, x, y);
 }
 
-void avg_pool2d(const PoolParams& p, const float* x, float* y) {
+void avg_pool(const PoolParams& p, const float* x, float* y) {
   pool<false>(p, x, y);
 }
 

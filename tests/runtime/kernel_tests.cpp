@@ -124,7 +124,7 @@ int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t padBegin, i
 
 }  // namespace
 
-TEST_CASE("conv2d matches a direct loop: groups, strides, pads, dilations") {
+TEST_CASE("conv matches a direct loop: groups, strides, pads, dilations") {
   struct Case { int64_t n, cin, h, w, cout, groups, k_h, k_w, s_h, s_w, pt, pl, pb, pr, dh, dw; };
   for (Case c : {Case{1, 3, 7, 9, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
                  Case{2, 4, 8, 8, 6, 2, 3, 2, 2, 3, 0, 1, 2, 0, 1, 1},
@@ -132,30 +132,30 @@ TEST_CASE("conv2d matches a direct loop: groups, strides, pads, dilations") {
                  Case{1, 5, 6, 7, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},      // pointwise
                  Case{1, 2, 9, 9, 2, 1, 3, 3, 1, 2, 2, 2, 2, 2, 2, 3},      // dilated
                  Case{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1}}) {
-    ConvParams p{c.n, c.cin, c.h, c.w, c.cout,
+    ConvParams p{c.n, c.cin, 1, c.h, c.w, c.cout, 1,
                  outSize(c.h, c.k_h, c.s_h, c.dh, c.pt, c.pb),
                  outSize(c.w, c.k_w, c.s_w, c.dw, c.pl, c.pr),
-                 c.groups, c.k_h, c.k_w, c.s_h, c.s_w, c.pt, c.pl, c.dh, c.dw};
+                 c.groups, 1, c.k_h, c.k_w, 1, c.s_h, c.s_w, 0, c.pt, c.pl, 1, c.dh, c.dw};
     auto x = randomFloats(c.n * c.cin * c.h * c.w, 6);
     auto w = randomFloats(c.cout * (c.cin / c.groups) * c.k_h * c.k_w, 7);
     auto bias = randomFloats(c.cout, 8);
     std::vector<float> y(p.n * p.c_out * p.h_out * p.w_out);
-    conv2d(p, x.data(), w.data(), bias.data(), y.data());
+    conv(p, x.data(), w.data(), bias.data(), y.data());
     requireClose(y, referenceConv(p, x, w, bias.data()));
-    conv2d(p, x.data(), w.data(), nullptr, y.data());
+    conv(p, x.data(), w.data(), nullptr, y.data());
     requireClose(y, referenceConv(p, x, w, nullptr));
   }
 }
 
-TEST_CASE("conv_transpose2d matches a scatter loop") {
+TEST_CASE("conv_transpose matches a scatter loop") {
   struct Case { int64_t cin, h, w, coutG, groups, k, s, pad, d, outPad; };
   for (Case c : {Case{2, 3, 4, 3, 1, 3, 2, 1, 1, 1}, Case{4, 5, 5, 1, 2, 2, 1, 0, 2, 0},
                  Case{1, 1, 1, 2, 1, 1, 1, 0, 1, 0}}) {
     int64_t hOut = (c.h - 1) * c.s - 2 * c.pad + (c.k - 1) * c.d + 1 + c.outPad;
     int64_t wOut = (c.w - 1) * c.s - 2 * c.pad + (c.k - 1) * c.d + 1 + c.outPad;
     int64_t cout = c.coutG * c.groups, cinG = c.cin / c.groups;
-    ConvParams p{1, c.cin, c.h, c.w, cout, hOut, wOut, c.groups, c.k, c.k, c.s, c.s,
-                 c.pad, c.pad, c.d, c.d};
+    ConvParams p{1, c.cin, 1, c.h, c.w, cout, 1, hOut, wOut, c.groups, 1, c.k, c.k,
+                 1, c.s, c.s, 0, c.pad, c.pad, 1, c.d, c.d};
     auto x = randomFloats(c.cin * c.h * c.w, 9), w = randomFloats(c.cin * c.coutG * c.k * c.k, 10);
     auto bias = randomFloats(cout, 11);
     std::vector<float> y(cout * hOut * wOut), ref(y.size());
@@ -174,21 +174,21 @@ TEST_CASE("conv_transpose2d matches a scatter loop") {
                     x[(ci * c.h + ih) * c.w + iw] * w[((ci * c.coutG + oc) * c.k + kh) * c.k + kw];
               }
     }
-    conv_transpose2d(p, x.data(), w.data(), bias.data(), y.data());
+    conv_transpose(p, x.data(), w.data(), bias.data(), y.data());
     requireClose(y, ref);
   }
 }
 
 TEST_CASE("pooling matches reference windows") {
-  PoolParams p{3, 7, 6, 0, 0, 3, 2, 2, 2, 1, 1, 1, 1, false};
+  PoolParams p{3, 1, 7, 6, 1, 0, 0, 1, 3, 2, 1, 2, 2, 0, 1, 1, 1, 1, 1, false};
   p.h_out = outSize(7, 3, 2, 1, 1, 1);
   p.w_out = outSize(6, 2, 2, 1, 1, 0);
   auto x = randomFloats(3 * 7 * 6, 12);
   for (bool includePad : {false, true}) {
     p.count_include_pad = includePad;
     std::vector<float> maxY(3 * p.h_out * p.w_out), avgY(maxY.size()), maxRef(maxY.size()), avgRef(maxY.size());
-    max_pool2d(p, x.data(), maxY.data());
-    avg_pool2d(p, x.data(), avgY.data());
+    max_pool(p, x.data(), maxY.data());
+    avg_pool(p, x.data(), avgY.data());
     for (int64_t c = 0; c < 3; ++c)
       for (int64_t oh = 0; oh < p.h_out; ++oh)
         for (int64_t ow = 0; ow < p.w_out; ++ow) {

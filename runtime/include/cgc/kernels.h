@@ -71,43 +71,46 @@ void binary(const BinaryParams& p, const T* a, const T* b, T* y);
 
 // --------------------------------------------------------------- convolution
 
-/// 2-D convolution, NCHW input, OIHW weights (I = c_in / groups).
-/// One-dimensional convolutions are passed with h_in = h_out = k_h = 1.
+/// Convolution over (depth,) height and width: NC(D)HW input, OI(D)HW
+/// weights (I = c_in / groups). 1-D and 2-D convolutions have unit depth
+/// (and height) with unit window, stride and dilation there.
 struct ConvParams {
-  int64_t n, c_in, h_in, w_in;
-  int64_t c_out, h_out, w_out;
+  int64_t n, c_in, d_in, h_in, w_in;
+  int64_t c_out, d_out, h_out, w_out;
   int64_t groups;
-  int64_t k_h, k_w;
-  int64_t stride_h, stride_w;
-  int64_t pad_top, pad_left;
-  int64_t dilation_h, dilation_w;
+  int64_t k_d, k_h, k_w;
+  int64_t stride_d, stride_h, stride_w;
+  int64_t pad_front, pad_top, pad_left;
+  int64_t dilation_d, dilation_h, dilation_w;
 };
 
 /// bias may be null.
-void conv2d(const ConvParams& p, const float* x, const float* w,
+void conv(const ConvParams& p, const float* x, const float* w,
             const float* bias, float* y);
 
-/// Transposed 2-D convolution, NCHW input, weights [c_in, c_out / groups, k_h,
-/// k_w]. Here (h_in, w_in) is the input and (h_out, w_out) the output; pads
-/// are the ones cropped from the full output (already resolved from
-/// output_shape / auto_pad by the compiler).
-void conv_transpose2d(const ConvParams& p, const float* x, const float* w,
-                      const float* bias, float* y);
+/// Transposed convolution, weights [c_in, c_out / groups, k_d, k_h, k_w].
+/// The *_in sizes are the input's, *_out the output's; pads are the ones
+/// cropped from the full output (resolved from output_shape / auto_pad by the
+/// compiler).
+void conv_transpose(const ConvParams& p, const float* x, const float* w,
+                    const float* bias, float* y);
 
 // ------------------------------------------------------------------- pooling
 
+/// Pooling over (depth,) height and width; 1-D and 2-D pools have unit
+/// depth (and height) with unit window, stride and dilation there.
 struct PoolParams {
   int64_t n_c;  // batch * channels
-  int64_t h_in, w_in, h_out, w_out;
-  int64_t k_h, k_w;
-  int64_t stride_h, stride_w;
-  int64_t pad_top, pad_left;
-  int64_t dilation_h, dilation_w;
+  int64_t d_in, h_in, w_in, d_out, h_out, w_out;
+  int64_t k_d, k_h, k_w;
+  int64_t stride_d, stride_h, stride_w;
+  int64_t pad_front, pad_top, pad_left;
+  int64_t dilation_d, dilation_h, dilation_w;
   bool count_include_pad;  // average pool only
 };
 
-void max_pool2d(const PoolParams& p, const float* x, float* y);
-void avg_pool2d(const PoolParams& p, const float* x, float* y);
+void max_pool(const PoolParams& p, const float* x, float* y);
+void avg_pool(const PoolParams& p, const float* x, float* y);
 
 /// y[i] = mean(x[i * spatial .. (i + 1) * spatial)), i < n_c.
 void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y);
@@ -194,7 +197,15 @@ void gather(const GatherParams& p, const void* data, const int64_t* indices,
 void gather(const GatherParams& p, const void* data, const int32_t* indices,
             void* y);
 
-/// Element type conversion (float to integer truncates toward zero, as C++).
+/// IEEE half precision <-> float (round to nearest even).
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+/// bfloat16 <-> float; float to bfloat16 truncates, as ONNX's reference does.
+float bfloat16_to_float(uint16_t b);
+uint16_t float_to_bfloat16(float f);
+
+/// Element type conversion (float to integer truncates toward zero, as C++;
+/// float16 and bfloat16 go through float).
 void cast(DType from, DType to, int64_t count, const void* x, void* y);
 
 /// memcpy, for the rare view that cannot alias its input.

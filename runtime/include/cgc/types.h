@@ -20,6 +20,7 @@ enum class DType : int32_t {
   kF64 = 11,
   kU32 = 12,
   kU64 = 13,
+  kBF16 = 16,
 };
 
 /// Size of one element in bytes; 0 for kUndefined.
@@ -32,6 +33,7 @@ constexpr int64_t dtypeSize(DType t) {
     case DType::kU16:
     case DType::kI16:
     case DType::kF16:
+    case DType::kBF16:
       return 2;
     case DType::kF32:
     case DType::kI32:
@@ -62,6 +64,7 @@ constexpr const char* dtypeName(DType t) {
     case DType::kF64: return "float64";
     case DType::kU32: return "uint32";
     case DType::kU64: return "uint64";
+    case DType::kBF16: return "bfloat16";
     case DType::kUndefined: break;
   }
   return "undefined";
