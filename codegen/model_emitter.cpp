@@ -430,22 +430,21 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
            layout.outputAccessors[i], outputExpr(i, ""));
   }
   s.blank();
-  s.open("void* {}::input(int index) {{", cls);
-  s.open("switch (index) {{");
-  for (size_t i = 0; i < graph.inputs.size(); ++i)
-    s.line("case {}: return {}();", i, layout.inputAccessors[i]);
-  s.line("default: return nullptr;");
-  s.close();
-  s.close();
-  s.blank();
-  s.open("const void* {}::output(int index) const {{", cls);
-  s.open("switch (index) {{");
-  for (size_t i = 0; i < graph.outputs.size(); ++i)
-    s.line("case {}: return {}();", i, layout.outputAccessors[i]);
-  s.line("default: return nullptr;");
-  s.close();
-  s.close();
-  s.blank();
+  auto emitIndexedAccess = [&](const std::string& signature,
+                               const std::vector<std::string>& accessors) {
+    s.open("{} {{", signature);
+    s.open("switch (index) {{");
+    for (size_t i = 0; i < accessors.size(); ++i)
+      s.line("case {}: return {}();", i, accessors[i]);
+    s.line("default: return nullptr;");
+    s.close();
+    s.close();
+    s.blank();
+  };
+  emitIndexedAccess(fmt::format("void* {}::input(int index)", cls),
+                    layout.inputAccessors);
+  emitIndexedAccess(fmt::format("const void* {}::output(int index) const", cls),
+                    layout.outputAccessors);
   s.line("const cgc::ModelInfo& {}::info() {{ return kInfo; }}", cls);
   s.blank();
   s.open("void {}::run() {{", cls);

@@ -210,8 +210,4 @@ void cast(DType from, DType to, int64_t count, const void* x, void* y) {
   });
 }
 
-void copy(int64_t bytes, const void* x, void* y) {
-  if (bytes > 0 && x != y) std::memcpy(y, x, static_cast<size_t>(bytes));
-}
-
 }  // namespace cgc::rt

@@ -208,7 +208,4 @@ uint16_t float_to_bfloat16(float f);
 /// float16 and bfloat16 go through float).
 void cast(DType from, DType to, int64_t count, const void* x, void* y);
 
-/// memcpy, for the rare view that cannot alias its input.
-void copy(int64_t bytes, const void* x, void* y);
-
 }  // namespace cgc::rt
