@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "compiler/model_runner.h"
@@ -198,6 +199,11 @@ int run(const RunOptions& options) {
   key = fnv1a(emitted.weights.data(), emitted.weights.size(), key);
   std::string flags = driver::generatedCodeFlags();
   key = fnv1a(flags.data(), flags.size(), key);
+  // The runtime is linked into the cached library: a rebuilt runtime must
+  // not be shadowed by an old build of the same emitted code.
+  std::ifstream runtime(driver::runtimePaths().library, std::ios::binary);
+  std::string runtimeBytes((std::istreambuf_iterator<char>(runtime)), {});
+  key = fnv1a(runtimeBytes.data(), runtimeBytes.size(), key);
   fs::path dir = fs::path(driver::cacheDirectory()) / fmt::format("{:016x}", key);
   std::string prefix = emitted.baseName;
   driver::WrittenFiles files;

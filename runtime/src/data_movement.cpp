@@ -163,6 +163,8 @@ void concat(int64_t outer, int32_t num_inputs, const int64_t* part_bytes,
   auto* out = static_cast<uint8_t*>(y);
   int64_t column = 0;
   for (int32_t i = 0; i < num_inputs; ++i) {
+    // Empty parts may come with a null pointer, which memcpy must not see.
+    if (part_bytes[i] == 0) continue;
     const auto* in = static_cast<const uint8_t*>(inputs[i]);
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(out + o * row + column, in + o * part_bytes[i],

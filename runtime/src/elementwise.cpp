@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "cgc/kernels.h"
@@ -15,10 +16,32 @@ void map(int64_t n, const T* x, T* y, F f) {
   for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
 }
 
+/// Integer results of math done in double truncate and saturate to T's
+/// range (NaN gives 0): a plain cast of an out-of-range double is undefined.
 template <typename T>
 T fromDouble(double v) {
-  if constexpr (std::is_integral_v<T>) return static_cast<T>(std::trunc(v));
-  return static_cast<T>(v);
+  if constexpr (std::is_integral_v<T>) {
+    constexpr double kLo = static_cast<double>(std::numeric_limits<T>::min());
+    constexpr double kHi = static_cast<double>(std::numeric_limits<T>::max());
+    if (std::isnan(v)) return T(0);
+    if (v <= kLo) return std::numeric_limits<T>::min();
+    if (v >= kHi) return std::numeric_limits<T>::max();
+    return static_cast<T>(v);
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+/// Integer arithmetic wraps modulo 2^bits, as ONNX runtimes do, instead of
+/// being undefined on signed overflow; floating point passes through.
+template <typename T, typename F>
+T wrapping(T u, T v, F f) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<std::common_type_t<T, int>>;
+    return static_cast<T>(f(static_cast<U>(u), static_cast<U>(v)));
+  } else {
+    return f(u, v);
+  }
 }
 
 template <typename T, typename F>
@@ -100,7 +123,13 @@ void unary(const UnaryParams& p, const T* x, T* y) {
         const T lo = static_cast<T>(p.alpha), hi = static_cast<T>(p.beta);
         map(n, x, y, [&](T v) { return std::min(std::max(v, lo), hi); });
       } else {
-        viaDouble([&](double v) { return std::min(std::max(v, alpha), beta); });
+        // Compared in double (the bounds may be infinite), but values inside
+        // are passed through so that int64 beyond 2^53 stays exact.
+        const T lo = fromDouble<T>(alpha), hi = fromDouble<T>(beta);
+        map(n, x, y, [&](T v) {
+          const double d = static_cast<double>(v);
+          return d < alpha ? lo : d > beta ? hi : v;
+        });
       }
       break;
     }
@@ -143,10 +172,15 @@ void unary(const UnaryParams& p, const T* x, T* y) {
         viaDouble([](double v) { return std::log(v); });
       break;
     case UnaryOp::kNeg:
-      map(n, x, y, [](T v) { return static_cast<T>(-v); });
+      map(n, x, y, [](T v) {
+        return wrapping(T(0), v, [](auto u, auto w) { return u - w; });
+      });
       break;
     case UnaryOp::kAbs:
-      map(n, x, y, [](T v) { return v < T(0) ? static_cast<T>(-v) : v; });
+      map(n, x, y, [](T v) {
+        const auto minus = [](auto u, auto w) { return u - w; };
+        return v < T(0) ? wrapping(T(0), v, minus) : v;
+      });
       break;
     case UnaryOp::kReciprocal:
       viaDouble([](double v) { return 1.0 / v; });
@@ -167,18 +201,30 @@ template <typename T>
 void binary(const BinaryParams& p, const T* a, const T* b, T* y) {
   switch (p.op) {
     case BinaryOp::kAdd:
-      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return static_cast<T>(u + v); });
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) {
+        return wrapping(u, v, [](auto s, auto t) { return s + t; });
+      });
       break;
     case BinaryOp::kSub:
-      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return static_cast<T>(u - v); });
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) {
+        return wrapping(u, v, [](auto s, auto t) { return s - t; });
+      });
       break;
     case BinaryOp::kMul:
-      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return static_cast<T>(u * v); });
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) {
+        return wrapping(u, v, [](auto s, auto t) { return s * t; });
+      });
       break;
     case BinaryOp::kDiv:
+      // Integer division by zero gives 0 and MIN / -1 wraps to MIN: both
+      // trap in hardware, and a model's data must not crash the process.
       if constexpr (std::is_integral_v<T>)
-        forEachBroadcast(p.bc, a, b, y,
-                         [](T u, T v) { return v == T(0) ? T(0) : static_cast<T>(u / v); });
+        forEachBroadcast(p.bc, a, b, y, [](T u, T v) {
+          if (v == T(0)) return T(0);
+          if (std::is_signed_v<T> && v == T(-1))
+            return wrapping(T(0), u, [](auto s, auto t) { return s - t; });
+          return static_cast<T>(u / v);
+        });
       else
         forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return u / v; });
       break;

@@ -56,9 +56,11 @@ void avg_pool(const PoolParams& p, const float* x, float* y) {
 
 void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y) {
   for (int64_t i = 0; i < n_c; ++i) {
-    float sum = 0.0f;
+    // Double accumulation: a float sum over a large plane drifts by 1e-4.
+    double sum = 0.0;
     for (int64_t s = 0; s < spatial; ++s) sum += x[i * spatial + s];
-    y[i] = spatial > 0 ? sum / static_cast<float>(spatial) : 0.0f;
+    y[i] = spatial > 0 ? static_cast<float>(sum / static_cast<double>(spatial))
+                       : 0.0f;
   }
 }
 

@@ -42,8 +42,17 @@ class File {
   ~File() {
     if (file_) std::fclose(file_);
   }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
   explicit operator bool() const { return file_ != nullptr; }
   void put(const std::string& text) { std::fputs(text.c_str(), file_); }
+  /// Closes the file; false when any write failed (a full disk, say).
+  bool close() {
+    const bool failed = std::ferror(file_) != 0;
+    const bool closeFailed = std::fclose(file_) != 0;
+    file_ = nullptr;
+    return !failed && !closeFailed;
+  }
 
  private:
   std::FILE* file_;
@@ -73,7 +82,11 @@ bool Profiler::write_profile(const std::string& path) const {
     std::vector<int64_t> durations;
     for (const Event* e : events) durations.push_back(e->end_ns - e->start_ns);
     std::sort(durations.begin(), durations.end());
-    double median = durations[durations.size() / 2] / 1000.0;
+    const size_t mid = durations.size() / 2;
+    const double median =
+        (durations.size() % 2 ? durations[mid]
+                              : (durations[mid - 1] + durations[mid]) / 2.0) /
+        1000.0;
     bool known = model_ && node >= 0 && node < model_->num_nodes;
     char number[64];
     std::snprintf(number, sizeof number, "%.3f", median);
@@ -86,7 +99,7 @@ bool Profiler::write_profile(const std::string& path) const {
     first = false;
   }
   file.put("\n  ]\n}\n");
-  return true;
+  return file.close();
 }
 
 bool Profiler::write_trace(const std::string& path) const {
@@ -119,7 +132,7 @@ bool Profiler::write_trace(const std::string& path) const {
     first = false;
   }
   file.put("\n]}\n");
-  return true;
+  return file.close();
 }
 
 }  // namespace cgc
