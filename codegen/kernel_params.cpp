@@ -59,6 +59,11 @@ const char* unaryName(rt::UnaryOp op) {
     case rt::UnaryOp::kFloor: return "kFloor";
     case rt::UnaryOp::kCeil: return "kCeil";
     case rt::UnaryOp::kIdentity: return "kIdentity";
+    case rt::UnaryOp::kErf: return "kErf";
+    case rt::UnaryOp::kSoftplus: return "kSoftplus";
+    case rt::UnaryOp::kElu: return "kElu";
+    case rt::UnaryOp::kSoftsign: return "kSoftsign";
+    case rt::UnaryOp::kNot: return "kNot";
   }
   return "";
 }
@@ -70,6 +75,12 @@ const char* binaryName(rt::BinaryOp op) {
     case rt::BinaryOp::kMul: return "kMul";
     case rt::BinaryOp::kDiv: return "kDiv";
     case rt::BinaryOp::kPow: return "kPow";
+    case rt::BinaryOp::kMin: return "kMin";
+    case rt::BinaryOp::kMax: return "kMax";
+    case rt::BinaryOp::kPRelu: return "kPRelu";
+    case rt::BinaryOp::kAnd: return "kAnd";
+    case rt::BinaryOp::kOr: return "kOr";
+    case rt::BinaryOp::kXor: return "kXor";
   }
   return "";
 }
@@ -83,17 +94,83 @@ std::string print(const rt::UnaryParams& p) {
       .str();
 }
 
+std::string print(const rt::BroadcastParams& bc) {
+  return FieldList()
+      .add("rank", int64_t{bc.rank})
+      .add("count", bc.count)
+      .add("shape", bc.shape, bc.rank)
+      .add("a_strides", bc.a_strides, bc.rank)
+      .add("b_strides", bc.b_strides, bc.rank)
+      .str();
+}
+
 std::string print(const rt::BinaryParams& p) {
-  std::string bc = FieldList()
-                       .add("rank", int64_t{p.bc.rank})
-                       .add("count", p.bc.count)
-                       .add("shape", p.bc.shape, p.bc.rank)
-                       .add("a_strides", p.bc.a_strides, p.bc.rank)
-                       .add("b_strides", p.bc.b_strides, p.bc.rank)
-                       .str();
   return FieldList()
       .put("op", std::string("cgc::rt::BinaryOp::") + binaryName(p.op))
-      .put("bc", bc)
+      .put("bc", print(p.bc))
+      .str();
+}
+
+std::string print(const rt::CompareParams& p) {
+  static const char* names[] = {"kEqual", "kGreater", "kLess", "kGreaterOrEqual",
+                                "kLessOrEqual"};
+  return FieldList()
+      .put("op", std::string("cgc::rt::CompareOp::") + names[static_cast<int>(p.op)])
+      .put("bc", print(p.bc))
+      .str();
+}
+
+std::string print(const rt::WhereParams& p) {
+  return FieldList()
+      .add("rank", int64_t{p.rank})
+      .add("count", p.count)
+      .add("elem_bytes", p.elem_bytes)
+      .add("shape", p.shape, p.rank)
+      .add("cond_strides", p.cond_strides, p.rank)
+      .add("a_strides", p.a_strides, p.rank)
+      .add("b_strides", p.b_strides, p.rank)
+      .str();
+}
+
+std::string print(const rt::ReduceParams& p) {
+  static const char* names[] = {"kSum", "kMean", "kMax", "kMin", "kProd",
+                                "kSumSquare", "kL1", "kL2", "kLogSumExp"};
+  return FieldList()
+      .put("op", std::string("cgc::rt::ReduceOp::") + names[static_cast<int>(p.op)])
+      .add("rank", int64_t{p.rank})
+      .add("count", p.count)
+      .add("out_count", p.out_count)
+      .add("reduced", p.reduced)
+      .add("shape", p.shape, p.rank)
+      .add("out_strides", p.out_strides, p.rank)
+      .str();
+}
+
+std::string print(const rt::ArgParams& p) {
+  return FieldList()
+      .add("outer", p.outer).add("axis", p.axis).add("inner", p.inner)
+      .add("max", p.max).add("select_last", p.select_last)
+      .str();
+}
+
+std::string print(const rt::IndexMapParams& p) {
+  static const char* names[] = {"kConstant", "kReflect", "kEdge", "kTile"};
+  std::string value = fmt::format("{}", p.value);
+  if (std::isinf(p.value))
+    value = p.value > 0 ? "std::numeric_limits<double>::infinity()"
+                        : "-std::numeric_limits<double>::infinity()";
+  else if (value.find_first_of(".e") == std::string::npos && value != "nan")
+    value += ".0";
+  return FieldList()
+      .put("mode", std::string("cgc::rt::IndexMapMode::") + names[static_cast<int>(p.mode)])
+      .add("rank", int64_t{p.rank})
+      .add("elem_bytes", p.elem_bytes)
+      .add("out_count", p.out_count)
+      .add("in_shape", p.in_shape, p.rank)
+      .add("out_shape", p.out_shape, p.rank)
+      .add("pad_begin", p.pad_begin, p.rank)
+      .put("value", value)
+      .put("dtype", fmt::format("static_cast<cgc::DType>({})", static_cast<int>(p.dtype)))
       .str();
 }
 
@@ -192,6 +269,11 @@ std::string paramsType(const KernelCall& call) {
         else if constexpr (std::is_same_v<P, rt::SoftmaxParams>) return "cgc::rt::SoftmaxParams";
         else if constexpr (std::is_same_v<P, rt::StridedCopyParams>) return "cgc::rt::StridedCopyParams";
         else if constexpr (std::is_same_v<P, rt::GatherParams>) return "cgc::rt::GatherParams";
+        else if constexpr (std::is_same_v<P, rt::CompareParams>) return "cgc::rt::CompareParams";
+        else if constexpr (std::is_same_v<P, rt::WhereParams>) return "cgc::rt::WhereParams";
+        else if constexpr (std::is_same_v<P, rt::ReduceParams>) return "cgc::rt::ReduceParams";
+        else if constexpr (std::is_same_v<P, rt::ArgParams>) return "cgc::rt::ArgParams";
+        else if constexpr (std::is_same_v<P, rt::IndexMapParams>) return "cgc::rt::IndexMapParams";
         else return "";
       },
       call.params);
@@ -224,7 +306,7 @@ std::string cppType(DType type) {
     case DType::kBF16: return "uint16_t";
     case DType::kU32: return "uint32_t";
     case DType::kU64: return "uint64_t";
-    case DType::kBool: return "bool";
+    case DType::kBool: return "uint8_t";  // one byte, 0 or 1
     case DType::kUndefined: break;
   }
   return "void";

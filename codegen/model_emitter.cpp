@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -66,7 +67,9 @@ class ModelLayout {
       if (!value.isConstant() || weightOffset_.count(value.data.get())) return;
       weightOffset_[value.data.get()] = static_cast<int64_t>(weights.size());
       weights.insert(weights.end(), value.data->begin(), value.data->end());
-      weights.resize((weights.size() + 63) / 64 * 64, 0);
+      // Round up, and to one block at least, so that even an empty
+      // constant has an address inside the blob.
+      weights.resize((std::max<size_t>(weights.size(), 1) + 63) / 64 * 64, 0);
     };
     for (int id : graph.liveNodes())
       for (int in : graph.node(id).inputs)

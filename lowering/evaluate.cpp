@@ -105,6 +105,36 @@ void evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
       rt::cast(p.from, p.to, p.count, inputs.at(0), out);
       break;
     }
+    case Kernel::kCompare:
+      withArithmeticType(call.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        rt::compare<T>(std::get<rt::CompareParams>(call.params),
+                       in<T>(inputs, 0), in<T>(inputs, 1),
+                       static_cast<uint8_t*>(out));
+      });
+      break;
+    case Kernel::kWhere:
+      rt::where(std::get<rt::WhereParams>(call.params), in<uint8_t>(inputs, 0),
+                inputs.at(1), inputs.at(2), out);
+      break;
+    case Kernel::kReduce:
+      withArithmeticType(call.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t>)
+          CGC_ASSERT(false, "no 8-bit reduction kernel");
+        else
+          rt::reduce<T>(std::get<rt::ReduceParams>(call.params),
+                        in<T>(inputs, 0), static_cast<T*>(out));
+      });
+      break;
+    case Kernel::kArgReduce:
+      rt::arg_reduce(std::get<rt::ArgParams>(call.params), f(0),
+                     static_cast<int64_t*>(out));
+      break;
+    case Kernel::kIndexMap:
+      rt::index_map(std::get<rt::IndexMapParams>(call.params), inputs.at(0),
+                    out);
+      break;
   }
 }
 

@@ -32,6 +32,11 @@ enum class Kernel {
   kConcat,
   kGather,
   kCast,
+  kCompare,
+  kWhere,
+  kReduce,
+  kArgReduce,
+  kIndexMap,
 };
 
 struct ViewArgs {};
@@ -52,7 +57,8 @@ using KernelParams =
                  rt::PoolParams, GlobalPoolArgs, rt::GemmParams,
                  rt::MatMulParams, rt::BatchNormParams, rt::SoftmaxParams,
                  rt::StridedCopyParams, ConcatArgs, rt::GatherParams,
-                 CastArgs>;
+                 CastArgs, rt::CompareParams, rt::WhereParams,
+                 rt::ReduceParams, rt::ArgParams, rt::IndexMapParams>;
 
 struct KernelCall {
   Kernel kernel = Kernel::kView;

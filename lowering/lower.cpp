@@ -78,6 +78,11 @@ std::optional<rt::UnaryOp> unaryOpFor(const std::string& op) {
       {"Floor", rt::UnaryOp::kFloor},
       {"Ceil", rt::UnaryOp::kCeil},
       {"Identity", rt::UnaryOp::kIdentity},
+      {"Erf", rt::UnaryOp::kErf},
+      {"Softplus", rt::UnaryOp::kSoftplus},
+      {"Elu", rt::UnaryOp::kElu},
+      {"Softsign", rt::UnaryOp::kSoftsign},
+      {"Not", rt::UnaryOp::kNot},
   };
   auto it = table.find(op);
   if (it == table.end()) return std::nullopt;
@@ -89,17 +94,25 @@ std::optional<rt::BinaryOp> binaryOpFor(const std::string& op) {
       {"Add", rt::BinaryOp::kAdd}, {"Sub", rt::BinaryOp::kSub},
       {"Mul", rt::BinaryOp::kMul}, {"Div", rt::BinaryOp::kDiv},
       {"Pow", rt::BinaryOp::kPow},
+      {"Min", rt::BinaryOp::kMin}, {"Max", rt::BinaryOp::kMax},
+      {"PRelu", rt::BinaryOp::kPRelu}, {"And", rt::BinaryOp::kAnd},
+      {"Or", rt::BinaryOp::kOr}, {"Xor", rt::BinaryOp::kXor},
   };
   auto it = table.find(op);
   if (it == table.end()) return std::nullopt;
   return it->second;
 }
 
+/// Bools are one byte: the uint8 kernels serve them.
+DType kernelType(DType t) { return t == DType::kBool ? DType::kU8 : t; }
+
 KernelCall lowerUnary(const Graph& g, const Node& n, rt::UnaryOp op) {
   const ir::TensorType& t = g.value(n.outputs[0]).type;
-  requireType(g, n, t.dtype, kArithmeticTypes);
+  DType type = kernelType(t.dtype);
+  requireType(g, n, type, kArithmeticTypes);
   rt::UnaryParams p{op, t.numElements(), 0.f, 0.f};
   if (op == rt::UnaryOp::kLeakyRelu) p.alpha = n.getFloat("alpha", 0.01);
+  if (op == rt::UnaryOp::kElu) p.alpha = n.getFloat("alpha", 1.0);
   if (op == rt::UnaryOp::kHardSigmoid) {
     p.alpha = n.getFloat("alpha", 0.2);
     p.beta = n.getFloat("beta", 0.5);
@@ -108,26 +121,131 @@ KernelCall lowerUnary(const Graph& g, const Node& n, rt::UnaryOp op) {
     p.alpha = n.getFloat("min", -std::numeric_limits<float>::infinity());
     p.beta = n.getFloat("max", std::numeric_limits<float>::infinity());
   }
-  return {Kernel::kUnary, t.dtype, p, {n.inputs[0]}, {n.outputs[0]}};
+  return {Kernel::kUnary, type, p, {n.inputs[0]}, {n.outputs[0]}};
+}
+
+rt::BroadcastParams broadcastOf(const Graph& g, const Node& n) {
+  const Shape& out = shapeOf(g, n.outputs[0]);
+  checkRank(g, n, out.size());
+  rt::BroadcastParams bc{};
+  bc.rank = static_cast<int32_t>(out.size());
+  bc.count = ir::numElements(out);
+  auto as = broadcastStrides(shapeOf(g, n.inputs[0]), out);
+  auto bs = broadcastStrides(shapeOf(g, n.inputs[1]), out);
+  for (size_t d = 0; d < out.size(); ++d) {
+    bc.shape[d] = out[d];
+    bc.a_strides[d] = as[d];
+    bc.b_strides[d] = bs[d];
+  }
+  return bc;
 }
 
 KernelCall lowerBinary(const Graph& g, const Node& n, rt::BinaryOp op) {
+  DType type = kernelType(g.value(n.outputs[0]).type.dtype);
+  requireType(g, n, type, kArithmeticTypes);
+  return {Kernel::kBinary, type, rt::BinaryParams{op, broadcastOf(g, n)},
+          {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
+}
+
+std::optional<rt::CompareOp> compareOpFor(const std::string& op) {
+  static const std::map<std::string, rt::CompareOp> table = {
+      {"Equal", rt::CompareOp::kEqual}, {"Greater", rt::CompareOp::kGreater},
+      {"Less", rt::CompareOp::kLess},
+      {"GreaterOrEqual", rt::CompareOp::kGreaterOrEqual},
+      {"LessOrEqual", rt::CompareOp::kLessOrEqual}};
+  auto it = table.find(op);
+  if (it == table.end()) return std::nullopt;
+  return it->second;
+}
+
+KernelCall lowerCompare(const Graph& g, const Node& n, rt::CompareOp op) {
+  DType type = kernelType(g.value(n.inputs[0]).type.dtype);
+  requireType(g, n, type, kArithmeticTypes);
+  return {Kernel::kCompare, type, rt::CompareParams{op, broadcastOf(g, n)},
+          {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
+}
+
+KernelCall lowerWhere(const Graph& g, const Node& n) {
   const ir::TensorType& out = g.value(n.outputs[0]).type;
-  requireType(g, n, out.dtype, kArithmeticTypes);
   checkRank(g, n, out.shape.size());
-  rt::BinaryParams p{};
-  p.op = op;
-  p.bc.rank = static_cast<int32_t>(out.shape.size());
-  p.bc.count = out.numElements();
-  auto as = broadcastStrides(shapeOf(g, n.inputs[0]), out.shape);
-  auto bs = broadcastStrides(shapeOf(g, n.inputs[1]), out.shape);
+  rt::WhereParams p{};
+  p.rank = static_cast<int32_t>(out.shape.size());
+  p.count = out.numElements();
+  p.elem_bytes = dtypeSize(out.dtype);
+  auto cs = broadcastStrides(shapeOf(g, n.inputs[0]), out.shape);
+  auto as = broadcastStrides(shapeOf(g, n.inputs[1]), out.shape);
+  auto bs = broadcastStrides(shapeOf(g, n.inputs[2]), out.shape);
   for (size_t d = 0; d < out.shape.size(); ++d) {
-    p.bc.shape[d] = out.shape[d];
-    p.bc.a_strides[d] = as[d];
-    p.bc.b_strides[d] = bs[d];
+    p.shape[d] = out.shape[d];
+    p.cond_strides[d] = cs[d];
+    p.a_strides[d] = as[d];
+    p.b_strides[d] = bs[d];
   }
-  return {Kernel::kBinary, out.dtype, p, {n.inputs[0], n.inputs[1]},
+  return {Kernel::kWhere, out.dtype, p, {n.inputs[0], n.inputs[1], n.inputs[2]},
           {n.outputs[0]}};
+}
+
+KernelCall lowerReduce(const Graph& g, const Node& n) {
+  static const std::map<std::string, rt::ReduceOp> ops = {
+      {"ReduceSum", rt::ReduceOp::kSum}, {"ReduceMean", rt::ReduceOp::kMean},
+      {"ReduceMax", rt::ReduceOp::kMax}, {"ReduceMin", rt::ReduceOp::kMin},
+      {"ReduceProd", rt::ReduceOp::kProd},
+      {"ReduceSumSquare", rt::ReduceOp::kSumSquare},
+      {"ReduceL1", rt::ReduceOp::kL1}, {"ReduceL2", rt::ReduceOp::kL2},
+      {"ReduceLogSumExp", rt::ReduceOp::kLogSumExp}};
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  DType type = g.value(n.outputs[0]).type.dtype;
+  requireType(g, n, type, {DType::kF32, DType::kF64, DType::kI32, DType::kI64});
+  checkRank(g, n, x.size());
+  auto axes = n.getInts("axes");  // normalised, sorted, unique
+  rt::ReduceParams p{};
+  p.op = ops.at(n.op);
+  p.rank = static_cast<int32_t>(x.size());
+  p.count = ir::numElements(x);
+  p.out_count = g.value(n.outputs[0]).type.numElements();
+  p.reduced = p.out_count > 0 ? std::max<int64_t>(1, p.count / p.out_count) : 1;
+  int64_t stride = 1;
+  for (int d = static_cast<int>(x.size()) - 1; d >= 0; --d) {
+    p.shape[d] = x[d];
+    bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    p.out_strides[d] = reduced ? 0 : stride;
+    if (!reduced) stride *= x[d];
+  }
+  return {Kernel::kReduce, type, p, {n.inputs[0]}, {n.outputs[0]}};
+}
+
+KernelCall lowerArgReduce(const Graph& g, const Node& n) {
+  requireType(g, n, g.value(n.inputs[0]).type.dtype, {DType::kF32});
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  size_t axis = static_cast<size_t>(n.getInt("axis", 0));
+  rt::ArgParams p{product(x, 0, axis), x[axis], product(x, axis + 1, x.size()),
+                  n.op == "ArgMax", n.getInt("select_last_index", 0) != 0};
+  return {Kernel::kArgReduce, DType::kI64, p, {n.inputs[0]}, {n.outputs[0]}};
+}
+
+/// Pad (attrs mode, pads, value) and Tile as index maps.
+KernelCall lowerIndexMap(const Graph& g, const Node& n) {
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  const ir::TensorType& out = g.value(n.outputs[0]).type;
+  checkRank(g, n, x.size());
+  rt::IndexMapParams p{};
+  std::string mode = n.getString("mode", "constant");
+  p.mode = n.op == "Tile"         ? rt::IndexMapMode::kTile
+           : mode == "reflect"    ? rt::IndexMapMode::kReflect
+           : mode == "edge"       ? rt::IndexMapMode::kEdge
+                                  : rt::IndexMapMode::kConstant;
+  p.rank = static_cast<int32_t>(x.size());
+  p.elem_bytes = dtypeSize(out.dtype);
+  p.out_count = out.numElements();
+  auto pads = n.getInts("pads", Shape(2 * x.size(), 0));
+  for (size_t d = 0; d < x.size(); ++d) {
+    p.in_shape[d] = x[d];
+    p.out_shape[d] = out.shape[d];
+    p.pad_begin[d] = pads[d];
+  }
+  p.value = n.getFloat("value", 0.0);
+  p.dtype = out.dtype;
+  return {Kernel::kIndexMap, out.dtype, p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
 /// Spatial attributes right-aligned into (depth, height, width); 1-D and
@@ -382,6 +500,11 @@ KernelCall lowerNode(const Graph& g, const Node& n) {
   if (n.op == "Concat") return lowerConcat(g, n);
   if (n.op == "Gather") return lowerGather(g, n);
   if (n.op == "Cast") return lowerCast(g, n);
+  if (auto op = compareOpFor(n.op)) return lowerCompare(g, n, *op);
+  if (n.op == "Where") return lowerWhere(g, n);
+  if (n.op.rfind("Reduce", 0) == 0) return lowerReduce(g, n);
+  if (n.op == "ArgMax" || n.op == "ArgMin") return lowerArgReduce(g, n);
+  if (n.op == "Pad" || n.op == "Tile") return lowerIndexMap(g, n);
   userError(g.where(n), "no kernel implements this op");
 }
 
@@ -428,6 +551,11 @@ std::string kernelFunction(const KernelCall& call) {
     case Kernel::kConcat: return "concat";
     case Kernel::kGather: return "gather";
     case Kernel::kCast: return "cast";
+    case Kernel::kCompare: return "compare<" + typeName(call.dtype) + ">";
+    case Kernel::kWhere: return "where";
+    case Kernel::kReduce: return "reduce<" + typeName(call.dtype) + ">";
+    case Kernel::kArgReduce: return "arg_reduce";
+    case Kernel::kIndexMap: return "index_map";
   }
   return "";
 }

@@ -2,6 +2,8 @@
 // arithmetic with numpy broadcasting, Cast, and the identity-like ops.
 #include <limits>
 
+#include "cgc/kernels.h"
+
 #include "onnx_frontend/op_import.h"
 
 namespace cgc::frontend {
@@ -12,6 +14,9 @@ void importUnary(OpContext& ctx) {
   std::map<std::string, ir::Attribute> attrs;
   const std::string& op = ctx.proto.op_type();
   if (op == "LeakyRelu") attrs["alpha"] = double{ctx.attrFloat("alpha", 0.01f)};
+  if (op == "Elu") attrs["alpha"] = double{ctx.attrFloat("alpha", 1.0f)};
+  if (op == "Not" && ctx.inputType(0) != DType::kBool)
+    ctx.fail("Not needs a bool input");
   if (op == "HardSigmoid") {
     attrs["alpha"] = double{ctx.attrFloat("alpha", 0.2f)};
     attrs["beta"] = double{ctx.attrFloat("beta", 0.5f)};
@@ -69,6 +74,79 @@ void importBinary(OpContext& ctx) {
   ctx.emit(op, {ctx.inputs[0], rhs}, {{ctx.inputType(0), shape}});
 }
 
+/// Min, Max, Sum, Mean: any number of inputs, folded left to right into
+/// binary nodes (Mean divides the sum by the count).
+void importVariadic(OpContext& ctx) {
+  const std::string& op = ctx.proto.op_type();
+  if (ctx.inputs.empty()) ctx.fail("needs at least one input");
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    ctx.input(i);
+    if (ctx.inputType(i) != ctx.inputType(0)) ctx.fail("input types differ");
+  }
+  std::string binaryOp = op == "Sum" || op == "Mean" ? "Add" : op;
+  DType type = ctx.inputType(0);
+  int acc = ctx.inputs[0];
+  ir::Shape shape = ctx.inputShape(0);
+  bool divide = op == "Mean" && ctx.inputs.size() > 1;
+  for (size_t i = 1; i < ctx.inputs.size(); ++i) {
+    shape = broadcastShapes(ctx, shape, ctx.inputShape(i));
+    if (i + 1 == ctx.inputs.size() && !divide) {
+      ctx.emit(binaryOp, {acc, ctx.inputs[i]}, {{type, shape}});
+      return;
+    }
+    int next = ctx.graph.addValue(fmt::format("{}_partial{}", ctx.nodeName, i),
+                                  {type, shape});
+    ctx.graph.addNode(binaryOp, fmt::format("{}/{}", ctx.nodeName, i),
+                      {acc, ctx.inputs[i]}, {next});
+    acc = next;
+  }
+  if (divide) {
+    std::vector<uint8_t> count(dtypeSize(type));
+    double n = static_cast<double>(ctx.inputs.size());
+    rt::cast(DType::kF64, type, 1, &n, count.data());
+    int divisor = ctx.graph.addConstant(ctx.nodeName + "_count", {type, {}},
+                                        std::move(count));
+    ctx.emit("Div", {acc, divisor}, {{type, shape}});
+    return;
+  }
+  ctx.emit("Identity", {acc}, {{type, shape}});
+}
+
+void importLogical(OpContext& ctx) {
+  ctx.requireInputs(2, 2);
+  if (ctx.inputType(0) != DType::kBool || ctx.inputType(1) != DType::kBool)
+    ctx.fail("needs bool inputs");
+  ctx.emit(ctx.proto.op_type(), {ctx.inputs[0], ctx.inputs[1]},
+           {{DType::kBool, broadcastShapes(ctx, ctx.inputShape(0), ctx.inputShape(1))}});
+}
+
+void importCompare(OpContext& ctx) {
+  ctx.requireInputs(2, 2);
+  if (ctx.inputType(0) != ctx.inputType(1))
+    ctx.fail(fmt::format("operand types {} and {} differ",
+                         dtypeName(ctx.inputType(0)), dtypeName(ctx.inputType(1))));
+  ctx.emit(ctx.proto.op_type(), {ctx.inputs[0], ctx.inputs[1]},
+           {{DType::kBool, broadcastShapes(ctx, ctx.inputShape(0), ctx.inputShape(1))}});
+}
+
+void importPRelu(OpContext& ctx) {
+  ctx.requireInputs(2, 2);
+  if (ctx.inputType(0) != ctx.inputType(1)) ctx.fail("slope type differs from input");
+  ir::Shape shape = broadcastShapes(ctx, ctx.inputShape(0), ctx.inputShape(1));
+  if (shape != ctx.inputShape(0)) ctx.fail("slope does not broadcast to the input");
+  ctx.emit("PRelu", {ctx.inputs[0], ctx.inputs[1]}, {ctx.input(0).type});
+}
+
+void importWhere(OpContext& ctx) {
+  ctx.requireInputs(3, 3);
+  if (ctx.inputType(0) != DType::kBool) ctx.fail("condition must be bool");
+  if (ctx.inputType(1) != ctx.inputType(2)) ctx.fail("X and Y types differ");
+  ir::Shape shape = broadcastShapes(
+      ctx, broadcastShapes(ctx, ctx.inputShape(0), ctx.inputShape(1)),
+      ctx.inputShape(2));
+  ctx.emit("Where", ctx.inputs, {{ctx.inputType(1), shape}});
+}
+
 void importCast(OpContext& ctx) {
   ctx.requireInputs(1, 1);
   auto to = static_cast<DType>(ctx.attrInt("to", 0));
@@ -84,8 +162,15 @@ void importCast(OpContext& ctx) {
 void registerElementwiseOps(std::map<std::string, OpImporter>& table) {
   for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",
                          "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal",
-                         "Floor", "Ceil"})
+                         "Floor", "Ceil", "Erf", "Softplus", "Softsign", "Elu",
+                         "Not"})
     table[op] = importUnary;
+  for (const char* op : {"Min", "Max", "Sum", "Mean"}) table[op] = importVariadic;
+  for (const char* op : {"And", "Or", "Xor"}) table[op] = importLogical;
+  for (const char* op : {"Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual"})
+    table[op] = importCompare;
+  table["PRelu"] = importPRelu;
+  table["Where"] = importWhere;
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow"})
     table[op] = importBinary;
   table["Clip"] = importClip;

@@ -236,6 +236,43 @@ void importSoftmax(OpContext& ctx) {
            {{"axis", axis}, {"legacy", int64_t{legacy}}});
 }
 
+void importReduce(OpContext& ctx) {
+  ctx.requireInputs(1, 2);
+  const Shape& x = ctx.inputShape(0);
+  int64_t rank = static_cast<int64_t>(x.size());
+  std::vector<int64_t> axes = ctx.attrInts("axes");
+  if (ctx.hasInput(1)) axes = ctx.constantInts(1, "axes");
+  if (axes.empty() && ctx.attrInt("noop_with_empty_axes", 0)) {
+    ctx.emit("Identity", {ctx.inputs[0]}, {ctx.input(0).type});
+    return;
+  }
+  std::vector<bool> reduced(x.size(), axes.empty());
+  for (int64_t a : axes) reduced[ctx.normalizeAxis(a, rank)] = true;
+  bool keepDims = ctx.attrInt("keepdims", 1) != 0;
+  Shape out;
+  std::vector<int64_t> normalized;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (reduced[d]) normalized.push_back(static_cast<int64_t>(d));
+    if (!reduced[d]) out.push_back(x[d]);
+    else if (keepDims) out.push_back(1);
+  }
+  ctx.emit(ctx.proto.op_type(), {ctx.inputs[0]}, {{ctx.inputType(0), out}},
+           {{"axes", normalized}});
+}
+
+void importArgReduce(OpContext& ctx) {
+  ctx.requireInputs(1, 1);
+  requireFloat(ctx, 0);
+  Shape out = ctx.inputShape(0);
+  int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0),
+                                   static_cast<int64_t>(out.size()));
+  if (ctx.attrInt("keepdims", 1)) out[axis] = 1;
+  else out.erase(out.begin() + axis);
+  ctx.emit(ctx.proto.op_type(), {ctx.inputs[0]}, {{DType::kI64, out}},
+           {{"axis", axis},
+            {"select_last_index", ctx.attrInt("select_last_index", 0)}});
+}
+
 }  // namespace
 
 void registerNeuralNetOps(std::map<std::string, OpImporter>& table) {
@@ -249,6 +286,12 @@ void registerNeuralNetOps(std::map<std::string, OpImporter>& table) {
   table["BatchNormalization"] = importBatchNorm;
   table["Softmax"] = importSoftmax;
   table["LogSoftmax"] = importSoftmax;
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+                         "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+                         "ReduceLogSumExp"})
+    table[op] = importReduce;
+  table["ArgMax"] = importArgReduce;
+  table["ArgMin"] = importArgReduce;
 }
 
 }  // namespace cgc::frontend

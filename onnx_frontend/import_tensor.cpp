@@ -2,7 +2,10 @@
 // (every shape is static); Reshape, Flatten, Squeeze and Unsqueeze become
 // Reshape views whose target shape is the output type; Slice and Transpose
 // get fully resolved per-axis attributes.
+#include <cmath>
 #include <cstring>
+
+#include "cgc/kernels.h"
 
 #include "onnx_frontend/op_import.h"
 #include "onnx_frontend/tensor_proto.h"
@@ -285,6 +288,118 @@ void importExpand(OpContext& ctx) {
   ctx.emit("Expand", {ctx.inputs[0]}, {{ctx.inputType(0), out}});
 }
 
+void importConstantOfShape(OpContext& ctx) {
+  ctx.requireInputs(1, 1);
+  Shape shape = ctx.constantInts(0, "shape");
+  for (int64_t d : shape)
+    if (d < 0) ctx.fail("shape has a negative dimension");
+  const onnx::TensorProto* given = ctx.attrTensor("value");
+  onnx::TensorProto zero;  // the default: one float32 zero
+  zero.set_data_type(onnx::TensorProto::FLOAT);
+  zero.add_dims(1);
+  zero.add_float_data(0.0f);
+  HostTensor value = tensorFromProto(given ? *given : zero, ctx.where());
+  if (value.type.numElements() != 1) ctx.fail("value must hold one element");
+  ir::TensorType type{value.type.dtype, shape};
+  std::vector<uint8_t> bytes(type.bytes());
+  for (size_t i = 0; i < bytes.size(); i += value.bytes.size())
+    std::memcpy(bytes.data() + i, value.bytes.data(), value.bytes.size());
+  ctx.defineConstant(0, type, std::move(bytes));
+}
+
+void importRange(OpContext& ctx) {
+  ctx.requireInputs(3, 3);
+  DType type = ctx.inputType(0);
+  double start = ctx.constantDoubles(0, "start").at(0);
+  double limit = ctx.constantDoubles(1, "limit").at(0);
+  double delta = ctx.constantDoubles(2, "delta").at(0);
+  if (delta == 0) ctx.fail("delta must not be zero");
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  std::vector<double> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * delta;
+  ir::TensorType out{type, {n}};
+  std::vector<uint8_t> bytes(out.bytes());
+  rt::cast(DType::kF64, type, n, values.data(), bytes.data());
+  ctx.defineConstant(0, out, std::move(bytes));
+}
+
+/// Split becomes one Slice per output.
+void importSplit(OpContext& ctx) {
+  ctx.requireInputs(1, 2);
+  const Shape x = ctx.inputShape(0);  // a copy: addValue below moves values
+  int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(x.size()));
+  int64_t parts = ctx.proto.output_size();
+  std::vector<int64_t> sizes = ctx.attrInts("split");
+  if (ctx.hasInput(1)) sizes = ctx.constantInts(1, "split");
+  if (sizes.empty()) {
+    int64_t chunk = (x[axis] + parts - 1) / parts;
+    for (int64_t i = 0, left = x[axis]; i < parts; ++i, left -= chunk)
+      sizes.push_back(std::min(chunk, left));
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) total += s;
+  if (static_cast<int64_t>(sizes.size()) != parts || total != x[axis])
+    ctx.fail(fmt::format("split sizes {} do not divide axis {} of size {} into {} outputs",
+                         ir::shapeString(sizes), axis, x[axis], parts));
+  int64_t offset = 0;
+  for (int64_t i = 0; i < parts; ++i) {
+    Shape out = x;
+    out[axis] = sizes[i];
+    std::vector<int64_t> starts(x.size(), 0), steps(x.size(), 1);
+    starts[axis] = offset;
+    offset += sizes[i];
+    if (ctx.proto.output(static_cast<int>(i)).empty()) continue;
+    int value = ctx.graph.addValue(ctx.proto.output(static_cast<int>(i)),
+                                   {ctx.inputType(0), out});
+    ctx.graph.addNode("Slice", fmt::format("{}/{}", ctx.nodeName, i),
+                      {ctx.inputs[0]}, {value},
+                      {{"starts", starts}, {"steps", steps}});
+    ctx.results[i] = value;
+  }
+}
+
+void importTile(OpContext& ctx) {
+  ctx.requireInputs(2, 2);
+  Shape out = ctx.inputShape(0);
+  auto repeats = ctx.constantInts(1, "repeats");
+  if (repeats.size() != out.size()) ctx.fail("repeats must have one value per axis");
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (repeats[d] < 0) ctx.fail("repeats must not be negative");
+    out[d] *= repeats[d];
+  }
+  ctx.emit("Tile", {ctx.inputs[0]}, {{ctx.inputType(0), out}});
+}
+
+void importPad(OpContext& ctx) {
+  const Shape& x = ctx.inputShape(0);
+  std::vector<int64_t> pads;
+  double value = 0.0;
+  if (ctx.opset < 11) {
+    ctx.requireInputs(1, 1);
+    pads = ctx.attrInts("pads", ctx.attrInts("paddings"));
+    value = ctx.attrFloat("value", 0.0f);
+  } else {
+    ctx.requireInputs(2, 4);
+    pads = ctx.constantInts(1, "pads");
+    if (ctx.hasInput(2)) value = ctx.constantDoubles(2, "constant_value").at(0);
+    if (ctx.hasInput(3)) ctx.fail("the axes input of Pad is not supported");
+  }
+  std::string mode = ctx.attrString("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge")
+    ctx.fail(fmt::format("unknown mode '{}'", mode));
+  if (pads.size() != 2 * x.size()) ctx.fail("pads must have two values per axis");
+  Shape out = x;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (pads[d] < 0 || pads[d + x.size()] < 0)
+      ctx.fail("negative pads (cropping) are not supported");
+    out[d] += pads[d] + pads[d + x.size()];
+    if (mode != "constant" && x[d] == 0 && out[d] > 0)
+      ctx.fail("cannot reflect or extend an empty axis");
+  }
+  ctx.emit("Pad", {ctx.inputs[0]}, {{ctx.inputType(0), out}},
+           {{"pads", pads}, {"mode", mode}, {"value", value}});
+}
+
 }  // namespace
 
 void registerTensorOps(std::map<std::string, OpImporter>& table) {
@@ -300,6 +415,11 @@ void registerTensorOps(std::map<std::string, OpImporter>& table) {
   table["Gather"] = importGather;
   table["Slice"] = importSlice;
   table["Expand"] = importExpand;
+  table["ConstantOfShape"] = importConstantOfShape;
+  table["Range"] = importRange;
+  table["Split"] = importSplit;
+  table["Tile"] = importTile;
+  table["Pad"] = importPad;
 }
 
 }  // namespace cgc::frontend

@@ -44,8 +44,8 @@ T wrapping(T u, T v, F f) {
   }
 }
 
-template <typename T, typename F>
-void forEachBroadcast(const BroadcastParams& p, const T* a, const T* b, T* y,
+template <typename T, typename Out, typename F>
+void forEachBroadcast(const BroadcastParams& p, const T* a, const T* b, Out* y,
                       F f) {
   const int rank = p.rank;
   if (rank == 0) {
@@ -194,6 +194,21 @@ void unary(const UnaryParams& p, const T* x, T* y) {
     case UnaryOp::kIdentity:
       map(n, x, y, [](T v) { return v; });
       break;
+    case UnaryOp::kErf:
+      viaDouble([](double v) { return std::erf(v); });
+      break;
+    case UnaryOp::kSoftplus:
+      viaDouble([](double v) { return v > 30 ? v : std::log1p(std::exp(v)); });
+      break;
+    case UnaryOp::kElu:
+      viaDouble([&](double v) { return v >= 0 ? v : alpha * std::expm1(v); });
+      break;
+    case UnaryOp::kSoftsign:
+      viaDouble([](double v) { return v / (1.0 + std::fabs(v)); });
+      break;
+    case UnaryOp::kNot:
+      map(n, x, y, [](T v) { return static_cast<T>(v == T(0)); });
+      break;
   }
 }
 
@@ -228,6 +243,34 @@ void binary(const BinaryParams& p, const T* a, const T* b, T* y) {
       else
         forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return u / v; });
       break;
+    case BinaryOp::kMin:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) {
+        if constexpr (std::is_floating_point_v<T>)
+          if (std::isnan(u) || std::isnan(v)) return std::numeric_limits<T>::quiet_NaN();
+        return std::min(u, v);
+      });
+      break;
+    case BinaryOp::kMax:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) {
+        if constexpr (std::is_floating_point_v<T>)
+          if (std::isnan(u) || std::isnan(v)) return std::numeric_limits<T>::quiet_NaN();
+        return std::max(u, v);
+      });
+      break;
+    case BinaryOp::kPRelu:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) {
+        return u < T(0) ? wrapping(u, v, [](auto s, auto t) { return s * t; }) : u;
+      });
+      break;
+    case BinaryOp::kAnd:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return T(u != T(0) && v != T(0)); });
+      break;
+    case BinaryOp::kOr:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return T(u != T(0) || v != T(0)); });
+      break;
+    case BinaryOp::kXor:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return T((u != T(0)) != (v != T(0))); });
+      break;
     case BinaryOp::kPow:
       if constexpr (std::is_same_v<T, float>)
         forEachBroadcast(p.bc, a, b, y, [](float u, float v) { return std::pow(u, v); });
@@ -239,9 +282,79 @@ void binary(const BinaryParams& p, const T* a, const T* b, T* y) {
   }
 }
 
+template <typename T>
+void compare(const CompareParams& p, const T* a, const T* b, uint8_t* y) {
+  switch (p.op) {
+    case CompareOp::kEqual:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return uint8_t(u == v); });
+      break;
+    case CompareOp::kGreater:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return uint8_t(u > v); });
+      break;
+    case CompareOp::kLess:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return uint8_t(u < v); });
+      break;
+    case CompareOp::kGreaterOrEqual:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return uint8_t(u >= v); });
+      break;
+    case CompareOp::kLessOrEqual:
+      forEachBroadcast(p.bc, a, b, y, [](T u, T v) { return uint8_t(u <= v); });
+      break;
+  }
+}
+
+namespace {
+
+template <typename W>
+void whereWords(const WhereParams& p, const uint8_t* cond, const W* a, const W* b,
+                W* y) {
+  int64_t index[kMaxRank] = {};
+  int64_t c = 0, ia = 0, ib = 0;
+  for (int64_t i = 0; i < p.count; ++i) {
+    y[i] = cond[c] ? a[ia] : b[ib];
+    for (int d = p.rank - 1; d >= 0; --d) {
+      c += p.cond_strides[d];
+      ia += p.a_strides[d];
+      ib += p.b_strides[d];
+      if (++index[d] < p.shape[d]) break;
+      c -= p.cond_strides[d] * p.shape[d];
+      ia -= p.a_strides[d] * p.shape[d];
+      ib -= p.b_strides[d] * p.shape[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+void where(const WhereParams& p, const uint8_t* cond, const void* a,
+           const void* b, void* y) {
+  switch (p.elem_bytes) {
+    case 1:
+      whereWords(p, cond, static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b),
+                 static_cast<uint8_t*>(y));
+      break;
+    case 2:
+      whereWords(p, cond, static_cast<const uint16_t*>(a), static_cast<const uint16_t*>(b),
+                 static_cast<uint16_t*>(y));
+      break;
+    case 4:
+      whereWords(p, cond, static_cast<const uint32_t*>(a), static_cast<const uint32_t*>(b),
+                 static_cast<uint32_t*>(y));
+      break;
+    case 8:
+      whereWords(p, cond, static_cast<const uint64_t*>(a), static_cast<const uint64_t*>(b),
+                 static_cast<uint64_t*>(y));
+      break;
+    default:
+      break;
+  }
+}
+
 #define CGC_INSTANTIATE(T)                                          \
   template void unary<T>(const UnaryParams&, const T*, T*);         \
-  template void binary<T>(const BinaryParams&, const T*, const T*, T*);
+  template void binary<T>(const BinaryParams&, const T*, const T*, T*); \
+  template void compare<T>(const CompareParams&, const T*, const T*, uint8_t*);
 CGC_INSTANTIATE(float)
 CGC_INSTANTIATE(double)
 CGC_INSTANTIATE(int32_t)

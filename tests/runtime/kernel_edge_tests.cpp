@@ -491,6 +491,18 @@ T referenceOp(BinaryOp op, T u, T v) {
         return v == 0 ? T(0) : static_cast<T>(u / v);
       case BinaryOp::kPow:
         return static_cast<T>(std::pow(double(u), double(v)));
+      case BinaryOp::kMin:
+        return std::min(u, v);
+      case BinaryOp::kMax:
+        return std::max(u, v);
+      case BinaryOp::kPRelu:
+        return u < 0 ? static_cast<T>(u * v) : u;
+      case BinaryOp::kAnd:
+        return T(u != 0 && v != 0);
+      case BinaryOp::kOr:
+        return T(u != 0 || v != 0);
+      case BinaryOp::kXor:
+        return T((u != 0) != (v != 0));
     }
   } else {
     switch (op) {
@@ -504,6 +516,18 @@ T referenceOp(BinaryOp op, T u, T v) {
         return u / v;
       case BinaryOp::kPow:
         return std::pow(u, v);
+      case BinaryOp::kMin:
+        return std::min(u, v);
+      case BinaryOp::kMax:
+        return std::max(u, v);
+      case BinaryOp::kPRelu:
+        return u < 0 ? u * v : u;
+      case BinaryOp::kAnd:
+        return T(u != 0 && v != 0);
+      case BinaryOp::kOr:
+        return T(u != 0 || v != 0);
+      case BinaryOp::kXor:
+        return T((u != 0) != (v != 0));
     }
   }
   return T(0);
@@ -544,7 +568,7 @@ void checkBroadcasts() {
       {{3, 0, 2}, {3, 0, 2}, {1, 1, 2}},
   };
   uint32_t seed = 600;
-  for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul,
+  for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kMin, BinaryOp::kMax, BinaryOp::kPRelu, BinaryOp::kAnd, BinaryOp::kOr, BinaryOp::kXor,
                       BinaryOp::kDiv, BinaryOp::kPow}) {
     for (const BroadcastCase& c : cases) {
       const BinaryParams p = binaryParams(op, c);
@@ -663,6 +687,16 @@ double referenceUnary(UnaryOp op, double v, double alpha, double beta) {
       return std::ceil(v);
     case UnaryOp::kIdentity:
       return v;
+    case UnaryOp::kErf:
+      return std::erf(v);
+    case UnaryOp::kSoftplus:
+      return std::log1p(std::exp(v));
+    case UnaryOp::kElu:
+      return v >= 0 ? v : alpha * std::expm1(v);
+    case UnaryOp::kSoftsign:
+      return v / (1 + std::fabs(v));
+    case UnaryOp::kNot:
+      return v == 0;
   }
   return 0;
 }
@@ -672,7 +706,9 @@ const UnaryOp kAllUnary[] = {
     UnaryOp::kSigmoid, UnaryOp::kTanh,      UnaryOp::kHardSigmoid,
     UnaryOp::kSqrt,    UnaryOp::kExp,       UnaryOp::kLog,
     UnaryOp::kNeg,     UnaryOp::kAbs,       UnaryOp::kReciprocal,
-    UnaryOp::kFloor,   UnaryOp::kCeil,      UnaryOp::kIdentity};
+    UnaryOp::kFloor,   UnaryOp::kCeil,      UnaryOp::kIdentity,
+    UnaryOp::kErf,     UnaryOp::kSoftplus,  UnaryOp::kElu,
+    UnaryOp::kSoftsign, UnaryOp::kNot};
 
 bool positiveOnly(UnaryOp op) {
   return op == UnaryOp::kSqrt || op == UnaryOp::kLog ||

@@ -367,3 +367,100 @@ TEST_CASE("batch_norm normalises per channel, in place") {
   batch_norm({2, 3, 4, 1e-5f}, x.data(), scale, bias, mean, var, x.data());
   requireClose(x, ref);
 }
+
+TEST_CASE("compare and where broadcast like numpy") {
+  std::vector<float> a = {1, 2, 3, 4, 5, 6};  // [2, 3]
+  std::vector<float> b = {2, 5};               // [2, 1]
+  CompareParams p{CompareOp::kGreaterOrEqual, {}};
+  p.bc.rank = 2;
+  p.bc.count = 6;
+  p.bc.shape[0] = 2; p.bc.shape[1] = 3;
+  p.bc.a_strides[0] = 3; p.bc.a_strides[1] = 1;
+  p.bc.b_strides[0] = 1; p.bc.b_strides[1] = 0;
+  std::vector<uint8_t> mask(6);
+  compare<float>(p, a.data(), b.data(), mask.data());
+  CHECK(mask == std::vector<uint8_t>{0, 1, 1, 0, 1, 1});
+
+  // where(mask [2,3], a [2,3], scalar 0)
+  float zero = 0;
+  WhereParams w{};
+  w.rank = 2;
+  w.count = 6;
+  w.elem_bytes = 4;
+  w.shape[0] = 2; w.shape[1] = 3;
+  w.cond_strides[0] = 3; w.cond_strides[1] = 1;
+  w.a_strides[0] = 3; w.a_strides[1] = 1;
+  std::vector<float> y(6);
+  where(w, mask.data(), a.data(), &zero, y.data());
+  CHECK(y == std::vector<float>{0, 2, 3, 0, 5, 6});
+}
+
+TEST_CASE("reductions over any set of axes match a reference") {
+  // x [2, 3, 4], reduce axes {0, 2} -> [3]
+  auto x = randomFloats(24, 18);
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin,
+                      ReduceOp::kProd, ReduceOp::kSumSquare, ReduceOp::kL1,
+                      ReduceOp::kL2, ReduceOp::kLogSumExp}) {
+    ReduceParams p{op, 3, 24, 3, 8, {2, 3, 4}, {0, 1, 0}};
+    std::vector<float> y(3), ref(3);
+    reduce<float>(p, x.data(), y.data());
+    for (int j = 0; j < 3; ++j) {
+      double sum = 0, sq = 0, l1 = 0, prod = 1, mx = -1e30, mn = 1e30, lse = 0;
+      for (int i = 0; i < 2; ++i)
+        for (int k = 0; k < 4; ++k) {
+          double v = x[(i * 3 + j) * 4 + k];
+          sum += v; sq += v * v; l1 += std::fabs(v); prod *= v;
+          mx = std::max(mx, v); mn = std::min(mn, v); lse += std::exp(v);
+        }
+      double r = op == ReduceOp::kSum ? sum : op == ReduceOp::kMean ? sum / 8
+               : op == ReduceOp::kMax ? mx : op == ReduceOp::kMin ? mn
+               : op == ReduceOp::kProd ? prod : op == ReduceOp::kSumSquare ? sq
+               : op == ReduceOp::kL1 ? l1 : op == ReduceOp::kL2 ? std::sqrt(sq)
+               : std::log(lse);
+      ref[j] = static_cast<float>(r);
+    }
+    INFO("op " << static_cast<int>(op));
+    requireClose(y, ref);
+  }
+}
+
+TEST_CASE("arg_reduce picks the first or last extreme") {
+  std::vector<float> x = {1, 5, 5, 2,   7, 0, 7, 7};  // [2, 4], axis 1
+  std::vector<int64_t> y(2);
+  arg_reduce({2, 4, 1, true, false}, x.data(), y.data());
+  CHECK(y == std::vector<int64_t>{1, 0});
+  arg_reduce({2, 4, 1, true, true}, x.data(), y.data());
+  CHECK(y == std::vector<int64_t>{2, 3});
+  arg_reduce({2, 4, 1, false, false}, x.data(), y.data());
+  CHECK(y == std::vector<int64_t>{0, 1});
+}
+
+TEST_CASE("index_map pads (constant, reflect, edge) and tiles") {
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};  // [2, 3]
+  IndexMapParams p{};
+  p.rank = 2;
+  p.elem_bytes = 4;
+  p.in_shape[0] = 2; p.in_shape[1] = 3;
+  p.out_shape[0] = 2; p.out_shape[1] = 7;
+  p.pad_begin[1] = 2;  // pads: columns 2 before, 2 after
+  p.out_count = 14;
+  p.value = 9;
+  p.dtype = cgc::DType::kF32;
+  std::vector<float> y(14);
+  p.mode = IndexMapMode::kConstant;
+  index_map(p, x.data(), y.data());
+  CHECK(y == std::vector<float>{9, 9, 1, 2, 3, 9, 9, 9, 9, 4, 5, 6, 9, 9});
+  p.mode = IndexMapMode::kReflect;
+  index_map(p, x.data(), y.data());
+  CHECK(y == std::vector<float>{3, 2, 1, 2, 3, 2, 1, 6, 5, 4, 5, 6, 5, 4});
+  p.mode = IndexMapMode::kEdge;
+  index_map(p, x.data(), y.data());
+  CHECK(y == std::vector<float>{1, 1, 1, 2, 3, 3, 3, 4, 4, 4, 5, 6, 6, 6});
+  p.mode = IndexMapMode::kTile;
+  p.out_shape[0] = 4; p.out_shape[1] = 6;
+  p.out_count = 24;
+  std::vector<float> t(24);
+  index_map(p, x.data(), t.data());
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 6; ++c) CHECK(t[r * 6 + c] == x[(r % 2) * 3 + c % 3]);
+}

@@ -35,6 +35,11 @@ enum class UnaryOp : int32_t {
   kFloor,
   kCeil,
   kIdentity,
+  kErf,
+  kSoftplus,
+  kElu,       // alpha
+  kSoftsign,
+  kNot,       // logical not of a bool (stored as uint8)
 };
 
 struct UnaryParams {
@@ -48,7 +53,11 @@ struct UnaryParams {
 template <typename T>
 void unary(const UnaryParams& p, const T* x, T* y);
 
-enum class BinaryOp : int32_t { kAdd, kSub, kMul, kDiv, kPow };
+enum class BinaryOp : int32_t {
+  kAdd, kSub, kMul, kDiv, kPow, kMin, kMax,
+  kPRelu,  // a < 0 ? b * a : a
+  kAnd, kOr, kXor,  // on bools (uint8)
+};
 
 /// Numpy broadcasting, already resolved: the output has `shape`; an operand's
 /// stride is 0 along a broadcast dimension. Strides are in elements.
@@ -68,6 +77,32 @@ struct BinaryParams {
 /// y = a op b with broadcasting. y may alias an operand of the output's size.
 template <typename T>
 void binary(const BinaryParams& p, const T* a, const T* b, T* y);
+
+enum class CompareOp : int32_t { kEqual, kGreater, kLess, kGreaterOrEqual, kLessOrEqual };
+
+struct CompareParams {
+  CompareOp op;
+  BroadcastParams bc;
+};
+
+/// y = a op b with broadcasting, as bools (one byte each, 0 or 1).
+template <typename T>
+void compare(const CompareParams& p, const T* a, const T* b, uint8_t* y);
+
+/// Where: y = cond ? a : b, all three broadcast to `shape`. Elements are
+/// moved as elem_bytes-byte words.
+struct WhereParams {
+  int32_t rank;
+  int64_t count;
+  int64_t elem_bytes;
+  int64_t shape[kMaxRank];
+  int64_t cond_strides[kMaxRank];
+  int64_t a_strides[kMaxRank];
+  int64_t b_strides[kMaxRank];
+};
+
+void where(const WhereParams& p, const uint8_t* cond, const void* a,
+           const void* b, void* y);
 
 // --------------------------------------------------------------- convolution
 
@@ -163,6 +198,51 @@ struct SoftmaxParams {
 };
 
 void softmax(const SoftmaxParams& p, const float* x, float* y);
+
+enum class ReduceOp : int32_t { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSumExp };
+
+/// Reduction of x (shape `shape`) into y: element i of x accumulates into
+/// y[sum_d index_d * out_strides[d]], where out_strides is 0 on reduced axes.
+/// `reduced` is the number of x elements per y element (for Mean).
+struct ReduceParams {
+  ReduceOp op;
+  int32_t rank;
+  int64_t count;
+  int64_t out_count;
+  int64_t reduced;
+  int64_t shape[kMaxRank];
+  int64_t out_strides[kMaxRank];
+};
+
+template <typename T>
+void reduce(const ReduceParams& p, const T* x, T* y);
+
+/// ArgMax / ArgMin over the middle axis of [outer, axis, inner]; ties pick the
+/// first index, or the last with select_last.
+struct ArgParams {
+  int64_t outer, axis, inner;
+  bool max, select_last;
+};
+
+void arg_reduce(const ArgParams& p, const float* x, int64_t* y);
+
+/// Pad and Tile as index maps: output index o reads input index i_d per dim:
+/// constant pad (out of range -> value), reflect, edge, or tile (o mod dim).
+enum class IndexMapMode : int32_t { kConstant, kReflect, kEdge, kTile };
+
+struct IndexMapParams {
+  IndexMapMode mode;
+  int32_t rank;
+  int64_t elem_bytes;
+  int64_t out_count;
+  int64_t in_shape[kMaxRank];
+  int64_t out_shape[kMaxRank];
+  int64_t pad_begin[kMaxRank];
+  double value;  // constant pad value, converted to the element type
+  DType dtype;
+};
+
+void index_map(const IndexMapParams& p, const void* x, void* y);
 
 // ------------------------------------------------------------ data movement
 

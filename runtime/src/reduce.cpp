@@ -1,0 +1,145 @@
+// Reductions (ReduceSum/Mean/Max/...), ArgMax/ArgMin, and the index-map
+// kernel behind Pad and Tile.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "cgc/kernels.h"
+
+namespace cgc::rt {
+
+template <typename T>
+void reduce(const ReduceParams& p, const T* x, T* y) {
+  // Accumulate in double (integers exact up to 2^53), finish per element.
+  std::vector<double> acc(static_cast<size_t>(p.out_count));
+  double init = 0.0;
+  if (p.op == ReduceOp::kMax) init = -std::numeric_limits<double>::infinity();
+  if (p.op == ReduceOp::kMin) init = std::numeric_limits<double>::infinity();
+  if (p.op == ReduceOp::kProd) init = 1.0;
+  std::vector<double> maxima;
+  if (p.op == ReduceOp::kLogSumExp) {
+    maxima.assign(acc.size(), -std::numeric_limits<double>::infinity());
+  }
+  std::fill(acc.begin(), acc.end(), init);
+  auto visit = [&](auto f) {
+    int64_t index[kMaxRank] = {};
+    int64_t out = 0;
+    for (int64_t i = 0; i < p.count; ++i) {
+      f(out, static_cast<double>(x[i]));
+      for (int d = p.rank - 1; d >= 0; --d) {
+        out += p.out_strides[d];
+        if (++index[d] < p.shape[d]) break;
+        out -= p.out_strides[d] * p.shape[d];
+        index[d] = 0;
+      }
+    }
+  };
+  switch (p.op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMean:
+      visit([&](int64_t o, double v) { acc[o] += v; });
+      break;
+    case ReduceOp::kMax:
+      visit([&](int64_t o, double v) { acc[o] = std::max(acc[o], v); });
+      break;
+    case ReduceOp::kMin:
+      visit([&](int64_t o, double v) { acc[o] = std::min(acc[o], v); });
+      break;
+    case ReduceOp::kProd:
+      visit([&](int64_t o, double v) { acc[o] *= v; });
+      break;
+    case ReduceOp::kSumSquare:
+    case ReduceOp::kL2:
+      visit([&](int64_t o, double v) { acc[o] += v * v; });
+      break;
+    case ReduceOp::kL1:
+      visit([&](int64_t o, double v) { acc[o] += std::fabs(v); });
+      break;
+    case ReduceOp::kLogSumExp:
+      visit([&](int64_t o, double v) { maxima[o] = std::max(maxima[o], v); });
+      visit([&](int64_t o, double v) { acc[o] += std::exp(v - maxima[o]); });
+      break;
+  }
+  for (int64_t o = 0; o < p.out_count; ++o) {
+    double v = acc[o];
+    if (p.op == ReduceOp::kMean) v /= static_cast<double>(p.reduced);
+    if (p.op == ReduceOp::kL2) v = std::sqrt(v);
+    if (p.op == ReduceOp::kLogSumExp) v = std::log(v) + maxima[o];
+    if constexpr (std::is_integral_v<T>)
+      y[o] = std::isfinite(v) ? static_cast<T>(std::trunc(v)) : T(0);
+    else
+      y[o] = static_cast<T>(v);
+  }
+}
+
+template void reduce<float>(const ReduceParams&, const float*, float*);
+template void reduce<double>(const ReduceParams&, const double*, double*);
+template void reduce<int32_t>(const ReduceParams&, const int32_t*, int32_t*);
+template void reduce<int64_t>(const ReduceParams&, const int64_t*, int64_t*);
+
+void arg_reduce(const ArgParams& p, const float* x, int64_t* y) {
+  for (int64_t o = 0; o < p.outer; ++o)
+    for (int64_t i = 0; i < p.inner; ++i) {
+      const float* in = x + o * p.axis * p.inner + i;
+      int64_t best = 0;
+      for (int64_t a = 1; a < p.axis; ++a) {
+        float v = in[a * p.inner], b = in[best * p.inner];
+        bool better = p.max ? v > b : v < b;
+        if (better || (p.select_last && v == b)) best = a;
+      }
+      y[o * p.inner + i] = best;
+    }
+}
+
+namespace {
+
+/// Source index along one dimension, or -1 for a constant-padded element.
+int64_t sourceIndex(IndexMapMode mode, int64_t o, int64_t padBegin, int64_t dim) {
+  if (mode == IndexMapMode::kTile) return o % dim;
+  int64_t i = o - padBegin;
+  if (i >= 0 && i < dim) return i;
+  switch (mode) {
+    case IndexMapMode::kEdge:
+      return i < 0 ? 0 : dim - 1;
+    case IndexMapMode::kReflect: {
+      if (dim == 1) return 0;
+      const int64_t period = 2 * (dim - 1);
+      i = ((i % period) + period) % period;
+      return i < dim ? i : period - i;
+    }
+    default:
+      return -1;
+  }
+}
+
+}  // namespace
+
+void index_map(const IndexMapParams& p, const void* x, void* y) {
+  std::vector<uint8_t> fill(static_cast<size_t>(p.elem_bytes), 0);
+  cast(DType::kF64, p.dtype, 1, &p.value, fill.data());
+  std::vector<int64_t> inStrides(static_cast<size_t>(p.rank), 1);
+  for (int d = p.rank - 2; d >= 0; --d)
+    inStrides[d] = inStrides[d + 1] * p.in_shape[d + 1];
+  const auto* in = static_cast<const uint8_t*>(x);
+  auto* out = static_cast<uint8_t*>(y);
+  int64_t index[kMaxRank] = {};
+  for (int64_t o = 0; o < p.out_count; ++o) {
+    int64_t source = 0;
+    for (int d = 0; d < p.rank && source >= 0; ++d) {
+      int64_t i = sourceIndex(p.mode, index[d], p.pad_begin[d], p.in_shape[d]);
+      source = i < 0 ? -1 : source + i * inStrides[d];
+    }
+    std::memcpy(out + o * p.elem_bytes,
+                source < 0 ? fill.data() : in + source * p.elem_bytes,
+                static_cast<size_t>(p.elem_bytes));
+    for (int d = p.rank - 1; d >= 0; --d) {
+      if (++index[d] < p.out_shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace cgc::rt
