@@ -83,14 +83,19 @@ frontend::HostTensor outputTensor(const cgc_tensor_info& info, const void* data)
   return t;
 }
 
+/// A tensor's elements as doubles, through the IR's constant reader.
+std::vector<double> toDoubles(const frontend::HostTensor& t) {
+  ir::Value value;
+  value.type = t.type;
+  value.kind = ir::ValueKind::kConstant;
+  value.data = std::make_shared<const std::vector<uint8_t>>(t.bytes);
+  return value.doubleValues();
+}
+
 std::string preview(const frontend::HostTensor& t) {
-  ir::Value view;
-  view.type = t.type;
-  view.kind = ir::ValueKind::kConstant;
-  view.data = std::make_shared<const std::vector<uint8_t>>(t.bytes);
   int64_t n = t.type.numElements();
   if (n == 0) return "(empty)";
-  auto values = view.doubleValues();
+  auto values = toDoubles(t);
   std::vector<std::string> shown;
   for (int64_t i = 0; i < std::min<int64_t>(n, 6); ++i)
     shown.push_back(fmt::format("{:.6g}", values[i]));
@@ -118,13 +123,6 @@ bool checkOutputs(const std::string& dir, const driver::LoadedModel& model,
       allMatch = false;
       continue;
     }
-    auto toDoubles = [](const frontend::HostTensor& t) {
-      ir::Value v;
-      v.type = t.type;
-      v.kind = ir::ValueKind::kConstant;
-      v.data = std::make_shared<const std::vector<uint8_t>>(t.bytes);
-      return v.doubleValues();
-    };
     auto e = toDoubles(expected), a = toDoubles(actual);
     double maxAbs = 0, maxRel = 0;
     int64_t bad = 0, firstBad = -1;
