@@ -12,8 +12,7 @@
 #include <unordered_map>
 
 #include "ir/verifier.h"
-#include "lowering/kernel_call.h"
-#include "onnx_frontend/op_import.h"
+#include "onnx_frontend/graph_import.h"
 #include "onnx_frontend/tensor_proto.h"
 
 namespace cgc::frontend {
@@ -44,22 +43,6 @@ int defaultOpset(const onnx::ModelProto& model) {
   for (const auto& opset : model.opset_import())
     if (isDefaultDomain(opset.domain())) return static_cast<int>(opset.version());
   return 1;
-}
-
-std::string nodeLabel(const onnx::NodeProto& node, int index) {
-  return node.name().empty() ? fmt::format("{}_{}", node.op_type(), index)
-                             : node.name();
-}
-
-std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model) {
-  std::vector<UnsupportedNode> result;
-  const auto& importers = opImporters();
-  for (int i = 0; i < model.graph().node_size(); ++i) {
-    const auto& node = model.graph().node(i);
-    if (!isDefaultDomain(node.domain()) || !importers.count(node.op_type()))
-      result.push_back({nodeLabel(node, i), node.op_type(), node.domain()});
-  }
-  return result;
 }
 
 void rejectUnsupported(const std::string& path, const onnx::ModelProto& model) {
@@ -237,7 +220,6 @@ ir::Graph loadOnnx(const std::string& path, const LoadOptions& options) {
   }
   const onnx::GraphProto& proto = model.graph();
   auto onnxShapes = staticShapes(proto);
-  int opset = defaultOpset(model);
 
   ir::Graph graph;
   graph.name = graphName(path);
@@ -264,58 +246,7 @@ ir::Graph loadOnnx(const std::string& path, const LoadOptions& options) {
     byName[input.name()] = id;
   }
 
-  std::set<std::string> usedNodeNames;
-  const auto& importers = opImporters();
-  for (int i = 0; i < proto.node_size(); ++i) {
-    const auto& node = proto.node(i);
-    std::string name = nodeLabel(node, i);
-    while (!usedNodeNames.insert(name).second) name += "_";
-    std::vector<int> inputs;
-    for (const auto& in : node.input()) {
-      if (in.empty()) {
-        inputs.push_back(-1);
-        continue;
-      }
-      auto it = byName.find(in);
-      if (it == byName.end())
-        userError({path, name, node.op_type()}, "input '{}' is not defined", in);
-      inputs.push_back(it->second);
-    }
-    OpContext ctx(graph, node, opset, name, inputs);
-    ctx.results.assign(node.output_size(), -1);
-    int firstNewNode = graph.numNodeSlots();
-    importers.at(node.op_type())(ctx);
-    for (int id = firstNewNode; id < graph.numNodeSlots(); ++id) {
-      const ir::Node& created = graph.node(id);
-      if (!lowering::isLowerable(graph, created)) continue;
-      std::vector<int> before = created.outputs;
-      std::vector<int> after = lowering::foldNode(graph, id);
-      for (size_t o = 0; o < after.size(); ++o)
-        for (int& r : ctx.results)
-          if (r == before[o]) r = after[o];
-    }
-    for (int o = 0; o < node.output_size(); ++o) {
-      if (node.output(o).empty()) continue;
-      int value = ctx.results[o];
-      if (value < 0)
-        userError(ctx.where(), "output '{}' is not supported", node.output(o));
-      auto expected = onnxShapes.find(node.output(o));
-      const ir::Shape& shape = graph.value(value).type.shape;
-      if (expected != onnxShapes.end() && expected->second != shape)
-        userError(ctx.where(),
-                  "output '{}' has shape {}, but ONNX shape inference says {}",
-                  node.output(o), ir::shapeString(shape),
-                  ir::shapeString(expected->second));
-      byName[node.output(o)] = value;
-    }
-  }
-  for (const auto& output : proto.output()) {
-    auto it = byName.find(output.name());
-    if (it == byName.end())
-      userError(where, "graph output '{}' is not defined", output.name());
-    graph.outputs.push_back(it->second);
-    graph.outputNames.push_back(output.name());
-  }
+  importGraphNodes(graph, model, byName, onnxShapes);
   ir::verifyGraph(graph);
   return graph;
 }

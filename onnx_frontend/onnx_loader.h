@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "onnx_frontend/graph_import.h"
 
 namespace cgc::frontend {
 
@@ -21,12 +22,6 @@ struct LoadOptions {
   /// becomes a compile-time constant (for shape-determining inputs such as
   /// Reshape's shape or Slice's starts).
   std::vector<std::pair<std::string, std::string>> constantInputs;
-};
-
-struct UnsupportedNode {
-  std::string node;
-  std::string op;
-  std::string domain;
 };
 
 /// Throws CompileError for an unreadable, truncated or invalid file, for

@@ -1,0 +1,147 @@
+"""Runs every corpus model with cgc and with ONNX Runtime on the same inputs
+and compares every output: |cgc - ort| <= atol + rtol * |ort| elementwise,
+where the relative error is |cgc - ort| / max(|ort|, atol),
+with rtol 1e-3 and atol 1e-4 unless the case's case.json gives its own
+tolerance with a reason. Prints a Markdown table (model, cgc compile time,
+status, max abs and relative error, largest output magnitude) and writes it with a JSON copy
+into bench/results/.
+
+Usage: /usr/bin/python3 bench/check.py [--cgc CGC] [--corpus DIR] [--only NAMES]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH_DIR)
+RTOL, ATOL = 1e-3, 1e-4
+
+
+def cgc_arguments(case_dir, case):
+    args = []
+    for name, dims in case.get("shapes", {}).items():
+        args += ["--shape", f"{name}={'x'.join(map(str, dims))}"]
+    for name, file in case.get("constants", {}).items():
+        args += ["--constant", f"{name}={os.path.join(case_dir, file)}"]
+    return args
+
+
+def run(command, what):
+    start = time.time()
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        lines = (result.stderr.strip() or result.stdout.strip()).splitlines()
+        raise RuntimeError(f"{what} failed: {lines[-1] if lines else result.returncode}")
+    return time.time() - start, result.stdout
+
+
+def ort_outputs(directory):
+    with open(os.path.join(directory, "outputs.json")) as f:
+        manifest = json.load(f)
+    dtypes = {"float32": np.float32, "float64": np.float64, "int64": np.int64,
+              "int32": np.int32, "bool": np.uint8, "uint8": np.uint8}
+    return [np.fromfile(os.path.join(directory, o["file"]), dtype=dtypes[o["dtype"]])
+            .reshape(o["dims"]) for o in manifest]
+
+
+def cgc_outputs(directory, count):
+    return [numpy_helper.to_array(onnx.load_tensor(os.path.join(directory, f"output_{i}.pb")))
+            for i in range(count)]
+
+
+def compare(ours, theirs, rtol, atol):
+    worst_abs, worst_rel, scale, ok = 0.0, 0.0, 0.0, True
+    if len(ours) != len(theirs):
+        return False, float("inf"), float("inf"), 0.0, f"{len(ours)} outputs, ONNX Runtime has {len(theirs)}"
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if a.shape != b.shape:
+            return False, float("inf"), float("inf"), 0.0, f"output {i} is {a.shape}, ONNX Runtime's {b.shape}"
+        a, b = a.astype(np.float64), b.astype(np.float64)
+        diff = np.abs(a - b)
+        if diff.size:
+            worst_abs = max(worst_abs, float(diff.max()))
+            scale = max(scale, float(np.abs(b).max()))
+            worst_rel = max(worst_rel, float((diff / np.maximum(np.abs(b), atol)).max()))
+            ok = ok and bool(np.all(diff <= atol + rtol * np.abs(b)))
+    return ok, worst_abs, worst_rel, scale, ""
+
+
+def check_case(cgc, name, case_dir, work):
+    with open(os.path.join(case_dir, "case.json")) as f:
+        case = json.load(f)
+    model = os.path.join(case_dir, "model.onnx")
+    data = os.path.join(case_dir, "test_data_set_0")
+    rtol, atol = case.get("rtol", RTOL), case.get("atol", ATOL)
+    row = {"model": name, "rtol": rtol, "atol": atol,
+           "tolerance_reason": case.get("tolerance_reason", "")}
+    try:
+        bindings = cgc_arguments(case_dir, case)
+        row["compile_s"], _ = run([cgc, "compile", model, "-q", "-o",
+                                   os.path.join(work, "generated")] + bindings,
+                                  "cgc compile")
+        run(["node", os.path.join(BENCH_DIR, "ort_run.js"), model, data,
+             os.path.join(work, "ort")], "ONNX Runtime")
+        run([cgc, "run", model, "-q", "--inputs", data, "--outputs",
+             os.path.join(work, "cgc")] + bindings, "cgc run")
+        theirs = ort_outputs(os.path.join(work, "ort"))
+        ours = cgc_outputs(os.path.join(work, "cgc"), len(theirs))
+        ok, row["max_abs_err"], row["max_rel_err"], row["output_scale"], detail = compare(ours, theirs, rtol, atol)
+        row["status"] = "pass" if ok else "FAIL"
+        row["detail"] = detail or ("" if ok else "outside tolerance")
+    except (RuntimeError, FileNotFoundError) as error:
+        row["status"], row["detail"] = "FAIL", str(error)
+    return row
+
+
+def table(rows):
+    lines = ["| model | cgc compile (s) | status | max abs error | max rel error | largest output | tolerance (rtol / atol) |",
+             "|---|---:|---|---:|---:|---:|---|"]
+    for r in rows:
+        fmt = lambda key: f"{r[key]:.1e}" if key in r else "-"
+        compile_s = f"{r['compile_s']:.1f}" if "compile_s" in r else "-"
+        status = r["status"] if not r.get("detail") or r["status"] == "pass" else f"{r['status']}: {r['detail']}"
+        tolerance = f"{r['rtol']:g} / {r['atol']:g}" + (f" ({r['tolerance_reason']})" if r["tolerance_reason"] else "")
+        lines.append(f"| {r['model']} | {compile_s} | {status} | {fmt('max_abs_err')} | {fmt('max_rel_err')} | {fmt('output_scale')} | {tolerance} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cgc", default=os.path.join(ROOT, "install", "bin", "cgc"))
+    parser.add_argument("--corpus", default=os.path.join(BENCH_DIR, "corpus"))
+    parser.add_argument("--only", default="", help="comma-separated case names")
+    args = parser.parse_args()
+    if not os.path.isdir(args.corpus):
+        sys.exit(f"check.py: no corpus at {args.corpus}; make it with bench/models.py")
+    names = [n for n in args.only.split(",") if n] or sorted(os.listdir(args.corpus))
+    results_dir = os.path.join(BENCH_DIR, "results")
+    rows = []
+    for name in names:
+        row = check_case(args.cgc, name, os.path.join(args.corpus, name),
+                         os.path.join(results_dir, "check", name))
+        rows.append(row)
+        print(f"{name}: {row['status']} {row.get('detail', '')}".rstrip(), flush=True)
+    text = table(rows)
+    print(text)
+    with open(os.path.join(results_dir, "check.md"), "w") as f:
+        f.write(text + "\n")
+    with open(os.path.join(results_dir, "check.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    failed = [r["model"] for r in rows if r["status"] != "pass"]
+    if failed:
+        print(f"{len(failed)} of {len(rows)} models fail: {', '.join(failed)}")
+        return 1
+    print(f"all {len(rows)} models match ONNX Runtime")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

