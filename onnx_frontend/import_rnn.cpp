@@ -69,8 +69,10 @@ void resolveActivations(const OpContext& ctx, const CellInfo& cell,
   std::vector<std::string> names = attrStrings(ctx, "activations");
   if (names.empty()) names = cell.defaultActivations;
   // A single direction's list serves both directions.
-  if (dirs == 2 && names.size() == perDir)
-    names.insert(names.end(), names.begin(), names.end());
+  if (dirs == 2 && names.size() == perDir) {
+    std::vector<std::string> forward = names;
+    names.insert(names.end(), forward.begin(), forward.end());
+  }
   if (names.size() != perDir * dirs)
     ctx.fail(fmt::format("activations lists {} functions; {} expects {} per "
                          "direction",
