@@ -253,6 +253,35 @@ std::string print(const rt::GatherParams& p) {
       .str();
 }
 
+std::string print(const rt::RnnParams& p) {
+  static const char* cells[] = {"kRnn", "kGru", "kLstm"};
+  static const char* functions[] = {
+      "kSigmoid", "kTanh", "kRelu", "kHardSigmoid", "kLeakyRelu", "kAffine",
+      "kScaledTanh", "kThresholdedRelu", "kElu", "kSoftsign", "kSoftplus"};
+  std::vector<std::string> activations;
+  for (int i = 0; i < 3 * p.num_directions; ++i) {
+    const rt::RnnActivationParams& a = p.activations[i];
+    activations.push_back(
+        FieldList()
+            .put("fn", std::string("cgc::rt::RnnActivation::") +
+                           functions[static_cast<int>(a.fn)])
+            .add("alpha", a.alpha)
+            .add("beta", a.beta)
+            .str());
+  }
+  return FieldList()
+      .put("cell", std::string("cgc::rt::RnnCell::") + cells[static_cast<int>(p.cell)])
+      .add("seq_length", p.seq_length).add("batch", p.batch)
+      .add("input_size", p.input_size).add("hidden_size", p.hidden_size)
+      .add("num_directions", int64_t{p.num_directions})
+      .add("reverse", p.reverse).add("batch_major", p.batch_major)
+      .add("linear_before_reset", p.linear_before_reset)
+      .add("input_forget", p.input_forget)
+      .add("clip", p.clip)
+      .put("activations", fmt::format("{{{}}}", fmt::join(activations, ", ")))
+      .str();
+}
+
 }  // namespace
 
 std::string paramsType(const KernelCall& call) {
@@ -274,6 +303,7 @@ std::string paramsType(const KernelCall& call) {
         else if constexpr (std::is_same_v<P, rt::ReduceParams>) return "cgc::rt::ReduceParams";
         else if constexpr (std::is_same_v<P, rt::ArgParams>) return "cgc::rt::ArgParams";
         else if constexpr (std::is_same_v<P, rt::IndexMapParams>) return "cgc::rt::IndexMapParams";
+        else if constexpr (std::is_same_v<P, rt::RnnParams>) return "cgc::rt::RnnParams";
         else return "";
       },
       call.params);

@@ -135,6 +135,14 @@ void evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
       rt::index_map(std::get<rt::IndexMapParams>(call.params), inputs.at(0),
                     out);
       break;
+    case Kernel::kRnn: {
+      auto o = [&](size_t i) {
+        return i < outputs.size() ? static_cast<float*>(outputs[i]) : nullptr;
+      };
+      rt::rnn(std::get<rt::RnnParams>(call.params), f(0), f(1), f(2), f(3),
+              in<int32_t>(inputs, 4), f(5), f(6), f(7), o(0), o(1), o(2));
+      break;
+    }
   }
 }
 
@@ -159,12 +167,13 @@ std::vector<int> foldNode(ir::Graph& graph, int nodeId) {
       inputPtrs.push_back(v >= 0 ? graph.value(v).data->data() : nullptr);
     std::vector<std::vector<uint8_t>> buffers;
     std::vector<void*> outputPtrs;
+    // An output the kernel may skip (-1, a null pointer) has no value.
     for (int v : call.outputs) {
-      buffers.emplace_back(graph.value(v).type.bytes());
-      outputPtrs.push_back(buffers.back().data());
+      buffers.emplace_back(v >= 0 ? graph.value(v).type.bytes() : 0);
+      outputPtrs.push_back(v >= 0 ? buffers.back().data() : nullptr);
     }
     evaluate(call, inputPtrs, outputPtrs);
-    for (size_t i = 0; i < call.outputs.size(); ++i) {
+    for (size_t i = 0; i < call.outputs.size() && call.outputs[i] >= 0; ++i) {
       const ir::Value& result = graph.value(call.outputs[i]);
       constants.push_back(graph.addConstant(result.name + "_folded",
                                             result.type,

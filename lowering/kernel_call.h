@@ -37,6 +37,7 @@ enum class Kernel {
   kReduce,
   kArgReduce,
   kIndexMap,
+  kRnn,
 };
 
 struct ViewArgs {};
@@ -58,7 +59,8 @@ using KernelParams =
                  rt::MatMulParams, rt::BatchNormParams, rt::SoftmaxParams,
                  rt::StridedCopyParams, ConcatArgs, rt::GatherParams,
                  CastArgs, rt::CompareParams, rt::WhereParams,
-                 rt::ReduceParams, rt::ArgParams, rt::IndexMapParams>;
+                 rt::ReduceParams, rt::ArgParams, rt::IndexMapParams,
+                 rt::RnnParams>;
 
 struct KernelCall {
   Kernel kernel = Kernel::kView;

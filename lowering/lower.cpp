@@ -471,6 +471,44 @@ KernelCall lowerCast(const Graph& g, const Node& n) {
           {n.inputs[0]}, {n.outputs[0]}};
 }
 
+/// RNN, GRU and LSTM. The kernel takes LSTM's full argument list; the other
+/// cells pass null for initial_c, P and Y_c.
+KernelCall lowerRecurrent(const Graph& g, const Node& n) {
+  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  bool batchMajor = n.getInt("batch_major", 0) != 0;
+  rt::RnnParams p{};
+  p.cell = n.op == "LSTM"  ? rt::RnnCell::kLstm
+           : n.op == "GRU" ? rt::RnnCell::kGru
+                           : rt::RnnCell::kRnn;
+  p.seq_length = batchMajor ? x[1] : x[0];
+  p.batch = batchMajor ? x[0] : x[1];
+  p.input_size = x[2];
+  p.hidden_size = n.getInt("hidden_size", 0);
+  p.num_directions = static_cast<int32_t>(n.getInt("num_directions", 1));
+  p.reverse = n.getInt("reverse", 0) != 0;
+  p.batch_major = batchMajor;
+  p.linear_before_reset =
+      p.cell == rt::RnnCell::kGru && n.getInt("linear_before_reset", 0) != 0;
+  p.input_forget =
+      p.cell == rt::RnnCell::kLstm && n.getInt("input_forget", 0) != 0;
+  p.clip = static_cast<float>(n.getFloat("clip", 0.0));
+  auto codes = n.getInts("activations");
+  auto alphas = n.getFloats("activation_alpha");
+  auto betas = n.getFloats("activation_beta");
+  CGC_ASSERT(codes.size() == 3 * static_cast<size_t>(p.num_directions),
+             "node '{}': unresolved activations", n.name);
+  for (size_t i = 0; i < codes.size(); ++i)
+    p.activations[i] = {static_cast<rt::RnnActivation>(codes[i]),
+                        static_cast<float>(alphas[i]),
+                        static_cast<float>(betas[i])};
+  std::vector<int> inputs = n.inputs;
+  inputs.resize(8, -1);
+  std::vector<int> outputs = n.outputs;
+  outputs.resize(3, -1);
+  return {Kernel::kRnn, DType::kF32, p, inputs, outputs};
+}
+
 }  // namespace
 
 KernelCall lowerNode(const Graph& g, const Node& n) {
@@ -505,6 +543,8 @@ KernelCall lowerNode(const Graph& g, const Node& n) {
   if (n.op.rfind("Reduce", 0) == 0) return lowerReduce(g, n);
   if (n.op == "ArgMax" || n.op == "ArgMin") return lowerArgReduce(g, n);
   if (n.op == "Pad" || n.op == "Tile") return lowerIndexMap(g, n);
+  if (n.op == "RNN" || n.op == "GRU" || n.op == "LSTM")
+    return lowerRecurrent(g, n);
   userError(g.where(n), "no kernel implements this op");
 }
 
@@ -556,6 +596,7 @@ std::string kernelFunction(const KernelCall& call) {
     case Kernel::kReduce: return "reduce<" + typeName(call.dtype) + ">";
     case Kernel::kArgReduce: return "arg_reduce";
     case Kernel::kIndexMap: return "index_map";
+    case Kernel::kRnn: return "rnn";
   }
   return "";
 }

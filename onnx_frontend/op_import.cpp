@@ -134,6 +134,7 @@ const std::map<std::string, OpImporter>& opImporters() {
     std::map<std::string, OpImporter> t;
     registerElementwiseOps(t);
     registerNeuralNetOps(t);
+    registerRecurrentOps(t);
     registerTensorOps(t);
     return t;
   }();

@@ -76,6 +76,7 @@ const std::map<std::string, OpImporter>& opImporters();
 // Registration of each op family (one file each).
 void registerElementwiseOps(std::map<std::string, OpImporter>& table);
 void registerNeuralNetOps(std::map<std::string, OpImporter>& table);
+void registerRecurrentOps(std::map<std::string, OpImporter>& table);
 void registerTensorOps(std::map<std::string, OpImporter>& table);
 
 /// Numpy broadcast of two shapes; fails naming the node when incompatible.

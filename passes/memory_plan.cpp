@@ -31,7 +31,9 @@ struct Lifetimes {
     def.assign(graph.numValues(), -1);
     lastUse.assign(graph.numValues(), -1);
     for (int id : order) {
-      for (int out : graph.node(id).outputs) def[out] = stepOf[id];
+      // A result nobody reads (LSTM's unnamed Y_c) is still written by its
+      // node, so it lives at least for that step.
+      for (int out : graph.node(id).outputs) def[out] = lastUse[out] = stepOf[id];
       for (int in : graph.node(id).inputs)
         if (in >= 0) lastUse[in] = std::max(lastUse[in], stepOf[id]);
     }

@@ -4,6 +4,7 @@ Usage: make_bad_models.py OUT_DIR
   unsupported.onnx     two unsupported ops (TopK, a custom-domain op)
   matmul_mismatch.onnx a MatMul whose inner dimensions differ
   symbolic.onnx        an input with a symbolic batch dimension
+  lstm_activation.onnx an LSTM with an activation function ONNX does not define
 """
 
 import os
@@ -51,12 +52,25 @@ def symbolic():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def lstm_activation():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 1, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [1, 16, 3], [0.1] * 48)
+    r = helper.make_tensor("r", TensorProto.FLOAT, [1, 16, 4], [0.1] * 64)
+    node = helper.make_node("LSTM", ["x", "w", "r"], ["", "y"],
+                            name="bad_lstm", hidden_size=4,
+                            activations=["Sigmoid", "Gelu", "Tanh"])
+    graph = helper.make_graph([node], "lstm_activation", [x], [y], [w, r])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     save(unsupported(), os.path.join(out, "unsupported.onnx"))
     save(matmul_mismatch(), os.path.join(out, "matmul_mismatch.onnx"))
     save(symbolic(), os.path.join(out, "symbolic.onnx"))
+    save(lstm_activation(), os.path.join(out, "lstm_activation.onnx"))
 
 
 if __name__ == "__main__":

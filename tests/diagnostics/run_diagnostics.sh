@@ -46,6 +46,7 @@ expect shape_rank "model.onnx" "rank" -- "$cgc" compile "$model" --shape input=3
 expect shape_unknown_input "model.onnx" "unknown input 'nope'" -- "$cgc" compile "$model" --shape nope=1x2 -o "$work/out" --quiet
 expect symbolic_unbound "symbolic.onnx" "batch" "--shape" -- "$cgc" compile "$work/symbolic.onnx" -o "$work/out" --quiet
 expect matmul_mismatch "matmul_mismatch.onnx" "node 'bad_matmul' (MatMul)" "inner dimensions" -- "$cgc" compile "$work/matmul_mismatch.onnx" -o "$work/out" --quiet
+expect lstm_activation "lstm_activation.onnx" "node 'bad_lstm' (LSTM)" "activation function 'Gelu'" -- "$cgc" compile "$work/lstm_activation.onnx" -o "$work/out" --quiet
 
 # An input file of the wrong size at run time.
 mkdir -p "$work/wrong_inputs"

@@ -244,6 +244,57 @@ struct IndexMapParams {
 
 void index_map(const IndexMapParams& p, const void* x, void* y);
 
+// ----------------------------------------------------------------- recurrent
+
+enum class RnnCell : int32_t { kRnn, kGru, kLstm };
+
+/// The activation functions ONNX allows in recurrent cells.
+enum class RnnActivation : int32_t {
+  kSigmoid, kTanh, kRelu,
+  kHardSigmoid,      // max(0, min(1, alpha * x + beta))
+  kLeakyRelu,        // x < 0 ? alpha * x : x
+  kAffine,           // alpha * x + beta
+  kScaledTanh,       // alpha * tanh(beta * x)
+  kThresholdedRelu,  // x > alpha ? x : 0
+  kElu,              // x < 0 ? alpha * (exp(x) - 1) : x
+  kSoftsign, kSoftplus,
+};
+
+struct RnnActivationParams {
+  RnnActivation fn;
+  float alpha, beta;
+};
+
+/// ONNX RNN, GRU and LSTM over a whole sequence, every direction. Shapes
+/// (G = gates: 1, 3 or 4; D = num_directions):
+///   x [seq, batch, input] ([batch, seq, input] when batch_major)
+///   w [D, G * hidden, input], r [D, G * hidden, hidden], b [D, 2 * G * hidden]
+///   sequence_lens [batch], initial_h / initial_c [D, batch, hidden]
+///   ([batch, D, hidden] when batch_major), peephole [D, 3 * hidden] (iof)
+///   y [seq, D, batch, hidden] ([batch, seq, D, hidden] when batch_major),
+///   y_h / y_c shaped like initial_h.
+/// Gate order is ONNX's: LSTM i o f c, GRU z r h. Every pointer but x, w, r
+/// may be null. Steps at or past a batch entry's sequence length write zeros
+/// to y and leave its state alone, so y_h / y_c hold the last valid state.
+/// activations[3 * d + k] is function k (f, g, h) of direction d; clip <= 0
+/// means no clipping.
+struct RnnParams {
+  RnnCell cell;
+  int64_t seq_length, batch, input_size, hidden_size;
+  int32_t num_directions;
+  bool reverse;  // a single direction running from the last step
+  bool batch_major;
+  bool linear_before_reset;  // GRU
+  bool input_forget;         // LSTM: f = 1 - i
+  float clip;
+  RnnActivationParams activations[6];
+};
+
+void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
+         const float* b, const int32_t* sequence_lens, const float* initial_h,
+         const float* initial_c, const float* peephole, float* y, float* y_h,
+         float* y_c);
+
 // ------------------------------------------------------------ data movement
 
 /// y[i...] = x[offset + sum_d i_d * in_strides[d]] for every index of `shape`.

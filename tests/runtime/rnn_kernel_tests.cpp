@@ -1,0 +1,300 @@
+// The recurrent kernel (RNN, GRU, LSTM) against a plain loop that follows
+// the ONNX equations one batch entry and one gate at a time, over awkward
+// shapes (hidden 1, odd sizes), every direction, both layouts, sequence
+// lengths, initial states, peepholes, clip, linear_before_reset, input_forget
+// and non-default activations.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cgc/kernels.h"
+
+using namespace cgc::rt;
+
+namespace {
+
+std::vector<float> randomFloats(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t s = seed * 2654435761u + 1;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(s >> 8) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
+  }
+  return v;
+}
+
+void requireClose(const std::vector<float>& actual,
+                  const std::vector<float>& expected) {
+  REQUIRE(actual.size() == expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(actual[i] == Approx(expected[i]).epsilon(1e-4).margin(1e-5));
+  }
+}
+
+double refActivate(const RnnActivationParams& a, double x) {
+  switch (a.fn) {
+    case RnnActivation::kSigmoid: return 1 / (1 + std::exp(-x));
+    case RnnActivation::kTanh: return std::tanh(x);
+    case RnnActivation::kRelu: return x > 0 ? x : 0;
+    case RnnActivation::kHardSigmoid:
+      return std::min(1.0, std::max(0.0, a.alpha * x + a.beta));
+    case RnnActivation::kLeakyRelu: return x < 0 ? a.alpha * x : x;
+    case RnnActivation::kAffine: return a.alpha * x + a.beta;
+    case RnnActivation::kScaledTanh: return a.alpha * std::tanh(a.beta * x);
+    case RnnActivation::kThresholdedRelu: return x > a.alpha ? x : 0;
+    case RnnActivation::kElu: return x < 0 ? a.alpha * (std::exp(x) - 1) : x;
+    case RnnActivation::kSoftsign: return x / (1 + std::fabs(x));
+    case RnnActivation::kSoftplus: return std::log(1 + std::exp(x));
+  }
+  return x;
+}
+
+struct Tensors {
+  std::vector<float> x, w, r, b, h0, c0, peephole;
+  std::vector<int32_t> lens;
+};
+
+struct Outputs {
+  std::vector<float> y, y_h, y_c;
+};
+
+int64_t gates(RnnCell cell) {
+  return cell == RnnCell::kLstm ? 4 : cell == RnnCell::kGru ? 3 : 1;
+}
+
+/// ONNX's equations, one batch entry, one output element at a time.
+Outputs reference(const RnnParams& p, const Tensors& t) {
+  int64_t S = p.seq_length, N = p.batch, I = p.input_size, H = p.hidden_size;
+  int64_t D = p.num_directions, G = gates(p.cell);
+  Outputs out{std::vector<float>(S * D * N * H), std::vector<float>(D * N * H),
+              std::vector<float>(D * N * H)};
+  auto xAt = [&](int64_t s, int64_t n, int64_t i) {
+    return t.x[(p.batch_major ? n * S + s : s * N + n) * I + i];
+  };
+  auto yIndex = [&](int64_t s, int64_t d, int64_t n, int64_t j) {
+    return (p.batch_major ? (n * S + s) * D + d : (s * D + d) * N + n) * H + j;
+  };
+  auto stateIndex = [&](int64_t d, int64_t n, int64_t j) {
+    return (p.batch_major ? n * D + d : d * N + n) * H + j;
+  };
+  for (int64_t d = 0; d < D; ++d) {
+    const float* w = t.w.data() + d * G * H * I;
+    const float* r = t.r.data() + d * G * H * H;
+    const float* wb = t.b.empty() ? nullptr : t.b.data() + d * 2 * G * H;
+    const float* pp = t.peephole.empty() ? nullptr : t.peephole.data() + d * 3 * H;
+    const RnnActivationParams* act = p.activations + 3 * d;
+    auto clip = [&](double v) {
+      return p.clip > 0 ? std::min<double>(p.clip, std::max<double>(-p.clip, v)) : v;
+    };
+    for (int64_t n = 0; n < N; ++n) {
+      std::vector<double> h(H, 0), c(H, 0);
+      for (int64_t j = 0; j < H; ++j) {
+        if (!t.h0.empty()) h[j] = t.h0[stateIndex(d, n, j)];
+        if (!t.c0.empty()) c[j] = t.c0[stateIndex(d, n, j)];
+      }
+      bool backward = p.reverse || d == 1;
+      for (int64_t step = 0; step < S; ++step) {
+        int64_t s = backward ? S - 1 - step : step;
+        if (!t.lens.empty() && s >= t.lens[n]) continue;  // y stays zero
+        // x W^T + Wb and, separately, h R^T + Rb for gate row `row`.
+        auto xw = [&](int64_t row) {
+          double v = wb ? wb[row] : 0;
+          for (int64_t i = 0; i < I; ++i) v += xAt(s, n, i) * w[row * I + i];
+          return v;
+        };
+        auto hr = [&](int64_t row, const std::vector<double>& state) {
+          double v = wb ? wb[G * H + row] : 0;
+          for (int64_t k = 0; k < H; ++k) v += state[k] * r[row * H + k];
+          return v;
+        };
+        std::vector<double> hNew(H), cNew(H);
+        for (int64_t j = 0; j < H; ++j) {
+          if (p.cell == RnnCell::kRnn) {
+            hNew[j] = refActivate(act[0], clip(xw(j) + hr(j, h)));
+          } else if (p.cell == RnnCell::kLstm) {
+            double peepI = pp ? pp[j] * c[j] : 0, peepF = pp ? pp[2 * H + j] * c[j] : 0;
+            double i = refActivate(act[0], clip(xw(j) + hr(j, h) + peepI));
+            double f = p.input_forget
+                           ? 1 - i
+                           : refActivate(act[0], clip(xw(2 * H + j) + hr(2 * H + j, h) + peepF));
+            double g = refActivate(act[1], clip(xw(3 * H + j) + hr(3 * H + j, h)));
+            cNew[j] = f * c[j] + i * g;
+            double peepO = pp ? pp[H + j] * cNew[j] : 0;
+            double o = refActivate(act[0], clip(xw(H + j) + hr(H + j, h) + peepO));
+            hNew[j] = o * refActivate(act[2], cNew[j]);
+          } else {
+            double z = refActivate(act[0], clip(xw(j) + hr(j, h)));
+            double hTilde;
+            if (p.linear_before_reset) {
+              double rg = refActivate(act[0], clip(xw(H + j) + hr(H + j, h)));
+              hTilde = refActivate(act[1], clip(xw(2 * H + j) + rg * hr(2 * H + j, h)));
+            } else {
+              std::vector<double> rh(H);
+              for (int64_t k = 0; k < H; ++k)
+                rh[k] = refActivate(act[0], clip(xw(H + k) + hr(H + k, h))) * h[k];
+              hTilde = refActivate(act[1], clip(xw(2 * H + j) + hr(2 * H + j, rh)));
+            }
+            hNew[j] = (1 - z) * hTilde + z * h[j];
+          }
+        }
+        h = hNew;
+        if (p.cell == RnnCell::kLstm) c = cNew;
+        for (int64_t j = 0; j < H; ++j)
+          out.y[yIndex(s, d, n, j)] = static_cast<float>(h[j]);
+      }
+      for (int64_t j = 0; j < H; ++j) {
+        out.y_h[stateIndex(d, n, j)] = static_cast<float>(h[j]);
+        out.y_c[stateIndex(d, n, j)] = static_cast<float>(c[j]);
+      }
+    }
+  }
+  return out;
+}
+
+struct Options {
+  bool bias = false, lens = false, initial = false, peephole = false;
+};
+
+Tensors makeTensors(const RnnParams& p, const Options& o, uint32_t seed) {
+  int64_t D = p.num_directions, G = gates(p.cell), H = p.hidden_size;
+  Tensors t;
+  t.x = randomFloats(p.seq_length * p.batch * p.input_size, seed);
+  t.w = randomFloats(D * G * H * p.input_size, seed + 1);
+  t.r = randomFloats(D * G * H * H, seed + 2);
+  if (o.bias) t.b = randomFloats(D * 2 * G * H, seed + 3);
+  if (o.initial) {
+    t.h0 = randomFloats(D * p.batch * H, seed + 4);
+    if (p.cell == RnnCell::kLstm) t.c0 = randomFloats(D * p.batch * H, seed + 5);
+  }
+  if (o.peephole && p.cell == RnnCell::kLstm)
+    t.peephole = randomFloats(D * 3 * H, seed + 6);
+  if (o.lens)  // full, short, empty, then full again
+    for (int64_t n = 0; n < p.batch; ++n) {
+      int64_t pattern[] = {p.seq_length, (p.seq_length + 1) / 2, 0};
+      t.lens.push_back(static_cast<int32_t>(pattern[n % 3]));
+    }
+  return t;
+}
+
+Outputs runKernel(const RnnParams& p, const Tensors& t) {
+  int64_t D = p.num_directions, H = p.hidden_size;
+  // NaN-filled, so that an element the kernel forgets to write shows.
+  Outputs out{std::vector<float>(p.seq_length * D * p.batch * H, NAN),
+              std::vector<float>(D * p.batch * H, NAN),
+              std::vector<float>(D * p.batch * H, NAN)};
+  auto data = [](const auto& v) { return v.empty() ? nullptr : v.data(); };
+  rnn(p, t.x.data(), t.w.data(), t.r.data(), data(t.b), data(t.lens),
+      data(t.h0), data(t.c0), data(t.peephole), out.y.data(), out.y_h.data(),
+      p.cell == RnnCell::kLstm ? out.y_c.data() : nullptr);
+  return out;
+}
+
+RnnParams makeParams(RnnCell cell, int64_t seq, int64_t batch, int64_t input,
+                     int64_t hidden, int direction, bool batchMajor) {
+  RnnParams p{};
+  p.cell = cell;
+  p.seq_length = seq;
+  p.batch = batch;
+  p.input_size = input;
+  p.hidden_size = hidden;
+  p.num_directions = direction == 2 ? 2 : 1;
+  p.reverse = direction == 1;
+  p.batch_major = batchMajor;
+  for (int d = 0; d < 2; ++d) {
+    p.activations[3 * d] = {RnnActivation::kSigmoid, 0.f, 0.f};
+    if (cell == RnnCell::kRnn) p.activations[3 * d] = {RnnActivation::kTanh, 0.f, 0.f};
+    p.activations[3 * d + 1] = {RnnActivation::kTanh, 0.f, 0.f};
+    p.activations[3 * d + 2] = {RnnActivation::kTanh, 0.f, 0.f};
+  }
+  return p;
+}
+
+void check(const RnnParams& p, const Options& o, uint32_t seed) {
+  Tensors t = makeTensors(p, o, seed);
+  Outputs expected = reference(p, t);
+  Outputs actual = runKernel(p, t);
+  requireClose(actual.y, expected.y);
+  requireClose(actual.y_h, expected.y_h);
+  if (p.cell == RnnCell::kLstm) requireClose(actual.y_c, expected.y_c);
+}
+
+struct Shape {
+  int64_t seq, batch, input, hidden;
+};
+constexpr Shape kShapes[] = {{1, 1, 1, 1}, {4, 3, 5, 1}, {5, 2, 3, 7},
+                             {3, 4, 17, 9}, {6, 3, 2, 16}};
+
+}  // namespace
+
+TEST_CASE("recurrent cells match the ONNX equations in every direction and layout") {
+  uint32_t seed = 1;
+  for (RnnCell cell : {RnnCell::kRnn, RnnCell::kGru, RnnCell::kLstm})
+    for (int direction = 0; direction < 3; ++direction)
+      for (bool batchMajor : {false, true})
+        for (const Shape& s : kShapes)
+          for (int variant = 0; variant < 4; ++variant) {
+            INFO("cell " << static_cast<int>(cell) << " direction " << direction
+                 << " batch_major " << batchMajor << " shape " << s.seq << "x"
+                 << s.batch << "x" << s.input << "x" << s.hidden
+                 << " variant " << variant);
+            RnnParams p = makeParams(cell, s.seq, s.batch, s.input, s.hidden,
+                                     direction, batchMajor);
+            Options o;
+            o.bias = variant >= 1;
+            o.initial = variant >= 2;
+            o.lens = variant == 3;
+            o.peephole = variant >= 2;
+            p.linear_before_reset = variant % 2 == 1;
+            p.clip = variant == 2 ? 0.5f : 0.f;
+            check(p, o, seed++);
+          }
+}
+
+TEST_CASE("LSTM input_forget couples the forget gate to the input gate") {
+  for (int direction = 0; direction < 3; ++direction) {
+    RnnParams p = makeParams(RnnCell::kLstm, 4, 3, 5, 6, direction, false);
+    p.input_forget = true;
+    Options o;
+    o.bias = o.initial = o.peephole = o.lens = true;
+    check(p, o, 100 + direction);
+  }
+}
+
+TEST_CASE("recurrent cells apply non-default activations with alpha and beta") {
+  RnnParams p = makeParams(RnnCell::kLstm, 3, 2, 4, 5, 2, false);
+  p.activations[0] = {RnnActivation::kHardSigmoid, 0.3f, 0.4f};
+  p.activations[1] = {RnnActivation::kScaledTanh, 1.5f, 0.7f};
+  p.activations[2] = {RnnActivation::kAffine, 0.8f, 0.1f};
+  p.activations[3] = {RnnActivation::kSigmoid, 0.f, 0.f};
+  p.activations[4] = {RnnActivation::kLeakyRelu, 0.1f, 0.f};
+  p.activations[5] = {RnnActivation::kElu, 0.9f, 0.f};
+  Options o;
+  o.bias = o.initial = true;
+  check(p, o, 200);
+
+  RnnParams g = makeParams(RnnCell::kGru, 4, 3, 3, 4, 2, true);
+  g.activations[0] = {RnnActivation::kSoftsign, 0.f, 0.f};
+  g.activations[1] = {RnnActivation::kRelu, 0.f, 0.f};
+  g.activations[3] = {RnnActivation::kSigmoid, 0.f, 0.f};
+  g.activations[4] = {RnnActivation::kSoftplus, 0.f, 0.f};
+  check(g, o, 201);
+
+  RnnParams r = makeParams(RnnCell::kRnn, 5, 2, 3, 3, 1, false);
+  r.activations[0] = {RnnActivation::kThresholdedRelu, 0.2f, 0.f};
+  check(r, o, 202);
+}
+
+TEST_CASE("recurrent outputs are optional") {
+  RnnParams p = makeParams(RnnCell::kLstm, 4, 3, 5, 6, 2, false);
+  Options o;
+  o.bias = o.initial = o.lens = true;
+  Tensors t = makeTensors(p, o, 300);
+  Outputs expected = reference(p, t);
+  std::vector<float> y_c(expected.y_c.size(), NAN);
+  rnn(p, t.x.data(), t.w.data(), t.r.data(), t.b.data(), t.lens.data(),
+      t.h0.data(), t.c0.data(), nullptr, nullptr, nullptr, y_c.data());
+  requireClose(y_c, expected.y_c);
+}
