@@ -1,0 +1,186 @@
+"""Times cgc against ONNX Runtime on the corpus (bench/models.py), side by
+side in one run: for every model, rounds of ONNX Runtime then cgc (A B A B),
+each round the median of --runs inferences after warm-up, and the median of
+the rounds reported. Measures the machine's FMA peak itself (bench/peak.cpp)
+and prints a table (model, ONNX Runtime ms, cgc ms, speed ratio, cgc GFLOP/s,
+% of peak); writes it as bench/results/bench.{md,json} and draws the speed
+ratios as bench/results/bench.svg.
+
+ONNX Runtime runs sequentially (executionMode sequential) with --threads
+intra-op threads (default: its own default, all cores); cgc runs as compiled.
+
+Usage: /usr/bin/python3 bench/bench.py [--cgc CGC] [--only NAMES]
+           [--rounds 5] [--runs 20] [--threads N]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+import onnx
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check import BENCH_DIR, ROOT, cgc_arguments  # noqa: E402
+
+
+def measure_peak():
+    binary = os.path.join(BENCH_DIR, "results", "peak")
+    subprocess.run(["g++", "-O2", "-march=native", "-o", binary,
+                    os.path.join(BENCH_DIR, "peak.cpp")], check=True)
+    return float(subprocess.run([binary], capture_output=True, text=True,
+                                check=True).stdout.split()[0])
+
+
+def model_flops(path, shapes):
+    """Multiply-add FLOPs of Conv, ConvTranspose, Gemm, MatMul and the
+    recurrent ops, from ONNX shape inference with the case's bindings. For
+    If, the then-branch counts."""
+    model = onnx.load(path)
+    for value in model.graph.input:
+        if value.name in shapes:
+            dims = value.type.tensor_type.shape.dim
+            for dim, size in zip(dims, shapes[value.name]):
+                dim.Clear()
+                dim.dim_value = size
+    model = onnx.shape_inference.infer_shapes(model)
+    known = {}
+
+    def collect(graph):
+        for v in list(graph.value_info) + list(graph.input) + list(graph.output):
+            dims = [d.dim_value if d.HasField("dim_value") else 0
+                    for d in v.type.tensor_type.shape.dim]
+            known[v.name] = dims
+        for init in graph.initializer:
+            known[init.name] = list(init.dims)
+
+    def product(values):
+        result = 1
+        for v in values:
+            result *= v
+        return result
+
+    def count(graph):
+        collect(graph)
+        total = 0
+        for node in graph.node:
+            attrs = {a.name: a for a in node.attribute}
+            shape = lambda i: known.get(node.input[i], []) if i < len(node.input) else []
+            out = known.get(node.output[0], [])
+            if node.op_type == "If":
+                total += count(attrs["then_branch"].g)
+            elif node.op_type == "Conv" and out and shape(1):
+                total += 2 * product(out) * product(shape(1)[1:])
+            elif node.op_type == "ConvTranspose" and shape(0) and shape(1):
+                total += 2 * product(shape(0)) * product(shape(1)[1:])
+            elif node.op_type in ("Gemm", "MatMul") and out and shape(0):
+                total += 2 * product(out) * shape(0)[-1]
+            elif node.op_type in ("LSTM", "GRU", "RNN") and shape(0) and shape(1) and shape(2):
+                seq, batch = shape(0)[0], shape(0)[1]
+                w, r = shape(1), shape(2)
+                total += 2 * seq * batch * w[0] * w[1] * (w[2] + r[2])
+        return total
+
+    return count(model.graph)
+
+
+def ort_median(model, data, runs, threads):
+    command = ["node", os.path.join(BENCH_DIR, "ort_run.js"), model, data,
+               os.path.join(BENCH_DIR, "results", "bench_ort"), "--runs", str(runs)]
+    if threads:
+        command += ["--threads", str(threads)]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["median_ms"]
+
+
+def cgc_median(cgc, model, data, bindings, runs):
+    out = subprocess.run([cgc, "run", model, "-q", "--inputs", data, "--bench",
+                          str(runs)] + bindings, capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["median_ms"]
+
+
+def bar_chart(rows, path):
+    """Speed ratios (ONNX Runtime time / cgc time) as horizontal bars, with
+    the parity line at 1."""
+    width, left, bar, gap = 640, 170, 18, 8
+    top = 40
+    height = top + len(rows) * (bar + gap) + 30
+    largest = max([2.0] + [r["ratio"] for r in rows])
+    scale = (width - left - 60) / largest
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="12">',
+             f'<rect width="{width}" height="{height}" fill="white"/>',
+             f'<text x="{left}" y="20" font-size="14">Speed vs ONNX Runtime (higher is faster; 1 = parity)</text>']
+    for i, r in enumerate(rows):
+        y = top + i * (bar + gap)
+        color = "#2a9d55" if r["ratio"] >= 1 else "#d0483b"
+        parts.append(f'<text x="{left - 8}" y="{y + 13}" text-anchor="end">{r["model"]}</text>')
+        parts.append(f'<rect x="{left}" y="{y}" width="{r["ratio"] * scale:.1f}" height="{bar}" fill="{color}"/>')
+        parts.append(f'<text x="{left + r["ratio"] * scale + 4:.1f}" y="{y + 13}">{r["ratio"]:.2f}x</text>')
+    x1 = left + scale
+    parts.append(f'<line x1="{x1:.1f}" y1="{top - 6}" x2="{x1:.1f}" y2="{height - 24}" '
+                 f'stroke="black" stroke-dasharray="4 3"/>')
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cgc", default=os.path.join(ROOT, "install", "bin", "cgc"))
+    parser.add_argument("--corpus", default=os.path.join(BENCH_DIR, "corpus"))
+    parser.add_argument("--only", default="")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=0,
+                        help="ONNX Runtime intra-op threads (0: its default)")
+    args = parser.parse_args()
+    results = os.path.join(BENCH_DIR, "results")
+    os.makedirs(results, exist_ok=True)
+    peak = measure_peak()
+    print(f"measured FMA peak: {peak:.1f} GFLOP/s per core", flush=True)
+    names = [n for n in args.only.split(",") if n] or sorted(os.listdir(args.corpus))
+    rows = []
+    for name in names:
+        case_dir = os.path.join(args.corpus, name)
+        with open(os.path.join(case_dir, "case.json")) as f:
+            case = json.load(f)
+        model = os.path.join(case_dir, "model.onnx")
+        data = os.path.join(case_dir, "test_data_set_0")
+        bindings = cgc_arguments(case_dir, case)
+        ort_times, cgc_times = [], []
+        for _ in range(args.rounds):
+            ort_times.append(ort_median(model, data, args.runs, args.threads))
+            cgc_times.append(cgc_median(args.cgc, model, data, bindings, args.runs))
+        ort_ms, cgc_ms = statistics.median(ort_times), statistics.median(cgc_times)
+        flops = model_flops(model, case.get("shapes", {}))
+        gflops = flops / (cgc_ms * 1e6)
+        row = {"model": name, "ort_ms": ort_ms, "cgc_ms": cgc_ms,
+               "ratio": ort_ms / cgc_ms, "cgc_gflops": gflops,
+               "peak_percent": 100 * gflops / peak, "gflop": flops / 1e9}
+        rows.append(row)
+        print(f"{name}: ONNX Runtime {ort_ms:.3f} ms, cgc {cgc_ms:.3f} ms, "
+              f"{row['ratio']:.2f}x", flush=True)
+    lines = [f"FMA peak measured: {peak:.1f} GFLOP/s per core; medians of "
+             f"{args.rounds} alternated rounds of {args.runs} runs.", "",
+             "| model | ONNX Runtime (ms) | cgc (ms) | speed ratio | cgc GFLOP/s | % of peak |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['ort_ms']:.3f} | {r['cgc_ms']:.3f} | "
+                     f"{r['ratio']:.2f}x | {r['cgc_gflops']:.1f} | {r['peak_percent']:.0f}% |")
+    text = "\n".join(lines)
+    print(text)
+    with open(os.path.join(results, "bench.md"), "w") as f:
+        f.write(text + "\n")
+    with open(os.path.join(results, "bench.json"), "w") as f:
+        json.dump({"peak_gflops_per_core": peak, "rounds": args.rounds,
+                   "runs": args.runs, "rows": rows}, f, indent=1)
+    bar_chart(rows, os.path.join(results, "bench.svg"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
