@@ -37,6 +37,9 @@ enum class Kernel {
   kReduce,
   kArgReduce,
   kIndexMap,
+  kInstanceNorm,
+  kLayerNorm,
+  kResize,
 };
 
 struct ViewArgs {};
@@ -58,7 +61,9 @@ using KernelParams =
                  rt::MatMulParams, rt::BatchNormParams, rt::SoftmaxParams,
                  rt::StridedCopyParams, ConcatArgs, rt::GatherParams,
                  CastArgs, rt::CompareParams, rt::WhereParams,
-                 rt::ReduceParams, rt::ArgParams, rt::IndexMapParams>;
+                 rt::ReduceParams, rt::ArgParams, rt::IndexMapParams,
+                 rt::InstanceNormParams, rt::LayerNormParams,
+                 rt::ResizeParams>;
 
 struct KernelCall {
   Kernel kernel = Kernel::kView;

@@ -135,6 +135,7 @@ const std::map<std::string, OpImporter>& opImporters() {
     registerElementwiseOps(t);
     registerNeuralNetOps(t);
     registerTensorOps(t);
+    registerImageOps(t);
     return t;
   }();
   return table;
