@@ -31,7 +31,9 @@ struct Lifetimes {
     def.assign(graph.numValues(), -1);
     lastUse.assign(graph.numValues(), -1);
     for (int id : order) {
-      for (int out : graph.node(id).outputs) def[out] = stepOf[id];
+      // An output nobody reads still occupies its buffer while its node
+      // writes it (say LayerNormalization's unused Mean).
+      for (int out : graph.node(id).outputs) def[out] = lastUse[out] = stepOf[id];
       for (int in : graph.node(id).inputs)
         if (in >= 0) lastUse[in] = std::max(lastUse[in], stepOf[id]);
     }
