@@ -73,7 +73,11 @@ void evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
       rt::gemm(std::get<rt::GemmParams>(call.params), f(0), f(1), f(2), y);
       break;
     case Kernel::kMatMul:
-      rt::matmul(std::get<rt::MatMulParams>(call.params), f(0), f(1), y);
+      if (call.dtype == DType::kF64)
+        rt::matmul(std::get<rt::MatMulParams>(call.params), in<double>(inputs, 0),
+                   in<double>(inputs, 1), static_cast<double*>(out));
+      else
+        rt::matmul(std::get<rt::MatMulParams>(call.params), f(0), f(1), y);
       break;
     case Kernel::kBatchNorm:
       rt::batch_norm(std::get<rt::BatchNormParams>(call.params), f(0), f(1),

@@ -329,7 +329,8 @@ KernelCall lowerGemm(const Graph& g, const Node& n) {
 }
 
 KernelCall lowerMatMul(const Graph& g, const Node& n) {
-  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  DType type = g.value(n.outputs[0]).type.dtype;
+  requireType(g, n, type, {DType::kF32, DType::kF64});
   Shape a = shapeOf(g, n.inputs[0]);
   Shape b = shapeOf(g, n.inputs[1]);
   if (a.size() == 1) a.insert(a.begin(), 1);
@@ -355,7 +356,7 @@ KernelCall lowerMatMul(const Graph& g, const Node& n) {
     p.a_batch_strides[d] = as[d] * p.m * p.k;
     p.b_batch_strides[d] = bs[d] * p.k * p.n;
   }
-  return {Kernel::kMatMul, DType::kF32, p, {n.inputs[0], n.inputs[1]},
+  return {Kernel::kMatMul, type, p, {n.inputs[0], n.inputs[1]},
           {n.outputs[0]}};
 }
 

@@ -302,8 +302,11 @@ void importEinsum(OpContext& ctx) {
   if (ctx.inputs.size() != 2 || !ctx.hasInput(0) || !ctx.hasInput(1))
     ctx.fail(fmt::format("equation '{}' is not a product of two operands; only "
                          "batched matrix products are supported", text));
-  requireFloat(ctx, 0);
-  requireFloat(ctx, 1);
+  DType type = ctx.inputType(0);
+  if ((type != DType::kF32 && type != DType::kF64) || ctx.inputType(1) != type)
+    ctx.fail(fmt::format("operand types {} and {} are not supported (float32 or "
+                         "float64, both the same)",
+                         dtypeName(type), dtypeName(ctx.inputType(1))));
   Equation eq = parseEquation(ctx, text);
   const Shape a = ctx.inputShape(0), b = ctx.inputShape(1);
   std::string batch, rows, cols, inner;
@@ -338,10 +341,10 @@ void importEinsum(OpContext& ctx) {
   for (char c : rows) unflattened.push_back(a[eq.a.find(c)]), m *= a[eq.a.find(c)];
   for (char c : cols) unflattened.push_back(b[eq.b.find(c)]), n *= b[eq.b.find(c)];
   product.insert(product.end(), {m, n});
-  int result = addStep(ctx, "MatMul", {lhs, rhs}, {DType::kF32, product}, "matmul");
+  int result = addStep(ctx, "MatMul", {lhs, rhs}, {type, product}, "matmul");
   std::string order = batch + rows + cols;
   if (unflattened != product)
-    result = addStep(ctx, "Reshape", {result}, {DType::kF32, unflattened}, "unflatten");
+    result = addStep(ctx, "Reshape", {result}, {type, unflattened}, "unflatten");
   std::vector<int64_t> perm;
   Shape out;
   bool identity = true;
@@ -351,9 +354,9 @@ void importEinsum(OpContext& ctx) {
     identity = identity && perm.back() == static_cast<int64_t>(perm.size() - 1);
   }
   if (!identity)
-    ctx.emit("Transpose", {result}, {{DType::kF32, out}}, {{"perm", perm}});
+    ctx.emit("Transpose", {result}, {{type, out}}, {{"perm", perm}});
   else
-    ctx.emit("Reshape", {result}, {{DType::kF32, out}});
+    ctx.emit("Reshape", {result}, {{type, out}});
 }
 
 }  // namespace

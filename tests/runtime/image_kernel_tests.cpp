@@ -1,5 +1,5 @@
-// Resize, InstanceNormalization and LayerNormalization kernels against plain
-// reference loops written from the textbook formulas (rounding rules, the
+// Resize, InstanceNormalization and LayerNormalization kernels (and the
+// float64 matmul that float64 Einsum lowers to) against plain reference loops written from the textbook formulas (rounding rules, the
 // bilinear and trilinear corner sums, Keys' cubic kernel by distance), not
 // from the kernel's own tap tables: awkward shapes, 1x1, downsampling,
 // non-integer scales, 3-D and 5-D tensors.
@@ -363,4 +363,30 @@ TEST_CASE("layer_norm accepts null statistics outputs") {
   layer_norm(p, x.data(), scale.data(), nullptr, expected.data(), mean.data(), inv.data());
   layer_norm(p, x.data(), scale.data(), nullptr, y.data(), nullptr, nullptr);
   requireClose(y, expected);
+}
+
+TEST_CASE("float64 matmul broadcasts batch dimensions") {
+  // a [2, 1, 3, 4] x b [3, 4, 5] -> [2, 3, 3, 5]
+  const int64_t m = 3, k = 4, n = 5;
+  auto af = randomFloats(2 * m * k, 16), bf = randomFloats(3 * k * n, 17);
+  std::vector<double> a(af.begin(), af.end()), b(bf.begin(), bf.end());
+  MatMulParams p{};
+  p.batch_rank = 2;
+  p.batch_shape[0] = 2;
+  p.batch_shape[1] = 3;
+  p.a_batch_strides[0] = m * k;
+  p.b_batch_strides[1] = k * n;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  std::vector<double> y(2 * 3 * m * n, -1.0);
+  matmul(p, a.data(), b.data(), y.data());
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < n; ++c) {
+          double sum = 0;
+          for (int64_t q = 0; q < k; ++q) sum += a[i * m * k + r * k + q] * b[j * k * n + q * n + c];
+          REQUIRE(y[((i * 3 + j) * m + r) * n + c] == Approx(sum).epsilon(1e-12));
+        }
 }

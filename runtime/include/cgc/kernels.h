@@ -177,6 +177,7 @@ struct MatMulParams {
 };
 
 void matmul(const MatMulParams& p, const float* a, const float* b, float* y);
+void matmul(const MatMulParams& p, const double* a, const double* b, double* y);
 
 // ------------------------------------------------------------ normalisation
 
