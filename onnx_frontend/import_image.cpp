@@ -85,6 +85,7 @@ void emitResize(OpContext& ctx, const ResizeSpec& spec, const Shape& out) {
 ResizeSpec upsampleSpec(const OpContext& ctx, std::vector<double> scales) {
   ResizeSpec spec;
   spec.mode = ctx.attrString("mode", "nearest");
+  if (spec.mode == "bilinear" && ctx.opset < 7) spec.mode = "linear";  // Upsample-1
   requireOneOf(ctx, "mode", spec.mode, {"nearest", "linear"});
   spec.nearestMode = "floor";
   spec.coordinates = "asymmetric";
@@ -140,10 +141,17 @@ void importResize(OpContext& ctx) {
   emitResize(ctx, spec, out);
 }
 
-/// Upsample-7 has a scales attribute; Upsample-9 (deprecated at 10) an input.
+/// Upsample-1 scales the height and width of NCHW data, Upsample-7 has a
+/// scales attribute, Upsample-9 (deprecated at 10) a scales input.
 void importUpsample(OpContext& ctx) {
   std::vector<double> scales;
-  if (ctx.opset < 9) {
+  if (ctx.opset < 7) {
+    ctx.requireInputs(1, 1);
+    if (ctx.inputShape(0).size() != 4) ctx.fail("Upsample-1 needs an NCHW input");
+    if (!ctx.hasAttr("height_scale") || !ctx.hasAttr("width_scale"))
+      ctx.fail("height_scale and width_scale are required");
+    scales = {1.0, 1.0, ctx.attrFloat("height_scale", 1.f), ctx.attrFloat("width_scale", 1.f)};
+  } else if (ctx.opset < 9) {
     ctx.requireInputs(1, 1);
     scales = attrFloats(ctx, "scales");
   } else {
