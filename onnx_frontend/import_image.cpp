@@ -214,9 +214,11 @@ std::string expandEllipsis(const OpContext& ctx, const std::string& term,
                            int64_t ellipsisRank, bool isOutput,
                            int64_t maxEllipsis) {
   size_t at = term.find("...");
+  std::string letters = at == std::string::npos ? term : term.substr(0, at) + term.substr(at + 3);
+  for (char c : letters)
+    if (!std::isalpha(static_cast<unsigned char>(c)))
+      ctx.fail(fmt::format("term '{}' is not letters with at most one ellipsis", term));
   if (at == std::string::npos) return term;
-  if (term.find("...", at + 3) != std::string::npos)
-    ctx.fail(fmt::format("term '{}' has more than one ellipsis", term));
   int64_t count = isOutput ? maxEllipsis : ellipsisRank;
   std::string digits;
   for (int64_t i = maxEllipsis - count; i < maxEllipsis; ++i)
