@@ -29,8 +29,19 @@ class FieldList {
     if (text.find_first_of(".e") == std::string::npos) text += ".0";
     return put(name, text + "f");
   }
+  FieldList& add(const char* name, double v) { return put(name, literal(v)); }
   FieldList& add(const char* name, const int64_t* values, int count) {
     return put(name, fmt::format("{{{}}}", fmt::join(values, values + count, ", ")));
+  }
+  FieldList& add(const char* name, const double* values, int count) {
+    std::vector<std::string> items;
+    for (int i = 0; i < count; ++i) items.push_back(literal(values[i]));
+    return put(name, fmt::format("{{{}}}", fmt::join(items, ", ")));
+  }
+  FieldList& add(const char* name, const float* values, int count) {
+    std::vector<std::string> items;
+    for (int i = 0; i < count; ++i) items.push_back(literal(values[i]) + "f");
+    return put(name, fmt::format("{{{}}}", fmt::join(items, ", ")));
   }
   FieldList& put(const char* name, std::string value) {
     fields_.push_back(fmt::format(".{} = {}", name, value));
@@ -39,6 +50,15 @@ class FieldList {
   std::string str() const { return fmt::format("{{{}}}", fmt::join(fields_, ", ")); }
 
  private:
+  /// Shortest text that reads back as the same value (a float printed as
+  /// its own shortest form gets an `f` suffix from the caller).
+  template <typename T>
+  static std::string literal(T v) {
+    std::string text = fmt::format("{}", v);
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
+    return text;
+  }
+
   std::vector<std::string> fields_;
 };
 
@@ -229,6 +249,44 @@ std::string print(const rt::BatchNormParams& p) {
       .str();
 }
 
+std::string print(const rt::InstanceNormParams& p) {
+  return FieldList()
+      .add("n", p.n).add("c", p.c).add("spatial", p.spatial)
+      .add("epsilon", p.epsilon)
+      .str();
+}
+
+std::string print(const rt::LayerNormParams& p) {
+  return FieldList()
+      .add("outer", p.outer).add("inner", p.inner).add("epsilon", p.epsilon)
+      .str();
+}
+
+std::string print(const rt::ResizeParams& p) {
+  static const char* modes[] = {"kNearest", "kLinear", "kCubic"};
+  static const char* nearest[] = {"kRoundPreferFloor", "kRoundPreferCeil",
+                                  "kFloor", "kCeil"};
+  static const char* coordinates[] = {"kHalfPixel", "kPytorchHalfPixel",
+                                      "kAlignCorners", "kAsymmetric",
+                                      "kTfHalfPixelForNn", "kTfCropAndResize"};
+  return FieldList()
+      .put("mode", std::string("cgc::rt::ResizeMode::") + modes[static_cast<int>(p.mode)])
+      .put("nearest_mode", std::string("cgc::rt::NearestMode::") +
+                               nearest[static_cast<int>(p.nearest_mode)])
+      .put("coordinates", std::string("cgc::rt::ResizeCoordinates::") +
+                              coordinates[static_cast<int>(p.coordinates)])
+      .add("rank", int64_t{p.rank})
+      .add("in_shape", p.in_shape, p.rank)
+      .add("out_shape", p.out_shape, p.rank)
+      .add("scales", p.scales, p.rank)
+      .add("roi_start", p.roi_start, p.rank)
+      .add("roi_end", p.roi_end, p.rank)
+      .add("cubic_coeff_a", p.cubic_coeff_a)
+      .add("exclude_outside", p.exclude_outside)
+      .add("extrapolation_value", p.extrapolation_value)
+      .str();
+}
+
 std::string print(const rt::SoftmaxParams& p) {
   return FieldList()
       .add("outer", p.outer).add("axis", p.axis).add("inner", p.inner)
@@ -304,6 +362,9 @@ std::string paramsType(const KernelCall& call) {
         else if constexpr (std::is_same_v<P, rt::ArgParams>) return "cgc::rt::ArgParams";
         else if constexpr (std::is_same_v<P, rt::IndexMapParams>) return "cgc::rt::IndexMapParams";
         else if constexpr (std::is_same_v<P, rt::RnnParams>) return "cgc::rt::RnnParams";
+        else if constexpr (std::is_same_v<P, rt::InstanceNormParams>) return "cgc::rt::InstanceNormParams";
+        else if constexpr (std::is_same_v<P, rt::LayerNormParams>) return "cgc::rt::LayerNormParams";
+        else if constexpr (std::is_same_v<P, rt::ResizeParams>) return "cgc::rt::ResizeParams";
         else return "";
       },
       call.params);

@@ -73,7 +73,11 @@ void evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
       rt::gemm(std::get<rt::GemmParams>(call.params), f(0), f(1), f(2), y);
       break;
     case Kernel::kMatMul:
-      rt::matmul(std::get<rt::MatMulParams>(call.params), f(0), f(1), y);
+      if (call.dtype == DType::kF64)
+        rt::matmul(std::get<rt::MatMulParams>(call.params), in<double>(inputs, 0),
+                   in<double>(inputs, 1), static_cast<double*>(out));
+      else
+        rt::matmul(std::get<rt::MatMulParams>(call.params), f(0), f(1), y);
       break;
     case Kernel::kBatchNorm:
       rt::batch_norm(std::get<rt::BatchNormParams>(call.params), f(0), f(1),
@@ -130,6 +134,18 @@ void evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
     case Kernel::kArgReduce:
       rt::arg_reduce(std::get<rt::ArgParams>(call.params), f(0),
                      static_cast<int64_t*>(out));
+      break;
+    case Kernel::kInstanceNorm:
+      rt::instance_norm(std::get<rt::InstanceNormParams>(call.params), f(0),
+                        f(1), f(2), y);
+      break;
+    case Kernel::kLayerNorm:
+      rt::layer_norm(std::get<rt::LayerNormParams>(call.params), f(0), f(1),
+                     f(2), y, static_cast<float*>(outputs.at(1)),
+                     static_cast<float*>(outputs.at(2)));
+      break;
+    case Kernel::kResize:
+      rt::resize(std::get<rt::ResizeParams>(call.params), f(0), y);
       break;
     case Kernel::kIndexMap:
       rt::index_map(std::get<rt::IndexMapParams>(call.params), inputs.at(0),

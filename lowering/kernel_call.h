@@ -38,6 +38,9 @@ enum class Kernel {
   kArgReduce,
   kIndexMap,
   kRnn,
+  kInstanceNorm,
+  kLayerNorm,
+  kResize,
 };
 
 struct ViewArgs {};
@@ -60,7 +63,9 @@ using KernelParams =
                  rt::StridedCopyParams, ConcatArgs, rt::GatherParams,
                  CastArgs, rt::CompareParams, rt::WhereParams,
                  rt::ReduceParams, rt::ArgParams, rt::IndexMapParams,
-                 rt::RnnParams>;
+                 rt::RnnParams,
+                 rt::InstanceNormParams, rt::LayerNormParams,
+                 rt::ResizeParams>;
 
 struct KernelCall {
   Kernel kernel = Kernel::kView;

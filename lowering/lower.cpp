@@ -329,7 +329,8 @@ KernelCall lowerGemm(const Graph& g, const Node& n) {
 }
 
 KernelCall lowerMatMul(const Graph& g, const Node& n) {
-  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  DType type = g.value(n.outputs[0]).type.dtype;
+  requireType(g, n, type, {DType::kF32, DType::kF64});
   Shape a = shapeOf(g, n.inputs[0]);
   Shape b = shapeOf(g, n.inputs[1]);
   if (a.size() == 1) a.insert(a.begin(), 1);
@@ -355,7 +356,7 @@ KernelCall lowerMatMul(const Graph& g, const Node& n) {
     p.a_batch_strides[d] = as[d] * p.m * p.k;
     p.b_batch_strides[d] = bs[d] * p.k * p.n;
   }
-  return {Kernel::kMatMul, DType::kF32, p, {n.inputs[0], n.inputs[1]},
+  return {Kernel::kMatMul, type, p, {n.inputs[0], n.inputs[1]},
           {n.outputs[0]}};
 }
 
@@ -367,6 +368,72 @@ KernelCall lowerBatchNorm(const Graph& g, const Node& n) {
   return {Kernel::kBatchNorm, DType::kF32, p,
           {n.inputs[0], n.inputs[1], n.inputs[2], n.inputs[3], n.inputs[4]},
           {n.outputs[0]}};
+}
+
+KernelCall lowerInstanceNorm(const Graph& g, const Node& n) {
+  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  rt::InstanceNormParams p{x[0], x[1], product(x, 2, x.size()),
+                           static_cast<float>(n.getFloat("epsilon", 1e-5))};
+  return {Kernel::kInstanceNorm, DType::kF32, p,
+          {n.inputs[0], n.inputs[1], n.inputs[2]}, {n.outputs[0]}};
+}
+
+/// Outputs Y, Mean, InvStdDev (the frontend always defines all three).
+KernelCall lowerLayerNorm(const Graph& g, const Node& n) {
+  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  size_t axis = static_cast<size_t>(n.getInt("axis", -1));
+  CGC_ASSERT(axis < x.size(), "node '{}': unresolved axis", n.name);
+  rt::LayerNormParams p{product(x, 0, axis), product(x, axis, x.size()),
+                        static_cast<float>(n.getFloat("epsilon", 1e-5))};
+  int bias = n.inputs.size() > 2 ? n.inputs[2] : -1;
+  return {Kernel::kLayerNorm, DType::kF32, p, {n.inputs[0], n.inputs[1], bias},
+          n.outputs};
+}
+
+/// Resize with attrs mode, nearest_mode, coordinate_transformation_mode,
+/// scales (one per axis), roi (starts then ends, tf_crop_and_resize only),
+/// cubic_coeff_a, exclude_outside and extrapolation_value, all resolved by
+/// the frontend (Upsample arrives in this form too).
+KernelCall lowerResize(const Graph& g, const Node& n) {
+  requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  const Shape& y = shapeOf(g, n.outputs[0]);
+  checkRank(g, n, x.size());
+  static const std::map<std::string, rt::ResizeMode> modes = {
+      {"nearest", rt::ResizeMode::kNearest}, {"linear", rt::ResizeMode::kLinear},
+      {"cubic", rt::ResizeMode::kCubic}};
+  static const std::map<std::string, rt::NearestMode> nearestModes = {
+      {"round_prefer_floor", rt::NearestMode::kRoundPreferFloor},
+      {"round_prefer_ceil", rt::NearestMode::kRoundPreferCeil},
+      {"floor", rt::NearestMode::kFloor}, {"ceil", rt::NearestMode::kCeil}};
+  static const std::map<std::string, rt::ResizeCoordinates> coordinates = {
+      {"half_pixel", rt::ResizeCoordinates::kHalfPixel},
+      {"pytorch_half_pixel", rt::ResizeCoordinates::kPytorchHalfPixel},
+      {"align_corners", rt::ResizeCoordinates::kAlignCorners},
+      {"asymmetric", rt::ResizeCoordinates::kAsymmetric},
+      {"tf_half_pixel_for_nn", rt::ResizeCoordinates::kTfHalfPixelForNn},
+      {"tf_crop_and_resize", rt::ResizeCoordinates::kTfCropAndResize}};
+  rt::ResizeParams p{};
+  p.mode = modes.at(n.getString("mode", "nearest"));
+  p.nearest_mode = nearestModes.at(n.getString("nearest_mode", "round_prefer_floor"));
+  p.coordinates = coordinates.at(n.getString("coordinate_transformation_mode", "half_pixel"));
+  p.rank = static_cast<int32_t>(x.size());
+  auto scales = n.getFloats("scales");
+  auto roi = n.getFloats("roi");
+  CGC_ASSERT(scales.size() == x.size(), "node '{}': unresolved scales", n.name);
+  for (size_t d = 0; d < x.size(); ++d) {
+    p.in_shape[d] = x[d];
+    p.out_shape[d] = y[d];
+    p.scales[d] = scales[d];
+    p.roi_start[d] = roi.size() == 2 * x.size() ? static_cast<float>(roi[d]) : 0.f;
+    p.roi_end[d] = roi.size() == 2 * x.size() ? static_cast<float>(roi[d + x.size()]) : 1.f;
+  }
+  p.cubic_coeff_a = n.getFloat("cubic_coeff_a", -0.75);
+  p.exclude_outside = n.getInt("exclude_outside", 0) != 0;
+  p.extrapolation_value = static_cast<float>(n.getFloat("extrapolation_value", 0.0));
+  return {Kernel::kResize, DType::kF32, p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
 KernelCall lowerSoftmax(const Graph& g, const Node& n) {
@@ -531,6 +598,9 @@ KernelCall lowerNode(const Graph& g, const Node& n) {
   if (n.op == "Gemm") return lowerGemm(g, n);
   if (n.op == "MatMul") return lowerMatMul(g, n);
   if (n.op == "BatchNormalization") return lowerBatchNorm(g, n);
+  if (n.op == "InstanceNormalization") return lowerInstanceNorm(g, n);
+  if (n.op == "LayerNormalization") return lowerLayerNorm(g, n);
+  if (n.op == "Resize") return lowerResize(g, n);
   if (n.op == "Softmax" || n.op == "LogSoftmax") return lowerSoftmax(g, n);
   if (n.op == "Transpose") return lowerTranspose(g, n);
   if (n.op == "Slice") return lowerSlice(g, n);
@@ -597,6 +667,9 @@ std::string kernelFunction(const KernelCall& call) {
     case Kernel::kArgReduce: return "arg_reduce";
     case Kernel::kIndexMap: return "index_map";
     case Kernel::kRnn: return "rnn";
+    case Kernel::kInstanceNorm: return "instance_norm";
+    case Kernel::kLayerNorm: return "layer_norm";
+    case Kernel::kResize: return "resize";
   }
   return "";
 }

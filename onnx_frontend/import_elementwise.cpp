@@ -25,13 +25,22 @@ void importUnary(OpContext& ctx) {
 }
 
 /// Identity, and Dropout at inference: the output is the input. Dropout's
-/// optional mask output is all true.
+/// optional mask output is all true (bool from opset 10, before that ones of
+/// the input's type).
 void importIdentity(OpContext& ctx) {
   ctx.requireInputs(1, 3);
   if (ctx.hasInput(2) && ctx.constantInts(2, "training_mode").at(0) != 0)
     ctx.fail("training mode is not supported (inference only)");
   ctx.emit("Identity", {ctx.inputs[0]}, {ctx.input(0).type});
   if (ctx.proto.output_size() > 1 && !ctx.proto.output(1).empty()) {
+    if (ctx.opset < 10) {
+      ir::TensorType mask = ctx.input(0).type;
+      std::vector<double> ones(static_cast<size_t>(mask.numElements()), 1.0);
+      std::vector<uint8_t> bytes(mask.bytes());
+      rt::cast(DType::kF64, mask.dtype, mask.numElements(), ones.data(), bytes.data());
+      ctx.defineConstant(1, mask, std::move(bytes));
+      return;
+    }
     ir::TensorType mask{DType::kBool, ctx.inputShape(0)};
     ctx.defineConstant(1, mask, std::vector<uint8_t>(mask.bytes(), 1));
   }

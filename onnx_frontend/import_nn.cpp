@@ -193,7 +193,11 @@ void importGemm(OpContext& ctx) {
 
 void importMatMul(OpContext& ctx) {
   ctx.requireInputs(2, 2);
-  requireFloat(ctx, 0);
+  DType type = ctx.inputType(0);
+  if ((type != DType::kF32 && type != DType::kF64) || ctx.inputType(1) != type)
+    ctx.fail(fmt::format("operand types {} and {} are not supported (float32 or "
+                         "float64, both the same)",
+                         dtypeName(type), dtypeName(ctx.inputType(1))));
   Shape a = ctx.inputShape(0), b = ctx.inputShape(1);
   if (a.empty() || b.empty()) ctx.fail("MatMul operands must have rank >= 1");
   bool vecA = a.size() == 1, vecB = b.size() == 1;
@@ -206,7 +210,7 @@ void importMatMul(OpContext& ctx) {
                               Shape(b.begin(), b.end() - 2));
   if (!vecA) out.push_back(a[a.size() - 2]);
   if (!vecB) out.push_back(b.back());
-  ctx.emit("MatMul", {ctx.inputs[0], ctx.inputs[1]}, {{DType::kF32, out}});
+  ctx.emit("MatMul", {ctx.inputs[0], ctx.inputs[1]}, {{type, out}});
 }
 
 void importBatchNorm(OpContext& ctx) {

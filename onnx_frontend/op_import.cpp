@@ -136,6 +136,7 @@ const std::map<std::string, OpImporter>& opImporters() {
     registerNeuralNetOps(t);
     registerRecurrentOps(t);
     registerTensorOps(t);
+    registerImageOps(t);
     return t;
   }();
   return table;

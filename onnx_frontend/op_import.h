@@ -78,6 +78,7 @@ void registerElementwiseOps(std::map<std::string, OpImporter>& table);
 void registerNeuralNetOps(std::map<std::string, OpImporter>& table);
 void registerRecurrentOps(std::map<std::string, OpImporter>& table);
 void registerTensorOps(std::map<std::string, OpImporter>& table);
+void registerImageOps(std::map<std::string, OpImporter>& table);
 
 /// Numpy broadcast of two shapes; fails naming the node when incompatible.
 ir::Shape broadcastShapes(const OpContext& ctx, const ir::Shape& a,

@@ -31,8 +31,8 @@ struct Lifetimes {
     def.assign(graph.numValues(), -1);
     lastUse.assign(graph.numValues(), -1);
     for (int id : order) {
-      // A result nobody reads (LSTM's unnamed Y_c) is still written by its
-      // node, so it lives at least for that step.
+      // An output nobody reads (LSTM's unnamed Y_c, LayerNormalization's
+      // unused Mean) still occupies its buffer while its node writes it.
       for (int out : graph.node(id).outputs) def[out] = lastUse[out] = stepOf[id];
       for (int in : graph.node(id).inputs)
         if (in >= 0) lastUse[in] = std::max(lastUse[in], stepOf[id]);

@@ -110,7 +110,11 @@ void gemm(const GemmParams& p, const float* a, const float* b, const float* c,
   }
 }
 
-void matmul(const MatMulParams& p, const float* a, const float* b, float* y) {
+namespace {
+
+/// Calls f(a offset, b offset, batch index) for every batch of a MatMul.
+template <typename F>
+void forEachBatch(const MatMulParams& p, F&& f) {
   int64_t batches = 1;
   for (int d = 0; d < p.batch_rank; ++d) batches *= p.batch_shape[d];
   int64_t index[kMaxRank] = {};
@@ -120,13 +124,34 @@ void matmul(const MatMulParams& p, const float* a, const float* b, float* y) {
       aOff += index[d] * p.a_batch_strides[d];
       bOff += index[d] * p.b_batch_strides[d];
     }
-    detail::sgemm(p.m, p.n, p.k, a + aOff, p.k, 1, b + bOff, p.n, 1,
-                  y + batch * p.m * p.n, p.n, false);
+    f(aOff, bOff, batch);
     for (int d = p.batch_rank - 1; d >= 0; --d) {
       if (++index[d] < p.batch_shape[d]) break;
       index[d] = 0;
     }
   }
+}
+
+}  // namespace
+
+void matmul(const MatMulParams& p, const float* a, const float* b, float* y) {
+  forEachBatch(p, [&](int64_t aOff, int64_t bOff, int64_t batch) {
+    detail::sgemm(p.m, p.n, p.k, a + aOff, p.k, 1, b + bOff, p.n, 1,
+                  y + batch * p.m * p.n, p.n, false);
+  });
+}
+
+// float64 models are rare (test and scientific graphs): plain loops suffice.
+void matmul(const MatMulParams& p, const double* a, const double* b, double* y) {
+  forEachBatch(p, [&](int64_t aOff, int64_t bOff, int64_t batch) {
+    double* out = y + batch * p.m * p.n;
+    std::fill(out, out + p.m * p.n, 0.0);
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t q = 0; q < p.k; ++q) {
+        const double av = a[aOff + i * p.k + q];
+        for (int64_t j = 0; j < p.n; ++j) out[i * p.n + j] += av * b[bOff + q * p.n + j];
+      }
+  });
 }
 
 }  // namespace cgc::rt

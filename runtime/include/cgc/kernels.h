@@ -177,6 +177,7 @@ struct MatMulParams {
 };
 
 void matmul(const MatMulParams& p, const float* a, const float* b, float* y);
+void matmul(const MatMulParams& p, const double* a, const double* b, double* y);
 
 // ------------------------------------------------------------ normalisation
 
@@ -198,6 +199,28 @@ struct SoftmaxParams {
 };
 
 void softmax(const SoftmaxParams& p, const float* x, float* y);
+
+/// InstanceNormalization over NC(spatial) data: every (n, c) plane is
+/// normalised by its own mean and variance, then scaled and shifted per
+/// channel.
+struct InstanceNormParams {
+  int64_t n, c, spatial;
+  float epsilon;
+};
+
+void instance_norm(const InstanceNormParams& p, const float* x,
+                   const float* scale, const float* bias, float* y);
+
+/// LayerNormalization of x viewed as [outer, inner]: each row is normalised,
+/// then y = normalised * scale + bias with scale and bias of `inner` values
+/// (bias may be null). mean and inv_std_dev (outer values each) may be null.
+struct LayerNormParams {
+  int64_t outer, inner;
+  float epsilon;
+};
+
+void layer_norm(const LayerNormParams& p, const float* x, const float* scale,
+                const float* bias, float* y, float* mean, float* inv_std_dev);
 
 enum class ReduceOp : int32_t { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSumExp };
 
@@ -294,6 +317,38 @@ void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
          const float* b, const int32_t* sequence_lens, const float* initial_h,
          const float* initial_c, const float* peephole, float* y, float* y_h,
          float* y_c);
+
+// ------------------------------------------------------------------ resize
+
+enum class ResizeMode : int32_t { kNearest, kLinear, kCubic };
+enum class NearestMode : int32_t { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+enum class ResizeCoordinates : int32_t {
+  kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric,
+  kTfHalfPixelForNn, kTfCropAndResize,
+};
+
+/// ONNX Resize (and Upsample) of a dense tensor, separably along every axis,
+/// with the ONNX reference implementation's arithmetic: output coordinate x
+/// maps to an input coordinate from `scales` (as given, not out / in), the
+/// neighbours come from the edge-padded input, and the result is the
+/// product-weighted sum over axes. roi (tf_crop_and_resize only) is per axis
+/// in normalised coordinates; outside it the output is extrapolation_value.
+struct ResizeParams {
+  ResizeMode mode;
+  NearestMode nearest_mode;
+  ResizeCoordinates coordinates;
+  int32_t rank;
+  int64_t in_shape[kMaxRank];
+  int64_t out_shape[kMaxRank];
+  double scales[kMaxRank];
+  float roi_start[kMaxRank];
+  float roi_end[kMaxRank];
+  double cubic_coeff_a;
+  bool exclude_outside;
+  float extrapolation_value;
+};
+
+void resize(const ResizeParams& p, const float* x, float* y);
 
 // ------------------------------------------------------------ data movement
 

@@ -1,0 +1,166 @@
+"""End-to-end checks of op forms that ONNX 1.12's backend test data lacks.
+
+The data covers Resize-13, Upsample-9 nearest, float64 Einsum and Dropout-12+;
+this script builds small float32 models for the rest (Einsum equations, older
+Upsample/Resize/Dropout opsets, LayerNormalization without bias or unused
+statistics outputs), computes the expected outputs with numpy, and runs each
+through `cgc run --verify --check`.
+
+Usage: run_op_models.py --cgc CGC --work DIR
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+rng = np.random.default_rng(0)
+
+
+def floats(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def write_model(work, name, node, inputs, outputs, opset, initializers=()):
+    """inputs: [(name, array)] graph inputs; outputs: arrays for node outputs."""
+    path = os.path.join(work, name)
+    data = os.path.join(path, "test_data_set_0")
+    os.makedirs(data, exist_ok=True)
+
+    def info(n, a):
+        return helper.make_tensor_value_info(
+            n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], a.shape)
+
+    graph = helper.make_graph(
+        [node], name, [info(n, a) for n, a in inputs],
+        [info(n, a) for n, a in zip(node.output, outputs)],
+        initializer=list(initializers))
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", opset)])
+    onnx.save(model, os.path.join(path, "model.onnx"))
+    for i, (n, a) in enumerate(inputs):
+        with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(a, n).SerializeToString())
+    for i, (n, a) in enumerate(zip(node.output, outputs)):
+        with open(os.path.join(data, f"output_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(a, n).SerializeToString())
+    return name
+
+
+def einsum_models(work):
+    cases = [
+        ("bij,bjk->bik", [(3, 4, 5), (3, 5, 2)]),
+        ("ij,jk->ik", [(4, 5), (5, 6)]),
+        ("bhid,bhjd->bhij", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+        ("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 6)]),
+        ("...ij,jk->...ik", [(2, 3, 4, 5), (5, 6)]),
+        ("...ij,...jk->...ik", [(2, 1, 4, 5), (3, 5, 6)]),
+        ("ij,jk", [(4, 5), (5, 3)]),
+        ("bij,bkj->bki", [(2, 4, 5), (2, 3, 5)]),
+        ("i,i", [(5,), (5,)]),
+        ("ij,kl->ijkl", [(2, 3), (4, 5)]),
+        ("bhid , bhjd -> bhji", [(1, 2, 3, 4), (1, 2, 5, 4)]),
+    ]
+    names = []
+    for k, (equation, shapes) in enumerate(cases):
+        a, b = floats(*shapes[0]), floats(*shapes[1])
+        y = np.einsum(equation.replace(" ", ""), a, b).astype(np.float32)
+        node = helper.make_node("Einsum", ["a", "b"], ["y"], equation=equation)
+        names.append(write_model(work, f"einsum_{k}", node,
+                                 [("a", a), ("b", b)], [y], 12))
+    return names
+
+
+def linear_asymmetric(x, scales):
+    """Upsample's linear mode: asymmetric coordinates, clamped neighbours."""
+    out = x.astype(np.float64)
+    for axis, s in enumerate(scales):
+        n = out.shape[axis]
+        c = np.arange(int(n * s)) / s
+        lo = np.floor(c).astype(int)
+        r = c - lo
+        hi, lo = np.minimum(lo + 1, n - 1), np.minimum(lo, n - 1)
+        shape = [1] * out.ndim
+        shape[axis] = len(c)
+        out = (np.take(out, lo, axis=axis) * (1 - r).reshape(shape) +
+               np.take(out, hi, axis=axis) * r.reshape(shape))
+    return out.astype(np.float32)
+
+
+def upsample_models(work):
+    x = floats(1, 2, 3, 4)
+    repeated = np.repeat(np.repeat(x, 2, axis=2), 3, axis=3)
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 3], np.float32), "s")
+    odd = numpy_helper.from_array(np.array([1, 1, 2, 2.5], np.float32), "s")
+    return [
+        write_model(work, "upsample_1", helper.make_node(
+            "Upsample", ["x"], ["y"], height_scale=2.0, width_scale=3.0),
+            [("x", x)], [repeated], 6),
+        write_model(work, "upsample_7", helper.make_node(
+            "Upsample", ["x"], ["y"], scales=[1.0, 1.0, 2.0, 3.0]),
+            [("x", x)], [repeated], 7),
+        write_model(work, "upsample_9_linear", helper.make_node(
+            "Upsample", ["x", "s"], ["y"], mode="linear"),
+            [("x", x)], [linear_asymmetric(x, [1, 1, 2, 2.5])], 9, [odd]),
+        write_model(work, "resize_10", helper.make_node(
+            "Resize", ["x", "s"], ["y"], mode="nearest"),
+            [("x", x)], [repeated], 10, [scales]),
+    ]
+
+
+def dropout_models(work):
+    x = floats(2, 3)
+    return [
+        write_model(work, "dropout_7_mask", helper.make_node(
+            "Dropout", ["x"], ["y", "mask"], ratio=0.3),
+            [("x", x)], [x, np.ones_like(x)], 7),
+        write_model(work, "dropout_10_mask", helper.make_node(
+            "Dropout", ["x"], ["y", "mask"]),
+            [("x", x)], [x, np.ones(x.shape, bool)], 10),
+    ]
+
+
+def layer_norm_models(work):
+    x, scale = floats(2, 3, 4), floats(3, 4)
+    mean = x.mean(axis=(1, 2), keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=(1, 2), keepdims=True)
+    y = ((x - mean) / np.sqrt(var + 1e-5) * scale).astype(np.float32)
+    # Only Y is requested: the unused Mean and InvStdDev must not share Y's
+    # memory.
+    return [write_model(work, "layer_norm_no_bias", helper.make_node(
+        "LayerNormalization", ["x", "scale"], ["y"], axis=1),
+        [("x", x), ("scale", scale)], [y], 17)]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cgc", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    names = (einsum_models(args.work) + upsample_models(args.work) +
+             dropout_models(args.work) + layer_norm_models(args.work))
+    failures = []
+    for name in names:
+        path = os.path.join(args.work, name)
+        data = os.path.join(path, "test_data_set_0")
+        result = subprocess.run(
+            [args.cgc, "run", os.path.join(path, "model.onnx"), "--quiet",
+             "--verify", "--inputs", data, "--check", data],
+            capture_output=True, text=True, timeout=300)
+        if result.returncode == 0:
+            print(f"ok   {name}")
+        else:
+            lines = (result.stderr.strip() or result.stdout.strip()).splitlines()
+            print(f"FAIL {name}: {lines[-1] if lines else result.returncode}")
+            failures.append(name)
+    print(f"op models: {len(names) - len(failures)} of {len(names)} pass")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
