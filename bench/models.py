@@ -72,10 +72,10 @@ def randomize_batch_norms(model):
         if isinstance(module, torch.nn.BatchNorm2d):
             with torch.no_grad():
                 n = module.num_features
-                module.weight.copy_(torch.rand(n) + 0.5)
-                module.bias.copy_(torch.randn(n) * 0.2)
+                module.weight.copy_(torch.rand(n) * 0.5 + 0.5)
+                module.bias.copy_(torch.randn(n) * 0.1)
                 module.running_mean.copy_(torch.randn(n) * 0.1)
-                module.running_var.copy_(torch.rand(n) * 0.5 + 0.1)
+                module.running_var.copy_(torch.rand(n) + 1.0)
 
 
 def lstm_case(size, batch):

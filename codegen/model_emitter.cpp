@@ -117,6 +117,27 @@ std::string describeValues(const ir::Graph& graph, const std::vector<int>& ids) 
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+/// `static constexpr TYPE params = {...};` with one top-level field per line
+/// and a trailing comma: readable, and the layout clang-format keeps as it
+/// is (bin-packing long initializers costs it seconds on large models).
+void emitParams(CodeWriter& w, const std::string& type,
+                const std::string& initializer) {
+  w.open("static constexpr {} params = {{", type);
+  int depth = 0;
+  size_t start = 1;
+  for (size_t i = 1; i + 1 < initializer.size(); ++i) {
+    char c = initializer[i];
+    depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+    if (c == ',' && depth == 0) {
+      w.line("{},", initializer.substr(start, i - start));
+      start = i + 2;  // past ", "
+    }
+  }
+  if (initializer.size() > 2)
+    w.line("{},", initializer.substr(start, initializer.size() - 1 - start));
+  w.close(";");
+}
+
 void emitCall(CodeWriter& w, const ModelLayout& layout,
               const KernelCall& call) {
   std::vector<std::string> args;
@@ -151,8 +172,7 @@ void emitCall(CodeWriter& w, const ModelLayout& layout,
       return;
     }
     default:
-      w.line("static constexpr {} params = {};", paramsType(call),
-             paramsInitializer(call));
+      emitParams(w, paramsType(call), paramsInitializer(call));
       w.line("{}(params, {});", fn, fmt::join(args, ", "));
   }
 }
@@ -374,8 +394,14 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
     s.line("constexpr const char* const* kNodeNames = nullptr;");
     s.line("constexpr const char* const* kNodeOps = nullptr;");
   } else {
-    s.line("constexpr const char* kNodeNames[] = {{{}}};", fmt::join(nodeNames, ", "));
-    s.line("constexpr const char* kNodeOps[] = {{{}}};", fmt::join(nodeOps, ", "));
+    // One entry per line (the trailing comma keeps clang-format from
+    // bin-packing, which takes seconds on lists of hundreds of names).
+    for (const auto& [array, entries] : {std::pair{"kNodeNames", &nodeNames},
+                                         std::pair{"kNodeOps", &nodeOps}}) {
+      s.open("constexpr const char* {}[] = {{", array);
+      for (const auto& entry : *entries) s.line("{},", entry);
+      s.close(";");
+    }
   }
   s.open("constexpr cgc_model_info kInfo = {{");
   s.line(".name = \"{}\",", cls);
