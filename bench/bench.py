@@ -138,6 +138,7 @@ def main():
     parser.add_argument("--threads", type=int, default=0,
                         help="ONNX Runtime intra-op threads (0: its default)")
     args = parser.parse_args()
+    args.cgc = os.path.abspath(args.cgc)
     results = os.path.join(BENCH_DIR, "results")
     os.makedirs(results, exist_ok=True)
     peak = measure_peak()

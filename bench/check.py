@@ -119,6 +119,7 @@ def main():
     parser.add_argument("--corpus", default=os.path.join(BENCH_DIR, "corpus"))
     parser.add_argument("--only", default="", help="comma-separated case names")
     args = parser.parse_args()
+    args.cgc = os.path.abspath(args.cgc)
     if not os.path.isdir(args.corpus):
         sys.exit(f"check.py: no corpus at {args.corpus}; make it with bench/models.py")
     names = [n for n in args.only.split(",") if n] or sorted(os.listdir(args.corpus))

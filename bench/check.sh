@@ -2,6 +2,6 @@
 # Makes the corpus if needed (bench/models.py), then compares cgc with ONNX
 # Runtime on every model (bench/check.py). Arguments go to check.py.
 set -euo pipefail
-cd "$(dirname "$0")"
-/usr/bin/python3 models.py
-exec /usr/bin/python3 check.py "$@"
+here="$(dirname "$0")"
+/usr/bin/python3 "$here/models.py"
+exec /usr/bin/python3 "$here/check.py" "$@"
