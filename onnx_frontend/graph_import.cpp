@@ -330,12 +330,15 @@ class GraphImporter {
 
 }  // namespace
 
+int modelOpset(const onnx::ModelProto& model) {
+  return defaultOpset(model.opset_import(), 1);
+}
+
 std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model) {
   std::vector<UnsupportedNode> result;
   std::set<std::string> visitedFunctions;
   collectUnsupported(model, model.graph().node(),
-                     defaultOpset(model.opset_import(), 1), "",
-                     visitedFunctions, result);
+                     modelOpset(model), "", visitedFunctions, result);
   return result;
 }
 
@@ -346,8 +349,7 @@ void importGraphNodes(
   Scope scope;
   for (const auto& [name, id] : names) scope.define(name, id);
   GraphImporter importer(graph, model, inferredShapes);
-  importer.importNodes(model.graph().node(), scope,
-                       defaultOpset(model.opset_import(), 1), "");
+  importer.importNodes(model.graph().node(), scope, modelOpset(model), "");
   for (const auto& output : model.graph().output()) {
     int id = scope.find(output.name());
     if (id < 0)

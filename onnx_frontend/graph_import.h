@@ -29,6 +29,9 @@ struct UnsupportedNode {
   std::string domain;
 };
 
+/// The model's version of the default ONNX domain.
+int modelOpset(const onnx::ModelProto& model);
+
 /// Nodes that cgc can import neither directly nor through a function body,
 /// in the main graph, in If branches and in local functions.
 std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model);

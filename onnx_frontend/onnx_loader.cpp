@@ -18,10 +18,6 @@
 namespace cgc::frontend {
 namespace {
 
-bool isDefaultDomain(const std::string& domain) {
-  return domain.empty() || domain == "ai.onnx";
-}
-
 onnx::ModelProto readModel(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) userError({path, "", ""}, "cannot open the model file");
@@ -37,12 +33,6 @@ onnx::ModelProto readModel(const std::string& path) {
     userError({path, "", ""},
               "not a valid ONNX model: no graph or no IR version");
   return model;
-}
-
-int defaultOpset(const onnx::ModelProto& model) {
-  for (const auto& opset : model.opset_import())
-    if (isDefaultDomain(opset.domain())) return static_cast<int>(opset.version());
-  return 1;
 }
 
 void rejectUnsupported(const std::string& path, const onnx::ModelProto& model) {
@@ -191,7 +181,7 @@ ir::Shape parseShape(const std::string& text) {
 ModelSummary summarizeModel(const std::string& path) {
   onnx::ModelProto model = readModel(path);
   ModelSummary summary;
-  summary.opset = defaultOpset(model);
+  summary.opset = modelOpset(model);
   summary.nodes = model.graph().node_size();
   for (const auto& node : model.graph().node()) ++summary.opCounts[node.op_type()];
   summary.unsupported = unsupportedNodes(model);

@@ -9,28 +9,13 @@
 #include <vector>
 
 #include "cgc/kernels.h"
+#include "test_data.h"
 
 using namespace cgc::rt;
+using cgc::test::randomFloats;
+using cgc::test::requireClose;
 
 namespace {
-
-std::vector<float> randomFloats(size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t s = seed * 2654435761u + 1;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>(s >> 8) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
-  }
-  return v;
-}
-
-void requireClose(const std::vector<float>& actual, const std::vector<float>& expected) {
-  REQUIRE(actual.size() == expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    INFO("element " << i);
-    REQUIRE(actual[i] == Approx(expected[i]).epsilon(1e-4).margin(1e-5));
-  }
-}
 
 int64_t countOf(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -197,7 +182,7 @@ TEST_CASE("nearest resize matches the rounding rules of every nearest_mode") {
         p.nearest_mode = mode;
         auto x = randomFloats(countOf(c.in), 1);
         INFO("coordinates " << static_cast<int>(coordinates) << " mode " << static_cast<int>(mode));
-        requireClose(runResize(p, x), nearestReference(p, x));
+        requireClose(runResize(p, x), nearestReference(p, x), 1e-5);
       }
 }
 
@@ -207,7 +192,7 @@ TEST_CASE("nearest resize with non-integer scales uses the given scales") {
   ResizeParams p = resizeParams(ResizeMode::kNearest, ResizeCoordinates::kAsymmetric, in, out,
                                 {1.0, 1.0, 0.6, 0.35});
   auto x = randomFloats(countOf(in), 2);
-  requireClose(runResize(p, x), nearestReference(p, x));
+  requireClose(runResize(p, x), nearestReference(p, x), 1e-5);
 }
 
 TEST_CASE("bilinear resize matches the four-corner formula") {
@@ -221,7 +206,7 @@ TEST_CASE("bilinear resize matches the four-corner formula") {
       ResizeParams p = resizeParams(ResizeMode::kLinear, coordinates, c.in, c.out, c.scales);
       auto x = randomFloats(countOf(c.in), 3);
       INFO("coordinates " << static_cast<int>(coordinates));
-      requireClose(runResize(p, x), bilinearReference(p, x));
+      requireClose(runResize(p, x), bilinearReference(p, x), 1e-5);
     }
 }
 
@@ -245,7 +230,7 @@ TEST_CASE("trilinear resize of a 5-D tensor matches the eight-corner formula") {
           }
           ref.push_back(static_cast<float>(sum));
         }
-  requireClose(runResize(p, x), ref);
+  requireClose(runResize(p, x), ref, 1e-5);
 }
 
 TEST_CASE("linear resize of a 3-D tensor along one axis") {
@@ -260,7 +245,7 @@ TEST_CASE("linear resize of a 3-D tensor along one axis") {
         ref.push_back(static_cast<float>(l.wlo * x[(a * 5 + l.lo) * 2 + c] +
                                          l.whi * x[(a * 5 + l.hi) * 2 + c]));
       }
-  requireClose(runResize(p, x), ref);
+  requireClose(runResize(p, x), ref, 1e-5);
 }
 
 TEST_CASE("bicubic resize matches Keys' kernel, with and without exclude_outside") {
@@ -275,7 +260,7 @@ TEST_CASE("bicubic resize matches Keys' kernel, with and without exclude_outside
         p.cubic_coeff_a = exclude ? -0.5 : -0.75;
         auto x = randomFloats(countOf(c.in), 6);
         INFO("coordinates " << static_cast<int>(coordinates) << " exclude " << exclude);
-        requireClose(runResize(p, x), bicubicReference(p, x));
+        requireClose(runResize(p, x), bicubicReference(p, x), 1e-5);
       }
 }
 
@@ -303,7 +288,7 @@ TEST_CASE("tf_crop_and_resize crops the region and extrapolates outside it") {
     }
   auto y = runResize(p, x);
   CHECK(y[10] == 10.f);
-  requireClose(y, ref);
+  requireClose(y, ref, 1e-5);
 }
 
 TEST_CASE("instance_norm normalises every (n, c) plane") {
@@ -325,7 +310,7 @@ TEST_CASE("instance_norm normalises every (n, c) plane") {
         for (int64_t i = 0; i < k.spatial; ++i)
           ref.push_back(static_cast<float>((plane[i] - mean) / std::sqrt(var + 1e-5) * scale[c] + bias[c]));
       }
-    requireClose(y, ref);
+    requireClose(y, ref, 1e-5);
   }
 }
 
@@ -350,9 +335,9 @@ TEST_CASE("layer_norm normalises rows and reports mean and inverse deviation") {
       refMean.push_back(static_cast<float>(m));
       refInv.push_back(static_cast<float>(d));
     }
-    requireClose(y, ref);
-    requireClose(mean, refMean);
-    requireClose(inv, refInv);
+    requireClose(y, ref, 1e-5);
+    requireClose(mean, refMean, 1e-5);
+    requireClose(inv, refInv, 1e-5);
   }
 }
 
@@ -362,7 +347,7 @@ TEST_CASE("layer_norm accepts null statistics outputs") {
   LayerNormParams p{3, 4, 1e-5f};
   layer_norm(p, x.data(), scale.data(), nullptr, expected.data(), mean.data(), inv.data());
   layer_norm(p, x.data(), scale.data(), nullptr, y.data(), nullptr, nullptr);
-  requireClose(y, expected);
+  requireClose(y, expected, 1e-5);
 }
 
 TEST_CASE("float64 matmul broadcasts batch dimensions") {

@@ -8,28 +8,13 @@
 #include <vector>
 
 #include "cgc/kernels.h"
+#include "test_data.h"
 
 using namespace cgc::rt;
+using cgc::test::randomFloats;
+using cgc::test::requireClose;
 
 namespace {
-
-std::vector<float> randomFloats(size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t s = seed * 2654435761u + 1;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>(s >> 8) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
-  }
-  return v;
-}
-
-void requireClose(const std::vector<float>& actual, const std::vector<float>& expected) {
-  REQUIRE(actual.size() == expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    INFO("element " << i);
-    REQUIRE(actual[i] == Approx(expected[i]).epsilon(1e-4).margin(1e-4));
-  }
-}
 
 /// Dense row-major strides.
 std::vector<int64_t> stridesOf(const std::vector<int64_t>& shape) {

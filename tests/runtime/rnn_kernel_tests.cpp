@@ -10,29 +10,13 @@
 #include <vector>
 
 #include "cgc/kernels.h"
+#include "test_data.h"
 
 using namespace cgc::rt;
+using cgc::test::randomFloats;
+using cgc::test::requireClose;
 
 namespace {
-
-std::vector<float> randomFloats(size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t s = seed * 2654435761u + 1;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>(s >> 8) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
-  }
-  return v;
-}
-
-void requireClose(const std::vector<float>& actual,
-                  const std::vector<float>& expected) {
-  REQUIRE(actual.size() == expected.size());
-  for (size_t i = 0; i < actual.size(); ++i) {
-    INFO("element " << i);
-    REQUIRE(actual[i] == Approx(expected[i]).epsilon(1e-4).margin(1e-5));
-  }
-}
 
 double refActivate(const RnnActivationParams& a, double x) {
   switch (a.fn) {
@@ -216,9 +200,9 @@ void check(const RnnParams& p, const Options& o, uint32_t seed) {
   Tensors t = makeTensors(p, o, seed);
   Outputs expected = reference(p, t);
   Outputs actual = runKernel(p, t);
-  requireClose(actual.y, expected.y);
-  requireClose(actual.y_h, expected.y_h);
-  if (p.cell == RnnCell::kLstm) requireClose(actual.y_c, expected.y_c);
+  requireClose(actual.y, expected.y, 1e-5);
+  requireClose(actual.y_h, expected.y_h, 1e-5);
+  if (p.cell == RnnCell::kLstm) requireClose(actual.y_c, expected.y_c, 1e-5);
 }
 
 struct Shape {
@@ -296,5 +280,5 @@ TEST_CASE("recurrent outputs are optional") {
   std::vector<float> y_c(expected.y_c.size(), NAN);
   rnn(p, t.x.data(), t.w.data(), t.r.data(), t.b.data(), t.lens.data(),
       t.h0.data(), t.c0.data(), nullptr, nullptr, nullptr, y_c.data());
-  requireClose(y_c, expected.y_c);
+  requireClose(y_c, expected.y_c, 1e-5);
 }

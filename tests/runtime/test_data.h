@@ -1,0 +1,32 @@
+// Inputs and comparisons shared by the kernel tests.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace cgc::test {
+
+/// Deterministic values in [-1, 1) (an LCG, so every platform agrees).
+inline std::vector<float> randomFloats(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t s = seed * 2654435761u + 1;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>(s >> 8) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
+  }
+  return v;
+}
+
+inline void requireClose(const std::vector<float>& actual,
+                         const std::vector<float>& expected,
+                         double margin = 1e-4) {
+  REQUIRE(actual.size() == expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(actual[i] == Approx(expected[i]).epsilon(1e-4).margin(margin));
+  }
+}
+
+}  // namespace cgc::test
