@@ -22,6 +22,9 @@ struct CompileOptions {
   bool embedWeights = true;
   bool verify = false;
   std::vector<std::string> disabledPasses;
+  int executors = 0;        // --executors; 0: chosen from the machine's cores
+  int threadsPerExecutor = 0;  // --threads; 0: the cores left per executor
+  std::string profilePath;  // --profile: measured costs for levels/partition
   bool quiet = false;  // no progress lines on stderr
 };
 

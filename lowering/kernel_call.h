@@ -94,6 +94,10 @@ void evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
 /// output), or nothing when the node was not folded.
 std::vector<int> foldNode(ir::Graph& graph, int node);
 
+/// Whether the runtime function takes a `const rt::Team&` last and splits its
+/// work over the team (see cgc/team.h); the others run on one thread.
+bool takesTeam(const KernelCall& call);
+
 /// Whether an op writes each output element only after reading the same
 /// element of its first input, so the output may share the input's buffer.
 bool mayRunInPlace(const KernelCall& call);

@@ -632,6 +632,13 @@ bool mayRunInPlace(const KernelCall& call) {
          call.kernel == Kernel::kBatchNorm;
 }
 
+bool takesTeam(const KernelCall& call) {
+  switch (call.kernel) {
+    default:
+      return false;
+  }
+}
+
 std::string kernelFunction(const KernelCall& call) {
   auto typeName = [](DType t) -> std::string {
     switch (t) {

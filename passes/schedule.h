@@ -23,6 +23,14 @@ struct Schedule {
   int threadsPerExecutor = 1;
   std::vector<std::vector<int>> ops;  // per executor, in execution order
   std::vector<CrossDependency> crossDependencies;
+  /// Threads each node runs with, by node id (per-op thread counts, as Liu
+  /// et al.); a missing entry or 0 means all of its executor's threads.
+  std::vector<int> nodeThreads;
+
+  int threadsOf(int node) const {
+    int n = node < static_cast<int>(nodeThreads.size()) ? nodeThreads[node] : 0;
+    return n > 0 ? n : threadsPerExecutor;
+  }
 
   /// Every node once, executors interleaved in the order the memory planner
   /// uses as time (step i = position in this list).

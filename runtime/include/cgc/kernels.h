@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "cgc/team.h"
 #include "cgc/types.h"
 
 namespace cgc::rt {

@@ -1,0 +1,184 @@
+// cgc runtime: executors and their thread teams.
+//
+// A compiled model runs on E executors of T threads each. One persistent
+// ExecutorPool per model instance holds the E x T - 1 worker threads (the
+// thread calling run() is executor 0's thread 0), each pinned to its own core
+// when there are enough. run() opens one parallel region for the whole
+// inference (as DeepCPU's ParallelOuterRNN): every thread runs its executor's
+// straight-line op list, the threads of one executor meet at a cheap barrier
+// after each op, and an executor that needs a tensor produced on another
+// waits on that producer's signal (an atomic run counter: spin with pause,
+// then yield; never a lost wake-up). Between runs the workers sleep on a futex,
+// so a model that is never run costs no CPU.
+//
+// Kernels that split their work take a `const Team&` as their last argument:
+// every thread of the team calls the kernel with the same arguments and does
+// its share (Team::split); the generated code puts the barrier after the node.
+// The default argument, Team::serial(), is one thread and no barrier, which is
+// how the constant folder and the tests call them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cgc::rt {
+
+/// Spins with a pause instruction, then yields: the one wait loop of the
+/// runtime (barriers, signals, run completion).
+class Backoff {
+ public:
+  void pause() {
+    if (++spins_ < kSpinsBeforeYield) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
+#endif
+    } else {
+      std::this_thread::yield();
+    }
+  }
+
+ private:
+  static constexpr int kSpinsBeforeYield = 4000;
+  int spins_ = 0;
+};
+
+/// Sense-reversing barrier for a fixed number of threads.
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(int threads = 1) : threads_(threads) {}
+  void wait() {
+    if (threads_ <= 1) return;
+    uint32_t phase = phase_.load(std::memory_order_relaxed);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == threads_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      phase_.store(phase + 1, std::memory_order_release);
+      return;
+    }
+    Backoff backoff;
+    while (phase_.load(std::memory_order_acquire) == phase) backoff.pause();
+  }
+
+ private:
+  int threads_;
+  alignas(64) std::atomic<int> arrived_{0};
+  alignas(64) std::atomic<uint32_t> phase_{0};
+};
+
+/// Contiguous half-open range of work items.
+struct Range {
+  int64_t begin, end;
+  int64_t size() const { return end - begin; }
+};
+
+/// What a kernel sees of the threads that run it.
+class Team {
+ public:
+  Team(int thread, int size, SpinBarrier* barrier)
+      : thread_(thread), size_(size), barrier_(barrier) {}
+
+  /// One thread, no barrier.
+  static const Team& serial() {
+    static const Team team(0, 1, nullptr);
+    return team;
+  }
+
+  int thread() const { return thread_; }
+  int size() const { return size_; }
+
+  /// All threads of the team; returns when every one has arrived.
+  void barrier() const {
+    if (size_ > 1) barrier_->wait();
+  }
+
+  /// This thread's share of [0, n): contiguous, in multiples of `grain`
+  /// (except the last share), near-equal across the team.
+  Range split(int64_t n, int64_t grain = 1) const {
+    int64_t chunks = (n + grain - 1) / grain;
+    int64_t base = chunks / size_, extra = chunks % size_;
+    int64_t first = thread_ * base + std::min<int64_t>(thread_, extra);
+    int64_t count = base + (thread_ < extra ? 1 : 0);
+    return {std::min(n, first * grain), std::min(n, (first + count) * grain)};
+  }
+
+ private:
+  int thread_;
+  int size_;
+  SpinBarrier* barrier_;
+};
+
+}  // namespace cgc::rt
+
+namespace cgc {
+
+/// The threads of one model instance: E executors x T threads, one parallel
+/// region per run(). Not reentrant: one run() at a time per pool.
+class ExecutorPool {
+ public:
+  /// What one executor runs: its thread of `team` executes op list `executor`.
+  /// `team` is the whole executor team; Team(thread, k, barrier(k)) for the
+  /// first k threads gives a node fewer threads (see barrier_for).
+  using Body = void (*)(void* context, int executor, const rt::Team& team);
+
+  /// `signals`: how many cross-executor signals the op lists use.
+  /// Pinning: each worker is pinned to one of the CPUs the process may use
+  /// when E x T fits them (CGC_PIN=0 turns it off); the calling thread is
+  /// never pinned. Throws std::system_error when threads cannot be started.
+  ExecutorPool(int executors, int threads_per_executor, int signals);
+  ~ExecutorPool();
+  ExecutorPool(const ExecutorPool&) = delete;
+  ExecutorPool& operator=(const ExecutorPool&) = delete;
+
+  /// Runs `body` on every thread and returns when all have finished.
+  void run(Body body, void* context);
+
+  /// Marks cross-executor signal `signal` as produced in this run. Call from
+  /// one thread of the producing executor, after its barrier.
+  void publish(int signal) {
+    signals_[signal].value.store(run_epoch_, std::memory_order_release);
+  }
+  /// Waits until `signal` has been published in this run.
+  void wait(int signal) const {
+    rt::Backoff backoff;
+    while (signals_[signal].value.load(std::memory_order_acquire) < run_epoch_)
+      backoff.pause();
+  }
+
+  /// Barrier for the first `threads` threads of `executor` (1 <= threads <= T).
+  rt::SpinBarrier* barrier_for(int executor, int threads);
+
+  int executors() const { return executors_; }
+  int threads_per_executor() const { return threads_; }
+  /// CPU of each thread, executor-major; -1 where not pinned (thread 0 is the
+  /// caller's thread).
+  const std::vector<int>& placement() const { return placement_; }
+  /// "2 executors x 1 thread: e0 [caller], e1 [cpu 1]".
+  std::string describe_placement() const;
+
+ private:
+  struct alignas(64) Signal {
+    std::atomic<uint64_t> value{0};
+  };
+  void worker(int slot);
+
+  int executors_, threads_;
+  std::vector<int> placement_;
+  std::unique_ptr<Signal[]> signals_;
+  std::vector<std::unique_ptr<rt::SpinBarrier>> barriers_;  // [e * T + (k-1)]
+  std::vector<std::thread> workers_;
+  uint64_t run_epoch_ = 0;
+  Body body_ = nullptr;
+  void* context_ = nullptr;
+  alignas(64) std::atomic<uint64_t> generation_{0};  // bumped to start a run; ~0 to stop
+  alignas(64) std::atomic<int> finished_{0};
+};
+
+/// CPUs this process may run on (sched_getaffinity), or hardware_concurrency.
+int available_cpus();
+
+}  // namespace cgc
