@@ -138,11 +138,14 @@ void emitParams(CodeWriter& w, const std::string& type,
   w.close(";");
 }
 
-void emitCall(CodeWriter& w, const ModelLayout& layout,
-              const KernelCall& call) {
+/// The kernel call; `team` names the Team argument of kernels that split
+/// their work (empty for the others).
+void emitCall(CodeWriter& w, const ModelLayout& layout, const KernelCall& call,
+              const std::string& team) {
   std::vector<std::string> args;
   for (int in : call.inputs) args.push_back(layout.pointer(in));
   for (int out : call.outputs) args.push_back(layout.pointer(out));
+  if (!team.empty()) args.push_back(team);
   std::string fn = "cgc::rt::" + lowering::kernelFunction(call);
   switch (call.kernel) {
     case Kernel::kView:
@@ -157,7 +160,7 @@ void emitCall(CodeWriter& w, const ModelLayout& layout,
       auto& p = std::get<lowering::ConcatArgs>(call.params);
       w.line("static constexpr int64_t part_bytes[] = {{{}}};",
              fmt::join(p.partBytes, ", "));
-      args.pop_back();
+      args.resize(call.inputs.size());
       w.line("const void* const inputs[] = {{{}}};", fmt::join(args, ", "));
       w.line("{}(/*outer=*/{}, {}, part_bytes, inputs, {});", fn, p.outer,
              p.partBytes.size(), layout.pointer(call.outputs[0]));
@@ -198,6 +201,95 @@ void emitTensorInfos(CodeWriter& w, const ir::Graph& graph, const char* table,
   w.close(";");
 }
 
+
+/// Cross-executor signals: one per node whose outputs another executor reads.
+std::map<int, int> signalsOf(const passes::Schedule& schedule) {
+  std::map<int, int> signals;
+  for (const auto& dep : schedule.crossDependencies)
+    signals.emplace(dep.producer, static_cast<int>(signals.size()));
+  return signals;
+}
+
+/// One executor's op list as straight-line code run by each of its threads:
+/// wait for inputs from other executors, run the kernel (on the whole team,
+/// on the node's first k threads, or on thread 0 for kernels that do not
+/// split), meet at the team's barrier, publish outputs other executors read.
+void emitExecutor(CodeWriter& s, const ir::Graph& graph,
+                  const passes::Schedule& schedule, const ModelLayout& layout,
+                  const std::map<int, int>& signals,
+                  const std::map<int, int>& nodeIndex,
+                  const std::vector<KernelCall>& calls, int executor,
+                  const std::string& cls) {
+  const int teamSize = schedule.threadsPerExecutor;
+  const std::vector<int>& order = schedule.ops[executor];
+  std::map<int, std::vector<int>> waits;  // consumer -> signals
+  for (const auto& dep : schedule.crossDependencies)
+    if (dep.toExecutor == executor) {
+      auto& list = waits[dep.consumer];
+      int signal = signals.at(dep.producer);
+      if (std::find(list.begin(), list.end(), signal) == list.end())
+        list.push_back(signal);
+    }
+  bool anyKernel = false, readsWeights = false;
+  for (int id : order) {
+    const KernelCall& call = calls[nodeIndex.at(id)];
+    anyKernel |= call.kernel != Kernel::kView;
+    for (int in : call.inputs)
+      readsWeights |= in >= 0 && graph.value(in).isConstant();
+  }
+  s.open("void {}::executor{}(const cgc::rt::Team& team) {{", cls, executor);
+  if (teamSize == 1) s.line("static_cast<void>(team);");
+  if (anyKernel) s.line("unsigned char* const arena = arena_;");
+  if (readsWeights) s.line("const unsigned char* const weights = weights_;");
+  for (int id : order) {
+    const ir::Node& node = graph.node(id);
+    const int index = nodeIndex.at(id);
+    const KernelCall& call = calls[index];
+    std::string summary = fmt::format("node '{}' ({}): {} -> {}", node.name, node.op,
+                                      describeValues(graph, node.inputs),
+                                      describeValues(graph, node.outputs));
+    auto wait = waits.find(id);
+    auto signal = signals.find(id);
+    if (call.kernel == Kernel::kView && wait == waits.end() &&
+        signal == signals.end()) {
+      s.line("// {}: a view, no code", summary);
+      continue;
+    }
+    s.open("{{  // {}", summary);
+    if (wait != waits.end())
+      for (int w : wait->second) s.line("pool_.wait({});", w);
+    if (call.kernel != Kernel::kView) {
+      const int threads = schedule.threadsOf(id);
+      const bool split = lowering::takesTeam(call);
+      s.line("cgc::NodeTimer timer({}, kInfo, {}, {}, {});",
+             teamSize == 1 ? "profiler_" : "team.thread() == 0 ? profiler_ : nullptr",
+             index, executor, split ? threads : 1);
+      if (split && threads == teamSize) {
+        emitCall(s, layout, call, "team");
+      } else if (split) {
+        s.open("if (team.thread() < {}) {{", threads);
+        s.line("const cgc::rt::Team part(team.thread(), {0}, pool_.barrier_for({1}, {0}));",
+               threads, executor);
+        emitCall(s, layout, call, "part");
+        s.close();
+      } else if (teamSize > 1) {
+        s.open("if (team.thread() == 0) {{");
+        emitCall(s, layout, call, "");
+        s.close();
+      } else {
+        emitCall(s, layout, call, "");
+      }
+      if (teamSize > 1) s.line("team.barrier();");
+    }
+    if (signal != signals.end()) {
+      if (teamSize > 1) s.line("if (team.thread() == 0) pool_.publish({});", signal->second);
+      else s.line("pool_.publish({});", signal->second);
+    }
+    s.close();
+  }
+  s.close();
+}
+
 }  // namespace
 
 std::string toClassName(const std::string& name) {
@@ -232,8 +324,6 @@ std::string toSymbolPrefix(const std::string& name) {
 EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
                        const passes::MemoryPlan& plan,
                        const EmitOptions& options) {
-  CGC_ASSERT(schedule.executors == 1, "codegen handles one executor, not {}",
-             schedule.executors);
   EmittedModel model;
   model.className = options.className.empty() ? toClassName(graph.name)
                                               : options.className;
@@ -244,7 +334,12 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
   const std::string& prefix = model.baseName;
   ModelLayout layout(graph, plan);
   model.weights = layout.weights;
-  const std::vector<int>& order = schedule.ops[0];
+  // Nodes are numbered executor by executor (the profiler's node index).
+  std::vector<int> order;
+  for (const auto& list : schedule.ops) order.insert(order.end(), list.begin(), list.end());
+  std::map<int, int> nodeIndex;
+  for (size_t i = 0; i < order.size(); ++i) nodeIndex[order[i]] = static_cast<int>(i);
+  const std::map<int, int> signals = signalsOf(schedule);
 
   std::vector<KernelCall> calls;
   std::string description;
@@ -280,6 +375,7 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
   h.line("#include <cgc/runtime.h>");
   h.blank();
   h.line("#include <cstdint>");
+  h.line("#include <string>");
   h.blank();
   h.open("namespace {} {{", options.nameSpace);
   h.blank();
@@ -309,21 +405,29 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
     h.line("const {}* {}() const;", cppType(v.type.dtype), layout.outputAccessors[i]);
   }
   h.blank();
-  h.line("/// Runs one inference.");
+  h.line("/// Runs one inference on the model's executors (not reentrant: one run()");
+  h.line("/// at a time per instance).");
   h.line("void run();");
   h.line("/// Per-node timings go to `profiler` while it is set (nullptr: off).");
   h.line("void set_profiler(cgc::Profiler* profiler) {{ profiler_ = profiler; }}");
   h.line("/// Names, shapes and types of inputs and outputs, memory and schedule.");
   h.line("static const cgc::ModelInfo& info();");
+  h.line("/// Where this instance's threads run: \"1 executor(s) x 2 thread(s): e0 [caller, cpu 1]\".");
+  h.line("const std::string& placement() const {{ return pool_.describe_placement(); }}");
   h.line("/// Input or output by position (for generic drivers); nullptr if out of range.");
   h.line("void* input(int index);");
   h.line("const void* output(int index) const;");
   h.blank();
   h.line(" private:");
+  h.line("static void run_executor(void* self, int executor, const cgc::rt::Team& team);");
+  for (int e = 0; e < schedule.executors; ++e)
+    h.line("void executor{}(const cgc::rt::Team& team);", e);
+  h.blank();
   h.line("unsigned char* arena_;");
   if (!model.weights.empty())
     h.line("{}unsigned char* weights_;", options.embedWeights ? "const " : "");
   h.line("cgc::Profiler* profiler_ = nullptr;");
+  h.line("cgc::ExecutorPool pool_;");
   h.close(";");
   h.blank();
   h.close(fmt::format("  // namespace {}", options.nameSpace));
@@ -338,6 +442,7 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
   h.line("const void* {}_output(const void* model, int index);", prefix);
   h.line("const cgc_model_info* {}_info(void);", prefix);
   h.line("void {}_set_profiler(void* model, cgc::Profiler* profiler);", prefix);
+  h.line("const char* {}_placement(const void* model);", prefix);
   h.line("}}");
   model.header = h.text();
 
@@ -436,7 +541,9 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
   else
     s.line("{0}::{0}({1}const char* weights_path)", cls,
            model.weights.empty() ? "[[maybe_unused]] " : "");
-  s.line("    : arena_(cgc::allocate_arena(kArenaBytes)){} {{}}", weightsInit);
+  s.line("    : arena_(cgc::allocate_arena(kArenaBytes)){},", weightsInit);
+  s.line("      pool_(kInfo.executors, kInfo.threads_per_executor, /*signals=*/{}) {{}}",
+         signals.size());
   s.blank();
   s.open("{0}::~{0}() {{", cls);
   s.line("std::free(arena_);");
@@ -478,33 +585,25 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
   s.line("const cgc::ModelInfo& {}::info() {{ return kInfo; }}", cls);
   s.blank();
   s.open("void {}::run() {{", cls);
-  bool anyKernel = false;
-  for (const auto& call : calls) anyKernel |= call.kernel != Kernel::kView;
-  if (anyKernel) {
-    s.line("unsigned char* const arena = arena_;");
-    bool readsWeights = false;
-    for (const auto& call : calls)
-      for (int in : call.inputs)
-        readsWeights |= in >= 0 && graph.value(in).isConstant();
-    if (readsWeights) s.line("const unsigned char* const weights = weights_;");
-  }
-  for (size_t i = 0; i < order.size(); ++i) {
-    const ir::Node& node = graph.node(order[i]);
-    const KernelCall& call = calls[i];
-    std::string summary = fmt::format("node '{}' ({}): {} -> {}", node.name, node.op,
-                                      describeValues(graph, node.inputs),
-                                      describeValues(graph, node.outputs));
-    if (call.kernel == Kernel::kView) {
-      s.line("// {}: a view, no code", summary);
-      continue;
-    }
-    s.open("{{  // {}", summary);
-    s.line("cgc::NodeTimer timer(profiler_, kInfo, {});", i);
-    emitCall(s, layout, call);
-    s.close();
-  }
+  s.line("pool_.run(&{}::run_executor, this);", cls);
   s.line("if (profiler_) profiler_->end_run();");
   s.close();
+  s.blank();
+  s.open("void {}::run_executor(void* self, int executor, const cgc::rt::Team& team) {{", cls);
+  if (schedule.executors == 1) {
+    s.line("static_cast<void>(executor);");
+    s.line("static_cast<{}*>(self)->executor0(team);", cls);
+  } else {
+    s.open("switch (executor) {{");
+    for (int e = 0; e < schedule.executors; ++e)
+      s.line("case {0}: static_cast<{1}*>(self)->executor{0}(team); break;", e, cls);
+    s.close();
+  }
+  s.close();
+  for (int e = 0; e < schedule.executors; ++e) {
+    s.blank();
+    emitExecutor(s, graph, schedule, layout, signals, nodeIndex, calls, e, cls);
+  }
   s.blank();
   s.close(fmt::format("  // namespace {}", options.nameSpace));
   s.blank();
@@ -522,6 +621,9 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
   s.line("const cgc_model_info* {}_info(void) {{ return &{}::info(); }}", prefix, qualified);
   s.open("void {}_set_profiler(void* model, cgc::Profiler* profiler) {{", prefix);
   s.line("static_cast<{}*>(model)->set_profiler(profiler);", qualified);
+  s.close();
+  s.open("const char* {}_placement(const void* model) {{", prefix);
+  s.line("return static_cast<const {}*>(model)->placement().c_str();", qualified);
   s.close();
   s.close();
   model.source = s.text();

@@ -213,6 +213,7 @@ int run(const RunOptions& options) {
   }
   std::string library = driver::buildSharedLibrary(files, options.compile);
   driver::LoadedModel loaded(library, prefix);
+  driver::progress(options.compile, "running on " + loaded.placement());
   const auto& info = loaded.info();
 
   // Test-data files are numbered in the ONNX model's input order, which

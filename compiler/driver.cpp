@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cgc/team.h"
 #include "codegen/clang_tools.h"
 #include "compiler_config.h"
 #include "passes/pass_manager.h"
@@ -58,6 +59,8 @@ CompiledModel compileGraph(const CompileOptions& options) {
   pipeline.disabled = options.disabledPasses;
   passes::runPipeline(model.graph, pipeline);
   model.schedule = passes::scheduleSequential(model.graph);
+  model.schedule.threadsPerExecutor =
+      options.threadsPerExecutor > 0 ? options.threadsPerExecutor : cgc::available_cpus();
   passes::verifySchedule(model.graph, model.schedule);
   model.plan = passes::planMemory(model.graph, model.schedule);
   passes::verifyMemoryPlan(model.graph, model.schedule, model.plan);

@@ -30,6 +30,25 @@ void addModelOptions(CLI::App& command, CompileOptions& options,
   command.add_flag("-q,--quiet", options.quiet, "No progress lines on stderr");
 }
 
+/// How the model runs: executors, threads, measured costs.
+void addScheduleOptions(CLI::App& command, CompileOptions& options) {
+  command.add_option("--executors", options.executors,
+                     "Executors that run independent ops concurrently "
+                     "(default: 1, or the profile's)")
+      ->check(CLI::Range(1, 1024));
+  command.add_option("--threads", options.threadsPerExecutor,
+                     "Threads per executor; each op splits over them "
+                     "(default: the cores available divided by the executors, "
+                     "or the profile's)")
+      ->check(CLI::Range(1, 1024));
+  command.add_option("--profile", options.profilePath,
+                     "Profile JSON (cgc run --profile-out, cgc tune): its "
+                     "measured costs drive the schedule, and a tuned profile's "
+                     "executors, threads and per-op thread counts are used "
+                     "unless given here")
+      ->check(CLI::ExistingFile);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,6 +63,7 @@ int main(int argc, char** argv) {
   CLI::App* compile = app.add_subcommand(
       "compile", "Compile MODEL into NAME.h, NAME.cpp and NAME.weights.bin");
   addModelOptions(*compile, compileOptions, compileShapes, compileConstants);
+  addScheduleOptions(*compile, compileOptions);
   compile->add_option("-o,--output", compileOptions.outDir,
                       "Output directory (default: current directory)");
   compile->add_option("--name", compileOptions.className,
@@ -65,6 +85,7 @@ int main(int argc, char** argv) {
       "run", "Compile MODEL, build it with the C++ compiler (cached), run it "
              "and print its outputs");
   addModelOptions(*run, runOptions.compile, runShapes, runConstants);
+  addScheduleOptions(*run, runOptions.compile);
   run->add_option("--inputs", runOptions.inputsDir,
                   "Directory with input_0.pb, input_1.pb, ... (ONNX test-data "
                   "layout); inputs not given are filled deterministically");

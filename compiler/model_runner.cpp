@@ -100,6 +100,7 @@ LoadedModel::LoadedModel(const std::string& library, const std::string& prefix) 
   input_ = symbol<void* (*)(void*, int)>(handle_, prefix + "_input", library);
   output_ = symbol<const void* (*)(const void*, int)>(handle_, prefix + "_output", library);
   setProfiler_ = symbol<void (*)(void*, Profiler*)>(handle_, prefix + "_set_profiler", library);
+  placement_ = symbol<const char* (*)(const void*)>(handle_, prefix + "_placement", library);
   info_ = symbol<const cgc_model_info* (*)()>(handle_, prefix + "_info", library)();
   instance_ = create();
 }

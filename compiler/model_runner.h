@@ -32,6 +32,8 @@ class LoadedModel {
   const void* output(int index) const { return output_(instance_, index); }
   void run() { run_(instance_); }
   void setProfiler(Profiler* profiler) { setProfiler_(instance_, profiler); }
+  /// Where the instance's threads run (ExecutorPool::describe_placement).
+  std::string placement() const { return placement_(instance_); }
 
  private:
   void* handle_ = nullptr;
@@ -42,6 +44,7 @@ class LoadedModel {
   void* (*input_)(void*, int) = nullptr;
   const void* (*output_)(const void*, int) = nullptr;
   void (*setProfiler_)(void*, Profiler*) = nullptr;
+  const char* (*placement_)(const void*) = nullptr;
 };
 
 /// Directory for cached builds: $CGC_CACHE_DIR, else $XDG_CACHE_HOME/cgc,

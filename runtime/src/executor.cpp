@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -65,6 +64,7 @@ ExecutorPool::ExecutorPool(int executors, int threads_per_executor, int signals)
         placement_[slot] = -1;
     }
   }
+  description_ = describe();
 }
 
 ExecutorPool::~ExecutorPool() {
@@ -87,9 +87,8 @@ void ExecutorPool::run(Body body, void* context) {
     generation_.notify_all();
   }
   body(context, 0, rt::Team(0, threads_, barrier_for(0, threads_)));
-  rt::Backoff backoff;
   const int workers = static_cast<int>(workers_.size());
-  while (finished_.load(std::memory_order_acquire) != workers) backoff.pause();
+  rt::wait_until(finished_, [workers](int finished) { return finished == workers; });
 }
 
 void ExecutorPool::worker(int slot) {
@@ -97,26 +96,18 @@ void ExecutorPool::worker(int slot) {
   uint64_t seen = 0;
   for (;;) {
     // Spin briefly for back-to-back runs, then sleep until the next one.
-    uint64_t generation = generation_.load(std::memory_order_acquire);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
-    rt::Backoff backoff;
-    while (generation == seen && std::chrono::steady_clock::now() < deadline) {
-      backoff.pause();
-      generation = generation_.load(std::memory_order_acquire);
-    }
-    while (generation == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
-      generation = generation_.load(std::memory_order_acquire);
-    }
+    rt::wait_until(generation_, [seen](uint64_t now) { return now != seen; });
+    const uint64_t generation = generation_.load(std::memory_order_acquire);
     if (generation == kStop) return;
     seen = generation;
     body_(context_, executor,
           rt::Team(thread, threads_, barrier_for(executor, threads_)));
     finished_.fetch_add(1, std::memory_order_acq_rel);
+    finished_.notify_all();
   }
 }
 
-std::string ExecutorPool::describe_placement() const {
+std::string ExecutorPool::describe() const {
   std::string out = std::to_string(executors_) + " executor(s) x " +
                     std::to_string(threads_) + " thread(s):";
   for (int e = 0; e < executors_; ++e) {

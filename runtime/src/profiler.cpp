@@ -65,6 +65,7 @@ Profiler::Profiler() : origin_ns_(steadyNs()) {}
 int64_t Profiler::now_ns() const { return steadyNs() - origin_ns_; }
 
 void Profiler::record(const ModelInfo& model, const Event& event) {
+  std::lock_guard<std::mutex> lock(mutex_);
   model_ = &model;
   events_.push_back(event);
 }
@@ -76,6 +77,9 @@ bool Profiler::write_profile(const std::string& path) const {
   for (const Event& e : events_) byNode[e.node].push_back(&e);
   file.put("{\n  \"model\": " + quoted(model_ ? model_->name : "") +
            ",\n  \"graph_hash\": " + quoted(model_ ? model_->graph_hash : "") +
+           ",\n  \"executors\": " + std::to_string(model_ ? model_->executors : 1) +
+           ",\n  \"threads\": " +
+           std::to_string(model_ ? model_->threads_per_executor : 1) +
            ",\n  \"runs\": " + std::to_string(runs_) + ",\n  \"nodes\": [");
   bool first = true;
   for (auto& [node, events] : byNode) {

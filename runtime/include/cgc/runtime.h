@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cgc/c_api.h"
+#include "cgc/team.h"
 #include "cgc/types.h"
 
 namespace cgc {
@@ -28,7 +30,8 @@ class Profiler {
 
   Profiler();
 
-  /// Called by generated code around each node.
+  /// Called by generated code around each node, from one thread of each
+  /// executor (so concurrently when there are several).
   int64_t now_ns() const;
   void record(const ModelInfo& model, const Event& event);
   void end_run() { ++runs_; }
@@ -43,6 +46,7 @@ class Profiler {
   bool write_trace(const std::string& path) const;
 
  private:
+  std::mutex mutex_;  // executors record concurrently
   const ModelInfo* model_ = nullptr;
   std::vector<Event> events_;
   int64_t runs_ = 0;

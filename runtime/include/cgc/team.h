@@ -8,7 +8,7 @@
 // straight-line op list, the threads of one executor meet at a cheap barrier
 // after each op, and an executor that needs a tensor produced on another
 // waits on that producer's signal (an atomic run counter: spin with pause,
-// then yield; never a lost wake-up). Between runs the workers sleep on a futex,
+// then sleep on its futex; never a lost wake-up). Between runs the workers sleep on a futex,
 // so a model that is never run costs no CPU.
 //
 // Kernels that split their work take a `const Team&` as their last argument:
@@ -27,26 +27,29 @@
 
 namespace cgc::rt {
 
-/// Spins with a pause instruction, then yields: the one wait loop of the
-/// runtime (barriers, signals, run completion).
-class Backoff {
- public:
-  void pause() {
-    if (++spins_ < kSpinsBeforeYield) {
+/// Waits until `ready(value)` holds for an atomic: spins with a pause
+/// instruction for a few tens of microseconds (the common case: the other
+/// thread is about to arrive), then sleeps on the atomic's futex, so that
+/// threads sharing a core (more threads than cores) give it up. Whoever
+/// changes the value calls notify_all(), which costs no system call while
+/// nobody sleeps.
+template <typename T, typename Ready>
+void wait_until(const std::atomic<T>& atomic, Ready ready) {
+  constexpr int kSpins = 2000;
+  for (int spins = 0;; ++spins) {
+    T value = atomic.load(std::memory_order_acquire);
+    if (ready(value)) return;
+    if (spins < kSpins) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #elif defined(__aarch64__)
       asm volatile("yield");
 #endif
     } else {
-      std::this_thread::yield();
+      atomic.wait(value, std::memory_order_acquire);
     }
   }
-
- private:
-  static constexpr int kSpinsBeforeYield = 4000;
-  int spins_ = 0;
-};
+}
 
 /// Sense-reversing barrier for a fixed number of threads.
 class SpinBarrier {
@@ -58,10 +61,10 @@ class SpinBarrier {
     if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == threads_) {
       arrived_.store(0, std::memory_order_relaxed);
       phase_.store(phase + 1, std::memory_order_release);
+      phase_.notify_all();
       return;
     }
-    Backoff backoff;
-    while (phase_.load(std::memory_order_acquire) == phase) backoff.pause();
+    wait_until(phase_, [phase](uint32_t now) { return now != phase; });
   }
 
  private:
@@ -141,12 +144,13 @@ class ExecutorPool {
   /// one thread of the producing executor, after its barrier.
   void publish(int signal) {
     signals_[signal].value.store(run_epoch_, std::memory_order_release);
+    signals_[signal].value.notify_all();
   }
   /// Waits until `signal` has been published in this run.
   void wait(int signal) const {
-    rt::Backoff backoff;
-    while (signals_[signal].value.load(std::memory_order_acquire) < run_epoch_)
-      backoff.pause();
+    const uint64_t epoch = run_epoch_;
+    rt::wait_until(signals_[signal].value,
+                   [epoch](uint64_t value) { return value >= epoch; });
   }
 
   /// Barrier for the first `threads` threads of `executor` (1 <= threads <= T).
@@ -157,17 +161,19 @@ class ExecutorPool {
   /// CPU of each thread, executor-major; -1 where not pinned (thread 0 is the
   /// caller's thread).
   const std::vector<int>& placement() const { return placement_; }
-  /// "2 executors x 1 thread: e0 [caller], e1 [cpu 1]".
-  std::string describe_placement() const;
+  /// "2 executor(s) x 1 thread(s): e0 [caller] e1 [cpu 1]".
+  const std::string& describe_placement() const { return description_; }
 
  private:
   struct alignas(64) Signal {
     std::atomic<uint64_t> value{0};
   };
   void worker(int slot);
+  std::string describe() const;
 
   int executors_, threads_;
   std::vector<int> placement_;
+  std::string description_;
   std::unique_ptr<Signal[]> signals_;
   std::vector<std::unique_ptr<rt::SpinBarrier>> barriers_;  // [e * T + (k-1)]
   std::vector<std::thread> workers_;
