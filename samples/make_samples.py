@@ -181,6 +181,25 @@ class Functions(nn.Module):
         return y, self.second(y) * 2.0
 
 
+class Inception(nn.Module):
+    """Four independent branches joined by a Concat, then two parallel heads:
+    the shape of graph that several executors run concurrently."""
+
+    def __init__(self):
+        super().__init__()
+        self.branch1 = nn.Conv2d(8, 8, 1)
+        self.branch3 = nn.Sequential(nn.Conv2d(8, 6, 1), nn.ReLU(), nn.Conv2d(6, 8, 3, padding=1))
+        self.branch5 = nn.Sequential(nn.Conv2d(8, 4, 1), nn.ReLU(), nn.Conv2d(4, 8, 5, padding=2))
+        self.pool = nn.Sequential(nn.MaxPool2d(3, stride=1, padding=1), nn.Conv2d(8, 8, 1))
+        self.head_a = nn.Linear(32, 10)
+        self.head_b = nn.Linear(32, 4)
+
+    def forward(self, x):
+        y = torch.cat([self.branch1(x), self.branch3(x), self.branch5(x), self.pool(x)], 1)
+        features = torch.relu(y).mean(dim=(2, 3))
+        return torch.softmax(self.head_a(features), 1), torch.sigmoid(self.head_b(features))
+
+
 @dataclasses.dataclass
 class Sample:
     model_class: type
@@ -203,6 +222,7 @@ SAMPLES = {
     "batch_norm_only": Sample(BatchNormOnly, {"x": (2, 3, 5, 5), "y": (2, 3, 5, 5)},
                               ["normalized"]),
     "branches": Sample(Branches, {"x": (4, 8)}, ["a", "b"]),
+    "inception": Sample(Inception, {"input": (2, 8, 12, 12)}, ["classes", "flags"]),
     "functions": Sample(Functions, {"x": (4, 8)}, ["y", "z"], opset=15,
                         local_functions=(Gated,)),
 }

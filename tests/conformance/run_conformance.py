@@ -58,7 +58,7 @@ def graph_input_names(model_path):
     return [i.name for i in model.graph.input if i.name not in initializers]
 
 
-def run_test(cgc, name, path):
+def run_test(cgc, name, path, extra_args=()):
     """Runs one test. Inputs that determine shapes (Reshape's shape, Slice's
     starts, ...) are graph inputs in these tests; when cgc asks for one to be
     a compile-time constant, it is bound to its test-data file with
@@ -68,7 +68,7 @@ def run_test(cgc, name, path):
     constants = []
     for _ in range(8):
         command = [cgc, "run", model, "--quiet", "--verify", "--inputs", data,
-                   "--check", data] + constants
+                   "--check", data] + constants + list(extra_args)
         try:
             result = subprocess.run(command, capture_output=True, text=True,
                                     timeout=300)
@@ -102,6 +102,8 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--filter", default="", help="substring of test names")
+    parser.add_argument("--cgc-arg", action="append", default=[],
+                        help="extra argument for cgc run, e.g. --cgc-arg=--executors=2")
     args = parser.parse_args()
 
     os.makedirs(args.work, exist_ok=True)
@@ -110,7 +112,7 @@ def main():
     start = time.time()
     results = {}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(run_test, args.cgc, n, p) for n, p in tests]
+        futures = [pool.submit(run_test, args.cgc, n, p, args.cgc_arg) for n, p in tests]
         for i, future in enumerate(concurrent.futures.as_completed(futures), 1):
             name, status, detail = future.result()
             results[name] = (status, detail)

@@ -1,12 +1,32 @@
 #!/usr/bin/env bash
-# Builds every sample model's generated code, the runtime and a driver with
-# AddressSanitizer + UndefinedBehaviorSanitizer (-Wall -Wextra -Werror) and
-# runs it. Any sanitizer report fails the test.
-# Usage: run_sanitizers.sh CGC SAMPLES_DIR RUNTIME_DIR WORK_DIR
+# Builds sample models' generated code, the runtime and a driver with
+# sanitizers (-Wall -Wextra -Werror) and runs it. Any sanitizer report fails
+# the test.
+#   address: AddressSanitizer + UndefinedBehaviorSanitizer, every sample on
+#            the default schedule;
+#   thread:  ThreadSanitizer, the samples with parallel branches on 3
+#            executors x 2 threads (cross-executor signals, team barriers,
+#            the pool's start and finish, the profiler recording from
+#            several executors).
+# Usage: run_sanitizers.sh CGC SAMPLES_DIR RUNTIME_DIR WORK_DIR [address|thread]
 set -eu
-cgc=$1 samples=$2 runtime=$3 work=$4
+cgc=$1 samples=$2 runtime=$3 work=$4 mode=${5:-address}
 rm -rf "$work" && mkdir -p "$work/runtime"
-flags="-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all -Wall -Wextra -Werror"
+case $mode in
+  address)
+    sanitize=address,undefined
+    models=(tiny_cnn mlp shapes deconv batch_norm_only inception)
+    schedule=()
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ;;
+  thread)
+    sanitize=thread
+    models=(inception tiny_cnn mlp)
+    schedule=(--executors 3 --threads 2)
+    export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ;;
+  *) echo "unknown mode $mode" >&2; exit 2 ;;
+esac
+flags="-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=$sanitize -fno-sanitize-recover=all -Wall -Wextra -Werror"
 
 # The runtime once, with sanitizers.
 objects=()
@@ -17,15 +37,15 @@ for src in "$runtime"/src/*.cpp; do
 done
 wait
 
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-for sample in tiny_cnn mlp shapes deconv batch_norm_only; do
+for sample in "${models[@]}"; do
   out="$work/$sample"
-  "$cgc" compile "$samples/$sample/model.onnx" -o "$out" --name "San_$sample" --quiet
+  "$cgc" compile "$samples/$sample/model.onnx" -o "$out" --name "San_$sample" \
+      --quiet "${schedule[@]}"
   prefix="san_$sample"
   c++ $flags -I"$runtime/include" -I"$out" -Wa,-I"$out" \
       -DCGC_MODEL_HEADER="\"$prefix.h\"" -DCGC_MODEL_PREFIX="$prefix" \
-      "$out/$prefix.cpp" "$(dirname "$0")/driver.cpp" "${objects[@]}" -o "$out/driver"
+      "$out/$prefix.cpp" "$(dirname "$0")/driver.cpp" "${objects[@]}" \
+      -lpthread -o "$out/driver"
   "$out/driver"
 done
-echo "sanitizers: all sample models ran clean under ASan and UBSan"
+echo "sanitizers ($mode): the sample models ran clean"
