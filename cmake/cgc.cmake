@@ -1,6 +1,11 @@
 # cgc_add_graph(<target> MODEL <file.onnx> [NAME <Class>] [NAMESPACE <ns>]
-#               [SHAPES <input=1x3x224x224>...] [WEIGHTS embed|file])
+#               [SHAPES <input=1x3x224x224>...] [WEIGHTS embed|file]
+#               [EXECUTORS <E>] [THREADS <T>] [PROFILE <file.profile.json>])
 #
+# EXECUTORS/THREADS fix the schedule (default: one executor with all the
+# build machine's cores); PROFILE is a profile from `cgc run --profile-out`
+# or `cgc tune`, whose measured costs (and, from tune, executors, threads and
+# per-op thread counts) drive the schedule.
 # Compiles an ONNX model with `cgc compile` at build time (again whenever the
 # model or cgc changes) into a static library <target> that carries the
 # generated header's include path and the runtime. NAME defaults to the
@@ -8,7 +13,7 @@
 # Needs CGC_EXECUTABLE (set by find_package(cgc) or cgc's own build) and the
 # cgc::cgc_runtime target.
 function(cgc_add_graph target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;NAME;NAMESPACE;WEIGHTS" "SHAPES")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;NAME;NAMESPACE;WEIGHTS;EXECUTORS;THREADS;PROFILE" "SHAPES")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "cgc_add_graph(${target}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -48,8 +53,21 @@ function(cgc_add_graph target)
     list(APPEND shape_args --shape "${shape}")
   endforeach()
 
+  set(schedule_args "")
+  if(ARG_EXECUTORS)
+    list(APPEND schedule_args --executors "${ARG_EXECUTORS}")
+  endif()
+  if(ARG_THREADS)
+    list(APPEND schedule_args --threads "${ARG_THREADS}")
+  endif()
+
   set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_cgc")
   set(depends "${model}")
+  if(ARG_PROFILE)
+    get_filename_component(profile "${ARG_PROFILE}" ABSOLUTE)
+    list(APPEND schedule_args --profile "${profile}")
+    list(APPEND depends "${profile}")
+  endif()
   if(TARGET cgc)
     list(APPEND depends cgc)
   else()
@@ -58,7 +76,7 @@ function(cgc_add_graph target)
   add_custom_command(
     OUTPUT "${out}/${prefix}.h" "${out}/${prefix}.cpp" "${out}/${prefix}.weights.bin"
     COMMAND "${CGC_EXECUTABLE}" compile "${model}" -o "${out}" --name "${name}"
-            --namespace "${namespace}" --weights "${weights}" ${shape_args} --quiet
+            --namespace "${namespace}" --weights "${weights}" ${shape_args} ${schedule_args} --quiet
     DEPENDS ${depends}
     COMMENT "cgc: compiling ${ARG_MODEL} into ${name}"
     VERBATIM)
