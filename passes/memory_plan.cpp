@@ -1,4 +1,9 @@
-// See memory_plan.h.
+// See memory_plan.h. Time is the schedule's happens-before relation
+// (schedule.h), not a step counter: with several executors two nodes may run
+// at the same time unless program order or a cross dependency orders them,
+// so a buffer may only be reused once every access to it happens-before the
+// new value's producer starts. With one executor happens-before is the op
+// list's order and this is plain interval liveness.
 #include "passes/memory_plan.h"
 
 #include <fmt/ranges.h>
@@ -16,63 +21,89 @@ int64_t alignUp(int64_t bytes) {
          MemoryPlan::kAlignment;
 }
 
-/// Step at which each value is defined and last read, over the schedule.
-struct Lifetimes {
-  std::vector<int> stepOf;  // per node id
-  std::vector<int> def;     // per value id
-  std::vector<int> lastUse;
-  int steps = 0;
+/// Live nodes reading each value, by value id.
+std::vector<std::vector<int>> readersByValue(const ir::Graph& graph) {
+  std::vector<std::vector<int>> readers(graph.numValues());
+  for (int id : graph.liveNodes())
+    for (int in : graph.node(id).inputs)
+      if (in >= 0 && (readers[in].empty() || readers[in].back() != id))
+        readers[in].push_back(id);
+  return readers;
+}
 
-  Lifetimes(const ir::Graph& graph, const Schedule& schedule) {
-    auto order = schedule.linearOrder();
-    steps = static_cast<int>(order.size());
-    stepOf.assign(graph.numNodeSlots(), -1);
-    for (int i = 0; i < steps; ++i) stepOf[order[i]] = i;
-    def.assign(graph.numValues(), -1);
-    lastUse.assign(graph.numValues(), -1);
-    for (int id : order) {
-      // An output nobody reads (LSTM's unnamed Y_c, LayerNormalization's
-      // unused Mean) still occupies its buffer while its node writes it.
-      for (int out : graph.node(id).outputs) def[out] = lastUse[out] = stepOf[id];
-      for (int in : graph.node(id).inputs)
-        if (in >= 0) lastUse[in] = std::max(lastUse[in], stepOf[id]);
-    }
-    for (int out : graph.outputs) lastUse[out] = steps;
-    for (int in : graph.inputs) def[in] = -1;
+/// When a buffer is touched: the nodes writing or reading any of its values,
+/// and whether the caller touches it before the run (an input) or after it
+/// (an output). Buffers are ordered when every access of one happens-before
+/// every access of the other.
+struct Accesses {
+  std::vector<int> nodes;
+  bool atEntry = false, atExit = false;
+
+  void add(const ir::Graph& graph, const std::vector<std::vector<int>>& readers,
+           int value) {
+    const ir::Value& v = graph.value(value);
+    if (v.producer >= 0) nodes.push_back(v.producer);
+    nodes.insert(nodes.end(), readers[value].begin(), readers[value].end());
+    atEntry |= v.kind == ir::ValueKind::kInput;
+    atExit |= graph.isGraphOutput(value);
+  }
+  /// Every access of *this happens-before every access of `later`.
+  bool before(const Accesses& later, const HappensBefore& hb) const {
+    if (atExit || later.atEntry) return nodes.empty() && !atExit;
+    for (int a : nodes)
+      for (int b : later.nodes)
+        if (!hb.before(a, b)) return false;
+    return true;
+  }
+  bool mayOverlap(const Accesses& other, const HappensBefore& hb) const {
+    return !before(other, hb) && !other.before(*this, hb);
   }
 };
-
-bool overlaps(int firstA, int lastA, int firstB, int lastB) {
-  return firstA <= lastB && firstB <= lastA;
-}
 
 }  // namespace
 
 MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule) {
-  Lifetimes life(graph, schedule);
+  HappensBefore hb(graph, schedule);
+  CGC_ASSERT(hb.order().size() == graph.liveNodes().size(),
+             "planning memory for a schedule that misses nodes");
+  auto readers = readersByValue(graph);
+  const int steps = static_cast<int>(hb.order().size());
+  auto stepOf = [&](int node) { return hb.position(node); };
   MemoryPlan plan;
   plan.bufferOf.assign(graph.numValues(), -1);
   std::vector<bool> pinned;  // buffer holds a graph input or output
+  std::vector<Accesses> access;
+  std::vector<int> firstWriter;  // per buffer; -1 for graph inputs
 
+  auto touch = [&](int buffer, int value) {
+    access[buffer].add(graph, readers, value);
+    auto& b = plan.buffers[buffer];
+    for (int n : access[buffer].nodes) b.lastStep = std::max(b.lastStep, stepOf(n));
+    if (access[buffer].atExit) b.lastStep = steps;
+  };
   auto newBuffer = [&](int value) {
-    plan.buffers.push_back({0, graph.value(value).type.bytes(), life.def[value],
-                            life.lastUse[value], {value}});
+    int producer = graph.value(value).producer;
+    plan.buffers.push_back({0, graph.value(value).type.bytes(),
+                            producer >= 0 ? stepOf(producer) : -1, -1, {value}});
     pinned.push_back(graph.value(value).kind == ir::ValueKind::kInput ||
                      graph.isGraphOutput(value));
+    access.emplace_back();
+    firstWriter.push_back(producer);
     plan.bytesWithoutReuse += alignUp(graph.value(value).type.bytes());
     plan.bufferOf[value] = static_cast<int>(plan.buffers.size()) - 1;
+    touch(plan.bufferOf[value], value);
   };
   auto join = [&](int buffer, int value) {
     auto& b = plan.buffers[buffer];
     b.values.push_back(value);
-    b.lastStep = std::max(b.lastStep, life.lastUse[value]);
     b.bytes = std::max(b.bytes, graph.value(value).type.bytes());
     if (graph.isGraphOutput(value)) pinned[buffer] = true;
     plan.bufferOf[value] = buffer;
+    touch(buffer, value);
   };
 
   for (int in : graph.inputs) newBuffer(in);
-  for (int id : schedule.linearOrder()) {
+  for (int id : hb.order()) {
     const ir::Node& node = graph.node(id);
     lowering::KernelCall call = lowering::lowerNode(graph, node);
     int out = node.outputs[0];
@@ -81,6 +112,8 @@ MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule) {
       join(plan.bufferOf[node.inputs[0]], out);
       continue;
     }
+    // In place only as the last access of the input's buffer: everything
+    // else touching it happens-before this node.
     int reuse = -1;
     if (lowering::mayRunInPlace(call)) {
       size_t candidates = call.kernel == lowering::Kernel::kBinary ? 2 : 1;
@@ -92,7 +125,10 @@ MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule) {
         if (inType.bytes() != graph.value(out).type.bytes() ||
             dtypeSize(inType.dtype) != dtypeSize(graph.value(out).type.dtype))
           continue;
-        if (plan.buffers[buffer].lastStep == life.stepOf[id]) reuse = buffer;
+        const auto& nodes = access[buffer].nodes;
+        if (std::all_of(nodes.begin(), nodes.end(),
+                        [&](int a) { return a == id || hb.before(a, id); }))
+          reuse = buffer;
       }
     }
     if (reuse >= 0) {
@@ -102,9 +138,18 @@ MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule) {
     } else {
       newBuffer(out);
     }
-    for (size_t o = 1; o < node.outputs.size(); ++o) newBuffer(node.outputs[o]);
+    for (size_t o = 1; o < node.outputs.size(); ++o)
+      if (node.outputs[o] >= 0) newBuffer(node.outputs[o]);
   }
 
+  // Buffer A precedes buffer B when all of A's accesses happen-before B's
+  // first writer (everything else in B descends from that writer).
+  auto precedes = [&](int a, int b) {
+    if (access[a].atExit || firstWriter[b] < 0) return false;
+    const auto& nodes = access[a].nodes;
+    return std::all_of(nodes.begin(), nodes.end(),
+                       [&](int n) { return hb.before(n, firstWriter[b]); });
+  };
   std::vector<int> bySize(plan.buffers.size());
   for (size_t i = 0; i < bySize.size(); ++i) bySize[i] = static_cast<int>(i);
   std::stable_sort(bySize.begin(), bySize.end(), [&](int a, int b) {
@@ -116,7 +161,7 @@ MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule) {
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (int other : placed) {
       const auto& o = plan.buffers[other];
-      if (overlaps(buffer.firstStep, buffer.lastStep, o.firstStep, o.lastStep))
+      if (!precedes(index, other) && !precedes(other, index))
         busy.push_back({o.offset, o.offset + alignUp(o.bytes)});
     }
     std::sort(busy.begin(), busy.end());
@@ -134,13 +179,17 @@ MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule) {
 
 void verifyMemoryPlan(const ir::Graph& graph, const Schedule& schedule,
                       const MemoryPlan& plan) {
-  Lifetimes life(graph, schedule);
+  HappensBefore hb(graph, schedule);
+  CGC_ASSERT(hb.order().size() == graph.liveNodes().size(),
+             "verifying memory for a schedule that misses nodes");
+  auto readers = readersByValue(graph);
   std::vector<std::string> problems;
   auto name = [&](int v) { return graph.value(v).name; };
 
   std::vector<int> needed(graph.inputs.begin(), graph.inputs.end());
   for (int id : graph.liveNodes())
-    for (int out : graph.node(id).outputs) needed.push_back(out);
+    for (int out : graph.node(id).outputs)
+      if (out >= 0) needed.push_back(out);
   for (int v : needed) {
     int b = plan.bufferOf.at(v);
     if (b < 0) {
@@ -155,30 +204,26 @@ void verifyMemoryPlan(const ir::Graph& graph, const Schedule& schedule,
                                      name(v)));
   }
 
-  // Lifetimes of whole buffers, from scratch.
-  std::vector<std::pair<int, int>> span(plan.buffers.size(), {1 << 30, -2});
-  for (int v : needed) {
-    int b = plan.bufferOf[v];
-    if (b < 0) continue;
-    span[b].first = std::min(span[b].first, life.def[v]);
-    span[b].second = std::max(span[b].second, life.lastUse[v]);
-  }
+  // Buffers overlapping in memory must be ordered in time, from scratch.
+  std::vector<Accesses> access(plan.buffers.size());
+  for (int v : needed)
+    if (plan.bufferOf[v] >= 0) access[plan.bufferOf[v]].add(graph, readers, v);
   for (size_t a = 0; a < plan.buffers.size(); ++a)
     for (size_t b = a + 1; b < plan.buffers.size(); ++b) {
       const auto& x = plan.buffers[a];
       const auto& y = plan.buffers[b];
-      bool sameTime = overlaps(span[a].first, span[a].second, span[b].first,
-                               span[b].second);
       bool sameBytes = x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
-      if (sameTime && sameBytes && x.bytes > 0 && y.bytes > 0)
+      if (sameBytes && x.bytes > 0 && y.bytes > 0 && !x.values.empty() &&
+          !y.values.empty() && access[a].mayOverlap(access[b], hb))
         problems.push_back(fmt::format(
-            "buffers of '{}' and '{}' overlap in memory while both are live",
+            "buffers of '{}' and '{}' overlap in memory and may be live at the "
+            "same time",
             name(x.values[0]), name(y.values[0])));
     }
 
-  // Within a buffer: a writer may only follow the last read of the previous
-  // writer's data (views read it too); reads at the writer's own step are
-  // allowed for in-place elementwise ops only.
+  // Within a buffer: writers are ordered, and a writer follows every read of
+  // the previous writer's data (views read it too), or is the last such
+  // read itself when it runs in place.
   std::map<int, std::vector<int>> writers;  // buffer -> written values
   std::vector<int> source(graph.numValues(), -1);  // view -> written value
   for (int v : needed) {
@@ -192,25 +237,37 @@ void verifyMemoryPlan(const ir::Graph& graph, const Schedule& schedule,
       writers[plan.bufferOf[v]].push_back(v);
     }
   }
-  std::vector<int> lastRead(graph.numValues(), -2);
+  std::vector<std::vector<int>> touchedBy(graph.numValues());  // root -> nodes
   std::vector<bool> pinned(graph.numValues(), false);
   for (int v : needed) {
     int root = source[v] >= 0 ? source[v] : v;
-    lastRead[root] = std::max(lastRead[root], life.lastUse[v]);
+    int producer = graph.value(v).producer;
+    if (producer >= 0) touchedBy[root].push_back(producer);
+    touchedBy[root].insert(touchedBy[root].end(), readers[v].begin(), readers[v].end());
     if (graph.isGraphOutput(v) || graph.value(v).kind == ir::ValueKind::kInput)
       pinned[root] = true;
   }
+  auto writeStep = [&](int v) {
+    int p = graph.value(v).producer;
+    return p >= 0 ? hb.position(p) : -1;
+  };
   for (auto& [buffer, values] : writers) {
     std::sort(values.begin(), values.end(),
-              [&](int a, int b) { return life.def[a] < life.def[b]; });
+              [&](int a, int b) { return writeStep(a) < writeStep(b); });
     for (size_t i = 1; i < values.size(); ++i) {
       int before = values[i - 1], after = values[i];
-      int writeStep = life.def[after];
-      bool ok = !pinned[before] && lastRead[before] <= writeStep;
-      if (ok && lastRead[before] == writeStep) {
-        const ir::Node& writer = graph.node(graph.value(after).producer);
-        ok = lowering::mayRunInPlace(lowering::lowerNode(graph, writer));
+      int writer = graph.value(after).producer;
+      bool ok = !pinned[before] && writer >= 0;
+      bool inPlace = false;
+      for (size_t k = 0; ok && k < touchedBy[before].size(); ++k) {
+        int n = touchedBy[before][k];
+        if (n == writer)
+          inPlace = true;
+        else
+          ok = hb.before(n, writer);
       }
+      if (ok && inPlace)
+        ok = lowering::mayRunInPlace(lowering::lowerNode(graph, graph.node(writer)));
       if (!ok)
         problems.push_back(fmt::format("'{}' overwrites '{}' while it is still "
                                        "needed",

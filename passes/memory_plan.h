@@ -1,8 +1,11 @@
 // Static memory plan: every intermediate tensor and graph input gets an
-// offset in one 64-byte-aligned arena. Liveness is computed over the
-// schedule; buffers whose lifetimes do not overlap share memory (greedy by
-// size, largest first); views (Reshape) alias their input; elementwise ops
-// write in place over an input that dies at that op.
+// offset in one 64-byte-aligned arena. Time is the schedule's happens-before
+// relation (schedule.h), so the plan stays right when executors run
+// concurrently: two buffers share memory (greedy by size, largest first) only
+// when every access of one happens-before the other's first write; views
+// (Reshape) alias their input; elementwise ops write in place over an input
+// when every other access of it happens-before them. With one executor this
+// is interval liveness over its op list.
 #pragma once
 
 #include <vector>
@@ -19,6 +22,8 @@ struct MemoryPlan {
   struct Buffer {
     int64_t offset = 0;
     int64_t bytes = 0;
+    // Steps are positions in HappensBefore::order() (for one executor, its
+    // op list); informational, the plan itself is built from happens-before.
     int firstStep = 0;  // -1: before the first node (graph inputs)
     int lastStep = 0;   // number of steps: after the last node (outputs)
     std::vector<int> values;
@@ -36,11 +41,13 @@ struct MemoryPlan {
 
 MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule);
 
-/// Proves the plan legal, recomputing lifetimes from graph and schedule:
-/// every tensor fits its buffer inside the arena, buffers live at the same
-/// time do not overlap, and a value shares a buffer with an earlier one only
-/// after the last read of that one (or at it, when written in place by an
-/// elementwise op). Graph inputs and outputs are never overwritten.
+/// Proves the plan legal, recomputing happens-before from graph and
+/// schedule: every tensor fits its buffer inside the arena, buffers that
+/// overlap in memory are ordered in time (every access of one happens-before
+/// every access of the other), and a value shares a buffer with an earlier
+/// one only after every read of that one (or as its last read, when written
+/// in place by an elementwise op). Graph inputs and outputs are never
+/// overwritten.
 /// Throws InternalError listing the violations.
 void verifyMemoryPlan(const ir::Graph& graph, const Schedule& schedule,
                       const MemoryPlan& plan);
