@@ -17,6 +17,7 @@ namespace cgc::passes {
   X("fold-constants", foldConstants)              \
   X("fold-conv-batchnorm", foldConvBatchNorm)     \
   X("fuse-epilogues", fuseEpilogues)              \
+  X("pretranspose-gemm-weights", pretransposeGemmWeights) \
   X("dead-code", eliminateDeadCode)
 
 #define CGC_DECLARE_PASS(name, function) bool function(ir::Graph& graph);

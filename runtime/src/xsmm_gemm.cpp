@@ -5,10 +5,11 @@
 // row-major Y[m, n] = A[m, k] B[k, n] is, read column-major, Y^T = B^T A^T,
 // where B^T is B's memory read column-major (ld = ldb) and A^T likewise. So
 // each cache block calls the kernel with (m', n', k') = (n, m, k) and the
-// operands swapped, with no copies. Blocks: kKc deep so the B panel
-// (kKc x kNc) stays in L2 while kMc rows of A stream past it; the kernel is
-// JIT-compiled once per block shape and cached per thread (no lock: every
-// thread has its own small table; LIBXSMM's registry is itself thread-safe).
+// operands swapped, with no copies. Blocks: at most kKc deep so the B
+// panel (kKc x kNc) stays in L2 while kMc rows of A stream past it; the
+// kernel is JIT-compiled once per block shape and cached per thread (no
+// lock: every thread has its own small table; LIBXSMM's registry is itself
+// thread-safe).
 #include <libxsmm.h>
 
 #include <algorithm>
@@ -21,7 +22,7 @@ namespace {
 
 constexpr int64_t kNc = 128;  // columns of Y per block (the kernel's m')
 constexpr int64_t kMc = 32;   // rows of Y per block (the kernel's n')
-constexpr int64_t kKc = 512;  // depth per block
+constexpr int64_t kKc = 1024;  // most depth per block
 
 struct KernelKey {
   int64_t m, n, k, lda, ldb, ldc;
@@ -101,8 +102,11 @@ void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
     applyEpilogue(e, m, n, y, ldy);
     return;
   }
-  for (int64_t pc = 0; pc < k; pc += kKc) {
-    const int64_t kc = std::min(kKc, k - pc);
+  // Equal depth steps (576 = one step, not 512 + 64): a short last step
+  // would reload and rewrite all of Y for little work.
+  const int64_t steps = (k + kKc - 1) / kKc, step = (k + steps - 1) / steps;
+  for (int64_t pc = 0; pc < k; pc += step) {
+    const int64_t kc = std::min(step, k - pc);
     const bool accumulate = pc > 0, last = pc + kc >= k;
     for (int64_t jc = 0; jc < n; jc += kNc) {
       const int64_t nc = std::min(kNc, n - jc);

@@ -25,7 +25,8 @@ for sample in tiny_cnn mlp shapes deconv batch_norm_only; do
   prefix="san_$sample"
   c++ $flags -I"$runtime/include" -I"$out" -Wa,-I"$out" \
       -DCGC_MODEL_HEADER="\"$prefix.h\"" -DCGC_MODEL_PREFIX="$prefix" \
-      "$out/$prefix.cpp" "$(dirname "$0")/driver.cpp" "${objects[@]}" -o "$out/driver"
+      "$out/$prefix.cpp" "$(dirname "$0")/driver.cpp" "${objects[@]}" \
+      -lxsmm -lxsmmnoblas -lpthread -ldl -o "$out/driver"
   "$out/driver"
 done
 echo "sanitizers: all sample models ran clean under ASan and UBSan"
