@@ -136,6 +136,25 @@ void depthwise(const ConvParams& p, const float* x, const float* w,
                const Team& team) {
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
   const Range planes = team.split(p.n * p.c_out);
+  const int64_t sw = p.stride_w;
+  const int64_t phaseLength = (p.w_in + sw - 1) / sw;
+  // Per horizontal tap (the same for every row): the outputs it reaches and
+  // where its inputs start, in the row (stride 1) or in the phase buffer,
+  // input column ow * sw + offset = (ow + q) * sw + r.
+  struct Tap {
+    Range valid;
+    int64_t start;
+  };
+  thread_local std::vector<Tap> taps;
+  taps.resize(static_cast<size_t>(p.k_w));
+  for (int64_t kw = 0; kw < p.k_w; ++kw) {
+    const int64_t offset = kw * p.dilation_w - p.pad_left;
+    const int64_t q = offset >= 0 ? offset / sw : -((-offset + sw - 1) / sw);
+    const int64_t r = offset - q * sw;
+    taps[kw] = {validColumns(p.w_out, p.w_in, sw, offset),
+                sw == 1 ? offset : r * phaseLength + q};
+  }
+  float* phases = sw > 1 ? scratch(sw * phaseLength) : nullptr;
   detail::Epilogue e;
   e.activation = p.activation;
   e.act_min = p.act_min;
@@ -152,17 +171,22 @@ void depthwise(const ConvParams& p, const float* x, const float* w,
       for (int64_t kh = 0; kh < p.k_h; ++kh) {
         const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
         if (ih < 0 || ih >= p.h_in) continue;
+        const float* xrow = in + ih * p.w_in;
+        if (sw > 1) {
+          // Column x of the row goes to phase x % sw, position x / sw, so
+          // every tap below reads a contiguous run.
+          for (int64_t r = 0; r < sw; ++r) {
+            float* phase = phases + r * phaseLength;
+            const int64_t length = (p.w_in - r + sw - 1) / sw;
+            for (int64_t t = 0; t < length; ++t) phase[t] = xrow[t * sw + r];
+          }
+        }
         for (int64_t kw = 0; kw < p.k_w; ++kw) {
           const float wv = wc[kh * p.k_w + kw];
-          const int64_t offset = kw * p.dilation_w - p.pad_left;
-          const Range valid = validColumns(p.w_out, p.w_in, p.stride_w, offset);
-          const float* xrow = in + ih * p.w_in + offset;
-          if (p.stride_w == 1)
-            for (int64_t ow = valid.begin; ow < valid.end; ++ow)
-              orow[ow] += wv * xrow[ow];
-          else
-            for (int64_t ow = valid.begin; ow < valid.end; ++ow)
-              orow[ow] += wv * xrow[ow * p.stride_w];
+          const Tap& t = taps[kw];
+          const float* src = sw == 1 ? xrow + t.start : phases + t.start;
+          for (int64_t ow = t.valid.begin; ow < t.valid.end; ++ow)
+            orow[ow] += wv * src[ow];
         }
       }
       if (residual) {
