@@ -65,9 +65,9 @@ std::vector<float> referenceGemm(const GemmParams& p, const std::vector<float>& 
 TEST_CASE("gemm matches a reference loop: shapes, transposes, C forms, epilogues, teams") {
   struct Shape { int64_t m, n, k; };
   // Odd sizes, M = 1, N = 1, K = 1, and sizes past every cache block
-  // (32 rows, 128 columns, 1024 deep) so edge blocks and k steps run.
+  // (64 rows, 64 columns, 1024 deep) so edge blocks and k steps run.
   const Shape shapes[] = {{1, 1, 1}, {1, 37, 5}, {7, 1, 9}, {5, 9, 1}, {3, 17, 33},
-                          {33, 130, 1100}, {70, 20, 64}, {2, 300, 40}};
+                          {33, 130, 1100}, {70, 20, 64}, {130, 70, 9}, {2, 300, 40}};
   for (Shape s : shapes)
     for (int trans = 0; trans < 4; ++trans)
       for (int cForm = 0; cForm < 5; ++cForm) {
