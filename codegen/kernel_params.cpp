@@ -194,6 +194,14 @@ std::string print(const rt::IndexMapParams& p) {
       .str();
 }
 
+std::string activationName(rt::Activation a) {
+  switch (a) {
+    case rt::Activation::kRelu: return "cgc::rt::Activation::kRelu";
+    case rt::Activation::kClip: return "cgc::rt::Activation::kClip";
+    default: return "cgc::rt::Activation::kNone";
+  }
+}
+
 std::string print(const rt::ConvParams& p) {
   return FieldList()
       .add("n", p.n).add("c_in", p.c_in)
@@ -206,6 +214,8 @@ std::string print(const rt::ConvParams& p) {
       .add("pad_front", p.pad_front).add("pad_top", p.pad_top).add("pad_left", p.pad_left)
       .add("dilation_d", p.dilation_d).add("dilation_h", p.dilation_h)
       .add("dilation_w", p.dilation_w)
+      .put("activation", activationName(p.activation))
+      .add("act_min", p.act_min).add("act_max", p.act_max)
       .str();
 }
 
@@ -229,6 +239,8 @@ std::string print(const rt::GemmParams& p) {
       .add("trans_a", p.trans_a).add("trans_b", p.trans_b)
       .add("alpha", p.alpha).add("beta", p.beta)
       .add("c_stride_m", p.c_stride_m).add("c_stride_n", p.c_stride_n)
+      .put("activation", activationName(p.activation))
+      .add("act_min", p.act_min).add("act_max", p.act_max)
       .str();
 }
 
@@ -239,6 +251,8 @@ std::string print(const rt::MatMulParams& p) {
       .add("a_batch_strides", p.a_batch_strides, p.batch_rank)
       .add("b_batch_strides", p.b_batch_strides, p.batch_rank)
       .add("m", p.m).add("n", p.n).add("k", p.k)
+      .put("activation", activationName(p.activation))
+      .add("act_min", p.act_min).add("act_max", p.act_max)
       .str();
 }
 

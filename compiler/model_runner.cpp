@@ -70,7 +70,10 @@ std::string buildSharedLibrary(const WrittenFiles& files,
   // the rename, never to a half-written library.
   fs::path temporary = library.string() + fmt::format(".tmp{}", getpid());
   std::string command = fmt::format(
-      "{} -shared -I{} -I{} -Wa,-I{} {} {} -o {}", generatedCodeFlags(),
+      // The runtime's GEMMs call LIBXSMM (static, PIC), which needs dl.
+      "{} -shared -I{} -I{} -Wa,-I{} {} {} -lxsmm -lxsmmnoblas -lpthread -ldl "
+      "-o {}",
+      generatedCodeFlags(),
       shellQuote(runtime.includeDir), shellQuote(dir), shellQuote(dir),
       shellQuote(source.string()), shellQuote(runtime.library),
       shellQuote(temporary.string()));

@@ -52,7 +52,8 @@ void evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
       });
       break;
     case Kernel::kConv:
-      rt::conv(std::get<rt::ConvParams>(call.params), f(0), f(1), f(2), y);
+      rt::conv(std::get<rt::ConvParams>(call.params), f(0), f(1), f(2), f(3),
+               y);
       break;
     case Kernel::kConvTranspose:
       rt::conv_transpose(std::get<rt::ConvParams>(call.params), f(0), f(1),
@@ -77,7 +78,8 @@ void evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
         rt::matmul(std::get<rt::MatMulParams>(call.params), in<double>(inputs, 0),
                    in<double>(inputs, 1), static_cast<double*>(out));
       else
-        rt::matmul(std::get<rt::MatMulParams>(call.params), f(0), f(1), y);
+        rt::matmul(std::get<rt::MatMulParams>(call.params), f(0), f(1), f(2),
+                   y);
       break;
     case Kernel::kBatchNorm:
       rt::batch_norm(std::get<rt::BatchNormParams>(call.params), f(0), f(1),

@@ -273,6 +273,26 @@ Spatial3d spatialOf(const Graph& g, const Node& n, const Shape& x) {
           rightAligned(n.getInts("pads", Shape(2 * spatial, 0)), 0, spatial, 0)};
 }
 
+/// The activation the fuse-epilogues pass put on a Conv, Gemm or MatMul
+/// (attribute cgc_activation: "Relu", or "Clip" with cgc_act_min/max).
+template <typename P>
+void setActivation(const Graph& g, const Node& n, P& p) {
+  std::string act = n.getString("cgc_activation", "");
+  p.activation = rt::Activation::kNone;
+  if (act.empty()) return;
+  if (act == "Relu") {
+    p.activation = rt::Activation::kRelu;
+  } else if (act == "Clip") {
+    p.activation = rt::Activation::kClip;
+    p.act_min = static_cast<float>(n.getFloat(
+        "cgc_act_min", -std::numeric_limits<float>::infinity()));
+    p.act_max = static_cast<float>(n.getFloat(
+        "cgc_act_max", std::numeric_limits<float>::infinity()));
+  } else {
+    userError(g.where(n), "unknown fused activation '{}'", act);
+  }
+}
+
 KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const Shape& y = shapeOf(g, n.outputs[0]);
@@ -287,8 +307,14 @@ KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
                    s.padBegin[0], s.padBegin[1], s.padBegin[2],
                    s.dilations[0], s.dilations[1], s.dilations[2]};
   int bias = n.inputs.size() > 2 ? n.inputs[2] : -1;
-  return {transpose ? Kernel::kConvTranspose : Kernel::kConv, DType::kF32, p,
-          {n.inputs[0], n.inputs[1], bias}, {n.outputs[0]}};
+  if (transpose)
+    return {Kernel::kConvTranspose, DType::kF32, p,
+            {n.inputs[0], n.inputs[1], bias}, {n.outputs[0]}};
+  setActivation(g, n, p);
+  // Input 3, added by fuse-epilogues: a residual summed before the activation.
+  int residual = n.inputs.size() > 3 ? n.inputs[3] : -1;
+  return {Kernel::kConv, DType::kF32, p,
+          {n.inputs[0], n.inputs[1], bias, residual}, {n.outputs[0]}};
 }
 
 KernelCall lowerPool(const Graph& g, const Node& n, bool max) {
@@ -324,6 +350,7 @@ KernelCall lowerGemm(const Graph& g, const Node& n) {
     p.c_stride_m = strides[0];
     p.c_stride_n = strides[1];
   }
+  setActivation(g, n, p);
   return {Kernel::kGemm, DType::kF32, p, {n.inputs[0], n.inputs[1], c},
           {n.outputs[0]}};
 }
@@ -356,7 +383,13 @@ KernelCall lowerMatMul(const Graph& g, const Node& n) {
     p.a_batch_strides[d] = as[d] * p.m * p.k;
     p.b_batch_strides[d] = bs[d] * p.k * p.n;
   }
-  return {Kernel::kMatMul, type, p, {n.inputs[0], n.inputs[1]},
+  if (type == DType::kF64)
+    return {Kernel::kMatMul, type, p, {n.inputs[0], n.inputs[1]},
+            {n.outputs[0]}};
+  setActivation(g, n, p);
+  // Input 2, added by fuse-epilogues: a bias over the last dimension.
+  int bias = n.inputs.size() > 2 ? n.inputs[2] : -1;
+  return {Kernel::kMatMul, type, p, {n.inputs[0], n.inputs[1], bias},
           {n.outputs[0]}};
 }
 
@@ -634,6 +667,11 @@ bool mayRunInPlace(const KernelCall& call) {
 
 bool takesTeam(const KernelCall& call) {
   switch (call.kernel) {
+    case Kernel::kConv:
+    case Kernel::kGemm:
+      return true;
+    case Kernel::kMatMul:
+      return call.dtype == DType::kF32;
     default:
       return false;
   }

@@ -16,6 +16,8 @@ namespace cgc::passes {
   X("canonicalize", canonicalize)                 \
   X("fold-constants", foldConstants)              \
   X("fold-conv-batchnorm", foldConvBatchNorm)     \
+  X("fuse-epilogues", fuseEpilogues)              \
+  X("pretranspose-gemm-weights", pretransposeGemmWeights) \
   X("dead-code", eliminateDeadCode)
 
 #define CGC_DECLARE_PASS(name, function) bool function(ir::Graph& graph);

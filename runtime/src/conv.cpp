@@ -1,6 +1,15 @@
-// Convolution and transposed convolution over 1, 2 or 3 spatial dims:
-// im2col (skipped for pointwise layers, which are already a GEMM) + the
-// packed GEMM core, and GEMM + col2im for the transposed form.
+// Convolution and transposed convolution over 1, 2 or 3 spatial dims.
+// conv picks a strategy per layer shape:
+//  - pointwise (1x1, stride 1, no padding): already a GEMM on NCHW,
+//    Y[c_out, HW] = W[c_out, c_in] X[c_in, HW], no copies;
+//  - depthwise 2-D (groups == c_in == c_out): a direct loop per channel,
+//    vectorised along output rows (a GEMM of depth k_h * k_w would waste the
+//    micro-kernel);
+//  - otherwise im2col of a chunk of output columns into per-thread scratch,
+//    then the GEMM on that chunk (the chunk is sized so its column matrix
+//    stays in L2 while the GEMM reads it).
+// Bias, residual and activation are the GEMM block epilogue (gemm_core.h).
+// conv_transpose is GEMM + col2im on one thread.
 #include <algorithm>
 #include <vector>
 
@@ -50,38 +59,212 @@ void addBias(const float* bias, int64_t channels, int64_t spatial, float* y) {
 
 }  // namespace
 
+namespace {
+
+/// Per-thread scratch that only grows: no allocation once a model has run.
+float* scratch(int64_t count) {
+  thread_local std::vector<float> buffer;
+  if (static_cast<int64_t>(buffer.size()) < count)
+    buffer.resize(static_cast<size_t>(count));
+  return buffer.data();
+}
+
+/// Output positions [lo, hi) whose input column ow * stride + offset lies in
+/// [0, width).
+Range validColumns(int64_t outWidth, int64_t width, int64_t stride,
+                   int64_t offset) {
+  int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  int64_t last = width - offset - 1;
+  int64_t hi = last < 0 ? 0 : last / stride + 1;
+  hi = std::min(hi, outWidth);
+  return {std::min(lo, hi), hi};
+}
+
+/// col[(c * taps + tap) * cols + s - s0] = x[c] at the input position that
+/// output position s (flattened (od, oh, ow), s0 <= s < s1) reads with that
+/// tap, 0 in the padding.
+void im2col(const ConvParams& p, const float* xg, int64_t channels, int64_t s0,
+            int64_t s1, float* col) {
+  const int64_t cols = s1 - s0;
+  const int64_t taps = p.k_d * p.k_h * p.k_w;
+  const int64_t inSpatial = p.d_in * p.h_in * p.w_in;
+  const int64_t outPlane = p.h_out * p.w_out;
+  for (int64_t c = 0; c < channels; ++c) {
+    const float* plane = xg + c * inSpatial;
+    int64_t tap = 0;
+    for (int64_t kd = 0; kd < p.k_d; ++kd)
+      for (int64_t kh = 0; kh < p.k_h; ++kh)
+        for (int64_t kw = 0; kw < p.k_w; ++kw, ++tap) {
+          float* dst = col + (c * taps + tap) * cols;
+          const int64_t offset = kw * p.dilation_w - p.pad_left;
+          const Range valid = validColumns(p.w_out, p.w_in, p.stride_w, offset);
+          for (int64_t s = s0; s < s1;) {
+            const int64_t od = s / outPlane, oh = s % outPlane / p.w_out;
+            const int64_t ow0 = s % p.w_out;
+            const int64_t ow1 = std::min(p.w_out, ow0 + (s1 - s));
+            const int64_t id = od * p.stride_d - p.pad_front + kd * p.dilation_d;
+            const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+            float* out = dst - ow0;  // out[ow] for ow in [ow0, ow1)
+            if (id < 0 || id >= p.d_in || ih < 0 || ih >= p.h_in) {
+              std::fill(out + ow0, out + ow1, 0.0f);
+            } else {
+              const float* row = plane + (id * p.h_in + ih) * p.w_in + offset;
+              const int64_t lo = std::clamp(valid.begin, ow0, ow1);
+              const int64_t hi = std::clamp(valid.end, lo, ow1);
+              std::fill(out + ow0, out + lo, 0.0f);
+              if (p.stride_w == 1)
+                std::copy(row + lo, row + hi, out + lo);
+              else
+                for (int64_t ow = lo; ow < hi; ++ow) out[ow] = row[ow * p.stride_w];
+              std::fill(out + hi, out + ow1, 0.0f);
+            }
+            dst += ow1 - ow0;
+            s += ow1 - ow0;
+          }
+        }
+  }
+}
+
+bool isDepthwise2d(const ConvParams& p) {
+  return p.groups == p.c_in && p.groups == p.c_out && p.k_d == 1 &&
+         p.d_in == 1 && p.d_out == 1;
+}
+
+/// One channel plane per work item, split over the team.
+void depthwise(const ConvParams& p, const float* x, const float* w,
+               const float* bias, const float* residual, float* y,
+               const Team& team) {
+  const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
+  const Range planes = team.split(p.n * p.c_out);
+  const int64_t sw = p.stride_w;
+  const int64_t phaseLength = (p.w_in + sw - 1) / sw;
+  // Per horizontal tap (the same for every row): the outputs it reaches and
+  // where its inputs start, in the row (stride 1) or in the phase buffer,
+  // input column ow * sw + offset = (ow + q) * sw + r.
+  struct Tap {
+    Range valid;
+    int64_t start;
+  };
+  thread_local std::vector<Tap> taps;
+  taps.resize(static_cast<size_t>(p.k_w));
+  for (int64_t kw = 0; kw < p.k_w; ++kw) {
+    const int64_t offset = kw * p.dilation_w - p.pad_left;
+    const int64_t q = offset >= 0 ? offset / sw : -((-offset + sw - 1) / sw);
+    const int64_t r = offset - q * sw;
+    taps[kw] = {validColumns(p.w_out, p.w_in, sw, offset),
+                sw == 1 ? offset : r * phaseLength + q};
+  }
+  float* phases = sw > 1 ? scratch(sw * phaseLength) : nullptr;
+  detail::Epilogue e;
+  e.activation = p.activation;
+  e.act_min = p.act_min;
+  e.act_max = p.act_max;
+  for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
+    const int64_t c = plane % p.c_out;
+    const float* in = x + plane * inSpatial;
+    const float* wc = w + c * p.k_h * p.k_w;
+    float* out = y + plane * spatial;
+    const float b = bias ? bias[c] : 0.0f;
+    for (int64_t oh = 0; oh < p.h_out; ++oh) {
+      float* orow = out + oh * p.w_out;
+      std::fill(orow, orow + p.w_out, b);
+      for (int64_t kh = 0; kh < p.k_h; ++kh) {
+        const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+        if (ih < 0 || ih >= p.h_in) continue;
+        const float* xrow = in + ih * p.w_in;
+        if (sw > 1) {
+          // Column x of the row goes to phase x % sw, position x / sw, so
+          // every tap below reads a contiguous run.
+          for (int64_t r = 0; r < sw; ++r) {
+            float* phase = phases + r * phaseLength;
+            const int64_t length = (p.w_in - r + sw - 1) / sw;
+            for (int64_t t = 0; t < length; ++t) phase[t] = xrow[t * sw + r];
+          }
+        }
+        for (int64_t kw = 0; kw < p.k_w; ++kw) {
+          const float wv = wc[kh * p.k_w + kw];
+          const Tap& t = taps[kw];
+          const float* src = sw == 1 ? xrow + t.start : phases + t.start;
+          for (int64_t ow = t.valid.begin; ow < t.valid.end; ++ow)
+            orow[ow] += wv * src[ow];
+        }
+      }
+      if (residual) {
+        e.residual = residual + plane * spatial + oh * p.w_out;
+        e.ld_residual = p.w_out;
+      }
+      detail::applyEpilogue(e, 1, p.w_out, orow, p.w_out);
+    }
+  }
+}
+
+/// Columns of the im2col matrix per chunk: about 512 KiB of it, whole
+/// micro-kernel blocks.
+int64_t columnChunk(int64_t depth) {
+  const int64_t cols = (128 * 1024 / std::max<int64_t>(depth, 1)) / 16 * 16;
+  return std::max<int64_t>(cols, 128);
+}
+
+}  // namespace
+
 void conv(const ConvParams& p, const float* x, const float* w,
-          const float* bias, float* y) {
+          const float* bias, const float* residual, float* y,
+          const Team& team) {
+  if (isDepthwise2d(p)) {
+    depthwise(p, x, w, bias, residual, y, team);
+    return;
+  }
   const int64_t cinG = p.c_in / p.groups, coutG = p.c_out / p.groups;
   const int64_t taps = p.k_d * p.k_h * p.k_w;
   const int64_t kSize = cinG * taps;
   const int64_t inSpatial = p.d_in * p.h_in * p.w_in;
   const int64_t spatial = p.d_out * p.h_out * p.w_out;
-  const bool pointwise = isPointwise(p);
-  thread_local std::vector<float> col;
-  if (!pointwise) col.resize(static_cast<size_t>(kSize * spatial));
-  for (int64_t n = 0; n < p.n; ++n) {
+  detail::Epilogue base;
+  base.activation = p.activation;
+  base.act_min = p.act_min;
+  base.act_max = p.act_max;
+  auto epilogueFor = [&](int64_t n, int64_t g) {
+    detail::Epilogue e = base;
+    if (bias) e.row_bias = bias + g * coutG;
+    if (residual) {
+      e.residual = residual + (n * p.c_out + g * coutG) * spatial;
+      e.ld_residual = spatial;
+    }
+    return e;
+  };
+  if (isPointwise(p)) {
+    for (int64_t n = 0; n < p.n; ++n)
+      for (int64_t g = 0; g < p.groups; ++g)
+        detail::gemmRowsTeam(coutG, spatial, cinG, w + g * coutG * cinG, cinG,
+                             x + (n * p.c_in + g * cinG) * inSpatial, spatial,
+                             y + (n * p.c_out + g * coutG) * spatial, spatial,
+                             epilogueFor(n, g), team);
+    return;
+  }
+  // Each thread im2cols the columns of its block of the GEMM output; threads
+  // that share columns repeat that copy, which the split's cost (ti |B|)
+  // already counts.
+  detail::Block blk{{0, coutG}, {0, spatial}};
+  if (team.size() > 1)
+    blk = detail::blockOf(detail::splitOutput(coutG, spatial, kSize, team.size()),
+                          coutG, spatial, team.thread());
+  if (blk.rows.size() <= 0 || blk.cols.size() <= 0) return;
+  const int64_t chunk = std::min(columnChunk(kSize), blk.cols.size());
+  float* col = scratch(kSize * chunk);
+  for (int64_t n = 0; n < p.n; ++n)
     for (int64_t g = 0; g < p.groups; ++g) {
       const float* xg = x + (n * p.c_in + g * cinG) * inSpatial;
-      const float* b = xg;
-      if (!pointwise) {
-        // col[(c * taps + tap) * spatial + out] = x[c][in]
-        for (int64_t c = 0; c < cinG; ++c) {
-          const float* plane = xg + c * inSpatial;
-          float* rows = col.data() + c * taps * spatial;
-          forEachTap(p, p.d_in, p.h_in, p.w_in, p.d_out, p.h_out, p.w_out,
-                     [&](int64_t tap, int64_t out, int64_t in) {
-                       rows[tap * spatial + out] = in >= 0 ? plane[in] : 0.0f;
-                     });
-        }
-        b = col.data();
-      }
+      const float* wg = w + (g * coutG + blk.rows.begin) * kSize;
       float* yg = y + (n * p.c_out + g * coutG) * spatial;
-      detail::sgemm(coutG, spatial, kSize, w + g * coutG * kSize, kSize, 1, b,
-                    spatial, 1, yg, spatial, false);
-      addBias(bias ? bias + g * coutG : nullptr, coutG, spatial, yg);
+      const detail::Epilogue e = epilogueFor(n, g);
+      for (int64_t s0 = blk.cols.begin; s0 < blk.cols.end; s0 += chunk) {
+        const int64_t s1 = std::min(blk.cols.end, s0 + chunk);
+        im2col(p, xg, cinG, s0, s1, col);
+        detail::gemmRows(blk.rows.size(), s1 - s0, kSize, wg, kSize, col,
+                         s1 - s0, yg + blk.rows.begin * spatial + s0, spatial,
+                         e.at(blk.rows.begin, s0));
+      }
     }
-  }
 }
 
 void conv_transpose(const ConvParams& p, const float* x, const float* w,

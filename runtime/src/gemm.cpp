@@ -1,7 +1,8 @@
-// GEMM and batched MatMul on a packed, register-blocked core: B is packed in
-// panels of kNr columns, A in slivers of kMr rows, and a kMr x kNr block of
-// Y stays in registers across the k loop (fixed trip counts let the compiler
-// vectorise it at -march=native).
+// The portable packed single-precision GEMM (the fallback of gemmRows for
+// blocks LIBXSMM cannot generate) and the Gemm and MatMul kernels on top of
+// gemmRows: transposed operands are packed per thread, alpha/beta/C and the
+// activation become the block epilogue where they can, and the output is
+// split over the team (gemm_core.h).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -91,56 +92,162 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
 
 }  // namespace detail
 
+namespace {
+
+/// Per-thread scratch that only grows: no allocation once a model has run.
+float* scratch(std::vector<float>& buffer, int64_t count) {
+  if (static_cast<int64_t>(buffer.size()) < count)
+    buffer.resize(static_cast<size_t>(count));
+  return buffer.data();
+}
+
+float activate(const GemmParams& p, float v) {
+  switch (p.activation) {
+    case Activation::kRelu: return v > 0.0f ? v : 0.0f;
+    case Activation::kClip: return std::min(std::max(v, p.act_min), p.act_max);
+    default: return v;
+  }
+}
+
+}  // namespace
+
 void gemm(const GemmParams& p, const float* a, const float* b, const float* c,
-          float* y) {
-  const int64_t a_row = p.trans_a ? 1 : p.k, a_col = p.trans_a ? p.m : 1;
-  const int64_t b_row = p.trans_b ? 1 : p.n, b_col = p.trans_b ? p.k : 1;
-  detail::sgemm(p.m, p.n, p.k, a, a_row, a_col, b, b_row, b_col, y, p.n, false);
-  const bool scale = p.alpha != 1.0f;
+          float* y, const Team& team) {
+  detail::Block blk{{0, p.m}, {0, p.n}};
+  if (team.size() > 1)
+    blk = detail::blockOf(detail::splitOutput(p.m, p.n, p.k, team.size()), p.m,
+                          p.n, team.thread());
+  const int64_t rows = blk.rows.size(), cols = blk.cols.size();
+  if (rows <= 0 || cols <= 0) return;
+  const int64_t r0 = blk.rows.begin, c0 = blk.cols.begin;
+  thread_local std::vector<float> aPack, bPack;
+  const float* ap = a + r0 * p.k;
+  int64_t lda = p.k;
+  if (p.trans_a) {  // A is [k, m]: this block's rows of A^T
+    float* dst = scratch(aPack, rows * p.k);
+    for (int64_t q = 0; q < p.k; ++q)
+      for (int64_t i = 0; i < rows; ++i) dst[i * p.k + q] = a[q * p.m + r0 + i];
+    ap = dst;
+  }
+  const float* bp = b + c0;
+  int64_t ldb = p.n;
+  if (p.trans_b) {  // B is [n, k]: this block's columns of B^T
+    float* dst = scratch(bPack, p.k * cols);
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t q = 0; q < p.k; ++q) dst[q * cols + j] = b[(c0 + j) * p.k + q];
+    bp = dst;
+    ldb = cols;
+  }
+  float* yb = y + r0 * p.n + c0;
+  // The common forms of C (bias row, bias column, full matrix) fold into the
+  // block epilogue; anything else is applied after the product.
   const bool bias = c != nullptr && p.beta != 0.0f;
-  if (!scale && !bias) return;
-  for (int64_t i = 0; i < p.m; ++i) {
-    float* row = y + i * p.n;
-    if (scale)
-      for (int64_t j = 0; j < p.n; ++j) row[j] *= p.alpha;
-    if (bias) {
-      const float* crow = c + i * p.c_stride_m;
-      for (int64_t j = 0; j < p.n; ++j) row[j] += p.beta * crow[j * p.c_stride_n];
+  detail::Epilogue e;
+  e.activation = p.activation;
+  e.act_min = p.act_min;
+  e.act_max = p.act_max;
+  bool fused = p.alpha == 1.0f && (!bias || p.beta == 1.0f);
+  if (fused && bias) {
+    if (p.c_stride_m == 0 && p.c_stride_n == 1) {
+      e.col_bias = c + c0;
+    } else if (p.c_stride_m == 1 && p.c_stride_n == 0) {
+      e.row_bias = c + r0;
+    } else if (p.c_stride_m == p.n && p.c_stride_n == 1) {
+      e.residual = c + r0 * p.n + c0;
+      e.ld_residual = p.n;
+    } else {
+      fused = false;
+    }
+  }
+  if (fused) {
+    detail::gemmRows(rows, cols, p.k, ap, lda, bp, ldb, yb, p.n, e);
+    return;
+  }
+  detail::gemmRows(rows, cols, p.k, ap, lda, bp, ldb, yb, p.n);
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = yb + i * p.n;
+    const float* crow = bias ? c + (r0 + i) * p.c_stride_m : nullptr;
+    for (int64_t j = 0; j < cols; ++j) {
+      float v = p.alpha * row[j];
+      if (crow) v += p.beta * crow[(c0 + j) * p.c_stride_n];
+      row[j] = activate(p, v);
     }
   }
 }
 
 namespace {
 
-/// Calls f(a offset, b offset, batch index) for every batch of a MatMul.
-template <typename F>
-void forEachBatch(const MatMulParams& p, F&& f) {
+int64_t batchCount(const MatMulParams& p) {
   int64_t batches = 1;
   for (int d = 0; d < p.batch_rank; ++d) batches *= p.batch_shape[d];
-  int64_t index[kMaxRank] = {};
+  return batches;
+}
+
+/// Element offsets of batch `batch` in A and B.
+void batchOffsets(const MatMulParams& p, int64_t batch, int64_t& aOff,
+                  int64_t& bOff) {
+  aOff = bOff = 0;
+  for (int d = p.batch_rank - 1; d >= 0; --d) {
+    const int64_t index = batch % p.batch_shape[d];
+    batch /= p.batch_shape[d];
+    aOff += index * p.a_batch_strides[d];
+    bOff += index * p.b_batch_strides[d];
+  }
+}
+
+/// Whether every batch shares B and A's batches are consecutive, so the
+/// batches stack into one GEMM of batches * m rows (the [B, S, K] x [K, N]
+/// of linear layers).
+bool stacksIntoOneGemm(const MatMulParams& p) {
+  int64_t expected = p.m * p.k;
+  for (int d = p.batch_rank - 1; d >= 0; --d) {
+    if (p.b_batch_strides[d] != 0 && p.batch_shape[d] != 1) return false;
+    if (p.a_batch_strides[d] != expected && p.batch_shape[d] != 1) return false;
+    expected *= p.batch_shape[d];
+  }
+  return true;
+}
+
+template <typename F>
+void forEachBatch(const MatMulParams& p, F&& f) {
+  const int64_t batches = batchCount(p);
   for (int64_t batch = 0; batch < batches; ++batch) {
-    int64_t aOff = 0, bOff = 0;
-    for (int d = 0; d < p.batch_rank; ++d) {
-      aOff += index[d] * p.a_batch_strides[d];
-      bOff += index[d] * p.b_batch_strides[d];
-    }
+    int64_t aOff, bOff;
+    batchOffsets(p, batch, aOff, bOff);
     f(aOff, bOff, batch);
-    for (int d = p.batch_rank - 1; d >= 0; --d) {
-      if (++index[d] < p.batch_shape[d]) break;
-      index[d] = 0;
-    }
   }
 }
 
 }  // namespace
 
-void matmul(const MatMulParams& p, const float* a, const float* b, float* y) {
+void matmul(const MatMulParams& p, const float* a, const float* b,
+            const float* bias, float* y, const Team& team) {
+  detail::Epilogue e;
+  e.col_bias = bias;
+  e.activation = p.activation;
+  e.act_min = p.act_min;
+  e.act_max = p.act_max;
+  const int64_t batches = batchCount(p);
+  if (stacksIntoOneGemm(p)) {
+    detail::gemmRowsTeam(batches * p.m, p.n, p.k, a, p.k, b, p.n, y, p.n, e,
+                         team);
+    return;
+  }
+  if (team.size() > 1 && batches >= team.size()) {
+    const Range mine = team.split(batches);
+    for (int64_t batch = mine.begin; batch < mine.end; ++batch) {
+      int64_t aOff, bOff;
+      batchOffsets(p, batch, aOff, bOff);
+      detail::gemmRows(p.m, p.n, p.k, a + aOff, p.k, b + bOff, p.n,
+                       y + batch * p.m * p.n, p.n, e);
+    }
+    return;
+  }
   forEachBatch(p, [&](int64_t aOff, int64_t bOff, int64_t batch) {
-    detail::sgemm(p.m, p.n, p.k, a + aOff, p.k, 1, b + bOff, p.n, 1,
-                  y + batch * p.m * p.n, p.n, false);
+    detail::gemmRowsTeam(p.m, p.n, p.k, a + aOff, p.k, b + bOff, p.n,
+                         y + batch * p.m * p.n, p.n, e, team);
   });
 }
-
 // float64 models are rare (test and scientific graphs): plain loops suffice.
 void matmul(const MatMulParams& p, const double* a, const double* b, double* y) {
   forEachBatch(p, [&](int64_t aOff, int64_t bOff, int64_t batch) {

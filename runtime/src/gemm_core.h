@@ -1,15 +1,77 @@
-// The packed single-precision GEMM core shared by gemm, matmul and the
-// convolutions: Y[m, n] (+)= op(A) op(B) with operands given by strides.
+// The single-precision GEMM core shared by gemm, matmul and the convolutions.
+//
+// gemmRows is the fast path: row-major Y = epilogue(A B) through LIBXSMM's JIT
+// micro-kernels on cache blocks (see xsmm_gemm.cpp), falling back to the
+// portable packed sgemm below for blocks LIBXSMM cannot generate. The
+// epilogue (bias, residual, activation) is applied to each block of Y right
+// after its last k step, while the block is still in cache.
 #pragma once
 
 #include <cstdint>
 
+#include "cgc/kernels.h"
+
 namespace cgc::rt::detail {
 
-/// A(i, p) = a[i * a_row + p * a_col]; B(p, j) = b[p * b_row + j * b_col];
-/// Y(i, j) = y[i * ldy + j]. With accumulate, adds to Y instead of storing.
+/// The portable packed core: A(i, p) = a[i * a_row + p * a_col];
+/// B(p, j) = b[p * b_row + j * b_col]; Y(i, j) = y[i * ldy + j]. With
+/// accumulate, adds to Y instead of storing.
 void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
            int64_t a_col, const float* b, int64_t b_row, int64_t b_col,
            float* y, int64_t ldy, bool accumulate);
+
+/// What is applied to Y(i, j) after the product, in this order:
+/// + row_bias[i] + col_bias[j] + residual[i * ld_residual + j], activation.
+struct Epilogue {
+  const float* row_bias = nullptr;
+  const float* col_bias = nullptr;
+  const float* residual = nullptr;
+  int64_t ld_residual = 0;
+  Activation activation = Activation::kNone;
+  float act_min = 0.0f, act_max = 0.0f;
+
+  bool empty() const {
+    return !row_bias && !col_bias && !residual &&
+           activation == Activation::kNone;
+  }
+  /// The same epilogue for the block of Y starting at (i, j).
+  Epilogue at(int64_t i, int64_t j) const {
+    Epilogue e = *this;
+    if (e.row_bias) e.row_bias += i;
+    if (e.col_bias) e.col_bias += j;
+    if (e.residual) e.residual += i * ld_residual + j;
+    return e;
+  }
+};
+
+/// Applies `e` to the rows x cols block y (rows ldy apart).
+void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y,
+                   int64_t ldy);
+
+/// Y[m, n] = epilogue(A[m, k] B[k, n]); rows of A, B and Y are lda, ldb and
+/// ldy elements apart, columns contiguous. One thread.
+void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+              const float* b, int64_t ldb, float* y, int64_t ldy,
+              const Epilogue& e = {});
+
+/// How a team of `threads` splits an m x n output (inner dimension k):
+/// ti row blocks x tj column blocks, ti * tj = threads.
+struct OutputSplit {
+  int ti, tj;
+};
+OutputSplit splitOutput(int64_t m, int64_t n, int64_t k, int threads);
+
+/// This thread's block of an m x n output under splitOutput: rows
+/// [rows.begin, rows.end), columns [cols.begin, cols.end) (columns in
+/// multiples of 16 floats so blocks keep whole vectors).
+struct Block {
+  Range rows, cols;
+};
+Block blockOf(const OutputSplit& split, int64_t m, int64_t n, int thread);
+
+/// gemmRows with the output split over the team (no barrier at the end).
+void gemmRowsTeam(int64_t m, int64_t n, int64_t k, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float* y,
+                  int64_t ldy, const Epilogue& e, const Team& team);
 
 }  // namespace cgc::rt::detail

@@ -45,7 +45,7 @@ for sample in "${models[@]}"; do
   c++ $flags -I"$runtime/include" -I"$out" -Wa,-I"$out" \
       -DCGC_MODEL_HEADER="\"$prefix.h\"" -DCGC_MODEL_PREFIX="$prefix" \
       "$out/$prefix.cpp" "$(dirname "$0")/driver.cpp" "${objects[@]}" \
-      -lpthread -o "$out/driver"
+      -lxsmm -lxsmmnoblas -lpthread -ldl -o "$out/driver"
   "$out/driver"
 done
 echo "sanitizers ($mode): the sample models ran clean"

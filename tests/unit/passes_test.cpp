@@ -161,3 +161,57 @@ TEST_CASE("the verifier catches a value with two producers") {
   second.outputs.push_back(y);  // bypasses addNode's own check
   CHECK_THROWS_AS(ir::verifyGraph(b.graph), cgc::InternalError);
 }
+
+TEST_CASE("fuse-epilogues folds Add and Relu into Conv, Add and Clip into MatMul") {
+  GraphBuilder b("epilogues");
+  int x = b.input("x", {1, 2, 4, 4});
+  std::vector<float> w(2 * 2 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.7f * i);
+  int weights = b.constant("w", {2, 2, 3, 3}, w);
+  int conv = b.node("Conv", "conv", {x, weights}, {1, 2, 4, 4},
+                    {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                     {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  int sum = b.node("Add", "residual", {x, conv}, {1, 2, 4, 4});
+  int relu = b.node("Relu", "relu", {sum}, {1, 2, 4, 4});
+  std::vector<float> m(4 * 3);
+  for (size_t i = 0; i < m.size(); ++i) m[i] = std::cos(1.3f * i);
+  int mat = b.constant("m", {4, 3}, m);
+  int mm = b.node("MatMul", "mm", {relu, mat}, {1, 2, 4, 3});
+  int bias = b.constant("bias", {3}, {0.5f, -0.5f, 0.25f});
+  int biased = b.node("Add", "bias_add", {mm, bias}, {1, 2, 4, 3});
+  int clip = b.node("Clip", "clip", {biased}, {1, 2, 4, 3},
+                    {{"min", -0.5}, {"max", 1.0}});
+  b.output(clip, "y");
+
+  std::vector<float> input(32);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
+  auto before = runSingleInput(b.graph, input);
+  REQUIRE(passes::fuseEpilogues(b.graph));
+  passes::eliminateDeadCode(b.graph);
+  ir::verifyGraph(b.graph);
+  CHECK(b.graph.countOps("Add") == 0);
+  CHECK(b.graph.countOps("Relu") == 0);
+  CHECK(b.graph.countOps("Clip") == 0);
+  CHECK(b.graph.liveNodes().size() == 2);
+  auto after = runSingleInput(b.graph, input);
+  REQUIRE(before.size() == after.size());
+  for (size_t i = 0; i < before.size(); ++i)
+    CHECK(after[i] == Approx(before[i]).epsilon(1e-5).margin(1e-5));
+}
+
+TEST_CASE("fuse-epilogues leaves outputs with other readers and self-adds") {
+  GraphBuilder b("no_epilogues");
+  int x = b.input("x", {1, 1, 3, 3});
+  int w = b.constant("w", {1, 1, 1, 1}, {2});
+  auto attrs = std::map<std::string, ir::Attribute>{
+      {"kernel_shape", std::vector<int64_t>{1, 1}}};
+  int conv = b.node("Conv", "conv", {x, w}, {1, 1, 3, 3}, attrs);
+  int twice = b.node("Add", "twice", {conv, conv}, {1, 1, 3, 3});
+  int conv2 = b.node("Conv", "conv2", {twice, w}, {1, 1, 3, 3}, attrs);
+  int relu = b.node("Relu", "relu", {conv2}, {1, 1, 3, 3});
+  b.output(relu, "y");
+  b.output(conv2, "z");  // a graph output cannot be fused away
+  CHECK_FALSE(passes::fuseEpilogues(b.graph));
+  CHECK(b.graph.countOps("Add") == 1);
+  CHECK(b.graph.countOps("Relu") == 1);
+}

@@ -107,9 +107,19 @@ void where(const WhereParams& p, const uint8_t* cond, const void* a,
 
 // --------------------------------------------------------------- convolution
 
+/// Activation applied by a GEMM or convolution to its result before storing
+/// it (the fuse-epilogues pass folds a following Relu or Clip into the node,
+/// so the output is written once instead of read back by a second kernel).
+enum class Activation : int32_t {
+  kNone,
+  kRelu,
+  kClip,  // act_min <= y <= act_max (ReLU6 is Clip(0, 6))
+};
+
 /// Convolution over (depth,) height and width: NC(D)HW input, OI(D)HW
 /// weights (I = c_in / groups). 1-D and 2-D convolutions have unit depth
 /// (and height) with unit window, stride and dilation there.
+/// Epilogue: y = act(conv(x, w) + bias + residual).
 struct ConvParams {
   int64_t n, c_in, d_in, h_in, w_in;
   int64_t c_out, d_out, h_out, w_out;
@@ -118,11 +128,21 @@ struct ConvParams {
   int64_t stride_d, stride_h, stride_w;
   int64_t pad_front, pad_top, pad_left;
   int64_t dilation_d, dilation_h, dilation_w;
+  // Defaulted so that initializers written before the epilogue stay valid.
+  Activation activation = Activation::kNone;  // ignored by conv_transpose
+  float act_min = 0.0f, act_max = 0.0f;
 };
 
-/// bias may be null.
+/// bias and residual (same shape as y, must not alias it) may be null.
+/// Splits the output over the team: by output columns for im2col layers, by
+/// the GEMM split (see gemm) for pointwise ones, by channels for depthwise.
 void conv(const ConvParams& p, const float* x, const float* w,
-            const float* bias, float* y);
+          const float* bias, const float* residual, float* y,
+          const Team& team = Team::serial());
+inline void conv(const ConvParams& p, const float* x, const float* w,
+                 const float* bias, float* y) {
+  conv(p, x, w, bias, nullptr, y);
+}
 
 /// Transposed convolution, weights [c_in, c_out / groups, k_d, k_h, k_w].
 /// The *_in sizes are the input's, *_out the output's; pads are the ones
@@ -153,7 +173,7 @@ void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y);
 
 // --------------------------------------------------------------------- GEMM
 
-/// Y[m, n] = alpha * op(A) op(B) + beta * C, op = transpose when asked.
+/// Y[m, n] = act(alpha * op(A) op(B) + beta * C), op = transpose when asked.
 /// A is [m, k] ([k, m] when trans_a), B is [k, n] ([n, k] when trans_b). C may
 /// be null; otherwise C[i, j] is read at i * c_stride_m + j * c_stride_n
 /// (strides of 0 broadcast).
@@ -162,22 +182,36 @@ struct GemmParams {
   bool trans_a, trans_b;
   float alpha, beta;
   int64_t c_stride_m, c_stride_n;
+  Activation activation = Activation::kNone;
+  float act_min = 0.0f, act_max = 0.0f;
 };
 
+/// Team split of the output: see detail::splitOutput in gemm_core.h.
 void gemm(const GemmParams& p, const float* a, const float* b, const float* c,
-          float* y);
+          float* y, const Team& team = Team::serial());
 
 /// Batched MatMul with broadcast batch dimensions: for every batch index,
-/// Y[m, n] = A[m, k] B[k, n]. Batch strides are in elements (0 broadcasts).
+/// Y[m, n] = act(A[m, k] B[k, n] + bias[n]). Batch strides are in elements
+/// (0 broadcasts).
 struct MatMulParams {
   int32_t batch_rank;
   int64_t batch_shape[kMaxRank];
   int64_t a_batch_strides[kMaxRank];
   int64_t b_batch_strides[kMaxRank];
   int64_t m, n, k;
+  Activation activation = Activation::kNone;
+  float act_min = 0.0f, act_max = 0.0f;
 };
 
-void matmul(const MatMulParams& p, const float* a, const float* b, float* y);
+/// bias ([n]) may be null. Splits batches over the team when there are at
+/// least as many as threads, otherwise each batch's output.
+void matmul(const MatMulParams& p, const float* a, const float* b,
+            const float* bias, float* y, const Team& team = Team::serial());
+inline void matmul(const MatMulParams& p, const float* a, const float* b,
+                   float* y) {
+  matmul(p, a, b, nullptr, y);
+}
+/// float64: plain loops, no epilogue.
 void matmul(const MatMulParams& p, const double* a, const double* b, double* y);
 
 // ------------------------------------------------------------ normalisation

@@ -1,0 +1,177 @@
+// gemmRows: row-major GEMM on LIBXSMM's JIT micro-kernels, plus the team
+// split of a GEMM output.
+//
+// LIBXSMM generates column-major C = A B with alpha 1 and beta 0 or 1. A
+// row-major Y[m, n] = A[m, k] B[k, n] is, read column-major, Y^T = B^T A^T,
+// where B^T is B's memory read column-major (ld = ldb) and A^T likewise. So
+// each cache block calls the kernel with (m', n', k') = (n, m, k) and the
+// operands swapped, with no copies. Blocks: at most kKc deep so the B
+// panel (kKc x kNc) stays in L2 while kMc rows of A stream past it; the
+// kernel is JIT-compiled once per block shape and cached per thread (no
+// lock: every thread has its own small table; LIBXSMM's registry is itself
+// thread-safe).
+#include <libxsmm.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "gemm_core.h"
+
+namespace cgc::rt::detail {
+namespace {
+
+constexpr int64_t kNc = 64;   // columns of Y per block (the kernel's m')
+constexpr int64_t kMc = 64;   // rows of Y per block (the kernel's n')
+constexpr int64_t kKc = 1024;  // most depth per block
+
+struct KernelKey {
+  int64_t m, n, k, lda, ldb, ldc;
+  bool accumulate;
+  bool operator==(const KernelKey&) const = default;
+};
+
+struct KernelKeyHash {
+  size_t operator()(const KernelKey& key) const {
+    size_t h = static_cast<size_t>(key.accumulate);
+    for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc})
+      h = h * 1000003u ^ static_cast<size_t>(v);
+    return h;
+  }
+};
+
+/// The JIT kernel for a column-major block, or null where LIBXSMM has none.
+libxsmm_smmfunction kernelFor(const KernelKey& key) {
+  thread_local std::unordered_map<KernelKey, libxsmm_smmfunction, KernelKeyHash>
+      cache;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  static const bool initialised = (libxsmm_init(), true);
+  (void)initialised;
+  const libxsmm_blasint lda = key.lda, ldb = key.ldb, ldc = key.ldc;
+  const float alpha = 1.0f, beta = key.accumulate ? 1.0f : 0.0f;
+  const int flags = LIBXSMM_GEMM_FLAG_NONE;
+  const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
+  libxsmm_smmfunction f =
+      libxsmm_smmdispatch(key.m, key.n, key.k, &lda, &ldb, &ldc, &alpha, &beta,
+                          &flags, &prefetch);
+  cache.emplace(key, f);
+  return f;
+}
+
+/// This part of [0, n) split in `parts` near-equal multiples of `grain`.
+Range part(int64_t n, int parts, int index, int64_t grain) {
+  return Team(index, parts, nullptr).split(n, grain);
+}
+
+}  // namespace
+
+// One simple pass per term over each row (still in cache): GCC vectorises
+// these; a single fused loop with optional terms it compiled into a
+// loop-carried chain 20x slower than the GEMM itself.
+void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y,
+                   int64_t ldy) {
+  if (e.empty()) return;
+  const float lo = e.act_min, hi = e.act_max;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* __restrict row = y + i * ldy;
+    if (e.row_bias) {
+      const float b = e.row_bias[i];
+      for (int64_t j = 0; j < cols; ++j) row[j] += b;
+    }
+    if (e.col_bias) {
+      const float* __restrict b = e.col_bias;
+      for (int64_t j = 0; j < cols; ++j) row[j] += b[j];
+    }
+    if (e.residual) {
+      const float* __restrict r = e.residual + i * e.ld_residual;
+      for (int64_t j = 0; j < cols; ++j) row[j] += r[j];
+    }
+    if (e.activation == Activation::kRelu)
+      for (int64_t j = 0; j < cols; ++j) row[j] = std::max(row[j], 0.0f);
+    else if (e.activation == Activation::kClip)
+      for (int64_t j = 0; j < cols; ++j) row[j] = std::min(std::max(row[j], lo), hi);
+  }
+}
+
+void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+              const float* b, int64_t ldb, float* y, int64_t ldy,
+              const Epilogue& e) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(y + i * ldy, y + i * ldy + n, 0.0f);
+    applyEpilogue(e, m, n, y, ldy);
+    return;
+  }
+  // Equal depth steps (576 = one step, not 512 + 64): a short last step
+  // would reload and rewrite all of Y for little work.
+  const int64_t steps = (k + kKc - 1) / kKc, step = (k + steps - 1) / steps;
+  for (int64_t pc = 0; pc < k; pc += step) {
+    const int64_t kc = std::min(step, k - pc);
+    const bool accumulate = pc > 0, last = pc + kc >= k;
+    for (int64_t jc = 0; jc < n; jc += kNc) {
+      const int64_t nc = std::min(kNc, n - jc);
+      for (int64_t ic = 0; ic < m; ic += kMc) {
+        const int64_t mc = std::min(kMc, m - ic);
+        const float* ablock = a + ic * lda + pc;
+        const float* bblock = b + pc * ldb + jc;
+        float* yblock = y + ic * ldy + jc;
+        if (auto f = kernelFor({nc, mc, kc, ldb, lda, ldy, accumulate}))
+          f(bblock, ablock, yblock);
+        else
+          sgemm(mc, nc, kc, ablock, lda, 1, bblock, ldb, 1, yblock, ldy,
+                accumulate);
+        if (last) applyEpilogue(e.at(ic, jc), mc, nc, yblock, ldy);
+      }
+    }
+  }
+}
+
+// DeepCPU's rule for splitting a GEMM over threads that share a cache: a
+// thread computing a (m / ti) x (n / tj) block reads m / ti rows of A and
+// n / tj columns of B, so the team moves tj |A| + ti |B| through the shared
+// cache; pick the factorisation ti * tj = threads that minimises it (blocks
+// that would be empty cost as if the team were larger). Splitting k as well
+// only pays when m and n are both tiny and needs a reduction of partial C
+// blocks (+2 tk |C|); at the team sizes used here those GEMMs are too small
+// to be worth the extra barrier, so k is never split.
+OutputSplit splitOutput(int64_t m, int64_t n, int64_t k, int threads) {
+  OutputSplit best{threads, 1};
+  double bestCost = -1.0;
+  const double sizeA = static_cast<double>(m) * k, sizeB = static_cast<double>(k) * n;
+  const int64_t colBlocks = (n + 15) / 16;
+  for (int ti = 1; ti <= threads; ++ti) {
+    if (threads % ti != 0) continue;
+    const int tj = threads / ti;
+    double cost = tj * sizeA + ti * sizeB;
+    // Threads without work: charge the idle share as if recomputing it.
+    const double idle = static_cast<double>(std::max<int64_t>(0, ti - m)) / ti +
+                        static_cast<double>(std::max<int64_t>(0, tj - colBlocks)) / tj;
+    cost *= 1.0 + 4.0 * idle;
+    if (bestCost < 0 || cost < bestCost) {
+      bestCost = cost;
+      best = {ti, tj};
+    }
+  }
+  return best;
+}
+
+Block blockOf(const OutputSplit& split, int64_t m, int64_t n, int thread) {
+  return {part(m, split.ti, thread / split.tj, 1),
+          part(n, split.tj, thread % split.tj, 16)};
+}
+
+void gemmRowsTeam(int64_t m, int64_t n, int64_t k, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float* y,
+                  int64_t ldy, const Epilogue& e, const Team& team) {
+  if (team.size() == 1) {
+    gemmRows(m, n, k, a, lda, b, ldb, y, ldy, e);
+    return;
+  }
+  const Block blk = blockOf(splitOutput(m, n, k, team.size()), m, n, team.thread());
+  if (blk.rows.size() <= 0 || blk.cols.size() <= 0) return;
+  gemmRows(blk.rows.size(), blk.cols.size(), k, a + blk.rows.begin * lda, lda,
+           b + blk.cols.begin, ldb, y + blk.rows.begin * ldy + blk.cols.begin,
+           ldy, e.at(blk.rows.begin, blk.cols.begin));
+}
+
+}  // namespace cgc::rt::detail

@@ -1,0 +1,270 @@
+// gemm, matmul and conv (the LIBXSMM paths, their fallbacks, the team
+// splits and the fused epilogues) against plain reference loops in double,
+// over awkward shapes, each run serially and by teams of 2 and 3 threads.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "cgc/kernels.h"
+#include "test_data.h"
+
+using namespace cgc::rt;
+using cgc::test::randomFloats;
+using cgc::test::requireClose;
+
+namespace {
+
+/// Runs f(team) on `threads` threads sharing one team, as generated code does.
+template <typename F>
+void runTeam(int threads, F f) {
+  if (threads == 1) {
+    f(Team::serial());
+    return;
+  }
+  SpinBarrier barrier(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] { f(Team(t, threads, &barrier)); });
+  for (auto& thread : pool) thread.join();
+}
+
+double activate(Activation a, float lo, float hi, double v) {
+  if (a == Activation::kRelu) return std::max(v, 0.0);
+  if (a == Activation::kClip) return std::min(std::max(v, double{lo}), double{hi});
+  return v;
+}
+
+struct Act {
+  Activation kind;
+  float lo, hi;
+};
+const Act kActs[] = {{Activation::kNone, 0, 0},
+                     {Activation::kRelu, 0, 0},
+                     {Activation::kClip, -0.25f, 0.5f}};
+
+std::vector<float> referenceGemm(const GemmParams& p, const std::vector<float>& a,
+                                 const std::vector<float>& b, const float* c) {
+  std::vector<float> y(p.m * p.n);
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) {
+      double sum = 0;
+      for (int64_t q = 0; q < p.k; ++q)
+        sum += double{p.trans_a ? a[q * p.m + i] : a[i * p.k + q]} *
+               (p.trans_b ? b[j * p.k + q] : b[q * p.n + j]);
+      sum *= p.alpha;
+      if (c) sum += double{p.beta} * c[i * p.c_stride_m + j * p.c_stride_n];
+      y[i * p.n + j] = static_cast<float>(activate(p.activation, p.act_min, p.act_max, sum));
+    }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("gemm matches a reference loop: shapes, transposes, C forms, epilogues, teams") {
+  struct Shape { int64_t m, n, k; };
+  // Odd sizes, M = 1, N = 1, K = 1, and sizes past every cache block
+  // (64 rows, 64 columns, 1024 deep) so edge blocks and k steps run.
+  const Shape shapes[] = {{1, 1, 1}, {1, 37, 5}, {7, 1, 9}, {5, 9, 1}, {3, 17, 33},
+                          {33, 130, 1100}, {70, 20, 64}, {130, 70, 9}, {2, 300, 40}};
+  for (Shape s : shapes)
+    for (int trans = 0; trans < 4; ++trans)
+      for (int cForm = 0; cForm < 5; ++cForm) {
+        // C: none, row [n], column [m, 1], full [m, n], scalar.
+        const int64_t strides[5][2] = {{0, 0}, {0, 1}, {1, 0}, {s.n, 1}, {0, 0}};
+        for (float alpha : {1.0f, 0.5f})
+          for (const Act& act : kActs) {
+            GemmParams p{s.m, s.n, s.k, (trans & 1) != 0, (trans & 2) != 0, alpha,
+                         cForm == 3 ? 1.0f : 0.75f, strides[cForm][0], strides[cForm][1],
+                         act.kind, act.lo, act.hi};
+            auto a = randomFloats(s.m * s.k, 1), b = randomFloats(s.k * s.n, 2);
+            auto c = randomFloats(s.m * s.n, 3);
+            const float* cp = cForm == 0 ? nullptr : c.data();
+            auto expected = referenceGemm(p, a, b, cp);
+            for (int threads : {1, 2, 3}) {
+              INFO("m " << s.m << " n " << s.n << " k " << s.k << " trans " << trans
+                        << " C " << cForm << " alpha " << alpha << " act "
+                        << static_cast<int>(act.kind) << " threads " << threads);
+              std::vector<float> y(s.m * s.n, 123.0f);
+              runTeam(threads, [&](const Team& team) {
+                gemm(p, a.data(), b.data(), cp, y.data(), team);
+              });
+              requireClose(y, expected, 1e-4);
+            }
+          }
+      }
+}
+
+TEST_CASE("matmul with broadcast batches, bias and activation, teams") {
+  struct Case { std::vector<int64_t> batch, aStride, bStride; int64_t m, n, k; };
+  // aStride / bStride in units of one matrix (0 broadcasts).
+  const Case cases[] = {
+      {{}, {}, {}, 1, 1000, 64},             // a vector times a matrix
+      {{3}, {1}, {0}, 5, 19, 7},             // stacks into one GEMM
+      {{2, 3}, {3, 1}, {0, 0}, 4, 33, 130},  // stacks, rank 2
+      {{4}, {1}, {1}, 6, 9, 11},             // one GEMM per batch
+      {{5}, {0}, {1}, 3, 40, 8},             // A broadcast
+      {{2, 2}, {0, 1}, {2, 1}, 2, 3, 1},     // K = 1
+  };
+  for (const Case& c : cases)
+    for (bool withBias : {false, true})
+      for (const Act& act : kActs) {
+        MatMulParams p{};
+        p.batch_rank = static_cast<int32_t>(c.batch.size());
+        int64_t batches = 1, aMats = 1, bMats = 1;
+        for (size_t d = 0; d < c.batch.size(); ++d) {
+          p.batch_shape[d] = c.batch[d];
+          p.a_batch_strides[d] = c.aStride[d] * c.m * c.k;
+          p.b_batch_strides[d] = c.bStride[d] * c.k * c.n;
+          batches *= c.batch[d];
+          if (c.aStride[d]) aMats = std::max(aMats, c.aStride[d] * c.batch[d]);
+          if (c.bStride[d]) bMats = std::max(bMats, c.bStride[d] * c.batch[d]);
+        }
+        p.m = c.m;
+        p.n = c.n;
+        p.k = c.k;
+        p.activation = act.kind;
+        p.act_min = act.lo;
+        p.act_max = act.hi;
+        auto a = randomFloats(aMats * c.m * c.k, 4), b = randomFloats(bMats * c.k * c.n, 5);
+        auto bias = randomFloats(c.n, 6);
+        std::vector<float> expected(batches * c.m * c.n);
+        for (int64_t batch = 0; batch < batches; ++batch) {
+          int64_t aOff = 0, bOff = 0, rest = batch;
+          for (int d = p.batch_rank - 1; d >= 0; --d) {
+            aOff += rest % p.batch_shape[d] * p.a_batch_strides[d];
+            bOff += rest % p.batch_shape[d] * p.b_batch_strides[d];
+            rest /= p.batch_shape[d];
+          }
+          for (int64_t i = 0; i < c.m; ++i)
+            for (int64_t j = 0; j < c.n; ++j) {
+              double sum = withBias ? bias[j] : 0.0;
+              for (int64_t q = 0; q < c.k; ++q)
+                sum += double{a[aOff + i * c.k + q]} * b[bOff + q * c.n + j];
+              expected[(batch * c.m + i) * c.n + j] =
+                  static_cast<float>(activate(act.kind, act.lo, act.hi, sum));
+            }
+        }
+        for (int threads : {1, 2, 3}) {
+          INFO("case m " << c.m << " n " << c.n << " k " << c.k << " bias " << withBias
+                         << " act " << static_cast<int>(act.kind) << " threads " << threads);
+          std::vector<float> y(expected.size(), 123.0f);
+          runTeam(threads, [&](const Team& team) {
+            matmul(p, a.data(), b.data(), withBias ? bias.data() : nullptr, y.data(), team);
+          });
+          requireClose(y, expected, 1e-4);
+        }
+      }
+}
+
+namespace {
+
+struct ConvCase {
+  int64_t n, cin, d, h, w, cout, groups;
+  int64_t kd, kh, kw, sd, sh, sw;
+  int64_t pf, pt, pl, pbk, pb, pr;  // begin and end pads
+  int64_t dd, dh, dw;
+};
+
+ConvParams paramsOf(const ConvCase& c) {
+  auto out = [](int64_t in, int64_t k, int64_t s, int64_t dil, int64_t b, int64_t e) {
+    return (in + b + e - ((k - 1) * dil + 1)) / s + 1;
+  };
+  ConvParams p{};
+  p.n = c.n; p.c_in = c.cin; p.d_in = c.d; p.h_in = c.h; p.w_in = c.w;
+  p.c_out = c.cout;
+  p.d_out = out(c.d, c.kd, c.sd, c.dd, c.pf, c.pbk);
+  p.h_out = out(c.h, c.kh, c.sh, c.dh, c.pt, c.pb);
+  p.w_out = out(c.w, c.kw, c.sw, c.dw, c.pl, c.pr);
+  p.groups = c.groups;
+  p.k_d = c.kd; p.k_h = c.kh; p.k_w = c.kw;
+  p.stride_d = c.sd; p.stride_h = c.sh; p.stride_w = c.sw;
+  p.pad_front = c.pf; p.pad_top = c.pt; p.pad_left = c.pl;
+  p.dilation_d = c.dd; p.dilation_h = c.dh; p.dilation_w = c.dw;
+  return p;
+}
+
+std::vector<float> referenceConv(const ConvParams& p, const std::vector<float>& x,
+                                 const std::vector<float>& w, const float* bias,
+                                 const float* residual) {
+  const int64_t cinG = p.c_in / p.groups, coutG = p.c_out / p.groups;
+  const int64_t outSpatial = p.d_out * p.h_out * p.w_out;
+  std::vector<float> y(p.n * p.c_out * outSpatial);
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t o = 0; o < p.c_out; ++o)
+      for (int64_t od = 0; od < p.d_out; ++od)
+        for (int64_t oh = 0; oh < p.h_out; ++oh)
+          for (int64_t ow = 0; ow < p.w_out; ++ow) {
+            const int64_t g = o / coutG;
+            double sum = bias ? bias[o] : 0.0;
+            for (int64_t ci = 0; ci < cinG; ++ci)
+              for (int64_t kd = 0; kd < p.k_d; ++kd)
+                for (int64_t kh = 0; kh < p.k_h; ++kh)
+                  for (int64_t kw = 0; kw < p.k_w; ++kw) {
+                    const int64_t id = od * p.stride_d - p.pad_front + kd * p.dilation_d;
+                    const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+                    const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+                    if (id < 0 || id >= p.d_in || ih < 0 || ih >= p.h_in || iw < 0 ||
+                        iw >= p.w_in)
+                      continue;
+                    sum += double{x[(((n * p.c_in + g * cinG + ci) * p.d_in + id) * p.h_in + ih) *
+                                        p.w_in + iw]} *
+                           w[(((o * cinG + ci) * p.k_d + kd) * p.k_h + kh) * p.k_w + kw];
+                  }
+            const int64_t at = ((n * p.c_out + o) * p.d_out + od) * p.h_out * p.w_out +
+                               oh * p.w_out + ow;
+            if (residual) sum += residual[at];
+            y[at] = static_cast<float>(activate(p.activation, p.act_min, p.act_max, sum));
+          }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("conv strategies match a direct loop, with epilogues and teams") {
+  // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
+  const ConvCase cases[] = {
+      {2, 5, 1, 6, 7, 9, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},     // pointwise
+      {1, 4, 1, 7, 9, 3, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},     // strided 1x1
+      {1, 3, 1, 9, 11, 5, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // 3x3 pad 1
+      {2, 4, 1, 8, 8, 6, 2, 1, 3, 2, 1, 2, 3, 0, 0, 1, 0, 2, 0, 1, 1, 1},     // groups, odd pads
+      {1, 2, 1, 9, 9, 2, 1, 1, 3, 3, 1, 1, 2, 0, 2, 2, 0, 2, 2, 1, 2, 3},     // dilated
+      {1, 6, 1, 9, 10, 6, 6, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // depthwise
+      {2, 5, 1, 11, 12, 5, 5, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // depthwise s2
+      {1, 3, 1, 8, 9, 3, 3, 1, 5, 3, 1, 1, 2, 0, 2, 0, 0, 2, 3, 1, 2, 2},     // depthwise dilated
+      {1, 2, 4, 5, 6, 3, 1, 2, 2, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 2, 1, 1},     // 3-D
+      {1, 3, 1, 1, 17, 4, 1, 1, 1, 4, 1, 1, 3, 0, 0, 2, 0, 0, 1, 1, 1, 1},    // 1-D
+      {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},     // 1x1x1
+      {1, 64, 1, 30, 30, 17, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1}, // several column chunks
+      {1, 40, 1, 7, 7, 70, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // pointwise, more rows than columns
+  };
+  for (const ConvCase& c : cases) {
+    ConvParams p = paramsOf(c);
+    auto x = randomFloats(c.n * c.cin * c.d * c.h * c.w, 7);
+    auto w = randomFloats(c.cout * (c.cin / c.groups) * c.kd * c.kh * c.kw, 8);
+    auto bias = randomFloats(c.cout, 9);
+    const int64_t outCount = p.n * p.c_out * p.d_out * p.h_out * p.w_out;
+    auto residual = randomFloats(outCount, 10);
+    for (int form = 0; form < 4; ++form) {  // bias?, residual?
+      const float* b = form & 1 ? bias.data() : nullptr;
+      const float* r = form & 2 ? residual.data() : nullptr;
+      for (const Act& act : kActs) {
+        p.activation = act.kind;
+        p.act_min = act.lo;
+        p.act_max = act.hi;
+        auto expected = referenceConv(p, x, w, b, r);
+        for (int threads : {1, 2, 3}) {
+          INFO("cin " << c.cin << " cout " << c.cout << " groups " << c.groups << " k "
+                      << c.kh << "x" << c.kw << " form " << form << " act "
+                      << static_cast<int>(act.kind) << " threads " << threads);
+          std::vector<float> y(outCount, 123.0f);
+          runTeam(threads, [&](const Team& team) {
+            conv(p, x.data(), w.data(), b, r, y.data(), team);
+          });
+          requireClose(y, expected, 1e-4);
+        }
+      }
+    }
+  }
+}
