@@ -634,6 +634,8 @@ bool mayRunInPlace(const KernelCall& call) {
 
 bool takesTeam(const KernelCall& call) {
   switch (call.kernel) {
+    case Kernel::kRnn:
+      return true;
     default:
       return false;
   }

