@@ -16,6 +16,7 @@ namespace cgc::passes {
   X("canonicalize", canonicalize)                 \
   X("fold-constants", foldConstants)              \
   X("fold-conv-batchnorm", foldConvBatchNorm)     \
+  X("fuse-matmuls", fuseMatMuls)                  \
   X("dead-code", eliminateDeadCode)
 
 #define CGC_DECLARE_PASS(name, function) bool function(ir::Graph& graph);
