@@ -635,6 +635,14 @@ bool mayRunInPlace(const KernelCall& call) {
 bool takesTeam(const KernelCall& call) {
   switch (call.kernel) {
     case Kernel::kRnn:
+    case Kernel::kUnary:
+    case Kernel::kBinary:
+    case Kernel::kMaxPool:
+    case Kernel::kAvgPool:
+    case Kernel::kGlobalAvgPool:
+    case Kernel::kBatchNorm:
+    case Kernel::kSoftmax:
+    case Kernel::kLayerNorm:
       return true;
     default:
       return false;

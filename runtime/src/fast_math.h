@@ -12,10 +12,11 @@
 namespace cgc::rt::detail {
 
 /// exp(x) by Cephes' expf scheme: x = n ln2 + r with |r| <= ln2 / 2, a
-/// degree-7 polynomial for exp(r), and 2^n built in the exponent bits.
-/// Inputs are clamped to where 2^n stays a normal float.
+/// degree-7 polynomial for exp(r), and 2^n built in the exponent bits as two
+/// factors, so that overflow gives inf and underflow denormals and then 0
+/// as libm does. NaN stays NaN.
 inline float fastExp(float x) {
-  x = std::min(std::max(x, -87.3f), 88.0f);
+  x = std::min(std::max(x, -104.0f), 89.0f);
   // Round to nearest with the 1.5 * 2^23 trick (no libm call, vectorises).
   const float shift = 12582912.0f;
   float n = (x * 1.44269504088896341f + shift) - shift;
@@ -28,10 +29,13 @@ inline float fastExp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
+  int32_t ni = static_cast<int32_t>(n);
+  int32_t half = ni >> 1;
+  int32_t bits1 = (half + 127) << 23, bits2 = (ni - half + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &bits1, sizeof s1);
+  std::memcpy(&s2, &bits2, sizeof s2);
+  return p * s1 * s2;
 }
 
 inline float fastSigmoid(float x) { return 1.0f / (1.0f + fastExp(-x)); }

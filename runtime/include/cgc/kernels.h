@@ -50,9 +50,9 @@ struct UnaryParams {
   float beta;
 };
 
-/// y[i] = op(x[i]). In place (x == y) is allowed.
+/// y[i] = op(x[i]). In place (x == y) is allowed. Team-parallel.
 template <typename T>
-void unary(const UnaryParams& p, const T* x, T* y);
+void unary(const UnaryParams& p, const T* x, T* y, const Team& team = Team::serial());
 
 enum class BinaryOp : int32_t {
   kAdd, kSub, kMul, kDiv, kPow, kMin, kMax,
@@ -76,8 +76,10 @@ struct BinaryParams {
 };
 
 /// y = a op b with broadcasting. y may alias an operand of the output's size.
+/// Team-parallel.
 template <typename T>
-void binary(const BinaryParams& p, const T* a, const T* b, T* y);
+void binary(const BinaryParams& p, const T* a, const T* b, T* y,
+            const Team& team = Team::serial());
 
 enum class CompareOp : int32_t { kEqual, kGreater, kLess, kGreaterOrEqual, kLessOrEqual };
 
@@ -145,11 +147,15 @@ struct PoolParams {
   bool count_include_pad;  // average pool only
 };
 
-void max_pool(const PoolParams& p, const float* x, float* y);
-void avg_pool(const PoolParams& p, const float* x, float* y);
+/// Team-parallel over the N * C planes.
+void max_pool(const PoolParams& p, const float* x, float* y,
+              const Team& team = Team::serial());
+void avg_pool(const PoolParams& p, const float* x, float* y,
+              const Team& team = Team::serial());
 
 /// y[i] = mean(x[i * spatial .. (i + 1) * spatial)), i < n_c.
-void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y);
+void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y,
+                     const Team& team = Team::serial());
 
 // --------------------------------------------------------------------- GEMM
 
@@ -191,15 +197,17 @@ struct BatchNormParams {
 
 void batch_norm(const BatchNormParams& p, const float* x, const float* scale,
                 const float* bias, const float* mean, const float* var,
-                float* y);
+                float* y, const Team& team = Team::serial());
 
 /// Softmax over the middle axis of [outer, axis, inner]; log_softmax when log.
+/// Team-parallel over outer (and blocks of inner).
 struct SoftmaxParams {
   int64_t outer, axis, inner;
   bool log;
 };
 
-void softmax(const SoftmaxParams& p, const float* x, float* y);
+void softmax(const SoftmaxParams& p, const float* x, float* y,
+             const Team& team = Team::serial());
 
 /// InstanceNormalization over NC(spatial) data: every (n, c) plane is
 /// normalised by its own mean and variance, then scaled and shifted per
@@ -221,7 +229,8 @@ struct LayerNormParams {
 };
 
 void layer_norm(const LayerNormParams& p, const float* x, const float* scale,
-                const float* bias, float* y, float* mean, float* inv_std_dev);
+                const float* bias, float* y, float* mean, float* inv_std_dev,
+                const Team& team = Team::serial());
 
 enum class ReduceOp : int32_t { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSumExp };
 
