@@ -99,8 +99,10 @@ void softmaxRow(int64_t n, const float* in, float* out, bool log) {
   }
   for (int l = 0; l < kLanes; ++l) sum += lanes[l];
   if (log) {
-    const float shift = maximum + static_cast<float>(std::log(sum));
-    for (i = 0; i < n; ++i) out[i] = in[i] - shift;
+    // (x - max) first: it is exact near the maximum, where x - (max + log)
+    // would round away the small results.
+    const float logSum = static_cast<float>(std::log(sum));
+    for (i = 0; i < n; ++i) out[i] = (in[i] - maximum) - logSum;
   } else {
     const float inv = static_cast<float>(1.0 / sum);
     for (i = 0; i < n; ++i) out[i] *= inv;
@@ -139,11 +141,11 @@ void softmax(const SoftmaxParams& p, const float* x, float* y, const Team& team)
         sum[i] += e;
       }
     if (p.log) {
-      for (int64_t i = 0; i < w; ++i)
-        maximum[i] += static_cast<float>(std::log(sum[i]));
+      float logSum[kBlock];
+      for (int64_t i = 0; i < w; ++i) logSum[i] = static_cast<float>(std::log(sum[i]));
       for (int64_t a = 0; a < p.axis; ++a)
         for (int64_t i = 0; i < w; ++i)
-          out[a * p.inner + i] = in[a * p.inner + i] - maximum[i];
+          out[a * p.inner + i] = (in[a * p.inner + i] - maximum[i]) - logSum[i];
     } else {
       for (int64_t i = 0; i < w; ++i) maximum[i] = static_cast<float>(1.0 / sum[i]);
       for (int64_t a = 0; a < p.axis; ++a)
