@@ -15,6 +15,7 @@
 // unit before its h-gate product, hence a second barrier).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -232,7 +233,7 @@ class Direction {
     return p_.cell == RnnCell::kGru && !p_.linear_before_reset;
   }
   void project(const Inputs& in);
-  float* pack(const float* r, int64_t firstGate, int gates, std::vector<float>& buf);
+  float* pack(const float* r, int64_t firstGate, int gates);
   void lstmEpilogue(const float* acc, const float* xw, float* c, const float* peep,
                     float* h, int64_t count);
   void step(int64_t t, const float* hPrev, float* hNext, const Inputs& in);
@@ -277,25 +278,61 @@ void Direction::project(const Inputs& in) {
 
 /// Rows of gates [firstGate, firstGate + gates) of R for this thread's units
 /// as blocks [hidden][gates][kUnits], zero-padded past the last unit.
-float* Direction::pack(const float* r, int64_t firstGate, int gates,
-                       std::vector<float>& buf) {
+///
+/// Weights are nearly always the same constant from call to call, and the
+/// transposing copy costs several steps' worth of time, so each thread keeps
+/// its last packings together with the rows they came from; a cached packing
+/// is reused when those rows still compare equal (a sequential read, far
+/// cheaper than packing again), so changed or moved weights are repacked.
+float* Direction::pack(const float* r, int64_t firstGate, int gates) {
+  struct Entry {
+    const float* r = nullptr;
+    int64_t hidden = 0, firstGate = 0, gates = 0, u0 = 0, units = 0;
+    std::vector<float> rows, packed;
+    uint64_t used = 0;
+  };
+  constexpr size_t kEntries = 8;
+  thread_local std::vector<Entry> cache(kEntries);
+  thread_local uint64_t clock = 0;
+  const int64_t chunk = units_ * h_;  // one gate's rows for these units
+  auto sameRows = [&](const Entry& e) {
+    if (e.r != r || e.hidden != h_ || e.firstGate != firstGate || e.gates != gates ||
+        e.u0 != u0_ || e.units != units_)
+      return false;
+    for (int64_t g = 0; g < gates; ++g)
+      if (std::memcmp(e.rows.data() + g * chunk, r + ((firstGate + g) * h_ + u0_) * h_,
+                      static_cast<size_t>(chunk) * sizeof(float)) != 0)
+        return false;
+    return true;
+  };
+  Entry* victim = &cache[0];
+  for (Entry& e : cache) {
+    if (sameRows(e)) {
+      e.used = ++clock;
+      return e.packed.data();
+    }
+    if (e.used < victim->used) victim = &e;
+  }
+  Entry& e = *victim;
+  e = Entry{r, h_, firstGate, gates, u0_, units_, {}, {}, ++clock};
+  e.rows.resize(static_cast<size_t>(gates * chunk));
+  for (int64_t g = 0; g < gates; ++g)
+    std::memcpy(e.rows.data() + g * chunk, r + ((firstGate + g) * h_ + u0_) * h_,
+                static_cast<size_t>(chunk) * sizeof(float));
   int64_t cols = gates * kUnits, blockSize = h_ * cols;
-  float* out = privateBuffer(buf, static_cast<size_t>(blocks_ * blockSize));
+  e.packed.assign(static_cast<size_t>(blocks_ * blockSize + 1), 0.f);
   for (int64_t blk = 0; blk < blocks_; ++blk) {
-    float* dst = out + blk * blockSize;
-    int64_t first = u0_ + blk * kUnits;
-    int64_t count = std::min<int64_t>(kUnits, u0_ + units_ - first);
+    float* dst = e.packed.data() + blk * blockSize;
+    int64_t first = blk * kUnits;
+    int64_t count = std::min<int64_t>(kUnits, units_ - first);
     for (int g = 0; g < gates; ++g)
-      for (int64_t u = 0; u < kUnits; ++u) {
-        const float* src = r + ((firstGate + g) * h_ + first + u) * h_;
+      for (int64_t u = 0; u < count; ++u) {
+        const float* src = e.rows.data() + g * chunk + (first + u) * h_;
         float* col = dst + g * kUnits + u;
-        if (u < count)
-          for (int64_t k = 0; k < h_; ++k) col[k * cols] = src[k];
-        else
-          for (int64_t k = 0; k < h_; ++k) col[k * cols] = 0.f;
+        for (int64_t k = 0; k < h_; ++k) col[k * cols] = src[k];
       }
   }
-  return out;
+  return e.packed.data();
 }
 
 /// One block of kUnits units of one batch row: gate order i o f c,
@@ -422,12 +459,12 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
 void Direction::run(const Inputs& in) {
   const int64_t B = p_.batch;
   project(in);
-  thread_local std::vector<float> packBuf, packHBuf, cBuf, zBuf, accBuf, peepBuf, rbBuf;
+  thread_local std::vector<float> cBuf, zBuf, accBuf, peepBuf, rbBuf;
   if (splitGru()) {
-    packed_ = pack(in.r, 0, 2, packBuf);
-    packedH_ = pack(in.r, 2, 1, packHBuf);
+    packed_ = pack(in.r, 0, 2);
+    packedH_ = pack(in.r, 2, 1);
   } else {
-    packed_ = pack(in.r, 0, static_cast<int>(g_), packBuf);
+    packed_ = pack(in.r, 0, static_cast<int>(g_));
   }
   acc_ = privateBuffer(accBuf, static_cast<size_t>(B * g_ * kUnits));
   c_ = privateBuffer(cBuf, static_cast<size_t>(B * pad_ + kUnits));
