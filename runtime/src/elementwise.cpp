@@ -2,7 +2,7 @@
 // broadcasting (dense, scalar and general strided paths). Unary and binary
 // split the output over the team in 64-byte-aligned chunks (no two threads
 // write one cache line); the loops are plain so that they vectorise, and
-// float sigmoid/tanh/exp use the branch-free versions in fast_math.h.
+// float sigmoid/tanh/exp/erf use the branch-free versions in fast_math.h.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -224,7 +224,10 @@ void unary(const UnaryParams& p, const T* x, T* y, const Team& team) {
       map(n, x, y, [](T v) { return v; });
       break;
     case UnaryOp::kErf:
-      viaDouble([](double v) { return std::erf(v); });
+      if constexpr (std::is_same_v<T, float>)
+        map(n, x, y, [](float v) { return detail::fastErf(v); });
+      else
+        viaDouble([](double v) { return std::erf(v); });
       break;
     case UnaryOp::kSoftplus:
       viaDouble([](double v) { return v > 30 ? v : std::log1p(std::exp(v)); });

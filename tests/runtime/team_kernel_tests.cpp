@@ -37,7 +37,7 @@ std::vector<float> scaled(std::vector<float> v, float s) {
 
 }  // namespace
 
-TEST_CASE("team unary: fast sigmoid, tanh and exp match libm") {
+TEST_CASE("team unary: fast sigmoid, tanh, exp and erf match libm") {
   struct Case {
     UnaryOp op;
     double (*ref)(double);
@@ -47,11 +47,14 @@ TEST_CASE("team unary: fast sigmoid, tanh and exp match libm") {
       {UnaryOp::kTanh, [](double v) { return std::tanh(v); }},
       {UnaryOp::kExp, [](double v) { return std::exp(v); }},
       {UnaryOp::kRelu, [](double v) { return v > 0 ? v : 0; }},
+      {UnaryOp::kErf, [](double v) { return std::erf(v); }},
   };
   for (int64_t n : {1, 2, 17, 1000, 4099}) {
     // Spans saturation, the small-|x| branch of tanh and exp's overflow.
     std::vector<float> x = scaled(randomFloats(n, static_cast<uint32_t>(n)), 20.f);
     if (n > 3) x[0] = 100.f, x[1] = -110.f, x[2] = 1e-7f;
+    if (n > 1000)  // dense around 0, where the approximations switch branches
+      for (int64_t i = 3; i < 1000; ++i) x[i] = static_cast<float>(i - 500) / 400.f;
     for (const Case& c : cases) {
       INFO("op " << static_cast<int>(c.op) << " n " << n);
       std::vector<float> y(n, NAN), ref(n);
