@@ -23,7 +23,6 @@
 
 #include "cgc/kernels.h"
 #include "fast_math.h"
-#include "gemm_core.h"
 
 namespace cgc::rt {
 namespace {
@@ -91,7 +90,7 @@ typedef float Vec __attribute__((vector_size(64), aligned(4)));
 /// h rows past `rows` repeat the last one so the loop has fixed bounds.
 template <int G, int BB>
 void blockProduct(int64_t hidden, const float* packed, const float* h,
-                  int64_t ldh, int rows, float* acc) {
+                  int64_t ldh, int rows, float* acc, int64_t ldo) {
   static_assert(kUnits * sizeof(float) == sizeof(Vec));
   const float* hr[BB];
   for (int b = 0; b < BB; ++b) hr[b] = h + std::min(b, rows - 1) * ldh;
@@ -103,40 +102,48 @@ void blockProduct(int64_t hidden, const float* packed, const float* h,
       for (int g = 0; g < G; ++g) sum[b][g] += hv * w[g];
     }
   }
-  Vec* out = reinterpret_cast<Vec*>(acc);
-  for (int b = 0; b < rows; ++b)
-    for (int g = 0; g < G; ++g) out[b * G + g] = sum[b][g];
+  for (int b = 0; b < rows; ++b) {
+    Vec* out = reinterpret_cast<Vec*>(acc + b * ldo);
+    for (int g = 0; g < G; ++g) out[g] = sum[b][g];
+  }
 }
 
 template <int G>
 void product(int64_t hidden, const float* packed, const float* h, int64_t ldh,
-             int rows, float* acc) {
-  for (int b = 0; b < rows;) {
-    int left = rows - b;
-    float* out = acc + b * G * kUnits;
+             int64_t rows, float* acc, int64_t ldo) {
+  for (int64_t b = 0; b < rows;) {
+    int64_t left = rows - b;
+    float* out = acc + b * ldo;
     const float* hb = h + b * ldh;
     if (left >= 4) {
-      blockProduct<G, 4>(hidden, packed, hb, ldh, 4, out);
+      blockProduct<G, 4>(hidden, packed, hb, ldh, 4, out, ldo);
       b += 4;
     } else if (left >= 2) {
-      blockProduct<G, 2>(hidden, packed, hb, ldh, 2, out);
+      blockProduct<G, 2>(hidden, packed, hb, ldh, 2, out, ldo);
       b += 2;
     } else {
-      blockProduct<G, 1>(hidden, packed, hb, ldh, 1, out);
+      blockProduct<G, 1>(hidden, packed, hb, ldh, 1, out, ldo);
       b += 1;
     }
   }
 }
 
-/// acc[batch][g * kUnits] for `gates` (1..4) packed gates.
+/// out[row * ldo + g * kUnits + u] = in[row] . packed block, for `rows` rows
+/// of `in` (ldi apart) and `gates` (1..4) packed gates.
+void blockRows(int gates, int64_t k, const float* packed, const float* in,
+               int64_t ldi, int64_t rows, float* out, int64_t ldo) {
+  switch (gates) {
+    case 1: return product<1>(k, packed, in, ldi, rows, out, ldo);
+    case 2: return product<2>(k, packed, in, ldi, rows, out, ldo);
+    case 3: return product<3>(k, packed, in, ldi, rows, out, ldo);
+    default: return product<4>(k, packed, in, ldi, rows, out, ldo);
+  }
+}
+
+/// acc[batch][g * kUnits] for `gates` packed gates of R.
 void recurrentProduct(int gates, int64_t hidden, const float* packed,
                       const float* h, int64_t batch, float* acc) {
-  switch (gates) {
-    case 1: return product<1>(hidden, packed, h, hidden, static_cast<int>(batch), acc);
-    case 2: return product<2>(hidden, packed, h, hidden, static_cast<int>(batch), acc);
-    case 3: return product<3>(hidden, packed, h, hidden, static_cast<int>(batch), acc);
-    default: return product<4>(hidden, packed, h, hidden, static_cast<int>(batch), acc);
-  }
+  blockRows(gates, hidden, packed, h, hidden, batch, acc, gates * kUnits);
 }
 
 /// Grows a thread-private buffer; never shrinks, so steady state allocates
@@ -233,7 +240,7 @@ class Direction {
     return p_.cell == RnnCell::kGru && !p_.linear_before_reset;
   }
   void project(const Inputs& in);
-  float* pack(const float* r, int64_t firstGate, int gates);
+  float* pack(const float* r, int64_t k, int64_t firstGate, int gates);
   void lstmEpilogue(const float* acc, const float* xw, float* c, const float* peep,
                     float* h, int64_t count);
   void step(int64_t t, const float* hPrev, float* hNext, const Inputs& in);
@@ -251,17 +258,20 @@ class Direction {
   float *packed_ = nullptr, *packedH_ = nullptr;
 };
 
-/// xw [rows, G, pad] for this thread's units = x W^T + biases. Every
-/// recurrent bias is a plain addend except GRU's Rb_h with
-/// linear_before_reset, which the reset gate scales.
+/// xw [rows, blocks, G, kUnits] for this thread's units = x W^T + biases,
+/// laid out as the recurrent accumulators are. W is packed like R (and
+/// cached the same way). Every recurrent bias is a plain addend except GRU's
+/// Rb_h with linear_before_reset, which the reset gate scales.
 void Direction::project(const Inputs& in) {
   thread_local std::vector<float> buf;
   int64_t rows = p_.seq_length * p_.batch, k = p_.input_size, ld = g_ * pad_;
-  xw_ = privateBuffer(buf, static_cast<size_t>(rows * ld));
+  xw_ = privateBuffer(buf, static_cast<size_t>(rows * ld + kUnits));
   if (units_ == 0) return;
-  for (int64_t g = 0; g < g_; ++g)
-    detail::sgemm(rows, units_, k, in.x, k, 1, in.w + (g * h_ + u0_) * k, 1, k,
-                  xw_ + g * pad_, ld, false);
+  const float* packedW = pack(in.w, k, 0, static_cast<int>(g_));
+  const int64_t blockCols = g_ * kUnits;
+  for (int64_t blk = 0; blk < blocks_; ++blk)
+    blockRows(static_cast<int>(g_), k, packedW + blk * k * blockCols, in.x, k, rows,
+              xw_ + blk * blockCols, ld);
   if (!in.b) return;
   bool keepRbh = p_.cell == RnnCell::kGru && p_.linear_before_reset;
   thread_local std::vector<float> biasBuf;
@@ -270,7 +280,8 @@ void Direction::project(const Inputs& in) {
   for (int64_t g = 0; g < g_; ++g)
     for (int64_t u = 0; u < units_; ++u) {
       int64_t j = g * h_ + u0_ + u;
-      bias[g * pad_ + u] = in.b[j] + (keepRbh && g == 2 ? 0.f : in.b[g_ * h_ + j]);
+      bias[(u / kUnits) * blockCols + g * kUnits + u % kUnits] =
+          in.b[j] + (keepRbh && g == 2 ? 0.f : in.b[g_ * h_ + j]);
     }
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < ld; ++j) xw_[i * ld + j] += bias[j];
@@ -284,23 +295,23 @@ void Direction::project(const Inputs& in) {
 /// its last packings together with the rows they came from; a cached packing
 /// is reused when those rows still compare equal (a sequential read, far
 /// cheaper than packing again), so changed or moved weights are repacked.
-float* Direction::pack(const float* r, int64_t firstGate, int gates) {
+float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) {
   struct Entry {
     const float* r = nullptr;
-    int64_t hidden = 0, firstGate = 0, gates = 0, u0 = 0, units = 0;
+    int64_t hidden = 0, k = 0, firstGate = 0, gates = 0, u0 = 0, units = 0;
     std::vector<float> rows, packed;
     uint64_t used = 0;
   };
   constexpr size_t kEntries = 8;
   thread_local std::vector<Entry> cache(kEntries);
   thread_local uint64_t clock = 0;
-  const int64_t chunk = units_ * h_;  // one gate's rows for these units
+  const int64_t chunk = units_ * k;  // one gate's rows for these units
   auto sameRows = [&](const Entry& e) {
-    if (e.r != r || e.hidden != h_ || e.firstGate != firstGate || e.gates != gates ||
+    if (e.r != r || e.hidden != h_ || e.k != k || e.firstGate != firstGate || e.gates != gates ||
         e.u0 != u0_ || e.units != units_)
       return false;
     for (int64_t g = 0; g < gates; ++g)
-      if (std::memcmp(e.rows.data() + g * chunk, r + ((firstGate + g) * h_ + u0_) * h_,
+      if (std::memcmp(e.rows.data() + g * chunk, r + ((firstGate + g) * h_ + u0_) * k,
                       static_cast<size_t>(chunk) * sizeof(float)) != 0)
         return false;
     return true;
@@ -314,12 +325,12 @@ float* Direction::pack(const float* r, int64_t firstGate, int gates) {
     if (e.used < victim->used) victim = &e;
   }
   Entry& e = *victim;
-  e = Entry{r, h_, firstGate, gates, u0_, units_, {}, {}, ++clock};
+  e = Entry{r, h_, k, firstGate, gates, u0_, units_, {}, {}, ++clock};
   e.rows.resize(static_cast<size_t>(gates * chunk));
   for (int64_t g = 0; g < gates; ++g)
-    std::memcpy(e.rows.data() + g * chunk, r + ((firstGate + g) * h_ + u0_) * h_,
+    std::memcpy(e.rows.data() + g * chunk, r + ((firstGate + g) * h_ + u0_) * k,
                 static_cast<size_t>(chunk) * sizeof(float));
-  int64_t cols = gates * kUnits, blockSize = h_ * cols;
+  int64_t cols = gates * kUnits, blockSize = k * cols;
   e.packed.assign(static_cast<size_t>(blocks_ * blockSize + 1), 0.f);
   for (int64_t blk = 0; blk < blocks_; ++blk) {
     float* dst = e.packed.data() + blk * blockSize;
@@ -327,9 +338,9 @@ float* Direction::pack(const float* r, int64_t firstGate, int gates) {
     int64_t count = std::min<int64_t>(kUnits, units_ - first);
     for (int g = 0; g < gates; ++g)
       for (int64_t u = 0; u < count; ++u) {
-        const float* src = e.rows.data() + g * chunk + (first + u) * h_;
+        const float* src = e.rows.data() + g * chunk + (first + u) * k;
         float* col = dst + g * kUnits + u;
-        for (int64_t k = 0; k < h_; ++k) col[k * cols] = src[k];
+        for (int64_t i = 0; i < k; ++i) col[i * cols] = src[i];
       }
   }
   return e.packed.data();
@@ -345,8 +356,8 @@ void Direction::lstmEpilogue(const float* acc, const float* xw, float* c,
   const float* pf = peep + 2 * pad_;
   for (int u = 0; u < kUnits; ++u) {
     i[u] = acc[u] + xw[u] + pi[u] * c[u];
-    f[u] = acc[2 * kUnits + u] + xw[2 * pad_ + u] + pf[u] * c[u];
-    g[u] = acc[3 * kUnits + u] + xw[3 * pad_ + u];
+    f[u] = acc[2 * kUnits + u] + xw[2 * kUnits + u] + pf[u] * c[u];
+    g[u] = acc[3 * kUnits + u] + xw[3 * kUnits + u];
   }
   activate(act_[0], p_.clip, i);
   if (p_.input_forget)
@@ -356,7 +367,7 @@ void Direction::lstmEpilogue(const float* acc, const float* xw, float* c,
   activate(act_[1], p_.clip, g);
   for (int u = 0; u < kUnits; ++u) {
     c[u] = f[u] * c[u] + i[u] * g[u];
-    o[u] = acc[kUnits + u] + xw[pad_ + u] + po[u] * c[u];
+    o[u] = acc[kUnits + u] + xw[kUnits + u] + po[u] * c[u];
     g[u] = c[u];
   }
   activate(act_[0], p_.clip, o);
@@ -376,11 +387,11 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
       recurrentProduct(2, h_, packed_ + blk * h_ * 2 * kUnits, hPrev, B, acc_);
       for (int64_t b = 0; b < B; ++b) {
         const float* a = acc_ + b * 2 * kUnits;
-        const float* xw = xw_ + row(t, b) * ldx + blk * kUnits;
+        const float* xw = xw_ + row(t, b) * ldx + blk * g_ * kUnits;
         float z[kUnits], r[kUnits];
         for (int u = 0; u < kUnits; ++u) {
           z[u] = a[u] + xw[u];
-          r[u] = a[kUnits + u] + xw[pad_ + u];
+          r[u] = a[kUnits + u] + xw[kUnits + u];
         }
         activate(act_[0], p_.clip, z);
         activate(act_[0], p_.clip, r);
@@ -409,7 +420,7 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
         if (y) std::fill_n(y, count, 0.f);
         continue;
       }
-      const float* xw = xw_ + row(t, b) * ldx + blk * kUnits;
+      const float* xw = xw_ + row(t, b) * ldx + blk * g_ * kUnits;
       float* c = c_ + b * pad_ + blk * kUnits;
       switch (p_.cell) {
         case RnnCell::kLstm:
@@ -429,19 +440,19 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
           if (splitGru()) {
             const float* a = acc_ + b * kUnits;
             std::copy_n(z_ + b * pad_ + blk * kUnits, kUnits, z);
-            for (int u = 0; u < kUnits; ++u) cand[u] = a[u] + xw[2 * pad_ + u];
+            for (int u = 0; u < kUnits; ++u) cand[u] = a[u] + xw[2 * kUnits + u];
           } else {
             const float* a = acc_ + b * 3 * kUnits;
             const float* rb = rbh_ + blk * kUnits;
             float r[kUnits];
             for (int u = 0; u < kUnits; ++u) {
               z[u] = a[u] + xw[u];
-              r[u] = a[kUnits + u] + xw[pad_ + u];
+              r[u] = a[kUnits + u] + xw[kUnits + u];
             }
             activate(act_[0], p_.clip, z);
             activate(act_[0], p_.clip, r);
             for (int u = 0; u < kUnits; ++u)
-              cand[u] = xw[2 * pad_ + u] + r[u] * (a[2 * kUnits + u] + rb[u]);
+              cand[u] = xw[2 * kUnits + u] + r[u] * (a[2 * kUnits + u] + rb[u]);
           }
           activate(act_[1], p_.clip, cand);
           for (int u = 0; u < kUnits; ++u)
@@ -461,10 +472,10 @@ void Direction::run(const Inputs& in) {
   project(in);
   thread_local std::vector<float> cBuf, zBuf, accBuf, peepBuf, rbBuf;
   if (splitGru()) {
-    packed_ = pack(in.r, 0, 2);
-    packedH_ = pack(in.r, 2, 1);
+    packed_ = pack(in.r, h_, 0, 2);
+    packedH_ = pack(in.r, h_, 2, 1);
   } else {
-    packed_ = pack(in.r, 0, static_cast<int>(g_));
+    packed_ = pack(in.r, h_, 0, static_cast<int>(g_));
   }
   acc_ = privateBuffer(accBuf, static_cast<size_t>(B * g_ * kUnits));
   c_ = privateBuffer(cBuf, static_cast<size_t>(B * pad_ + kUnits));
