@@ -295,7 +295,12 @@ void Direction::project(const Inputs& in) {
 /// its last packings together with the rows they came from; a cached packing
 /// is reused when those rows still compare equal (a sequential read, far
 /// cheaper than packing again), so changed or moved weights are repacked.
+/// Weights over kCacheFloats per thread are packed afresh each call into one
+/// of two rotating buffers (two packings are live at once for GRU; packing
+/// is then a small share of a sequence that streams them every step anyway),
+/// so that large models do not hold a second and third copy of their weights.
 float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) {
+  constexpr int64_t kCacheFloats = int64_t{1} << 21;
   struct Entry {
     const float* r = nullptr;
     int64_t hidden = 0, k = 0, firstGate = 0, gates = 0, u0 = 0, units = 0;
@@ -316,6 +321,30 @@ float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) 
         return false;
     return true;
   };
+  int64_t cols = gates * kUnits, blockSize = k * cols;
+  auto fill = [&](float* out, auto rowOf) {
+    std::fill_n(out, blocks_ * blockSize, 0.f);
+    for (int64_t blk = 0; blk < blocks_; ++blk) {
+      float* dst = out + blk * blockSize;
+      int64_t first = blk * kUnits;
+      int64_t count = std::min<int64_t>(kUnits, units_ - first);
+      for (int g = 0; g < gates; ++g)
+        for (int64_t u = 0; u < count; ++u) {
+          const float* src = rowOf(g, first + u);
+          float* col = dst + g * kUnits + u;
+          for (int64_t i = 0; i < k; ++i) col[i * cols] = src[i];
+        }
+    }
+  };
+  if (gates * chunk > kCacheFloats) {
+    thread_local std::vector<float> ring[2];
+    thread_local int next = 0;
+    std::vector<float>& buf = ring[next];
+    next ^= 1;
+    float* out = privateBuffer(buf, static_cast<size_t>(blocks_ * blockSize + 1));
+    fill(out, [&](int g, int64_t u) { return r + ((firstGate + g) * h_ + u0_ + u) * k; });
+    return out;
+  }
   Entry* victim = &cache[0];
   for (Entry& e : cache) {
     if (sameRows(e)) {
@@ -330,19 +359,8 @@ float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) 
   for (int64_t g = 0; g < gates; ++g)
     std::memcpy(e.rows.data() + g * chunk, r + ((firstGate + g) * h_ + u0_) * k,
                 static_cast<size_t>(chunk) * sizeof(float));
-  int64_t cols = gates * kUnits, blockSize = k * cols;
-  e.packed.assign(static_cast<size_t>(blocks_ * blockSize + 1), 0.f);
-  for (int64_t blk = 0; blk < blocks_; ++blk) {
-    float* dst = e.packed.data() + blk * blockSize;
-    int64_t first = blk * kUnits;
-    int64_t count = std::min<int64_t>(kUnits, units_ - first);
-    for (int g = 0; g < gates; ++g)
-      for (int64_t u = 0; u < count; ++u) {
-        const float* src = e.rows.data() + g * chunk + (first + u) * k;
-        float* col = dst + g * kUnits + u;
-        for (int64_t i = 0; i < k; ++i) col[i * cols] = src[i];
-      }
-  }
+  e.packed.resize(static_cast<size_t>(blocks_ * blockSize + 1));
+  fill(e.packed.data(), [&](int g, int64_t u) { return e.rows.data() + g * chunk + u * k; });
   return e.packed.data();
 }
 

@@ -344,3 +344,14 @@ TEST_CASE("recurrent weights changed in place between calls are repacked") {
     }
   }
 }
+
+TEST_CASE("recurrent weights too large to cache are packed per call") {
+  // 4 gates x 800 x 800 floats is past the per-thread packing cache limit.
+  RnnParams p = makeParams(RnnCell::kLstm, 2, 1, 800, 800, 0, false);
+  Options o;
+  o.bias = o.initial = true;
+  for (int threads : {1, 2}) {
+    INFO("threads " << threads);
+    check(p, o, 800, threads);
+  }
+}
