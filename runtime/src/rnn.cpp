@@ -295,12 +295,12 @@ void Direction::project(const Inputs& in) {
 /// its last packings together with the rows they came from; a cached packing
 /// is reused when those rows still compare equal (a sequential read, far
 /// cheaper than packing again), so changed or moved weights are repacked.
-/// Weights over kCacheFloats per thread are packed afresh each call into one
+/// Weights over kCacheFloats (16 MB, LSTM hidden 1024) per thread are packed afresh each call into one
 /// of two rotating buffers (two packings are live at once for GRU; packing
 /// is then a small share of a sequence that streams them every step anyway),
 /// so that large models do not hold a second and third copy of their weights.
 float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) {
-  constexpr int64_t kCacheFloats = int64_t{1} << 21;
+  constexpr int64_t kCacheFloats = int64_t{1} << 22;
   struct Entry {
     const float* r = nullptr;
     int64_t hidden = 0, k = 0, firstGate = 0, gates = 0, u0 = 0, units = 0;
@@ -324,16 +324,28 @@ float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) 
   int64_t cols = gates * kUnits, blockSize = k * cols;
   auto fill = [&](float* out, auto rowOf) {
     std::fill_n(out, blocks_ * blockSize, 0.f);
+    // Transposes 16-column tiles: each source row's cache line is read
+    // whole at once. (Rows a power of two apart share an L1 set, so walking
+    // all the block's rows side by side, or writing down columns, thrashes.)
+    constexpr int64_t kTile = 16;
+    const float* src[4 * kUnits];
+    float tile[4 * kUnits][kTile];
     for (int64_t blk = 0; blk < blocks_; ++blk) {
       float* dst = out + blk * blockSize;
       int64_t first = blk * kUnits;
       int64_t count = std::min<int64_t>(kUnits, units_ - first);
       for (int g = 0; g < gates; ++g)
-        for (int64_t u = 0; u < count; ++u) {
-          const float* src = rowOf(g, first + u);
-          float* col = dst + g * kUnits + u;
-          for (int64_t i = 0; i < k; ++i) col[i * cols] = src[i];
-        }
+        for (int64_t u = 0; u < count; ++u) src[g * kUnits + u] = rowOf(g, first + u);
+      for (int64_t i0 = 0; i0 < k; i0 += kTile) {
+        int64_t width = std::min(kTile, k - i0);
+        for (int g = 0; g < gates; ++g)
+          for (int64_t u = 0; u < count; ++u)
+            std::copy_n(src[g * kUnits + u] + i0, width, tile[g * kUnits + u]);
+        for (int64_t i = 0; i < width; ++i)
+          for (int g = 0; g < gates; ++g)
+            for (int64_t u = 0; u < count; ++u)
+              dst[(i0 + i) * cols + g * kUnits + u] = tile[g * kUnits + u][i];
+      }
     }
   };
   if (gates * chunk > kCacheFloats) {
@@ -537,6 +549,16 @@ void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
          float* y_c, const Team& team) {
   int64_t g = gatesOf(p.cell), h = p.hidden_size;
   bool lstm = p.cell == RnnCell::kLstm;
+  // A step is one barrier apart from the next: below this many multiply-adds
+  // per step the barrier costs more than a second thread saves (LSTM hidden
+  // 64 at batch 1 runs faster on one thread), so thread 0 does it all.
+  constexpr int64_t kMinParallelStep = int64_t{1} << 17;
+  if (team.size() > 1 && g * h * (h + p.input_size) * p.batch < kMinParallelStep) {
+    if (team.thread() == 0)
+      rnn(p, x, w, r, b, sequence_lens, initial_h, initial_c, peephole, y, y_h, y_c,
+          Team::serial());
+    return;
+  }
   const void* key = y ? static_cast<const void*>(y)
                       : y_h ? static_cast<const void*>(y_h) : y_c;
   SharedScratch shared(team, key, static_cast<size_t>(3 * p.batch * h));
