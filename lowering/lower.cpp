@@ -669,6 +669,15 @@ bool takesTeam(const KernelCall& call) {
   switch (call.kernel) {
     case Kernel::kConv:
     case Kernel::kGemm:
+    case Kernel::kRnn:
+    case Kernel::kUnary:
+    case Kernel::kBinary:
+    case Kernel::kMaxPool:
+    case Kernel::kAvgPool:
+    case Kernel::kGlobalAvgPool:
+    case Kernel::kBatchNorm:
+    case Kernel::kSoftmax:
+    case Kernel::kLayerNorm:
       return true;
     case Kernel::kMatMul:
       return call.dtype == DType::kF32;

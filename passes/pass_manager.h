@@ -16,6 +16,7 @@ namespace cgc::passes {
   X("canonicalize", canonicalize)                 \
   X("fold-constants", foldConstants)              \
   X("fold-conv-batchnorm", foldConvBatchNorm)     \
+  X("fuse-matmuls", fuseMatMuls)                  \
   X("fuse-epilogues", fuseEpilogues)              \
   X("pretranspose-gemm-weights", pretransposeGemmWeights) \
   X("dead-code", eliminateDeadCode)

@@ -1,5 +1,8 @@
 // Elementwise kernels: unary math and activations, binary arithmetic with
-// broadcasting (dense, scalar and general strided paths).
+// broadcasting (dense, scalar and general strided paths). Unary and binary
+// split the output over the team in 64-byte-aligned chunks (no two threads
+// write one cache line); the loops are plain so that they vectorise, and
+// float sigmoid/tanh/exp/erf use the branch-free versions in fast_math.h.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -7,6 +10,7 @@
 #include <type_traits>
 
 #include "cgc/kernels.h"
+#include "fast_math.h"
 
 namespace cgc::rt {
 namespace {
@@ -44,12 +48,33 @@ T wrapping(T u, T v, F f) {
   }
 }
 
+/// Elements per 64-byte cache line: the grain of a team split.
+template <typename T>
+constexpr int64_t kLine = std::max<int64_t>(1, 64 / sizeof(T));
+
+/// y[i] = f(a[i * as], b[i * bs]) for i < n, with the stride-1 and
+/// stride-0 cases spelled out so that each one vectorises.
+template <typename T, typename Out, typename F>
+void row(int64_t n, const T* a, int64_t as, const T* b, int64_t bs, Out* y, F f) {
+  if (as == 1 && bs == 1) {
+    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+  } else if (as == 1 && bs == 0) {
+    const T v = b[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], v);
+  } else if (as == 0 && bs == 1) {
+    const T u = a[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = f(u, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i * as], b[i * bs]);
+  }
+}
+
 template <typename T, typename Out, typename F>
 void forEachBroadcast(const BroadcastParams& p, const T* a, const T* b, Out* y,
-                      F f) {
+                      F f, const Team& team = Team::serial()) {
   const int rank = p.rank;
   if (rank == 0) {
-    y[0] = f(a[0], b[0]);
+    if (team.thread() == 0) y[0] = f(a[0], b[0]);
     return;
   }
   bool aDense = true, bDense = true, aScalar = true, bScalar = true;
@@ -64,28 +89,29 @@ void forEachBroadcast(const BroadcastParams& p, const T* a, const T* b, Out* y,
     stride *= p.shape[d];
   }
   const int64_t n = p.count;
-  if (aDense && bDense) {
-    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], b[i]);
+  if ((aDense || aScalar) && (bDense || bScalar)) {
+    Range r = team.split(n, kLine<Out>);
+    row(r.size(), aDense ? a + r.begin : a, aDense ? 1 : 0,
+        bDense ? b + r.begin : b, bDense ? 1 : 0, y + r.begin, f);
     return;
   }
-  if (aDense && bScalar) {
-    const T s = b[0];
-    for (int64_t i = 0; i < n; ++i) y[i] = f(a[i], s);
-    return;
-  }
-  if (aScalar && bDense) {
-    const T s = a[0];
-    for (int64_t i = 0; i < n; ++i) y[i] = f(s, b[i]);
-    return;
-  }
-  // General case: odometer over the outer dims, tight loop over the last.
+  // General case: odometer over the outer dims, tight loop over the last;
+  // the team splits the outer rows.
   const int64_t inner = p.shape[rank - 1];
+  if (n == 0) return;
   const int64_t as = p.a_strides[rank - 1], bs = p.b_strides[rank - 1];
+  const int64_t rows = n / inner;
+  Range r = team.split(rows, std::max<int64_t>(1, kLine<Out> / inner));
   int64_t index[kMaxRank] = {};
   int64_t aOff = 0, bOff = 0;
-  for (int64_t out = 0; out < n; out += inner) {
-    for (int64_t i = 0; i < inner; ++i)
-      y[out + i] = f(a[aOff + i * as], b[bOff + i * bs]);
+  for (int64_t rest = r.begin, d = rank - 2; d >= 0; --d) {
+    index[d] = rest % p.shape[d];
+    rest /= p.shape[d];
+    aOff += index[d] * p.a_strides[d];
+    bOff += index[d] * p.b_strides[d];
+  }
+  for (int64_t out = r.begin * inner; out < r.end * inner; out += inner) {
+    row(inner, a + aOff, as, b + bOff, bs, y + out, f);
     for (int d = rank - 2; d >= 0; --d) {
       ++index[d];
       aOff += p.a_strides[d];
@@ -101,8 +127,11 @@ void forEachBroadcast(const BroadcastParams& p, const T* a, const T* b, Out* y,
 }  // namespace
 
 template <typename T>
-void unary(const UnaryParams& p, const T* x, T* y) {
-  const int64_t n = p.count;
+void unary(const UnaryParams& p, const T* x, T* y, const Team& team) {
+  const Range range = team.split(p.count, kLine<T>);
+  const int64_t n = range.size();
+  x += range.begin;
+  y += range.begin;
   const double alpha = p.alpha, beta = p.beta;
   auto viaDouble = [&](auto f) {
     map(n, x, y, [&](T v) { return fromDouble<T>(f(static_cast<double>(v))); });
@@ -135,13 +164,13 @@ void unary(const UnaryParams& p, const T* x, T* y) {
     }
     case UnaryOp::kSigmoid:
       if constexpr (std::is_same_v<T, float>)
-        map(n, x, y, [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+        map(n, x, y, [](float v) { return detail::fastSigmoid(v); });
       else
         viaDouble([](double v) { return 1.0 / (1.0 + std::exp(-v)); });
       break;
     case UnaryOp::kTanh:
       if constexpr (std::is_same_v<T, float>)
-        map(n, x, y, [](float v) { return std::tanh(v); });
+        map(n, x, y, [](float v) { return detail::fastTanh(v); });
       else
         viaDouble([](double v) { return std::tanh(v); });
       break;
@@ -161,7 +190,7 @@ void unary(const UnaryParams& p, const T* x, T* y) {
       break;
     case UnaryOp::kExp:
       if constexpr (std::is_same_v<T, float>)
-        map(n, x, y, [](float v) { return std::exp(v); });
+        map(n, x, y, [](float v) { return detail::fastExp(v); });
       else
         viaDouble([](double v) { return std::exp(v); });
       break;
@@ -195,7 +224,10 @@ void unary(const UnaryParams& p, const T* x, T* y) {
       map(n, x, y, [](T v) { return v; });
       break;
     case UnaryOp::kErf:
-      viaDouble([](double v) { return std::erf(v); });
+      if constexpr (std::is_same_v<T, float>)
+        map(n, x, y, [](float v) { return detail::fastErf(v); });
+      else
+        viaDouble([](double v) { return std::erf(v); });
       break;
     case UnaryOp::kSoftplus:
       viaDouble([](double v) { return v > 30 ? v : std::log1p(std::exp(v)); });
@@ -213,7 +245,12 @@ void unary(const UnaryParams& p, const T* x, T* y) {
 }
 
 template <typename T>
-void binary(const BinaryParams& p, const T* a, const T* b, T* y) {
+void binary(const BinaryParams& p, const T* a, const T* b, T* y, const Team& team) {
+  // Every case below passes `team` as forEachBroadcast's last argument.
+  auto forEachBroadcast = [&](const BroadcastParams& bc, const T* u, const T* v,
+                              T* out, auto f) {
+    cgc::rt::forEachBroadcast(bc, u, v, out, f, team);
+  };
   switch (p.op) {
     case BinaryOp::kAdd:
       forEachBroadcast(p.bc, a, b, y, [](T u, T v) {
@@ -352,8 +389,8 @@ void where(const WhereParams& p, const uint8_t* cond, const void* a,
 }
 
 #define CGC_INSTANTIATE(T)                                          \
-  template void unary<T>(const UnaryParams&, const T*, T*);         \
-  template void binary<T>(const BinaryParams&, const T*, const T*, T*); \
+  template void unary<T>(const UnaryParams&, const T*, T*, const Team&); \
+  template void binary<T>(const BinaryParams&, const T*, const T*, T*, const Team&); \
   template void compare<T>(const CompareParams&, const T*, const T*, uint8_t*);
 CGC_INSTANTIATE(float)
 CGC_INSTANTIATE(double)

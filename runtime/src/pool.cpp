@@ -1,4 +1,5 @@
-// Max, average and global average pooling over NCHW planes.
+// Max, average and global average pooling over NCHW planes; the team
+// splits the planes.
 #include <algorithm>
 #include <limits>
 
@@ -8,10 +9,11 @@ namespace cgc::rt {
 namespace {
 
 template <bool kMax>
-void pool(const PoolParams& p, const float* x, float* y) {
+void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
   const int64_t inPlane = p.d_in * p.h_in * p.w_in;
   const int64_t outPlane = p.d_out * p.h_out * p.w_out;
-  for (int64_t plane = 0; plane < p.n_c; ++plane) {
+  const Range planes = team.split(p.n_c);
+  for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const float* in = x + plane * inPlane;
     float* out = y + plane * outPlane;
     for (int64_t od = 0; od < p.d_out; ++od)
@@ -46,16 +48,18 @@ void pool(const PoolParams& p, const float* x, float* y) {
 
 }  // namespace
 
-void max_pool(const PoolParams& p, const float* x, float* y) {
-  pool<true>(p, x, y);
+void max_pool(const PoolParams& p, const float* x, float* y, const Team& team) {
+  pool<true>(p, x, y, team);
 }
 
-void avg_pool(const PoolParams& p, const float* x, float* y) {
-  pool<false>(p, x, y);
+void avg_pool(const PoolParams& p, const float* x, float* y, const Team& team) {
+  pool<false>(p, x, y, team);
 }
 
-void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y) {
-  for (int64_t i = 0; i < n_c; ++i) {
+void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y,
+                     const Team& team) {
+  const Range planes = team.split(n_c, 16);
+  for (int64_t i = planes.begin; i < planes.end; ++i) {
     // Double accumulation: a float sum over a large plane drifts by 1e-4.
     double sum = 0.0;
     for (int64_t s = 0; s < spatial; ++s) sum += x[i * spatial + s];

@@ -1,36 +1,76 @@
-// Recurrent cells: ONNX RNN, GRU and LSTM over a whole sequence.
+// Recurrent cells: ONNX RNN, GRU and LSTM over a whole sequence, split over
+// a thread team as DeepCPU's weight-centric streamlining does.
 //
-// Per direction, the input projection of every time step is one GEMM up
-// front (X [seq * batch, input] x W^T, biases added once), since it does not
-// depend on the state. Each step then only needs the recurrent GEMM
-// h_{t-1} [batch, hidden] x R^T and the elementwise gate arithmetic, which is
-// the part that cannot be batched over time.
+// Each thread owns a fixed range of hidden units (every gate of them) for the
+// whole call. Per direction it first computes the input projection of all
+// time steps for its units (one GEMM per gate, since it does not depend on
+// the state), then packs its rows of R once, as blocks of kUnits units laid
+// out [hidden][gates][kUnits], so the per-step recurrent product is a
+// register-blocked GEMV/GEMM that streams the thread's weight block
+// contiguously and keeps it in that thread's cache across steps (R for
+// hidden 256 is 1 MB: it fits the L2s of the team). The gate arithmetic runs
+// in the product's epilogue on the accumulators, with vectorised sigmoid and
+// tanh. h_t goes to a double buffer shared by the team, so one barrier per
+// step suffices (GRU without linear_before_reset needs r * h_{t-1} of every
+// unit before its h-gate product, hence a second barrier).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "cgc/kernels.h"
-#include "gemm_core.h"
+#include "fast_math.h"
 
 namespace cgc::rt {
 namespace {
 
-float activate(const RnnActivationParams& a, float x) {
+constexpr int kUnits = 16;     // hidden units per packed block
+constexpr int kBatchBlock = 4;  // batch rows per register block
+
+/// Applies activation `a` (after clipping when clip > 0) to v[0, kUnits).
+void activate(const RnnActivationParams& a, float clip, float* v) {
+  if (clip > 0.f)
+    for (int u = 0; u < kUnits; ++u) v[u] = std::clamp(v[u], -clip, clip);
   switch (a.fn) {
-    case RnnActivation::kSigmoid: return 1.f / (1.f + std::exp(-x));
-    case RnnActivation::kTanh: return std::tanh(x);
-    case RnnActivation::kRelu: return std::max(x, 0.f);
+    case RnnActivation::kSigmoid:
+      for (int u = 0; u < kUnits; ++u) v[u] = detail::fastSigmoid(v[u]);
+      return;
+    case RnnActivation::kTanh:
+      for (int u = 0; u < kUnits; ++u) v[u] = detail::fastTanh(v[u]);
+      return;
+    case RnnActivation::kRelu:
+      for (int u = 0; u < kUnits; ++u) v[u] = std::max(v[u], 0.f);
+      return;
     case RnnActivation::kHardSigmoid:
-      return std::clamp(a.alpha * x + a.beta, 0.f, 1.f);
-    case RnnActivation::kLeakyRelu: return x < 0.f ? a.alpha * x : x;
-    case RnnActivation::kAffine: return a.alpha * x + a.beta;
-    case RnnActivation::kScaledTanh: return a.alpha * std::tanh(a.beta * x);
-    case RnnActivation::kThresholdedRelu: return x > a.alpha ? x : 0.f;
-    case RnnActivation::kElu: return x < 0.f ? a.alpha * std::expm1(x) : x;
-    case RnnActivation::kSoftsign: return x / (1.f + std::fabs(x));
-    case RnnActivation::kSoftplus: return std::log1p(std::exp(x));
+      for (int u = 0; u < kUnits; ++u)
+        v[u] = std::clamp(a.alpha * v[u] + a.beta, 0.f, 1.f);
+      return;
+    case RnnActivation::kLeakyRelu:
+      for (int u = 0; u < kUnits; ++u) v[u] = v[u] < 0.f ? a.alpha * v[u] : v[u];
+      return;
+    case RnnActivation::kAffine:
+      for (int u = 0; u < kUnits; ++u) v[u] = a.alpha * v[u] + a.beta;
+      return;
+    case RnnActivation::kScaledTanh:
+      for (int u = 0; u < kUnits; ++u) v[u] = a.alpha * detail::fastTanh(a.beta * v[u]);
+      return;
+    case RnnActivation::kThresholdedRelu:
+      for (int u = 0; u < kUnits; ++u) v[u] = v[u] > a.alpha ? v[u] : 0.f;
+      return;
+    case RnnActivation::kElu:
+      for (int u = 0; u < kUnits; ++u)
+        v[u] = v[u] < 0.f ? a.alpha * std::expm1(v[u]) : v[u];
+      return;
+    case RnnActivation::kSoftsign:
+      for (int u = 0; u < kUnits; ++u) v[u] = v[u] / (1.f + std::fabs(v[u]));
+      return;
+    case RnnActivation::kSoftplus:
+      for (int u = 0; u < kUnits; ++u) v[u] = std::log1p(std::exp(v[u]));
+      return;
   }
-  return x;
 }
 
 int64_t gatesOf(RnnCell cell) {
@@ -42,23 +82,148 @@ int64_t gatesOf(RnnCell cell) {
   return 1;
 }
 
-/// One direction's view of the tensors and its scratch buffers. Offsets are
-/// in elements; `row` is the row of x (and of the projection) for a step and
-/// batch entry.
+/// 16 floats: one AVX-512 register (two AVX2 ones). Spelled as a vector
+/// type because plain float arrays of this size get spilled to the stack.
+typedef float Vec __attribute__((vector_size(64), aligned(4)));
+
+/// acc[b][G * kUnits] = h[b] . packed block for `rows` (<= BB) batch rows;
+/// h rows past `rows` repeat the last one so the loop has fixed bounds.
+template <int G, int BB>
+void blockProduct(int64_t hidden, const float* packed, const float* h,
+                  int64_t ldh, int rows, float* acc, int64_t ldo) {
+  static_assert(kUnits * sizeof(float) == sizeof(Vec));
+  const float* hr[BB];
+  for (int b = 0; b < BB; ++b) hr[b] = h + std::min(b, rows - 1) * ldh;
+  Vec sum[BB][G] = {};
+  const Vec* w = reinterpret_cast<const Vec*>(packed);
+  for (int64_t k = 0; k < hidden; ++k, w += G) {
+    for (int b = 0; b < BB; ++b) {
+      const float hv = hr[b][k];
+      for (int g = 0; g < G; ++g) sum[b][g] += hv * w[g];
+    }
+  }
+  for (int b = 0; b < rows; ++b) {
+    Vec* out = reinterpret_cast<Vec*>(acc + b * ldo);
+    for (int g = 0; g < G; ++g) out[g] = sum[b][g];
+  }
+}
+
+template <int G>
+void product(int64_t hidden, const float* packed, const float* h, int64_t ldh,
+             int64_t rows, float* acc, int64_t ldo) {
+  for (int64_t b = 0; b < rows;) {
+    int64_t left = rows - b;
+    float* out = acc + b * ldo;
+    const float* hb = h + b * ldh;
+    if (left >= 4) {
+      blockProduct<G, 4>(hidden, packed, hb, ldh, 4, out, ldo);
+      b += 4;
+    } else if (left >= 2) {
+      blockProduct<G, 2>(hidden, packed, hb, ldh, 2, out, ldo);
+      b += 2;
+    } else {
+      blockProduct<G, 1>(hidden, packed, hb, ldh, 1, out, ldo);
+      b += 1;
+    }
+  }
+}
+
+/// out[row * ldo + g * kUnits + u] = in[row] . packed block, for `rows` rows
+/// of `in` (ldi apart) and `gates` (1..4) packed gates.
+void blockRows(int gates, int64_t k, const float* packed, const float* in,
+               int64_t ldi, int64_t rows, float* out, int64_t ldo) {
+  switch (gates) {
+    case 1: return product<1>(k, packed, in, ldi, rows, out, ldo);
+    case 2: return product<2>(k, packed, in, ldi, rows, out, ldo);
+    case 3: return product<3>(k, packed, in, ldi, rows, out, ldo);
+    default: return product<4>(k, packed, in, ldi, rows, out, ldo);
+  }
+}
+
+/// acc[batch][g * kUnits] for `gates` packed gates of R.
+void recurrentProduct(int gates, int64_t hidden, const float* packed,
+                      const float* h, int64_t batch, float* acc) {
+  blockRows(gates, hidden, packed, h, hidden, batch, acc, gates * kUnits);
+}
+
+/// Grows a thread-private buffer; never shrinks, so steady state allocates
+/// nothing.
+float* privateBuffer(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+/// Scratch that every thread of a team reads: thread 0 allocates it per call
+/// and the others find it under the call's first output pointer (outputs of
+/// concurrent calls never alias, else they would race on them anyway).
+class SharedScratch {
+ public:
+  SharedScratch(const Team& team, const void* key, size_t n)
+      : team_(team), key_(key) {
+    if (team.size() == 1) {
+      thread_local std::vector<float> own;
+      data_ = privateBuffer(own, n);
+      return;
+    }
+    if (team.thread() == 0) {
+      std::lock_guard lock(mutex());
+      table()[key] = std::make_unique<float[]>(n);
+    }
+    team.barrier();
+    std::lock_guard lock(mutex());
+    data_ = table().at(key).get();
+  }
+  ~SharedScratch() {
+    if (team_.size() == 1) return;
+    team_.barrier();  // nobody reads it any more
+    if (team_.thread() == 0) {
+      std::lock_guard lock(mutex());
+      table().erase(key_);
+    }
+  }
+  float* data() const { return data_; }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::unordered_map<const void*, std::unique_ptr<float[]>>& table() {
+    static std::unordered_map<const void*, std::unique_ptr<float[]>> t;
+    return t;
+  }
+  const Team& team_;
+  const void* key_;
+  float* data_ = nullptr;
+};
+
+struct Inputs {
+  const float *x, *w, *r, *b;
+  const int32_t* lens;
+  const float *h0, *c0, *peephole;
+  float *y, *y_h, *y_c;
+};
+
+/// One direction, this thread's units [u0, u0 + units).
 class Direction {
  public:
-  Direction(const RnnParams& p, int32_t d)
-      : p_(p),
-        d_(d),
-        h_(p.hidden_size),
-        g_(gatesOf(p.cell)),
-        act_(p.activations + 3 * d),
-        xw_(p.seq_length * p.batch * g_ * h_),
-        rec_(p.batch * g_ * h_),
-        h_state_(p.batch * h_, 0.f),
-        c_state_(p.cell == RnnCell::kLstm ? p.batch * h_ : 0, 0.f),
-        gru_(p.cell == RnnCell::kGru ? p.batch * 3 * h_ : 0) {}
+  Direction(const RnnParams& p, int32_t d, const Team& team, float* shared)
+      : p_(p), d_(d), team_(team), h_(p.hidden_size), g_(gatesOf(p.cell)),
+        act_(p.activations + 3 * d) {
+    int64_t blocks = (h_ + kUnits - 1) / kUnits;
+    Range mine = team.split(blocks);
+    blocks_ = mine.size();
+    u0_ = std::min(h_, mine.begin * kUnits);
+    units_ = std::min(h_, mine.end * kUnits) - u0_;
+    pad_ = blocks_ * kUnits;
+    hbuf_[0] = shared;
+    hbuf_[1] = shared + p.batch * h_;
+    rh_ = shared + 2 * p.batch * h_;
+  }
 
+  void run(const Inputs& in);
+
+ private:
   int64_t row(int64_t t, int64_t b) const {
     return p_.batch_major ? b * p_.seq_length + t : t * p_.batch + b;
   }
@@ -71,162 +236,309 @@ class Direction {
     return p_.batch_major ? (b * p_.num_directions + d_) * h_
                           : (d_ * p_.batch + b) * h_;
   }
-
-  float clip(float v) const {
-    return p_.clip > 0.f ? std::clamp(v, -p_.clip, p_.clip) : v;
+  bool splitGru() const {
+    return p_.cell == RnnCell::kGru && !p_.linear_before_reset;
   }
-  float f(int k, float v) const { return activate(act_[k], clip(v)); }
-
-  void run(const float* x, const float* w, const float* r, const float* b,
-           const int32_t* lens, const float* h0, const float* c0,
-           const float* peephole, float* y, float* y_h, float* y_c);
-
- private:
-  void project(const float* x, const float* w, const float* b);
-  void loadState(const float* from, std::vector<float>& state);
-  void storeState(const std::vector<float>& state, float* to) const;
-  void rnnStep(int64_t t, const std::vector<bool>& active);
-  void lstmStep(int64_t t, const std::vector<bool>& active, const float* p);
-  void gruStep(int64_t t, const std::vector<bool>& active, const float* r,
-               const float* rb_h);
+  void project(const Inputs& in);
+  float* pack(const float* r, int64_t k, int64_t firstGate, int gates);
+  void lstmEpilogue(const float* acc, const float* xw, float* c, const float* peep,
+                    float* h, int64_t count);
+  void step(int64_t t, const float* hPrev, float* hNext, const Inputs& in);
 
   const RnnParams& p_;
   int32_t d_;
+  const Team& team_;
   int64_t h_, g_;
   const RnnActivationParams* act_;
-  std::vector<float> xw_;   // [seq * batch, G * hidden] input projection
-  std::vector<float> rec_;  // [batch, G * hidden] recurrent projection
-  std::vector<float> h_state_, c_state_;
-  std::vector<float> gru_;  // [batch, 3 * hidden]: z, r, r * h_{t-1}
+  int64_t blocks_, u0_, units_, pad_;
+  float* hbuf_[2];
+  float* rh_;  // GRU: r * h_{t-1}, [batch, hidden]
+  float *xw_ = nullptr, *c_ = nullptr, *z_ = nullptr, *acc_ = nullptr;
+  float *peep_ = nullptr, *rbh_ = nullptr;
+  float *packed_ = nullptr, *packedH_ = nullptr;
 };
 
-/// xw = x W^T + biases. Every recurrent bias is a plain addend except GRU's
+/// xw [rows, blocks, G, kUnits] for this thread's units = x W^T + biases,
+/// laid out as the recurrent accumulators are. W is packed like R (and
+/// cached the same way). Every recurrent bias is a plain addend except GRU's
 /// Rb_h with linear_before_reset, which the reset gate scales.
-void Direction::project(const float* x, const float* w, const float* b) {
-  int64_t rows = p_.seq_length * p_.batch, n = g_ * h_, k = p_.input_size;
-  detail::sgemm(rows, n, k, x, k, 1, w, 1, k, xw_.data(), n, false);
-  if (!b) return;
-  std::vector<float> bias(b, b + n);
+void Direction::project(const Inputs& in) {
+  thread_local std::vector<float> buf;
+  int64_t rows = p_.seq_length * p_.batch, k = p_.input_size, ld = g_ * pad_;
+  xw_ = privateBuffer(buf, static_cast<size_t>(rows * ld + kUnits));
+  if (units_ == 0) return;
+  const float* packedW = pack(in.w, k, 0, static_cast<int>(g_));
+  const int64_t blockCols = g_ * kUnits;
+  for (int64_t blk = 0; blk < blocks_; ++blk)
+    blockRows(static_cast<int>(g_), k, packedW + blk * k * blockCols, in.x, k, rows,
+              xw_ + blk * blockCols, ld);
+  if (!in.b) return;
   bool keepRbh = p_.cell == RnnCell::kGru && p_.linear_before_reset;
-  for (int64_t j = 0; j < n; ++j)
-    if (!(keepRbh && j >= 2 * h_)) bias[j] += b[n + j];
+  thread_local std::vector<float> biasBuf;
+  float* bias = privateBuffer(biasBuf, static_cast<size_t>(ld));
+  std::fill_n(bias, ld, 0.f);
+  for (int64_t g = 0; g < g_; ++g)
+    for (int64_t u = 0; u < units_; ++u) {
+      int64_t j = g * h_ + u0_ + u;
+      bias[(u / kUnits) * blockCols + g * kUnits + u % kUnits] =
+          in.b[j] + (keepRbh && g == 2 ? 0.f : in.b[g_ * h_ + j]);
+    }
   for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < n; ++j) xw_[i * n + j] += bias[j];
+    for (int64_t j = 0; j < ld; ++j) xw_[i * ld + j] += bias[j];
 }
 
-void Direction::loadState(const float* from, std::vector<float>& state) {
-  if (!from) return;
-  for (int64_t b = 0; b < p_.batch; ++b)
-    std::copy_n(from + stateOffset(b), h_, state.data() + b * h_);
-}
-
-void Direction::storeState(const std::vector<float>& state, float* to) const {
-  if (!to) return;
-  for (int64_t b = 0; b < p_.batch; ++b)
-    std::copy_n(state.data() + b * h_, h_, to + stateOffset(b));
-}
-
-void Direction::rnnStep(int64_t t, const std::vector<bool>& active) {
-  for (int64_t b = 0; b < p_.batch; ++b) {
-    if (!active[b]) continue;
-    const float* xw = xw_.data() + row(t, b) * h_;
-    const float* rec = rec_.data() + b * h_;
-    float* h = h_state_.data() + b * h_;
-    for (int64_t j = 0; j < h_; ++j) h[j] = f(0, xw[j] + rec[j]);
+/// Rows of gates [firstGate, firstGate + gates) of R for this thread's units
+/// as blocks [hidden][gates][kUnits], zero-padded past the last unit.
+///
+/// Weights are nearly always the same constant from call to call, and the
+/// transposing copy costs several steps' worth of time, so each thread keeps
+/// its last packings together with the rows they came from; a cached packing
+/// is reused when those rows still compare equal (a sequential read, far
+/// cheaper than packing again), so changed or moved weights are repacked.
+/// Weights over kCacheFloats (16 MB, LSTM hidden 1024) per thread are packed afresh each call into one
+/// of two rotating buffers (two packings are live at once for GRU; packing
+/// is then a small share of a sequence that streams them every step anyway),
+/// so that large models do not hold a second and third copy of their weights.
+float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) {
+  constexpr int64_t kCacheFloats = int64_t{1} << 22;
+  struct Entry {
+    const float* r = nullptr;
+    int64_t hidden = 0, k = 0, firstGate = 0, gates = 0, u0 = 0, units = 0;
+    std::vector<float> rows, packed;
+    uint64_t used = 0;
+  };
+  constexpr size_t kEntries = 8;
+  thread_local std::vector<Entry> cache(kEntries);
+  thread_local uint64_t clock = 0;
+  const int64_t chunk = units_ * k;  // one gate's rows for these units
+  auto sameRows = [&](const Entry& e) {
+    if (e.r != r || e.hidden != h_ || e.k != k || e.firstGate != firstGate || e.gates != gates ||
+        e.u0 != u0_ || e.units != units_)
+      return false;
+    for (int64_t g = 0; g < gates; ++g)
+      if (std::memcmp(e.rows.data() + g * chunk, r + ((firstGate + g) * h_ + u0_) * k,
+                      static_cast<size_t>(chunk) * sizeof(float)) != 0)
+        return false;
+    return true;
+  };
+  int64_t cols = gates * kUnits, blockSize = k * cols;
+  auto fill = [&](float* out, auto rowOf) {
+    std::fill_n(out, blocks_ * blockSize, 0.f);
+    // Transposes 16-column tiles: each source row's cache line is read
+    // whole at once. (Rows a power of two apart share an L1 set, so walking
+    // all the block's rows side by side, or writing down columns, thrashes.)
+    constexpr int64_t kTile = 16;
+    const float* src[4 * kUnits];
+    float tile[4 * kUnits][kTile];
+    for (int64_t blk = 0; blk < blocks_; ++blk) {
+      float* dst = out + blk * blockSize;
+      int64_t first = blk * kUnits;
+      int64_t count = std::min<int64_t>(kUnits, units_ - first);
+      for (int g = 0; g < gates; ++g)
+        for (int64_t u = 0; u < count; ++u) src[g * kUnits + u] = rowOf(g, first + u);
+      for (int64_t i0 = 0; i0 < k; i0 += kTile) {
+        int64_t width = std::min(kTile, k - i0);
+        for (int g = 0; g < gates; ++g)
+          for (int64_t u = 0; u < count; ++u)
+            std::copy_n(src[g * kUnits + u] + i0, width, tile[g * kUnits + u]);
+        for (int64_t i = 0; i < width; ++i)
+          for (int g = 0; g < gates; ++g)
+            for (int64_t u = 0; u < count; ++u)
+              dst[(i0 + i) * cols + g * kUnits + u] = tile[g * kUnits + u][i];
+      }
+    }
+  };
+  if (gates * chunk > kCacheFloats) {
+    thread_local std::vector<float> ring[2];
+    thread_local int next = 0;
+    std::vector<float>& buf = ring[next];
+    next ^= 1;
+    float* out = privateBuffer(buf, static_cast<size_t>(blocks_ * blockSize + 1));
+    fill(out, [&](int g, int64_t u) { return r + ((firstGate + g) * h_ + u0_ + u) * k; });
+    return out;
   }
+  Entry* victim = &cache[0];
+  for (Entry& e : cache) {
+    if (sameRows(e)) {
+      e.used = ++clock;
+      return e.packed.data();
+    }
+    if (e.used < victim->used) victim = &e;
+  }
+  Entry& e = *victim;
+  e = Entry{r, h_, k, firstGate, gates, u0_, units_, {}, {}, ++clock};
+  e.rows.resize(static_cast<size_t>(gates * chunk));
+  for (int64_t g = 0; g < gates; ++g)
+    std::memcpy(e.rows.data() + g * chunk, r + ((firstGate + g) * h_ + u0_) * k,
+                static_cast<size_t>(chunk) * sizeof(float));
+  e.packed.resize(static_cast<size_t>(blocks_ * blockSize + 1));
+  fill(e.packed.data(), [&](int g, int64_t u) { return e.rows.data() + g * chunk + u * k; });
+  return e.packed.data();
 }
 
-void Direction::lstmStep(int64_t t, const std::vector<bool>& active,
-                         const float* p) {
-  int64_t n = 4 * h_;
-  for (int64_t b = 0; b < p_.batch; ++b) {
-    if (!active[b]) continue;
-    const float* xw = xw_.data() + row(t, b) * n;
-    const float* rec = rec_.data() + b * n;
-    float* h = h_state_.data() + b * h_;
-    float* c = c_state_.data() + b * h_;
-    for (int64_t j = 0; j < h_; ++j) {
-      auto pre = [&](int gate) { return xw[gate * h_ + j] + rec[gate * h_ + j]; };
-      float cPrev = c[j];
-      // Gate order i o f c; peepholes are i o f.
-      float i = f(0, pre(0) + (p ? p[j] * cPrev : 0.f));
-      float fg = p_.input_forget
-                     ? 1.f - i
-                     : f(0, pre(2) + (p ? p[2 * h_ + j] * cPrev : 0.f));
-      float cand = f(1, pre(3));
-      c[j] = fg * cPrev + i * cand;
-      float o = f(0, pre(1) + (p ? p[h_ + j] * c[j] : 0.f));
-      h[j] = o * activate(act_[2], c[j]);
+/// One block of kUnits units of one batch row: gate order i o f c,
+/// peepholes i o f. c is updated in place; h gets the first `count` units.
+void Direction::lstmEpilogue(const float* acc, const float* xw, float* c,
+                             const float* peep, float* h, int64_t count) {
+  float i[kUnits], o[kUnits], f[kUnits], g[kUnits];
+  const float* pi = peep;
+  const float* po = peep + pad_;
+  const float* pf = peep + 2 * pad_;
+  for (int u = 0; u < kUnits; ++u) {
+    i[u] = acc[u] + xw[u] + pi[u] * c[u];
+    f[u] = acc[2 * kUnits + u] + xw[2 * kUnits + u] + pf[u] * c[u];
+    g[u] = acc[3 * kUnits + u] + xw[3 * kUnits + u];
+  }
+  activate(act_[0], p_.clip, i);
+  if (p_.input_forget)
+    for (int u = 0; u < kUnits; ++u) f[u] = 1.f - i[u];
+  else
+    activate(act_[0], p_.clip, f);
+  activate(act_[1], p_.clip, g);
+  for (int u = 0; u < kUnits; ++u) {
+    c[u] = f[u] * c[u] + i[u] * g[u];
+    o[u] = acc[kUnits + u] + xw[kUnits + u] + po[u] * c[u];
+    g[u] = c[u];
+  }
+  activate(act_[0], p_.clip, o);
+  activate(act_[2], 0.f, g);
+  for (int u = 0; u < kUnits; ++u) o[u] *= g[u];
+  std::copy_n(o, count, h);
+}
+
+void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& in) {
+  const int64_t B = p_.batch, ldx = g_ * pad_;
+  auto active = [&](int64_t b) { return !in.lens || t < in.lens[b]; };
+  if (splitGru()) {
+    // Phase 1: z and r, and r * h_{t-1} for this thread's units.
+    for (int64_t blk = 0; blk < blocks_; ++blk) {
+      int64_t first = u0_ + blk * kUnits;
+      int64_t count = std::min<int64_t>(kUnits, u0_ + units_ - first);
+      recurrentProduct(2, h_, packed_ + blk * h_ * 2 * kUnits, hPrev, B, acc_);
+      for (int64_t b = 0; b < B; ++b) {
+        const float* a = acc_ + b * 2 * kUnits;
+        const float* xw = xw_ + row(t, b) * ldx + blk * g_ * kUnits;
+        float z[kUnits], r[kUnits];
+        for (int u = 0; u < kUnits; ++u) {
+          z[u] = a[u] + xw[u];
+          r[u] = a[kUnits + u] + xw[kUnits + u];
+        }
+        activate(act_[0], p_.clip, z);
+        activate(act_[0], p_.clip, r);
+        std::copy_n(z, kUnits, z_ + b * pad_ + blk * kUnits);
+        const float* hp = hPrev + b * h_ + first;
+        float* rh = rh_ + b * h_ + first;
+        for (int64_t u = 0; u < count; ++u) rh[u] = r[u] * hp[u];
+      }
+    }
+    team_.barrier();
+  }
+  for (int64_t blk = 0; blk < blocks_; ++blk) {
+    int64_t first = u0_ + blk * kUnits;
+    int64_t count = std::min<int64_t>(kUnits, u0_ + units_ - first);
+    if (splitGru())
+      recurrentProduct(1, h_, packedH_ + blk * h_ * kUnits, rh_, B, acc_);
+    else
+      recurrentProduct(static_cast<int>(g_), h_, packed_ + blk * h_ * g_ * kUnits,
+                       hPrev, B, acc_);
+    for (int64_t b = 0; b < B; ++b) {
+      const float* hp = hPrev + b * h_ + first;
+      float* hn = hNext + b * h_ + first;
+      float* y = in.y ? in.y + yOffset(t, b) + first : nullptr;
+      if (!active(b)) {  // state carries over, y is zero
+        std::copy_n(hp, count, hn);
+        if (y) std::fill_n(y, count, 0.f);
+        continue;
+      }
+      const float* xw = xw_ + row(t, b) * ldx + blk * g_ * kUnits;
+      float* c = c_ + b * pad_ + blk * kUnits;
+      switch (p_.cell) {
+        case RnnCell::kLstm:
+          lstmEpilogue(acc_ + b * 4 * kUnits, xw, c, peep_ + blk * kUnits, hn, count);
+          break;
+        case RnnCell::kRnn: {
+          float v[kUnits];
+          const float* a = acc_ + b * kUnits;
+          for (int u = 0; u < kUnits; ++u) v[u] = a[u] + xw[u];
+          activate(act_[0], p_.clip, v);
+          std::copy_n(v, count, hn);
+          break;
+        }
+        case RnnCell::kGru: {
+          float z[kUnits], cand[kUnits], hpad[kUnits] = {};
+          std::copy_n(hp, count, hpad);
+          if (splitGru()) {
+            const float* a = acc_ + b * kUnits;
+            std::copy_n(z_ + b * pad_ + blk * kUnits, kUnits, z);
+            for (int u = 0; u < kUnits; ++u) cand[u] = a[u] + xw[2 * kUnits + u];
+          } else {
+            const float* a = acc_ + b * 3 * kUnits;
+            const float* rb = rbh_ + blk * kUnits;
+            float r[kUnits];
+            for (int u = 0; u < kUnits; ++u) {
+              z[u] = a[u] + xw[u];
+              r[u] = a[kUnits + u] + xw[kUnits + u];
+            }
+            activate(act_[0], p_.clip, z);
+            activate(act_[0], p_.clip, r);
+            for (int u = 0; u < kUnits; ++u)
+              cand[u] = xw[2 * kUnits + u] + r[u] * (a[2 * kUnits + u] + rb[u]);
+          }
+          activate(act_[1], p_.clip, cand);
+          for (int u = 0; u < kUnits; ++u)
+            cand[u] = (1.f - z[u]) * cand[u] + z[u] * hpad[u];
+          std::copy_n(cand, count, hn);
+          break;
+        }
+      }
+      if (y) std::copy_n(hn, count, y);
     }
   }
+  team_.barrier();  // h_t complete before step t + 1 reads it
 }
 
-/// The reset gate scales either h_{t-1} before the h-gate GEMM (default) or
-/// that GEMM's result (linear_before_reset), so the GEMM runs in between.
-void Direction::gruStep(int64_t t, const std::vector<bool>& active,
-                        const float* r, const float* rb_h) {
-  int64_t n = 3 * h_;
-  for (int64_t b = 0; b < p_.batch; ++b) {
-    const float* xw = xw_.data() + row(t, b) * n;
-    const float* rec = rec_.data() + b * n;
-    const float* h = h_state_.data() + b * h_;
-    float* z = gru_.data() + b * n;
-    for (int64_t j = 0; j < 2 * h_; ++j) z[j] = f(0, xw[j] + rec[j]);
-    for (int64_t j = 0; j < h_; ++j) z[2 * h_ + j] = z[h_ + j] * h[j];
+void Direction::run(const Inputs& in) {
+  const int64_t B = p_.batch;
+  project(in);
+  thread_local std::vector<float> cBuf, zBuf, accBuf, peepBuf, rbBuf;
+  if (splitGru()) {
+    packed_ = pack(in.r, h_, 0, 2);
+    packedH_ = pack(in.r, h_, 2, 1);
+  } else {
+    packed_ = pack(in.r, h_, 0, static_cast<int>(g_));
   }
-  if (!p_.linear_before_reset)
-    detail::sgemm(p_.batch, h_, h_, gru_.data() + 2 * h_, n, 1, r + 2 * h_ * h_,
-                  1, h_, rec_.data() + 2 * h_, n, false);
-  for (int64_t b = 0; b < p_.batch; ++b) {
-    if (!active[b]) continue;
-    const float* xw = xw_.data() + row(t, b) * n + 2 * h_;
-    const float* rec = rec_.data() + b * n + 2 * h_;
-    const float* z = gru_.data() + b * n;
-    float* h = h_state_.data() + b * h_;
-    for (int64_t j = 0; j < h_; ++j) {
-      float pre = p_.linear_before_reset
-                      ? xw[j] + z[h_ + j] * (rec[j] + (rb_h ? rb_h[j] : 0.f))
-                      : xw[j] + rec[j];
-      float cand = f(1, pre);
-      h[j] = (1.f - z[j]) * cand + z[j] * h[j];
-    }
+  acc_ = privateBuffer(accBuf, static_cast<size_t>(B * g_ * kUnits));
+  c_ = privateBuffer(cBuf, static_cast<size_t>(B * pad_ + kUnits));
+  z_ = privateBuffer(zBuf, static_cast<size_t>(B * pad_ + kUnits));
+  peep_ = privateBuffer(peepBuf, static_cast<size_t>(3 * pad_ + kUnits));
+  rbh_ = privateBuffer(rbBuf, static_cast<size_t>(pad_ + kUnits));
+  std::fill_n(c_, B * pad_, 0.f);
+  std::fill_n(peep_, 3 * pad_, 0.f);
+  std::fill_n(rbh_, pad_, 0.f);
+  for (int64_t u = 0; u < units_; ++u) {
+    if (in.peephole)
+      for (int k = 0; k < 3; ++k) peep_[k * pad_ + u] = in.peephole[k * h_ + u0_ + u];
+    if (in.b && p_.cell == RnnCell::kGru)
+      rbh_[u] = in.b[5 * h_ + u0_ + u];
   }
-}
-
-void Direction::run(const float* x, const float* w, const float* r,
-                    const float* b, const int32_t* lens, const float* h0,
-                    const float* c0, const float* peephole, float* y,
-                    float* y_h, float* y_c) {
-  int64_t n = g_ * h_;
-  project(x, w, b);
-  loadState(h0, h_state_);
-  loadState(c0, c_state_);
-  const float* rb_h = b ? b + n + 2 * h_ : nullptr;
-  // GRU's h-gate GEMM needs the reset gate first unless linear_before_reset.
-  int64_t recCols =
-      p_.cell == RnnCell::kGru && !p_.linear_before_reset ? 2 * h_ : n;
+  for (int64_t b = 0; b < B; ++b) {
+    float* h = hbuf_[0] + b * h_ + u0_;
+    if (in.h0) std::copy_n(in.h0 + stateOffset(b) + u0_, units_, h);
+    else std::fill_n(h, units_, 0.f);
+    if (in.c0) std::copy_n(in.c0 + stateOffset(b) + u0_, units_, c_ + b * pad_);
+  }
+  team_.barrier();
   bool backward = p_.reverse || d_ == 1;
-  std::vector<bool> active(p_.batch);
   for (int64_t s = 0; s < p_.seq_length; ++s) {
     int64_t t = backward ? p_.seq_length - 1 - s : s;
-    for (int64_t bi = 0; bi < p_.batch; ++bi)
-      active[bi] = !lens || t < lens[bi];
-    detail::sgemm(p_.batch, recCols, h_, h_state_.data(), h_, 1, r, 1, h_,
-                  rec_.data(), n, false);
-    switch (p_.cell) {
-      case RnnCell::kRnn: rnnStep(t, active); break;
-      case RnnCell::kLstm: lstmStep(t, active, peephole); break;
-      case RnnCell::kGru: gruStep(t, active, r, rb_h); break;
-    }
-    if (!y) continue;
-    for (int64_t bi = 0; bi < p_.batch; ++bi) {
-      float* out = y + yOffset(t, bi);
-      if (active[bi]) std::copy_n(h_state_.data() + bi * h_, h_, out);
-      else std::fill_n(out, h_, 0.f);
-    }
+    step(t, hbuf_[s % 2], hbuf_[(s + 1) % 2], in);
   }
-  storeState(h_state_, y_h);
-  storeState(c_state_, y_c);
+  const float* hLast = hbuf_[p_.seq_length % 2];
+  for (int64_t b = 0; b < B; ++b) {
+    if (in.y_h) std::copy_n(hLast + b * h_ + u0_, units_, in.y_h + stateOffset(b) + u0_);
+    if (in.y_c) std::copy_n(c_ + b * pad_, units_, in.y_c + stateOffset(b) + u0_);
+  }
+  team_.barrier();  // the next direction reuses the h buffers
 }
 
 }  // namespace
@@ -234,15 +546,29 @@ void Direction::run(const float* x, const float* w, const float* r,
 void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
          const float* b, const int32_t* sequence_lens, const float* initial_h,
          const float* initial_c, const float* peephole, float* y, float* y_h,
-         float* y_c) {
+         float* y_c, const Team& team) {
   int64_t g = gatesOf(p.cell), h = p.hidden_size;
+  bool lstm = p.cell == RnnCell::kLstm;
+  // A step is one barrier apart from the next: below this many multiply-adds
+  // per step the barrier costs more than a second thread saves (LSTM hidden
+  // 64 at batch 1 runs faster on one thread), so thread 0 does it all.
+  constexpr int64_t kMinParallelStep = int64_t{1} << 17;
+  if (team.size() > 1 && g * h * (h + p.input_size) * p.batch < kMinParallelStep) {
+    if (team.thread() == 0)
+      rnn(p, x, w, r, b, sequence_lens, initial_h, initial_c, peephole, y, y_h, y_c,
+          Team::serial());
+    return;
+  }
+  const void* key = y ? static_cast<const void*>(y)
+                      : y_h ? static_cast<const void*>(y_h) : y_c;
+  SharedScratch shared(team, key, static_cast<size_t>(3 * p.batch * h));
   for (int32_t d = 0; d < p.num_directions; ++d) {
-    Direction dir(p, d);
-    dir.run(x, w + d * g * h * p.input_size, r + d * g * h * h,
-            b ? b + d * 2 * g * h : nullptr, sequence_lens, initial_h,
-            p.cell == RnnCell::kLstm ? initial_c : nullptr,
-            peephole ? peephole + d * 3 * h : nullptr, y, y_h,
-            p.cell == RnnCell::kLstm ? y_c : nullptr);
+    Inputs in{x, w + d * g * h * p.input_size, r + d * g * h * h,
+              b ? b + d * 2 * g * h : nullptr, sequence_lens, initial_h,
+              lstm ? initial_c : nullptr,
+              lstm && peephole ? peephole + d * 3 * h : nullptr, y, y_h,
+              lstm ? y_c : nullptr};
+    Direction(p, d, team, shared.data()).run(in);
   }
 }
 

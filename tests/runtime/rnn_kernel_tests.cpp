@@ -13,6 +13,7 @@
 #include "test_data.h"
 
 using namespace cgc::rt;
+using cgc::test::onTeam;
 using cgc::test::randomFloats;
 using cgc::test::requireClose;
 
@@ -163,16 +164,20 @@ Tensors makeTensors(const RnnParams& p, const Options& o, uint32_t seed) {
   return t;
 }
 
-Outputs runKernel(const RnnParams& p, const Tensors& t) {
+Outputs runKernel(const RnnParams& p, const Tensors& t, int threads = 1) {
   int64_t D = p.num_directions, H = p.hidden_size;
   // NaN-filled, so that an element the kernel forgets to write shows.
   Outputs out{std::vector<float>(p.seq_length * D * p.batch * H, NAN),
               std::vector<float>(D * p.batch * H, NAN),
               std::vector<float>(D * p.batch * H, NAN)};
   auto data = [](const auto& v) { return v.empty() ? nullptr : v.data(); };
-  rnn(p, t.x.data(), t.w.data(), t.r.data(), data(t.b), data(t.lens),
-      data(t.h0), data(t.c0), data(t.peephole), out.y.data(), out.y_h.data(),
-      p.cell == RnnCell::kLstm ? out.y_c.data() : nullptr);
+  auto call = [&](const Team& team) {
+    rnn(p, t.x.data(), t.w.data(), t.r.data(), data(t.b), data(t.lens),
+        data(t.h0), data(t.c0), data(t.peephole), out.y.data(), out.y_h.data(),
+        p.cell == RnnCell::kLstm ? out.y_c.data() : nullptr, team);
+  };
+  if (threads == 1) call(Team::serial());
+  else onTeam(threads, call);
   return out;
 }
 
@@ -196,10 +201,10 @@ RnnParams makeParams(RnnCell cell, int64_t seq, int64_t batch, int64_t input,
   return p;
 }
 
-void check(const RnnParams& p, const Options& o, uint32_t seed) {
+void check(const RnnParams& p, const Options& o, uint32_t seed, int threads = 1) {
   Tensors t = makeTensors(p, o, seed);
   Outputs expected = reference(p, t);
-  Outputs actual = runKernel(p, t);
+  Outputs actual = runKernel(p, t, threads);
   requireClose(actual.y, expected.y, 1e-5);
   requireClose(actual.y_h, expected.y_h, 1e-5);
   if (p.cell == RnnCell::kLstm) requireClose(actual.y_c, expected.y_c, 1e-5);
@@ -281,4 +286,81 @@ TEST_CASE("recurrent outputs are optional") {
   rnn(p, t.x.data(), t.w.data(), t.r.data(), t.b.data(), t.lens.data(),
       t.h0.data(), t.c0.data(), nullptr, nullptr, nullptr, y_c.data());
   requireClose(y_c, expected.y_c, 1e-5);
+}
+
+TEST_CASE("recurrent cells split over 2- and 3-thread teams match the ONNX equations") {
+  // Hidden sizes around the 16-unit blocks the threads split: fewer blocks
+  // than threads, a partial last block, several blocks per thread.
+  constexpr Shape shapes[] = {{3, 1, 5, 7}, {4, 3, 9, 33}, {5, 5, 16, 48}, {2, 2, 3, 70}};
+  uint32_t seed = 500;
+  for (int threads : {2, 3})
+    for (RnnCell cell : {RnnCell::kRnn, RnnCell::kGru, RnnCell::kLstm})
+      for (int direction = 0; direction < 3; ++direction)
+        for (const Shape& s : shapes)
+          for (int variant = 0; variant < 2; ++variant) {
+            INFO("threads " << threads << " cell " << static_cast<int>(cell)
+                 << " direction " << direction << " hidden " << s.hidden
+                 << " variant " << variant);
+            RnnParams p = makeParams(cell, s.seq, s.batch, s.input, s.hidden,
+                                     direction, variant == 1);
+            Options o;
+            o.bias = o.initial = true;
+            o.lens = o.peephole = variant == 1;
+            p.linear_before_reset = variant == 1;
+            check(p, o, seed++, threads);
+          }
+}
+
+TEST_CASE("fast sigmoid and tanh stay close to libm at large and tiny inputs") {
+  // Saturation and the small-|x| branch of tanh, through a one-unit LSTM
+  // whose gates see exactly these pre-activations (x * w, no state).
+  for (float v : {-30.f, -9.f, -0.7f, -0.624f, -1e-3f, 1e-6f, 0.3f, 0.626f, 5.f, 40.f}) {
+    RnnParams p = makeParams(RnnCell::kLstm, 1, 1, 1, 1, 0, false);
+    Tensors t;
+    t.x = {v};
+    t.w = {1.f, 1.f, 1.f, 1.f};
+    t.r = {0.f, 0.f, 0.f, 0.f};
+    Outputs expected = reference(p, t);
+    Outputs actual = runKernel(p, t);
+    INFO("input " << v);
+    REQUIRE(actual.y_c[0] == Approx(expected.y_c[0]).epsilon(1e-6).margin(1e-30));
+    REQUIRE(actual.y[0] == Approx(expected.y[0]).epsilon(1e-6).margin(1e-30));
+  }
+}
+
+TEST_CASE("recurrent weights changed in place between calls are repacked") {
+  // The kernel reuses its packing of R while R's rows are unchanged; the
+  // same buffer with new contents must give the new results.
+  for (RnnCell cell : {RnnCell::kGru, RnnCell::kLstm}) {
+    RnnParams p = makeParams(cell, 3, 2, 4, 20, 2, false);
+    Options o;
+    o.bias = true;
+    Tensors t = makeTensors(p, o, 700);
+    for (int round = 0; round < 3; ++round) {
+      INFO("cell " << static_cast<int>(cell) << " round " << round);
+      if (round == 2) t.r[t.r.size() / 2] += 0.5f;  // one weight of direction 1
+      else if (round == 1) t.r = randomFloats(t.r.size(), 701);
+      requireClose(runKernel(p, t).y, reference(p, t).y, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("recurrent weights too large to cache are packed per call") {
+  // 4 gates x 1100 x 1100 floats is past the per-thread packing cache limit.
+  // Weights scaled by ~1/sqrt(1100) keep the gates out of saturation, where
+  // float sums over 1100 terms would differ from the double reference by
+  // more than the tolerance.
+  RnnParams p = makeParams(RnnCell::kLstm, 2, 1, 1100, 1100, 0, false);
+  Options o;
+  o.bias = o.initial = true;
+  Tensors t = makeTensors(p, o, 800);
+  for (auto* v : {&t.w, &t.r})
+    for (float& x : *v) x *= 0.03f;
+  Outputs expected = reference(p, t);
+  for (int threads : {1, 2}) {
+    INFO("threads " << threads);
+    Outputs actual = runKernel(p, t, threads);
+    requireClose(actual.y, expected.y, 1e-5);
+    requireClose(actual.y_c, expected.y_c, 1e-5);
+  }
 }

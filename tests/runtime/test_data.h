@@ -4,7 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <thread>
 #include <vector>
+
+#include "cgc/team.h"
 
 namespace cgc::test {
 
@@ -27,6 +30,18 @@ inline void requireClose(const std::vector<float>& actual,
     INFO("element " << i);
     REQUIRE(actual[i] == Approx(expected[i]).epsilon(1e-4).margin(margin));
   }
+}
+
+/// Runs body(team) on `threads` std::threads forming one team, as the
+/// generated code does for a team-parallel kernel. REQUIREs must stay out of
+/// `body` (Catch is not thread-safe): collect results, check afterwards.
+template <typename Body>
+void onTeam(int threads, Body body) {
+  cgc::rt::SpinBarrier barrier(threads);
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i)
+    pool.emplace_back([&, i] { body(cgc::rt::Team(i, threads, &barrier)); });
+  for (auto& t : pool) t.join();
 }
 
 }  // namespace cgc::test

@@ -50,9 +50,9 @@ struct UnaryParams {
   float beta;
 };
 
-/// y[i] = op(x[i]). In place (x == y) is allowed.
+/// y[i] = op(x[i]). In place (x == y) is allowed. Team-parallel.
 template <typename T>
-void unary(const UnaryParams& p, const T* x, T* y);
+void unary(const UnaryParams& p, const T* x, T* y, const Team& team = Team::serial());
 
 enum class BinaryOp : int32_t {
   kAdd, kSub, kMul, kDiv, kPow, kMin, kMax,
@@ -76,8 +76,10 @@ struct BinaryParams {
 };
 
 /// y = a op b with broadcasting. y may alias an operand of the output's size.
+/// Team-parallel.
 template <typename T>
-void binary(const BinaryParams& p, const T* a, const T* b, T* y);
+void binary(const BinaryParams& p, const T* a, const T* b, T* y,
+            const Team& team = Team::serial());
 
 enum class CompareOp : int32_t { kEqual, kGreater, kLess, kGreaterOrEqual, kLessOrEqual };
 
@@ -165,11 +167,15 @@ struct PoolParams {
   bool count_include_pad;  // average pool only
 };
 
-void max_pool(const PoolParams& p, const float* x, float* y);
-void avg_pool(const PoolParams& p, const float* x, float* y);
+/// Team-parallel over the N * C planes.
+void max_pool(const PoolParams& p, const float* x, float* y,
+              const Team& team = Team::serial());
+void avg_pool(const PoolParams& p, const float* x, float* y,
+              const Team& team = Team::serial());
 
 /// y[i] = mean(x[i * spatial .. (i + 1) * spatial)), i < n_c.
-void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y);
+void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y,
+                     const Team& team = Team::serial());
 
 // --------------------------------------------------------------------- GEMM
 
@@ -225,15 +231,17 @@ struct BatchNormParams {
 
 void batch_norm(const BatchNormParams& p, const float* x, const float* scale,
                 const float* bias, const float* mean, const float* var,
-                float* y);
+                float* y, const Team& team = Team::serial());
 
 /// Softmax over the middle axis of [outer, axis, inner]; log_softmax when log.
+/// Team-parallel over outer (and blocks of inner).
 struct SoftmaxParams {
   int64_t outer, axis, inner;
   bool log;
 };
 
-void softmax(const SoftmaxParams& p, const float* x, float* y);
+void softmax(const SoftmaxParams& p, const float* x, float* y,
+             const Team& team = Team::serial());
 
 /// InstanceNormalization over NC(spatial) data: every (n, c) plane is
 /// normalised by its own mean and variance, then scaled and shifted per
@@ -255,7 +263,8 @@ struct LayerNormParams {
 };
 
 void layer_norm(const LayerNormParams& p, const float* x, const float* scale,
-                const float* bias, float* y, float* mean, float* inv_std_dev);
+                const float* bias, float* y, float* mean, float* inv_std_dev,
+                const Team& team = Team::serial());
 
 enum class ReduceOp : int32_t { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSumExp };
 
@@ -335,7 +344,9 @@ struct RnnActivationParams {
 /// may be null. Steps at or past a batch entry's sequence length write zeros
 /// to y and leave its state alone, so y_h / y_c hold the last valid state.
 /// activations[3 * d + k] is function k (f, g, h) of direction d; clip <= 0
-/// means no clipping.
+/// means no clipping. Team-parallel over hidden units (one barrier per
+/// step); every output pointer that is non-null must be distinct per
+/// concurrent call.
 struct RnnParams {
   RnnCell cell;
   int64_t seq_length, batch, input_size, hidden_size;
@@ -351,7 +362,7 @@ struct RnnParams {
 void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
          const float* b, const int32_t* sequence_lens, const float* initial_h,
          const float* initial_c, const float* peephole, float* y, float* y_h,
-         float* y_c);
+         float* y_c, const Team& team = Team::serial());
 
 // ------------------------------------------------------------------ resize
 

@@ -1,0 +1,143 @@
+// fuse-matmuls: MatMuls that read the same left operand with constant 2-D
+// right operands (and likewise Gemms without transA, alpha = beta = 1, with
+// constant B and a constant or absent per-column C) become one product with
+// the weights concatenated along N, followed by a Slice per original output
+// (DeepCPU's MM fusion). Several small GEMMs over the same A - the Q/K/V
+// projections of attention, the gate projections of hand-written RNN cells -
+// each stream A and pay the per-call packing and threading overhead; one wide
+// GEMM streams A once and keeps every core busy. The Slices are strided
+// copies of the fused result along the last axis.
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "passes/pass_manager.h"
+
+namespace cgc::passes {
+namespace {
+
+/// A fusable product: its weights as [K, N] row-major and its bias as [N]
+/// (zeros when absent).
+struct Candidate {
+  int node;
+  int64_t n;
+  std::vector<float> weights, bias;
+};
+
+bool isPlainConstant2d(const ir::Graph& g, int v) {
+  if (v < 0) return false;
+  const ir::Value& value = g.value(v);
+  return value.isConstant() && value.type.dtype == DType::kF32 &&
+         value.type.rank() == 2;
+}
+
+std::optional<Candidate> matMulCandidate(const ir::Graph& g, const ir::Node& n) {
+  if (n.inputs.size() != 2 || !isPlainConstant2d(g, n.inputs[1])) return {};
+  if (g.value(n.inputs[0]).type.rank() < 2) return {};
+  const ir::Value& b = g.value(n.inputs[1]);
+  const float* w = b.dataAs<float>();
+  int64_t k = b.type.shape[0], cols = b.type.shape[1];
+  return Candidate{n.id, cols, std::vector<float>(w, w + k * cols),
+                   std::vector<float>(cols, 0.f)};
+}
+
+std::optional<Candidate> gemmCandidate(const ir::Graph& g, const ir::Node& n) {
+  if (n.getInt("transA", 0) != 0 || n.getFloat("alpha", 1.0) != 1.0 ||
+      n.getFloat("beta", 1.0) != 1.0 || n.inputs.size() < 2 ||
+      !isPlainConstant2d(g, n.inputs[1]))
+    return {};
+  const ir::Value& b = g.value(n.inputs[1]);
+  bool transB = n.getInt("transB", 0) != 0;
+  int64_t k = b.type.shape[transB ? 1 : 0], cols = b.type.shape[transB ? 0 : 1];
+  Candidate c{n.id, cols, std::vector<float>(k * cols), std::vector<float>(cols, 0.f)};
+  const float* w = b.dataAs<float>();
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < cols; ++j)
+      c.weights[p * cols + j] = transB ? w[j * k + p] : w[p * cols + j];
+  int cv = n.inputs.size() > 2 ? n.inputs[2] : -1;
+  if (cv >= 0) {
+    const ir::Value& bias = g.value(cv);
+    if (!bias.isConstant() || bias.type.dtype != DType::kF32) return {};
+    // Only a bias per column broadcasts the same way after concatenation.
+    const ir::Shape& s = bias.type.shape;
+    bool perColumn = (s.size() == 1 && s[0] == cols) ||
+                     (s.size() == 2 && s[0] == 1 && s[1] == cols);
+    bool scalar = bias.type.numElements() == 1;
+    if (!perColumn && !scalar) return {};
+    const float* cb = bias.dataAs<float>();
+    for (int64_t j = 0; j < cols; ++j) c.bias[j] = cb[scalar ? 0 : j];
+  }
+  return c;
+}
+
+std::vector<uint8_t> floatBytes(const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+/// Replaces the products in `group` (all reading `a`) by one, plus Slices.
+void fuse(ir::Graph& g, int a, const std::string& op,
+          const std::vector<Candidate>& group) {
+  int64_t k = g.value(a).type.shape.back(), total = 0;
+  for (const auto& c : group) total += c.n;
+  std::vector<float> weights(k * total), bias;
+  int64_t offset = 0;
+  for (const auto& c : group) {
+    for (int64_t p = 0; p < k; ++p)
+      std::memcpy(&weights[p * total + offset], &c.weights[p * c.n],
+                  c.n * sizeof(float));
+    bias.insert(bias.end(), c.bias.begin(), c.bias.end());
+    offset += c.n;
+  }
+  const ir::Node& first = g.node(group.front().node);
+  std::string base = first.name + "_fused";
+  ir::Shape outShape = g.value(first.outputs[0]).type.shape;
+  outShape.back() = total;
+  int w = g.addConstant(g.uniqueValueName(base + "_weights"),
+                        {DType::kF32, {k, total}}, floatBytes(weights));
+  std::vector<int> inputs{a, w};
+  std::map<std::string, ir::Attribute> attrs;
+  if (op == "Gemm") {
+    inputs.push_back(g.addConstant(g.uniqueValueName(base + "_bias"),
+                                   {DType::kF32, {total}}, floatBytes(bias)));
+  }
+  int y = g.addValue(g.uniqueValueName(base), {DType::kF32, outShape});
+  g.addNode(op, base, inputs, {y}, attrs);
+  offset = 0;
+  for (const auto& c : group) {
+    ir::Node& node = g.node(c.node);
+    int out = node.outputs[0];
+    std::string name = node.name;
+    std::vector<int64_t> starts(outShape.size(), 0), steps(outShape.size(), 1);
+    starts.back() = offset;
+    offset += c.n;
+    g.removeNode(c.node);
+    g.addNode("Slice", name + "_slice", {y}, {out},
+              {{"starts", starts}, {"steps", steps}});
+  }
+}
+
+}  // namespace
+
+bool fuseMatMuls(ir::Graph& graph) {
+  // Groups keyed by (left operand, op); insertion order keeps it deterministic.
+  std::map<std::pair<int, std::string>, std::vector<Candidate>> groups;
+  for (int id : graph.topologicalOrder()) {
+    const ir::Node& n = graph.node(id);
+    if (graph.value(n.outputs[0]).type.dtype != DType::kF32) continue;
+    std::optional<Candidate> c;
+    if (n.op == "MatMul") c = matMulCandidate(graph, n);
+    else if (n.op == "Gemm") c = gemmCandidate(graph, n);
+    if (c) groups[{n.inputs[0], n.op}].push_back(std::move(*c));
+  }
+  bool changed = false;
+  for (auto& [key, group] : groups) {
+    if (group.size() < 2) continue;
+    fuse(graph, key.first, key.second, group);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace cgc::passes

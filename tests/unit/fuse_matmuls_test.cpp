@@ -1,0 +1,138 @@
+// fuse-matmuls on tiny graphs: three products sharing a left operand become
+// one wide product plus Slices, and the graph, interpreted with the runtime
+// kernels, still computes what a plain reference loop computes.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <map>
+
+#include "graph_builder.h"
+#include "ir/verifier.h"
+#include "lowering/kernel_call.h"
+#include "passes/pass_manager.h"
+
+using cgc::testing::GraphBuilder;
+namespace ir = cgc::ir;
+namespace passes = cgc::passes;
+
+namespace {
+
+std::vector<float> values(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = scale * static_cast<float>(static_cast<int>((i * 7919) % 23) - 11) / 11.f;
+  return v;
+}
+
+/// Every graph output, interpreted node by node with the runtime kernels.
+std::vector<std::vector<float>> interpret(const ir::Graph& g,
+                                          const std::vector<float>& x) {
+  std::map<int, std::vector<uint8_t>> buffers;
+  auto data = [&](int v) -> const void* {
+    if (g.value(v).isConstant()) return g.value(v).data->data();
+    return buffers.at(v).data();
+  };
+  buffers[g.inputs[0]].resize(x.size() * sizeof(float));
+  std::memcpy(buffers[g.inputs[0]].data(), x.data(), x.size() * sizeof(float));
+  for (int id : g.topologicalOrder()) {
+    auto call = cgc::lowering::lowerNode(g, g.node(id));
+    int out = g.node(id).outputs[0];
+    buffers[out].resize(g.value(out).type.bytes());
+    std::vector<const void*> ins;
+    for (int in : call.inputs) ins.push_back(in >= 0 ? data(in) : nullptr);
+    cgc::lowering::evaluate(call, ins, {buffers[out].data()});
+  }
+  std::vector<std::vector<float>> result;
+  for (int v : g.outputs) {
+    const auto& bytes = buffers.at(v);
+    result.emplace_back(bytes.size() / sizeof(float));
+    std::memcpy(result.back().data(), bytes.data(), bytes.size());
+  }
+  return result;
+}
+
+/// y[m, n] = sum_k x[m, k] w[k, n] (+ bias[n]); `transposed` reads w as [n, k].
+std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& w,
+                             const std::vector<float>& bias, int64_t m, int64_t k,
+                             int64_t n, bool transposed) {
+  std::vector<float> y(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = bias.empty() ? 0.0 : bias[j];
+      for (int64_t p = 0; p < k; ++p)
+        s += x[i * k + p] * (transposed ? w[j * k + p] : w[p * n + j]);
+      y[i * n + j] = static_cast<float>(s);
+    }
+  return y;
+}
+
+void requireNear(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) REQUIRE(a[i] == Approx(b[i]).margin(1e-5));
+}
+
+}  // namespace
+
+TEST_CASE("fuse-matmuls joins MatMuls that share their left operand") {
+  const int64_t batch = 2, m = 3, k = 5;
+  const int64_t ns[] = {4, 7, 1};
+  GraphBuilder b("mm");
+  int x = b.input("x", {batch, m, k});
+  std::vector<std::vector<float>> ws;
+  const char* names[] = {"a", "b", "c"};
+  for (int i = 0; i < 3; ++i) {
+    std::string name = names[i];
+    ws.push_back(values(k * ns[i], 0.5f + i));
+    int w = b.constant(name + "_w", {k, ns[i]}, ws.back());
+    int y = b.node("MatMul", name + "_mm", {x, w}, {batch, m, ns[i]});
+    b.output(b.node("Relu", name + "_relu", {y}, {batch, m, ns[i]}), name + "_y");
+  }
+  std::vector<float> input = values(batch * m * k, 1.f);
+  REQUIRE(passes::fuseMatMuls(b.graph));
+  ir::verifyGraph(b.graph);
+  CHECK(b.graph.countOps("MatMul") == 1);
+  CHECK(b.graph.countOps("Slice") == 3);
+  auto outputs = interpret(b.graph, input);
+  for (int i = 0; i < 3; ++i) {
+    auto expected = reference(input, ws[i], {}, batch * m, k, ns[i], false);
+    for (auto& v : expected) v = std::max(v, 0.f);
+    requireNear(outputs[i], expected);
+  }
+  CHECK_FALSE(passes::fuseMatMuls(b.graph));  // nothing left to fuse
+}
+
+TEST_CASE("fuse-matmuls joins Gemms with transB and per-column biases") {
+  const int64_t m = 3, k = 6;
+  GraphBuilder b("gemm");
+  int x = b.input("x", {m, k});
+  std::vector<float> w0 = values(k * 5, 1.f), w1 = values(4 * k, 2.f);
+  std::vector<float> c0 = values(5, 3.f);
+  int y0 = b.node("Gemm", "g0", {x, b.constant("w0", {k, 5}, w0), b.constant("c0", {5}, c0)},
+                  {m, 5});
+  int y1 = b.node("Gemm", "g1", {x, b.constant("w1", {4, k}, w1)}, {m, 4},
+                  {{"transB", int64_t{1}}});
+  // Not fusable: alpha scales the product.
+  int y2 = b.node("Gemm", "g2", {x, b.constant("w2", {k, 2}, values(k * 2, 1.f))}, {m, 2},
+                  {{"alpha", 2.0}});
+  b.output(y0, "y0");
+  b.output(y1, "y1");
+  b.output(y2, "y2");
+  std::vector<float> input = values(m * k, 1.f);
+  REQUIRE(passes::fuseMatMuls(b.graph));
+  ir::verifyGraph(b.graph);
+  CHECK(b.graph.countOps("Gemm") == 2);
+  auto outputs = interpret(b.graph, input);
+  requireNear(outputs[0], reference(input, w0, c0, m, k, 5, false));
+  requireNear(outputs[1], reference(input, w1, {}, m, k, 4, true));
+}
+
+TEST_CASE("fuse-matmuls leaves a lone MatMul and non-constant weights alone") {
+  GraphBuilder b("lone");
+  int x = b.input("x", {2, 3});
+  int w = b.input("w", {3, 4});
+  int y0 = b.node("MatMul", "a", {x, w}, {2, 4});
+  int y1 = b.node("MatMul", "b", {x, b.constant("c", {3, 2}, values(6, 1.f))}, {2, 2});
+  b.output(y0, "y0");
+  b.output(y1, "y1");
+  CHECK_FALSE(passes::fuseMatMuls(b.graph));
+}
