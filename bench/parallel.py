@@ -93,8 +93,12 @@ def bench_model(args, name, cpus):
     bindings = cgc_arguments(case_dir, case)
     profile = tuned_profile(args.cgc, name, model, data, bindings, args.tune_budget,
                             args.retune)
+    with open(profile) as f:
+        tuned = json.load(f)
+    # Explicit, although the profile carries them: the table reports what ran.
     configs = {"1xN": ["--executors", "1", "--threads", str(cpus)],
-               "tuned": ["--profile", profile]}
+               "tuned": ["--profile", profile, "--executors", str(tuned["executors"]),
+                         "--threads", str(tuned["threads"])]}
     max_rel = check_outputs(args.cgc, name, model, data, bindings, configs,
                             case.get("rtol", RTOL), case.get("atol", ATOL))
     print(f"{name}: outputs match ONNX Runtime (max rel error {max_rel:.1e})", flush=True)
