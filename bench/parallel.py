@@ -124,7 +124,8 @@ def bench_model(args, name, cpus):
 
 
 def table(rows, cpus, rounds, runs):
-    lines = [f"{cpus} cores; medians of {rounds} alternated rounds of {runs} runs; "
+    lines = [f"{cpus} cores; medians of alternated rounds (this run: {rounds} rounds of "
+             f"{runs} runs; rows kept from earlier runs say theirs in parallel.json); "
              "speedup = best ONNX Runtime time / cgc tuned time.", "",
              "| model | ORT seq (ms) | ORT par (ms) | cgc 1xN (ms) | cgc tuned (ms) | "
              "tuned config (ExT) | tuned speedup vs best ORT | max rel error |",
@@ -137,6 +138,20 @@ def table(rows, cpus, rounds, runs):
                      f"{r['cgc_1xN_ms']:.3f} | {r['cgc_tuned_ms']:.3f} | {r['tuned_config']} | "
                      f"{r['speedup_vs_best_ort']:.2f}x | {r['max_rel_err']:.1e} |")
     return "\n".join(lines)
+
+
+def merged(rows):
+    """This run's rows plus the previous parallel.json's rows for models not
+    run now (a full run takes long: one model can be redone alone)."""
+    path = os.path.join(RESULTS, "parallel.json")
+    previous = []
+    if os.path.exists(path):
+        with open(path) as f:
+            previous = json.load(f).get("rows", [])
+    now = {r["model"] for r in rows}
+    kept = [r for r in previous if r["model"] not in now]
+    order = {name: i for i, name in enumerate(MODELS)}
+    return sorted(kept + rows, key=lambda r: order.get(r["model"], len(order)))
 
 
 def main():
@@ -162,6 +177,8 @@ def main():
     for name in [n for n in args.models.split(",") if n]:
         try:
             rows.append(bench_model(args, name, cpus))
+            rows[-1]["measured"] = time.strftime("%Y-%m-%d %H:%M")
+            rows[-1].update(rounds_count=args.rounds, runs=args.runs)
             r = rows[-1]
             print(f"{name}: ORT seq {r['ort_seq_ms']:.3f} ms, ORT par {r['ort_par_ms']:.3f} ms, "
                   f"cgc 1x{cpus} {r['cgc_1xN_ms']:.3f} ms, cgc tuned {r['cgc_tuned_ms']:.3f} ms "
@@ -170,6 +187,7 @@ def main():
             detail = getattr(error, "stderr", None) or str(error)
             rows.append({"model": name, "error": detail.strip().splitlines()[-1]})
             print(f"{name}: FAIL {rows[-1]['error']}", flush=True)
+    rows = merged(rows)
     text = table(rows, cpus, args.rounds, args.runs)
     print(text)
     with open(os.path.join(RESULTS, "parallel.md"), "w") as f:
@@ -177,7 +195,7 @@ def main():
     with open(os.path.join(RESULTS, "parallel.json"), "w") as f:
         json.dump({"cpus": cpus, "rounds": args.rounds, "runs": args.runs,
                    "seconds": time.time() - start, "rows": rows}, f, indent=1)
-    return 1 if any("error" in r for r in rows) else 0
+    return 1 if any("error" in r for r in rows if r["model"] in args.models.split(",")) else 0
 
 
 if __name__ == "__main__":
