@@ -159,16 +159,17 @@ def main():
     parser.add_argument("--cgc", default=os.path.join(ROOT, "install", "bin", "cgc"))
     parser.add_argument("--corpus", default=os.path.join(BENCH_DIR, "corpus"))
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--tune-budget", type=float, default=120)
+    parser.add_argument("--rounds", type=int, help="default 5 (--quick: 2)")
+    parser.add_argument("--runs", type=int, help="default 20 (--quick: 5)")
+    parser.add_argument("--tune-budget", type=float, help="seconds; default 120 (--quick: 30)")
     parser.add_argument("--retune", action="store_true",
                         help="run cgc tune even where a tuned profile exists")
     parser.add_argument("--quick", action="store_true",
-                        help="2 rounds of 5 runs, 30 s tuning budget")
+                        help="2 rounds of 5 runs, 30 s tuning budget, unless given")
     args = parser.parse_args()
-    if args.quick:
-        args.rounds, args.runs, args.tune_budget = 2, 5, 30
+    for key, full, quick in (("rounds", 5, 2), ("runs", 20, 5), ("tune_budget", 120, 30)):
+        if getattr(args, key) is None:
+            setattr(args, key, quick if args.quick else full)
     args.cgc = os.path.abspath(args.cgc)
     cpus = len(os.sched_getaffinity(0))
     os.makedirs(RESULTS, exist_ok=True)
