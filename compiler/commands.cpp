@@ -189,9 +189,9 @@ int compile(const driver::CompileOptions& options) {
   return 0;
 }
 
-int run(const RunOptions& options) {
-  auto model = driver::compileGraph(options.compile);
-  auto emitted = driver::emitModel(model, options.compile, ".");
+BuiltModel buildCached(const driver::CompiledModel& model,
+                       const driver::CompileOptions& options) {
+  auto emitted = driver::emitModel(model, options, ".");
   uint64_t key = fnv1a(emitted.header.data(), emitted.header.size());
   key = fnv1a(emitted.source.data(), emitted.source.size(), key);
   key = fnv1a(emitted.weights.data(), emitted.weights.size(), key);
@@ -209,25 +209,35 @@ int run(const RunOptions& options) {
     files.emitted = std::move(emitted);
     files.sourcePath = (dir / (prefix + ".cpp")).string();
   } else {
-    files = driver::writeModel(std::move(emitted), dir.string(), options.compile);
+    files = driver::writeModel(std::move(emitted), dir.string(), options);
   }
-  std::string library = driver::buildSharedLibrary(files, options.compile);
-  driver::LoadedModel loaded(library, prefix);
-  driver::progress(options.compile, "running on " + loaded.placement());
-  const auto& info = loaded.info();
+  return {driver::buildSharedLibrary(files, options), prefix};
+}
 
+void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
+               const std::string& inputsDir) {
+  const auto& info = loaded.info();
   // Test-data files are numbered in the ONNX model's input order, which
   // still counts inputs that --constant turned into constants.
   for (int i = 0; i < info.num_inputs; ++i) {
     const auto& names = model.graph.onnxInputNames;
     auto position = std::find(names.begin(), names.end(), info.inputs[i].name);
-    std::string path = fmt::format("{}/input_{}.pb", options.inputsDir,
+    std::string path = fmt::format("{}/input_{}.pb", inputsDir,
                                    position - names.begin());
-    if (!options.inputsDir.empty() && fs::exists(path))
+    if (!inputsDir.empty() && fs::exists(path))
       loadInput(path, info.inputs[i], loaded.input(i));
     else
       fillDeterministic(info.inputs[i], loaded.input(i));
   }
+}
+
+int run(const RunOptions& options) {
+  auto model = driver::compileGraph(options.compile);
+  BuiltModel built = buildCached(model, options.compile);
+  driver::LoadedModel loaded(built.library, built.prefix);
+  driver::progress(options.compile, "running on " + loaded.placement());
+  const auto& info = loaded.info();
+  setInputs(model, loaded, options.inputsDir);
 
   Profiler profiler;
   bool profiling = !options.profileOut.empty() || !options.traceOut.empty();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/driver.h"
+#include "compiler/model_runner.h"
 
 namespace cgc::commands {
 
@@ -24,6 +25,20 @@ struct RunOptions {
 };
 
 int run(const RunOptions& options);
+
+/// A compiled model built into a shared library (cached by content under
+/// driver::cacheDirectory()), ready for driver::LoadedModel.
+struct BuiltModel {
+  std::string library;
+  std::string prefix;  // the C ABI's symbol prefix
+};
+BuiltModel buildCached(const driver::CompiledModel& model,
+                       const driver::CompileOptions& options);
+
+/// Fills the model's inputs from DIR/input_N.pb (ONNX test-data numbering)
+/// where present, else with deterministic data.
+void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
+               const std::string& inputsDir);
 
 int inspect(const driver::CompileOptions& options, bool json);
 

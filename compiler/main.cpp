@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "compiler/commands.h"
+#include "compiler/tune.h"
 #include "passes/pass_manager.h"
 
 namespace {
@@ -108,6 +109,25 @@ int main(int argc, char** argv) {
   run->add_flag("--verify", runOptions.compile.verify,
                 "Parse the generated code with Clang before building it");
 
+  cgc::tune::TuneOptions tuneOptions;
+  std::vector<std::string> tuneShapes, tuneConstants;
+  CLI::App* tune = app.add_subcommand(
+      "tune", "Measure executor configurations and per-op thread counts; "
+              "write the fastest as DIR/<model>.profile.json for --profile");
+  addModelOptions(*tune, tuneOptions.compile, tuneShapes, tuneConstants);
+  tune->add_option("-o,--output", tuneOptions.outDir,
+                   "Directory for the profile (default: current directory)");
+  tune->add_option("--inputs", tuneOptions.inputsDir,
+                   "Directory with input_0.pb, ... to time on (default: "
+                   "deterministic data)");
+  tune->add_option("--rounds", tuneOptions.rounds, "Timed rounds per try (median)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  tune->add_option("--budget", tuneOptions.budgetSeconds,
+                   "Seconds after which no new try starts")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+
   CompileOptions inspectOptions;
   std::vector<std::string> inspectShapes, inspectConstants;
   bool json = false;
@@ -133,6 +153,11 @@ int main(int argc, char** argv) {
       runOptions.compile.load.shapes = cgc::commands::parseShapeBindings(runShapes);
       runOptions.compile.load.constantInputs = cgc::commands::parseNamedFiles(runConstants);
       return cgc::commands::run(runOptions);
+    }
+    if (*tune) {
+      tuneOptions.compile.load.shapes = cgc::commands::parseShapeBindings(tuneShapes);
+      tuneOptions.compile.load.constantInputs = cgc::commands::parseNamedFiles(tuneConstants);
+      return cgc::tune::tune(tuneOptions);
     }
     inspectOptions.load.shapes = cgc::commands::parseShapeBindings(inspectShapes);
     inspectOptions.load.constantInputs = cgc::commands::parseNamedFiles(inspectConstants);
