@@ -13,6 +13,7 @@
 #include "codegen/code_writer.h"
 #include "codegen/kernel_params.h"
 #include "lowering/kernel_call.h"
+#include "passes/cost_model.h"
 
 namespace cgc::codegen {
 namespace {
@@ -49,12 +50,6 @@ std::string withCommas(int64_t n) {
     out += digits[i];
   }
   return out;
-}
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
 }
 
 /// Model-level facts both files need.
@@ -210,10 +205,28 @@ std::map<int, int> signalsOf(const passes::Schedule& schedule) {
   return signals;
 }
 
+/// Nodes per generated function. An executor's list of a few thousand nodes
+/// as one function makes g++ -O2 take many minutes (its passes are
+/// superlinear in function size); parts of this many compile in seconds and
+/// one call per part costs nothing next to a kernel.
+constexpr size_t kNodesPerFunction = 64;
+
+size_t executorParts(const passes::Schedule& schedule, int executor) {
+  return std::max<size_t>(
+      1, (schedule.ops[executor].size() + kNodesPerFunction - 1) / kNodesPerFunction);
+}
+
+std::string executorFunction(const passes::Schedule& schedule, int executor, size_t part) {
+  return executorParts(schedule, executor) == 1
+             ? fmt::format("executor{}", executor)
+             : fmt::format("executor{}_part{}", executor, part);
+}
+
 /// One executor's op list as straight-line code run by each of its threads:
 /// wait for inputs from other executors, run the kernel (on the whole team,
 /// on the node's first k threads, or on thread 0 for kernels that do not
 /// split), meet at the team's barrier, publish outputs other executors read.
+/// Long lists are split into functions of kNodesPerFunction nodes.
 void emitExecutor(CodeWriter& s, const ir::Graph& graph,
                   const passes::Schedule& schedule, const ModelLayout& layout,
                   const std::map<int, int>& signals,
@@ -221,7 +234,14 @@ void emitExecutor(CodeWriter& s, const ir::Graph& graph,
                   const std::vector<KernelCall>& calls, int executor,
                   const std::string& cls) {
   const int teamSize = schedule.threadsPerExecutor;
-  const std::vector<int>& order = schedule.ops[executor];
+  const std::vector<int>& ops = schedule.ops[executor];
+  const size_t parts = executorParts(schedule, executor);
+  if (parts > 1) {
+    s.open("void {}::executor{}(const cgc::rt::Team& team) {{", cls, executor);
+    for (size_t part = 0; part < parts; ++part)
+      s.line("{}(team);", executorFunction(schedule, executor, part));
+    s.close();
+  }
   std::map<int, std::vector<int>> waits;  // consumer -> signals
   for (const auto& dep : schedule.crossDependencies)
     if (dep.toExecutor == executor) {
@@ -230,64 +250,71 @@ void emitExecutor(CodeWriter& s, const ir::Graph& graph,
       if (std::find(list.begin(), list.end(), signal) == list.end())
         list.push_back(signal);
     }
-  bool anyKernel = false, readsWeights = false;
-  for (int id : order) {
-    const KernelCall& call = calls[nodeIndex.at(id)];
-    anyKernel |= call.kernel != Kernel::kView;
-    for (int in : call.inputs)
-      readsWeights |= in >= 0 && graph.value(in).isConstant();
-  }
-  s.open("void {}::executor{}(const cgc::rt::Team& team) {{", cls, executor);
-  if (teamSize == 1) s.line("static_cast<void>(team);");
-  if (anyKernel) s.line("unsigned char* const arena = arena_;");
-  if (readsWeights) s.line("const unsigned char* const weights = weights_;");
-  for (int id : order) {
-    const ir::Node& node = graph.node(id);
-    const int index = nodeIndex.at(id);
-    const KernelCall& call = calls[index];
-    std::string summary = fmt::format("node '{}' ({}): {} -> {}", node.name, node.op,
-                                      describeValues(graph, node.inputs),
-                                      describeValues(graph, node.outputs));
-    auto wait = waits.find(id);
-    auto signal = signals.find(id);
-    if (call.kernel == Kernel::kView && wait == waits.end() &&
-        signal == signals.end()) {
-      s.line("// {}: a view, no code", summary);
-      continue;
+  for (size_t part = 0; part < parts; ++part) {
+    const std::vector<int> order(
+        ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), part * kNodesPerFunction)),
+        ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), (part + 1) * kNodesPerFunction)));
+    if (parts > 1) s.blank();
+    bool anyKernel = false, readsWeights = false;
+    for (int id : order) {
+      const KernelCall& call = calls[nodeIndex.at(id)];
+      anyKernel |= call.kernel != Kernel::kView;
+      for (int in : call.inputs)
+        readsWeights |= in >= 0 && graph.value(in).isConstant();
     }
-    s.open("{{  // {}", summary);
-    if (wait != waits.end())
-      for (int w : wait->second) s.line("pool_.wait({});", w);
-    if (call.kernel != Kernel::kView) {
-      const int threads = schedule.threadsOf(id);
-      const bool split = lowering::takesTeam(call);
-      s.line("cgc::NodeTimer timer({}, kInfo, {}, {}, {});",
-             teamSize == 1 ? "profiler_" : "team.thread() == 0 ? profiler_ : nullptr",
-             index, executor, split ? threads : 1);
-      if (split && threads == teamSize) {
-        emitCall(s, layout, call, "team");
-      } else if (split) {
-        s.open("if (team.thread() < {}) {{", threads);
-        s.line("const cgc::rt::Team part(team.thread(), {0}, pool_.barrier_for({1}, {0}));",
-               threads, executor);
-        emitCall(s, layout, call, "part");
-        s.close();
-      } else if (teamSize > 1) {
-        s.open("if (team.thread() == 0) {{");
-        emitCall(s, layout, call, "");
-        s.close();
-      } else {
-        emitCall(s, layout, call, "");
+    s.open("void {}::{}(const cgc::rt::Team& team) {{", cls,
+         executorFunction(schedule, executor, part));
+    if (teamSize == 1 || !anyKernel) s.line("static_cast<void>(team);");
+    if (anyKernel) s.line("unsigned char* const arena = arena_;");
+    if (readsWeights) s.line("const unsigned char* const weights = weights_;");
+    for (int id : order) {
+      const ir::Node& node = graph.node(id);
+      const int index = nodeIndex.at(id);
+      const KernelCall& call = calls[index];
+      std::string summary = fmt::format("node '{}' ({}): {} -> {}", node.name, node.op,
+                                        describeValues(graph, node.inputs),
+                                        describeValues(graph, node.outputs));
+      auto wait = waits.find(id);
+      auto signal = signals.find(id);
+      if (call.kernel == Kernel::kView && wait == waits.end() &&
+          signal == signals.end()) {
+        s.line("// {}: a view, no code", summary);
+        continue;
       }
-      if (teamSize > 1) s.line("team.barrier();");
-    }
-    if (signal != signals.end()) {
-      if (teamSize > 1) s.line("if (team.thread() == 0) pool_.publish({});", signal->second);
-      else s.line("pool_.publish({});", signal->second);
+      s.open("{{  // {}", summary);
+      if (wait != waits.end())
+        for (int w : wait->second) s.line("pool_.wait({});", w);
+      if (call.kernel != Kernel::kView) {
+        const int threads = schedule.threadsOf(id);
+        const bool split = lowering::takesTeam(call);
+        s.line("cgc::NodeTimer timer({}, kInfo, {}, {}, {});",
+               teamSize == 1 ? "profiler_" : "team.thread() == 0 ? profiler_ : nullptr",
+               index, executor, split ? threads : 1);
+        if (split && threads == teamSize) {
+          emitCall(s, layout, call, "team");
+        } else if (split) {
+          s.open("if (team.thread() < {}) {{", threads);
+          s.line("const cgc::rt::Team part(team.thread(), {0}, pool_.barrier_for({1}, {0}));",
+                 threads, executor);
+          emitCall(s, layout, call, "part");
+          s.close();
+        } else if (teamSize > 1) {
+          s.open("if (team.thread() == 0) {{");
+          emitCall(s, layout, call, "");
+          s.close();
+        } else {
+          emitCall(s, layout, call, "");
+        }
+        if (teamSize > 1) s.line("team.barrier();");
+      }
+      if (signal != signals.end()) {
+        if (teamSize > 1) s.line("if (team.thread() == 0) pool_.publish({});", signal->second);
+        else s.line("pool_.publish({});", signal->second);
+      }
+      s.close();
     }
     s.close();
   }
-  s.close();
 }
 
 }  // namespace
@@ -342,14 +369,8 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
   const std::map<int, int> signals = signalsOf(schedule);
 
   std::vector<KernelCall> calls;
-  std::string description;
-  for (int id : order) {
-    const ir::Node& node = graph.node(id);
-    calls.push_back(lowering::lowerNode(graph, node));
-    description += fmt::format("{}|{}|{}\n", node.name, node.op,
-                               describeValues(graph, node.outputs));
-  }
-  model.graphHash = fmt::format("{:016x}", fnv1a(description));
+  for (int id : order) calls.push_back(lowering::lowerNode(graph, graph.node(id)));
+  model.graphHash = passes::graphHash(graph);
 
   // ------------------------------------------------------------- header
   CodeWriter h;
@@ -420,8 +441,12 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
   h.blank();
   h.line(" private:");
   h.line("static void run_executor(void* self, int executor, const cgc::rt::Team& team);");
-  for (int e = 0; e < schedule.executors; ++e)
+  for (int e = 0; e < schedule.executors; ++e) {
     h.line("void executor{}(const cgc::rt::Team& team);", e);
+    if (executorParts(schedule, e) > 1)
+      for (size_t part = 0; part < executorParts(schedule, e); ++part)
+        h.line("void {}(const cgc::rt::Team& team);", executorFunction(schedule, e, part));
+  }
   h.blank();
   h.line("unsigned char* arena_;");
   if (!model.weights.empty())

@@ -7,11 +7,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "cgc/team.h"
 #include "codegen/clang_tools.h"
 #include "compiler_config.h"
+#include "passes/cost_model.h"
 #include "passes/pass_manager.h"
+#include "passes/partition.h"
 
 namespace cgc::driver {
 namespace fs = std::filesystem;
@@ -48,6 +53,65 @@ RuntimePaths runtimePaths() {
   return {CGC_BUILD_RUNTIME_INCLUDE_DIR, CGC_BUILD_RUNTIME_LIBRARY};
 }
 
+namespace {
+
+/// What a tuned profile fixes besides the costs (cgc tune writes these).
+struct TunedConfig {
+  int executors = 0, threads = 0;
+  std::map<std::string, int> nodeThreads;  // by node name
+};
+
+TunedConfig readTunedConfig(const std::string& path) {
+  TunedConfig config;
+  std::ifstream in(path);
+  nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) return config;  // costsFromProfile reports the error
+  config.executors = json.value("executors", 0);
+  config.threads = json.value("threads", 0);
+  if (json.contains("node_threads") && json["node_threads"].is_object())
+    for (auto& [name, threads] : json["node_threads"].items())
+      if (threads.is_number_integer()) config.nodeThreads[name] = threads.get<int>();
+  return config;
+}
+
+/// Executors and threads: the command line's, else a tuned profile's, else
+/// one executor with every core the process may use (all threads per op).
+passes::Schedule scheduleGraph(const ir::Graph& graph, const CompileOptions& options) {
+  TunedConfig tuned;
+  if (!options.profilePath.empty()) tuned = readTunedConfig(options.profilePath);
+  const int cores = available_cpus();
+  int executors = options.executors > 0 ? options.executors
+                  : tuned.executors > 0 ? tuned.executors
+                                        : 1;
+  int threads = options.threadsPerExecutor > 0 ? options.threadsPerExecutor
+                : options.executors <= 0 && tuned.threads > 0
+                    ? tuned.threads
+                    : std::max(1, cores / executors);
+  passes::CostModel costs =
+      options.profilePath.empty()
+          ? passes::estimateCosts(graph)
+          : passes::costsFromProfile(graph, options.profilePath);
+  std::vector<int> nodeThreads;
+  if (threads > 1 && !tuned.nodeThreads.empty() && options.threadsPerExecutor <= 0) {
+    nodeThreads.assign(graph.numNodeSlots(), 0);
+    for (int id : graph.liveNodes()) {
+      auto it = tuned.nodeThreads.find(graph.node(id).name);
+      if (it != tuned.nodeThreads.end())
+        nodeThreads[id] = std::clamp(it->second, 1, threads);
+    }
+  }
+  passes::Schedule schedule = passes::partitionGraph(graph, costs, executors, threads,
+                                                     std::move(nodeThreads));
+  if (executors * threads > cores)
+    progress(options, fmt::format("note: {} executor(s) x {} thread(s) is more "
+                                  "threads than the {} core(s) available here; "
+                                  "the model runs, unpinned and more slowly",
+                                  executors, threads, cores));
+  return schedule;
+}
+
+}  // namespace
+
 CompiledModel compileGraph(const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
   CompiledModel model{frontend::loadOnnx(options.modelPath, options.load), {}, {}, 0};
@@ -58,9 +122,7 @@ CompiledModel compileGraph(const CompileOptions& options) {
   passes::PipelineOptions pipeline;
   pipeline.disabled = options.disabledPasses;
   passes::runPipeline(model.graph, pipeline);
-  model.schedule = passes::scheduleSequential(model.graph);
-  model.schedule.threadsPerExecutor =
-      options.threadsPerExecutor > 0 ? options.threadsPerExecutor : cgc::available_cpus();
+  model.schedule = scheduleGraph(model.graph, options);
   passes::verifySchedule(model.graph, model.schedule);
   model.plan = passes::planMemory(model.graph, model.schedule);
   passes::verifyMemoryPlan(model.graph, model.schedule, model.plan);

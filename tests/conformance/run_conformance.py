@@ -10,6 +10,7 @@ Passes when every attempted failure is listed in the expected-failures file
 and at least 90% of the attempted tests pass. Prints passed/attempted/total.
 
 Usage: run_conformance.py --cgc CGC --data DATA --expected FILE --work DIR
+       [--filter TEXT] [--min-nodes N] [--cgc-arg=ARG]...
 """
 
 import argparse
@@ -102,12 +103,19 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--filter", default="", help="substring of test names")
+    parser.add_argument("--min-nodes", type=int, default=1,
+                        help="only models with at least this many nodes (a "
+                             "schedule over several executors needs several)")
     parser.add_argument("--cgc-arg", action="append", default=[],
                         help="extra argument for cgc run, e.g. --cgc-arg=--executors=2")
     args = parser.parse_args()
 
     os.makedirs(args.work, exist_ok=True)
     tests = [t for t in find_tests(args.data) if args.filter in t[0]]
+    if args.min_nodes > 1:
+        tests = [t for t in tests if len(onnx.load(os.path.join(t[1], "model.onnx"),
+                                                   load_external_data=False).graph.node)
+                 >= args.min_nodes]
     expected = read_expected_failures(args.expected)
     start = time.time()
     results = {}

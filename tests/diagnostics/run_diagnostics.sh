@@ -59,6 +59,12 @@ open(sys.argv[1], "wb").write(tensor.SerializeToString())
 PY
 expect wrong_input_size "input_0.pb" "float32[1,3,8,8]" -- "$cgc" run "$model" --inputs "$work/wrong_inputs" --quiet
 
+# A profile measured on another graph, and a file that is no profile.
+"$cgc" run "$samples/mlp/model.onnx" --quiet --profile-out "$work/mlp.profile.json" >/dev/null
+expect stale_profile "mlp.profile.json" "different graph" -- "$cgc" compile "$model" --profile "$work/mlp.profile.json" -o "$work/out" --quiet
+echo '{"nodes": 3}' >"$work/not_a.profile.json"
+expect not_a_profile "not_a.profile.json" "not a cgc profile" -- "$cgc" compile "$model" --profile "$work/not_a.profile.json" -o "$work/out" --quiet
+
 # The inspect report of the unsupported model lists every unsupported node.
 "$cgc" inspect "$work/unsupported.onnx" >"$work/inspect.txt" 2>&1
 inspect_status=$?
