@@ -3,11 +3,12 @@ side in one run: for every model, rounds of ONNX Runtime then cgc (A B A B),
 each round the median of --runs inferences after warm-up, and the median of
 the rounds reported. Measures the machine's FMA peak itself (bench/peak.cpp)
 and prints a table (model, ONNX Runtime ms, cgc ms, speed ratio, cgc GFLOP/s,
-% of peak); writes it as bench/results/bench.{md,json} and draws the speed
+% of the peak of the cores used); writes it as bench/results/bench.{md,json} and draws the speed
 ratios as bench/results/bench.svg.
 
 ONNX Runtime runs sequentially (executionMode sequential) with --threads
-intra-op threads (default: its own default, all cores); cgc runs as compiled.
+intra-op threads and cgc with one executor of --threads threads (default:
+both use every core).
 
 Usage: /usr/bin/python3 bench/bench.py [--cgc CGC] [--only NAMES]
            [--rounds 5] [--runs 20] [--threads N]
@@ -24,6 +25,7 @@ import onnx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check import BENCH_DIR, ROOT, cgc_arguments  # noqa: E402
+import models  # noqa: E402
 
 
 def measure_peak():
@@ -95,9 +97,10 @@ def ort_median(model, data, runs, threads):
     return json.loads(out.strip().splitlines()[-1])["median_ms"]
 
 
-def cgc_median(cgc, model, data, bindings, runs):
+def cgc_median(cgc, model, data, bindings, runs, threads):
+    schedule = ["--threads", str(threads)] if threads else []
     out = subprocess.run([cgc, "run", model, "-q", "--inputs", data, "--bench",
-                          str(runs)] + bindings, capture_output=True, text=True,
+                          str(runs)] + bindings + schedule, capture_output=True, text=True,
                          check=True).stdout
     return json.loads(out.strip().splitlines()[-1])["median_ms"]
 
@@ -136,14 +139,17 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--threads", type=int, default=0,
-                        help="ONNX Runtime intra-op threads (0: its default)")
+                        help="threads for both (0: every core)")
     args = parser.parse_args()
     args.cgc = os.path.abspath(args.cgc)
     results = os.path.join(BENCH_DIR, "results")
     os.makedirs(results, exist_ok=True)
     peak = measure_peak()
     print(f"measured FMA peak: {peak:.1f} GFLOP/s per core", flush=True)
-    names = [n for n in args.only.split(",") if n] or sorted(os.listdir(args.corpus))
+    names = [n for n in args.only.split(",") if n] or sorted(
+        n for n in models.corpus() if os.path.isdir(os.path.join(args.corpus, n)))
+    # cgc runs on every core the process may use, ONNX Runtime by default too.
+    cores = args.threads or len(os.sched_getaffinity(0))
     rows = []
     for name in names:
         case_dir = os.path.join(args.corpus, name)
@@ -155,18 +161,19 @@ def main():
         ort_times, cgc_times = [], []
         for _ in range(args.rounds):
             ort_times.append(ort_median(model, data, args.runs, args.threads))
-            cgc_times.append(cgc_median(args.cgc, model, data, bindings, args.runs))
+            cgc_times.append(cgc_median(args.cgc, model, data, bindings, args.runs,
+                                        args.threads))
         ort_ms, cgc_ms = statistics.median(ort_times), statistics.median(cgc_times)
         flops = model_flops(model, case.get("shapes", {}))
         gflops = flops / (cgc_ms * 1e6)
         row = {"model": name, "ort_ms": ort_ms, "cgc_ms": cgc_ms,
                "ratio": ort_ms / cgc_ms, "cgc_gflops": gflops,
-               "peak_percent": 100 * gflops / peak, "gflop": flops / 1e9}
+               "peak_percent": 100 * gflops / (peak * cores), "gflop": flops / 1e9}
         rows.append(row)
         print(f"{name}: ONNX Runtime {ort_ms:.3f} ms, cgc {cgc_ms:.3f} ms, "
               f"{row['ratio']:.2f}x", flush=True)
-    lines = [f"FMA peak measured: {peak:.1f} GFLOP/s per core; medians of "
-             f"{args.rounds} alternated rounds of {args.runs} runs.", "",
+    lines = [f"FMA peak measured: {peak:.1f} GFLOP/s per core, {cores} cores; medians "
+             f"of {args.rounds} alternated rounds of {args.runs} runs.", "",
              "| model | ONNX Runtime (ms) | cgc (ms) | speed ratio | cgc GFLOP/s | % of peak |",
              "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
@@ -177,7 +184,7 @@ def main():
     with open(os.path.join(results, "bench.md"), "w") as f:
         f.write(text + "\n")
     with open(os.path.join(results, "bench.json"), "w") as f:
-        json.dump({"peak_gflops_per_core": peak, "rounds": args.rounds,
+        json.dump({"peak_gflops_per_core": peak, "cores": cores, "rounds": args.rounds,
                    "runs": args.runs, "rows": rows}, f, indent=1)
     bar_chart(rows, os.path.join(results, "bench.svg"))
     return 0

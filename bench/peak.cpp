@@ -5,12 +5,17 @@
 #include <chrono>
 #include <cstdio>
 
-typedef float Vec __attribute__((vector_size(32)));
+#ifdef __AVX512F__
+constexpr int kLanes = 16;
+#else
+constexpr int kLanes = 8;
+#endif
+typedef float Vec __attribute__((vector_size(kLanes * 4)));
 constexpr int kChains = 12;  // c0..c11 below
 
 int main() {
   Vec a, b;
-  for (int i = 0; i < 8; ++i) a[i] = 0.999f, b[i] = 0.001f;
+  for (int i = 0; i < kLanes; ++i) a[i] = 0.999f, b[i] = 0.001f;
   Vec c0 = a, c1 = a, c2 = a, c3 = a, c4 = a, c5 = a, c6 = a, c7 = a, c8 = a,
       c9 = a, c10 = a, c11 = a;
   const long iterations = 200'000'000;
@@ -27,7 +32,7 @@ int main() {
                    "+x"(c10), "+x"(c11));
     }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    double flops = 2.0 * 8 * kChains * static_cast<double>(iterations);
+    double flops = 2.0 * kLanes * kChains * static_cast<double>(iterations);
     if (flops / seconds > best) best = flops / seconds;
   }
   float sink = c0[0] + c1[0] + c2[0] + c3[0] + c4[0] + c5[0] + c6[0] + c7[0] +

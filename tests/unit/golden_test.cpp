@@ -10,6 +10,8 @@
 #include "codegen/clang_tools.h"
 #include "codegen/model_emitter.h"
 #include "graph_builder.h"
+#include "passes/cost_model.h"
+#include "passes/partition.h"
 #include "passes/pass_manager.h"
 
 using cgc::testing::GraphBuilder;
@@ -38,14 +40,23 @@ std::string firstDifference(const std::string& expected, const std::string& actu
   }
 }
 
-void checkGolden(GraphBuilder& b, bool embedWeights = true) {
+cgc::codegen::EmittedModel emit(GraphBuilder& b, bool embedWeights, int executors,
+                                int threads) {
   passes::runPipeline(b.graph);
-  auto schedule = passes::scheduleSequential(b.graph);
+  auto schedule = executors == 1 && threads == 1
+                      ? passes::scheduleSequential(b.graph)
+                      : passes::partitionGraph(b.graph, passes::estimateCosts(b.graph),
+                                               executors, threads);
   auto plan = passes::planMemory(b.graph, schedule);
   cgc::codegen::EmitOptions options;
   options.embedWeights = embedWeights;
   options.weightsPath = b.graph.name + ".weights.bin";
-  auto model = cgc::codegen::emitModel(b.graph, schedule, plan, options);
+  return cgc::codegen::emitModel(b.graph, schedule, plan, options);
+}
+
+void checkGolden(GraphBuilder& b, bool embedWeights = true, int executors = 1,
+                 int threads = 1) {
+  auto model = emit(b, embedWeights, executors, threads);
   const bool update = std::getenv("CGC_UPDATE_GOLDEN") != nullptr;
   for (auto [suffix, text] : {std::pair{".h", model.header}, {".cpp", model.source}}) {
     std::string formatted = cgc::codegen::formatCpp(text, model.baseName + suffix);
@@ -116,4 +127,32 @@ TEST_CASE("golden: weights read from a file") {
   int y = b.node("MatMul", "matmul", {x, w}, {2, 2});
   b.output(y, "y");
   checkGolden(b, /*embedWeights=*/false);
+}
+
+TEST_CASE("golden: two branches on two executors of two threads") {
+  GraphBuilder b("two_executors");
+  int x = b.input("x", {64, 64});
+  int x2 = b.input("x2", {64, 64});
+  int w1 = b.constant("w1", {64, 64}, std::vector<float>(64 * 64, 0.01f));
+  int w2 = b.constant("w2", {64, 64}, std::vector<float>(64 * 64, 0.02f));
+  int left = b.node("MatMul", "left", {x, w1}, {64, 64});
+  int right = b.node("MatMul", "right", {x2, w2}, {64, 64});
+  int l = b.node("Tanh", "left_tanh", {left}, {64, 64});
+  int r = b.node("Sigmoid", "right_sigmoid", {right}, {64, 64});
+  int sum = b.node("Add", "sum", {l, r}, {64, 64});
+  b.output(sum, "y");
+  checkGolden(b, /*embedWeights=*/true, /*executors=*/2, /*threads=*/2);
+}
+
+TEST_CASE("codegen: long op lists are split into functions") {
+  GraphBuilder b("long_chain");
+  int v = b.input("x", {8});
+  for (int i = 0; i < 150; ++i)
+    v = b.node(i % 2 ? "Sigmoid" : "Tanh", "act" + std::to_string(i), {v}, {8});
+  b.output(v, "y");
+  auto model = emit(b, /*embedWeights=*/true, 1, 1);
+  CHECK(model.source.find("executor0_part2(team);") != std::string::npos);
+  CHECK(model.source.find("executor0_part3") == std::string::npos);
+  CHECK(model.header.find("void executor0_part0(const cgc::rt::Team& team);") !=
+        std::string::npos);
 }

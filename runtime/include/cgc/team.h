@@ -19,6 +19,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,18 +29,31 @@
 namespace cgc::rt {
 
 /// Waits until `ready(value)` holds for an atomic: spins with a pause
-/// instruction for a few tens of microseconds (the common case: the other
-/// thread is about to arrive), then sleeps on the atomic's futex, so that
-/// threads sharing a core (more threads than cores) give it up. Whoever
-/// changes the value calls notify_all(), which costs no system call while
-/// nobody sleeps.
+/// instruction for up to kSpinMicros (the common case: the other thread is
+/// about to arrive, or the caller runs the model again right away), then
+/// sleeps on the atomic's futex, so that an idle model costs no CPU and
+/// threads sharing a core (more threads than cores) give it up. A futex
+/// wake-up costs tens of microseconds, as much as a small model's whole
+/// run, hence the spin. Whoever changes the value calls notify_all(), which
+/// costs no system call while nobody sleeps.
+inline constexpr int64_t kSpinMicros = 100;
+
 template <typename T, typename Ready>
 void wait_until(const std::atomic<T>& atomic, Ready ready) {
-  constexpr int kSpins = 2000;
-  for (int spins = 0;; ++spins) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point deadline{};
+  bool spinning = true;
+  for (uint32_t spins = 0;; ++spins) {
     T value = atomic.load(std::memory_order_acquire);
     if (ready(value)) return;
-    if (spins < kSpins) {
+    if (spinning && spins % 256 == 255) {  // the clock costs more than a pause
+      const Clock::time_point now = Clock::now();
+      if (deadline == Clock::time_point{})
+        deadline = now + std::chrono::microseconds(kSpinMicros);
+      else
+        spinning = now < deadline;
+    }
+    if (spinning) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #elif defined(__aarch64__)
