@@ -678,6 +678,7 @@ bool takesTeam(const KernelCall& call) {
     case Kernel::kBatchNorm:
     case Kernel::kSoftmax:
     case Kernel::kLayerNorm:
+    case Kernel::kStridedCopy:
       return true;
     case Kernel::kMatMul:
       return call.dtype == DType::kF32;

@@ -1,6 +1,7 @@
 // Data movement: strided copies (Transpose, Slice, Expand), Concat, Gather,
 // Cast and plain copies. Element-size generic: bytes are moved as uint8/16/
 // 32/64 words.
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -10,20 +11,31 @@
 namespace cgc::rt {
 namespace {
 
+/// The team splits the output's rows (its last dimension) in chunks of at
+/// least 16 KB; each thread finds its first row's source offset from the
+/// row's multi-index.
 template <typename W>
-void stridedCopyWords(const StridedCopyParams& p, const W* x, W* y) {
+void stridedCopyWords(const StridedCopyParams& p, const W* x, W* y, const Team& team) {
   const int rank = p.rank;
   if (rank == 0) {
-    y[0] = x[p.offset];
+    if (team.thread() == 0) y[0] = x[p.offset];
     return;
   }
   int64_t total = 1;
   for (int d = 0; d < rank; ++d) total *= p.shape[d];
   if (total == 0) return;
   const int64_t inner = p.shape[rank - 1], stride = p.in_strides[rank - 1];
+  const int64_t rowBytes = inner * static_cast<int64_t>(sizeof(W));
+  const Range rows = team.split(total / inner, std::max<int64_t>(1, 16384 / rowBytes));
+  if (rows.size() <= 0) return;
   int64_t index[kMaxRank] = {};
   int64_t offset = p.offset;
-  for (int64_t out = 0; out < total; out += inner) {
+  for (int64_t d = rank - 2, rest = rows.begin; d >= 0; --d) {
+    index[d] = rest % p.shape[d];
+    rest /= p.shape[d];
+    offset += index[d] * p.in_strides[d];
+  }
+  for (int64_t out = rows.begin * inner; out < rows.end * inner; out += inner) {
     const W* src = x + offset;
     W* dst = y + out;
     if (stride == 1)
@@ -146,12 +158,12 @@ uint16_t float_to_bfloat16(float f) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-void strided_copy(const StridedCopyParams& p, const void* x, void* y) {
+void strided_copy(const StridedCopyParams& p, const void* x, void* y, const Team& team) {
   switch (p.elem_bytes) {
-    case 1: stridedCopyWords(p, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y)); break;
-    case 2: stridedCopyWords(p, static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y)); break;
-    case 4: stridedCopyWords(p, static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y)); break;
-    case 8: stridedCopyWords(p, static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y)); break;
+    case 1: stridedCopyWords(p, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y), team); break;
+    case 2: stridedCopyWords(p, static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), team); break;
+    case 4: stridedCopyWords(p, static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), team); break;
+    case 8: stridedCopyWords(p, static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), team); break;
     default: break;
   }
 }

@@ -238,3 +238,22 @@ TEST_CASE("team batch_norm and layer_norm split planes and rows") {
             });
   }
 }
+
+TEST_CASE("team strided_copy splits rows at any starting multi-index") {
+  // A [3, 50, 40] slice of a [4, 60, 90] input: offset, steps 1 / 1 / 2,
+  // rows of 160 bytes, so the 16 KB chunks start in the middle of dimension 1.
+  const int64_t in0 = 4, in1 = 60, in2 = 90;
+  auto x = randomFloats(in0 * in1 * in2, 5);
+  StridedCopyParams p{3, 4, (1 * in1 + 2) * in2 + 1, {3, 50, 40}, {in1 * in2, in2, 2}};
+  std::vector<float> expected;
+  for (int64_t a = 0; a < 3; ++a)
+    for (int64_t b = 0; b < 50; ++b)
+      for (int64_t c = 0; c < 40; ++c) expected.push_back(x[p.offset + a * in1 * in2 + b * in2 + 2 * c]);
+  std::vector<float> y(expected.size(), NAN);
+  onTeams([&](const Team& t) { strided_copy(p, x.data(), y.data(), t); },
+          [&] { requireClose(y, expected, 0); });
+  StridedCopyParams contiguous{2, 4, 0, {in0 * in1, in2}, {in2, 1}};
+  std::vector<float> whole(x.size(), NAN);
+  onTeams([&](const Team& t) { strided_copy(contiguous, x.data(), whole.data(), t); },
+          [&] { requireClose(whole, x, 0); });
+}

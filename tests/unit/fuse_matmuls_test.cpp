@@ -136,3 +136,20 @@ TEST_CASE("fuse-matmuls leaves a lone MatMul and non-constant weights alone") {
   b.output(y1, "y1");
   CHECK_FALSE(passes::fuseMatMuls(b.graph));
 }
+
+TEST_CASE("fuse-matmuls keeps each fused output within the cache-sized bound") {
+  // Eight [256, 16] x [16, 256] products: 256 KB each, so four fit 1 MB.
+  const int64_t m = 256, k = 16, n = 256;
+  GraphBuilder b("wide");
+  int x = b.input("x", {m, k});
+  for (int i = 0; i < 8; ++i) {
+    std::string name = "p";
+    name += std::to_string(i);
+    int w = b.constant(name + "_w", {k, n}, values(k * n, 1.f));
+    b.output(b.node("MatMul", name, {x, w}, {m, n}), name + "_y");
+  }
+  REQUIRE(passes::fuseMatMuls(b.graph));
+  ir::verifyGraph(b.graph);
+  CHECK(b.graph.countOps("MatMul") == 2);
+  CHECK(b.graph.countOps("Slice") == 8);
+}

@@ -410,7 +410,8 @@ struct StridedCopyParams {
   int64_t in_strides[kMaxRank];
 };
 
-void strided_copy(const StridedCopyParams& p, const void* x, void* y);
+void strided_copy(const StridedCopyParams& p, const void* x, void* y,
+                  const Team& team = Team::serial());
 
 /// Concatenation along an axis, viewing each input as [outer, part_bytes[i]]
 /// and the output as [outer, sum(part_bytes)].
