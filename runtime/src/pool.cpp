@@ -8,41 +8,93 @@
 namespace cgc::rt {
 namespace {
 
+/// One output element, any rank, bounds checked per tap.
+template <bool kMax>
+float poolElement(const PoolParams& p, const float* in, int64_t od, int64_t oh, int64_t ow) {
+  float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+  int64_t inside = 0;
+  for (int64_t kd = 0; kd < p.k_d; ++kd) {
+    const int64_t id = od * p.stride_d - p.pad_front + kd * p.dilation_d;
+    if (id < 0 || id >= p.d_in) continue;
+    for (int64_t kh = 0; kh < p.k_h; ++kh) {
+      const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+      if (ih < 0 || ih >= p.h_in) continue;
+      for (int64_t kw = 0; kw < p.k_w; ++kw) {
+        const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+        if (iw < 0 || iw >= p.w_in) continue;
+        const float v = in[(id * p.h_in + ih) * p.w_in + iw];
+        acc = kMax ? std::max(acc, v) : acc + v;
+        ++inside;
+      }
+    }
+  }
+  if (!kMax) {
+    const int64_t count = p.count_include_pad ? p.k_d * p.k_h * p.k_w : inside;
+    acc = count > 0 ? acc / static_cast<float>(count) : 0.0f;
+  }
+  return acc;
+}
+
+/// A 2-D plane row by row: the output columns whose taps all lie inside
+/// the input ([lo, hi)) accumulate one tap at a time over the whole row
+/// (a loop without bounds checks that the compiler vectorises); the few
+/// border columns go through poolElement. Same order of operations as
+/// poolElement, so both give identical results.
+template <bool kMax>
+void pool2d(const PoolParams& p, const float* in, float* out) {
+  const int64_t s = p.stride_w, dil = p.dilation_w;
+  const int64_t lastTap = (p.k_w - 1) * dil;
+  int64_t lo = std::min(p.w_out, (p.pad_left + s - 1) / s);
+  const int64_t span = p.w_in - 1 - lastTap + p.pad_left;
+  int64_t hi = span < 0 ? 0 : std::min(p.w_out, span / s + 1);
+  if (hi < lo) hi = lo;
+  for (int64_t oh = 0; oh < p.h_out; ++oh) {
+    float* row = out + oh * p.w_out;
+    for (int64_t ow = 0; ow < lo; ++ow) row[ow] = poolElement<kMax>(p, in, 0, oh, ow);
+    for (int64_t ow = hi; ow < p.w_out; ++ow) row[ow] = poolElement<kMax>(p, in, 0, oh, ow);
+    if (lo == hi) continue;
+    std::fill(row + lo, row + hi, kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+    int64_t rows = 0;
+    for (int64_t kh = 0; kh < p.k_h; ++kh) {
+      const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+      if (ih < 0 || ih >= p.h_in) continue;
+      ++rows;
+      for (int64_t kw = 0; kw < p.k_w; ++kw) {
+        const float* src = in + ih * p.w_in + (lo * s - p.pad_left + kw * dil);
+        float* dst = row + lo;
+        const int64_t n = hi - lo;
+        if (s == 1)
+          for (int64_t i = 0; i < n; ++i) dst[i] = kMax ? std::max(dst[i], src[i]) : dst[i] + src[i];
+        else
+          for (int64_t i = 0; i < n; ++i)
+            dst[i] = kMax ? std::max(dst[i], src[i * s]) : dst[i] + src[i * s];
+      }
+    }
+    if (!kMax) {
+      const int64_t count = p.count_include_pad ? p.k_h * p.k_w : rows * p.k_w;
+      for (int64_t ow = lo; ow < hi; ++ow)
+        row[ow] = count > 0 ? row[ow] / static_cast<float>(count) : 0.0f;
+    }
+  }
+}
+
 template <bool kMax>
 void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
   const int64_t inPlane = p.d_in * p.h_in * p.w_in;
   const int64_t outPlane = p.d_out * p.h_out * p.w_out;
+  const bool planar = p.d_in == 1 && p.d_out == 1 && p.k_d == 1 && p.pad_front == 0;
   const Range planes = team.split(p.n_c);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const float* in = x + plane * inPlane;
     float* out = y + plane * outPlane;
+    if (planar) {
+      pool2d<kMax>(p, in, out);
+      continue;
+    }
     for (int64_t od = 0; od < p.d_out; ++od)
       for (int64_t oh = 0; oh < p.h_out; ++oh)
-        for (int64_t ow = 0; ow < p.w_out; ++ow) {
-          float acc = kMax ? -std::numeric_limits<float>::infinity() : 0.0f;
-          int64_t inside = 0;
-          for (int64_t kd = 0; kd < p.k_d; ++kd) {
-            const int64_t id = od * p.stride_d - p.pad_front + kd * p.dilation_d;
-            if (id < 0 || id >= p.d_in) continue;
-            for (int64_t kh = 0; kh < p.k_h; ++kh) {
-              const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-              if (ih < 0 || ih >= p.h_in) continue;
-              for (int64_t kw = 0; kw < p.k_w; ++kw) {
-                const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-                if (iw < 0 || iw >= p.w_in) continue;
-                const float v = in[(id * p.h_in + ih) * p.w_in + iw];
-                acc = kMax ? std::max(acc, v) : acc + v;
-                ++inside;
-              }
-            }
-          }
-          if (!kMax) {
-            const int64_t count =
-                p.count_include_pad ? p.k_d * p.k_h * p.k_w : inside;
-            acc = count > 0 ? acc / static_cast<float>(count) : 0.0f;
-          }
-          out[(od * p.h_out + oh) * p.w_out + ow] = acc;
-        }
+        for (int64_t ow = 0; ow < p.w_out; ++ow)
+          out[(od * p.h_out + oh) * p.w_out + ow] = poolElement<kMax>(p, in, od, oh, ow);
   }
 }
 
