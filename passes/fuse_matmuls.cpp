@@ -25,7 +25,12 @@ struct Candidate {
   int node;
   int64_t n;
   std::vector<float> weights, bias;
+  std::vector<int64_t> sources;  // the constants (and transB) they came from
 };
+
+/// Fused weights (and bias) by the constants they were made of: an unrolled
+/// RNN repeats the same group at every step, and one copy serves them all.
+using FusedConstants = std::map<std::vector<int64_t>, std::pair<int, int>>;
 
 bool isPlainConstant2d(const ir::Graph& g, int v) {
   if (v < 0) return false;
@@ -41,7 +46,7 @@ std::optional<Candidate> matMulCandidate(const ir::Graph& g, const ir::Node& n) 
   const float* w = b.dataAs<float>();
   int64_t k = b.type.shape[0], cols = b.type.shape[1];
   return Candidate{n.id, cols, std::vector<float>(w, w + k * cols),
-                   std::vector<float>(cols, 0.f)};
+                   std::vector<float>(cols, 0.f), {n.inputs[1], -1, 0}};
 }
 
 std::optional<Candidate> gemmCandidate(const ir::Graph& g, const ir::Node& n) {
@@ -52,12 +57,13 @@ std::optional<Candidate> gemmCandidate(const ir::Graph& g, const ir::Node& n) {
   const ir::Value& b = g.value(n.inputs[1]);
   bool transB = n.getInt("transB", 0) != 0;
   int64_t k = b.type.shape[transB ? 1 : 0], cols = b.type.shape[transB ? 0 : 1];
-  Candidate c{n.id, cols, std::vector<float>(k * cols), std::vector<float>(cols, 0.f)};
+  int cv = n.inputs.size() > 2 ? n.inputs[2] : -1;
+  Candidate c{n.id, cols, std::vector<float>(k * cols), std::vector<float>(cols, 0.f),
+              {n.inputs[1], cv, transB ? 1 : 0}};
   const float* w = b.dataAs<float>();
   for (int64_t p = 0; p < k; ++p)
     for (int64_t j = 0; j < cols; ++j)
       c.weights[p * cols + j] = transB ? w[j * k + p] : w[p * cols + j];
-  int cv = n.inputs.size() > 2 ? n.inputs[2] : -1;
   if (cv >= 0) {
     const ir::Value& bias = g.value(cv);
     if (!bias.isConstant() || bias.type.dtype != DType::kF32) return {};
@@ -81,33 +87,42 @@ std::vector<uint8_t> floatBytes(const std::vector<float>& values) {
 
 /// Replaces the products in `group` (all reading `a`) by one, plus Slices.
 void fuse(ir::Graph& g, int a, const std::string& op,
-          const std::vector<Candidate>& group) {
+          const std::vector<Candidate>& group, FusedConstants& fused) {
   int64_t k = g.value(a).type.shape.back(), total = 0;
-  for (const auto& c : group) total += c.n;
-  std::vector<float> weights(k * total), bias;
-  int64_t offset = 0;
+  std::vector<int64_t> sources;
   for (const auto& c : group) {
-    for (int64_t p = 0; p < k; ++p)
-      std::memcpy(&weights[p * total + offset], &c.weights[p * c.n],
-                  c.n * sizeof(float));
-    bias.insert(bias.end(), c.bias.begin(), c.bias.end());
-    offset += c.n;
+    total += c.n;
+    sources.insert(sources.end(), c.sources.begin(), c.sources.end());
   }
+  sources.push_back(op == "Gemm");
   const ir::Node& first = g.node(group.front().node);
   std::string base = first.name + "_fused";
   ir::Shape outShape = g.value(first.outputs[0]).type.shape;
   outShape.back() = total;
-  int w = g.addConstant(g.uniqueValueName(base + "_weights"),
-                        {DType::kF32, {k, total}}, floatBytes(weights));
+  auto [known, isNew] = fused.try_emplace(sources, -1, -1);
+  auto& [w, b] = known->second;
+  if (isNew) {
+    std::vector<float> weights(k * total), bias;
+    int64_t offset = 0;
+    for (const auto& c : group) {
+      for (int64_t p = 0; p < k; ++p)
+        std::memcpy(&weights[p * total + offset], &c.weights[p * c.n],
+                    c.n * sizeof(float));
+      bias.insert(bias.end(), c.bias.begin(), c.bias.end());
+      offset += c.n;
+    }
+    w = g.addConstant(g.uniqueValueName(base + "_weights"), {DType::kF32, {k, total}},
+                      floatBytes(weights));
+    if (op == "Gemm")
+      b = g.addConstant(g.uniqueValueName(base + "_bias"), {DType::kF32, {total}},
+                        floatBytes(bias));
+  }
   std::vector<int> inputs{a, w};
   std::map<std::string, ir::Attribute> attrs;
-  if (op == "Gemm") {
-    inputs.push_back(g.addConstant(g.uniqueValueName(base + "_bias"),
-                                   {DType::kF32, {total}}, floatBytes(bias)));
-  }
+  if (op == "Gemm") inputs.push_back(b);
   int y = g.addValue(g.uniqueValueName(base), {DType::kF32, outShape});
   g.addNode(op, base, inputs, {y}, attrs);
-  offset = 0;
+  int64_t offset = 0;
   for (const auto& c : group) {
     ir::Node& node = g.node(c.node);
     int out = node.outputs[0];
@@ -157,11 +172,12 @@ bool fuseMatMuls(ir::Graph& graph) {
     if (c) groups[{n.inputs[0], n.op}].push_back(std::move(*c));
   }
   bool changed = false;
+  FusedConstants fused;
   for (auto& [key, group] : groups) {
     if (group.size() < 2) continue;
     for (const auto& run : cacheSizedRuns(graph, std::move(group))) {
       if (run.size() < 2) continue;
-      fuse(graph, key.first, key.second, run);
+      fuse(graph, key.first, key.second, run, fused);
       changed = true;
     }
   }

@@ -153,3 +153,25 @@ TEST_CASE("fuse-matmuls keeps each fused output within the cache-sized bound") {
   CHECK(b.graph.countOps("MatMul") == 2);
   CHECK(b.graph.countOps("Slice") == 8);
 }
+
+TEST_CASE("fuse-matmuls shares the fused weights of groups made of the same constants") {
+  // Two steps of an unrolled cell: each step's input times the same W1, W2.
+  const int64_t m = 2, k = 3, n = 4;
+  GraphBuilder b("steps");
+  int w1 = b.constant("w1", {k, n}, values(k * n, 1.f));
+  int w2 = b.constant("w2", {k, n}, values(k * n, 2.f));
+  for (int step = 0; step < 2; ++step) {
+    std::string s = "s";
+    s += std::to_string(step);
+    int x = b.input(s + "_x", {m, k});
+    b.output(b.node("MatMul", s + "_a", {x, w1}, {m, n}), s + "_a_y");
+    b.output(b.node("MatMul", s + "_b", {x, w2}, {m, n}), s + "_b_y");
+  }
+  REQUIRE(passes::fuseMatMuls(b.graph));
+  ir::verifyGraph(b.graph);
+  std::vector<int> fusedWeights;
+  for (int id : b.graph.liveNodes())
+    if (b.graph.node(id).op == "MatMul") fusedWeights.push_back(b.graph.node(id).inputs[1]);
+  REQUIRE(fusedWeights.size() == 2);
+  CHECK(fusedWeights[0] == fusedWeights[1]);
+}
