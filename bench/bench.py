@@ -24,7 +24,7 @@ import sys
 import onnx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check import BENCH_DIR, ROOT, cgc_arguments  # noqa: E402
+from check import BENCH_DIR, ROOT, load_case  # noqa: E402
 import models  # noqa: E402
 
 
@@ -153,11 +153,7 @@ def main():
     rows = []
     for name in names:
         case_dir = os.path.join(args.corpus, name)
-        with open(os.path.join(case_dir, "case.json")) as f:
-            case = json.load(f)
-        model = os.path.join(case_dir, "model.onnx")
-        data = os.path.join(case_dir, "test_data_set_0")
-        bindings = cgc_arguments(case_dir, case)
+        case, model, data, bindings = load_case(case_dir)
         ort_times, cgc_times = [], []
         for _ in range(args.rounds):
             ort_times.append(ort_median(model, data, args.runs, args.threads))

@@ -34,6 +34,15 @@ def cgc_arguments(case_dir, case):
     return args
 
 
+def load_case(case_dir):
+    """A corpus case (bench/models.py's layout): its case.json, model, test
+    data directory and cgc's --shape/--constant arguments."""
+    with open(os.path.join(case_dir, "case.json")) as f:
+        case = json.load(f)
+    return (case, os.path.join(case_dir, "model.onnx"),
+            os.path.join(case_dir, "test_data_set_0"), cgc_arguments(case_dir, case))
+
+
 def run(command, what):
     start = time.time()
     result = subprocess.run(command, capture_output=True, text=True)
@@ -75,15 +84,11 @@ def compare(ours, theirs, rtol, atol):
 
 
 def check_case(cgc, name, case_dir, work):
-    with open(os.path.join(case_dir, "case.json")) as f:
-        case = json.load(f)
-    model = os.path.join(case_dir, "model.onnx")
-    data = os.path.join(case_dir, "test_data_set_0")
+    case, model, data, bindings = load_case(case_dir)
     rtol, atol = case.get("rtol", RTOL), case.get("atol", ATOL)
     row = {"model": name, "rtol": rtol, "atol": atol,
            "tolerance_reason": case.get("tolerance_reason", "")}
     try:
-        bindings = cgc_arguments(case_dir, case)
         row["compile_s"], _ = run([cgc, "compile", model, "-q", "-o",
                                    os.path.join(work, "generated")] + bindings,
                                   "cgc compile")

@@ -28,8 +28,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check import (ATOL, BENCH_DIR, ROOT, RTOL, cgc_arguments, cgc_outputs,  # noqa: E402
-                   compare, ort_outputs, run)
+from check import (ATOL, BENCH_DIR, ROOT, RTOL, cgc_outputs, compare,  # noqa: E402
+                   load_case, ort_outputs, run)
 
 MODELS = ["googlenet", "pathnet", "lstm_unrolled_h128_s20",
           "lstm_unrolled_h512_s30", "matmul512"]
@@ -86,11 +86,7 @@ def check_outputs(cgc, name, model, data, bindings, configs, rtol, atol):
 
 def bench_model(args, name, cpus):
     case_dir = os.path.join(args.corpus, name)
-    with open(os.path.join(case_dir, "case.json")) as f:
-        case = json.load(f)
-    model = os.path.join(case_dir, "model.onnx")
-    data = os.path.join(case_dir, "test_data_set_0")
-    bindings = cgc_arguments(case_dir, case)
+    case, model, data, bindings = load_case(case_dir)
     profile = tuned_profile(args.cgc, name, model, data, bindings, args.tune_budget,
                             args.retune)
     with open(profile) as f:
