@@ -64,7 +64,26 @@ ExecutorPool::ExecutorPool(int executors, int threads_per_executor, int signals)
         placement_[slot] = -1;
     }
   }
+  for (int slot = 1; slot < total; ++slot)
+    if (placement_[slot] >= 0) {
+      if (placement_[slot] >= static_cast<int>(workerCpu_.size()))
+        workerCpu_.resize(placement_[slot] + 1, 0);
+      workerCpu_[placement_[slot]] = 1;
+    }
+  if (!workerCpu_.empty())
+    for (int cpu : cpus)
+      if (cpu >= static_cast<int>(workerCpu_.size()) || !workerCpu_[cpu])
+        callerCpus_.push_back(cpu);
   description_ = describe();
+}
+
+void ExecutorPool::keepCallerOffWorkers() {
+  const int cpu = sched_getcpu();
+  if (cpu < 0 || cpu >= static_cast<int>(workerCpu_.size()) || !workerCpu_[cpu]) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : callerCpus_) CPU_SET(c, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 ExecutorPool::~ExecutorPool() {
@@ -78,6 +97,7 @@ rt::SpinBarrier* ExecutorPool::barrier_for(int executor, int threads) {
 }
 
 void ExecutorPool::run(Body body, void* context) {
+  if (!callerCpus_.empty()) keepCallerOffWorkers();
   body_ = body;
   context_ = context;
   ++run_epoch_;

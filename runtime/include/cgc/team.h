@@ -144,8 +144,10 @@ class ExecutorPool {
 
   /// `signals`: how many cross-executor signals the op lists use.
   /// Pinning: each worker is pinned to one of the CPUs the process may use
-  /// when E x T fits them (CGC_PIN=0 turns it off); the calling thread is
-  /// never pinned. Throws std::system_error when threads cannot be started.
+  /// when E x T fits them (CGC_PIN=0 turns it off). The calling thread is not
+  /// pinned, but when run() finds it on a worker's CPU (two threads on one
+  /// core, each waiting for the other) its affinity is narrowed to the CPUs
+  /// no worker holds. Throws std::system_error when threads cannot be started.
   ExecutorPool(int executors, int threads_per_executor, int signals);
   ~ExecutorPool();
   ExecutorPool(const ExecutorPool&) = delete;
@@ -184,9 +186,12 @@ class ExecutorPool {
   };
   void worker(int slot);
   std::string describe() const;
+  void keepCallerOffWorkers();
 
   int executors_, threads_;
   std::vector<int> placement_;
+  std::vector<int> callerCpus_;   // allowed CPUs no worker is pinned to
+  std::vector<char> workerCpu_;   // by CPU number: a worker is pinned there
   std::string description_;
   std::unique_ptr<Signal[]> signals_;
   std::vector<std::unique_ptr<rt::SpinBarrier>> barriers_;  // [e * T + (k-1)]
