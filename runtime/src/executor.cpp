@@ -14,13 +14,20 @@ namespace {
 
 constexpr uint64_t kStop = ~uint64_t{0};
 
-std::vector<int> allowedCpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+/// The CPUs this process may run on, read once, at the first pool: the
+/// calling thread's own mask is no guide later, since keepCallerOffWorkers
+/// narrows it (a second model built on that thread saw one CPU, left its
+/// workers unpinned on the caller's CPU and ran at half speed).
+const std::vector<int>& allowedCpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> list;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &set)) list.push_back(cpu);
+    return list;
+  }();
   return cpus;
 }
 
@@ -32,7 +39,7 @@ bool pinningWanted() {
 }  // namespace
 
 int available_cpus() {
-  auto cpus = allowedCpus();
+  const auto& cpus = allowedCpus();
   if (!cpus.empty()) return static_cast<int>(cpus.size());
   unsigned n = std::thread::hardware_concurrency();
   return n > 0 ? static_cast<int>(n) : 1;
@@ -46,7 +53,7 @@ ExecutorPool::ExecutorPool(int executors, int threads_per_executor, int signals)
     for (int k = 1; k <= threads_; ++k)
       barriers_.push_back(std::make_unique<rt::SpinBarrier>(k));
   int total = executors_ * threads_;
-  std::vector<int> cpus = allowedCpus();
+  const std::vector<int>& cpus = allowedCpus();
   bool pin = pinningWanted() && total <= static_cast<int>(cpus.size());
   placement_.assign(total, -1);
   // The caller usually sits on the first CPU; the workers take the others.
