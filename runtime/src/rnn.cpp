@@ -3,14 +3,15 @@
 //
 // Each thread owns a fixed range of hidden units (every gate of them) for the
 // whole call. Per direction it first computes the input projection of all
-// time steps for its units (one GEMM per gate, since it does not depend on
-// the state), then packs its rows of R once, as blocks of kUnits units laid
-// out [hidden][gates][kUnits], so the per-step recurrent product is a
-// register-blocked GEMV/GEMM that streams the thread's weight block
+// time steps for its units (a LIBXSMM GEMM per block of units, since it does
+// not depend on the state), then packs its rows of R once, as blocks of
+// kUnits units laid out [hidden][gates][kUnits], so the per-step recurrent
+// product is a register-blocked GEMV/GEMM (up to 6 batch rows x 4 gates of
+// accumulators per pass) that streams the thread's weight block
 // contiguously and keeps it in that thread's cache across steps (R for
 // hidden 256 is 1 MB: it fits the L2s of the team). The gate arithmetic runs
-// in the product's epilogue on the accumulators, with vectorised sigmoid and
-// tanh. h_t goes to a double buffer shared by the team, so one barrier per
+// right after, on all of the thread's units and batch rows at once, with
+// vectorised sigmoid and tanh. h_t goes to a double buffer shared by the team, so one barrier per
 // step suffices (GRU without linear_before_reset needs r * h_{t-1} of every
 // unit before its h-gate product, hence a second barrier).
 #include <algorithm>
@@ -23,52 +24,54 @@
 
 #include "cgc/kernels.h"
 #include "fast_math.h"
+#include "gemm_core.h"
 
 namespace cgc::rt {
 namespace {
 
 constexpr int kUnits = 16;     // hidden units per packed block
-constexpr int kBatchBlock = 4;  // batch rows per register block
 
-/// Applies activation `a` (after clipping when clip > 0) to v[0, kUnits).
-void activate(const RnnActivationParams& a, float clip, float* v) {
+/// Applies activation `a` (after clipping when clip > 0) to v[0, n). Long
+/// runs matter: each element is a chain of dependent operations (exp's
+/// polynomial, a division), and only independent vectors overlap them.
+void activate(const RnnActivationParams& a, float clip, float* v, int64_t n = kUnits) {
   if (clip > 0.f)
-    for (int u = 0; u < kUnits; ++u) v[u] = std::clamp(v[u], -clip, clip);
+    for (int64_t u = 0; u < n; ++u) v[u] = std::clamp(v[u], -clip, clip);
   switch (a.fn) {
     case RnnActivation::kSigmoid:
-      for (int u = 0; u < kUnits; ++u) v[u] = detail::fastSigmoid(v[u]);
+      for (int64_t u = 0; u < n; ++u) v[u] = detail::fastSigmoid(v[u]);
       return;
     case RnnActivation::kTanh:
-      for (int u = 0; u < kUnits; ++u) v[u] = detail::fastTanh(v[u]);
+      for (int64_t u = 0; u < n; ++u) v[u] = detail::fastTanh(v[u]);
       return;
     case RnnActivation::kRelu:
-      for (int u = 0; u < kUnits; ++u) v[u] = std::max(v[u], 0.f);
+      for (int64_t u = 0; u < n; ++u) v[u] = std::max(v[u], 0.f);
       return;
     case RnnActivation::kHardSigmoid:
-      for (int u = 0; u < kUnits; ++u)
+      for (int64_t u = 0; u < n; ++u)
         v[u] = std::clamp(a.alpha * v[u] + a.beta, 0.f, 1.f);
       return;
     case RnnActivation::kLeakyRelu:
-      for (int u = 0; u < kUnits; ++u) v[u] = v[u] < 0.f ? a.alpha * v[u] : v[u];
+      for (int64_t u = 0; u < n; ++u) v[u] = v[u] < 0.f ? a.alpha * v[u] : v[u];
       return;
     case RnnActivation::kAffine:
-      for (int u = 0; u < kUnits; ++u) v[u] = a.alpha * v[u] + a.beta;
+      for (int64_t u = 0; u < n; ++u) v[u] = a.alpha * v[u] + a.beta;
       return;
     case RnnActivation::kScaledTanh:
-      for (int u = 0; u < kUnits; ++u) v[u] = a.alpha * detail::fastTanh(a.beta * v[u]);
+      for (int64_t u = 0; u < n; ++u) v[u] = a.alpha * detail::fastTanh(a.beta * v[u]);
       return;
     case RnnActivation::kThresholdedRelu:
-      for (int u = 0; u < kUnits; ++u) v[u] = v[u] > a.alpha ? v[u] : 0.f;
+      for (int64_t u = 0; u < n; ++u) v[u] = v[u] > a.alpha ? v[u] : 0.f;
       return;
     case RnnActivation::kElu:
-      for (int u = 0; u < kUnits; ++u)
+      for (int64_t u = 0; u < n; ++u)
         v[u] = v[u] < 0.f ? a.alpha * std::expm1(v[u]) : v[u];
       return;
     case RnnActivation::kSoftsign:
-      for (int u = 0; u < kUnits; ++u) v[u] = v[u] / (1.f + std::fabs(v[u]));
+      for (int64_t u = 0; u < n; ++u) v[u] = v[u] / (1.f + std::fabs(v[u]));
       return;
     case RnnActivation::kSoftplus:
-      for (int u = 0; u < kUnits; ++u) v[u] = std::log1p(std::exp(v[u]));
+      for (int64_t u = 0; u < n; ++u) v[u] = std::log1p(std::exp(v[u]));
       return;
   }
 }
@@ -94,37 +97,60 @@ void blockProduct(int64_t hidden, const float* packed, const float* h,
   static_assert(kUnits * sizeof(float) == sizeof(Vec));
   const float* hr[BB];
   for (int b = 0; b < BB; ++b) hr[b] = h + std::min(b, rows - 1) * ldh;
-  Vec sum[BB][G] = {};
+  // Few accumulators make each k wait for the previous FMA's result (4
+  // cycles): batch-1 products then alternate two sets over even and odd k.
+  constexpr int kChains = BB * G <= 8 ? 2 : 1;
+  Vec sum[kChains][BB][G] = {};
   const Vec* w = reinterpret_cast<const Vec*>(packed);
-  for (int64_t k = 0; k < hidden; ++k, w += G) {
+  int64_t k = 0;
+  for (; k + kChains <= hidden; k += kChains, w += kChains * G)
+    for (int c = 0; c < kChains; ++c)
+      for (int b = 0; b < BB; ++b) {
+        const float hv = hr[b][k + c];
+        for (int g = 0; g < G; ++g) sum[c][b][g] += hv * w[c * G + g];
+      }
+  for (; k < hidden; ++k, w += G)
     for (int b = 0; b < BB; ++b) {
       const float hv = hr[b][k];
-      for (int g = 0; g < G; ++g) sum[b][g] += hv * w[g];
+      for (int g = 0; g < G; ++g) sum[0][b][g] += hv * w[g];
     }
-  }
   for (int b = 0; b < rows; ++b) {
     Vec* out = reinterpret_cast<Vec*>(acc + b * ldo);
-    for (int g = 0; g < G; ++g) out[g] = sum[b][g];
+    for (int g = 0; g < G; ++g) {
+      out[g] = sum[0][b][g];
+      for (int c = 1; c < kChains; ++c) out[g] += sum[c][b][g];
+    }
   }
 }
 
+/// Most batch rows per register block for G gates: BB x G accumulators plus
+/// a broadcast fit AVX-512's 32 registers, and every pass over the rows
+/// streams the weight block once more. (The accumulators stay in registers
+/// only with GCC's sra-max-scalarization-size raised: runtime/CMakeLists.txt.)
+template <int G>
+constexpr int kMaxBlockRows = 24 / G;
+
+template <int G, int BB = kMaxBlockRows<G>>
+void blockProductOf(int rowsInBlock, int64_t hidden, const float* packed, const float* h,
+                    int64_t ldh, float* acc, int64_t ldo) {
+  if constexpr (BB > 1) {
+    if (rowsInBlock < BB)
+      return blockProductOf<G, BB - 1>(rowsInBlock, hidden, packed, h, ldh, acc, ldo);
+  }
+  blockProduct<G, BB>(hidden, packed, h, ldh, BB, acc, ldo);
+}
+
+/// All `rows` in as few passes as registers allow, of near-equal size
+/// (10 rows as 5 + 5, not 6 + 4: a short pass does a long one's loads).
 template <int G>
 void product(int64_t hidden, const float* packed, const float* h, int64_t ldh,
              int64_t rows, float* acc, int64_t ldo) {
-  for (int64_t b = 0; b < rows;) {
-    int64_t left = rows - b;
-    float* out = acc + b * ldo;
-    const float* hb = h + b * ldh;
-    if (left >= 4) {
-      blockProduct<G, 4>(hidden, packed, hb, ldh, 4, out, ldo);
-      b += 4;
-    } else if (left >= 2) {
-      blockProduct<G, 2>(hidden, packed, hb, ldh, 2, out, ldo);
-      b += 2;
-    } else {
-      blockProduct<G, 1>(hidden, packed, hb, ldh, 1, out, ldo);
-      b += 1;
-    }
+  const int64_t passes = (rows + kMaxBlockRows<G> - 1) / kMaxBlockRows<G>;
+  for (int64_t pass = 0, b = 0; pass < passes; ++pass) {
+    const int64_t count = (rows - b) / (passes - pass);
+    blockProductOf<G>(static_cast<int>(count), hidden, packed, h + b * ldh, ldh,
+                      acc + b * ldo, ldo);
+    b += count;
   }
 }
 
@@ -241,8 +267,7 @@ class Direction {
   }
   void project(const Inputs& in);
   float* pack(const float* r, int64_t k, int64_t firstGate, int gates);
-  void lstmEpilogue(const float* acc, const float* xw, float* c, const float* peep,
-                    float* h, int64_t count);
+  void lstmEpilogue(int64_t t, const float* hPrev, float* hNext, const Inputs& in);
   void step(int64_t t, const float* hPrev, float* hNext, const Inputs& in);
 
   const RnnParams& p_;
@@ -254,14 +279,17 @@ class Direction {
   float* hbuf_[2];
   float* rh_;  // GRU: r * h_{t-1}, [batch, hidden]
   float *xw_ = nullptr, *c_ = nullptr, *z_ = nullptr, *acc_ = nullptr;
-  float *peep_ = nullptr, *rbh_ = nullptr;
+  float *peep_ = nullptr, *rbh_ = nullptr, *gates_ = nullptr;
   float *packed_ = nullptr, *packedH_ = nullptr;
 };
 
 /// xw [rows, blocks, G, kUnits] for this thread's units = x W^T + biases,
 /// laid out as the recurrent accumulators are. W is packed like R (and
-/// cached the same way). Every recurrent bias is a plain addend except GRU's
-/// Rb_h with linear_before_reset, which the reset gate scales.
+/// cached the same way), so each block is a plain row-major GEMM over all
+/// time steps at once, run on LIBXSMM with the biases as its epilogue (the
+/// recurrent product, which streams the block again for every few rows,
+/// reached half its speed here). Every recurrent bias is a plain addend
+/// except GRU's Rb_h with linear_before_reset, which the reset gate scales.
 void Direction::project(const Inputs& in) {
   thread_local std::vector<float> buf;
   int64_t rows = p_.seq_length * p_.batch, k = p_.input_size, ld = g_ * pad_;
@@ -269,22 +297,25 @@ void Direction::project(const Inputs& in) {
   if (units_ == 0) return;
   const float* packedW = pack(in.w, k, 0, static_cast<int>(g_));
   const int64_t blockCols = g_ * kUnits;
-  for (int64_t blk = 0; blk < blocks_; ++blk)
-    blockRows(static_cast<int>(g_), k, packedW + blk * k * blockCols, in.x, k, rows,
-              xw_ + blk * blockCols, ld);
-  if (!in.b) return;
-  bool keepRbh = p_.cell == RnnCell::kGru && p_.linear_before_reset;
   thread_local std::vector<float> biasBuf;
-  float* bias = privateBuffer(biasBuf, static_cast<size_t>(ld));
-  std::fill_n(bias, ld, 0.f);
-  for (int64_t g = 0; g < g_; ++g)
-    for (int64_t u = 0; u < units_; ++u) {
-      int64_t j = g * h_ + u0_ + u;
-      bias[(u / kUnits) * blockCols + g * kUnits + u % kUnits] =
-          in.b[j] + (keepRbh && g == 2 ? 0.f : in.b[g_ * h_ + j]);
-    }
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < ld; ++j) xw_[i * ld + j] += bias[j];
+  float* bias = nullptr;
+  if (in.b) {
+    bool keepRbh = p_.cell == RnnCell::kGru && p_.linear_before_reset;
+    bias = privateBuffer(biasBuf, static_cast<size_t>(ld));
+    std::fill_n(bias, ld, 0.f);
+    for (int64_t g = 0; g < g_; ++g)
+      for (int64_t u = 0; u < units_; ++u) {
+        int64_t j = g * h_ + u0_ + u;
+        bias[(u / kUnits) * blockCols + g * kUnits + u % kUnits] =
+            in.b[j] + (keepRbh && g == 2 ? 0.f : in.b[g_ * h_ + j]);
+      }
+  }
+  for (int64_t blk = 0; blk < blocks_; ++blk) {
+    detail::Epilogue epilogue;
+    if (bias) epilogue.col_bias = bias + blk * blockCols;
+    detail::gemmRows(rows, blockCols, k, in.x, k, packedW + blk * k * blockCols, blockCols,
+                     xw_ + blk * blockCols, ld, epilogue);
+  }
 }
 
 /// Rows of gates [firstGate, firstGate + gates) of R for this thread's units
@@ -376,38 +407,75 @@ float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) 
   return e.packed.data();
 }
 
-/// One block of kUnits units of one batch row: gate order i o f c,
-/// peepholes i o f. c is updated in place; h gets the first `count` units.
-void Direction::lstmEpilogue(const float* acc, const float* xw, float* c,
-                             const float* peep, float* h, int64_t count) {
-  float i[kUnits], o[kUnits], f[kUnits], g[kUnits];
-  const float* pi = peep;
-  const float* po = peep + pad_;
-  const float* pf = peep + 2 * pad_;
-  for (int u = 0; u < kUnits; ++u) {
-    i[u] = acc[u] + xw[u] + pi[u] * c[u];
-    f[u] = acc[2 * kUnits + u] + xw[2 * kUnits + u] + pf[u] * c[u];
-    g[u] = acc[3 * kUnits + u] + xw[3 * kUnits + u];
+/// The gates of all this thread's units for every batch row at once (gate
+/// order i o f c, peepholes i o f; acc_ laid out as xw_): each activation
+/// then runs over batch x units values. c is updated in place; rows past
+/// their sequence length keep their state and get zeros in Y.
+void Direction::lstmEpilogue(int64_t t, const float* hPrev, float* hNext, const Inputs& in) {
+  const int64_t B = p_.batch, n = B * pad_, ld = 4 * pad_;
+  float* i = gates_;
+  float* f = i + n;
+  float* g = f + n;
+  float* o = g + n;
+  const float* pi = peep_;
+  const float* po = peep_ + pad_;
+  const float* pf = peep_ + 2 * pad_;
+  for (int64_t b = 0; b < B; ++b) {
+    const float* c = c_ + b * pad_;
+    for (int64_t blk = 0; blk < blocks_; ++blk) {
+      const float* a = acc_ + b * ld + blk * 4 * kUnits;
+      const float* xw = xw_ + row(t, b) * ld + blk * 4 * kUnits;
+      for (int64_t u = blk * kUnits, v = 0; v < kUnits; ++u, ++v) {
+        const int64_t j = b * pad_ + u;
+        i[j] = a[v] + xw[v] + pi[u] * c[u];
+        o[j] = a[kUnits + v] + xw[kUnits + v];
+        f[j] = a[2 * kUnits + v] + xw[2 * kUnits + v] + pf[u] * c[u];
+        g[j] = a[3 * kUnits + v] + xw[3 * kUnits + v];
+      }
+    }
   }
-  activate(act_[0], p_.clip, i);
+  activate(act_[0], p_.clip, i, n);
   if (p_.input_forget)
-    for (int u = 0; u < kUnits; ++u) f[u] = 1.f - i[u];
+    for (int64_t j = 0; j < n; ++j) f[j] = 1.f - i[j];
   else
-    activate(act_[0], p_.clip, f);
-  activate(act_[1], p_.clip, g);
-  for (int u = 0; u < kUnits; ++u) {
-    c[u] = f[u] * c[u] + i[u] * g[u];
-    o[u] = acc[kUnits + u] + xw[kUnits + u] + po[u] * c[u];
-    g[u] = c[u];
+    activate(act_[0], p_.clip, f, n);
+  activate(act_[1], p_.clip, g, n);
+  for (int64_t b = 0; b < B; ++b) {
+    const float* c = c_ + b * pad_;
+    for (int64_t u = 0; u < pad_; ++u) {
+      const int64_t j = b * pad_ + u;
+      g[j] = f[j] * c[u] + i[j] * g[j];  // the new c
+      o[j] += po[u] * g[j];
+    }
   }
-  activate(act_[0], p_.clip, o);
-  activate(act_[2], 0.f, g);
-  for (int u = 0; u < kUnits; ++u) o[u] *= g[u];
-  std::copy_n(o, count, h);
+  activate(act_[0], p_.clip, o, n);
+  std::copy_n(g, n, f);  // f keeps the new c; g becomes h(c)
+  activate(act_[2], 0.f, g, n);
+  for (int64_t b = 0; b < B; ++b) {
+    const float* hp = hPrev + b * h_ + u0_;
+    float* hn = hNext + b * h_ + u0_;
+    float* y = in.y ? in.y + yOffset(t, b) + u0_ : nullptr;
+    if (in.lens && t >= in.lens[b]) {  // state carries over, y is zero
+      std::copy_n(hp, units_, hn);
+      if (y) std::fill_n(y, units_, 0.f);
+      continue;
+    }
+    std::copy_n(f + b * pad_, pad_, c_ + b * pad_);
+    for (int64_t u = 0; u < units_; ++u) hn[u] = o[b * pad_ + u] * g[b * pad_ + u];
+    if (y) std::copy_n(hn, units_, y);
+  }
 }
 
 void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& in) {
   const int64_t B = p_.batch, ldx = g_ * pad_;
+  if (p_.cell == RnnCell::kLstm) {
+    for (int64_t blk = 0; blk < blocks_; ++blk)
+      blockRows(4, h_, packed_ + blk * h_ * 4 * kUnits, hPrev, h_, B,
+                acc_ + blk * 4 * kUnits, ldx);
+    lstmEpilogue(t, hPrev, hNext, in);
+    team_.barrier();  // h_t complete before step t + 1 reads it
+    return;
+  }
   auto active = [&](int64_t b) { return !in.lens || t < in.lens[b]; };
   if (splitGru()) {
     // Phase 1: z and r, and r * h_{t-1} for this thread's units.
@@ -451,11 +519,9 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
         continue;
       }
       const float* xw = xw_ + row(t, b) * ldx + blk * g_ * kUnits;
-      float* c = c_ + b * pad_ + blk * kUnits;
       switch (p_.cell) {
         case RnnCell::kLstm:
-          lstmEpilogue(acc_ + b * 4 * kUnits, xw, c, peep_ + blk * kUnits, hn, count);
-          break;
+          break;  // see the start of step
         case RnnCell::kRnn: {
           float v[kUnits];
           const float* a = acc_ + b * kUnits;
@@ -500,16 +566,17 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
 void Direction::run(const Inputs& in) {
   const int64_t B = p_.batch;
   project(in);
-  thread_local std::vector<float> cBuf, zBuf, accBuf, peepBuf, rbBuf;
+  thread_local std::vector<float> cBuf, zBuf, accBuf, peepBuf, rbBuf, gateBuf;
   if (splitGru()) {
     packed_ = pack(in.r, h_, 0, 2);
     packedH_ = pack(in.r, h_, 2, 1);
   } else {
     packed_ = pack(in.r, h_, 0, static_cast<int>(g_));
   }
-  acc_ = privateBuffer(accBuf, static_cast<size_t>(B * g_ * kUnits));
+  acc_ = privateBuffer(accBuf, static_cast<size_t>(B * g_ * pad_));
   c_ = privateBuffer(cBuf, static_cast<size_t>(B * pad_ + kUnits));
   z_ = privateBuffer(zBuf, static_cast<size_t>(B * pad_ + kUnits));
+  gates_ = privateBuffer(gateBuf, static_cast<size_t>(4 * B * pad_));
   peep_ = privateBuffer(peepBuf, static_cast<size_t>(3 * pad_ + kUnits));
   rbh_ = privateBuffer(rbBuf, static_cast<size_t>(pad_ + kUnits));
   std::fill_n(c_, B * pad_, 0.f);
