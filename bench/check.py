@@ -7,6 +7,8 @@ status, max abs and relative error, largest output magnitude) and writes it with
 into bench/results/.
 
 Usage: /usr/bin/python3 bench/check.py [--cgc CGC] [--corpus DIR] [--only NAMES]
+           [--results DIR] [--cgc-arg=ARG]...
+(e.g. --cgc-arg=--disable-pass=fuse-matmuls checks the corpus without a pass)
 """
 
 import argparse
@@ -83,8 +85,9 @@ def compare(ours, theirs, rtol, atol):
     return ok, worst_abs, worst_rel, scale, ""
 
 
-def check_case(cgc, name, case_dir, work):
+def check_case(cgc, name, case_dir, work, extra_args):
     case, model, data, bindings = load_case(case_dir)
+    bindings = bindings + extra_args
     rtol, atol = case.get("rtol", RTOL), case.get("atol", ATOL)
     row = {"model": name, "rtol": rtol, "atol": atol,
            "tolerance_reason": case.get("tolerance_reason", "")}
@@ -123,16 +126,21 @@ def main():
     parser.add_argument("--cgc", default=os.path.join(ROOT, "install", "bin", "cgc"))
     parser.add_argument("--corpus", default=os.path.join(BENCH_DIR, "corpus"))
     parser.add_argument("--only", default="", help="comma-separated case names")
+    parser.add_argument("--results", default=os.path.join(BENCH_DIR, "results"),
+                        help="where the table and the outputs go")
+    parser.add_argument("--cgc-arg", action="append", default=[],
+                        help="extra argument for cgc compile and run")
     args = parser.parse_args()
     args.cgc = os.path.abspath(args.cgc)
     if not os.path.isdir(args.corpus):
         sys.exit(f"check.py: no corpus at {args.corpus}; make it with bench/models.py")
     names = [n for n in args.only.split(",") if n] or sorted(os.listdir(args.corpus))
-    results_dir = os.path.join(BENCH_DIR, "results")
+    results_dir = args.results
+    os.makedirs(results_dir, exist_ok=True)
     rows = []
     for name in names:
         row = check_case(args.cgc, name, os.path.join(args.corpus, name),
-                         os.path.join(results_dir, "check", name))
+                         os.path.join(results_dir, "check", name), args.cgc_arg)
         rows.append(row)
         print(f"{name}: {row['status']} {row.get('detail', '')}".rstrip(), flush=True)
     text = table(rows)
