@@ -137,6 +137,46 @@ double interpolate(const std::vector<AxisTaps>& axes, const int64_t* index,
   return sum;
 }
 
+/// The common case where every output element is one input element (nearest
+/// mode, or linear at integral coordinates, nothing outside): a gather
+/// through the last axis's offsets per output row, and a copy of the row
+/// before where consecutive rows read the same input row (upsampling).
+/// Evaluating each element through interpolate() in double took 72 of
+/// PaddleOCR's 127 ms. Returns false, doing nothing, otherwise.
+bool copyRows(const std::vector<AxisTaps>& axes, const ResizeParams& p, const float* x,
+              float* y) {
+  if (p.rank == 0) return false;
+  for (const AxisTaps& axis : axes) {
+    if (axis.taps.size() + 1 != axis.first.size()) return false;
+    for (size_t t = 0; t < axis.taps.size(); ++t)
+      if (axis.first[t] != static_cast<int64_t>(t) || axis.taps[t].weight != 1.0 ||
+          axis.outside[t])
+        return false;
+  }
+  const int last = p.rank - 1;
+  const int64_t width = p.out_shape[last];
+  std::vector<int64_t> columns(static_cast<size_t>(width));
+  for (int64_t i = 0; i < width; ++i) columns[i] = axes[last].taps[i].offset;
+  int64_t rows = 1;
+  for (int d = 0; d < last; ++d) rows *= p.out_shape[d];
+  std::array<int64_t, kMaxRank> index{};
+  int64_t previous = -1;  // input offset of the previous output row
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t base = 0;
+    for (int d = 0; d < last; ++d) base += axes[d].taps[index[d]].offset;
+    float* out = y + row * width;
+    if (base == previous) {
+      std::copy_n(out - width, width, out);
+    } else {
+      const float* in = x + base;
+      for (int64_t i = 0; i < width; ++i) out[i] = in[columns[i]];
+    }
+    previous = base;
+    for (int d = last - 1; d >= 0 && ++index[d] == p.out_shape[d]; --d) index[d] = 0;
+  }
+  return true;
+}
+
 }  // namespace
 
 void resize(const ResizeParams& p, const float* x, float* y) {
@@ -151,6 +191,7 @@ void resize(const ResizeParams& p, const float* x, float* y) {
     stride *= p.in_shape[d];
   }
   for (int d = 0; d < p.rank; ++d) axes.push_back(axisTaps(p, d, strides[d]));
+  if (copyRows(axes, p, x, y)) return;
   std::array<int64_t, kMaxRank> index{};
   for (int64_t i = 0; i < count; ++i) {
     bool outside = false;
