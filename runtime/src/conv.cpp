@@ -2,8 +2,8 @@
 // conv picks a strategy per layer shape:
 //  - pointwise (1x1, stride 1, no padding): already a GEMM on NCHW,
 //    Y[c_out, HW] = W[c_out, c_in] X[c_in, HW], no copies;
-//  - depthwise 2-D (groups == c_in == c_out): a direct loop per channel,
-//    one vectorised pass over the whole plane per tap (a GEMM of depth
+//  - depthwise 2-D (groups == c_in == c_out): a direct loop per channel
+//    over the plane's stride phases (plane_phases.h; a GEMM of depth
 //    k_h * k_w would waste the micro-kernel);
 //  - otherwise im2col of a chunk of output columns into per-thread scratch,
 //    then the GEMM on that chunk (the chunk is sized so its column matrix
@@ -17,6 +17,7 @@
 
 #include "cgc/kernels.h"
 #include "gemm_core.h"
+#include "plane_phases.h"
 
 namespace cgc::rt {
 namespace {
@@ -132,41 +133,20 @@ bool isDepthwise2d(const ConvParams& p) {
          p.d_in == 1 && p.d_out == 1;
 }
 
-/// One channel plane per work item, split over the team. Each plane is
-/// copied into sh x sw zero-padded phases (phase (a, b) holds the padded
-/// rows = a mod sh and columns = b mod sw), wq columns wide. Output j =
-/// oh * wq + ow then reads, for every tap, one phase at j plus a constant:
-/// each tap is a single contiguous loop over the whole plane. (Loops per
-/// output row, 7 to 56 wide in MobileNetV2, were all overhead: 5-17
-/// GFLOP/s.) Columns ow >= w_out of each row are computed and dropped.
+/// One channel plane per work item, split over the team; each plane goes
+/// through PlanePhases, and each block of outputs through every tap while
+/// its sums stay in registers.
 void depthwise(const ConvParams& p, const float* x, const float* w,
                const float* bias, const float* residual, float* y,
                const Team& team) {
+  using detail::PlanePhases;
+  const PlanePhases phases(p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w, p.stride_h,
+                           p.stride_w, p.dilation_h, p.dilation_w, p.pad_top, p.pad_left);
+  typedef float Lanes __attribute__((vector_size(PlanePhases::kLanes * sizeof(float))));
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
-  const int64_t sh = p.stride_h, sw = p.stride_w;
-  const int64_t paddedRows = sh * (p.h_out - 1) + (p.k_h - 1) * p.dilation_h + 1;
-  const int64_t paddedCols = sw * (p.w_out - 1) + (p.k_w - 1) * p.dilation_w + 1;
-  const int64_t hq = (paddedRows + sh - 1) / sh, wq = (paddedCols + sw - 1) / sw;
-  // Outputs go in blocks of kBlock vectors (independent sums: one would wait
-  // on each FMA's latency): reads run up to a block past the last output,
-  // and throwaway columns of the last row up to wq past a phase.
-  constexpr int64_t kLanes = 16, kBlock = 4, kSlack = kBlock * kLanes;
-  typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
-  const int64_t phaseSize = (hq + 1) * wq;
-  const int64_t length = (p.h_out * wq + kSlack - 1) / kSlack * kSlack;
-  float* phases = scratch(sh * sw * phaseSize + 2 * kSlack + length);
-  float* acc = phases + sh * sw * phaseSize + kSlack;
-  const int64_t taps = p.k_h * p.k_w;
-  thread_local std::vector<int64_t> tapOffsets;
-  tapOffsets.resize(static_cast<size_t>(taps));
-  for (int64_t kh = 0; kh < p.k_h; ++kh)
-    for (int64_t kw = 0; kw < p.k_w; ++kw) {
-      const int64_t dr = kh * p.dilation_h, dc = kw * p.dilation_w;
-      tapOffsets[kh * p.k_w + kw] =
-          ((dr % sh) * sw + dc % sw) * phaseSize + (dr / sh) * wq + dc / sw;
-    }
-  const int64_t colBegin = std::max<int64_t>(0, p.pad_left);
-  const int64_t colEnd = std::min(paddedCols, p.pad_left + p.w_in);
+  float* buffer = scratch(phases.scratchSize());
+  float* acc = phases.outputs(buffer);
+  const std::vector<int64_t>& taps = phases.tapOffsets();
   const float inf = std::numeric_limits<float>::infinity();
   const float lo = p.activation == Activation::kRelu   ? 0.0f
                    : p.activation == Activation::kClip ? p.act_min
@@ -175,61 +155,32 @@ void depthwise(const ConvParams& p, const float* x, const float* w,
   const Range planes = team.split(p.n * p.c_out);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const int64_t c = plane % p.c_out;
-    const float* in = x + plane * inSpatial;
-    std::fill_n(phases, sh * sw * phaseSize + kSlack, 0.0f);
-    for (int64_t r = 0; r < paddedRows; ++r) {
-      const int64_t ih = r - p.pad_top;
-      if (ih < 0 || ih >= p.h_in || colBegin >= colEnd) continue;
-      const float* row = in + ih * p.w_in;  // padded column col is row[col - pad_left]
-      float* rowPhases = phases + (r % sh) * sw * phaseSize + (r / sh) * wq;
-      if (sw == 1) {
-        std::copy(row + (colBegin - p.pad_left), row + (colEnd - p.pad_left),
-                  rowPhases + colBegin);
-      } else {
-        for (int64_t b = 0; b < sw; ++b) {  // padded columns q * sw + b
-          const int64_t q0 = std::max<int64_t>(0, (colBegin - b + sw - 1) / sw);
-          const int64_t q1 = (colEnd - b + sw - 1) / sw;
-          float* dst = rowPhases + b * phaseSize;
-          const float* src = row + (b - p.pad_left);
-          if (sw == 2)  // a constant stride GCC vectorises with permutes
-            for (int64_t q = q0; q < q1; ++q) dst[q] = src[2 * q];
-          else
-            for (int64_t q = q0; q < q1; ++q) dst[q] = src[q * sw];
-        }
-      }
-    }
-    // One vector of outputs at a time through every tap, so the sum stays
-    // in a register (a pass over the plane per tap stored it 9 times).
-    const float* wc = w + c * taps;
+    phases.fill(x + plane * inSpatial, 0.0f, buffer);
+    const float* wc = w + c * p.k_h * p.k_w;
     const float b = bias ? bias[c] : 0.0f;
-    for (int64_t j = 0; j < length; j += kBlock * kLanes) {
-      Lanes sum[kBlock];
+    for (int64_t j = 0; j < phases.length(); j += PlanePhases::kSlack) {
+      Lanes sum[PlanePhases::kBlock];
       for (Lanes& v : sum) v = b - Lanes{};
-      for (int64_t t = 0; t < taps; ++t) {
-        const float* src = phases + tapOffsets[t] + j;
+      for (size_t t = 0; t < taps.size(); ++t) {
+        const float* src = buffer + taps[t] + j;
         const float wv = wc[t];
-        for (int64_t v = 0; v < kBlock; ++v) {
+        for (int64_t v = 0; v < PlanePhases::kBlock; ++v) {
           Lanes in;
-          std::memcpy(&in, src + v * kLanes, sizeof in);
+          std::memcpy(&in, src + v * PlanePhases::kLanes, sizeof in);
           sum[v] += wv * in;
         }
       }
       std::memcpy(acc + j, sum, sizeof sum);
     }
-    // The epilogue on the way out (rows of a few outputs: a copy and then
-    // applyEpilogue per plane cost more than the taps).
-    float* out = y + plane * spatial;
+    // The epilogue on the way out (a copy and then applyEpilogue per plane
+    // cost more than the taps).
     const float* res = residual ? residual + plane * spatial : nullptr;
-    for (int64_t oh = 0; oh < p.h_out; ++oh) {
-      const float* __restrict a = acc + oh * wq;
-      float* __restrict o = out + oh * p.w_out;
-      if (res) {
-        const float* __restrict r = res + oh * p.w_out;
-        for (int64_t ow = 0; ow < p.w_out; ++ow) o[ow] = std::clamp(a[ow] + r[ow], lo, hi);
-      } else {
-        for (int64_t ow = 0; ow < p.w_out; ++ow) o[ow] = std::clamp(a[ow], lo, hi);
-      }
-    }
+    if (res)
+      phases.store(acc, y + plane * spatial,
+                   [&](float v, int64_t i) { return std::clamp(v + res[i], lo, hi); });
+    else
+      phases.store(acc, y + plane * spatial,
+                   [&](float v, int64_t) { return std::clamp(v, lo, hi); });
   }
 }
 

@@ -1,9 +1,14 @@
 // Max, average and global average pooling over NCHW planes; the team
-// splits the planes.
+// splits the planes. 2-D max pooling goes through PlanePhases (one loop per
+// tap over the whole plane); average pooling, whose divisor depends on how
+// much of each window is padding, row by row.
 #include <algorithm>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "cgc/kernels.h"
+#include "plane_phases.h"
 
 namespace cgc::rt {
 namespace {
@@ -78,12 +83,44 @@ void pool2d(const PoolParams& p, const float* in, float* out) {
   }
 }
 
+/// Max pooling of the 2-D planes in `planes` through PlanePhases, padded with
+/// -inf: each block of outputs takes the max over every tap in registers.
+void maxPool2d(const PoolParams& p, const float* x, float* y, Range planes) {
+  using detail::PlanePhases;
+  const PlanePhases phases(p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w, p.stride_h,
+                           p.stride_w, p.dilation_h, p.dilation_w, p.pad_top, p.pad_left);
+  typedef float Lanes __attribute__((vector_size(PlanePhases::kLanes * sizeof(float))));
+  thread_local std::vector<float> scratch;
+  scratch.resize(static_cast<size_t>(std::max<int64_t>(
+      static_cast<int64_t>(scratch.size()), phases.scratchSize())));
+  float* buffer = scratch.data();
+  float* acc = phases.outputs(buffer);
+  const std::vector<int64_t>& taps = phases.tapOffsets();
+  const float lowest = -std::numeric_limits<float>::infinity();
+  for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
+    phases.fill(x + plane * p.h_in * p.w_in, lowest, buffer);
+    for (int64_t j = 0; j < phases.length(); j += PlanePhases::kSlack) {
+      Lanes m[PlanePhases::kBlock];
+      for (Lanes& v : m) v = lowest - Lanes{};
+      for (int64_t t : taps)
+        for (int64_t v = 0; v < PlanePhases::kBlock; ++v) {
+          Lanes in;
+          std::memcpy(&in, buffer + t + j + v * PlanePhases::kLanes, sizeof in);
+          m[v] = m[v] < in ? in : m[v];  // std::max, lane by lane
+        }
+      std::memcpy(acc + j, m, sizeof m);
+    }
+    phases.store(acc, y + plane * p.h_out * p.w_out, [](float v, int64_t) { return v; });
+  }
+}
+
 template <bool kMax>
 void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
   const int64_t inPlane = p.d_in * p.h_in * p.w_in;
   const int64_t outPlane = p.d_out * p.h_out * p.w_out;
   const bool planar = p.d_in == 1 && p.d_out == 1 && p.k_d == 1 && p.pad_front == 0;
   const Range planes = team.split(p.n_c);
+  if (kMax && planar) return maxPool2d(p, x, y, planes);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const float* in = x + plane * inPlane;
     float* out = y + plane * outPlane;
