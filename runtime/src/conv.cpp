@@ -117,6 +117,8 @@ void im2col(const ConvParams& p, const float* xg, int64_t channels, int64_t s0,
               std::fill(out + ow0, out + lo, 0.0f);
               if (p.stride_w == 1)
                 std::copy(row + lo, row + hi, out + lo);
+              else if (p.stride_w == 2)  // a constant stride GCC vectorises
+                for (int64_t ow = lo; ow < hi; ++ow) out[ow] = row[ow * 2];
               else
                 for (int64_t ow = lo; ow < hi; ++ow) out[ow] = row[ow * p.stride_w];
               std::fill(out + hi, out + ow1, 0.0f);

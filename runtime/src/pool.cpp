@@ -40,13 +40,12 @@ float poolElement(const PoolParams& p, const float* in, int64_t od, int64_t oh, 
   return acc;
 }
 
-/// A 2-D plane row by row: the output columns whose taps all lie inside
-/// the input ([lo, hi)) accumulate one tap at a time over the whole row
-/// (a loop without bounds checks that the compiler vectorises); the few
-/// border columns go through poolElement. Same order of operations as
-/// poolElement, so both give identical results.
-template <bool kMax>
-void pool2d(const PoolParams& p, const float* in, float* out) {
+/// Average pooling of a 2-D plane row by row: the output columns whose taps
+/// all lie inside the input ([lo, hi)) accumulate one tap at a time over the
+/// whole row (a loop without bounds checks that the compiler vectorises);
+/// the few border columns go through poolElement. Same order of operations
+/// as poolElement, so both give identical results.
+void avgPool2d(const PoolParams& p, const float* in, float* out) {
   const int64_t s = p.stride_w, dil = p.dilation_w;
   const int64_t lastTap = (p.k_w - 1) * dil;
   int64_t lo = std::min(p.w_out, (p.pad_left + s - 1) / s);
@@ -55,10 +54,10 @@ void pool2d(const PoolParams& p, const float* in, float* out) {
   if (hi < lo) hi = lo;
   for (int64_t oh = 0; oh < p.h_out; ++oh) {
     float* row = out + oh * p.w_out;
-    for (int64_t ow = 0; ow < lo; ++ow) row[ow] = poolElement<kMax>(p, in, 0, oh, ow);
-    for (int64_t ow = hi; ow < p.w_out; ++ow) row[ow] = poolElement<kMax>(p, in, 0, oh, ow);
+    for (int64_t ow = 0; ow < lo; ++ow) row[ow] = poolElement<false>(p, in, 0, oh, ow);
+    for (int64_t ow = hi; ow < p.w_out; ++ow) row[ow] = poolElement<false>(p, in, 0, oh, ow);
     if (lo == hi) continue;
-    std::fill(row + lo, row + hi, kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+    std::fill(row + lo, row + hi, 0.0f);
     int64_t rows = 0;
     for (int64_t kh = 0; kh < p.k_h; ++kh) {
       const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
@@ -69,17 +68,14 @@ void pool2d(const PoolParams& p, const float* in, float* out) {
         float* dst = row + lo;
         const int64_t n = hi - lo;
         if (s == 1)
-          for (int64_t i = 0; i < n; ++i) dst[i] = kMax ? std::max(dst[i], src[i]) : dst[i] + src[i];
+          for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
         else
-          for (int64_t i = 0; i < n; ++i)
-            dst[i] = kMax ? std::max(dst[i], src[i * s]) : dst[i] + src[i * s];
+          for (int64_t i = 0; i < n; ++i) dst[i] += src[i * s];
       }
     }
-    if (!kMax) {
-      const int64_t count = p.count_include_pad ? p.k_h * p.k_w : rows * p.k_w;
-      for (int64_t ow = lo; ow < hi; ++ow)
-        row[ow] = count > 0 ? row[ow] / static_cast<float>(count) : 0.0f;
-    }
+    const int64_t count = p.count_include_pad ? p.k_h * p.k_w : rows * p.k_w;
+    for (int64_t ow = lo; ow < hi; ++ow)
+      row[ow] = count > 0 ? row[ow] / static_cast<float>(count) : 0.0f;
   }
 }
 
@@ -120,12 +116,14 @@ void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
   const int64_t outPlane = p.d_out * p.h_out * p.w_out;
   const bool planar = p.d_in == 1 && p.d_out == 1 && p.k_d == 1 && p.pad_front == 0;
   const Range planes = team.split(p.n_c);
-  if (kMax && planar) return maxPool2d(p, x, y, planes);
+  if constexpr (kMax) {
+    if (planar) return maxPool2d(p, x, y, planes);
+  }
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const float* in = x + plane * inPlane;
     float* out = y + plane * outPlane;
-    if (planar) {
-      pool2d<kMax>(p, in, out);
+    if (!kMax && planar) {
+      avgPool2d(p, in, out);
       continue;
     }
     for (int64_t od = 0; od < p.d_out; ++od)
