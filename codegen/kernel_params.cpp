@@ -216,6 +216,7 @@ std::string print(const rt::ConvParams& p) {
       .add("dilation_w", p.dilation_w)
       .put("activation", activationName(p.activation))
       .add("act_min", p.act_min).add("act_max", p.act_max)
+      .add("packed_weights", p.packed_weights)
       .str();
 }
 

@@ -311,6 +311,9 @@ KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
     return {Kernel::kConvTranspose, DType::kF32, p,
             {n.inputs[0], n.inputs[1], bias}, {n.outputs[0]}};
   setActivation(g, n, p);
+  p.packed_weights = n.getInt("cgc_packed_weights", 0) != 0;
+  if (p.packed_weights && (p.groups != 1 || p.c_out % 16 != 0))
+    userError(g.where(n), "packed weights need groups 1 and output channels in 16s");
   // Input 3, added by fuse-epilogues: a residual summed before the activation.
   int residual = n.inputs.size() > 3 ? n.inputs[3] : -1;
   return {Kernel::kConv, DType::kF32, p,

@@ -19,6 +19,7 @@ namespace cgc::passes {
   X("fuse-matmuls", fuseMatMuls)                  \
   X("fuse-epilogues", fuseEpilogues)              \
   X("pretranspose-gemm-weights", pretransposeGemmWeights) \
+  X("pack-conv-weights", packConvolutionWeights)  \
   X("dead-code", eliminateDeadCode)
 
 #define CGC_DECLARE_PASS(name, function) bool function(ir::Graph& graph);

@@ -54,6 +54,24 @@ void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
               const float* b, int64_t ldb, float* y, int64_t ldy,
               const Epilogue& e = {});
 
+/// Output channels per panel of weights packed by packConvWeights.
+constexpr int64_t kPackedPanel = 64;
+
+/// The GEMM of packed convolution weights, transposed: for output channels
+/// o in [o0, o1) (multiples of 16, inside one panel) and positions j < n,
+/// yt[j * ldyt + o - o0] = sum_p A(o, p) B(p, j), where A is the m x k
+/// matrix that packConvWeights stored in `packed` and B is read in place,
+/// B(p, j) = b[offsets[p] + positions[j]] (im2col without the copy). One
+/// thread.
+void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
+                int64_t o1, int64_t n, const float* b, const int64_t* offsets,
+                const int64_t* positions, float* yt, int64_t ldyt);
+
+/// gemmPacked's result back into rows of channels:
+/// y[c * ldy + j] = yt[j * channels + c] for c < channels, j < n.
+void transposePacked(const float* yt, int64_t n, int64_t channels, float* y,
+                     int64_t ldy);
+
 /// How a team of `threads` splits an m x n output (inner dimension k):
 /// ti row blocks x tj column blocks, ti * tj = threads.
 struct OutputSplit {

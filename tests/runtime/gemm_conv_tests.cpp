@@ -220,6 +220,42 @@ std::vector<float> referenceConv(const ConvParams& p, const std::vector<float>& 
   return y;
 }
 
+/// conv against referenceConv for every epilogue form, activation and team
+/// size; with `packed`, on weights repacked by packConvWeights.
+void checkConv(const ConvCase& c, bool packed) {
+  ConvParams p = paramsOf(c);
+  auto x = randomFloats(c.n * c.cin * c.d * c.h * c.w, 7);
+  auto w = randomFloats(c.cout * (c.cin / c.groups) * c.kd * c.kh * c.kw, 8);
+  auto bias = randomFloats(c.cout, 9);
+  const int64_t outCount = p.n * p.c_out * p.d_out * p.h_out * p.w_out;
+  auto residual = randomFloats(outCount, 10);
+  std::vector<float> kernelWeights = w;
+  if (packed) {
+    packConvWeights(p, w.data(), kernelWeights.data());
+    p.packed_weights = true;
+  }
+  for (int form = 0; form < 4; ++form) {  // bias?, residual?
+    const float* b = form & 1 ? bias.data() : nullptr;
+    const float* r = form & 2 ? residual.data() : nullptr;
+    for (const Act& act : kActs) {
+      p.activation = act.kind;
+      p.act_min = act.lo;
+      p.act_max = act.hi;
+      auto expected = referenceConv(p, x, w, b, r);
+      for (int threads : {1, 2, 3}) {
+        INFO("cin " << c.cin << " cout " << c.cout << " groups " << c.groups << " k "
+                    << c.kh << "x" << c.kw << " form " << form << " act "
+                    << static_cast<int>(act.kind) << " threads " << threads);
+        std::vector<float> y(outCount, 123.0f);
+        runTeam(threads, [&](const Team& team) {
+          conv(p, x.data(), kernelWeights.data(), b, r, y.data(), team);
+        });
+        requireClose(y, expected, 1e-4);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("conv strategies match a direct loop, with epilogues and teams") {
@@ -242,32 +278,26 @@ TEST_CASE("conv strategies match a direct loop, with epilogues and teams") {
       {1, 64, 1, 30, 30, 17, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1}, // several column chunks
       {1, 40, 1, 7, 7, 70, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // pointwise, more rows than columns
   };
-  for (const ConvCase& c : cases) {
-    ConvParams p = paramsOf(c);
-    auto x = randomFloats(c.n * c.cin * c.d * c.h * c.w, 7);
-    auto w = randomFloats(c.cout * (c.cin / c.groups) * c.kd * c.kh * c.kw, 8);
-    auto bias = randomFloats(c.cout, 9);
-    const int64_t outCount = p.n * p.c_out * p.d_out * p.h_out * p.w_out;
-    auto residual = randomFloats(outCount, 10);
-    for (int form = 0; form < 4; ++form) {  // bias?, residual?
-      const float* b = form & 1 ? bias.data() : nullptr;
-      const float* r = form & 2 ? residual.data() : nullptr;
-      for (const Act& act : kActs) {
-        p.activation = act.kind;
-        p.act_min = act.lo;
-        p.act_max = act.hi;
-        auto expected = referenceConv(p, x, w, b, r);
-        for (int threads : {1, 2, 3}) {
-          INFO("cin " << c.cin << " cout " << c.cout << " groups " << c.groups << " k "
-                      << c.kh << "x" << c.kw << " form " << form << " act "
-                      << static_cast<int>(act.kind) << " threads " << threads);
-          std::vector<float> y(outCount, 123.0f);
-          runTeam(threads, [&](const Team& team) {
-            conv(p, x.data(), w.data(), b, r, y.data(), team);
-          });
-          requireClose(y, expected, 1e-4);
-        }
-      }
-    }
-  }
+  for (const ConvCase& c : cases) checkConv(c, false);
+}
+
+TEST_CASE("conv on packed weights matches a direct loop") {
+  // Panels of 64 channels with 16-, 32- and 48-wide remainders; positions
+  // that leave 1 to 5 for the last register tile and span several chunks of
+  // 96; depths over one 512 step; padding on one side only; strided 1x1.
+  // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
+  const ConvCase cases[] = {
+      {1, 16, 1, 7, 7, 16, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // 3x3 pad 1, 7x7
+      {2, 20, 1, 9, 11, 80, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 64 + 16
+      {1, 70, 1, 6, 5, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // depth 630
+      {1, 9, 1, 13, 14, 144, 1, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 64 + 64 + 16, s2
+      {1, 5, 1, 17, 19, 32, 1, 1, 5, 3, 1, 1, 2, 0, 2, 0, 0, 0, 1, 1, 2, 1},   // one-sided pads, dilated
+      {1, 3, 1, 40, 12, 96, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // no pads, 380 positions
+      {1, 40, 1, 7, 7, 112, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // pointwise 7x7
+      {1, 24, 1, 9, 9, 16, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // strided 1x1
+      {1, 4, 3, 5, 6, 32, 1, 2, 3, 3, 1, 1, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1},     // 3-D
+      {1, 6, 1, 1, 23, 16, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},    // 1-D
+      {1, 2, 1, 1, 1, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},     // one position
+  };
+  for (const ConvCase& c : cases) checkConv(c, true);
 }

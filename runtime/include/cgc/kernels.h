@@ -133,6 +133,8 @@ struct ConvParams {
   // Defaulted so that initializers written before the epilogue stay valid.
   Activation activation = Activation::kNone;  // ignored by conv_transpose
   float act_min = 0.0f, act_max = 0.0f;
+  // w is in packConvWeights' layout (set by the pack-conv-weights pass).
+  bool packed_weights = false;
 };
 
 /// bias and residual (same shape as y, must not alias it) may be null.
@@ -145,6 +147,20 @@ inline void conv(const ConvParams& p, const float* x, const float* w,
                  const float* bias, float* y) {
   conv(p, x, w, bias, nullptr, y);
 }
+
+/// Whether conv runs faster on weights stored by packConvWeights (groups 1,
+/// c_out a multiple of 16, depth c_in x window at least 128): windows
+/// larger than 1x1 and strided or padded ones, which the packed kernel
+/// reads in place instead of through an im2col copy, and 1x1 layers with
+/// at most 64 outputs per channel, where the NCHW GEMM's vectors along
+/// positions run part-empty.
+bool convPrefersPackedWeights(const ConvParams& p);
+
+/// Repacks OI(D)HW weights (groups 1) for conv with packed_weights: panels
+/// of 64 output channels (the last one c_out % 64 wide), each stored
+/// [c_in * taps][panel width], so the kernel's vectors run along output
+/// channels. `packed` holds as many floats as `w`.
+void packConvWeights(const ConvParams& p, const float* w, float* packed);
 
 /// Transposed convolution, weights [c_in, c_out / groups, k_d, k_h, k_w].
 /// The *_in sizes are the input's, *_out the output's; pads are the ones

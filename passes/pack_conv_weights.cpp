@@ -1,0 +1,43 @@
+// pack-conv-weights: a Conv whose layer shape the packed kernel serves
+// better (rt::convPrefersPackedWeights: few output positions, groups 1,
+// output channels in 16s) gets its constant weights repacked once at compile
+// time into rt::packConvWeights' panels, and the attribute
+// cgc_packed_weights = 1 that lowering turns into ConvParams::packed_weights.
+// Packing at run time would copy every weight on every inference; packing in
+// the model constructor would hold two copies of them.
+// Runs after fold-conv-batchnorm, which rewrites the weights it packs.
+#include <cstring>
+
+#include "cgc/kernels.h"
+#include "lowering/kernel_call.h"
+#include "passes/pass_manager.h"
+
+namespace cgc::passes {
+
+bool packConvolutionWeights(ir::Graph& graph) {
+  bool changed = false;
+  for (int id : graph.topologicalOrder()) {
+    const ir::Node& conv = graph.node(id);
+    if (conv.op != "Conv" || conv.getInt("cgc_packed_weights", 0) != 0) continue;
+    const ir::Value& w = graph.value(conv.inputs[1]);
+    if (!w.isConstant() || w.type.dtype != DType::kF32) continue;
+    const lowering::KernelCall call = lowering::lowerNode(graph, conv);
+    const auto& params = std::get<rt::ConvParams>(call.params);
+    if (!rt::convPrefersPackedWeights(params)) continue;
+    std::vector<float> packed(static_cast<size_t>(w.type.numElements()));
+    rt::packConvWeights(params, w.dataAs<float>(), packed.data());
+    std::vector<uint8_t> bytes(packed.size() * sizeof(float));
+    std::memcpy(bytes.data(), packed.data(), bytes.size());
+    // Same element count, so the value keeps its shape; the attribute says
+    // how the elements are ordered.
+    int packedId = graph.addConstant(graph.uniqueValueName(w.name + "_packed"),
+                                     w.type, std::move(bytes));
+    ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
+    node.inputs[1] = packedId;
+    node.attrs["cgc_packed_weights"] = int64_t{1};
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace cgc::passes
