@@ -63,34 +63,53 @@ Range part(int64_t n, int parts, int index, int64_t grain) {
   return Team(index, parts, nullptr).split(n, grain);
 }
 
-}  // namespace
-
-// One simple pass per term over each row (still in cache): GCC vectorises
-// these; a single fused loop with optional terms it compiled into a
-// loop-carried chain 20x slower than the GEMM itself.
-void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y,
-                   int64_t ldy) {
-  if (e.empty()) return;
+/// The epilogue with its terms fixed at compile time, so each row is one
+/// vectorised pass (a loop testing optional terms at run time compiled into
+/// a loop-carried chain 20x slower than the GEMM itself).
+template <bool kRowBias, bool kColBias, bool kResidual, Activation kActivation>
+void epilogueRows(const Epilogue& e, int64_t rows, int64_t cols, float* y,
+                  int64_t ldy) {
   const float lo = e.act_min, hi = e.act_max;
   for (int64_t i = 0; i < rows; ++i) {
     float* __restrict row = y + i * ldy;
-    if (e.row_bias) {
-      const float b = e.row_bias[i];
-      for (int64_t j = 0; j < cols; ++j) row[j] += b;
+    const float* __restrict colBias = e.col_bias;
+    const float* __restrict residual = kResidual ? e.residual + i * e.ld_residual : nullptr;
+    const float rowBias = kRowBias ? e.row_bias[i] : 0.0f;
+    for (int64_t j = 0; j < cols; ++j) {
+      float v = row[j];
+      if constexpr (kRowBias) v += rowBias;
+      if constexpr (kColBias) v += colBias[j];
+      if constexpr (kResidual) v += residual[j];
+      if constexpr (kActivation == Activation::kRelu) v = std::max(v, 0.0f);
+      if constexpr (kActivation == Activation::kClip) v = std::min(std::max(v, lo), hi);
+      row[j] = v;
     }
-    if (e.col_bias) {
-      const float* __restrict b = e.col_bias;
-      for (int64_t j = 0; j < cols; ++j) row[j] += b[j];
-    }
-    if (e.residual) {
-      const float* __restrict r = e.residual + i * e.ld_residual;
-      for (int64_t j = 0; j < cols; ++j) row[j] += r[j];
-    }
-    if (e.activation == Activation::kRelu)
-      for (int64_t j = 0; j < cols; ++j) row[j] = std::max(row[j], 0.0f);
-    else if (e.activation == Activation::kClip)
-      for (int64_t j = 0; j < cols; ++j) row[j] = std::min(std::max(row[j], lo), hi);
   }
+}
+
+using EpilogueFn = void (*)(const Epilogue&, int64_t, int64_t, float*, int64_t);
+
+template <bool kRowBias, bool kColBias, bool kResidual>
+EpilogueFn epilogueFor(Activation activation) {
+  switch (activation) {
+    case Activation::kRelu: return &epilogueRows<kRowBias, kColBias, kResidual, Activation::kRelu>;
+    case Activation::kClip: return &epilogueRows<kRowBias, kColBias, kResidual, Activation::kClip>;
+    default: return &epilogueRows<kRowBias, kColBias, kResidual, Activation::kNone>;
+  }
+}
+
+}  // namespace
+
+void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y,
+                   int64_t ldy) {
+  if (e.empty()) return;
+  static constexpr EpilogueFn (*kTable[8])(Activation) = {
+      &epilogueFor<false, false, false>, &epilogueFor<false, false, true>,
+      &epilogueFor<false, true, false>,  &epilogueFor<false, true, true>,
+      &epilogueFor<true, false, false>,  &epilogueFor<true, false, true>,
+      &epilogueFor<true, true, false>,   &epilogueFor<true, true, true>};
+  const int terms = (e.row_bias ? 4 : 0) | (e.col_bias ? 2 : 0) | (e.residual ? 1 : 0);
+  kTable[terms](e.activation)(e, rows, cols, y, ldy);
 }
 
 void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
