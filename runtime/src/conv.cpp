@@ -165,20 +165,27 @@ void depthwise(const ConvParams& p, const float* x, const float* w,
     phases.fill(x + plane * inSpatial, 0.0f, buffer);
     const float* wc = w + c * p.k_h * p.k_w;
     const float b = bias ? bias[c] : 0.0f;
-    for (int64_t j = 0; j < phases.length(); j += PlanePhases::kSlack) {
-      Lanes sum[PlanePhases::kBlock];
+    // Each sum is a chain of dependent FMAs, one per tap: two blocks at a
+    // time keep 8 chains in flight, enough to cover the FMA latency.
+    auto block = [&]<int kVectors>(int64_t j) {
+      Lanes sum[kVectors];
       for (Lanes& v : sum) v = b - Lanes{};
       for (size_t t = 0; t < taps.size(); ++t) {
         const float* src = buffer + taps[t] + j;
         const float wv = wc[t];
-        for (int64_t v = 0; v < PlanePhases::kBlock; ++v) {
+        for (int v = 0; v < kVectors; ++v) {
           Lanes in;
           std::memcpy(&in, src + v * PlanePhases::kLanes, sizeof in);
           sum[v] += wv * in;
         }
       }
       std::memcpy(acc + j, sum, sizeof sum);
-    }
+    };
+    int64_t j = 0;
+    for (; j + 2 * PlanePhases::kSlack <= phases.length(); j += 2 * PlanePhases::kSlack)
+      block.template operator()<2 * PlanePhases::kBlock>(j);
+    for (; j < phases.length(); j += PlanePhases::kSlack)
+      block.template operator()<PlanePhases::kBlock>(j);
     // The epilogue on the way out (a copy and then applyEpilogue per plane
     // cost more than the taps).
     const float* res = residual ? residual + plane * spatial : nullptr;
