@@ -67,10 +67,11 @@ void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
                 int64_t o1, int64_t n, const float* b, const int64_t* offsets,
                 const int64_t* positions, float* yt, int64_t ldyt);
 
-/// gemmPacked's result back into rows of channels:
-/// y[c * ldy + j] = yt[j * channels + c] for c < channels, j < n.
-void transposePacked(const float* yt, int64_t n, int64_t channels, float* y,
-                     int64_t ldy);
+/// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (16 x 16
+/// tiles in registers where the CPU has AVX-512). Turns gemmPacked's result
+/// back into rows of channels, and planes into vectors of channels.
+void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols,
+               float* dst, int64_t ldd);
 
 /// How a team of `threads` splits an m x n output (inner dimension k):
 /// ti row blocks x tj column blocks, ti * tj = threads.

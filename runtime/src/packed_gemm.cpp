@@ -137,16 +137,19 @@ void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd) {
 #pragma GCC diagnostic pop
 #endif
 
-void transposePacked(const float* yt, int64_t n, int64_t channels, float* y,
-                     int64_t ldy) {
-  int64_t j0 = 0;
+void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols,
+               float* dst, int64_t ldd) {
+  int64_t r0 = 0, c0 = 0;
 #ifdef __AVX512F__
-  for (; j0 + 16 <= n; j0 += 16)
-    for (int64_t c = 0; c < channels; c += 16)
-      transpose16(yt + j0 * channels + c, channels, y + c * ldy + j0, ldy);
+  for (; r0 + 16 <= rows; r0 += 16)
+    for (c0 = 0; c0 + 16 <= cols; c0 += 16)
+      transpose16(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd);
 #endif
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t j = j0; j < n; ++j) y[c * ldy + j] = yt[j * channels + c];
+  // What the 16 x 16 tiles left: the columns past them, then the rows.
+  for (int64_t r = 0; r < r0; ++r)
+    for (int64_t c = c0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = r0; r < rows; ++r) dst[c * ldd + r] = src[r * lds + c];
 }
 
 }  // namespace cgc::rt::detail
