@@ -8,7 +8,7 @@
 //    Y[c_out, HW] = W[c_out, c_in] X[c_in, HW], no copies;
 //  - depthwise 2-D (groups == c_in == c_out; a GEMM of depth k_h * k_w
 //    would waste the micro-kernel): on small planes, 16 channels per vector
-//    after a transpose; on large ones, a direct loop per channel over the
+//    (channel_vectors.h); on large ones, a direct loop per channel over the
 //    plane's stride phases (plane_phases.h);
 //  - otherwise im2col of a chunk of output columns into per-thread scratch,
 //    then the GEMM on that chunk (the chunk is sized so its column matrix
@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cgc/kernels.h"
+#include "channel_vectors.h"
 #include "gemm_core.h"
 #include "plane_phases.h"
 
@@ -159,87 +160,44 @@ detail::Epilogue epilogueOf(const ConvParams& p, const float* bias,
   return e;
 }
 
-/// Most floats of padded input plus output for depthwiseVectors' blocks of
-/// 16 channels (256 KiB: with the transposed planes they stay in L2).
-constexpr int64_t kMaxChannelBlockFloats = 64 * 1024;
-
-/// Floats of the padded input and of the output of one block of 16
-/// channels in depthwiseVectors.
-struct ChannelBlockSizes {
-  int64_t padRows, padCols, padded, output;
-};
-
-ChannelBlockSizes channelBlockSizes(const ConvParams& p) {
-  ChannelBlockSizes s;
-  s.padRows = (p.h_out - 1) * p.stride_h + (p.k_h - 1) * p.dilation_h + 1;
-  s.padCols = (p.w_out - 1) * p.stride_w + (p.k_w - 1) * p.dilation_w + 1;
-  s.padded = s.padRows * s.padCols * 16;
-  s.output = p.h_out * p.w_out * 16;
-  return s;
+detail::Window2d windowOf(const ConvParams& p) {
+  return {p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w, p.stride_h, p.stride_w,
+          p.dilation_h, p.dilation_w, p.pad_top, p.pad_left};
 }
 
-/// Depthwise convolution with 16 channels in the vector lanes, for planes
-/// small enough that a block of 16 stays in L2: the block's planes are
-/// transposed into [row][column][16] with zero padding, every tap of every
-/// output is one aligned vector FMA, and the [position][16] result is
-/// transposed back into planes and gets the epilogue there. Per plane, the
-/// plane-at-a-time kernel below pays row-by-row copies that cost more than
-/// the taps on 7x7 to 28x28 planes (MobileNetV2: 5-20 GFLOP/s there).
-void depthwiseVectors(const ConvParams& p, const float* x, const float* w,
-                      const float* bias, const float* residual, float* y,
-                      const Team& team) {
-  constexpr int64_t kLanes = 16, kPositions = 8;  // outputs summed at once
-  typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
-  const ChannelBlockSizes size = channelBlockSizes(p);
+/// ChannelVectors' op for depthwise convolution: sum += w[tap] * in.
+struct MultiplyAdd {
+  using Lanes = detail::ChannelVectors::Lanes;
+  const float* weights;  // [tap][16 channels]
+  Lanes tap(int64_t t) const {
+    Lanes w;
+    std::memcpy(&w, weights + t * detail::ChannelVectors::kLanes, sizeof w);
+    return w;
+  }
+  void operator()(Lanes& sum, const Lanes& in, const Lanes& w) const { sum += w * in; }
+};
+
+/// Depthwise convolution on blocks of 16 channels in the vector lanes
+/// (channel_vectors.h); the epilogue runs on the planes after.
+void depthwiseVectors(const detail::ChannelVectors& vectors, const ConvParams& p,
+                      const float* x, const float* w, const float* bias,
+                      const float* residual, float* y, const Team& team) {
+  constexpr int64_t kLanes = detail::ChannelVectors::kLanes;
   const int64_t taps = p.k_h * p.k_w;
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
-  // Outputs past a row's end are summed and dropped: slack for their reads.
-  const int64_t slack = (kPositions * p.stride_w + 1) * kLanes;
-  float* planes = scratch(inSpatial * kLanes + size.padded + slack + size.output + taps * kLanes);
-  float* padded = planes + inSpatial * kLanes;
-  float* out = padded + size.padded + slack;
-  float* weights = out + size.output;
-  std::fill_n(padded, size.padded + slack, 0.0f);  // the borders stay zero
+  float* buffer = scratch(vectors.scratchSize() + taps * kLanes);
+  float* weights = buffer + vectors.scratchSize();
+  vectors.prepare(0.0f, buffer);
   const int64_t blocks = p.c_out / kLanes;
   const Range work = team.split(p.n * blocks);
   for (int64_t item = work.begin; item < work.end; ++item) {
-    const int64_t c0 = item % blocks * kLanes;
-    const float* xb = x + (item / blocks * p.c_out + c0) * inSpatial;
-    detail::transpose(xb, inSpatial, kLanes, inSpatial, planes, kLanes);
-    for (int64_t ih = 0; ih < p.h_in; ++ih) {
-      const int64_t r = ih + p.pad_top;
-      if (r >= size.padRows) break;
-      const int64_t lo = std::max<int64_t>(0, -p.pad_left);
-      const int64_t hi = std::min(p.w_in, size.padCols - p.pad_left);
-      if (lo < hi)
-        std::copy(planes + (ih * p.w_in + lo) * kLanes, planes + (ih * p.w_in + hi) * kLanes,
-                  padded + (r * size.padCols + lo + p.pad_left) * kLanes);
-    }
+    const int64_t n = item / blocks, c0 = item % blocks * kLanes;
     detail::transpose(w + c0 * taps, taps, kLanes, taps, weights, kLanes);
-    for (int64_t oh = 0; oh < p.h_out; ++oh)
-      for (int64_t ow0 = 0; ow0 < p.w_out; ow0 += kPositions) {
-        Lanes sum[kPositions] = {};
-        for (int64_t kh = 0; kh < p.k_h; ++kh) {
-          const float* row =
-              padded + (oh * p.stride_h + kh * p.dilation_h) * size.padCols * kLanes;
-          for (int64_t kw = 0; kw < p.k_w; ++kw) {
-            Lanes wv;
-            std::memcpy(&wv, weights + (kh * p.k_w + kw) * kLanes, sizeof wv);
-            const float* src = row + (ow0 * p.stride_w + kw * p.dilation_w) * kLanes;
-            for (int64_t i = 0; i < kPositions; ++i) {
-              Lanes in;
-              std::memcpy(&in, src + i * p.stride_w * kLanes, sizeof in);
-              sum[i] += wv * in;
-            }
-          }
-        }
-        const int64_t count = std::min(kPositions, p.w_out - ow0);
-        std::memcpy(out + (oh * p.w_out + ow0) * kLanes, sum, count * sizeof(Lanes));
-      }
-    float* yb = y + (item / blocks * p.c_out + c0) * spatial;
-    detail::transpose(out, kLanes, spatial, kLanes, yb, spatial);
-    detail::applyEpilogue(epilogueOf(p, bias, residual, item / blocks, 0).at(c0, 0), kLanes,
-                          spatial, yb, spatial);
+    float* yb = y + (n * p.c_out + c0) * spatial;
+    vectors.run(x + (n * p.c_out + c0) * inSpatial, inSpatial, 0.0f, MultiplyAdd{weights}, yb,
+                spatial, buffer);
+    detail::applyEpilogue(epilogueOf(p, bias, residual, n, 0).at(c0, 0), kLanes, spatial, yb,
+                          spatial);
   }
 }
 
@@ -431,9 +389,9 @@ void conv(const ConvParams& p, const float* x, const float* w,
     return;
   }
   if (isDepthwise2d(p)) {
-    const ChannelBlockSizes size = channelBlockSizes(p);
-    if (p.c_out % 16 == 0 && size.padded + size.output <= kMaxChannelBlockFloats)
-      depthwiseVectors(p, x, w, bias, residual, y, team);
+    const detail::ChannelVectors vectors(windowOf(p));
+    if (vectors.fits(p.c_out))
+      depthwiseVectors(vectors, p, x, w, bias, residual, y, team);
     else
       depthwise(p, x, w, bias, residual, y, team);
     return;

@@ -1,13 +1,15 @@
 // Max, average and global average pooling over NCHW planes; the team
-// splits the planes. 2-D max pooling goes through PlanePhases (one loop per
-// tap over the whole plane); average pooling, whose divisor depends on how
-// much of each window is padding, row by row.
+// splits the planes. 2-D max pooling runs on blocks of 16 planes in the
+// vector lanes where they are small (channel_vectors.h), else through
+// PlanePhases (one loop per tap over the whole plane); average pooling,
+// whose divisor depends on how much of each window is padding, row by row.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "cgc/kernels.h"
+#include "channel_vectors.h"
 #include "plane_phases.h"
 
 namespace cgc::rt {
@@ -110,15 +112,44 @@ void maxPool2d(const PoolParams& p, const float* x, float* y, Range planes) {
   }
 }
 
+/// ChannelVectors' op for max pooling (padding is -inf).
+struct Maximum {
+  using Lanes = detail::ChannelVectors::Lanes;
+  Lanes tap(int64_t) const { return Lanes{}; }
+  void operator()(Lanes& m, const Lanes& in, const Lanes&) const { m = m < in ? in : m; }
+};
+
+/// 2-D max pooling on blocks of 16 planes in the vector lanes.
+void maxPoolVectors(const detail::ChannelVectors& vectors, const PoolParams& p,
+                    const float* x, float* y, const Team& team) {
+  constexpr int64_t kLanes = detail::ChannelVectors::kLanes;
+  const float lowest = -std::numeric_limits<float>::infinity();
+  const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
+  thread_local std::vector<float> scratch;
+  scratch.resize(static_cast<size_t>(
+      std::max<int64_t>(static_cast<int64_t>(scratch.size()), vectors.scratchSize())));
+  vectors.prepare(lowest, scratch.data());
+  const Range blocks = team.split(p.n_c / kLanes);
+  for (int64_t b = blocks.begin; b < blocks.end; ++b)
+    vectors.run(x + b * kLanes * inSpatial, inSpatial, lowest, Maximum{},
+                y + b * kLanes * spatial, spatial, scratch.data());
+}
+
 template <bool kMax>
 void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
   const int64_t inPlane = p.d_in * p.h_in * p.w_in;
   const int64_t outPlane = p.d_out * p.h_out * p.w_out;
   const bool planar = p.d_in == 1 && p.d_out == 1 && p.k_d == 1 && p.pad_front == 0;
-  const Range planes = team.split(p.n_c);
   if constexpr (kMax) {
-    if (planar) return maxPool2d(p, x, y, planes);
+    if (planar) {
+      const detail::ChannelVectors vectors({p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w,
+                                            p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
+                                            p.pad_top, p.pad_left});
+      if (vectors.fits(p.n_c)) return maxPoolVectors(vectors, p, x, y, team);
+      return maxPool2d(p, x, y, team.split(p.n_c));
+    }
   }
+  const Range planes = team.split(p.n_c);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const float* in = x + plane * inPlane;
     float* out = y + plane * outPlane;

@@ -326,6 +326,13 @@ TEST_CASE("pools: 3-D, 1-D, dilations, strides 3, asymmetric pads") {
        Axis{5, 5, 1, 0, 0, 1}},
       {"1x1 window, stride 2", 2, unit, Axis{7, 1, 2, 0, 0, 1},
        Axis{6, 1, 2, 0, 0, 1}},
+      // Planes in 16s: max pooling with 16 planes per vector.
+      {"16 planes, 3x3 stride 1 pad 1", 16, unit, Axis{9, 3, 1, 1, 1, 1},
+       Axis{10, 3, 1, 1, 1, 1}},
+      {"32 planes, stride 2, end pads", 32, unit, Axis{11, 3, 2, 0, 1, 1},
+       Axis{13, 3, 2, 1, 1, 1}},
+      {"16 planes, stride 3, dilated", 16, unit, Axis{12, 2, 3, 1, 0, 2},
+       Axis{8, 3, 1, 2, 2, 1}},
   };
   uint32_t seed = 300;
   for (const Case& c : cases) {

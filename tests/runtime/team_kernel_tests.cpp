@@ -123,32 +123,36 @@ TEST_CASE("team binary: dense, scalar, inner and outer broadcasts") {
 }
 
 TEST_CASE("team pooling splits planes") {
-  // 5 planes of 7 x 9, window 3 x 2, stride 2, pads 1 / 0.
-  PoolParams p{5, 1, 7, 9, 1, 4, 4, 1, 3, 2, 1, 2, 2, 0, 1, 0, 1, 1, 1, false};
-  auto x = randomFloats(5 * 7 * 9, 3);
-  std::vector<float> maxRef(5 * 16), avgRef(5 * 16);
-  for (int64_t c = 0; c < 5; ++c)
-    for (int64_t oh = 0; oh < 4; ++oh)
-      for (int64_t ow = 0; ow < 4; ++ow) {
-        float m = -std::numeric_limits<float>::infinity();
-        double s = 0;
-        int count = 0;
-        for (int64_t kh = 0; kh < 3; ++kh)
-          for (int64_t kw = 0; kw < 2; ++kw) {
-            int64_t ih = oh * 2 - 1 + kh, iw = ow * 2 + kw;
-            if (ih < 0 || ih >= 7 || iw >= 9) continue;
-            m = std::max(m, x[(c * 7 + ih) * 9 + iw]);
-            s += x[(c * 7 + ih) * 9 + iw];
-            ++count;
-          }
-        maxRef[c * 16 + oh * 4 + ow] = m;
-        avgRef[c * 16 + oh * 4 + ow] = static_cast<float>(s / count);
-      }
-  std::vector<float> y(5 * 16, NAN);
-  onTeams([&](const Team& t) { max_pool(p, x.data(), y.data(), t); },
-          [&] { requireClose(y, maxRef, 1e-6); });
-  onTeams([&](const Team& t) { avg_pool(p, x.data(), y.data(), t); },
-          [&] { requireClose(y, avgRef, 1e-6); });
+  // planes of 7 x 9, window 3 x 2, stride 2, pads 1 / 0; 32 planes go 16 to
+  // a vector for max pooling.
+  for (int64_t n_c : {5, 32}) {
+    INFO(n_c << " planes");
+    PoolParams p{n_c, 1, 7, 9, 1, 4, 4, 1, 3, 2, 1, 2, 2, 0, 1, 0, 1, 1, 1, false};
+    auto x = randomFloats(n_c * 7 * 9, 3);
+    std::vector<float> maxRef(n_c * 16), avgRef(n_c * 16);
+    for (int64_t c = 0; c < n_c; ++c)
+      for (int64_t oh = 0; oh < 4; ++oh)
+        for (int64_t ow = 0; ow < 4; ++ow) {
+          float m = -std::numeric_limits<float>::infinity();
+          double s = 0;
+          int count = 0;
+          for (int64_t kh = 0; kh < 3; ++kh)
+            for (int64_t kw = 0; kw < 2; ++kw) {
+              int64_t ih = oh * 2 - 1 + kh, iw = ow * 2 + kw;
+              if (ih < 0 || ih >= 7 || iw >= 9) continue;
+              m = std::max(m, x[(c * 7 + ih) * 9 + iw]);
+              s += x[(c * 7 + ih) * 9 + iw];
+              ++count;
+            }
+          maxRef[c * 16 + oh * 4 + ow] = m;
+          avgRef[c * 16 + oh * 4 + ow] = static_cast<float>(s / count);
+        }
+    std::vector<float> y(n_c * 16, NAN);
+    onTeams([&](const Team& t) { max_pool(p, x.data(), y.data(), t); },
+            [&] { requireClose(y, maxRef, 1e-6); });
+    onTeams([&](const Team& t) { avg_pool(p, x.data(), y.data(), t); },
+            [&] { requireClose(y, avgRef, 1e-6); });
+  }
 
   for (int64_t planes : {1, 37}) {
     auto gx = randomFloats(planes * 13, 4);
