@@ -57,9 +57,9 @@ class ChannelVectors {
   }
 
   /// For the 16 planes of x (inStride apart) into those of y (outStride
-  /// apart): out = init, then op(out, input, op.tap(t)) for every tap
-  /// t = kh * k_w + kw (op.tap(t): the tap's weights, say, loaded once per
-  /// row of outputs).
+  /// apart): out = init, then op(out, input, tap) for every tap
+  /// t = kh * k_w + kw, where op.tap(t, tap) sets what the op needs of the
+  /// tap (its weights, say) once per 8 outputs.
   template <typename Op>
   void run(const float* x, int64_t inStride, float init, const Op& op, float* y,
            int64_t outStride, float* scratch) const {
@@ -80,7 +80,8 @@ class ChannelVectors {
           const float* row = padded + (oh * g_.stride_h + kh * g_.dilation_h) * padCols_ * kLanes;
           for (int64_t kw = 0; kw < g_.k_w; ++kw) {
             const float* src = row + (ow0 * g_.stride_w + kw * g_.dilation_w) * kLanes;
-            const Lanes tap = op.tap(kh * g_.k_w + kw);
+            Lanes tap;
+            op.tap(kh * g_.k_w + kw, tap);
             for (int64_t i = 0; i < kPositions; ++i) {
               Lanes in;
               std::memcpy(&in, src + i * g_.stride_w * kLanes, sizeof in);

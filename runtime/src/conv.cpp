@@ -169,10 +169,8 @@ detail::Window2d windowOf(const ConvParams& p) {
 struct MultiplyAdd {
   using Lanes = detail::ChannelVectors::Lanes;
   const float* weights;  // [tap][16 channels]
-  Lanes tap(int64_t t) const {
-    Lanes w;
+  void tap(int64_t t, Lanes& w) const {
     std::memcpy(&w, weights + t * detail::ChannelVectors::kLanes, sizeof w);
-    return w;
   }
   void operator()(Lanes& sum, const Lanes& in, const Lanes& w) const { sum += w * in; }
 };

@@ -115,7 +115,7 @@ void maxPool2d(const PoolParams& p, const float* x, float* y, Range planes) {
 /// ChannelVectors' op for max pooling (padding is -inf).
 struct Maximum {
   using Lanes = detail::ChannelVectors::Lanes;
-  Lanes tap(int64_t) const { return Lanes{}; }
+  void tap(int64_t, Lanes&) const {}
   void operator()(Lanes& m, const Lanes& in, const Lanes&) const { m = m < in ? in : m; }
 };
 
