@@ -312,8 +312,9 @@ KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
             {n.inputs[0], n.inputs[1], bias}, {n.outputs[0]}};
   setActivation(g, n, p);
   p.packed_weights = n.getInt("cgc_packed_weights", 0) != 0;
-  if (p.packed_weights && (p.groups != 1 || p.c_out % 16 != 0))
-    userError(g.where(n), "packed weights need groups 1 and output channels in 16s");
+  if (p.packed_weights &&
+      (p.groups != 1 || g.value(n.inputs[1]).type.numElements() != rt::packedConvWeightCount(p)))
+    userError(g.where(n), "packed weights need groups 1 and {} floats", rt::packedConvWeightCount(p));
   // Input 3, added by fuse-epilogues: a residual summed before the activation.
   int residual = n.inputs.size() > 3 ? n.inputs[3] : -1;
   return {Kernel::kConv, DType::kF32, p,
@@ -671,6 +672,7 @@ bool mayRunInPlace(const KernelCall& call) {
 bool takesTeam(const KernelCall& call) {
   switch (call.kernel) {
     case Kernel::kConv:
+    case Kernel::kConvTranspose:
     case Kernel::kGemm:
     case Kernel::kRnn:
     case Kernel::kUnary:

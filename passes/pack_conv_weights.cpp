@@ -1,7 +1,7 @@
 // pack-conv-weights: a Conv whose layer shape the packed kernel serves
-// better (rt::convPrefersPackedWeights: few output positions, groups 1,
-// output channels in 16s) gets its constant weights repacked once at compile
-// time into rt::packConvWeights' panels, and the attribute
+// better (rt::convPrefersPackedWeights: windows larger than 1x1, 7x7
+// pointwise layers; groups 1) gets its constant weights repacked once at
+// compile time into rt::packConvWeights' panels, and the attribute
 // cgc_packed_weights = 1 that lowering turns into ConvParams::packed_weights.
 // Packing at run time would copy every weight on every inference; packing in
 // the model constructor would hold two copies of them.
@@ -24,14 +24,14 @@ bool packConvolutionWeights(ir::Graph& graph) {
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
     const auto& params = std::get<rt::ConvParams>(call.params);
     if (!rt::convPrefersPackedWeights(params)) continue;
-    std::vector<float> packed(static_cast<size_t>(w.type.numElements()));
+    const int64_t count = rt::packedConvWeightCount(params);
+    std::vector<float> packed(static_cast<size_t>(count));
     rt::packConvWeights(params, w.dataAs<float>(), packed.data());
     std::vector<uint8_t> bytes(packed.size() * sizeof(float));
     std::memcpy(bytes.data(), packed.data(), bytes.size());
-    // Same element count, so the value keeps its shape; the attribute says
-    // how the elements are ordered.
+    // A flat array: the attribute says how its elements are ordered.
     int packedId = graph.addConstant(graph.uniqueValueName(w.name + "_packed"),
-                                     w.type, std::move(bytes));
+                                     {DType::kF32, {count}}, std::move(bytes));
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedId;
     node.attrs["cgc_packed_weights"] = int64_t{1};

@@ -14,7 +14,7 @@
 //    then the GEMM on that chunk (the chunk is sized so its column matrix
 //    stays in L2 while the GEMM reads it).
 // Bias, residual and activation are the GEMM block epilogue (gemm_core.h).
-// conv_transpose is GEMM + col2im on one thread.
+// conv_transpose is GEMM + col2im, the team splitting output channels.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -264,6 +264,10 @@ int64_t columnChunk(int64_t depth) {
   return std::max<int64_t>(cols, 128);
 }
 
+/// Output channels the packed kernel computes: c_out rounded up to 16 (the
+/// packed weights of the extra ones are zero and their results dropped).
+int64_t packedChannels(const ConvParams& p) { return (p.c_out + 15) / 16 * 16; }
+
 /// Copies x's channels into zero-padded volumes of d x h x w, the extents
 /// the windows of p read (padding included).
 void padInput(const ConvParams& p, const float* x, int64_t d, int64_t h,
@@ -295,11 +299,11 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
   const int64_t taps = p.k_d * p.k_h * p.k_w, kSize = p.c_in * taps;
   const int64_t inSpatial = p.d_in * p.h_in * p.w_in;
   const int64_t outPlane = p.h_out * p.w_out, spatial = p.d_out * outPlane;
-  const int64_t channelBlocks = p.c_out / 16;
+  const int64_t channels = packedChannels(p), channelBlocks = channels / 16;
   detail::Block blk{{0, channelBlocks}, {0, spatial}};
   if (team.size() > 1)
     blk = detail::blockOf(
-        detail::splitOutput(p.c_out, spatial, kSize, team.size()),
+        detail::splitOutput(channels, spatial, kSize, team.size()),
         channelBlocks, spatial, team.thread());
   if (blk.rows.size() <= 0 || blk.cols.size() <= 0) return;
   const int64_t o0 = blk.rows.begin * 16, o1 = blk.rows.end * 16;
@@ -309,19 +313,19 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
   const int64_t wd = (p.w_out - 1) * p.stride_w + (p.k_w - 1) * p.dilation_w + 1;
   const bool inPlace = p.pad_front == 0 && p.pad_top == 0 && p.pad_left == 0 &&
                        d <= p.d_in && h <= p.h_in && wd <= p.w_in;
-  const int64_t rows = inPlace ? p.h_in : h, width = inPlace ? p.w_in : wd;
-  const int64_t volume = (inPlace ? p.d_in : d) * rows * width;
+  const int64_t rows = inPlace ? p.h_in : h, cols = inPlace ? p.w_in : wd;
+  const int64_t volume = (inPlace ? p.d_in : d) * rows * cols;
   int64_t* offsets = scratch<int64_t>(kSize + blk.cols.size());
   int64_t* positions = offsets + kSize - blk.cols.begin;  // positions[s]
   for (int64_t c = 0, i = 0; c < p.c_in; ++c)
     for (int64_t kd = 0; kd < p.k_d; ++kd)
       for (int64_t kh = 0; kh < p.k_h; ++kh)
         for (int64_t kw = 0; kw < p.k_w; ++kw)
-          offsets[i++] = c * volume + (kd * p.dilation_d * rows + kh * p.dilation_h) * width +
+          offsets[i++] = c * volume + (kd * p.dilation_d * rows + kh * p.dilation_h) * cols +
                          kw * p.dilation_w;
   for (int64_t s = blk.cols.begin; s < blk.cols.end; ++s)
     positions[s] = (s / outPlane * p.stride_d * rows + s % outPlane / p.w_out * p.stride_h) *
-                       width + s % p.w_out * p.stride_w;
+                       cols + s % p.w_out * p.stride_w;
 
   constexpr int64_t kChunk = 96;  // positions: 64 x 96 floats of result fit L1
   float* transposed = scratch<float>(kChunk * detail::kPackedPanel +
@@ -336,16 +340,16 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
     float* yn = y + n * p.c_out * spatial;
     const detail::Epilogue e = epilogueOf(p, bias, residual, n, 0);
     for (int64_t s0 = blk.cols.begin; s0 < blk.cols.end; s0 += kChunk) {
-      const int64_t cols = std::min(blk.cols.end, s0 + kChunk) - s0;
+      const int64_t count = std::min(blk.cols.end, s0 + kChunk) - s0;
       for (int64_t o = o0; o < o1;) {
         const int64_t end =
             std::min(o1, (o / detail::kPackedPanel + 1) * detail::kPackedPanel);
-        const int64_t channels = end - o;
-        detail::gemmPacked(p.c_out, kSize, w, o, end, cols, in, offsets,
-                           positions + s0, transposed, channels);
+        const int64_t width = end - o, real = std::min(end, p.c_out) - o;
+        detail::gemmPacked(channels, kSize, w, o, end, count, in, offsets,
+                           positions + s0, transposed, width);
         float* block = yn + o * spatial + s0;
-        detail::transpose(transposed, channels, cols, channels, block, spatial);
-        detail::applyEpilogue(e.at(o, s0), channels, cols, block, spatial);
+        detail::transpose(transposed, width, count, real, block, spatial);
+        detail::applyEpilogue(e.at(o, s0), real, count, block, spatial);
         o = end;
       }
     }
@@ -363,17 +367,24 @@ bool convPrefersPackedWeights(const ConvParams& p) {
   constexpr int64_t kMaxPointwisePositions = 64;
   constexpr int64_t kMinDepth = 128;  // below, tile set-up and the transpose
                                       // outweigh the product (3-channel stems)
-  if (p.groups != 1 || p.c_out % 16 != 0 || isDepthwise2d(p) ||
+  // Channels are computed in 16s: at most a third more than c_out.
+  if (p.groups != 1 || 3 * packedChannels(p) > 4 * p.c_out || isDepthwise2d(p) ||
       p.c_in * p.k_d * p.k_h * p.k_w < kMinDepth)
     return false;
   return !isPointwise(p) || p.d_out * p.h_out * p.w_out <= kMaxPointwisePositions;
 }
 
+int64_t packedConvWeightCount(const ConvParams& p) {
+  return packedChannels(p) * (p.c_in / p.groups) * p.k_d * p.k_h * p.k_w;
+}
+
 void packConvWeights(const ConvParams& p, const float* w, float* packed) {
   const int64_t kSize = p.c_in / p.groups * p.k_d * p.k_h * p.k_w;
+  const int64_t channels = packedChannels(p);
+  std::fill_n(packed, channels * kSize, 0.0f);
   for (int64_t o = 0; o < p.c_out; ++o) {
     const int64_t panel = o / detail::kPackedPanel * detail::kPackedPanel;
-    const int64_t width = std::min(detail::kPackedPanel, p.c_out - panel);
+    const int64_t width = std::min(detail::kPackedPanel, channels - panel);
     for (int64_t k = 0; k < kSize; ++k)
       packed[panel * kSize + k * width + (o - panel)] = w[o * kSize + k];
   }
@@ -438,34 +449,38 @@ void conv(const ConvParams& p, const float* x, const float* w,
 }
 
 void conv_transpose(const ConvParams& p, const float* x, const float* w,
-                    const float* bias, float* y) {
+                    const float* bias, float* y, const Team& team) {
   const int64_t cinG = p.c_in / p.groups, coutG = p.c_out / p.groups;
   const int64_t taps = p.k_d * p.k_h * p.k_w;
   const int64_t rows = coutG * taps;
   const int64_t inSpatial = p.d_in * p.h_in * p.w_in;
   const int64_t outSpatial = p.d_out * p.h_out * p.w_out;
-  thread_local std::vector<float> col;
-  col.resize(static_cast<size_t>(rows * inSpatial));
-  std::fill(y, y + p.n * p.c_out * outSpatial, 0.0f);
+  // Each thread owns a range of output channels: its rows of col and its
+  // planes of y, so the scatter needs no synchronisation.
+  const Range channels = team.split(coutG);
+  if (channels.size() <= 0) return;
+  float* col = scratch(channels.size() * taps * inSpatial);
   for (int64_t n = 0; n < p.n; ++n) {
     for (int64_t g = 0; g < p.groups; ++g) {
-      // col = W_g^T x_g, W_g viewed as [cinG, rows].
-      const float* wg = w + g * cinG * rows;
+      // col = W_g^T x_g for this thread's channels, W_g viewed as [cinG, rows].
+      const float* wg = w + g * cinG * rows + channels.begin * taps;
       const float* xg = x + (n * p.c_in + g * cinG) * inSpatial;
-      detail::sgemm(rows, inSpatial, cinG, wg, 1, rows, xg, inSpatial, 1,
-                    col.data(), inSpatial, false);
+      detail::gemmRowsTransposedA(channels.size() * taps, inSpatial, cinG, wg, rows, xg,
+                                  inSpatial, col, inSpatial);
       float* yg = y + (n * p.c_out + g * coutG) * outSpatial;
+      std::fill(yg + channels.begin * outSpatial, yg + channels.end * outSpatial, 0.0f);
       // Scatter: input position i with tap t lands on output position o,
       // the mirror of the convolution's gather with the roles swapped.
-      for (int64_t c = 0; c < coutG; ++c) {
-        const float* colRows = col.data() + c * taps * inSpatial;
+      for (int64_t c = channels.begin; c < channels.end; ++c) {
+        const float* colRows = col + (c - channels.begin) * taps * inSpatial;
         float* plane = yg + c * outSpatial;
         forEachTap(p, p.d_out, p.h_out, p.w_out, p.d_in, p.h_in, p.w_in,
                    [&](int64_t tap, int64_t in, int64_t out) {
                      if (out >= 0) plane[out] += colRows[tap * inSpatial + in];
                    });
       }
-      addBias(bias ? bias + g * coutG : nullptr, coutG, outSpatial, yg);
+      addBias(bias ? bias + g * coutG + channels.begin : nullptr, channels.size(),
+              outSpatial, yg + channels.begin * outSpatial);
     }
   }
 }

@@ -73,6 +73,12 @@ void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
 void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols,
                float* dst, int64_t ldd);
 
+/// gemmRows with A stored transposed, A(i, p) = a[p * lda + i] (LIBXSMM's
+/// transposed-B kernels, with the operands swapped as in gemmRows).
+void gemmRowsTransposedA(int64_t m, int64_t n, int64_t k, const float* a,
+                         int64_t lda, const float* b, int64_t ldb, float* y,
+                         int64_t ldy);
+
 /// How a team of `threads` splits an m x n output (inner dimension k):
 /// ti row blocks x tj column blocks, ti * tj = threads.
 struct OutputSplit {

@@ -27,12 +27,13 @@ constexpr int64_t kKc = 1024;  // most depth per block
 struct KernelKey {
   int64_t m, n, k, lda, ldb, ldc;
   bool accumulate;
+  bool transB = false;  // the kernel's B (our A) stored transposed
   bool operator==(const KernelKey&) const = default;
 };
 
 struct KernelKeyHash {
   size_t operator()(const KernelKey& key) const {
-    size_t h = static_cast<size_t>(key.accumulate);
+    size_t h = static_cast<size_t>(key.accumulate) * 2 + key.transB;
     for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc})
       h = h * 1000003u ^ static_cast<size_t>(v);
     return h;
@@ -49,7 +50,7 @@ libxsmm_smmfunction kernelFor(const KernelKey& key) {
   (void)initialised;
   const libxsmm_blasint lda = key.lda, ldb = key.ldb, ldc = key.ldc;
   const float alpha = 1.0f, beta = key.accumulate ? 1.0f : 0.0f;
-  const int flags = LIBXSMM_GEMM_FLAG_NONE;
+  const int flags = key.transB ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
   const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
   libxsmm_smmfunction f =
       libxsmm_smmdispatch(key.m, key.n, key.k, &lda, &ldb, &ldc, &alpha, &beta,
@@ -112,15 +113,19 @@ void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y,
   kTable[terms](e.activation)(e, rows, cols, y, ldy);
 }
 
-void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float* y, int64_t ldy,
-              const Epilogue& e) {
+namespace {
+
+/// gemmRows, with A stored transposed where aTransposed: A(i, p) = a[p * lda + i].
+void gemmBlocks(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                bool aTransposed, const float* b, int64_t ldb, float* y,
+                int64_t ldy, const Epilogue& e) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(y + i * ldy, y + i * ldy + n, 0.0f);
     applyEpilogue(e, m, n, y, ldy);
     return;
   }
+  const int64_t aRow = aTransposed ? 1 : lda, aCol = aTransposed ? lda : 1;
   // Equal depth steps (576 = one step, not 512 + 64): a short last step
   // would reload and rewrite all of Y for little work.
   const int64_t steps = (k + kKc - 1) / kKc, step = (k + steps - 1) / steps;
@@ -131,18 +136,32 @@ void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
       const int64_t nc = std::min(kNc, n - jc);
       for (int64_t ic = 0; ic < m; ic += kMc) {
         const int64_t mc = std::min(kMc, m - ic);
-        const float* ablock = a + ic * lda + pc;
+        const float* ablock = a + ic * aRow + pc * aCol;
         const float* bblock = b + pc * ldb + jc;
         float* yblock = y + ic * ldy + jc;
-        if (auto f = kernelFor({nc, mc, kc, ldb, lda, ldy, accumulate}))
+        if (auto f = kernelFor({nc, mc, kc, ldb, lda, ldy, accumulate, aTransposed}))
           f(bblock, ablock, yblock);
         else
-          sgemm(mc, nc, kc, ablock, lda, 1, bblock, ldb, 1, yblock, ldy,
+          sgemm(mc, nc, kc, ablock, aRow, aCol, bblock, ldb, 1, yblock, ldy,
                 accumulate);
         if (last) applyEpilogue(e.at(ic, jc), mc, nc, yblock, ldy);
       }
     }
   }
+}
+
+}  // namespace
+
+void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+              const float* b, int64_t ldb, float* y, int64_t ldy,
+              const Epilogue& e) {
+  gemmBlocks(m, n, k, a, lda, false, b, ldb, y, ldy, e);
+}
+
+void gemmRowsTransposedA(int64_t m, int64_t n, int64_t k, const float* a,
+                         int64_t lda, const float* b, int64_t ldb, float* y,
+                         int64_t ldy) {
+  gemmBlocks(m, n, k, a, lda, true, b, ldb, y, ldy, {});
 }
 
 // DeepCPU's rule for splitting a GEMM over threads that share a cache: a

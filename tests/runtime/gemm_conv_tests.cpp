@@ -231,6 +231,7 @@ void checkConv(const ConvCase& c, bool packed) {
   auto residual = randomFloats(outCount, 10);
   std::vector<float> kernelWeights = w;
   if (packed) {
+    kernelWeights.resize(packedConvWeightCount(p));
     packConvWeights(p, w.data(), kernelWeights.data());
     p.packed_weights = true;
   }
@@ -289,9 +290,10 @@ TEST_CASE("conv strategies match a direct loop, with epilogues and teams") {
 }
 
 TEST_CASE("conv on packed weights matches a direct loop") {
-  // Panels of 64 channels with 16-, 32- and 48-wide remainders; positions
-  // that leave 1 to 5 for the last register tile and span several chunks of
-  // 96; depths over one 512 step; padding on one side only; strided 1x1.
+  // Panels of 64 channels with 16-, 32- and 48-wide remainders, channels
+  // not in 16s; positions that leave 1 to 5 for the last register tile and
+  // span several chunks of 96; depths over one 512 step; padding on one side
+  // only; strided 1x1.
   // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
   const ConvCase cases[] = {
       {1, 16, 1, 7, 7, 16, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // 3x3 pad 1, 7x7
@@ -305,6 +307,8 @@ TEST_CASE("conv on packed weights matches a direct loop") {
       {1, 4, 3, 5, 6, 32, 1, 2, 3, 3, 1, 1, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1},     // 3-D
       {1, 6, 1, 1, 23, 16, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},    // 1-D
       {1, 2, 1, 1, 1, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},     // one position
+      {1, 12, 1, 9, 8, 24, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // 24 channels: 8 dropped
+      {2, 7, 1, 6, 7, 72, 1, 1, 3, 3, 1, 2, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},     // 64 + 8 of 16
   };
   for (const ConvCase& c : cases) checkConv(c, true);
 }

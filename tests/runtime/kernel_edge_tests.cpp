@@ -17,6 +17,7 @@
 
 #include "cgc/kernels.h"
 #include "cgc/runtime.h"
+#include "test_data.h"
 
 using namespace cgc::rt;
 using cgc::DType;
@@ -258,11 +259,16 @@ TEST_CASE("conv_transpose: 3-D, 1-D, groups, cropped pads, output padding") {
     auto x = uniform(p.n * p.c_in * p.d_in * p.h_in * p.w_in, ++seed);
     auto w = uniform(p.c_in * c.coutG * p.k_d * p.k_h * p.k_w, ++seed);
     auto bias = uniform(p.c_out, ++seed);
-    std::vector<float> y(p.n * p.c_out * p.d_out * p.h_out * p.w_out, 42.0f);
-    conv_transpose(p, x.data(), w.data(), bias.data(), y.data());
-    requireClose(y, naiveConvTranspose(p, x, w, bias.data()));
-    conv_transpose(p, x.data(), w.data(), nullptr, y.data());
-    requireClose(y, naiveConvTranspose(p, x, w, nullptr));
+    for (int threads : {1, 2, 3}) {  // the team splits output channels
+      INFO("threads " << threads);
+      for (const float* b : {static_cast<const float*>(bias.data()), static_cast<const float*>(nullptr)}) {
+        std::vector<float> y(p.n * p.c_out * p.d_out * p.h_out * p.w_out, 42.0f);
+        cgc::test::onTeam(threads, [&](const Team& team) {
+          conv_transpose(p, x.data(), w.data(), b, y.data(), team);
+        });
+        requireClose(y, naiveConvTranspose(p, x, w, b));
+      }
+    }
   }
 }
 

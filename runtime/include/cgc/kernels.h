@@ -149,25 +149,28 @@ inline void conv(const ConvParams& p, const float* x, const float* w,
 }
 
 /// Whether conv runs faster on weights stored by packConvWeights (groups 1,
-/// c_out a multiple of 16, depth c_in x window at least 128): windows
-/// larger than 1x1 and strided or padded ones, which the packed kernel
-/// reads in place instead of through an im2col copy, and 1x1 layers with
-/// at most 64 outputs per channel, where the NCHW GEMM's vectors along
-/// positions run part-empty.
+/// c_out at least 3/4 of itself rounded up to 16, depth c_in x window at
+/// least 128): windows larger than 1x1 and strided or padded ones, which
+/// the packed kernel reads in place instead of through an im2col copy, and
+/// 1x1 layers with at most 64 outputs per channel, where the NCHW GEMM's
+/// vectors along positions run part-empty.
 bool convPrefersPackedWeights(const ConvParams& p);
 
-/// Repacks OI(D)HW weights (groups 1) for conv with packed_weights: panels
-/// of 64 output channels (the last one c_out % 64 wide), each stored
-/// [c_in * taps][panel width], so the kernel's vectors run along output
-/// channels. `packed` holds as many floats as `w`.
+/// Floats packConvWeights writes: c_out rounded up to 16, times the depth.
+int64_t packedConvWeightCount(const ConvParams& p);
+
+/// Repacks OI(D)HW weights (groups 1) for conv with packed_weights: output
+/// channels padded with zeros to a multiple of 16, in panels of 64 (the
+/// last one narrower), each stored [c_in * taps][panel width], so the
+/// kernel's vectors run along output channels.
 void packConvWeights(const ConvParams& p, const float* w, float* packed);
 
 /// Transposed convolution, weights [c_in, c_out / groups, k_d, k_h, k_w].
 /// The *_in sizes are the input's, *_out the output's; pads are the ones
 /// cropped from the full output (resolved from output_shape / auto_pad by the
-/// compiler).
+/// compiler). Splits output channels over the team.
 void conv_transpose(const ConvParams& p, const float* x, const float* w,
-                    const float* bias, float* y);
+                    const float* bias, float* y, const Team& team = Team::serial());
 
 // ------------------------------------------------------------------- pooling
 
