@@ -132,20 +132,26 @@ void gemmBlocks(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
   for (int64_t pc = 0; pc < k; pc += step) {
     const int64_t kc = std::min(step, k - pc);
     const bool accumulate = pc > 0, last = pc + kc >= k;
-    for (int64_t jc = 0; jc < n; jc += kNc) {
-      const int64_t nc = std::min(kNc, n - jc);
-      for (int64_t ic = 0; ic < m; ic += kMc) {
-        const int64_t mc = std::min(kMc, m - ic);
-        const float* ablock = a + ic * aRow + pc * aCol;
-        const float* bblock = b + pc * ldb + jc;
-        float* yblock = y + ic * ldy + jc;
-        if (auto f = kernelFor({nc, mc, kc, ldb, lda, ldy, accumulate, aTransposed}))
-          f(bblock, ablock, yblock);
-        else
-          sgemm(mc, nc, kc, ablock, aRow, aCol, bblock, ldb, 1, yblock, ldy,
-                accumulate);
-        if (last) applyEpilogue(e.at(ic, jc), mc, nc, yblock, ldy);
-      }
+    auto block = [&](int64_t ic, int64_t jc) {
+      const int64_t mc = std::min(kMc, m - ic), nc = std::min(kNc, n - jc);
+      const float* ablock = a + ic * aRow + pc * aCol;
+      const float* bblock = b + pc * ldb + jc;
+      float* yblock = y + ic * ldy + jc;
+      if (auto f = kernelFor({nc, mc, kc, ldb, lda, ldy, accumulate, aTransposed}))
+        f(bblock, ablock, yblock);
+      else
+        sgemm(mc, nc, kc, ablock, aRow, aCol, bblock, ldb, 1, yblock, ldy, accumulate);
+      if (last) applyEpilogue(e.at(ic, jc), mc, nc, yblock, ldy);
+    };
+    // The larger operand streams through once: its block stays in cache
+    // while the inner loop passes the smaller one's blocks (a 1000 x 169
+    // classifier ran its 2 MB of weights past each column block: 3 times).
+    if (m > n) {
+      for (int64_t ic = 0; ic < m; ic += kMc)
+        for (int64_t jc = 0; jc < n; jc += kNc) block(ic, jc);
+    } else {
+      for (int64_t jc = 0; jc < n; jc += kNc)
+        for (int64_t ic = 0; ic < m; ic += kMc) block(ic, jc);
     }
   }
 }
