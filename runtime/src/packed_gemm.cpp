@@ -26,8 +26,9 @@ namespace {
 constexpr int kLanes = 16;
 constexpr int kTile = 6;              // positions per register tile
 constexpr int kMaxVectors = kPackedPanel / kLanes;
-constexpr int64_t kDepthStep = 512;   // depth per pass: the panel's slice
-                                      // (128 KiB) stays in L2 across tiles
+// Depth per pass: the panel's slice (256 KiB) stays in L2 across the tiles;
+// 512 and 4096 were 3-10% slower on ResNet-50 and GoogLeNet.
+constexpr int64_t kDepthStep = 1024;
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 
 /// c[j * ldc + o] (+)= sum_p b[offsets[p] + positions[j]] * a[p * lda + o]
