@@ -5,18 +5,11 @@
 //   s = scale / sqrt(var + epsilon).
 // Inference-time BatchNorm is then free, as in every deployed CNN runtime.
 #include <cmath>
-#include <cstring>
 
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {
 namespace {
-
-std::vector<uint8_t> floatBytes(const std::vector<float>& values) {
-  std::vector<uint8_t> bytes(values.size() * sizeof(float));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  return bytes;
-}
 
 bool allConstant(const ir::Graph& graph, const std::vector<int>& values) {
   for (int v : values)
@@ -65,12 +58,9 @@ bool foldConvBatchNorm(ir::Graph& graph) {
       newBias[o] = static_cast<float>((bias[o] - mean[o]) * s + beta[o]);
     }
     std::string base = conv.name;
-    ir::TensorType weightType = weights.type;  // addConstant may move values
-    int wId = graph.addConstant(base + "_bn_weights", weightType,
-                                floatBytes(newWeights));
-    int bId = graph.addConstant(base + "_bn_bias",
-                                {DType::kF32, {outChannels}},
-                                floatBytes(newBias));
+    ir::Shape weightShape = weights.type.shape;  // addConstant may move values
+    int wId = addFloatConstant(graph, base + "_bn_weights", weightShape, newWeights);
+    int bId = addFloatConstant(graph, base + "_bn_bias", {outChannels}, newBias);
     conv.inputs.resize(3);
     conv.inputs[1] = wId;
     conv.inputs[2] = bId;

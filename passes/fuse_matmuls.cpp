@@ -79,12 +79,6 @@ std::optional<Candidate> gemmCandidate(const ir::Graph& g, const ir::Node& n) {
   return c;
 }
 
-std::vector<uint8_t> floatBytes(const std::vector<float>& values) {
-  std::vector<uint8_t> bytes(values.size() * sizeof(float));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  return bytes;
-}
-
 /// Replaces the products in `group` (all reading `a`) by one, plus Slices.
 void fuse(ir::Graph& g, int a, const std::string& op,
           const std::vector<Candidate>& group, FusedConstants& fused) {
@@ -111,11 +105,8 @@ void fuse(ir::Graph& g, int a, const std::string& op,
       bias.insert(bias.end(), c.bias.begin(), c.bias.end());
       offset += c.n;
     }
-    w = g.addConstant(g.uniqueValueName(base + "_weights"), {DType::kF32, {k, total}},
-                      floatBytes(weights));
-    if (op == "Gemm")
-      b = g.addConstant(g.uniqueValueName(base + "_bias"), {DType::kF32, {total}},
-                        floatBytes(bias));
+    w = addFloatConstant(g, base + "_weights", {k, total}, weights);
+    if (op == "Gemm") b = addFloatConstant(g, base + "_bias", {total}, bias);
   }
   std::vector<int> inputs{a, w};
   std::map<std::string, ir::Attribute> attrs;

@@ -6,8 +6,6 @@
 // Packing at run time would copy every weight on every inference; packing in
 // the model constructor would hold two copies of them.
 // Runs after fold-conv-batchnorm, which rewrites the weights it packs.
-#include <cstring>
-
 #include "cgc/kernels.h"
 #include "lowering/kernel_call.h"
 #include "passes/pass_manager.h"
@@ -27,11 +25,8 @@ bool packConvolutionWeights(ir::Graph& graph) {
     const int64_t count = rt::packedConvWeightCount(params);
     std::vector<float> packed(static_cast<size_t>(count));
     rt::packConvWeights(params, w.dataAs<float>(), packed.data());
-    std::vector<uint8_t> bytes(packed.size() * sizeof(float));
-    std::memcpy(bytes.data(), packed.data(), bytes.size());
     // A flat array: the attribute says how its elements are ordered.
-    int packedId = graph.addConstant(graph.uniqueValueName(w.name + "_packed"),
-                                     {DType::kF32, {count}}, std::move(bytes));
+    int packedId = addFloatConstant(graph, w.name + "_packed", {count}, packed);
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedId;
     node.attrs["cgc_packed_weights"] = int64_t{1};

@@ -2,10 +2,18 @@
 #include "passes/pass_manager.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "ir/verifier.h"
 
 namespace cgc::passes {
+
+int addFloatConstant(ir::Graph& graph, const std::string& name, ir::Shape shape,
+                     const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return graph.addConstant(name, {DType::kF32, std::move(shape)}, std::move(bytes));
+}
 
 std::vector<std::string> passNames() {
   return {

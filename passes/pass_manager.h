@@ -34,6 +34,11 @@ struct PipelineOptions {
   std::function<void(const std::string&, bool, const ir::Graph&)> afterPass;
 };
 
+/// Adds a float32 constant of `shape` holding `values`, named `name` or,
+/// where that is taken, a unique variant of it; returns its value id.
+int addFloatConstant(ir::Graph& graph, const std::string& name, ir::Shape shape,
+                     const std::vector<float>& values);
+
 /// Names of all graph passes, in order.
 std::vector<std::string> passNames();
 

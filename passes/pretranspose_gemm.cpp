@@ -3,7 +3,6 @@
 // time and transB = 0. The runtime GEMM reads B row-major, so a transposed B
 // would otherwise be repacked on every inference: for a batch-1 classifier
 // head that copy costs as much as the product itself.
-#include <cstring>
 
 #include "passes/pass_manager.h"
 
@@ -22,11 +21,7 @@ bool pretransposeGemmWeights(ir::Graph& graph) {
     std::vector<float> transposed(static_cast<size_t>(n * k));
     for (int64_t j = 0; j < n; ++j)
       for (int64_t q = 0; q < k; ++q) transposed[q * n + j] = src[j * k + q];
-    std::vector<uint8_t> bytes(transposed.size() * sizeof(float));
-    std::memcpy(bytes.data(), transposed.data(), bytes.size());
-    std::string name = b.name + "_transposed";
-    int bt = graph.addConstant(graph.uniqueValueName(name), {DType::kF32, {k, n}},
-                               std::move(bytes));
+    int bt = addFloatConstant(graph, b.name + "_transposed", {k, n}, transposed);
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = bt;
     node.attrs["transB"] = int64_t{0};

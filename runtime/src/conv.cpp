@@ -410,16 +410,13 @@ void conv(const ConvParams& p, const float* x, const float* w,
   const int64_t kSize = cinG * taps;
   const int64_t inSpatial = p.d_in * p.h_in * p.w_in;
   const int64_t spatial = p.d_out * p.h_out * p.w_out;
-  auto epilogueFor = [&](int64_t n, int64_t g) {
-    return epilogueOf(p, bias, residual, n, g);
-  };
   if (isPointwise(p)) {
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t g = 0; g < p.groups; ++g)
         detail::gemmRowsTeam(coutG, spatial, cinG, w + g * coutG * cinG, cinG,
                              x + (n * p.c_in + g * cinG) * inSpatial, spatial,
                              y + (n * p.c_out + g * coutG) * spatial, spatial,
-                             epilogueFor(n, g), team);
+                             epilogueOf(p, bias, residual, n, g), team);
     return;
   }
   // Each thread im2cols the columns of its block of the GEMM output; threads
@@ -437,7 +434,7 @@ void conv(const ConvParams& p, const float* x, const float* w,
       const float* xg = x + (n * p.c_in + g * cinG) * inSpatial;
       const float* wg = w + (g * coutG + blk.rows.begin) * kSize;
       float* yg = y + (n * p.c_out + g * coutG) * spatial;
-      const detail::Epilogue e = epilogueFor(n, g);
+      const detail::Epilogue e = epilogueOf(p, bias, residual, n, g);
       for (int64_t s0 = blk.cols.begin; s0 < blk.cols.end; s0 += chunk) {
         const int64_t s1 = std::min(blk.cols.end, s0 + chunk);
         im2col(p, xg, cinG, s0, s1, col);

@@ -177,7 +177,7 @@ void avg_pool(const PoolParams& p, const float* x, float* y, const Team& team) {
 void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y,
                      const Team& team) {
   // A float sum over a large plane drifts by 1e-4, a double one is a
-  // latency-bound scalar chain (1.3 of PaddleOCR's 34 ms): float vectors sum
+  // latency-bound scalar chain (1.3 ms of PaddleOCR's 34): float vectors sum
   // blocks of 1024 (64 elements per lane), the blocks add up in double.
   constexpr int64_t kLanes = 16, kBlock = 1024;
   typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));

@@ -5,10 +5,12 @@
 // row-major Y[m, n] = A[m, k] B[k, n] is, read column-major, Y^T = B^T A^T,
 // where B^T is B's memory read column-major (ld = ldb) and A^T likewise. So
 // each cache block calls the kernel with (m', n', k') = (n, m, k) and the
-// operands swapped, with no copies. Blocks: at most kKc deep so the B
-// panel (kKc x kNc) stays in L2 while kMc rows of A stream past it; the
-// kernel is JIT-compiled once per block shape and cached per thread (no
-// lock: every thread has its own small table; LIBXSMM's registry is itself
+// operands swapped, with no copies; an A stored transposed (ConvTranspose's
+// weights) is the kernel's B transposed, which LIBXSMM generates too.
+// Blocks: at most kKc deep, so a block of the operand in the outer loop (the
+// larger one) stays in L2 while the other one's blocks pass; the kernel is
+// JIT-compiled once per block shape and cached per thread (no lock: every
+// thread has its own small table; LIBXSMM's registry is itself
 // thread-safe).
 #include <libxsmm.h>
 

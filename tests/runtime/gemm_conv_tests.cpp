@@ -4,31 +4,17 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <thread>
 #include <vector>
 
 #include "cgc/kernels.h"
 #include "test_data.h"
 
 using namespace cgc::rt;
+using cgc::test::onTeam;
 using cgc::test::randomFloats;
 using cgc::test::requireClose;
 
 namespace {
-
-/// Runs f(team) on `threads` threads sharing one team, as generated code does.
-template <typename F>
-void runTeam(int threads, F f) {
-  if (threads == 1) {
-    f(Team::serial());
-    return;
-  }
-  SpinBarrier barrier(threads);
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] { f(Team(t, threads, &barrier)); });
-  for (auto& thread : pool) thread.join();
-}
 
 double activate(Activation a, float lo, float hi, double v) {
   if (a == Activation::kRelu) return std::max(v, 0.0);
@@ -87,7 +73,7 @@ TEST_CASE("gemm matches a reference loop: shapes, transposes, C forms, epilogues
                         << " C " << cForm << " alpha " << alpha << " act "
                         << static_cast<int>(act.kind) << " threads " << threads);
               std::vector<float> y(s.m * s.n, 123.0f);
-              runTeam(threads, [&](const Team& team) {
+              onTeam(threads, [&](const Team& team) {
                 gemm(p, a.data(), b.data(), cp, y.data(), team);
               });
               requireClose(y, expected, 1e-4);
@@ -150,7 +136,7 @@ TEST_CASE("matmul with broadcast batches, bias and activation, teams") {
           INFO("case m " << c.m << " n " << c.n << " k " << c.k << " bias " << withBias
                          << " act " << static_cast<int>(act.kind) << " threads " << threads);
           std::vector<float> y(expected.size(), 123.0f);
-          runTeam(threads, [&](const Team& team) {
+          onTeam(threads, [&](const Team& team) {
             matmul(p, a.data(), b.data(), withBias ? bias.data() : nullptr, y.data(), team);
           });
           requireClose(y, expected, 1e-4);
@@ -248,7 +234,7 @@ void checkConv(const ConvCase& c, bool packed) {
                     << c.kh << "x" << c.kw << " form " << form << " act "
                     << static_cast<int>(act.kind) << " threads " << threads);
         std::vector<float> y(outCount, 123.0f);
-        runTeam(threads, [&](const Team& team) {
+        onTeam(threads, [&](const Team& team) {
           conv(p, x.data(), kernelWeights.data(), b, r, y.data(), team);
         });
         requireClose(y, expected, 1e-4);
