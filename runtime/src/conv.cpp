@@ -4,6 +4,8 @@
 //    convPrefersPackedWeights): gemmPacked, vectorised along output
 //    channels, reads the (zero-padded) input in place through index tables
 //    and its [position][channel] result is transposed into y;
+//  - few input channels (RGB stems): a direct loop, 8 output channels x 32
+//    positions per register block, over the input planes' stride phases;
 //  - pointwise (1x1, stride 1, no padding): already a GEMM on NCHW,
 //    Y[c_out, HW] = W[c_out, c_in] X[c_in, HW], no copies;
 //  - depthwise 2-D (groups == c_in == c_out; a GEMM of depth k_h * k_w
@@ -199,6 +201,22 @@ void depthwiseVectors(const detail::ChannelVectors& vectors, const ConvParams& p
   }
 }
 
+/// Stores PlanePhases' output rows `rows` into the plane `out` with the
+/// epilogue: act(v + bias + residual) (a copy and then applyEpilogue per
+/// plane cost more than the taps).
+void storeWithEpilogue(const ConvParams& p, const detail::PlanePhases& phases,
+                       const float* rows, float bias, const float* residual, float* out) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float lo = p.activation == Activation::kRelu   ? 0.0f
+                   : p.activation == Activation::kClip ? p.act_min
+                                                       : -inf;
+  const float hi = p.activation == Activation::kClip ? p.act_max : inf;
+  if (residual)
+    phases.store(rows, out, [&](float v, int64_t i) { return std::clamp(v + bias + residual[i], lo, hi); });
+  else
+    phases.store(rows, out, [&](float v, int64_t) { return std::clamp(v + bias, lo, hi); });
+}
+
 /// One channel plane per work item, split over the team; each plane goes
 /// through PlanePhases, and each block of outputs through every tap while
 /// its sums stay in registers.
@@ -213,11 +231,6 @@ void depthwise(const ConvParams& p, const float* x, const float* w,
   float* buffer = scratch(phases.scratchSize());
   float* acc = phases.outputs(buffer);
   const std::vector<int64_t>& taps = phases.tapOffsets();
-  const float inf = std::numeric_limits<float>::infinity();
-  const float lo = p.activation == Activation::kRelu   ? 0.0f
-                   : p.activation == Activation::kClip ? p.act_min
-                                                       : -inf;
-  const float hi = p.activation == Activation::kClip ? p.act_max : inf;
   const Range planes = team.split(p.n * p.c_out);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const int64_t c = plane % p.c_out;
@@ -245,15 +258,83 @@ void depthwise(const ConvParams& p, const float* x, const float* w,
       block.template operator()<2 * PlanePhases::kBlock>(j);
     for (; j < phases.length(); j += PlanePhases::kSlack)
       block.template operator()<PlanePhases::kBlock>(j);
-    // The epilogue on the way out (a copy and then applyEpilogue per plane
-    // cost more than the taps).
-    const float* res = residual ? residual + plane * spatial : nullptr;
-    if (res)
-      phases.store(acc, y + plane * spatial,
-                   [&](float v, int64_t i) { return std::clamp(v + res[i], lo, hi); });
-    else
-      phases.store(acc, y + plane * spatial,
-                   [&](float v, int64_t) { return std::clamp(v, lo, hi); });
+    storeWithEpilogue(p, phases, acc, 0.0f, residual ? residual + plane * spatial : nullptr,
+                      y + plane * spatial);
+  }
+}
+
+/// Few input channels (stem layers: RGB in, depth 27 to 147), where
+/// im2col copies as many floats as the GEMM then multiplies per output and
+/// the packed kernel's tiles would run a handful of steps each.
+bool isFewChannels(const ConvParams& p) {
+  constexpr int64_t kMaxChannels = 4;
+  return p.groups == 1 && p.c_in <= kMaxChannels && p.k_d == 1 && p.d_in == 1 &&
+         p.d_out == 1;
+}
+
+/// sums[o * ldSums + i] = sum over input planes c and taps t of
+/// weights[(c * taps + t) * C + o] * planes[c * planeSize + tapOffsets[t] + i],
+/// for C channels and i < 16 V.
+template <int C, int V>
+void fewChannelsBlock(const float* planes, int64_t planeSize, int64_t inChannels,
+                      const int64_t* tapOffsets, int64_t taps, const float* weights,
+                      float* sums, int64_t ldSums) {
+  typedef float Lanes __attribute__((vector_size(16 * sizeof(float))));
+  Lanes sum[C][V];
+  for (int o = 0; o < C; ++o)
+    for (int v = 0; v < V; ++v) sum[o][v] = Lanes{};
+  for (int64_t c = 0; c < inChannels; ++c)
+    for (int64_t t = 0; t < taps; ++t) {
+      const float* src = planes + c * planeSize + tapOffsets[t];
+      Lanes in[V];
+      for (int v = 0; v < V; ++v) std::memcpy(&in[v], src + v * 16, sizeof(Lanes));
+      const float* wk = weights + (c * taps + t) * C;
+      for (int o = 0; o < C; ++o)
+        for (int v = 0; v < V; ++v) sum[o][v] += wk[o] * in[v];
+    }
+  for (int o = 0; o < C; ++o)
+    for (int v = 0; v < V; ++v) std::memcpy(sums + o * ldSums + v * 16, &sum[o][v], sizeof(Lanes));
+}
+
+/// Direct convolution for few input channels: every input plane goes
+/// through PlanePhases once, then blocks of 32 output positions of 8 output
+/// channels sum every tap of every input plane in registers (16 sums, each
+/// input vector loaded once for 8 channels), and leave through the
+/// epilogue. The team splits the blocks of 8 channels.
+void convFewChannels(const ConvParams& p, const float* x, const float* w,
+                     const float* bias, const float* residual, float* y,
+                     const Team& team) {
+  using detail::PlanePhases;
+  constexpr int64_t kLanes = PlanePhases::kLanes, kVectors = 2, kChannels = 8;
+  const PlanePhases phases(p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w, p.stride_h,
+                           p.stride_w, p.dilation_h, p.dilation_w, p.pad_top, p.pad_left);
+  const std::vector<int64_t>& taps = phases.tapOffsets();
+  const int64_t tapCount = static_cast<int64_t>(taps.size()), depth = p.c_in * tapCount;
+  const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
+  const int64_t planeSize = phases.scratchSize() - phases.length();  // phases + slack
+  const int64_t blocks = (p.c_out + kChannels - 1) / kChannels;
+  const Range work = team.split(blocks);
+  if (work.size() <= 0) return;
+  float* planes = scratch(p.c_in * planeSize + depth * kChannels + kChannels * phases.length());
+  float* weights = planes + p.c_in * planeSize;  // [c * taps + t][8 channels]
+  float* sums = weights + depth * kChannels;      // [8 channels][length]
+  for (int64_t n = 0; n < p.n; ++n) {
+    for (int64_t c = 0; c < p.c_in; ++c)
+      phases.fill(x + (n * p.c_in + c) * inSpatial, 0.0f, planes + c * planeSize);
+    for (int64_t block = work.begin; block < work.end; ++block) {
+      const int64_t o0 = block * kChannels, count = std::min(kChannels, p.c_out - o0);
+      for (int64_t k = 0; k < depth; ++k)
+        for (int64_t o = 0; o < kChannels; ++o)
+          weights[k * kChannels + o] = o < count ? w[(o0 + o) * depth + k] : 0.0f;
+      for (int64_t j = 0; j < phases.length(); j += kVectors * kLanes)
+        fewChannelsBlock<kChannels, kVectors>(planes + j, planeSize, p.c_in, taps.data(),
+                                              tapCount, weights, sums + j, phases.length());
+      for (int64_t o = 0; o < count; ++o) {
+        const int64_t plane = n * p.c_out + o0 + o;
+        storeWithEpilogue(p, phases, sums + o * phases.length(), bias ? bias[o0 + o] : 0.0f,
+                          residual ? residual + plane * spatial : nullptr, y + plane * spatial);
+      }
+    }
   }
 }
 
@@ -369,7 +450,7 @@ bool convPrefersPackedWeights(const ConvParams& p) {
                                       // outweigh the product (3-channel stems)
   // Channels are computed in 16s: at most a third more than c_out.
   if (p.groups != 1 || 3 * packedChannels(p) > 4 * p.c_out || isDepthwise2d(p) ||
-      p.c_in * p.k_d * p.k_h * p.k_w < kMinDepth)
+      isFewChannels(p) || p.c_in * p.k_d * p.k_h * p.k_w < kMinDepth)
     return false;
   return !isPointwise(p) || p.d_out * p.h_out * p.w_out <= kMaxPointwisePositions;
 }
@@ -403,6 +484,10 @@ void conv(const ConvParams& p, const float* x, const float* w,
       depthwiseVectors(vectors, p, x, w, bias, residual, y, team);
     else
       depthwise(p, x, w, bias, residual, y, team);
+    return;
+  }
+  if (isFewChannels(p)) {
+    convFewChannels(p, x, w, bias, residual, y, team);
     return;
   }
   const int64_t cinG = p.c_in / p.groups, coutG = p.c_out / p.groups;
