@@ -263,13 +263,16 @@ void depthwise(const ConvParams& p, const float* x, const float* w,
   }
 }
 
-/// Few input channels (stem layers: RGB in, depth 27 to 147), where
-/// im2col copies as many floats as the GEMM then multiplies per output and
-/// the packed kernel's tiles would run a handful of steps each.
+/// Few input channels on a large image (stem layers: RGB in, depth 27 to
+/// 147), where im2col copies as many floats as the GEMM then multiplies per
+/// output and the packed kernel's tiles would run a handful of steps each.
+/// Not for strides past 2 (Silero's STFT: stride 64, 8 outputs), whose
+/// phases the direct loop would mostly compute and drop.
 bool isFewChannels(const ConvParams& p) {
-  constexpr int64_t kMaxChannels = 4;
+  constexpr int64_t kMaxChannels = 4, kMinPositions = 256;
   return p.groups == 1 && p.c_in <= kMaxChannels && p.k_d == 1 && p.d_in == 1 &&
-         p.d_out == 1;
+         p.d_out == 1 && p.stride_h <= 2 && p.stride_w <= 2 &&
+         p.h_out * p.w_out >= kMinPositions;
 }
 
 /// sums[o * ldSums + i] = sum over input planes c and taps t of

@@ -271,10 +271,12 @@ TEST_CASE("conv strategies match a direct loop, with epilogues and teams") {
       {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},     // 1x1x1
       {1, 64, 1, 30, 30, 17, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1}, // several column chunks
       {1, 40, 1, 7, 7, 70, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // pointwise, more rows than columns
-      // Few input channels (stems): blocks of 8 output channels, the last partial.
-      {2, 3, 1, 23, 21, 20, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1},   // 7x7 s2, 8 + 8 + 4
-      {1, 3, 1, 30, 31, 16, 1, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 0, 0, 1, 1, 1},   // 3x3 s2, one-sided pads
-      {1, 4, 1, 12, 13, 9, 1, 1, 3, 2, 1, 1, 3, 0, 2, 1, 0, 2, 0, 1, 2, 2},    // 4 channels, dilated, sw 3
+      // Few input channels on 256+ positions (stems): blocks of 8 output
+      // channels, the last partial.
+      {2, 3, 1, 40, 38, 20, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1},   // 7x7 s2, 8 + 8 + 4
+      {1, 3, 1, 34, 36, 16, 1, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 0, 0, 1, 1, 1},   // 3x3 s2, one-sided pads
+      {1, 4, 1, 20, 37, 9, 1, 1, 3, 2, 1, 1, 2, 0, 2, 1, 0, 2, 0, 1, 2, 2},    // 4 channels, dilated
+      {1, 2, 1, 1, 300, 12, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},   // 1-D, 300 positions
   };
   for (const ConvCase& c : cases) checkConv(c, false);
 }
