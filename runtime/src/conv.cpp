@@ -314,7 +314,7 @@ void convFewChannels(const ConvParams& p, const float* x, const float* w,
   const std::vector<int64_t>& taps = phases.tapOffsets();
   const int64_t tapCount = static_cast<int64_t>(taps.size()), depth = p.c_in * tapCount;
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
-  const int64_t planeSize = phases.scratchSize() - phases.length();  // phases + slack
+  const int64_t planeSize = phases.fillSize();
   const int64_t blocks = (p.c_out + kChannels - 1) / kChannels;
   const Range work = team.split(blocks);
   if (work.size() <= 0) return;

@@ -44,9 +44,11 @@ class PlanePhases {
   }
 
   /// Floats of scratch the phases and the output rows need together.
-  int64_t scratchSize() const { return phasesSize() + kSlack + length_; }
+  int64_t scratchSize() const { return fillSize() + length_; }
+  /// Floats fill() writes: the phases and the slack read past them.
+  int64_t fillSize() const { return phasesSize() + kSlack; }
   /// Where the output rows (wq apart, length() floats) start in the scratch.
-  float* outputs(float* scratch) const { return scratch + phasesSize() + kSlack; }
+  float* outputs(float* scratch) const { return scratch + fillSize(); }
   int64_t length() const { return length_; }
   int64_t rowStride() const { return wq_; }
   /// Offset from an output index to its input for each tap (kh-major).
@@ -54,7 +56,7 @@ class PlanePhases {
 
   /// Copies plane `in` into the phases in `scratch`, `padding` elsewhere.
   void fill(const float* in, float padding, float* scratch) const {
-    std::fill_n(scratch, phasesSize() + kSlack, padding);
+    std::fill_n(scratch, fillSize(), padding);
     if (colBegin_ >= colEnd_) return;
     for (int64_t r = 0; r < paddedRows_; ++r) {
       const int64_t ih = r - padTop_;
