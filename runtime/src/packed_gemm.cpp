@@ -1,6 +1,7 @@
 // gemmPacked: the GEMM of a convolution whose weights were packed at compile
 // time (packConvWeights), computed transposed, Yt[positions, channels], with
-// the vectors along output channels.
+// the vectors along output channels; and transpose, which brings that result
+// back into rows of channels (and planes into vectors of channels).
 //
 // The NCHW GEMM (xsmm_gemm.cpp) vectorises along output positions. A 7x7
 // output (49 positions) fills 4 vectors of 16 with 49 lanes, and LIBXSMM 1.17
