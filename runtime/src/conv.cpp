@@ -26,9 +26,12 @@
 #include "channel_vectors.h"
 #include "gemm_core.h"
 #include "plane_phases.h"
+#include "scratch.h"
 
 namespace cgc::rt {
 namespace {
+
+using detail::scratch;
 
 bool isPointwise(const ConvParams& p) {
   return p.k_d == 1 && p.k_h == 1 && p.k_w == 1 && p.stride_d == 1 &&
@@ -71,15 +74,6 @@ void addBias(const float* bias, int64_t channels, int64_t spatial, float* y) {
 }  // namespace
 
 namespace {
-
-/// Per-thread scratch that only grows: no allocation once a model has run.
-template <typename T = float>
-T* scratch(int64_t count) {
-  thread_local std::vector<T> buffer;
-  if (static_cast<int64_t>(buffer.size()) < count)
-    buffer.resize(static_cast<size_t>(count));
-  return buffer.data();
-}
 
 /// Output positions [lo, hi) whose input column ow * stride + offset lies in
 /// [0, width).

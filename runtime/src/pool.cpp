@@ -11,6 +11,7 @@
 #include "cgc/kernels.h"
 #include "channel_vectors.h"
 #include "plane_phases.h"
+#include "scratch.h"
 
 namespace cgc::rt {
 namespace {
@@ -88,10 +89,7 @@ void maxPool2d(const PoolParams& p, const float* x, float* y, Range planes) {
   const PlanePhases phases(p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w, p.stride_h,
                            p.stride_w, p.dilation_h, p.dilation_w, p.pad_top, p.pad_left);
   typedef float Lanes __attribute__((vector_size(PlanePhases::kLanes * sizeof(float))));
-  thread_local std::vector<float> scratch;
-  scratch.resize(static_cast<size_t>(std::max<int64_t>(
-      static_cast<int64_t>(scratch.size()), phases.scratchSize())));
-  float* buffer = scratch.data();
+  float* buffer = detail::scratch(phases.scratchSize());
   float* acc = phases.outputs(buffer);
   const std::vector<int64_t>& taps = phases.tapOffsets();
   const float lowest = -std::numeric_limits<float>::infinity();
@@ -125,14 +123,12 @@ void maxPoolVectors(const detail::ChannelVectors& vectors, const PoolParams& p,
   constexpr int64_t kLanes = detail::ChannelVectors::kLanes;
   const float lowest = -std::numeric_limits<float>::infinity();
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
-  thread_local std::vector<float> scratch;
-  scratch.resize(static_cast<size_t>(
-      std::max<int64_t>(static_cast<int64_t>(scratch.size()), vectors.scratchSize())));
-  vectors.prepare(lowest, scratch.data());
+  float* buffer = detail::scratch(vectors.scratchSize());
+  vectors.prepare(lowest, buffer);
   const Range blocks = team.split(p.n_c / kLanes);
   for (int64_t b = blocks.begin; b < blocks.end; ++b)
     vectors.run(x + b * kLanes * inSpatial, inSpatial, lowest, Maximum{},
-                y + b * kLanes * spatial, spatial, scratch.data());
+                y + b * kLanes * spatial, spatial, buffer);
 }
 
 template <bool kMax>
