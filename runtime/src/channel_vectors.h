@@ -2,7 +2,7 @@
 // planes with 16 planes in the vector lanes.
 //
 // A block of 16 planes is transposed into [row][column][16] inside a padded
-// buffer, so every tap of every output is one aligned vector operation on
+// buffer (16x16 in-register transposes), so every tap of every output is one aligned vector operation on
 // whole vectors, 8 outputs of a row at a time; the [position][16] result is
 // transposed back into the 16 planes. Plane by plane (plane_phases.h), the
 // row-by-row copies and stride-phase scatters of a 7x7 to 28x28 plane cost
@@ -46,36 +46,33 @@ class ChannelVectors {
     return planes % kLanes == 0 && padded_ + g_.h_out * g_.w_out * kLanes <= kMaxFloats;
   }
 
-  int64_t scratchSize() const {
-    return (g_.h_in * g_.w_in + g_.h_out * g_.w_out) * kLanes + padded_;
-  }
+  int64_t scratchSize() const { return padded_ + g_.h_out * g_.w_out * kLanes; }
 
   /// Sets the padding of the buffers in `scratch` (once per kernel call:
   /// blocks overwrite only the inside).
   void prepare(float padding, float* scratch) const {
-    std::fill_n(paddedBuffer(scratch), padded_, padding);
+    std::fill_n(scratch, padded_, padding);
   }
 
   /// For the 16 planes of x (inStride apart) into those of y (outStride
-  /// apart): out = init, then op(out, input, tap) for every tap
+  /// apart): op.start(out), then op(out, input, tap) for every tap
   /// t = kh * k_w + kw, where op.tap(t, tap) sets what the op needs of the
-  /// tap (its weights, say) once per 8 outputs.
+  /// tap (its weights, say) once per 8 outputs, then op.finish(out).
   template <typename Op>
-  void run(const float* x, int64_t inStride, float init, const Op& op, float* y,
-           int64_t outStride, float* scratch) const {
-    const int64_t inSpatial = g_.h_in * g_.w_in, spatial = g_.h_out * g_.w_out;
-    float* planes = scratch;
-    float* padded = paddedBuffer(scratch);
+  void run(const float* x, int64_t inStride, const Op& op, float* y, int64_t outStride,
+           float* scratch) const {
+    const int64_t spatial = g_.h_out * g_.w_out;
+    float* padded = scratch;
     float* out = padded + padded_;
-    transpose(x, inStride, kLanes, inSpatial, planes, kLanes);
+    // Each input row is transposed straight into its padded row.
     const int64_t copied = std::min(g_.w_in, padCols_ - g_.pad_left);
     for (int64_t ih = 0; ih < g_.h_in && ih + g_.pad_top < padRows_ && copied > 0; ++ih)
-      std::copy_n(planes + ih * g_.w_in * kLanes, copied * kLanes,
-                  padded + ((ih + g_.pad_top) * padCols_ + g_.pad_left) * kLanes);
+      transpose(x + ih * g_.w_in, inStride, kLanes, copied,
+                padded + ((ih + g_.pad_top) * padCols_ + g_.pad_left) * kLanes, kLanes);
     for (int64_t oh = 0; oh < g_.h_out; ++oh)
       for (int64_t ow0 = 0; ow0 < g_.w_out; ow0 += kPositions) {
         Lanes acc[kPositions];
-        for (Lanes& v : acc) v = init - Lanes{};
+        for (Lanes& v : acc) op.start(v);
         for (int64_t kh = 0; kh < g_.k_h; ++kh) {
           const float* row = padded + (oh * g_.stride_h + kh * g_.dilation_h) * padCols_ * kLanes;
           for (int64_t kw = 0; kw < g_.k_w; ++kw) {
@@ -89,6 +86,7 @@ class ChannelVectors {
             }
           }
         }
+        for (Lanes& v : acc) op.finish(v);
         const int64_t count = std::min(kPositions, g_.w_out - ow0);
         std::memcpy(out + (oh * g_.w_out + ow0) * kLanes, acc, count * sizeof(Lanes));
       }
@@ -97,8 +95,6 @@ class ChannelVectors {
 
  private:
   static constexpr int64_t kPositions = 8;  // outputs of a row at once
-
-  float* paddedBuffer(float* scratch) const { return scratch + g_.h_in * g_.w_in * kLanes; }
 
   Window2d g_;
   int64_t padRows_, padCols_, padded_;

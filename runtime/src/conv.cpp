@@ -161,37 +161,54 @@ detail::Window2d windowOf(const ConvParams& p) {
           p.dilation_h, p.dilation_w, p.pad_top, p.pad_left};
 }
 
-/// ChannelVectors' op for depthwise convolution: sum += w[tap] * in.
+/// ChannelVectors' op for depthwise convolution: sum = bias, sum += w[tap]
+/// * in, then the activation (a residual is added after, on the planes).
 struct MultiplyAdd {
   using Lanes = detail::ChannelVectors::Lanes;
   const float* weights;  // [tap][16 channels]
+  Lanes bias, low, high;
+  void start(Lanes& sum) const { sum = bias; }
   void tap(int64_t t, Lanes& w) const {
     std::memcpy(&w, weights + t * detail::ChannelVectors::kLanes, sizeof w);
   }
   void operator()(Lanes& sum, const Lanes& in, const Lanes& w) const { sum += w * in; }
+  void finish(Lanes& sum) const {  // std::clamp, lane by lane
+    sum = sum < low ? low : sum;
+    sum = high < sum ? high : sum;
+  }
 };
 
 /// Depthwise convolution on blocks of 16 channels in the vector lanes
-/// (channel_vectors.h); the epilogue runs on the planes after.
+/// (channel_vectors.h), the epilogue fused unless there is a residual.
 void depthwiseVectors(const detail::ChannelVectors& vectors, const ConvParams& p,
                       const float* x, const float* w, const float* bias,
                       const float* residual, float* y, const Team& team) {
   constexpr int64_t kLanes = detail::ChannelVectors::kLanes;
+  using Lanes = MultiplyAdd::Lanes;
   const int64_t taps = p.k_h * p.k_w;
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
   float* buffer = scratch(vectors.scratchSize() + taps * kLanes);
   float* weights = buffer + vectors.scratchSize();
   vectors.prepare(0.0f, buffer);
+  const float inf = std::numeric_limits<float>::infinity();
+  const bool fused = residual == nullptr;
+  MultiplyAdd op{weights, Lanes{}, -inf - Lanes{}, inf - Lanes{}};
+  if (fused && p.activation == Activation::kRelu) op.low = 0.0f - Lanes{};
+  if (fused && p.activation == Activation::kClip) {
+    op.low = p.act_min - Lanes{};
+    op.high = p.act_max - Lanes{};
+  }
   const int64_t blocks = p.c_out / kLanes;
   const Range work = team.split(p.n * blocks);
   for (int64_t item = work.begin; item < work.end; ++item) {
     const int64_t n = item / blocks, c0 = item % blocks * kLanes;
     detail::transpose(w + c0 * taps, taps, kLanes, taps, weights, kLanes);
+    if (fused && bias) std::memcpy(&op.bias, bias + c0, sizeof op.bias);
     float* yb = y + (n * p.c_out + c0) * spatial;
-    vectors.run(x + (n * p.c_out + c0) * inSpatial, inSpatial, 0.0f, MultiplyAdd{weights}, yb,
-                spatial, buffer);
-    detail::applyEpilogue(epilogueOf(p, bias, residual, n, 0).at(c0, 0), kLanes, spatial, yb,
-                          spatial);
+    vectors.run(x + (n * p.c_out + c0) * inSpatial, inSpatial, op, yb, spatial, buffer);
+    if (!fused)
+      detail::applyEpilogue(epilogueOf(p, bias, residual, n, 0).at(c0, 0), kLanes, spatial, yb,
+                            spatial);
   }
 }
 

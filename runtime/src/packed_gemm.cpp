@@ -103,16 +103,24 @@ void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
 
 #ifdef __AVX512F__
 // GCC 12's unpack intrinsics start from _mm512_undefined_ps(), which
-// -Wuninitialized reports at -O3 (a false positive: every lane is written).
+// -Wuninitialized and -Wmaybe-uninitialized report at -O3 (a false
+// positive: every lane is written).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace {
 
-/// dst[c * ldd + j] = src[j * lds + c] for a 16 x 16 block, in registers:
-/// pairs of rows interleaved at 1, 2, 4 and 8 floats.
-void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd) {
+/// dst[c * ldd + j] = src[j * lds + c] for j < rows, c < cols of a block
+/// of at most 16 x 16, in registers: pairs of rows interleaved at 1, 2, 4
+/// and 8 floats. A block's edges are masked loads and stores (scalar loops
+/// there cost a third of a 7x7 layer's transpose).
+void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd, int rows = 16,
+                 int cols = 16) {
+  const __mmask16 colMask = static_cast<__mmask16>((1u << cols) - 1);
+  const __mmask16 rowMask = static_cast<__mmask16>((1u << rows) - 1);
   __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
+  for (int i = 0; i < 16; ++i)
+    r[i] = i < rows ? _mm512_maskz_loadu_ps(colMask, src + i * lds) : _mm512_setzero_ps();
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
@@ -130,8 +138,11 @@ void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd) {
       t[8 * i + 4 + k] = _mm512_shuffle_f32x4(r[8 * i + k], r[8 * i + 4 + k], 0xdd);
     }
   for (int k = 0; k < 8; ++k) {
-    _mm512_storeu_ps(dst + k * ldd, _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88));
-    _mm512_storeu_ps(dst + (8 + k) * ldd, _mm512_shuffle_f32x4(t[k], t[8 + k], 0xdd));
+    if (k < cols)
+      _mm512_mask_storeu_ps(dst + k * ldd, rowMask, _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88));
+    if (8 + k < cols)
+      _mm512_mask_storeu_ps(dst + (8 + k) * ldd, rowMask,
+                            _mm512_shuffle_f32x4(t[k], t[8 + k], 0xdd));
   }
 }
 
@@ -141,17 +152,16 @@ void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd) {
 
 void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols,
                float* dst, int64_t ldd) {
-  int64_t r0 = 0, c0 = 0;
 #ifdef __AVX512F__
-  for (; r0 + 16 <= rows; r0 += 16)
-    for (c0 = 0; c0 + 16 <= cols; c0 += 16)
-      transpose16(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd);
-#endif
-  // What the 16 x 16 tiles left: the columns past them, then the rows.
-  for (int64_t r = 0; r < r0; ++r)
-    for (int64_t c = c0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+  for (int64_t r0 = 0; r0 < rows; r0 += 16)
+    for (int64_t c0 = 0; c0 < cols; c0 += 16)
+      transpose16(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd,
+                  static_cast<int>(std::min<int64_t>(16, rows - r0)),
+                  static_cast<int>(std::min<int64_t>(16, cols - c0)));
+#else
   for (int64_t c = 0; c < cols; ++c)
-    for (int64_t r = r0; r < rows; ++r) dst[c * ldd + r] = src[r * lds + c];
+    for (int64_t r = 0; r < rows; ++r) dst[c * ldd + r] = src[r * lds + c];
+#endif
 }
 
 }  // namespace cgc::rt::detail

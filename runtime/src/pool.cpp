@@ -1,8 +1,8 @@
 // Max, average and global average pooling over NCHW planes; the team
 // splits the planes. 2-D max pooling runs on blocks of 16 planes in the
-// vector lanes where they are small (channel_vectors.h), else through
-// PlanePhases (one loop per tap over the whole plane); average pooling,
-// whose divisor depends on how much of each window is padding, row by row.
+// vector lanes (channel_vectors.h) where they are small, else row by row
+// (maxPoolRows); average pooling, whose divisor depends
+// on how much of each window is padding, row by row.
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -10,7 +10,6 @@
 
 #include "cgc/kernels.h"
 #include "channel_vectors.h"
-#include "plane_phases.h"
 #include "scratch.h"
 
 namespace cgc::rt {
@@ -82,53 +81,129 @@ void avgPool2d(const PoolParams& p, const float* in, float* out) {
   }
 }
 
-/// Max pooling of the 2-D planes in `planes` through PlanePhases, padded with
-/// -inf: each block of outputs takes the max over every tap in registers.
-void maxPool2d(const PoolParams& p, const float* x, float* y, Range planes) {
-  using detail::PlanePhases;
-  const PlanePhases phases(p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w, p.stride_h,
-                           p.stride_w, p.dilation_h, p.dilation_w, p.pad_top, p.pad_left);
-  typedef float Lanes __attribute__((vector_size(PlanePhases::kLanes * sizeof(float))));
-  float* buffer = detail::scratch(phases.scratchSize());
-  float* acc = phases.outputs(buffer);
-  const std::vector<int64_t>& taps = phases.tapOffsets();
+constexpr int64_t kLanes = 16;
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+
+Lanes maximum(Lanes a, Lanes b) { return a < b ? b : a; }  // std::max, lane by lane
+
+/// src[i * kStride] for the 16 lanes i; kStride 2 reads src[0, 32).
+template <int64_t kStride>
+Lanes stridedLoad(const float* src, int64_t stride) {
+  Lanes v;
+  if constexpr (kStride == 1) {
+    std::memcpy(&v, src, sizeof v);
+  } else if constexpr (kStride == 2) {
+    typedef int32_t Indices __attribute__((vector_size(kLanes * sizeof(int32_t))));
+    Lanes low, high;
+    std::memcpy(&low, src, sizeof low);
+    std::memcpy(&high, src + kLanes, sizeof high);
+    v = __builtin_shuffle(low, high, Indices{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30});
+  } else {
+    for (int64_t i = 0; i < kLanes; ++i) v[i] = src[i * stride];
+  }
+  return v;
+}
+
+/// Max pooling of the 2-D planes in `planes`, one output row at a time:
+/// the max is separable, so the rows under a window first reduce to one
+/// padded row, whose columns then reduce with the window's stride. Both
+/// run on whole vectors; a row's last vector overlaps the one before it
+/// (a max computed twice is the same max), so no element takes a scalar
+/// tail. Rows narrower than a vector go through poolElement.
+template <int64_t kStride>  // 0: p.stride_w at run time
+void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
+  const int64_t stride = kStride ? kStride : p.stride_w;
+  const int64_t padCols = stride * (p.w_out - 1) + (p.k_w - 1) * p.dilation_w + 1;
+  const int64_t colBegin = std::min(p.pad_left, padCols);
+  const int64_t colEnd = std::max(colBegin, std::min(padCols, p.pad_left + p.w_in));
+  const int64_t width = colEnd - colBegin;
   const float lowest = -std::numeric_limits<float>::infinity();
-  for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
-    phases.fill(x + plane * p.h_in * p.w_in, lowest, buffer);
-    for (int64_t j = 0; j < phases.length(); j += PlanePhases::kSlack) {
-      Lanes m[PlanePhases::kBlock];
-      for (Lanes& v : m) v = lowest - Lanes{};
-      for (int64_t t : taps)
-        for (int64_t v = 0; v < PlanePhases::kBlock; ++v) {
-          Lanes in;
-          std::memcpy(&in, buffer + t + j + v * PlanePhases::kLanes, sizeof in);
-          m[v] = m[v] < in ? in : m[v];  // std::max, lane by lane
-        }
-      std::memcpy(acc + j, m, sizeof m);
+  // Two row buffers: the columns of output row oh reduce while the rows of
+  // oh + 1 do. Reading a row right after writing it, at other offsets than
+  // it was written, stalled every load on the stores (no forwarding): 3x slower.
+  const int64_t rowSize = padCols + kLanes;  // stride 2 reads one vector past
+  float* buffers = detail::scratch(2 * rowSize);
+  std::fill_n(buffers, 2 * rowSize, lowest);  // the padding columns stay -inf
+  std::vector<const float*> sources(static_cast<size_t>(p.k_h));
+  // Max over the input rows under output row oh into buffer; false if none.
+  auto reduceRows = [&](const float* in, int64_t oh, float* buffer) {
+    size_t rows = 0;
+    for (int64_t kh = 0; kh < p.k_h; ++kh) {
+      const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+      if (ih >= 0 && ih < p.h_in) sources[rows++] = in + ih * p.w_in;
     }
-    phases.store(acc, y + plane * p.h_out * p.w_out, [](float v, int64_t) { return v; });
+    // The row count fixed at compile time for the usual windows: a loop
+    // over a run-time count cost more than the maxima it took.
+    auto reduce = [&]<int64_t kRows>() {
+      const size_t count = kRows ? kRows : rows;
+      for (int64_t c0 = 0; width >= kLanes && c0 < width; c0 += kLanes) {
+        const int64_t c = std::min(c0, width - kLanes);
+        Lanes m = stridedLoad<1>(sources[0] + c, 1);
+        for (size_t r = 1; r < count; ++r) m = maximum(m, stridedLoad<1>(sources[r] + c, 1));
+        std::memcpy(buffer + colBegin + c, &m, sizeof m);
+      }
+      for (int64_t c = width < kLanes ? 0 : width; c < width; ++c) {
+        float m = sources[0][c];
+        for (size_t r = 1; r < count; ++r) m = std::max(m, sources[r][c]);
+        buffer[colBegin + c] = m;
+      }
+    };
+    switch (rows) {
+      case 0: return false;
+      case 1: reduce.template operator()<1>(); break;
+      case 2: reduce.template operator()<2>(); break;
+      case 3: reduce.template operator()<3>(); break;
+      default: reduce.template operator()<0>(); break;
+    }
+    return true;
+  };
+  for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
+    const float* in = x + plane * p.h_in * p.w_in + (colBegin - p.pad_left);
+    bool reduced = reduceRows(in, 0, buffers);
+    for (int64_t oh = 0; oh < p.h_out; ++oh) {
+      const float* row = buffers + (oh & 1) * rowSize;
+      const bool nextReduced =
+          oh + 1 < p.h_out && reduceRows(in, oh + 1, buffers + ((oh + 1) & 1) * rowSize);
+      float* out = y + (plane * p.h_out + oh) * p.w_out;
+      if (!reduced) std::fill_n(out, p.w_out, lowest);  // a window wholly in the padding
+      for (int64_t ow0 = 0; reduced && p.w_out >= kLanes && ow0 < p.w_out; ow0 += kLanes) {
+        const int64_t ow = std::min(ow0, p.w_out - kLanes);
+        const float* first = row + ow * stride;
+        Lanes m = stridedLoad<kStride>(first, stride);
+        for (int64_t kw = 1; kw < p.k_w; ++kw)
+          m = maximum(m, stridedLoad<kStride>(first + kw * p.dilation_w, stride));
+        std::memcpy(out + ow, &m, sizeof m);
+      }
+      for (int64_t ow = p.w_out < kLanes && reduced ? 0 : p.w_out; ow < p.w_out; ++ow) {
+        float m = row[ow * stride];
+        for (int64_t kw = 1; kw < p.k_w; ++kw) m = std::max(m, row[ow * stride + kw * p.dilation_w]);
+        out[ow] = m;
+      }
+      reduced = nextReduced;
+    }
   }
 }
 
 /// ChannelVectors' op for max pooling (padding is -inf).
 struct Maximum {
   using Lanes = detail::ChannelVectors::Lanes;
+  void start(Lanes& m) const { m = -std::numeric_limits<float>::infinity() - Lanes{}; }
   void tap(int64_t, Lanes&) const {}
   void operator()(Lanes& m, const Lanes& in, const Lanes&) const { m = m < in ? in : m; }
+  void finish(Lanes&) const {}
 };
 
 /// 2-D max pooling on blocks of 16 planes in the vector lanes.
 void maxPoolVectors(const detail::ChannelVectors& vectors, const PoolParams& p,
                     const float* x, float* y, const Team& team) {
-  constexpr int64_t kLanes = detail::ChannelVectors::kLanes;
   const float lowest = -std::numeric_limits<float>::infinity();
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
   float* buffer = detail::scratch(vectors.scratchSize());
   vectors.prepare(lowest, buffer);
   const Range blocks = team.split(p.n_c / kLanes);
   for (int64_t b = blocks.begin; b < blocks.end; ++b)
-    vectors.run(x + b * kLanes * inSpatial, inSpatial, lowest, Maximum{},
-                y + b * kLanes * spatial, spatial, buffer);
+    vectors.run(x + b * kLanes * inSpatial, inSpatial, Maximum{}, y + b * kLanes * spatial,
+                spatial, buffer);
 }
 
 template <bool kMax>
@@ -141,8 +216,18 @@ void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
       const detail::ChannelVectors vectors({p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w,
                                             p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
                                             p.pad_top, p.pad_left});
-      if (vectors.fits(p.n_c)) return maxPoolVectors(vectors, p, x, y, team);
-      return maxPool2d(p, x, y, team.split(p.n_c));
+      // Channel vectors where they fit, but for strided windows whose rows
+      // fill whole vectors: there rows measured 1.3-1.5x faster (SqueezeNet
+      // and GoogLeNet at 55x55 and 56x56), while at stride 1 channel vectors
+      // were (GoogLeNet's 28x28 branches, 65 vs 112 us).
+      if (vectors.fits(p.n_c) && (p.stride_w == 1 || p.w_out < kLanes))
+        return maxPoolVectors(vectors, p, x, y, team);
+      const Range planes = team.split(p.n_c);
+      switch (p.stride_w) {
+        case 1: return maxPoolRows<1>(p, x, y, planes);
+        case 2: return maxPoolRows<2>(p, x, y, planes);
+        default: return maxPoolRows<0>(p, x, y, planes);
+      }
     }
   }
   const Range planes = team.split(p.n_c);
@@ -173,23 +258,30 @@ void avg_pool(const PoolParams& p, const float* x, float* y, const Team& team) {
 void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y,
                      const Team& team) {
   // A float sum over a large plane drifts by 1e-4, a double one is a
-  // latency-bound scalar chain (1.3 ms of PaddleOCR's 34): float vectors sum
-  // blocks of 1024 (64 elements per lane), the blocks add up in double.
-  constexpr int64_t kLanes = 16, kBlock = 1024;
-  typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+  // latency-bound scalar chain (1.3 ms of PaddleOCR's 34; 45 us for
+  // SqueezeNet's 1000 13x13 planes): float vectors sum blocks of up to 1024
+  // (64 elements per lane), four chains at a time, the blocks and the last
+  // few elements add up in double.
+  constexpr int64_t kBlock = 1024;
   const Range planes = team.split(n_c, 16);
   for (int64_t i = planes.begin; i < planes.end; ++i) {
     const float* plane = x + i * spatial;
     double sum = 0.0;
     int64_t s = 0;
-    for (; s + kBlock <= spatial; s += kBlock) {
+    while (spatial - s >= kLanes) {
+      const int64_t end = s + std::min(kBlock, (spatial - s) / kLanes * kLanes);
       Lanes lanes[4] = {};
-      for (int64_t j = 0; j < kBlock; j += 4 * kLanes)
+      for (; s + 4 * kLanes <= end; s += 4 * kLanes)
         for (int v = 0; v < 4; ++v) {
           Lanes in;
-          std::memcpy(&in, plane + s + j + v * kLanes, sizeof in);
+          std::memcpy(&in, plane + s + v * kLanes, sizeof in);
           lanes[v] += in;
         }
+      for (; s < end; s += kLanes) {
+        Lanes in;
+        std::memcpy(&in, plane + s, sizeof in);
+        lanes[0] += in;
+      }
       const Lanes total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
       for (int64_t l = 0; l < kLanes; ++l) sum += total[l];
     }

@@ -339,6 +339,17 @@ TEST_CASE("pools: 3-D, 1-D, dilations, strides 3, asymmetric pads") {
        Axis{13, 3, 2, 1, 1, 1}},
       {"16 planes, stride 3, dilated", 16, unit, Axis{12, 2, 3, 1, 0, 2},
        Axis{8, 3, 1, 2, 2, 1}},
+      // Rows of 16 outputs or more: whole vectors, the last one overlapping.
+      {"rows: stride 2, pads 1 / 1", 3, unit, Axis{9, 3, 2, 1, 1, 1},
+       Axis{37, 3, 2, 1, 1, 1}},
+      {"rows: stride 1, dilated, 16 planes", 16, unit, Axis{5, 2, 1, 0, 1, 1},
+       Axis{40, 3, 1, 1, 1, 2}},
+      {"rows: stride 3, end pad 2", 2, unit, Axis{7, 3, 3, 0, 2, 1},
+       Axis{60, 3, 3, 0, 2, 1}},
+      {"rows: 16 wide, 10 outputs", 5, unit, Axis{6, 2, 2, 0, 0, 1},
+       Axis{20, 2, 2, 0, 0, 1}},
+      {"rows: 4x1 window", 2, unit, Axis{11, 4, 1, 2, 1, 1},
+       Axis{33, 1, 1, 0, 0, 1}},
   };
   uint32_t seed = 300;
   for (const Case& c : cases) {
@@ -373,6 +384,21 @@ TEST_CASE("global_avg_pool over a large plane stays accurate") {
   global_avg_pool(2, spatial, x.data(), y);
   CHECK(y[0] == Approx(sum / spatial).epsilon(1e-6));
   CHECK(y[1] == Approx(-0.25).epsilon(1e-6));
+}
+
+TEST_CASE("global_avg_pool: planes around its vector and block sizes") {
+  for (int64_t spatial : {1, 15, 16, 17, 64, 169, 1023, 1040, 2100}) {
+    INFO(spatial << " elements per plane");
+    const auto x = uniform(3 * spatial, static_cast<uint32_t>(spatial));
+    std::vector<float> y(3), ref(3);
+    for (int64_t c = 0; c < 3; ++c) {
+      double sum = 0;
+      for (int64_t i = 0; i < spatial; ++i) sum += x[c * spatial + i];
+      ref[c] = static_cast<float>(sum / static_cast<double>(spatial));
+    }
+    global_avg_pool(3, spatial, x.data(), y.data());
+    requireClose(y, ref);
+  }
 }
 
 TEST_CASE("gemm across the core's block boundaries and degenerate shapes") {
