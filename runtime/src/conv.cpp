@@ -364,19 +364,23 @@ int64_t columnChunk(int64_t depth) {
 int64_t packedChannels(const ConvParams& p) { return (p.c_out + 15) / 16 * 16; }
 
 /// Copies x's channels into zero-padded volumes of d x h x w, the extents
-/// the windows of p read (padding included).
-void padInput(const ConvParams& p, const float* x, int64_t d, int64_t h,
-              int64_t w, float* padded) {
-  std::fill_n(padded, p.c_in * d * h * w, 0.0f);
-  const int64_t lo = std::min(w, p.pad_left), hi = std::min(w, p.pad_left + p.w_in);
-  if (lo >= hi) return;
+/// the windows of p read (padding included): only the rows r in
+/// [rowBegin, rowEnd) of each channel (r counts rows over depth and height).
+void padInput(const ConvParams& p, const float* x, int64_t d, int64_t h, int64_t w,
+              int64_t rowBegin, int64_t rowEnd, float* padded) {
+  const int64_t lo = std::min(w, p.pad_left), hi = std::max(lo, std::min(w, p.pad_left + p.w_in));
   for (int64_t c = 0; c < p.c_in; ++c)
-    for (int64_t r = 0; r < d * h; ++r) {
+    for (int64_t r = rowBegin; r < rowEnd; ++r) {
+      float* out = padded + (c * d * h + r) * w;
       const int64_t id = r / h - p.pad_front, ih = r % h - p.pad_top;
-      if (id < 0 || id >= p.d_in || ih < 0 || ih >= p.h_in) continue;
+      if (id < 0 || id >= p.d_in || ih < 0 || ih >= p.h_in) {
+        std::fill_n(out, w, 0.0f);
+        continue;
+      }
       const float* row = x + ((c * p.d_in + id) * p.h_in + ih) * p.w_in;
-      std::copy(row + (lo - p.pad_left), row + (hi - p.pad_left),
-                padded + (c * d * h + r) * w + lo);
+      std::fill(out, out + lo, 0.0f);
+      std::copy(row + (lo - p.pad_left), row + (hi - p.pad_left), out + lo);
+      std::fill(out + hi, out + w, 0.0f);
     }
 }
 
@@ -386,8 +390,8 @@ void padInput(const ConvParams& p, const float* x, int64_t d, int64_t h,
 /// image: no im2col matrix. The team splits output channels (in 16s) and
 /// positions as for a GEMM; each thread takes chunks of its positions and,
 /// one panel of its channels at a time, runs gemmPacked into scratch laid
-/// out [position][channel] and transposes that block into y while it is
-/// still in L1.
+/// out [position][channel] and transposes that block into y, applying the
+/// epilogue on the way, while it is still in L1.
 void convPacked(const ConvParams& p, const float* x, const float* w,
                 const float* bias, const float* residual, float* y,
                 const Team& team) {
@@ -422,6 +426,14 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
     positions[s] = (s / outPlane * p.stride_d * rows + s % outPlane / p.w_out * p.stride_h) *
                        cols + s % p.w_out * p.stride_w;
 
+  // The padded rows this thread's positions read: where the team splits
+  // positions, each thread pads only its part of the image.
+  int64_t firstRow = 0, lastRow = d * h;
+  if (d == 1) {
+    firstRow = blk.cols.begin / p.w_out * p.stride_h;
+    lastRow = std::min(h, (blk.cols.end - 1) / p.w_out * p.stride_h +
+                              (p.k_h - 1) * p.dilation_h + 1);
+  }
   constexpr int64_t kChunk = 96;  // positions: 64 x 96 floats of result fit L1
   float* transposed = scratch<float>(kChunk * detail::kPackedPanel +
                                      (inPlace ? 0 : p.c_in * volume));
@@ -429,7 +441,7 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
   for (int64_t n = 0; n < p.n; ++n) {
     const float* in = x + n * p.c_in * inSpatial;
     if (!inPlace) {
-      padInput(p, in, d, h, wd, padded);
+      padInput(p, in, d, h, wd, firstRow, lastRow, padded);
       in = padded;
     }
     float* yn = y + n * p.c_out * spatial;
@@ -443,8 +455,7 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
         detail::gemmPacked(channels, kSize, w, o, end, count, in, offsets,
                            positions + s0, transposed, width);
         float* block = yn + o * spatial + s0;
-        detail::transpose(transposed, width, count, real, block, spatial);
-        detail::applyEpilogue(e.at(o, s0), real, count, block, spatial);
+        detail::transpose(transposed, width, count, real, block, spatial, e.at(o, s0));
         o = end;
       }
     }

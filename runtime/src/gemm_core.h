@@ -68,10 +68,11 @@ void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
                 const int64_t* positions, float* yt, int64_t ldyt);
 
 /// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (16 x 16
-/// tiles in registers where the CPU has AVX-512). Turns gemmPacked's result
+/// tiles in registers where the CPU has AVX-512), then `e` applied to the
+/// cols x rows block dst, in the same registers. Turns gemmPacked's result
 /// back into rows of channels, and planes into vectors of channels.
 void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols,
-               float* dst, int64_t ldd);
+               float* dst, int64_t ldd, const Epilogue& e = {});
 
 /// gemmRows with A stored transposed, A(i, p) = a[p * lda + i] (LIBXSMM's
 /// transposed-B kernels, with the operands swapped as in gemmRows).

@@ -113,9 +113,11 @@ namespace {
 /// dst[c * ldd + j] = src[j * lds + c] for j < rows, c < cols of a block
 /// of at most 16 x 16, in registers: pairs of rows interleaved at 1, 2, 4
 /// and 8 floats. A block's edges are masked loads and stores (scalar loops
-/// there cost a third of a 7x7 layer's transpose).
-void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd, int rows = 16,
-                 int cols = 16) {
+/// there cost a third of a 7x7 layer's transpose). With kEpilogue, each
+/// row of dst gets e's row bias, residual and activation on its way out.
+template <bool kEpilogue>
+void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd, int rows, int cols,
+                 const Epilogue& e) {
   const __mmask16 colMask = static_cast<__mmask16>((1u << cols) - 1);
   const __mmask16 rowMask = static_cast<__mmask16>((1u << rows) - 1);
   __m512 r[16], t[16];
@@ -137,12 +139,22 @@ void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd, int row
       t[8 * i + k] = _mm512_shuffle_f32x4(r[8 * i + k], r[8 * i + 4 + k], 0x88);
       t[8 * i + 4 + k] = _mm512_shuffle_f32x4(r[8 * i + k], r[8 * i + 4 + k], 0xdd);
     }
+  auto store = [&](int c, __m512 v) {
+    if (c >= cols) return;
+    if constexpr (kEpilogue) {  // as epilogueRows: act(v + bias + residual)
+      if (e.row_bias) v = _mm512_add_ps(v, _mm512_set1_ps(e.row_bias[c]));
+      if (e.residual)
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(rowMask, e.residual + c * e.ld_residual));
+      // max(bound, v) and min(bound, v) keep a NaN, as std::max(v, bound) does.
+      if (e.activation == Activation::kRelu) v = _mm512_max_ps(_mm512_setzero_ps(), v);
+      if (e.activation == Activation::kClip)
+        v = _mm512_min_ps(_mm512_set1_ps(e.act_max), _mm512_max_ps(_mm512_set1_ps(e.act_min), v));
+    }
+    _mm512_mask_storeu_ps(dst + c * ldd, rowMask, v);
+  };
   for (int k = 0; k < 8; ++k) {
-    if (k < cols)
-      _mm512_mask_storeu_ps(dst + k * ldd, rowMask, _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88));
-    if (8 + k < cols)
-      _mm512_mask_storeu_ps(dst + (8 + k) * ldd, rowMask,
-                            _mm512_shuffle_f32x4(t[k], t[8 + k], 0xdd));
+    store(k, _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88));
+    store(8 + k, _mm512_shuffle_f32x4(t[k], t[8 + k], 0xdd));
   }
 }
 
@@ -150,18 +162,28 @@ void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd, int row
 #pragma GCC diagnostic pop
 #endif
 
-void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols,
-               float* dst, int64_t ldd) {
+void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+               int64_t ldd, const Epilogue& e) {
 #ifdef __AVX512F__
-  for (int64_t r0 = 0; r0 < rows; r0 += 16)
-    for (int64_t c0 = 0; c0 < cols; c0 += 16)
-      transpose16(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd,
-                  static_cast<int>(std::min<int64_t>(16, rows - r0)),
-                  static_cast<int>(std::min<int64_t>(16, cols - c0)));
-#else
+  if (!e.col_bias) {
+    const bool epilogue = !e.empty();
+    for (int64_t r0 = 0; r0 < rows; r0 += 16)
+      for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+        const int tileRows = static_cast<int>(std::min<int64_t>(16, rows - r0));
+        const int tileCols = static_cast<int>(std::min<int64_t>(16, cols - c0));
+        if (epilogue)
+          transpose16<true>(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd, tileRows,
+                            tileCols, e.at(c0, r0));
+        else
+          transpose16<false>(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd, tileRows,
+                             tileCols, e);
+      }
+    return;
+  }
+#endif
   for (int64_t c = 0; c < cols; ++c)
     for (int64_t r = 0; r < rows; ++r) dst[c * ldd + r] = src[r * lds + c];
-#endif
+  applyEpilogue(e, cols, rows, dst, ldd);
 }
 
 }  // namespace cgc::rt::detail
