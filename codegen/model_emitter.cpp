@@ -278,7 +278,8 @@ void emitExecutor(CodeWriter& s, const ir::Graph& graph,
       auto signal = signals.find(id);
       if (call.kernel == Kernel::kView && wait == waits.end() &&
           signal == signals.end()) {
-        s.line("// {}: a view, no code", summary);
+        s.line("// {}: {}, no code", summary,
+               node.op == "Concat" ? "its inputs are written in place" : "a view");
         continue;
       }
       s.open("{{  // {}", summary);
@@ -368,8 +369,13 @@ EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
   for (size_t i = 0; i < order.size(); ++i) nodeIndex[order[i]] = static_cast<int>(i);
   const std::map<int, int> signals = signalsOf(schedule);
 
+  // A Concat whose inputs the memory plan put in their slices of its output
+  // has nothing left to copy: no code, as for a view.
   std::vector<KernelCall> calls;
-  for (int id : order) calls.push_back(lowering::lowerNode(graph, graph.node(id)));
+  for (int id : order) {
+    calls.push_back(lowering::lowerNode(graph, graph.node(id)));
+    if (plan.concatInPlace(graph, graph.node(id))) calls.back().kernel = Kernel::kView;
+  }
   model.graphHash = passes::graphHash(graph);
 
   // ------------------------------------------------------------- header

@@ -4,8 +4,10 @@
 // concurrently: two buffers share memory (greedy by size, largest first) only
 // when every access of one happens-before the other's first write; views
 // (Reshape) alias their input; elementwise ops write in place over an input
-// when every other access of it happens-before them. With one executor this
-// is interval liveness over its op list.
+// when every other access of it happens-before them; a Concat whose parts are
+// contiguous slices of its output (nothing outside the axis, batch 1) has
+// its inputs written straight into those slices, and copies nothing. With
+// one executor this is interval liveness over its op list.
 #pragma once
 
 #include <vector>
@@ -31,12 +33,18 @@ struct MemoryPlan {
 
   std::vector<Buffer> buffers;
   std::vector<int> bufferOf;  // per value id; -1 for constants and unused
+  std::vector<int64_t> offsetInBuffer;  // per value id: a Concat's part's slice
   int64_t arenaBytes = 0;
   int64_t bytesWithoutReuse = 0;  // every non-view tensor in its own buffer
   int inPlaceNodes = 0;
 
   bool hasStorage(int value) const { return bufferOf[value] >= 0; }
-  int64_t offsetOf(int value) const { return buffers[bufferOf[value]].offset; }
+  int64_t offsetOf(int value) const {
+    return buffers[bufferOf[value]].offset + offsetInBuffer[value];
+  }
+  /// Whether every input of Concat node `node` already lies in its slice of
+  /// the output, so the Concat copies nothing.
+  bool concatInPlace(const ir::Graph& graph, const ir::Node& node) const;
 };
 
 MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule);

@@ -287,6 +287,27 @@ TEST_CASE("in place only after every other reader, in happens-before order") {
   CHECK(twoPlan.inPlaceNodes == 1);  // out over whichever input it waited on
 }
 
+TEST_CASE("a Concat joining two executors' branches keeps its parts in place") {
+  GraphBuilder b("branches");
+  int x = b.input("x", {1, 256});
+  int l1 = b.node("Exp", "l1", {x}, {1, 256});
+  int l2 = b.node("Relu", "l2", {l1}, {1, 256});
+  int r1 = b.node("Sigmoid", "r1", {x}, {1, 256});
+  int r2 = b.node("Neg", "r2", {r1}, {1, 256});
+  int c = b.node("Concat", "c", {l2, r2}, {1, 512}, {{"axis", int64_t{1}}});
+  b.output(b.node("Tanh", "t", {c}, {1, 512}), "y");
+  auto two = passes::partitionGraph(b.graph, costs({10, 10, 10, 10, 1, 5}), 2, 1);
+  passes::verifySchedule(b.graph, two);
+  REQUIRE(executorOf(two, 1) != executorOf(two, 3));  // the parts in parallel
+  auto plan = passes::planMemory(b.graph, two);
+  passes::verifyMemoryPlan(b.graph, two, plan);
+  CHECK(plan.concatInPlace(b.graph, b.graph.node(4)));
+  CHECK(plan.offsetOf(r2) == plan.offsetOf(l2) + 1024);
+  // Neither branch's first value may share bytes with the other's part.
+  CHECK_FALSE(bytesOverlap(plan, l1, r2, b.graph));
+  CHECK_FALSE(bytesOverlap(plan, r1, l2, b.graph));
+}
+
 TEST_CASE("graphHash matches the hash codegen emits and tracks the graph") {
   GraphBuilder b = diamond();
   auto schedule = passes::scheduleSequential(b.graph);
