@@ -84,12 +84,13 @@ void avgPool2d(const PoolParams& p, const float* in, float* out) {
 constexpr int64_t kLanes = 16;
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 
-Lanes maximum(Lanes a, Lanes b) { return a < b ? b : a; }  // std::max, lane by lane
+// Lanes pass by reference: by value they change the ABI where AVX-512 is
+// off (GCC's -Wpsabi, an error in the sanitizer builds).
+void maximum(Lanes& m, const Lanes& v) { m = m < v ? v : m; }  // std::max, lane by lane
 
-/// src[i * kStride] for the 16 lanes i; kStride 2 reads src[0, 32).
+/// v[i] = src[i * kStride] for the 16 lanes i; kStride 2 reads src[0, 32).
 template <int64_t kStride>
-Lanes stridedLoad(const float* src, int64_t stride) {
-  Lanes v;
+void stridedLoad(const float* src, int64_t stride, Lanes& v) {
   if constexpr (kStride == 1) {
     std::memcpy(&v, src, sizeof v);
   } else if constexpr (kStride == 2) {
@@ -99,9 +100,10 @@ Lanes stridedLoad(const float* src, int64_t stride) {
     std::memcpy(&high, src + kLanes, sizeof high);
     v = __builtin_shuffle(low, high, Indices{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30});
   } else {
-    for (int64_t i = 0; i < kLanes; ++i) v[i] = src[i * stride];
+    float lanes[kLanes];
+    for (int64_t i = 0; i < kLanes; ++i) lanes[i] = src[i * stride];
+    std::memcpy(&v, lanes, sizeof v);
   }
-  return v;
 }
 
 /// Max pooling of the 2-D planes in `planes`, one output row at a time:
@@ -138,8 +140,12 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
       const size_t count = kRows ? kRows : rows;
       for (int64_t c0 = 0; width >= kLanes && c0 < width; c0 += kLanes) {
         const int64_t c = std::min(c0, width - kLanes);
-        Lanes m = stridedLoad<1>(sources[0] + c, 1);
-        for (size_t r = 1; r < count; ++r) m = maximum(m, stridedLoad<1>(sources[r] + c, 1));
+        Lanes m, v;
+        stridedLoad<1>(sources[0] + c, 1, m);
+        for (size_t r = 1; r < count; ++r) {
+          stridedLoad<1>(sources[r] + c, 1, v);
+          maximum(m, v);
+        }
         std::memcpy(buffer + colBegin + c, &m, sizeof m);
       }
       for (int64_t c = width < kLanes ? 0 : width; c < width; ++c) {
@@ -169,9 +175,12 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
       for (int64_t ow0 = 0; reduced && p.w_out >= kLanes && ow0 < p.w_out; ow0 += kLanes) {
         const int64_t ow = std::min(ow0, p.w_out - kLanes);
         const float* first = row + ow * stride;
-        Lanes m = stridedLoad<kStride>(first, stride);
-        for (int64_t kw = 1; kw < p.k_w; ++kw)
-          m = maximum(m, stridedLoad<kStride>(first + kw * p.dilation_w, stride));
+        Lanes m, v;
+        stridedLoad<kStride>(first, stride, m);
+        for (int64_t kw = 1; kw < p.k_w; ++kw) {
+          stridedLoad<kStride>(first + kw * p.dilation_w, stride, v);
+          maximum(m, v);
+        }
         std::memcpy(out + ow, &m, sizeof m);
       }
       for (int64_t ow = p.w_out < kLanes && reduced ? 0 : p.w_out; ow < p.w_out; ++ow) {

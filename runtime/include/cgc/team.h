@@ -81,10 +81,15 @@ class SpinBarrier {
     wait_until(phase_, [phase](uint32_t now) { return now != phase; });
   }
 
+  /// A pointer one thread leaves for the others to read after a wait().
+  void share(void* pointer) { shared_.store(pointer, std::memory_order_relaxed); }
+  void* shared() const { return shared_.load(std::memory_order_relaxed); }
+
  private:
   int threads_;
   alignas(64) std::atomic<int> arrived_{0};
   alignas(64) std::atomic<uint32_t> phase_{0};
+  std::atomic<void*> shared_{nullptr};
 };
 
 /// Contiguous half-open range of work items.
@@ -121,6 +126,17 @@ class Team {
     int64_t first = thread_ * base + std::min<int64_t>(thread_, extra);
     int64_t count = base + (thread_ < extra ? 1 : 0);
     return {std::min(n, first * grain), std::min(n, (first + count) * grain)};
+  }
+
+  /// Thread 0's `pointer`, on every thread; a barrier, so every thread must
+  /// call it. (The barrier's release and acquire order the store and loads;
+  /// the next share() comes after another barrier, once all have read.)
+  template <typename T>
+  T* shareFromFirst(T* pointer) const {
+    if (size_ <= 1) return pointer;
+    if (thread_ == 0) barrier_->share(pointer);
+    barrier_->wait();
+    return static_cast<T*>(barrier_->shared());
   }
 
  private:
