@@ -225,11 +225,10 @@ void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
       const detail::ChannelVectors vectors({p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w,
                                             p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
                                             p.pad_top, p.pad_left});
-      // Channel vectors where they fit, but for strided windows whose rows
-      // fill whole vectors: there rows measured 1.3-1.5x faster (SqueezeNet
-      // and GoogLeNet at 55x55 and 56x56), while at stride 1 channel vectors
-      // were (GoogLeNet's 28x28 branches, 65 vs 112 us).
-      if (vectors.fits(p.n_c) && (p.stride_w == 1 || p.w_out < kLanes))
+      // Channel vectors where a block fits in L2 (1.2x faster than rows at
+      // 55x55 and 56x56 stride 2 once their loads were aligned, 1.4x at
+      // 56x56 stride 1), rows beyond.
+      if (vectors.fits(p.n_c))
         return maxPoolVectors(vectors, p, x, y, team);
       const Range planes = team.split(p.n_c);
       switch (p.stride_w) {
