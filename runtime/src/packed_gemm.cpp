@@ -33,12 +33,13 @@ constexpr int64_t kDepthStep = 1024;
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 
 /// c[j * ldc + o] (+)= sum_p b[offsets[p] + positions[j]] * a[p * lda + o]
-/// for j < J, o < 16 V.
+/// for j < J, o < 16 V; prefetches `lines` cache lines from `prefetch` into
+/// L2 on the way, one per depth step.
 template <int V, int J>
 void tile(int64_t k, const float* __restrict a, int64_t lda,
           const float* __restrict b, const int64_t* __restrict offsets,
           const int64_t* __restrict positions, float* __restrict c,
-          int64_t ldc, bool accumulate) {
+          int64_t ldc, bool accumulate, const char* prefetch, int64_t lines) {
   Lanes sum[J][V];
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) {
@@ -50,6 +51,7 @@ void tile(int64_t k, const float* __restrict a, int64_t lda,
   int64_t at[J];
   for (int j = 0; j < J; ++j) at[j] = positions[j];
   for (int64_t p = 0; p < k; ++p) {
+    if (p < lines) __builtin_prefetch(prefetch + p * 64, 0, 2);
     Lanes w[V];
     for (int v = 0; v < V; ++v)
       std::memcpy(&w[v], a + p * lda + v * kLanes, sizeof(Lanes));
@@ -65,7 +67,8 @@ void tile(int64_t k, const float* __restrict a, int64_t lda,
 }
 
 using TileFn = void (*)(int64_t, const float*, int64_t, const float*,
-                        const int64_t*, const int64_t*, float*, int64_t, bool);
+                        const int64_t*, const int64_t*, float*, int64_t, bool,
+                        const char*, int64_t);
 
 template <int V, int... J>
 constexpr std::array<TileFn, kTile> tilesOf(std::integer_sequence<int, J...>) {
@@ -92,12 +95,26 @@ void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
   const float* a = packed + panel * k + (o0 - panel);
   const int64_t steps = (k + kDepthStep - 1) / kDepthStep;
   const int64_t step = (k + steps - 1) / steps;
+  // The weights are read in the order they lie: this depth step's slice,
+  // then the next step's or the next panel's. While the tiles of a step run,
+  // each fetches its share of the next slice into L2, a line per depth
+  // step, so that the first tile over a slice does not wait on memory.
+  // ResNet-50's 100 MB of weights come from memory every run: its 7x7
+  // layers ran 15-20% below their speed on weights in cache, 0-8% with this.
+  const int64_t tileCount = (n + kTile - 1) / kTile;
   for (int64_t pc = 0; pc < k; pc += step) {
     const int64_t kc = std::min(step, k - pc);
-    for (int64_t j = 0; j < n; j += kTile)
+    const int64_t nextAt = std::min((a - packed) + (pc + kc) * width, m * k);  // in floats
+    const char* next = reinterpret_cast<const char*>(packed + nextAt);
+    const int64_t nextLines =
+        std::min(kc * width, m * k - nextAt) * static_cast<int64_t>(sizeof(float)) / 64;
+    const int64_t share = (nextLines + tileCount - 1) / tileCount;
+    for (int64_t j = 0, t = 0; j < n; j += kTile, ++t) {
+      const int64_t first = std::min(nextLines, t * share);
       tiles[std::min<int64_t>(kTile, n - j) - 1](
-          kc, a + pc * width, width, b, offsets + pc, positions + j,
-          yt + j * ldyt, ldyt, pc > 0);
+          kc, a + pc * width, width, b, offsets + pc, positions + j, yt + j * ldyt, ldyt,
+          pc > 0, next + first * 64, std::min(nextLines, first + share) - first);
+    }
   }
 }
 
