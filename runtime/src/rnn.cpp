@@ -468,10 +468,17 @@ void Direction::lstmEpilogue(int64_t t, const float* hPrev, float* hNext, const 
 
 void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& in) {
   const int64_t B = p_.batch, ldx = g_ * pad_;
+  // Every other step walks the weight blocks backwards: it starts on the
+  // ones the step before ended on, still in L2. (Forwards every time, a
+  // thread's 8 MB of a 1024-unit LSTM left nothing in L2 for the next step:
+  // 3-5% slower.)
+  auto blockAt = [&](int64_t i) { return t % 2 == 1 ? blocks_ - 1 - i : i; };
   if (p_.cell == RnnCell::kLstm) {
-    for (int64_t blk = 0; blk < blocks_; ++blk)
+    for (int64_t i = 0; i < blocks_; ++i) {
+      const int64_t blk = blockAt(i);
       blockRows(4, h_, packed_ + blk * h_ * 4 * kUnits, hPrev, h_, B,
                 acc_ + blk * 4 * kUnits, ldx);
+    }
     lstmEpilogue(t, hPrev, hNext, in);
     team_.barrier();  // h_t complete before step t + 1 reads it
     return;
@@ -479,7 +486,8 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
   auto active = [&](int64_t b) { return !in.lens || t < in.lens[b]; };
   if (splitGru()) {
     // Phase 1: z and r, and r * h_{t-1} for this thread's units.
-    for (int64_t blk = 0; blk < blocks_; ++blk) {
+    for (int64_t i = 0; i < blocks_; ++i) {
+      const int64_t blk = blockAt(i);
       int64_t first = u0_ + blk * kUnits;
       int64_t count = std::min<int64_t>(kUnits, u0_ + units_ - first);
       recurrentProduct(2, h_, packed_ + blk * h_ * 2 * kUnits, hPrev, B, acc_);
@@ -501,7 +509,8 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
     }
     team_.barrier();
   }
-  for (int64_t blk = 0; blk < blocks_; ++blk) {
+  for (int64_t i = 0; i < blocks_; ++i) {
+    const int64_t blk = blockAt(i);
     int64_t first = u0_ + blk * kUnits;
     int64_t count = std::min<int64_t>(kUnits, u0_ + units_ - first);
     if (splitGru())
