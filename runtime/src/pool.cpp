@@ -1,12 +1,17 @@
 // Max, average and global average pooling over NCHW planes; the team
-// splits the planes. 2-D max pooling runs on blocks of 16 planes in the
-// vector lanes (channel_vectors.h) where they are small, else row by row
+// splits the planes. 2-D max pooling: 3x3 windows at stride 2 in registers
+// (maxPool3x3Stride2, AVX-512), else on blocks of 16 planes in the vector
+// lanes (channel_vectors.h) where they are small, else row by row
 // (maxPoolRows); average pooling, whose divisor depends
 // on how much of each window is padding, row by row.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <vector>
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 #include "cgc/kernels.h"
 #include "channel_vectors.h"
@@ -193,6 +198,66 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
   }
 }
 
+#ifdef __AVX512F__
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which
+// -Wmaybe-uninitialized reports at -O3 (a false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/// 3x3 windows at stride 2 (the stems' pools), rows of 16 outputs or more:
+/// 16 outputs of a row at a time in registers. The 33 columns under them
+/// are three masked loads per input row (-inf outside the row; the masks
+/// computed once per call), the rows' maxima two, the even, odd and
+/// next-even columns two permutes and an align. Channel vectors transpose
+/// four inputs in per output at this stride; the rows path goes through a
+/// buffer.
+void maxPool3x3Stride2(const PoolParams& p, const float* x, float* y, Range planes) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  struct Chunk {
+    int64_t ow, first;  // first output, its first input column
+    __mmask16 lanes[3];  // of each load, those inside the row
+  };
+  std::vector<Chunk> chunks;
+  for (int64_t ow0 = 0; ow0 < p.w_out; ow0 += kLanes) {
+    Chunk k{std::min(ow0, p.w_out - kLanes), 0, {}};  // the last overlaps
+    k.first = 2 * k.ow - p.pad_left;
+    for (int l = 0; l < 3; ++l) {
+      const int64_t at = k.first + kLanes * l;
+      const int64_t a = std::clamp<int64_t>(-at, 0, kLanes), b = std::clamp<int64_t>(p.w_in - at, 0, kLanes);
+      k.lanes[l] = static_cast<__mmask16>(b > a ? ((1u << b) - 1) & ~((1u << a) - 1) : 0u);
+    }
+    chunks.push_back(k);
+  }
+  for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
+    const float* in = x + plane * p.h_in * p.w_in;
+    for (int64_t oh = 0; oh < p.h_out; ++oh) {
+      const float* rows[3];
+      int count = 0;
+      for (int64_t kh = 0; kh < 3; ++kh) {
+        const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+        if (ih >= 0 && ih < p.h_in) rows[count++] = in + ih * p.w_in;
+      }
+      float* out = y + (plane * p.h_out + oh) * p.w_out;
+      for (const Chunk& k : chunks) {
+        __m512 v0 = lowest, v1 = lowest, v2 = lowest;
+        for (int r = 0; r < count; ++r) {
+          v0 = _mm512_max_ps(v0, _mm512_mask_loadu_ps(lowest, k.lanes[0], rows[r] + k.first));
+          v1 = _mm512_max_ps(v1, _mm512_mask_loadu_ps(lowest, k.lanes[1], rows[r] + k.first + 16));
+          v2 = _mm512_max_ps(v2, _mm512_mask_loadu_ps(lowest, k.lanes[2], rows[r] + k.first + 32));
+        }
+        const __m512 even = _mm512_permutex2var_ps(v0, evens, v1);
+        const __m512 odd = _mm512_permutex2var_ps(v0, odds, v1);
+        const __m512 nextEven = _mm512_castsi512_ps(
+            _mm512_alignr_epi32(_mm512_castps_si512(v2), _mm512_castps_si512(even), 1));
+        _mm512_storeu_ps(out + k.ow, _mm512_max_ps(_mm512_max_ps(even, odd), nextEven));
+      }
+    }
+  }
+}
+#pragma GCC diagnostic pop
+#endif
+
 /// ChannelVectors' op for max pooling (padding is -inf).
 struct Maximum {
   using Lanes = detail::ChannelVectors::Lanes;
@@ -228,9 +293,15 @@ void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
       // Channel vectors where a block fits in L2 (1.2x faster than rows at
       // 55x55 and 56x56 stride 2 once their loads were aligned, 1.4x at
       // 56x56 stride 1), rows beyond.
+      const Range planes = team.split(p.n_c);
+#ifdef __AVX512F__
+      // 1.3-1.5x faster than channel vectors on the stems' 55x55 to 112x112
+      // planes.
+      if (p.k_h == 3 && p.k_w == 3 && p.stride_w == 2 && p.dilation_w == 1 && p.w_out >= kLanes)
+        return maxPool3x3Stride2(p, x, y, planes);
+#endif
       if (vectors.fits(p.n_c))
         return maxPoolVectors(vectors, p, x, y, team);
-      const Range planes = team.split(p.n_c);
       switch (p.stride_w) {
         case 1: return maxPoolRows<1>(p, x, y, planes);
         case 2: return maxPoolRows<2>(p, x, y, planes);

@@ -350,6 +350,14 @@ TEST_CASE("pools: 3-D, 1-D, dilations, strides 3, asymmetric pads") {
        Axis{20, 2, 2, 0, 0, 1}},
       {"rows: 4x1 window", 2, unit, Axis{11, 4, 1, 2, 1, 1},
        Axis{33, 1, 1, 0, 0, 1}},
+      // 3x3 at stride 2, rows of 16 outputs or more: three loads per input
+      // row for 16 outputs, masked at the edges, the last block overlapping.
+      {"3x3 stride 2: end pads only (ceil mode)", 3, unit, Axis{10, 3, 2, 0, 1, 1},
+       Axis{40, 3, 2, 0, 1, 1}},
+      {"3x3 stride 2: 16 planes, pads 1, exactly 16 wide", 16, unit, Axis{7, 3, 2, 1, 1, 1},
+       Axis{31, 3, 2, 1, 1, 1}},
+      {"3x3 stride 2: stride 1 down the rows", 2, unit, Axis{6, 3, 1, 1, 1, 1},
+       Axis{50, 3, 2, 1, 0, 1}},
   };
   uint32_t seed = 300;
   for (const Case& c : cases) {
