@@ -7,7 +7,8 @@
 #   thread:  ThreadSanitizer, the samples with parallel branches on 3
 #            executors x 2 threads (cross-executor signals, team barriers,
 #            the pool's start and finish, the profiler recording from
-#            several executors).
+#            several executors), and team_kernels.cpp (threads sharing
+#            scratch inside one kernel call).
 # Usage: run_sanitizers.sh CGC SAMPLES_DIR RUNTIME_DIR WORK_DIR [address|thread]
 set -eu
 cgc=$1 samples=$2 runtime=$3 work=$4 mode=${5:-address}
@@ -48,4 +49,9 @@ for sample in "${models[@]}"; do
       -lxsmm -lxsmmnoblas -lpthread -ldl -o "$out/driver"
   "$out/driver"
 done
+if [ "$mode" = thread ]; then  # kernels that share memory inside one call
+  c++ $flags -I"$runtime/include" "$(dirname "$0")/team_kernels.cpp" "${objects[@]}" \
+      -lxsmm -lxsmmnoblas -lpthread -ldl -o "$work/team_kernels"
+  "$work/team_kernels"
+fi
 echo "sanitizers ($mode): the sample models ran clean"
