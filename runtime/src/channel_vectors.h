@@ -3,12 +3,12 @@
 //
 // A block of 16 planes is transposed into [row][column][16] inside a padded
 // buffer (16x16 in-register transposes), so every tap of every output is one
-// aligned vector operation on whole vectors, 8 outputs of a row at a time; the [position][16] result is
-// transposed back into the 16 planes. Plane by plane (plane_phases.h), the
-// row-by-row copies and stride-phase scatters of a 7x7 to 28x28 plane cost
-// more than its taps: MobileNetV2's depthwise layers ran at 5-20 GFLOP/s
-// there and take 1.4-4.6x less time here. Large planes, whose block would
-// leave L2, stay with PlanePhases.
+// aligned vector operation on whole vectors, 8 outputs of a row at a time;
+// the [position][16] result is transposed back into the 16 planes. Plane by
+// plane (plane_phases.h), the row-by-row copies and stride-phase scatters of
+// a 7x7 to 28x28 plane cost more than its taps: MobileNetV2's depthwise
+// layers ran at 5-20 GFLOP/s there and take 1.4-4.6x less time here. Planes
+// whose block would leave L2 take other kernels (conv.cpp, pool.cpp).
 #pragma once
 
 #include <algorithm>

@@ -24,14 +24,11 @@
 #include <limits>
 #include <vector>
 
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
-
 #include "cgc/kernels.h"
 #include "channel_vectors.h"
 #include "gemm_core.h"
 #include "plane_phases.h"
+#include "row_blocks.h"
 #include "scratch.h"
 
 namespace cgc::rt {
@@ -294,7 +291,7 @@ bool takesDepthwiseRows(const ConvParams& p) {
 }
 
 /// Depthwise 3x3 convolution straight from the NCHW planes, 16 outputs of a
-/// row at a time in registers: per input row, the 18 (stride 1) or 33
+/// row at a time in registers (row_blocks.h): per input row, the 18 (stride 1) or 33
 /// (stride 2) columns under them are two or three loads, the three taps'
 /// columns come out of them by align and permute instructions, and the
 /// epilogue runs before the one store. No copy of the input: channel
@@ -304,31 +301,13 @@ template <int kStride>
 void depthwiseRows(const ConvParams& p, const float* x, const float* w, const float* bias,
                    const float* residual, float* y, const Team& team) {
   const __m512 zero = _mm512_setzero_ps();
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   const float inf = std::numeric_limits<float>::infinity();
   const __m512 lo = _mm512_set1_ps(p.activation == Activation::kRelu   ? 0.0f
                                    : p.activation == Activation::kClip ? p.act_min
                                                                        : -inf);
   const __m512 hi = _mm512_set1_ps(p.activation == Activation::kClip ? p.act_max : inf);
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
-  // Per block of 16 outputs: its first output column, and for each of its
-  // loads the lanes inside the row (masks computed once, not per load).
-  struct Chunk {
-    int64_t ow, first;
-    __mmask16 lanes[3];
-  };
-  std::vector<Chunk> chunks;
-  for (int64_t ow0 = 0; ow0 < p.w_out; ow0 += 16) {
-    Chunk k{std::min(ow0, p.w_out - 16), 0, {}};  // the last overlaps
-    k.first = k.ow * kStride - p.pad_left;
-    for (int l = 0; l < 3; ++l) {
-      const int64_t at = k.first + 16 * l;
-      const int64_t a = std::clamp<int64_t>(-at, 0, 16), b = std::clamp<int64_t>(p.w_in - at, 0, 16);
-      k.lanes[l] = static_cast<__mmask16>(b > a ? ((1u << b) - 1) & ~((1u << a) - 1) : 0u);
-    }
-    chunks.push_back(k);
-  }
+  const std::vector<detail::RowBlock> blocks = detail::rowBlocks(p.w_out, p.w_in, kStride, p.pad_left);
   const Range planes = team.split(p.n * p.c_out);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const int64_t c = plane % p.c_out;
@@ -339,25 +318,23 @@ void depthwiseRows(const ConvParams& p, const float* x, const float* w, const fl
     for (int64_t oh = 0; oh < p.h_out; ++oh) {
       float* out = y + plane * spatial + oh * p.w_out;
       const float* res = residual ? residual + plane * spatial + oh * p.w_out : nullptr;
-      for (const Chunk& k : chunks) {
-        const int64_t ow = k.ow, first = k.first;
+      for (const detail::RowBlock& block : blocks) {
+        const int64_t ow = block.ow, first = block.first;
         __m512 sum[3] = {b, zero, zero};  // one chain per kernel row
         for (int kh = 0; kh < 3; ++kh) {
           const int64_t ih = oh * kStride - p.pad_top + kh;
           if (ih < 0 || ih >= p.h_in) continue;
           const float* row = in + ih * p.w_in;
-          const __m512 v0 = _mm512_maskz_loadu_ps(k.lanes[0], row + first);
-          const __m512 v1 = _mm512_maskz_loadu_ps(k.lanes[1], row + first + 16);
+          const __m512 v0 = _mm512_maskz_loadu_ps(block.lanes[0], row + first);
+          const __m512 v1 = _mm512_maskz_loadu_ps(block.lanes[1], row + first + 16);
           __m512 t0, t1, t2;
           if constexpr (kStride == 1) {
             t0 = v0;
             t1 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v1), _mm512_castps_si512(v0), 1));
             t2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v1), _mm512_castps_si512(v0), 2));
           } else {
-            const __m512 v2 = _mm512_maskz_loadu_ps(k.lanes[2], row + first + 32);
-            t0 = _mm512_permutex2var_ps(v0, evens, v1);
-            t1 = _mm512_permutex2var_ps(v0, odds, v1);
-            t2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v2), _mm512_castps_si512(t0), 1));
+            const __m512 v2 = _mm512_maskz_loadu_ps(block.lanes[2], row + first + 32);
+            detail::strideTwoTaps(v0, v1, v2, t0, t1, t2);
           }
           sum[kh] = _mm512_fmadd_ps(taps[kh * 3], t0, sum[kh]);
           sum[kh] = _mm512_fmadd_ps(taps[kh * 3 + 1], t1, sum[kh]);
@@ -468,12 +445,8 @@ int64_t packedChannels(const ConvParams& p) { return (p.c_out + 15) / 16 * 16; }
 void padRow(const float* src, int64_t lo, int64_t hi, int64_t w, float* out) {
 #ifdef __AVX512F__
   for (int64_t c0 = 0; c0 < w; c0 += 16) {
-    const int64_t first = std::clamp<int64_t>(lo - c0, 0, 16);  // lanes [first, last)
-    const int64_t last = std::clamp<int64_t>(hi - c0, 0, 16);   // come from src
-    const unsigned lanes = last > first ? ((1u << last) - 1) & ~((1u << first) - 1) : 0u;
-    const __m512 v = _mm512_maskz_loadu_ps(static_cast<__mmask16>(lanes), src + (c0 - lo));
-    const unsigned stored = (1u << std::min<int64_t>(16, w - c0)) - 1;
-    _mm512_mask_storeu_ps(out + c0, static_cast<__mmask16>(stored), v);
+    const __m512 v = _mm512_maskz_loadu_ps(detail::lanesInside(c0 - lo, hi - lo), src + (c0 - lo));
+    _mm512_mask_storeu_ps(out + c0, detail::lanesInside(c0, w), v);
   }
 #else
   std::fill(out, out + lo, 0.0f);

@@ -9,12 +9,9 @@
 #include <limits>
 #include <vector>
 
-#ifdef __AVX512F__
-#include <immintrin.h>
-#endif
-
 #include "cgc/kernels.h"
 #include "channel_vectors.h"
+#include "row_blocks.h"
 #include "scratch.h"
 
 namespace cgc::rt {
@@ -116,7 +113,7 @@ void stridedLoad(const float* src, int64_t stride, Lanes& v) {
 /// padded row, whose columns then reduce with the window's stride. Both
 /// run on whole vectors; a row's last vector overlaps the one before it
 /// (a max computed twice is the same max), so no element takes a scalar
-/// tail. Rows narrower than a vector go through poolElement.
+/// tail; rows narrower than a vector take scalar loops.
 template <int64_t kStride>  // 0: p.stride_w at run time
 void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
   const int64_t stride = kStride ? kStride : p.stride_w;
@@ -204,31 +201,14 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 /// 3x3 windows at stride 2 (the stems' pools), rows of 16 outputs or more:
-/// 16 outputs of a row at a time in registers. The 33 columns under them
-/// are three masked loads per input row (-inf outside the row; the masks
-/// computed once per call), the rows' maxima two, the even, odd and
-/// next-even columns two permutes and an align. Channel vectors transpose
-/// four inputs in per output at this stride; the rows path goes through a
-/// buffer.
+/// 16 outputs of a row at a time in registers (row_blocks.h). The 33
+/// columns under them are three masked loads per input row (-inf outside
+/// the row), the rows' maxima two, the even, odd and next-even columns two
+/// permutes and an align. Channel vectors transpose four inputs in per
+/// output at this stride; the rows path goes through a buffer.
 void maxPool3x3Stride2(const PoolParams& p, const float* x, float* y, Range planes) {
   const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  struct Chunk {
-    int64_t ow, first;  // first output, its first input column
-    __mmask16 lanes[3];  // of each load, those inside the row
-  };
-  std::vector<Chunk> chunks;
-  for (int64_t ow0 = 0; ow0 < p.w_out; ow0 += kLanes) {
-    Chunk k{std::min(ow0, p.w_out - kLanes), 0, {}};  // the last overlaps
-    k.first = 2 * k.ow - p.pad_left;
-    for (int l = 0; l < 3; ++l) {
-      const int64_t at = k.first + kLanes * l;
-      const int64_t a = std::clamp<int64_t>(-at, 0, kLanes), b = std::clamp<int64_t>(p.w_in - at, 0, kLanes);
-      k.lanes[l] = static_cast<__mmask16>(b > a ? ((1u << b) - 1) & ~((1u << a) - 1) : 0u);
-    }
-    chunks.push_back(k);
-  }
+  const std::vector<detail::RowBlock> blocks = detail::rowBlocks(p.w_out, p.w_in, 2, p.pad_left);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const float* in = x + plane * p.h_in * p.w_in;
     for (int64_t oh = 0; oh < p.h_out; ++oh) {
@@ -239,18 +219,16 @@ void maxPool3x3Stride2(const PoolParams& p, const float* x, float* y, Range plan
         if (ih >= 0 && ih < p.h_in) rows[count++] = in + ih * p.w_in;
       }
       float* out = y + (plane * p.h_out + oh) * p.w_out;
-      for (const Chunk& k : chunks) {
+      for (const detail::RowBlock& b : blocks) {
         __m512 v0 = lowest, v1 = lowest, v2 = lowest;
         for (int r = 0; r < count; ++r) {
-          v0 = _mm512_max_ps(v0, _mm512_mask_loadu_ps(lowest, k.lanes[0], rows[r] + k.first));
-          v1 = _mm512_max_ps(v1, _mm512_mask_loadu_ps(lowest, k.lanes[1], rows[r] + k.first + 16));
-          v2 = _mm512_max_ps(v2, _mm512_mask_loadu_ps(lowest, k.lanes[2], rows[r] + k.first + 32));
+          v0 = _mm512_max_ps(v0, _mm512_mask_loadu_ps(lowest, b.lanes[0], rows[r] + b.first));
+          v1 = _mm512_max_ps(v1, _mm512_mask_loadu_ps(lowest, b.lanes[1], rows[r] + b.first + 16));
+          v2 = _mm512_max_ps(v2, _mm512_mask_loadu_ps(lowest, b.lanes[2], rows[r] + b.first + 32));
         }
-        const __m512 even = _mm512_permutex2var_ps(v0, evens, v1);
-        const __m512 odd = _mm512_permutex2var_ps(v0, odds, v1);
-        const __m512 nextEven = _mm512_castsi512_ps(
-            _mm512_alignr_epi32(_mm512_castps_si512(v2), _mm512_castps_si512(even), 1));
-        _mm512_storeu_ps(out + k.ow, _mm512_max_ps(_mm512_max_ps(even, odd), nextEven));
+        __m512 even, odd, nextEven;
+        detail::strideTwoTaps(v0, v1, v2, even, odd, nextEven);
+        _mm512_storeu_ps(out + b.ow, _mm512_max_ps(_mm512_max_ps(even, odd), nextEven));
       }
     }
   }

@@ -1,0 +1,59 @@
+// Blocks of 16 outputs along a row, for the kernels that keep a row's
+// outputs in AVX-512 registers and read the input rows straight from NCHW
+// (3x3 max pooling at stride 2, 3x3 depthwise convolution): each block's
+// loads are masked to the lanes inside the input row, the masks computed
+// once per call (computed per load they cost more than the loads).
+#pragma once
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace cgc::rt::detail {
+
+/// The lanes of the 16 columns [first, first + 16) that lie in [0, width).
+inline __mmask16 lanesInside(int64_t first, int64_t width) {
+  const int64_t a = std::clamp<int64_t>(-first, 0, 16);
+  const int64_t b = std::clamp<int64_t>(width - first, 0, 16);
+  return static_cast<__mmask16>(b > a ? ((1u << b) - 1) & ~((1u << a) - 1) : 0u);
+}
+
+/// A block of 16 outputs of a row: the first, the input column the first
+/// reads, and the lanes inside the input row of its three 16-column loads.
+struct RowBlock {
+  int64_t ow, first;
+  __mmask16 lanes[3];
+};
+
+/// The blocks covering a row of wOut >= 16 outputs at `stride`; the last
+/// overlaps the one before it (its outputs are computed twice, the same).
+inline std::vector<RowBlock> rowBlocks(int64_t wOut, int64_t wIn, int64_t stride,
+                                       int64_t padLeft) {
+  std::vector<RowBlock> blocks;
+  for (int64_t ow0 = 0; ow0 < wOut; ow0 += 16) {
+    RowBlock b{std::min(ow0, wOut - 16), 0, {}};
+    b.first = b.ow * stride - padLeft;
+    for (int l = 0; l < 3; ++l) b.lanes[l] = lanesInside(b.first + 16 * l, wIn);
+    blocks.push_back(b);
+  }
+  return blocks;
+}
+
+/// For 16 outputs of a 3-wide window at stride 2 over the columns
+/// v0 | v1 | v2 (48 from the first one read): the columns each output's
+/// three taps read, 2i, 2i + 1 and 2i + 2.
+inline void strideTwoTaps(__m512 v0, __m512 v1, __m512 v2, __m512& even, __m512& odd,
+                          __m512& nextEven) {
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  even = _mm512_permutex2var_ps(v0, evens, v1);
+  odd = _mm512_permutex2var_ps(v0, _mm512_add_epi32(evens, _mm512_set1_epi32(1)), v1);
+  nextEven = _mm512_castsi512_ps(
+      _mm512_alignr_epi32(_mm512_castps_si512(v2), _mm512_castps_si512(even), 1));
+}
+
+}  // namespace cgc::rt::detail
+
+#endif
