@@ -81,10 +81,11 @@ class PlanePhases {
     }
   }
 
-  /// out[oh * w_out + ow] = f(rows[oh * wq + ow], oh * w_out + ow).
+  /// out[oh * w_out + ow] = f(rows[oh * wq + ow], oh * w_out + ow), for
+  /// output rows oh in [begin, end) (all of them by default).
   template <typename F>
-  void store(const float* rows, float* out, F f) const {
-    for (int64_t oh = 0; oh < hOut_; ++oh) {
+  void store(const float* rows, float* out, F f, int64_t begin = 0, int64_t end = -1) const {
+    for (int64_t oh = begin; oh < (end < 0 ? hOut_ : end); ++oh) {
       const float* __restrict a = rows + oh * wq_;
       float* __restrict o = out + oh * wOut_;
       for (int64_t ow = 0; ow < wOut_; ++ow) o[ow] = f(a[ow], oh * wOut_ + ow);
