@@ -1,6 +1,6 @@
 // pack-conv-weights: a Conv whose layer shape the packed kernel serves
 // better (rt::convPrefersPackedWeights: windows larger than 1x1, 7x7
-// pointwise layers; groups 1) gets its constant weights repacked once at
+// pointwise layers, 14x14 ones with 256+ output channels; groups 1) gets its constant weights repacked once at
 // compile time into rt::packConvWeights' panels, and the attribute
 // cgc_packed_weights = 1 that lowering turns into ConvParams::packed_weights.
 // Packing at run time would copy every weight on every inference; packing in
