@@ -203,7 +203,8 @@ std::string activationName(rt::Activation a) {
 }
 
 std::string print(const rt::ConvParams& p) {
-  return FieldList()
+  FieldList fields;
+  fields
       .add("n", p.n).add("c_in", p.c_in)
       .add("d_in", p.d_in).add("h_in", p.h_in).add("w_in", p.w_in)
       .add("c_out", p.c_out)
@@ -216,8 +217,11 @@ std::string print(const rt::ConvParams& p) {
       .add("dilation_w", p.dilation_w)
       .put("activation", activationName(p.activation))
       .add("act_min", p.act_min).add("act_max", p.act_max)
-      .add("packed_weights", p.packed_weights)
-      .str();
+      .add("packed_weights", p.packed_weights);
+  if (p.pool_h_out > 0)
+    fields.add("pool_h_out", p.pool_h_out).add("pool_w_out", p.pool_w_out)
+        .add("pool_pad_top", p.pool_pad_top).add("pool_pad_left", p.pool_pad_left);
+  return fields.str();
 }
 
 std::string print(const rt::PoolParams& p) {

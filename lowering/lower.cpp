@@ -293,9 +293,29 @@ void setActivation(const Graph& g, const Node& n, P& p) {
   }
 }
 
+/// The max pooling that fuse-conv-maxpool put on a Conv (attribute
+/// cgc_pool_pads: its top and left pads), checked against the runtime.
+void setPool(const Graph& g, const Node& n, int residual, rt::ConvParams& p) {
+  const Shape& pooled = shapeOf(g, n.outputs[0]);
+  const auto pads = n.getInts("cgc_pool_pads");
+  if (pooled.size() != 4 || pads.size() != 2 || residual >= 0)
+    userError(g.where(n), "a fused max pooling needs a 2-D convolution without residual");
+  p.pool_h_out = pooled[2];
+  p.pool_w_out = pooled[3];
+  p.pool_pad_top = pads[0];
+  p.pool_pad_left = pads[1];
+  const rt::PoolParams pool{p.n * p.c_out, 1, p.h_out, p.w_out, 1, p.pool_h_out, p.pool_w_out,
+                            1, 3, 3, 1, 2, 2, 0, p.pool_pad_top, p.pool_pad_left, 1, 1, 1, false};
+  if (!rt::convFusesMaxPool(p, pool))
+    userError(g.where(n), "the runtime cannot fuse a 3x3, stride-2 max pooling into this Conv");
+}
+
 KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
   const Shape& x = shapeOf(g, n.inputs[0]);
-  const Shape& y = shapeOf(g, n.outputs[0]);
+  // A Conv that stores a max pooling of its output (fuse-conv-maxpool)
+  // keeps its own output shape in cgc_conv_shape.
+  const bool pooled = n.has("cgc_conv_shape");
+  const Shape y = pooled ? n.getInts("cgc_conv_shape") : shapeOf(g, n.outputs[0]);
   requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
   Spatial3d s = spatialOf(g, n, x);
   auto in = rightAligned(x, 2, x.size() - 2, 1);
@@ -317,6 +337,7 @@ KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
     userError(g.where(n), "packed weights need groups 1 and {} floats", rt::packedConvWeightCount(p));
   // Input 3, added by fuse-epilogues: a residual summed before the activation.
   int residual = n.inputs.size() > 3 ? n.inputs[3] : -1;
+  if (pooled) setPool(g, n, residual, p);
   return {Kernel::kConv, DType::kF32, p,
           {n.inputs[0], n.inputs[1], bias, residual}, {n.outputs[0]}};
 }

@@ -18,6 +18,7 @@ namespace cgc::passes {
   X("fold-conv-batchnorm", foldConvBatchNorm)     \
   X("fuse-matmuls", fuseMatMuls)                  \
   X("fuse-epilogues", fuseEpilogues)              \
+  X("fuse-conv-maxpool", fuseConvMaxPool)         \
   X("pretranspose-gemm-weights", pretransposeGemmWeights) \
   X("pack-conv-weights", packConvolutionWeights)  \
   X("dead-code", eliminateDeadCode)

@@ -207,7 +207,6 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
 /// permutes and an align. Channel vectors transpose four inputs in per
 /// output at this stride; the rows path goes through a buffer.
 void maxPool3x3Stride2(const PoolParams& p, const float* x, float* y, Range planes) {
-  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   const std::vector<detail::RowBlock> blocks = detail::rowBlocks(p.w_out, p.w_in, 2, p.pad_left);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const float* in = x + plane * p.h_in * p.w_in;
@@ -218,18 +217,8 @@ void maxPool3x3Stride2(const PoolParams& p, const float* x, float* y, Range plan
         const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
         if (ih >= 0 && ih < p.h_in) rows[count++] = in + ih * p.w_in;
       }
-      float* out = y + (plane * p.h_out + oh) * p.w_out;
-      for (const detail::RowBlock& b : blocks) {
-        __m512 v0 = lowest, v1 = lowest, v2 = lowest;
-        for (int r = 0; r < count; ++r) {
-          v0 = _mm512_max_ps(v0, _mm512_mask_loadu_ps(lowest, b.lanes[0], rows[r] + b.first));
-          v1 = _mm512_max_ps(v1, _mm512_mask_loadu_ps(lowest, b.lanes[1], rows[r] + b.first + 16));
-          v2 = _mm512_max_ps(v2, _mm512_mask_loadu_ps(lowest, b.lanes[2], rows[r] + b.first + 32));
-        }
-        __m512 even, odd, nextEven;
-        detail::strideTwoTaps(v0, v1, v2, even, odd, nextEven);
-        _mm512_storeu_ps(out + b.ow, _mm512_max_ps(_mm512_max_ps(even, odd), nextEven));
-      }
+      detail::maxPoolRow3x3Stride2(rows, count, blocks, y + (plane * p.h_out + oh) * p.w_out,
+                                   [](__m512 v) { return v; });
     }
   }
 }

@@ -1,6 +1,7 @@
 // Blocks of 16 outputs along a row, for the kernels that keep a row's
 // outputs in AVX-512 registers and read the input rows straight from NCHW
-// (3x3 max pooling at stride 2, 3x3 depthwise convolution): each block's
+// (3x3 max pooling at stride 2, alone or after a stem convolution, 3x3
+// depthwise convolution): each block's
 // loads are masked to the lanes inside the input row, the masks computed
 // once per call (computed per load they cost more than the loads).
 #pragma once
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace cgc::rt::detail {
@@ -52,6 +54,26 @@ inline void strideTwoTaps(__m512 v0, __m512 v1, __m512 v2, __m512& even, __m512&
   odd = _mm512_permutex2var_ps(v0, _mm512_add_epi32(evens, _mm512_set1_epi32(1)), v1);
   nextEven = _mm512_castsi512_ps(
       _mm512_alignr_epi32(_mm512_castps_si512(v2), _mm512_castps_si512(even), 1));
+}
+
+/// One output row of a 3x3 max pooling at stride 2: out[ow] =
+/// finish(max of the window) for the blocks of the row, over the `count`
+/// (1 to 3) input rows inside the image; columns outside a row are -inf.
+template <typename Finish>
+void maxPoolRow3x3Stride2(const float* const* rows, int count, const std::vector<RowBlock>& blocks,
+                          float* out, Finish finish) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (const RowBlock& b : blocks) {
+    __m512 v0 = lowest, v1 = lowest, v2 = lowest;
+    for (int r = 0; r < count; ++r) {
+      v0 = _mm512_max_ps(v0, _mm512_mask_loadu_ps(lowest, b.lanes[0], rows[r] + b.first));
+      v1 = _mm512_max_ps(v1, _mm512_mask_loadu_ps(lowest, b.lanes[1], rows[r] + b.first + 16));
+      v2 = _mm512_max_ps(v2, _mm512_mask_loadu_ps(lowest, b.lanes[2], rows[r] + b.first + 32));
+    }
+    __m512 even, odd, nextEven;
+    strideTwoTaps(v0, v1, v2, even, odd, nextEven);
+    _mm512_storeu_ps(out + b.ow, finish(_mm512_max_ps(_mm512_max_ps(even, odd), nextEven)));
+  }
 }
 
 }  // namespace cgc::rt::detail

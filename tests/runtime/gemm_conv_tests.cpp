@@ -311,3 +311,74 @@ TEST_CASE("conv on packed weights matches a direct loop") {
   };
   for (const ConvCase& c : cases) checkConv(c, true);
 }
+
+TEST_CASE("stem conv with a fused 3x3 stride-2 max pooling matches conv then pool") {
+  // The pooled rows' windows cross the bands' edges (32 pooled rows each)
+  // and the threads' edges; pads in front of the pool (ResNet's 1) or
+  // implied behind it (ceil mode: GoogLeNet's and SqueezeNet's); rows of
+  // 16 pooled outputs or more (registers) and fewer (the portable loop).
+  struct PoolCase {
+    ConvCase conv;
+    int64_t padTop, padLeft, hOut, wOut;  // of the pooling
+  };
+  // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
+  const PoolCase cases[] = {
+      {{1, 3, 1, 150, 70, 20, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1}, 1, 1, 38, 18},
+      {{2, 3, 1, 45, 47, 16, 1, 1, 3, 3, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1}, 0, 0, 11, 11},
+      {{1, 4, 1, 140, 136, 9, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1}, 0, 1, 70, 68},
+      // The first band's rows start at the top pad: later bands read one more.
+      {{1, 3, 1, 140, 40, 8, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1}, 1, 1, 70, 20},
+      {{1, 3, 1, 66, 40, 8, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1}, 1, 0, 33, 20},
+  };
+  for (const PoolCase& c : cases) {
+    ConvParams p = paramsOf(c.conv);
+    const PoolParams pool{p.n * p.c_out, 1, p.h_out, p.w_out, 1, c.hOut, c.wOut, 1, 3, 3, 1, 2, 2,
+                          0, c.padTop, c.padLeft, 1, 1, 1, false};
+    REQUIRE(convFusesMaxPool(p, pool));
+    // The last window starts inside the convolution output (ONNX's ceil mode).
+    REQUIRE(2 * (c.hOut - 1) - c.padTop < p.h_out);
+    REQUIRE(2 * (c.wOut - 1) - c.padLeft < p.w_out);
+    auto x = randomFloats(c.conv.n * c.conv.cin * c.conv.h * c.conv.w, 11);
+    auto w = randomFloats(p.c_out * p.c_in * p.k_h * p.k_w, 12);
+    auto bias = randomFloats(p.c_out, 13);
+    for (const float* b : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())})
+      for (const Act& act : kActs) {
+        p.activation = act.kind;
+        p.act_min = act.lo;
+        p.act_max = act.hi;
+        p.pool_h_out = 0;
+        const std::vector<float> convolved = referenceConv(p, x, w, b, nullptr);
+        std::vector<float> expected(pool.n_c * c.hOut * c.wOut);
+        max_pool(pool, convolved.data(), expected.data());
+        p.pool_h_out = c.hOut;
+        p.pool_w_out = c.wOut;
+        p.pool_pad_top = c.padTop;
+        p.pool_pad_left = c.padLeft;
+        for (int threads : {1, 2, 3}) {
+          INFO("conv " << p.h_out << "x" << p.w_out << " pooled " << c.hOut << "x" << c.wOut
+                       << " act " << static_cast<int>(act.kind) << " bias " << (b != nullptr)
+                       << " threads " << threads);
+          std::vector<float> y(expected.size(), 123.0f);
+          onTeam(threads, [&](const Team& team) {
+            conv(p, x.data(), w.data(), b, nullptr, y.data(), team);
+          });
+          requireClose(y, expected, 1e-4);
+        }
+      }
+  }
+}
+
+TEST_CASE("convFusesMaxPool takes only stems with 3x3 stride-2 pools") {
+  ConvParams stem = paramsOf({1, 3, 1, 64, 64, 16, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1});
+  const PoolParams pool{16, 1, 32, 32, 1, 16, 16, 1, 3, 3, 1, 2, 2, 0, 1, 1, 1, 1, 1, false};
+  CHECK(convFusesMaxPool(stem, pool));
+  PoolParams twoByTwo = pool;
+  twoByTwo.k_h = twoByTwo.k_w = 2;
+  CHECK_FALSE(convFusesMaxPool(stem, twoByTwo));
+  PoolParams strideOne = pool;
+  strideOne.stride_h = strideOne.stride_w = 1;
+  CHECK_FALSE(convFusesMaxPool(stem, strideOne));
+  ConvParams wide = stem;
+  wide.c_in = 64;
+  CHECK_FALSE(convFusesMaxPool(wide, pool));
+}

@@ -199,6 +199,47 @@ TEST_CASE("fuse-epilogues folds Add and Relu into Conv, Add and Clip into MatMul
     CHECK(after[i] == Approx(before[i]).epsilon(1e-5).margin(1e-5));
 }
 
+TEST_CASE("fuse-conv-maxpool stores a stem's 3x3 stride-2 max pooling from the Conv") {
+  // conv 3 -> 8 channels, 3x3 stride 2 on 40x36 (19x17), Relu, MaxPool with
+  // ceil mode (10x9); a second stem whose output has another reader stays.
+  GraphBuilder b("stem_pool");
+  int x = b.input("x", {1, 3, 40, 36});
+  std::vector<float> w(8 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37f * i);
+  int weights = b.constant("w", {8, 3, 3, 3}, w);
+  auto convAttrs = std::map<std::string, ir::Attribute>{
+      {"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}}};
+  auto poolAttrs = std::map<std::string, ir::Attribute>{
+      {"kernel_shape", std::vector<int64_t>{3, 3}},
+      {"strides", std::vector<int64_t>{2, 2}},
+      {"ceil_mode", int64_t{1}}};
+  int conv = b.node("Conv", "stem", {x, weights}, {1, 8, 19, 17}, convAttrs);
+  int relu = b.node("Relu", "relu", {conv}, {1, 8, 19, 17});
+  int pooled = b.node("MaxPool", "pool", {relu}, {1, 8, 10, 9}, poolAttrs);
+  b.output(pooled, "y");
+  int conv2 = b.node("Conv", "stem2", {x, weights}, {1, 8, 19, 17}, convAttrs);
+  int pooled2 = b.node("MaxPool", "pool2", {conv2}, {1, 8, 10, 9}, poolAttrs);
+  b.output(pooled2, "z");
+  b.output(conv2, "unpooled");
+
+  std::vector<float> input(3 * 40 * 36);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.11f * i);
+  auto before = runSingleInput(b.graph, input);
+  REQUIRE(passes::fuseEpilogues(b.graph));
+  REQUIRE(passes::fuseConvMaxPool(b.graph));
+  passes::eliminateDeadCode(b.graph);
+  ir::verifyGraph(b.graph);
+  CHECK(b.graph.countOps("MaxPool") == 1);  // pool2: its Conv is also an output
+  CHECK(b.graph.liveNodes().size() == 3);
+  const ir::Node& fused = b.graph.node(b.graph.value(b.graph.outputs[0]).producer);
+  CHECK(fused.name == "stem");
+  CHECK(fused.getInts("cgc_conv_shape") == std::vector<int64_t>{1, 8, 19, 17});
+  auto after = runSingleInput(b.graph, input);
+  REQUIRE(before.size() == after.size());
+  for (size_t i = 0; i < before.size(); ++i)
+    CHECK(after[i] == Approx(before[i]).epsilon(1e-5).margin(1e-5));
+}
+
 TEST_CASE("fuse-epilogues leaves outputs with other readers and self-adds") {
   GraphBuilder b("no_epilogues");
   int x = b.input("x", {1, 1, 3, 3});

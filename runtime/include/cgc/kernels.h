@@ -135,6 +135,11 @@ struct ConvParams {
   float act_min = 0.0f, act_max = 0.0f;
   // w is in packConvWeights' layout (set by the pack-conv-weights pass).
   bool packed_weights = false;
+  // Where pool_h_out > 0, y holds the 3x3, stride-2 max pooling (pads
+  // pool_pad_top/left in front, the rest implied by pool_h/w_out) of the
+  // output instead of the output: n x c_out x pool_h_out x pool_w_out (the
+  // fuse-conv-maxpool pass, where convFusesMaxPool).
+  int64_t pool_h_out = 0, pool_w_out = 0, pool_pad_top = 0, pool_pad_left = 0;
 };
 
 /// bias and residual (same shape as y, must not alias it) may be null.
@@ -152,9 +157,18 @@ inline void conv(const ConvParams& p, const float* x, const float* w,
 /// c_out at least 3/4 of itself rounded up to 16, depth c_in x window at
 /// least 128): windows larger than 1x1 and strided or padded ones, which
 /// the packed kernel reads in place instead of through an im2col copy, and
-/// 1x1 layers with at most 64 outputs per channel, where the NCHW GEMM's
-/// vectors along positions run part-empty.
+/// 1x1 layers with at most 64 outputs per channel, or 196 with 256 output
+/// channels or more, where the NCHW GEMM's vectors along positions run
+/// part-empty.
 bool convPrefersPackedWeights(const ConvParams& p);
+
+struct PoolParams;
+
+/// Whether conv can store `pool` (a MaxPool reading its whole output) of
+/// its output instead of the output: 3x3 windows at stride 2 over a 2-D
+/// stem with few input channels, whose output is the largest tensor of a
+/// CNN and otherwise goes to memory and back.
+bool convFusesMaxPool(const ConvParams& conv, const PoolParams& pool);
 
 /// Floats packConvWeights writes: c_out rounded up to 16, times the depth.
 int64_t packedConvWeightCount(const ConvParams& p);
