@@ -690,6 +690,10 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
       }
     }
   }
+  // Thread 0's scratch must outlive the others' reads, even where the
+  // caller's threads end right after the call (found by AddressSanitizer on
+  // the kernel tests, whose teams are threads started per call).
+  if (sharedPadding) team.barrier();
 }
 
 }  // namespace

@@ -130,7 +130,9 @@ class Team {
 
   /// Thread 0's `pointer`, on every thread; a barrier, so every thread must
   /// call it. (The barrier's release and acquire order the store and loads;
-  /// the next share() comes after another barrier, once all have read.)
+  /// the next share() comes after another barrier, once all have read; a
+  /// kernel that shares its scratch ends with a barrier, so that thread 0
+  /// neither reuses nor frees it while the others read.)
   template <typename T>
   T* shareFromFirst(T* pointer) const {
     if (size_ <= 1) return pointer;
