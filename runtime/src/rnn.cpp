@@ -13,8 +13,11 @@
 // right after, on all of the thread's units and batch rows at once, with
 // vectorised sigmoid and tanh. h_t goes to a double buffer shared by the team, so one barrier per
 // step suffices (GRU without linear_before_reset needs r * h_{t-1} of every
-// unit before its h-gate product, hence a second barrier).
+// unit before its h-gate product, hence a second barrier). Cells too small
+// to split a step over the team run their steps on one thread while another
+// computes the input projection ahead of them (pipelinedRnn).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -230,6 +233,14 @@ struct Inputs {
   float *y, *y_h, *y_c;
 };
 
+/// The input projection of small cells, computed on a second thread while
+/// the first runs the steps, a chunk of steps ahead of it (rnn() says when).
+struct ProjectionPipeline {
+  static constexpr int64_t kChunkSteps = 8;
+  float* xw[2];                        // per direction, as Direction::project lays it out
+  std::atomic<int64_t> projected[2];   // steps ready, in processing order
+};
+
 /// One direction, this thread's units [u0, u0 + units).
 class Direction {
  public:
@@ -247,7 +258,16 @@ class Direction {
     rh_ = shared + 2 * p.batch * h_;
   }
 
-  void run(const Inputs& in);
+  void run(const Inputs& in, const ProjectionPipeline* pipeline = nullptr);
+
+  /// The input projection of the steps [s0, s1) in processing order (the
+  /// rows of those steps, reversed for a backward direction) into xw, laid
+  /// out as project() lays out xw_. Needs prepareProjection first; a
+  /// batch-major layout, whose steps' rows interleave, only the whole
+  /// sequence.
+  void projectSteps(const Inputs& in, int64_t s0, int64_t s1, float* xw);
+  void prepareProjection(const Inputs& in);
+  int64_t projectionSize() const { return p_.seq_length * p_.batch * g_ * pad_ + kUnits; }
 
  private:
   int64_t row(int64_t t, int64_t b) const {
@@ -281,6 +301,7 @@ class Direction {
   float *xw_ = nullptr, *c_ = nullptr, *z_ = nullptr, *acc_ = nullptr;
   float *peep_ = nullptr, *rbh_ = nullptr, *gates_ = nullptr;
   float *packed_ = nullptr, *packedH_ = nullptr;
+  const float *packedW_ = nullptr, *bias_ = nullptr;
 };
 
 /// xw [rows, blocks, G, kUnits] for this thread's units = x W^T + biases,
@@ -292,29 +313,42 @@ class Direction {
 /// except GRU's Rb_h with linear_before_reset, which the reset gate scales.
 void Direction::project(const Inputs& in) {
   thread_local std::vector<float> buf;
-  int64_t rows = p_.seq_length * p_.batch, k = p_.input_size, ld = g_ * pad_;
-  xw_ = privateBuffer(buf, static_cast<size_t>(rows * ld + kUnits));
+  xw_ = privateBuffer(buf, static_cast<size_t>(projectionSize()));
   if (units_ == 0) return;
-  const float* packedW = pack(in.w, k, 0, static_cast<int>(g_));
+  prepareProjection(in);
+  projectSteps(in, 0, p_.seq_length, xw_);
+}
+
+void Direction::prepareProjection(const Inputs& in) {
+  const int64_t ld = g_ * pad_;
+  packedW_ = pack(in.w, p_.input_size, 0, static_cast<int>(g_));
   const int64_t blockCols = g_ * kUnits;
   thread_local std::vector<float> biasBuf;
-  float* bias = nullptr;
-  if (in.b) {
-    bool keepRbh = p_.cell == RnnCell::kGru && p_.linear_before_reset;
-    bias = privateBuffer(biasBuf, static_cast<size_t>(ld));
-    std::fill_n(bias, ld, 0.f);
-    for (int64_t g = 0; g < g_; ++g)
-      for (int64_t u = 0; u < units_; ++u) {
-        int64_t j = g * h_ + u0_ + u;
-        bias[(u / kUnits) * blockCols + g * kUnits + u % kUnits] =
-            in.b[j] + (keepRbh && g == 2 ? 0.f : in.b[g_ * h_ + j]);
-      }
-  }
+  bias_ = nullptr;
+  if (!in.b) return;
+  bool keepRbh = p_.cell == RnnCell::kGru && p_.linear_before_reset;
+  float* bias = privateBuffer(biasBuf, static_cast<size_t>(ld));
+  std::fill_n(bias, ld, 0.f);
+  for (int64_t g = 0; g < g_; ++g)
+    for (int64_t u = 0; u < units_; ++u) {
+      int64_t j = g * h_ + u0_ + u;
+      bias[(u / kUnits) * blockCols + g * kUnits + u % kUnits] =
+          in.b[j] + (keepRbh && g == 2 ? 0.f : in.b[g_ * h_ + j]);
+    }
+  bias_ = bias;
+}
+
+void Direction::projectSteps(const Inputs& in, int64_t s0, int64_t s1, float* xw) {
+  const bool backward = p_.reverse || d_ == 1;
+  const int64_t t0 = backward ? p_.seq_length - s1 : s0;
+  const int64_t t1 = backward ? p_.seq_length - s0 : s1;
+  const int64_t r0 = t0 * p_.batch, rows = (t1 - t0) * p_.batch;
+  const int64_t k = p_.input_size, ld = g_ * pad_, blockCols = g_ * kUnits;
   for (int64_t blk = 0; blk < blocks_; ++blk) {
     detail::Epilogue epilogue;
-    if (bias) epilogue.col_bias = bias + blk * blockCols;
-    detail::gemmRows(rows, blockCols, k, in.x, k, packedW + blk * k * blockCols, blockCols,
-                     xw_ + blk * blockCols, ld, epilogue);
+    if (bias_) epilogue.col_bias = bias_ + blk * blockCols;
+    detail::gemmRows(rows, blockCols, k, in.x + r0 * k, k, packedW_ + blk * k * blockCols,
+                     blockCols, xw + r0 * ld + blk * blockCols, ld, epilogue);
   }
 }
 
@@ -576,9 +610,10 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
   team_.barrier();  // h_t complete before step t + 1 reads it
 }
 
-void Direction::run(const Inputs& in) {
+void Direction::run(const Inputs& in, const ProjectionPipeline* pipeline) {
   const int64_t B = p_.batch;
-  project(in);
+  if (pipeline) xw_ = pipeline->xw[d_];
+  else project(in);
   thread_local std::vector<float> cBuf, zBuf, accBuf, peepBuf, rbBuf, gateBuf;
   if (splitGru()) {
     packed_ = pack(in.r, h_, 0, 2);
@@ -611,6 +646,8 @@ void Direction::run(const Inputs& in) {
   bool backward = p_.reverse || d_ == 1;
   for (int64_t s = 0; s < p_.seq_length; ++s) {
     int64_t t = backward ? p_.seq_length - 1 - s : s;
+    if (pipeline)
+      rt::wait_until(pipeline->projected[d_], [s](int64_t ready) { return ready > s; });
     step(t, hbuf_[s % 2], hbuf_[(s + 1) % 2], in);
   }
   const float* hLast = hbuf_[p_.seq_length % 2];
@@ -621,6 +658,46 @@ void Direction::run(const Inputs& in) {
   team_.barrier();  // the next direction reuses the h buffers
 }
 
+/// Small cells on a team: thread 0 runs every step while thread 1 computes
+/// the input projection a chunk of steps ahead, so the projection (a
+/// quarter of a 64-unit LSTM's time on one thread) overlaps the steps
+/// instead of preceding them. Steps that small cannot be split over the
+/// team: a barrier per step costs more than a second thread saves.
+/// Time-major layouts only (a step's rows are contiguous there).
+void pipelinedRnn(const RnnParams& p, const Inputs* in, const void* key, const Team& team) {
+  ProjectionPipeline local;
+  ProjectionPipeline* pipeline = team.shareFromFirst(&local);
+  if (team.thread() == 0) {
+    thread_local std::vector<float> xwBuf;
+    SharedScratch shared(Team::serial(), key, static_cast<size_t>(3 * p.batch * p.hidden_size));
+    const int64_t size = Direction(p, 0, Team::serial(), shared.data()).projectionSize();
+    float* xw = privateBuffer(xwBuf, static_cast<size_t>(p.num_directions * size));
+    for (int32_t d = 0; d < p.num_directions; ++d) {
+      local.xw[d] = xw + d * size;
+      local.projected[d].store(0, std::memory_order_relaxed);
+    }
+    team.barrier();  // buffers set: thread 1 may project
+    for (int32_t d = 0; d < p.num_directions; ++d)
+      Direction(p, d, Team::serial(), shared.data()).run(in[d], pipeline);
+  } else {
+    team.barrier();
+    if (team.thread() == 1) {
+      SharedScratch shared(Team::serial(), key, static_cast<size_t>(3 * p.batch * p.hidden_size));
+      for (int32_t d = 0; d < p.num_directions; ++d) {
+        Direction projector(p, d, Team::serial(), shared.data());
+        projector.prepareProjection(in[d]);
+        for (int64_t s0 = 0; s0 < p.seq_length; s0 += ProjectionPipeline::kChunkSteps) {
+          const int64_t s1 = std::min(p.seq_length, s0 + ProjectionPipeline::kChunkSteps);
+          projector.projectSteps(in[d], s0, s1, pipeline->xw[d]);
+          pipeline->projected[d].store(s1, std::memory_order_release);
+          pipeline->projected[d].notify_all();
+        }
+      }
+    }
+  }
+  team.barrier();  // thread 1 is done with thread 0's pipeline
+}
+
 }  // namespace
 
 void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
@@ -629,27 +706,31 @@ void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
          float* y_c, const Team& team) {
   int64_t g = gatesOf(p.cell), h = p.hidden_size;
   bool lstm = p.cell == RnnCell::kLstm;
-  // A step is one barrier apart from the next: below this many multiply-adds
-  // per step the barrier costs more than a second thread saves (LSTM hidden
-  // 64 at batch 1 runs faster on one thread), so thread 0 does it all.
-  constexpr int64_t kMinParallelStep = int64_t{1} << 17;
-  if (team.size() > 1 && g * h * (h + p.input_size) * p.batch < kMinParallelStep) {
-    if (team.thread() == 0)
-      rnn(p, x, w, r, b, sequence_lens, initial_h, initial_c, peephole, y, y_h, y_c,
-          Team::serial());
-    return;
-  }
+  Inputs in[2];
+  for (int32_t d = 0; d < p.num_directions; ++d)
+    in[d] = Inputs{x, w + d * g * h * p.input_size, r + d * g * h * h,
+                   b ? b + d * 2 * g * h : nullptr, sequence_lens, initial_h,
+                   lstm ? initial_c : nullptr,
+                   lstm && peephole ? peephole + d * 3 * h : nullptr, y, y_h,
+                   lstm ? y_c : nullptr};
   const void* key = y ? static_cast<const void*>(y)
                       : y_h ? static_cast<const void*>(y_h) : y_c;
-  SharedScratch shared(team, key, static_cast<size_t>(3 * p.batch * h));
-  for (int32_t d = 0; d < p.num_directions; ++d) {
-    Inputs in{x, w + d * g * h * p.input_size, r + d * g * h * h,
-              b ? b + d * 2 * g * h : nullptr, sequence_lens, initial_h,
-              lstm ? initial_c : nullptr,
-              lstm && peephole ? peephole + d * 3 * h : nullptr, y, y_h,
-              lstm ? y_c : nullptr};
-    Direction(p, d, team, shared.data()).run(in);
+  // A step is one barrier apart from the next: below this many multiply-adds
+  // per step the barrier costs more than a second thread saves (LSTM hidden
+  // 64 at batch 1 runs faster on one thread).
+  constexpr int64_t kMinParallelStep = int64_t{1} << 17;
+  if (team.size() > 1 && g * h * (h + p.input_size) * p.batch < kMinParallelStep) {
+    if (!p.batch_major) {
+      pipelinedRnn(p, in, key, team);
+    } else if (team.thread() == 0) {
+      rnn(p, x, w, r, b, sequence_lens, initial_h, initial_c, peephole, y, y_h, y_c,
+          Team::serial());
+    }
+    return;
   }
+  SharedScratch shared(team, key, static_cast<size_t>(3 * p.batch * h));
+  for (int32_t d = 0; d < p.num_directions; ++d)
+    Direction(p, d, team, shared.data()).run(in[d]);
 }
 
 }  // namespace cgc::rt

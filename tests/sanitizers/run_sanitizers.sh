@@ -9,7 +9,7 @@
 #            executors x 2 threads (cross-executor signals, team barriers,
 #            the pool's start and finish, the profiler recording from
 #            several executors), and team_kernels.cpp (threads sharing
-#            scratch inside one kernel call).
+#            scratch inside one kernel call, a pipelined LSTM).
 # Usage: run_sanitizers.sh CGC SAMPLES_DIR RUNTIME_DIR WORK_DIR [address|thread]
 set -eu
 cgc=$1 samples=$2 runtime=$3 work=$4 mode=${5:-address}
