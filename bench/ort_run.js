@@ -2,12 +2,14 @@
 // inputs that bench/models.py wrote, for bench/check.py and bench/bench.py.
 //
 // Usage: node ort_run.js MODEL.onnx CASE_DIR OUT_DIR [--threads N]
-//            [--parallel] [--runs N]
+//            [--parallel] [--runs N] [--profile PREFIX]
 //
 // CASE_DIR/inputs.json lists the inputs ({name, dtype, dims, file}) whose
 // raw little-endian data lies in CASE_DIR/<file>. Writes OUT_DIR/output_N.bin
 // and OUT_DIR/outputs.json in the same form. With --runs N, times N runs
-// after one warm-up and prints {"median_ms": ..., "runs": N} last.
+// after one warm-up and prints {"median_ms": ..., "runs": N} last. With
+// --profile PREFIX, ONNX Runtime's profiler records every node of every run
+// into PREFIX_<date>.json (bench/layers.py reads it).
 "use strict";
 const fs = require("fs");
 const path = require("path");
@@ -19,15 +21,16 @@ const ARRAYS = {
 };
 
 function parseArgs(argv) {
-  const args = { threads: 0, parallel: false, runs: 0, positional: [] };
+  const args = { threads: 0, parallel: false, runs: 0, profile: "", positional: [] };
   for (let i = 0; i < argv.length; ++i) {
     if (argv[i] === "--threads") args.threads = Number(argv[++i]);
     else if (argv[i] === "--parallel") args.parallel = true;
     else if (argv[i] === "--runs") args.runs = Number(argv[++i]);
+    else if (argv[i] === "--profile") args.profile = argv[++i];
     else args.positional.push(argv[i]);
   }
   if (args.positional.length !== 3) {
-    console.error("usage: node ort_run.js MODEL.onnx CASE_DIR OUT_DIR [--threads N] [--parallel] [--runs N]");
+    console.error("usage: node ort_run.js MODEL.onnx CASE_DIR OUT_DIR [--threads N] [--parallel] [--runs N] [--profile PREFIX]");
     process.exit(2);
   }
   return args;
@@ -56,6 +59,10 @@ async function main() {
     options.intraOpNumThreads = args.threads;
     options.interOpNumThreads = args.parallel ? args.threads : 1;
   }
+  if (args.profile) {
+    options.enableProfiling = true;
+    options.profileFilePrefix = args.profile;
+  }
   const session = await ort.InferenceSession.create(model, options);
   const feeds = readInputs(caseDir);
   const results = await session.run(feeds);
@@ -78,6 +85,7 @@ async function main() {
     times.sort((a, b) => a - b);
     console.log(JSON.stringify({ median_ms: times[Math.floor(times.length / 2)], runs: args.runs }));
   }
+  if (args.profile) session.endProfiling();
 }
 
 main().catch((error) => {
