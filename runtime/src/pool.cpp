@@ -1,6 +1,6 @@
 // Max, average and global average pooling over NCHW planes; the team
-// splits the planes. 2-D max pooling: 3x3 windows at stride 2 in registers
-// (maxPool3x3Stride2, AVX-512), else on blocks of 16 planes in the vector
+// splits the planes. 2-D max pooling: 3x3 windows at stride 1 or 2 in
+// registers (maxPool3x3, AVX-512), else on blocks of 16 planes in the vector
 // lanes (channel_vectors.h) where they are small, else row by row
 // (maxPoolRows); average pooling, whose divisor depends
 // on how much of each window is padding, row by row.
@@ -200,14 +200,18 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
 // -Wmaybe-uninitialized reports at -O3 (a false positive).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-/// 3x3 windows at stride 2 (the stems' pools), rows of 16 outputs or more:
-/// 16 outputs of a row at a time in registers (row_blocks.h). The 33
-/// columns under them are three masked loads per input row (-inf outside
-/// the row), the rows' maxima two, the even, odd and next-even columns two
-/// permutes and an align. Channel vectors transpose four inputs in per
-/// output at this stride; the rows path goes through a buffer.
-void maxPool3x3Stride2(const PoolParams& p, const float* x, float* y, Range planes) {
-  const std::vector<detail::RowBlock> blocks = detail::rowBlocks(p.w_out, p.w_in, 2, p.pad_left);
+/// 3x3 windows at stride 1 or 2 (inception branches' pools, the stems'
+/// pools): 16 outputs of a row at a time in registers (row_blocks.h),
+/// straight from NCHW, masked loads giving -inf outside the rows (at stride
+/// 2, 33 columns under 16 outputs are three loads per input row, the even,
+/// odd and next-even columns two permutes and an align). Channel vectors
+/// transpose every input in and every output out, which cost GoogLeNet's
+/// 28x28 and 14x14 pools 1.6-2x ONNX Runtime's time (Zen 4); the rows
+/// path goes through a buffer.
+template <int kStride>
+void maxPool3x3(const PoolParams& p, const float* x, float* y, Range planes) {
+  const std::vector<detail::RowBlock> blocks =
+      detail::rowBlocks(p.w_out, p.w_in, kStride, p.pad_left);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const float* in = x + plane * p.h_in * p.w_in;
     for (int64_t oh = 0; oh < p.h_out; ++oh) {
@@ -217,8 +221,11 @@ void maxPool3x3Stride2(const PoolParams& p, const float* x, float* y, Range plan
         const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
         if (ih >= 0 && ih < p.h_in) rows[count++] = in + ih * p.w_in;
       }
-      detail::maxPoolRow3x3Stride2(rows, count, blocks, y + (plane * p.h_out + oh) * p.w_out,
-                                   [](__m512 v) { return v; });
+      float* out = y + (plane * p.h_out + oh) * p.w_out;
+      if constexpr (kStride == 1)
+        detail::maxPoolRow3x3Stride1(rows, count, blocks, out);
+      else
+        detail::maxPoolRow3x3Stride2(rows, count, blocks, out, [](__m512 v) { return v; });
     }
   }
 }
@@ -263,9 +270,11 @@ void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
       const Range planes = team.split(p.n_c);
 #ifdef __AVX512F__
       // 1.3-1.5x faster than channel vectors on the stems' 55x55 to 112x112
-      // planes.
-      if (p.k_h == 3 && p.k_w == 3 && p.stride_w == 2 && p.dilation_w == 1 && p.w_out >= kLanes)
-        return maxPool3x3Stride2(p, x, y, planes);
+      // planes at stride 2, 1.7-2x on GoogLeNet's 28x28 and 14x14 ones.
+      if (p.k_h == 3 && p.k_w == 3 && p.dilation_w == 1 && p.stride_w == 2)
+        return maxPool3x3<2>(p, x, y, planes);
+      if (p.k_h == 3 && p.k_w == 3 && p.dilation_w == 1 && p.stride_w == 1)
+        return maxPool3x3<1>(p, x, y, planes);
 #endif
       if (vectors.fits(p.n_c))
         return maxPoolVectors(vectors, p, x, y, team);

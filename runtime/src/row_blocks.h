@@ -1,6 +1,6 @@
 // Blocks of 16 outputs along a row, for the kernels that keep a row's
 // outputs in AVX-512 registers and read the input rows straight from NCHW
-// (3x3 max pooling at stride 2, alone or after a stem convolution, 3x3
+// (3x3 max pooling at stride 1 or 2, alone or after a stem convolution, 3x3
 // depthwise convolution): each block's
 // loads are masked to the lanes inside the input row, the masks computed
 // once per call (computed per load they cost more than the loads).
@@ -24,21 +24,25 @@ inline __mmask16 lanesInside(int64_t first, int64_t width) {
 }
 
 /// A block of 16 outputs of a row: the first, the input column the first
-/// reads, and the lanes inside the input row of its three 16-column loads.
+/// reads, the lanes inside the input row of its three 16-column loads, and
+/// the lanes it stores (all 16 but in a row of fewer outputs).
 struct RowBlock {
   int64_t ow, first;
   __mmask16 lanes[3];
+  __mmask16 outputs;
 };
 
-/// The blocks covering a row of wOut >= 16 outputs at `stride`; the last
-/// overlaps the one before it (its outputs are computed twice, the same).
+/// The blocks covering a row of wOut outputs at `stride`; the last overlaps
+/// the one before it (its outputs are computed twice, the same), and a row
+/// of fewer than 16 is one block that stores wOut lanes.
 inline std::vector<RowBlock> rowBlocks(int64_t wOut, int64_t wIn, int64_t stride,
                                        int64_t padLeft) {
   std::vector<RowBlock> blocks;
   for (int64_t ow0 = 0; ow0 < wOut; ow0 += 16) {
-    RowBlock b{std::min(ow0, wOut - 16), 0, {}};
+    RowBlock b{std::max<int64_t>(0, std::min(ow0, wOut - 16)), 0, {}, 0};
     b.first = b.ow * stride - padLeft;
     for (int l = 0; l < 3; ++l) b.lanes[l] = lanesInside(b.first + 16 * l, wIn);
+    b.outputs = lanesInside(0, wOut - b.ow);
     blocks.push_back(b);
   }
   return blocks;
@@ -72,7 +76,28 @@ void maxPoolRow3x3Stride2(const float* const* rows, int count, const std::vector
     }
     __m512 even, odd, nextEven;
     strideTwoTaps(v0, v1, v2, even, odd, nextEven);
-    _mm512_storeu_ps(out + b.ow, finish(_mm512_max_ps(_mm512_max_ps(even, odd), nextEven)));
+    _mm512_mask_storeu_ps(out + b.ow, b.outputs,
+                          finish(_mm512_max_ps(_mm512_max_ps(even, odd), nextEven)));
+  }
+}
+
+/// The same at stride 1: the 18 columns under 16 outputs are two masked
+/// loads per input row, the rows' maxima two, the next two columns two
+/// aligns.
+inline void maxPoolRow3x3Stride1(const float* const* rows, int count,
+                                 const std::vector<RowBlock>& blocks, float* out) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (const RowBlock& b : blocks) {
+    __m512 v0 = lowest, v1 = lowest;
+    for (int r = 0; r < count; ++r) {
+      v0 = _mm512_max_ps(v0, _mm512_mask_loadu_ps(lowest, b.lanes[0], rows[r] + b.first));
+      v1 = _mm512_max_ps(v1, _mm512_mask_loadu_ps(lowest, b.lanes[1], rows[r] + b.first + 16));
+    }
+    const __m512i low = _mm512_castps_si512(v0), high = _mm512_castps_si512(v1);
+    const __m512 next = _mm512_castsi512_ps(_mm512_alignr_epi32(high, low, 1));
+    const __m512 afterNext = _mm512_castsi512_ps(_mm512_alignr_epi32(high, low, 2));
+    _mm512_mask_storeu_ps(out + b.ow, b.outputs,
+                          _mm512_max_ps(_mm512_max_ps(v0, next), afterNext));
   }
 }
 

@@ -358,6 +358,21 @@ TEST_CASE("pools: 3-D, 1-D, dilations, strides 3, asymmetric pads") {
        Axis{31, 3, 2, 1, 1, 1}},
       {"3x3 stride 2: stride 1 down the rows", 2, unit, Axis{6, 3, 1, 1, 1, 1},
        Axis{50, 3, 2, 1, 0, 1}},
+      // Rows of fewer than 16 outputs: one block, its stores masked.
+      {"3x3 stride 2: 14 outputs (ceil mode, GoogLeNet's 28x28)", 3, unit,
+       Axis{28, 3, 2, 0, 1, 1}, Axis{28, 3, 2, 0, 1, 1}},
+      {"3x3 stride 2: one output", 2, unit, Axis{3, 3, 2, 0, 0, 1}, Axis{4, 3, 2, 0, 0, 1}},
+      // 3x3 at stride 1 (inception branches): two loads per input row.
+      {"3x3 stride 1: pads 1, 28 wide", 3, unit, Axis{28, 3, 1, 1, 1, 1},
+       Axis{28, 3, 1, 1, 1, 1}},
+      {"3x3 stride 1: pads 1, 7 wide", 16, unit, Axis{7, 3, 1, 1, 1, 1},
+       Axis{7, 3, 1, 1, 1, 1}},
+      {"3x3 stride 1: no pads, 15 outputs", 2, unit, Axis{6, 3, 1, 0, 0, 1},
+       Axis{17, 3, 1, 0, 0, 1}},
+      {"3x3 stride 1: exactly 16 outputs, pads 2", 2, unit, Axis{5, 3, 1, 2, 2, 1},
+       Axis{14, 3, 1, 2, 2, 1}},
+      {"3x3 stride 1 across, 2 down", 2, unit, Axis{9, 3, 2, 1, 1, 1},
+       Axis{33, 3, 1, 1, 1, 1}},
   };
   uint32_t seed = 300;
   for (const Case& c : cases) {
