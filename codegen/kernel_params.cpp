@@ -356,6 +356,7 @@ std::string print(const rt::RnnParams& p) {
       .add("input_forget", p.input_forget)
       .add("clip", p.clip)
       .put("activations", fmt::format("{{{}}}", fmt::join(activations, ", ")))
+      .add("packed_weights", p.packed_weights)
       .str();
 }
 

@@ -627,6 +627,12 @@ KernelCall lowerRecurrent(const Graph& g, const Node& n) {
     p.activations[i] = {static_cast<rt::RnnActivation>(codes[i]),
                         static_cast<float>(alphas[i]),
                         static_cast<float>(betas[i])};
+  p.packed_weights = n.getInt("cgc_packed_weights", 0) != 0;
+  if (p.packed_weights &&
+      (g.value(n.inputs[1]).type.numElements() != rt::packedRnnWeightCount(p, false) ||
+       g.value(n.inputs[2]).type.numElements() != rt::packedRnnWeightCount(p, true)))
+    userError(g.where(n), "packed weights need {} and {} floats", rt::packedRnnWeightCount(p, false),
+              rt::packedRnnWeightCount(p, true));
   std::vector<int> inputs = n.inputs;
   inputs.resize(8, -1);
   std::vector<int> outputs = n.outputs;

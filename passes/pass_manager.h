@@ -21,6 +21,7 @@ namespace cgc::passes {
   X("fuse-conv-maxpool", fuseConvMaxPool)         \
   X("pretranspose-gemm-weights", pretransposeGemmWeights) \
   X("pack-conv-weights", packConvolutionWeights)  \
+  X("pack-rnn-weights", packRecurrentWeights)     \
   X("dead-code", eliminateDeadCode)
 
 #define CGC_DECLARE_PASS(name, function) bool function(ir::Graph& graph);

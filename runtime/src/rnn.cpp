@@ -182,6 +182,54 @@ float* privateBuffer(std::vector<float>& v, size_t n) {
   return v.data();
 }
 
+/// Units [u0, u0 + units) of gates [firstGate, firstGate + gates) of the
+/// [gates x hidden, k] matrix m as blocks of kUnits units, each laid out
+/// [k][gates][kUnits] and zero-padded past the last unit: the order in
+/// which the recurrent product and the input projection read them.
+void packBlocks(const float* m, int64_t hidden, int64_t k, int64_t firstGate, int gates,
+                int64_t u0, int64_t units, float* out) {
+  const int64_t blocks = (units + kUnits - 1) / kUnits;
+  const int64_t cols = gates * kUnits, blockSize = k * cols;
+  std::fill_n(out, blocks * blockSize, 0.f);
+  // Transposes 16-column tiles: each source row's cache line is read whole
+  // at once. (Rows a power of two apart share an L1 set, so walking all the
+  // block's rows side by side, or writing down columns, thrashes.)
+  constexpr int64_t kTile = 16;
+  const float* src[4 * kUnits];
+  float tile[4 * kUnits][kTile];
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    float* dst = out + blk * blockSize;
+    const int64_t first = blk * kUnits;
+    const int64_t count = std::min<int64_t>(kUnits, units - first);
+    for (int g = 0; g < gates; ++g)
+      for (int64_t u = 0; u < count; ++u)
+        src[g * kUnits + u] = m + ((firstGate + g) * hidden + u0 + first + u) * k;
+    for (int64_t i0 = 0; i0 < k; i0 += kTile) {
+      const int64_t width = std::min(kTile, k - i0);
+      for (int g = 0; g < gates; ++g)
+        for (int64_t u = 0; u < count; ++u)
+          std::copy_n(src[g * kUnits + u] + i0, width, tile[g * kUnits + u]);
+      for (int64_t i = 0; i < width; ++i)
+        for (int g = 0; g < gates; ++g)
+          for (int64_t u = 0; u < count; ++u)
+            dst[(i0 + i) * cols + g * kUnits + u] = tile[g * kUnits + u][i];
+    }
+  }
+}
+
+/// Whether GRU's R is packed as two parts: z and r, then h, whose product
+/// needs r * h_{t-1} of every unit first (linear_before_reset off).
+bool splitsGru(const RnnParams& p) {
+  return p.cell == RnnCell::kGru && !p.linear_before_reset;
+}
+
+/// Floats of one direction's W (recurrent false) or R in packRnnWeights'
+/// layout.
+int64_t packedDirectionSize(const RnnParams& p, bool recurrent) {
+  const int64_t blocks = (p.hidden_size + kUnits - 1) / kUnits;
+  return blocks * kUnits * gatesOf(p.cell) * (recurrent ? p.hidden_size : p.input_size);
+}
+
 /// Scratch that every thread of a team reads: thread 0 allocates it per call
 /// and the others find it under the call's first output pointer (outputs of
 /// concurrent calls never alias, else they would race on them anyway).
@@ -282,11 +330,9 @@ class Direction {
     return p_.batch_major ? (b * p_.num_directions + d_) * h_
                           : (d_ * p_.batch + b) * h_;
   }
-  bool splitGru() const {
-    return p_.cell == RnnCell::kGru && !p_.linear_before_reset;
-  }
+  bool splitGru() const { return splitsGru(p_); }
   void project(const Inputs& in);
-  float* pack(const float* r, int64_t k, int64_t firstGate, int gates);
+  const float* pack(const float* r, int64_t k, int64_t firstGate, int gates);
   void lstmEpilogue(int64_t t, const float* hPrev, float* hNext, const Inputs& in);
   void step(int64_t t, const float* hPrev, float* hNext, const Inputs& in);
 
@@ -300,7 +346,7 @@ class Direction {
   float* rh_;  // GRU: r * h_{t-1}, [batch, hidden]
   float *xw_ = nullptr, *c_ = nullptr, *z_ = nullptr, *acc_ = nullptr;
   float *peep_ = nullptr, *rbh_ = nullptr, *gates_ = nullptr;
-  float *packed_ = nullptr, *packedH_ = nullptr;
+  const float *packed_ = nullptr, *packedH_ = nullptr;
   const float *packedW_ = nullptr, *bias_ = nullptr;
 };
 
@@ -352,19 +398,24 @@ void Direction::projectSteps(const Inputs& in, int64_t s0, int64_t s1, float* xw
   }
 }
 
-/// Rows of gates [firstGate, firstGate + gates) of R for this thread's units
-/// as blocks [hidden][gates][kUnits], zero-padded past the last unit.
+/// Rows of gates [firstGate, firstGate + gates) of W or R (k columns) for
+/// this thread's units, as packBlocks lays them out.
 ///
-/// Weights are nearly always the same constant from call to call, and the
-/// transposing copy costs several steps' worth of time, so each thread keeps
-/// its last packings together with the rows they came from; a cached packing
-/// is reused when those rows still compare equal (a sequential read, far
-/// cheaper than packing again), so changed or moved weights are repacked.
-/// Weights over kCacheFloats (16 MB, LSTM hidden 1024) per thread are packed afresh each call into one
-/// of two rotating buffers (two packings are live at once for GRU; packing
-/// is then a small share of a sequence that streams them every step anyway),
-/// so that large models do not hold a second and third copy of their weights.
-float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) {
+/// Constant weights were packed at compile time (the pack-rnn-weights pass:
+/// RnnParams::packed_weights), for every unit in that order, so this
+/// thread's blocks are a range of them. Weights given at run time are
+/// packed here, and nearly always stay the same from call to call: each
+/// thread keeps its last packings together with the rows they came from,
+/// and reuses one while those rows still compare equal (a sequential read,
+/// far cheaper than packing again). Weights over kCacheFloats (16 MB, LSTM
+/// hidden 1024) per thread are packed afresh each call into one of two
+/// rotating buffers (two packings are live at once for GRU), so that large
+/// models do not hold a second and third copy of their weights.
+const float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) {
+  if (p_.packed_weights) {
+    const int64_t allBlocks = (h_ + kUnits - 1) / kUnits;
+    return r + (allBlocks * firstGate + u0_ / kUnits * gates) * k * kUnits;
+  }
   constexpr int64_t kCacheFloats = int64_t{1} << 22;
   struct Entry {
     const float* r = nullptr;
@@ -386,40 +437,14 @@ float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) 
         return false;
     return true;
   };
-  int64_t cols = gates * kUnits, blockSize = k * cols;
-  auto fill = [&](float* out, auto rowOf) {
-    std::fill_n(out, blocks_ * blockSize, 0.f);
-    // Transposes 16-column tiles: each source row's cache line is read
-    // whole at once. (Rows a power of two apart share an L1 set, so walking
-    // all the block's rows side by side, or writing down columns, thrashes.)
-    constexpr int64_t kTile = 16;
-    const float* src[4 * kUnits];
-    float tile[4 * kUnits][kTile];
-    for (int64_t blk = 0; blk < blocks_; ++blk) {
-      float* dst = out + blk * blockSize;
-      int64_t first = blk * kUnits;
-      int64_t count = std::min<int64_t>(kUnits, units_ - first);
-      for (int g = 0; g < gates; ++g)
-        for (int64_t u = 0; u < count; ++u) src[g * kUnits + u] = rowOf(g, first + u);
-      for (int64_t i0 = 0; i0 < k; i0 += kTile) {
-        int64_t width = std::min(kTile, k - i0);
-        for (int g = 0; g < gates; ++g)
-          for (int64_t u = 0; u < count; ++u)
-            std::copy_n(src[g * kUnits + u] + i0, width, tile[g * kUnits + u]);
-        for (int64_t i = 0; i < width; ++i)
-          for (int g = 0; g < gates; ++g)
-            for (int64_t u = 0; u < count; ++u)
-              dst[(i0 + i) * cols + g * kUnits + u] = tile[g * kUnits + u][i];
-      }
-    }
-  };
+  const int64_t packedSize = blocks_ * k * gates * kUnits;
   if (gates * chunk > kCacheFloats) {
     thread_local std::vector<float> ring[2];
     thread_local int next = 0;
     std::vector<float>& buf = ring[next];
     next ^= 1;
-    float* out = privateBuffer(buf, static_cast<size_t>(blocks_ * blockSize + 1));
-    fill(out, [&](int g, int64_t u) { return r + ((firstGate + g) * h_ + u0_ + u) * k; });
+    float* out = privateBuffer(buf, static_cast<size_t>(packedSize + 1));
+    packBlocks(r, h_, k, firstGate, gates, u0_, units_, out);
     return out;
   }
   Entry* victim = &cache[0];
@@ -436,8 +461,8 @@ float* Direction::pack(const float* r, int64_t k, int64_t firstGate, int gates) 
   for (int64_t g = 0; g < gates; ++g)
     std::memcpy(e.rows.data() + g * chunk, r + ((firstGate + g) * h_ + u0_) * k,
                 static_cast<size_t>(chunk) * sizeof(float));
-  e.packed.resize(static_cast<size_t>(blocks_ * blockSize + 1));
-  fill(e.packed.data(), [&](int g, int64_t u) { return e.rows.data() + g * chunk + u * k; });
+  e.packed.resize(static_cast<size_t>(packedSize + 1));
+  packBlocks(e.rows.data(), units_, k, 0, gates, 0, units_, e.packed.data());
   return e.packed.data();
 }
 
@@ -707,8 +732,10 @@ void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
   int64_t g = gatesOf(p.cell), h = p.hidden_size;
   bool lstm = p.cell == RnnCell::kLstm;
   Inputs in[2];
+  const int64_t wSize = p.packed_weights ? packedDirectionSize(p, false) : g * h * p.input_size;
+  const int64_t rSize = p.packed_weights ? packedDirectionSize(p, true) : g * h * h;
   for (int32_t d = 0; d < p.num_directions; ++d)
-    in[d] = Inputs{x, w + d * g * h * p.input_size, r + d * g * h * h,
+    in[d] = Inputs{x, w + d * wSize, r + d * rSize,
                    b ? b + d * 2 * g * h : nullptr, sequence_lens, initial_h,
                    lstm ? initial_c : nullptr,
                    lstm && peephole ? peephole + d * 3 * h : nullptr, y, y_h,
@@ -731,6 +758,25 @@ void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
   SharedScratch shared(team, key, static_cast<size_t>(3 * p.batch * h));
   for (int32_t d = 0; d < p.num_directions; ++d)
     Direction(p, d, team, shared.data()).run(in[d]);
+}
+
+int64_t packedRnnWeightCount(const RnnParams& p, bool recurrent) {
+  return p.num_directions * packedDirectionSize(p, recurrent);
+}
+
+void packRnnWeights(const RnnParams& p, const float* weights, bool recurrent, float* packed) {
+  const int64_t h = p.hidden_size, k = recurrent ? h : p.input_size;
+  const int64_t g = gatesOf(p.cell), allBlocks = (h + kUnits - 1) / kUnits;
+  for (int32_t d = 0; d < p.num_directions; ++d) {
+    const float* m = weights + d * g * h * k;
+    float* out = packed + d * packedDirectionSize(p, recurrent);
+    if (recurrent && splitsGru(p)) {  // as Direction::run asks for them
+      packBlocks(m, h, k, 0, 2, 0, h, out);
+      packBlocks(m, h, k, 2, 1, 0, h, out + allBlocks * 2 * k * kUnits);
+    } else {
+      packBlocks(m, h, k, 0, static_cast<int>(g), 0, h, out);
+    }
+  }
 }
 
 }  // namespace cgc::rt

@@ -393,3 +393,41 @@ TEST_CASE("recurrent weights too large to cache are packed per call") {
     requireClose(actual.y_c, expected.y_c, 1e-5);
   }
 }
+
+TEST_CASE("recurrent weights packed at compile time give the same results") {
+  // pack-rnn-weights stores W and R in packRnnWeights' order: blocks of 16
+  // units (a partial last block: hidden 7, 20, 33), GRU's R in two parts
+  // without linear_before_reset; teams read their blocks from it, including
+  // the pipelined path (thread 1 projects with the packed W); 70 units at
+  // batch 30 are enough work per step to split the blocks over the team.
+  constexpr Shape shapes[] = {{4, 3, 5, 7}, {3, 2, 9, 33}, {21, 1, 6, 20}, {3, 30, 16, 70}};
+  uint32_t seed = 800;
+  for (int threads : {1, 2, 3})
+    for (RnnCell cell : {RnnCell::kRnn, RnnCell::kGru, RnnCell::kLstm})
+      for (int direction = 0; direction < 3; ++direction)
+        for (const Shape& s : shapes)
+          for (bool linearBeforeReset : {false, true}) {
+            INFO("threads " << threads << " cell " << static_cast<int>(cell) << " direction "
+                            << direction << " hidden " << s.hidden << " linear_before_reset "
+                            << linearBeforeReset);
+            RnnParams p = makeParams(cell, s.seq, s.batch, s.input, s.hidden, direction, false);
+            p.linear_before_reset = cell == RnnCell::kGru && linearBeforeReset;
+            Options o;
+            o.bias = o.initial = true;
+            // At PyTorch's scale: 21 steps of R in [-1, 1] amplify the
+            // rounding of the chunked projection past the tolerance.
+            o.recurrentScale = 1.0f / std::sqrt(static_cast<float>(s.hidden));
+            Tensors t = makeTensors(p, o, seed++);
+            const Outputs expected = reference(p, t);
+            RnnParams packed = p;
+            packed.packed_weights = true;
+            Tensors tp = t;
+            tp.w.assign(static_cast<size_t>(packedRnnWeightCount(p, false)), NAN);
+            tp.r.assign(static_cast<size_t>(packedRnnWeightCount(p, true)), NAN);
+            packRnnWeights(p, t.w.data(), false, tp.w.data());
+            packRnnWeights(p, t.r.data(), true, tp.r.data());
+            const Outputs actual = runKernel(packed, tp, threads);
+            requireClose(actual.y, expected.y, 1e-5);
+            requireClose(actual.y_h, expected.y_h, 1e-5);
+          }
+}

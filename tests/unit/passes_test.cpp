@@ -256,3 +256,48 @@ TEST_CASE("fuse-epilogues leaves outputs with other readers and self-adds") {
   CHECK(b.graph.countOps("Add") == 1);
   CHECK(b.graph.countOps("Relu") == 1);
 }
+
+TEST_CASE("pack-rnn-weights packs constant W and R once and keeps the results") {
+  // A bidirectional GRU without linear_before_reset: R packs in two parts.
+  const int64_t seq = 3, batch = 2, input = 5, hidden = 20, gates = 3;
+  auto cell = [&](GraphBuilder& b, int x, int w) {
+    std::vector<float> r(2 * gates * hidden * hidden), bias(2 * 2 * gates * hidden);
+    for (size_t i = 0; i < r.size(); ++i) r[i] = 0.2f * std::sin(0.37f * i);
+    for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * std::cos(0.9f * i);
+    const int rw = b.constant("r", {2, gates * hidden, hidden}, r);
+    const int bw = b.constant("b", {2, 2 * gates * hidden}, bias);
+    const std::vector<int64_t> codes = {0, 1, 1, 0, 1, 1};  // sigmoid, tanh per direction
+    return b.node("GRU", "gru", {x, w, rw, bw}, {seq, 2, batch, hidden},
+                  {{"hidden_size", hidden}, {"num_directions", int64_t{2}},
+                   {"reverse", int64_t{0}}, {"batch_major", int64_t{0}},
+                   {"linear_before_reset", int64_t{0}}, {"input_forget", int64_t{0}},
+                   {"activations", codes}, {"activation_alpha", std::vector<double>(6, 0.0)},
+                   {"activation_beta", std::vector<double>(6, 0.0)}});
+  };
+  GraphBuilder b("gru");
+  const int x = b.input("x", {seq, batch, input});
+  std::vector<float> w(2 * gates * hidden * input);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.3f * std::cos(0.53f * i);
+  b.output(cell(b, x, b.constant("w", {2, gates * hidden, input}, w)), "y");
+
+  std::vector<float> in(seq * batch * input);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = std::sin(0.21f * i);
+  auto before = runSingleInput(b.graph, in);
+  REQUIRE(passes::packRecurrentWeights(b.graph));
+  ir::verifyGraph(b.graph);
+  const ir::Node& gru = b.graph.node(b.graph.liveNodes()[0]);
+  CHECK(gru.getInt("cgc_packed_weights", 0) == 1);
+  // 20 units pad to two blocks of 16.
+  CHECK(b.graph.value(gru.inputs[1]).type.numElements() == 2 * 32 * gates * input);
+  CHECK(b.graph.value(gru.inputs[2]).type.numElements() == 2 * 32 * gates * hidden);
+  CHECK_FALSE(passes::packRecurrentWeights(b.graph));  // packed once
+  auto after = runSingleInput(b.graph, in);
+  REQUIRE(before.size() == after.size());
+  for (size_t i = 0; i < before.size(); ++i) CHECK(after[i] == Approx(before[i]).margin(1e-6));
+
+  // W given at run time: the kernel packs it per call, the pass leaves it.
+  GraphBuilder runtimeW("gru_runtime_w");
+  const int x2 = runtimeW.input("x", {seq, batch, input});
+  runtimeW.output(cell(runtimeW, x2, runtimeW.input("w", {2, gates * hidden, input})), "y");
+  CHECK_FALSE(passes::packRecurrentWeights(runtimeW.graph));
+}

@@ -390,7 +390,21 @@ struct RnnParams {
   bool input_forget;         // LSTM: f = 1 - i
   float clip;
   RnnActivationParams activations[6];
+  // w and r are in packRnnWeights' layout (set by the pack-rnn-weights pass).
+  bool packed_weights = false;
 };
+
+/// Floats of W (recurrent false) or R (true) in packRnnWeights' layout: per
+/// direction, the hidden units in blocks of 16 (zero-padded), each block
+/// [k][gates][16], k the input or hidden size (GRU without
+/// linear_before_reset: R's z and r gates, then its h gate).
+int64_t packedRnnWeightCount(const RnnParams& p, bool recurrent);
+
+/// Packs ONNX's W [directions, gates x hidden, input] or R [directions,
+/// gates x hidden, hidden] into the order rnn reads them, so that a model's
+/// constant weights are packed once at compile time rather than at every
+/// call (where rnn packs and caches weights given at run time).
+void packRnnWeights(const RnnParams& p, const float* weights, bool recurrent, float* packed);
 
 void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
          const float* b, const int32_t* sequence_lens, const float* initial_h,
