@@ -2,8 +2,9 @@
 side in one run: for every model, rounds of ONNX Runtime then cgc (A B A B),
 each round the median of --runs inferences after warm-up, and the median of
 the rounds reported. Measures the machine's FMA peak itself (bench/peak.cpp)
-and prints a table (model, ONNX Runtime ms, cgc ms, speed ratio, cgc GFLOP/s,
-% of the peak of the cores used); writes it as bench/results/bench.{md,json} and draws the speed
+and prints a table (model, ONNX Runtime ms, cgc ms, speed ratio, the lowest
+and highest ratio of a single round, cgc GFLOP/s, % of the peak of the
+cores used: the round ratios show how much the machine moved); writes it as bench/results/bench.{md,json} and draws the speed
 ratios as bench/results/bench.svg.
 
 ONNX Runtime runs sequentially (executionMode sequential) with --threads
@@ -162,19 +163,22 @@ def main():
         ort_ms, cgc_ms = statistics.median(ort_times), statistics.median(cgc_times)
         flops = model_flops(model, case.get("shapes", {}))
         gflops = flops / (cgc_ms * 1e6)
+        round_ratios = [o / c for o, c in zip(ort_times, cgc_times)]
         row = {"model": name, "ort_ms": ort_ms, "cgc_ms": cgc_ms,
-               "ratio": ort_ms / cgc_ms, "cgc_gflops": gflops,
+               "ratio": ort_ms / cgc_ms, "round_ratios": [min(round_ratios), max(round_ratios)],
+               "cgc_gflops": gflops,
                "peak_percent": 100 * gflops / (peak * cores), "gflop": flops / 1e9}
         rows.append(row)
         print(f"{name}: ONNX Runtime {ort_ms:.3f} ms, cgc {cgc_ms:.3f} ms, "
               f"{row['ratio']:.2f}x", flush=True)
     lines = [f"FMA peak measured: {peak:.1f} GFLOP/s per core, {cores} cores; medians "
              f"of {args.rounds} alternated rounds of {args.runs} runs.", "",
-             "| model | ONNX Runtime (ms) | cgc (ms) | speed ratio | cgc GFLOP/s | % of peak |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| model | ONNX Runtime (ms) | cgc (ms) | speed ratio | single rounds | cgc GFLOP/s | % of peak |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['model']} | {r['ort_ms']:.3f} | {r['cgc_ms']:.3f} | "
-                     f"{r['ratio']:.2f}x | {r['cgc_gflops']:.1f} | {r['peak_percent']:.0f}% |")
+                     f"{r['ratio']:.2f}x | {r['round_ratios'][0]:.2f}-{r['round_ratios'][1]:.2f}x | "
+                     f"{r['cgc_gflops']:.1f} | {r['peak_percent']:.0f}% |")
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(results, "bench.md"), "w") as f:
