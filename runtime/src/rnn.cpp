@@ -715,7 +715,7 @@ void pipelinedRnn(const RnnParams& p, const Inputs* in, const void* key, const T
       Direction(p, d, Team::serial(), shared.data()).run(in[d], pipeline);
   } else {
     team.barrier();
-    if (team.thread() == 1) {
+    if (team.thread() == 1) {  // a Direction of its own, whose h buffers go unused
       SharedScratch shared(Team::serial(), key, static_cast<size_t>(3 * p.batch * p.hidden_size));
       for (int32_t d = 0; d < p.num_directions; ++d) {
         Direction projector(p, d, Team::serial(), shared.data());
