@@ -422,24 +422,21 @@ struct StemPool {
                                                          : -inf;
     const float hi = p.activation == Activation::kClip ? p.act_max : inf;
 #ifdef __AVX512F__
-    if (p.pool_w_out >= 16) {
-      const std::vector<detail::RowBlock> blocks =
-          detail::rowBlocks(p.pool_w_out, p.w_out, 2, p.pool_pad_left);
-      const __m512 b = _mm512_set1_ps(bias), low = _mm512_set1_ps(lo), high = _mm512_set1_ps(hi);
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* rows[3];
-        int count = 0;
-        for (int64_t k = 0; k < 3; ++k) {
-          const int64_t row = 2 * r - p.pool_pad_top + k;
-          if (row >= 0 && row < p.h_out) rows[count++] = sums + (row - first) * stride;
-        }
-        detail::maxPoolRow3x3Stride2(rows, count, blocks, out + r * p.pool_w_out, [&](__m512 v) {
-          return _mm512_min_ps(high, _mm512_max_ps(low, _mm512_add_ps(v, b)));
-        });
+    const std::vector<detail::RowBlock> blocks =
+        detail::rowBlocks(p.pool_w_out, p.w_out, 2, p.pool_pad_left);
+    const __m512 b = _mm512_set1_ps(bias), low = _mm512_set1_ps(lo), high = _mm512_set1_ps(hi);
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* rows[3];
+      int count = 0;
+      for (int64_t k = 0; k < 3; ++k) {
+        const int64_t row = 2 * r - p.pool_pad_top + k;
+        if (row >= 0 && row < p.h_out) rows[count++] = sums + (row - first) * stride;
       }
-      return;
+      detail::maxPoolRow3x3Stride2(rows, count, blocks, out + r * p.pool_w_out, [&](__m512 v) {
+        return _mm512_min_ps(high, _mm512_max_ps(low, _mm512_add_ps(v, b)));
+      });
     }
-#endif
+#else
     for (int64_t r = r0; r < r1; ++r)
       for (int64_t c = 0; c < p.pool_w_out; ++c) {
         float m = -inf;
@@ -450,6 +447,7 @@ struct StemPool {
             m = std::max(m, sums[(row - first) * stride + col]);
         out[r * p.pool_w_out + c] = std::clamp(m + bias, lo, hi);
       }
+#endif
   }
 };
 #pragma GCC diagnostic pop

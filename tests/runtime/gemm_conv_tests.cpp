@@ -316,7 +316,7 @@ TEST_CASE("stem conv with a fused 3x3 stride-2 max pooling matches conv then poo
   // The pooled rows' windows cross the bands' edges (32 pooled rows each)
   // and the threads' edges; pads in front of the pool (ResNet's 1) or
   // implied behind it (ceil mode: GoogLeNet's and SqueezeNet's); rows of
-  // 16 pooled outputs or more (registers) and fewer (the portable loop).
+  // 16 pooled outputs or more and fewer (one block, its stores masked).
   struct PoolCase {
     ConvCase conv;
     int64_t padTop, padLeft, hOut, wOut;  // of the pooling
