@@ -8,8 +8,9 @@ fused with its Clip is "<Clip output>_nchwc"); cgc keeps the name of the
 node that absorbed the others. Both are mapped back to the ONNX node that
 heads the chain: from a tensor's producer, up through the single-input
 activations and the residual Add that fusion folds into a convolution or
-matrix product. ONNX Runtime's layout changes (ReorderInput/ReorderOutput)
-have no counterpart and are listed as such.
+matrix product. ONNX Runtime's nodes with no cgc node of their own (its layout changes,
+ReorderInput/ReorderOutput, or a max pool cgc fused into a convolution) are
+listed by op.
 
 Usage: /usr/bin/python3 bench/layers.py MODEL [--cgc CGC] [--runs 50]
            [--threads N] [--top 25]
@@ -66,16 +67,14 @@ class Graph:
         return node
 
     def key(self, ort_name):
-        """ONNX Runtime's event name -> (the ONNX node heading it, or None)."""
+        """ONNX Runtime's event name -> the ONNX node heading it, or None."""
         name = ort_name[:-len("_kernel_time")]
-        for suffix in ("_nchwc", ""):
-            if suffix and not name.endswith(suffix):
-                continue
-            base = name[:len(name) - len(suffix)] if suffix else name
-            if base in self.nodes:
-                return self.head(self.nodes[base])
-            if base in self.producer:
-                return self.head(self.producer[base])
+        for base in (name[:-len("_nchwc")] if name.endswith("_nchwc") else name, name):
+            node = self.nodes.get(base)
+            if node is None:
+                node = self.producer.get(base)
+            if node is not None:
+                return self.head(node)
         return None
 
 
@@ -128,7 +127,7 @@ def main():
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
-    case, model, data, bindings = load_case(os.path.join(args.corpus, args.model))
+    _, model, data, bindings = load_case(os.path.join(args.corpus, args.model))
     graph = Graph(model)
     ort = ort_profile(model, data, args.runs, args.threads)
     cgc = cgc_profile(os.path.abspath(args.cgc), model, data, bindings, args.runs, args.threads)
@@ -160,7 +159,7 @@ def main():
     for op, (c, o) in sorted(by_op.items(), key=lambda kv: -kv[1][0]):
         print(f"| {op} | {c:.0f} | {o:.0f} |")
     for op, us in sorted(unmatched.items(), key=lambda kv: -kv[1]):
-        print(f"| {op} (ONNX Runtime only) | - | {us:.0f} |")
+        print(f"| {op} (no cgc node of its own: fused, or a layout change) | - | {us:.0f} |")
     print(f"\nThe {args.top} layers where cgc loses the most time:\n")
     print("| node | op | input shapes | cgc (us) | ONNX Runtime (us) | cgc - ORT (us) |")
     print("|---|---|---|---:|---:|---:|")
