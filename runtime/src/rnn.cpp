@@ -274,6 +274,12 @@ class SharedScratch {
   float* data_ = nullptr;
 };
 
+/// Floats of the scratch a team shares: the double-buffered h and GRU's
+/// r * h_{t-1} (Direction's constructor lays them out).
+size_t stateFloats(const RnnParams& p) {
+  return static_cast<size_t>(3 * p.batch * p.hidden_size);
+}
+
 struct Inputs {
   const float *x, *w, *r, *b;
   const int32_t* lens;
@@ -716,7 +722,7 @@ void pipelinedRnn(const RnnParams& p, const Inputs* in, const void* key, const T
   ProjectionPipeline* pipeline = team.shareFromFirst(&local);
   if (team.thread() == 0) {
     thread_local std::vector<float> xwBuf;
-    SharedScratch shared(Team::serial(), key, static_cast<size_t>(3 * p.batch * p.hidden_size));
+    SharedScratch shared(Team::serial(), key, stateFloats(p));
     const int64_t size = Direction(p, 0, Team::serial(), shared.data()).projectionSize();
     float* xw = privateBuffer(xwBuf, static_cast<size_t>(p.num_directions * size));
     for (int32_t d = 0; d < p.num_directions; ++d) {
@@ -729,7 +735,7 @@ void pipelinedRnn(const RnnParams& p, const Inputs* in, const void* key, const T
   } else {
     team.barrier();
     if (team.thread() == 1) {  // a Direction of its own, whose h buffers go unused
-      SharedScratch shared(Team::serial(), key, static_cast<size_t>(3 * p.batch * p.hidden_size));
+      SharedScratch shared(Team::serial(), key, stateFloats(p));
       for (int32_t d = 0; d < p.num_directions; ++d) {
         Direction projector(p, d, Team::serial(), shared.data());
         projector.prepareProjection(in[d]);
@@ -777,7 +783,7 @@ void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
     }
     return;
   }
-  SharedScratch shared(team, key, static_cast<size_t>(3 * p.batch * h));
+  SharedScratch shared(team, key, stateFloats(p));
   for (int32_t d = 0; d < p.num_directions; ++d)
     Direction(p, d, team, shared.data()).run(in[d]);
 }
