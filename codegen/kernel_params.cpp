@@ -221,6 +221,8 @@ std::string print(const rt::ConvParams& p) {
   if (p.pool_h_out > 0)
     fields.add("pool_h_out", p.pool_h_out).add("pool_w_out", p.pool_w_out)
         .add("pool_pad_top", p.pool_pad_top).add("pool_pad_left", p.pool_pad_left);
+  if (p.blocked_input) fields.add("blocked_input", true);
+  if (p.blocked_output) fields.add("blocked_output", true);
   return fields.str();
 }
 

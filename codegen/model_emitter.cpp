@@ -107,8 +107,9 @@ std::string describeValues(const ir::Graph& graph, const std::vector<int>& ids) 
   std::vector<std::string> parts;
   for (int v : ids)
     if (v >= 0)
-      parts.push_back(fmt::format("{} {}", graph.value(v).name,
-                                  graph.value(v).type.str()));
+      parts.push_back(fmt::format(
+          "{} {}{}", graph.value(v).name, graph.value(v).type.str(),
+          graph.value(v).layout == ir::Layout::kChannelBlocked ? " channel-blocked" : ""));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 

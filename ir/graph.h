@@ -40,12 +40,19 @@ struct TensorType {
 
 enum class ValueKind { kInput, kConstant, kIntermediate };
 
+/// How an intermediate's elements lie in memory. kChannelBlocked is
+/// [n][c / 16][spatial][16] (rt::kChannelBlock), which convolutions on
+/// packed weights write and read without a transpose (the block-activations
+/// pass; the verifier checks that every reader takes it).
+enum class Layout { kPlain, kChannelBlocked };
+
 struct Value {
   int id = -1;
   std::string name;
   TensorType type;
   ValueKind kind = ValueKind::kIntermediate;
   int producer = -1;  // node id; -1 for inputs and constants
+  Layout layout = Layout::kPlain;
   /// Constants only: type.bytes() bytes of little-endian data.
   std::shared_ptr<const std::vector<uint8_t>> data;
 

@@ -3,7 +3,58 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 namespace cgc::ir {
+namespace {
+
+constexpr int64_t kChannelBlock = 16;  // rt::kChannelBlock
+
+bool isPackedConv(const Node& n) {
+  return n.op == "Conv" && n.getInt("cgc_packed_weights", 0) != 0 && !n.has("cgc_conv_shape");
+}
+
+/// Whether node n reads its input `index` in the channel-blocked layout
+/// where that value has it: a packed Conv's input (x), its residual (input
+/// 3) where its output is blocked too, a GlobalAveragePool's input.
+bool readsBlocked(const Graph& graph, const Node& n, size_t index) {
+  if (n.op == "GlobalAveragePool") return index == 0;
+  if (!isPackedConv(n)) return false;
+  if (index == 3) return graph.value(n.outputs[0]).layout == Layout::kChannelBlocked;
+  return index == 0;
+}
+
+/// A channel-blocked value must be a packed Conv's output of channels in
+/// 16s, never a graph output, and be read only where readsBlocked; a blocked
+/// Conv output's residual must be blocked too.
+void checkLayouts(const Graph& graph, const std::function<void(std::string)>& problem) {
+  for (int id : graph.liveNodes()) {
+    const Node& n = graph.node(id);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (n.inputs[i] < 0 || n.inputs[i] >= graph.numValues()) continue;
+      const bool blocked = graph.value(n.inputs[i]).layout == Layout::kChannelBlocked;
+      const bool residualOfBlocked = isPackedConv(n) && i == 3 &&
+                                     graph.value(n.outputs[0]).layout == Layout::kChannelBlocked;
+      if (blocked && !readsBlocked(graph, n, i))
+        problem(fmt::format("node '{}' ({}) reads channel-blocked '{}' as plain", n.name, n.op,
+                            graph.value(n.inputs[i]).name));
+      if (!blocked && residualOfBlocked)
+        problem(fmt::format("node '{}' writes a channel-blocked output but reads plain residual '{}'",
+                            n.name, graph.value(n.inputs[i]).name));
+    }
+    for (int out : n.outputs) {
+      if (out < 0 || out >= graph.numValues()) continue;
+      const Value& v = graph.value(out);
+      if (v.layout != Layout::kChannelBlocked) continue;
+      if (!isPackedConv(n) || v.type.rank() < 3 || v.type.shape[1] % kChannelBlock != 0 ||
+          graph.isGraphOutput(out))
+        problem(fmt::format("value '{}' ({}) of node '{}' ({}) cannot be channel-blocked", v.name,
+                            v.type.str(), n.name, n.op));
+    }
+  }
+}
+
+}  // namespace
 
 void verifyGraph(const Graph& graph) {
   std::vector<std::string> problems;
@@ -71,6 +122,8 @@ void verifyGraph(const Graph& graph) {
     if (v.kind == ValueKind::kIntermediate && producerOf[out] < 0)
       problem(fmt::format("graph output '{}' has no producer", v.name));
   }
+
+  checkLayouts(graph, problem);
 
   if (problems.empty()) {
     try {

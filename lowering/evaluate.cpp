@@ -67,7 +67,8 @@ void evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
       break;
     case Kernel::kGlobalAvgPool: {
       auto& p = std::get<GlobalPoolArgs>(call.params);
-      rt::global_avg_pool(p.n_c, p.spatial, f(0), y);
+      (p.blocked ? rt::global_avg_pool_blocked : rt::global_avg_pool)(p.n_c, p.spatial, f(0), y,
+                                                                       rt::Team::serial());
       break;
     }
     case Kernel::kGemm:

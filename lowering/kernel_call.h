@@ -46,6 +46,7 @@ enum class Kernel {
 struct ViewArgs {};
 struct GlobalPoolArgs {
   int64_t n_c, spatial;
+  bool blocked;  // x channel-blocked (ir::Layout)
 };
 struct ConcatArgs {
   int64_t outer;

@@ -338,6 +338,12 @@ KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
   // Input 3, added by fuse-epilogues: a residual summed before the activation.
   int residual = n.inputs.size() > 3 ? n.inputs[3] : -1;
   if (pooled) setPool(g, n, residual, p);
+  p.blocked_input = g.value(n.inputs[0]).layout == ir::Layout::kChannelBlocked;
+  p.blocked_output = g.value(n.outputs[0]).layout == ir::Layout::kChannelBlocked;
+  if ((p.blocked_input || p.blocked_output) &&
+      (!p.packed_weights || (p.blocked_input && !rt::convTakesBlockedInput(p)) ||
+       (p.blocked_output && !rt::convTakesBlockedOutput(p))))
+    userError(g.where(n), "the runtime cannot run this Conv on channel-blocked activations");
   return {Kernel::kConv, DType::kF32, p,
           {n.inputs[0], n.inputs[1], bias, residual}, {n.outputs[0]}};
 }
@@ -655,8 +661,9 @@ KernelCall lowerNode(const Graph& g, const Node& n) {
   if (n.op == "GlobalAveragePool") {
     requireType(g, n, g.value(n.outputs[0]).type.dtype, {DType::kF32});
     const Shape& x = shapeOf(g, n.inputs[0]);
+    const bool blocked = g.value(n.inputs[0]).layout == ir::Layout::kChannelBlocked;
     return {Kernel::kGlobalAvgPool, DType::kF32,
-            GlobalPoolArgs{product(x, 0, 2), product(x, 2, x.size())},
+            GlobalPoolArgs{product(x, 0, 2), product(x, 2, x.size()), blocked},
             {n.inputs[0]}, {n.outputs[0]}};
   }
   if (n.op == "Gemm") return lowerGemm(g, n);
@@ -739,7 +746,9 @@ std::string kernelFunction(const KernelCall& call) {
     case Kernel::kConvTranspose: return "conv_transpose";
     case Kernel::kMaxPool: return "max_pool";
     case Kernel::kAvgPool: return "avg_pool";
-    case Kernel::kGlobalAvgPool: return "global_avg_pool";
+    case Kernel::kGlobalAvgPool:
+      return std::get<GlobalPoolArgs>(call.params).blocked ? "global_avg_pool_blocked"
+                                                           : "global_avg_pool";
     case Kernel::kGemm: return "gemm";
     case Kernel::kMatMul: return "matmul";
     case Kernel::kBatchNorm: return "batch_norm";

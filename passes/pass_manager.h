@@ -21,6 +21,7 @@ namespace cgc::passes {
   X("fuse-conv-maxpool", fuseConvMaxPool)         \
   X("pretranspose-gemm-weights", pretransposeGemmWeights) \
   X("pack-conv-weights", packConvolutionWeights)  \
+  X("block-activations", blockActivations)        \
   X("pack-rnn-weights", packRecurrentWeights)     \
   X("dead-code", eliminateDeadCode)
 

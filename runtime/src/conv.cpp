@@ -2,8 +2,9 @@
 // conv picks a strategy per layer shape:
 //  - packed weights (the pack-conv-weights pass, where
 //    convPrefersPackedWeights): gemmPacked, vectorised along output
-//    channels, reads the (zero-padded) input in place through index tables
-//    and its [position][channel] result is transposed into y;
+//    channels, reads the (zero-padded) input in place through index tables,
+//    NCHW or channel-blocked, and stores its vectors of channels into a
+//    channel-blocked y as they are, or transposes them into an NCHW one;
 //  - few input channels (RGB stems): a direct loop, 8 output channels x 32
 //    positions per register block, over the input planes' stride phases;
 //  - pointwise (1x1, stride 1, no padding): already a GEMM on NCHW,
@@ -136,6 +137,20 @@ void im2col(const ConvParams& p, const float* xg, int64_t channels, int64_t s0,
   }
 }
 
+/// The activation as the bounds of a clamp: [0, inf) for Relu, [act_min,
+/// act_max] for Clip, none otherwise.
+struct Bounds {
+  float low, high;
+};
+Bounds activationBounds(const ConvParams& p) {
+  const float inf = std::numeric_limits<float>::infinity();
+  switch (p.activation) {
+    case Activation::kRelu: return {0.0f, inf};
+    case Activation::kClip: return {p.act_min, p.act_max};
+    default: return {-inf, inf};
+  }
+}
+
 bool isDepthwise2d(const ConvParams& p) {
   return p.groups == p.c_in && p.groups == p.c_out && p.k_d == 1 &&
          p.d_in == 1 && p.d_out == 1;
@@ -195,12 +210,8 @@ void depthwiseVectors(const detail::ChannelVectors& vectors, const ConvParams& p
   vectors.prepare(0.0f, buffer);
   const float inf = std::numeric_limits<float>::infinity();
   const bool fused = residual == nullptr;
-  MultiplyAdd op{weights, Lanes{}, -inf - Lanes{}, inf - Lanes{}};
-  if (fused && p.activation == Activation::kRelu) op.low = 0.0f - Lanes{};
-  if (fused && p.activation == Activation::kClip) {
-    op.low = p.act_min - Lanes{};
-    op.high = p.act_max - Lanes{};
-  }
+  const Bounds bounds = fused ? activationBounds(p) : Bounds{-inf, inf};
+  MultiplyAdd op{weights, Lanes{}, bounds.low - Lanes{}, bounds.high - Lanes{}};
   const int64_t blocks = p.c_out / kLanes;
   const Range work = team.split(p.n * blocks);
   for (int64_t item = work.begin; item < work.end; ++item) {
@@ -221,11 +232,8 @@ void depthwiseVectors(const detail::ChannelVectors& vectors, const ConvParams& p
 void storeWithEpilogue(const ConvParams& p, const detail::PlanePhases& phases,
                        const float* rows, float bias, const float* residual, float* out,
                        int64_t begin = 0, int64_t end = -1) {
-  const float inf = std::numeric_limits<float>::infinity();
-  const float lo = p.activation == Activation::kRelu   ? 0.0f
-                   : p.activation == Activation::kClip ? p.act_min
-                                                       : -inf;
-  const float hi = p.activation == Activation::kClip ? p.act_max : inf;
+  const Bounds bounds = activationBounds(p);
+  const float lo = bounds.low, hi = bounds.high;
   if (residual)
     phases.store(rows, out, [&](float v, int64_t i) { return std::clamp(v + bias + residual[i], lo, hi); },
                  begin, end);
@@ -303,11 +311,8 @@ template <int kStride>
 void depthwiseRows(const ConvParams& p, const float* x, const float* w, const float* bias,
                    const float* residual, float* y, const Team& team) {
   const __m512 zero = _mm512_setzero_ps();
-  const float inf = std::numeric_limits<float>::infinity();
-  const __m512 lo = _mm512_set1_ps(p.activation == Activation::kRelu   ? 0.0f
-                                   : p.activation == Activation::kClip ? p.act_min
-                                                                       : -inf);
-  const __m512 hi = _mm512_set1_ps(p.activation == Activation::kClip ? p.act_max : inf);
+  const Bounds bounds = activationBounds(p);
+  const __m512 lo = _mm512_set1_ps(bounds.low), hi = _mm512_set1_ps(bounds.high);
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
   const std::vector<detail::RowBlock> blocks = detail::rowBlocks(p.w_out, p.w_in, kStride, p.pad_left);
   const Range planes = team.split(p.n * p.c_out);
@@ -416,11 +421,8 @@ struct StemPool {
   /// activations are non-decreasing.
   void store(const float* sums, int64_t first, int64_t stride, int64_t r0, int64_t r1,
              float bias, float* out) const {
-    const float inf = std::numeric_limits<float>::infinity();
-    const float lo = p.activation == Activation::kRelu   ? 0.0f
-                     : p.activation == Activation::kClip ? p.act_min
-                                                         : -inf;
-    const float hi = p.activation == Activation::kClip ? p.act_max : inf;
+    const Bounds bounds = activationBounds(p);
+  const float lo = bounds.low, hi = bounds.high;
 #ifdef __AVX512F__
     const std::vector<detail::RowBlock> blocks =
         detail::rowBlocks(p.pool_w_out, p.w_out, 2, p.pool_pad_left);
@@ -439,7 +441,7 @@ struct StemPool {
 #else
     for (int64_t r = r0; r < r1; ++r)
       for (int64_t c = 0; c < p.pool_w_out; ++c) {
-        float m = -inf;
+        float m = -std::numeric_limits<float>::infinity();
         for (int64_t row = std::max<int64_t>(0, 2 * r - p.pool_pad_top);
              row < std::min(p.h_out, 2 * r - p.pool_pad_top + 3); ++row)
           for (int64_t col = std::max<int64_t>(0, 2 * c - p.pool_pad_left);
@@ -583,30 +585,34 @@ void padRow(const float* src, int64_t lo, int64_t hi, int64_t w, float* out) {
 #endif
 }
 
-/// Copies x's channels into zero-padded volumes of d x h x w, the extents
-/// the windows of p read (padding included): only the channels in
-/// `channels` and the rows in `rows` of each (rows count over depth and
-/// height).
+/// Copies x's planes into zero-padded volumes of d x h x w, the extents
+/// the windows of p read (padding included): only the planes in `planes`
+/// and the rows in `rows` of each (rows count over depth and height). A
+/// plane is a channel, or a block of them where x is channel-blocked: its
+/// elements are then vectors of `lanes` channels.
 void padInput(const ConvParams& p, const float* x, int64_t d, int64_t h, int64_t w,
-              Range channels, Range rows, float* padded) {
+              Range planes, Range rows, int64_t lanes, float* padded) {
   const int64_t lo = std::min(w, p.pad_left), hi = std::max(lo, std::min(w, p.pad_left + p.w_in));
-  for (int64_t c = channels.begin; c < channels.end; ++c)
+  for (int64_t c = planes.begin; c < planes.end; ++c)
     for (int64_t r = rows.begin; r < rows.end; ++r) {
       const int64_t id = r / h - p.pad_front, ih = r % h - p.pad_top;
       const bool inside = id >= 0 && id < p.d_in && ih >= 0 && ih < p.h_in;
-      const float* row = x + ((c * p.d_in + id) * p.h_in + ih) * p.w_in + (lo - p.pad_left);
-      padRow(row, lo, inside ? hi : lo, w, padded + (c * d * h + r) * w);
+      const int64_t first = ((c * p.d_in + id) * p.h_in + ih) * p.w_in + (lo - p.pad_left);
+      padRow(x + first * lanes, lo * lanes, (inside ? hi : lo) * lanes, w * lanes,
+             padded + (c * d * h + r) * w * lanes);
     }
 }
 
 /// Group 1 on packed weights. gemmPacked reads the input in place through
 /// two index tables, B(c * taps + tap, s) = in[offsets[c, tap] +
 /// positions[s]], from a zero-padded copy where the windows reach past the
-/// image: no im2col matrix. The team splits output channels (in 16s) and
-/// positions as for a GEMM; each thread takes chunks of its positions and,
-/// one panel of its channels at a time, runs gemmPacked into scratch laid
-/// out [position][channel] and transposes that block into y, applying the
-/// epilogue on the way, while it is still in L1.
+/// image: no im2col matrix, and either input layout. The team splits output
+/// channels (in 16s) and positions as for a GEMM; each thread takes chunks
+/// of its positions and, one panel of its channels at a time, runs
+/// gemmPacked. A channel-blocked y takes its vectors of channels as they
+/// are, the epilogue applied in registers; an NCHW one gets them in scratch
+/// laid out [position][channel], transposed into y with the epilogue while
+/// the block is still in L1.
 void convPacked(const ConvParams& p, const float* x, const float* w,
                 const float* bias, const float* residual, float* y,
                 const Team& team) {
@@ -636,23 +642,27 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
   const int64_t o0 = blk.rows.begin * 16, o1 = blk.rows.end * 16;
   const int64_t rows = inPlace ? p.h_in : h, cols = inPlace ? p.w_in : wd;
   const int64_t volume = (inPlace ? p.d_in : d) * rows * cols;
+  // Input channel c lies in plane c / lanes, at lane c % lanes of each
+  // element.
+  const int64_t lanes = p.blocked_input ? kChannelBlock : 1, planes = p.c_in / lanes;
   int64_t* offsets = scratch<int64_t>(kSize + blk.cols.size());
   int64_t* positions = offsets + kSize - blk.cols.begin;  // positions[s]
   for (int64_t c = 0, i = 0; c < p.c_in; ++c)
     for (int64_t kd = 0; kd < p.k_d; ++kd)
       for (int64_t kh = 0; kh < p.k_h; ++kh)
         for (int64_t kw = 0; kw < p.k_w; ++kw)
-          offsets[i++] = c * volume + (kd * p.dilation_d * rows + kh * p.dilation_h) * cols +
-                         kw * p.dilation_w;
+          offsets[i++] = c / lanes * volume * lanes + c % lanes +
+                         ((kd * p.dilation_d * rows + kh * p.dilation_h) * cols +
+                          kw * p.dilation_w) * lanes;
   for (int64_t s = blk.cols.begin; s < blk.cols.end; ++s)
-    positions[s] = (s / outPlane * p.stride_d * rows + s % outPlane / p.w_out * p.stride_h) *
-                       cols + s % p.w_out * p.stride_w;
+    positions[s] = ((s / outPlane * p.stride_d * rows + s % outPlane / p.w_out * p.stride_h) *
+                        cols + s % p.w_out * p.stride_w) * lanes;
 
-  // What this thread pads: its channels of the whole image when shared,
-  // else all channels of the rows its positions read.
-  Range padChannels{0, p.c_in}, padRows{0, d * h};
+  // What this thread pads: its planes of the whole image when shared,
+  // else all planes of the rows its positions read.
+  Range padPlanes{0, planes}, padRows{0, d * h};
   if (sharedPadding) {
-    padChannels = team.split(p.c_in);
+    padPlanes = team.split(planes);
   } else if (d == 1) {
     padRows = {blk.cols.begin / p.w_out * p.stride_h,
                std::min(h, (blk.cols.end - 1) / p.w_out * p.stride_h +
@@ -667,23 +677,34 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
     const float* in = x + n * p.c_in * inSpatial;
     if (!inPlace) {
       if (sharedPadding && n > 0) team.barrier();  // all done with image n - 1
-      padInput(p, in, d, h, wd, padChannels, padRows, padded);
+      padInput(p, in, d, h, wd, padPlanes, padRows, lanes, padded);
       if (sharedPadding) team.barrier();
       in = padded;
     }
     if (idle) continue;
     float* yn = y + n * p.c_out * spatial;
     const detail::Epilogue e = epilogueOf(p, bias, residual, n, 0);
+    const Bounds bounds = activationBounds(p);
     for (int64_t s0 = blk.cols.begin; s0 < blk.cols.end; s0 += kChunk) {
       const int64_t count = std::min(blk.cols.end, s0 + kChunk) - s0;
       for (int64_t o = o0; o < o1;) {
         const int64_t end =
             std::min(o1, (o / detail::kPackedPanel + 1) * detail::kPackedPanel);
         const int64_t width = end - o, real = std::min(end, p.c_out) - o;
-        detail::gemmPacked(channels, kSize, w, o, end, count, in, offsets,
-                           positions + s0, transposed, width);
-        float* block = yn + o * spatial + s0;
-        detail::transpose(transposed, width, count, real, block, spatial, e.at(o, s0));
+        // Channel block o / 16 at position s0: o * spatial + 16 s0 in
+        // either layout.
+        const int64_t first = o * spatial + s0 * (p.blocked_output ? kChannelBlock : 1);
+        if (p.blocked_output) {
+          const detail::PackedOutput out{yn + first, kChannelBlock, spatial * kChannelBlock,
+                                         bias ? bias + o : nullptr,
+                                         e.residual ? e.residual + first : nullptr,
+                                         bounds.low, bounds.high};
+          detail::gemmPacked(channels, kSize, w, o, end, count, in, offsets, positions + s0, out);
+        } else {
+          detail::gemmPacked(channels, kSize, w, o, end, count, in, offsets, positions + s0,
+                             detail::PackedOutput{transposed, width});
+          detail::transpose(transposed, width, count, real, yn + first, spatial, e.at(o, s0));
+        }
         o = end;
       }
     }
@@ -723,6 +744,15 @@ bool convPrefersPackedWeights(const ConvParams& p) {
   return !isPointwise(p) || positions <= kMaxPointwisePositions ||
          (positions <= kMaxWidePointwisePositions && p.c_out >= kMinWidePointwiseChannels &&
           20 * wastedLanes >= positions);
+}
+
+bool convTakesBlockedInput(const ConvParams& p) {
+  return p.groups == 1 && p.c_in % kChannelBlock == 0 && !isFewChannels(p);
+}
+
+bool convTakesBlockedOutput(const ConvParams& p) {
+  return p.groups == 1 && p.c_out % kChannelBlock == 0 && !isFewChannels(p) &&
+         p.pool_h_out == 0;
 }
 
 bool convFusesMaxPool(const ConvParams& conv, const PoolParams& pool) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "cgc/kernels.h"
 
@@ -57,15 +58,30 @@ void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
 /// Output channels per panel of weights packed by packConvWeights.
 constexpr int64_t kPackedPanel = 64;
 
-/// The GEMM of packed convolution weights, transposed: for output channels
-/// o in [o0, o1) (multiples of 16, inside one panel) and positions j < n,
-/// yt[j * ldyt + o - o0] = sum_p A(o, p) B(p, j), where A is the m x k
-/// matrix that packConvWeights stored in `packed` and B is read in place,
-/// B(p, j) = b[offsets[p] + positions[j]] (im2col without the copy). One
-/// thread.
+/// Where gemmPacked's results go: output channel o0 + 16 v + l at
+/// position j is y[j * ld_position + v * ld_vector + l], stored as
+/// clamp(sum + bias[16 v + l] + residual[same index], low, high) (bias and
+/// residual may be null). ld_vector 16 with ld_position o1 - o0 is a
+/// [position][channel] block; ld_position 16 with ld_vector 16 x positions
+/// is the channel-blocked activation layout itself (ConvParams).
+struct PackedOutput {
+  float* y = nullptr;
+  int64_t ld_position = 0, ld_vector = 16;
+  const float* bias = nullptr;
+  const float* residual = nullptr;
+  float low = -std::numeric_limits<float>::infinity();
+  float high = std::numeric_limits<float>::infinity();
+};
+
+/// The GEMM of packed convolution weights, vectorised along output
+/// channels: for output channels o in [o0, o1) (multiples of 16, inside one
+/// panel) and positions j < n, out(j, o) = sum_p A(o, p) B(p, j), where A is
+/// the m x k matrix that packConvWeights stored in `packed` and B is read
+/// in place, B(p, j) = b[offsets[p] + positions[j]] (im2col without the
+/// copy). One thread.
 void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
                 int64_t o1, int64_t n, const float* b, const int64_t* offsets,
-                const int64_t* positions, float* yt, int64_t ldyt);
+                const int64_t* positions, const PackedOutput& out);
 
 /// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (16 x 16
 /// tiles in registers where the CPU has AVX-512), then `e` applied to the

@@ -1,7 +1,9 @@
 // gemmPacked: the GEMM of a convolution whose weights were packed at compile
-// time (packConvWeights), computed transposed, Yt[positions, channels], with
-// the vectors along output channels; and transpose, which brings that result
-// back into rows of channels (and planes into vectors of channels).
+// time (packConvWeights), with the vectors along output channels, stored
+// as [position][channel] blocks or straight into the channel-blocked
+// activation layout, the epilogue applied in registers on the last depth
+// step; and transpose, which brings a [position][channel] block back into
+// rows of channels (and planes into vectors of channels).
 //
 // The NCHW GEMM (xsmm_gemm.cpp) vectorises along output positions. A 7x7
 // output (49 positions) fills 4 vectors of 16 with 49 lanes, and LIBXSMM 1.17
@@ -32,24 +34,26 @@ constexpr int kMaxVectors = kPackedPanel / kLanes;
 constexpr int64_t kDepthStep = 1024;
 typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
 
-/// c[j * ldc + o] (+)= sum_p b[offsets[p] + positions[j]] * a[p * lda + o]
-/// for j < J, o < 16 V; prefetches `lines` cache lines from `prefetch` into
-/// L2 on the way, one per depth step.
+/// out(j, o) (+)= sum_p b[offsets[p] + positions[j]] * a[p * lda + o] for
+/// j < J, o < 16 V, through out's epilogue when `last`; prefetches `lines`
+/// cache lines from `prefetch` into L2 on the way, one per depth step.
 template <int V, int J>
 void tile(int64_t k, const float* __restrict a, int64_t lda,
           const float* __restrict b, const int64_t* __restrict offsets,
-          const int64_t* __restrict positions, float* __restrict c,
-          int64_t ldc, bool accumulate, const char* prefetch, int64_t lines) {
+          const int64_t* __restrict positions, const PackedOutput& out, bool accumulate,
+          bool last, const char* prefetch, int64_t lines) {
+  float* __restrict c = out.y;
+  auto at = [&](int j, int v) { return j * out.ld_position + v * out.ld_vector; };
   Lanes sum[J][V];
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) {
       if (accumulate)
-        std::memcpy(&sum[j][v], c + j * ldc + v * kLanes, sizeof(Lanes));
+        std::memcpy(&sum[j][v], c + at(j, v), sizeof(Lanes));
       else
         sum[j][v] = Lanes{};
     }
-  int64_t at[J];
-  for (int j = 0; j < J; ++j) at[j] = positions[j];
+  int64_t from[J];
+  for (int j = 0; j < J; ++j) from[j] = positions[j];
   for (int64_t p = 0; p < k; ++p) {
     if (p < lines) __builtin_prefetch(prefetch + p * 64, 0, 2);
     Lanes w[V];
@@ -57,18 +61,35 @@ void tile(int64_t k, const float* __restrict a, int64_t lda,
       std::memcpy(&w[v], a + p * lda + v * kLanes, sizeof(Lanes));
     const float* row = b + offsets[p];
     for (int j = 0; j < J; ++j) {
-      const float in = row[at[j]];
+      const float in = row[from[j]];
       for (int v = 0; v < V; ++v) sum[j][v] += w[v] * in;
     }
   }
+  if (last) {
+    const Lanes low = out.low - Lanes{}, high = out.high - Lanes{};
+    for (int v = 0; v < V; ++v) {
+      Lanes bias{};
+      if (out.bias) std::memcpy(&bias, out.bias + v * kLanes, sizeof bias);
+      for (int j = 0; j < J; ++j) {
+        Lanes& s = sum[j][v];
+        s += bias;
+        if (out.residual) {
+          Lanes r;
+          std::memcpy(&r, out.residual + at(j, v), sizeof r);
+          s += r;
+        }
+        s = s < low ? low : s;  // a NaN sum stays NaN, as in std::clamp
+        s = high < s ? high : s;
+      }
+    }
+  }
   for (int j = 0; j < J; ++j)
-    for (int v = 0; v < V; ++v)
-      std::memcpy(c + j * ldc + v * kLanes, &sum[j][v], sizeof(Lanes));
+    for (int v = 0; v < V; ++v) std::memcpy(c + at(j, v), &sum[j][v], sizeof(Lanes));
 }
 
-using TileFn = void (*)(int64_t, const float*, int64_t, const float*,
-                        const int64_t*, const int64_t*, float*, int64_t, bool,
-                        const char*, int64_t);
+using TileFn = void (*)(int64_t, const float*, int64_t, const float*, const int64_t*,
+                        const int64_t*, const PackedOutput&, bool, bool, const char*,
+                        int64_t);
 
 template <int V, int... J>
 constexpr std::array<TileFn, kTile> tilesOf(std::integer_sequence<int, J...>) {
@@ -88,7 +109,7 @@ constexpr auto kTiles = tileTable(std::make_integer_sequence<int, kMaxVectors>{}
 
 void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
                 int64_t o1, int64_t n, const float* b, const int64_t* offsets,
-                const int64_t* positions, float* yt, int64_t ldyt) {
+                const int64_t* positions, const PackedOutput& out) {
   const int64_t panel = o0 / kPackedPanel * kPackedPanel;
   const int64_t width = std::min(kPackedPanel, m - panel);
   const auto& tiles = kTiles[(o1 - o0) / kLanes - 1];
@@ -109,11 +130,14 @@ void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
     const int64_t nextLines =
         std::min(kc * width, m * k - nextAt) * static_cast<int64_t>(sizeof(float)) / 64;
     const int64_t share = (nextLines + tileCount - 1) / tileCount;
+    PackedOutput at = out;
     for (int64_t j = 0, t = 0; j < n; j += kTile, ++t) {
       const int64_t first = std::min(nextLines, t * share);
+      at.y = out.y + j * out.ld_position;
+      if (out.residual) at.residual = out.residual + j * out.ld_position;
       tiles[std::min<int64_t>(kTile, n - j) - 1](
-          kc, a + pc * width, width, b, offsets + pc, positions + j, yt + j * ldyt, ldyt,
-          pc > 0, next + first * 64, std::min(nextLines, first + share) - first);
+          kc, a + pc * width, width, b, offsets + pc, positions + j, at, pc > 0, pc + kc == k,
+          next + first * 64, std::min(nextLines, first + share) - first);
     }
   }
 }

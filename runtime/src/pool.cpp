@@ -344,4 +344,39 @@ void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y,
   }
 }
 
+void global_avg_pool_blocked(int64_t n_c, int64_t spatial, const float* x, float* y,
+                             const Team& team) {
+  static_assert(kLanes == kChannelBlock);
+  // A position is a vector of 16 channels: runs of up to 64 positions sum
+  // in float vectors, two chains at a time, and the runs in double (the
+  // drift bound of global_avg_pool).
+  constexpr int64_t kRun = 64;
+  const Range blocks = team.split(n_c / kChannelBlock);
+  for (int64_t b = blocks.begin; b < blocks.end; ++b) {
+    const float* block = x + b * spatial * kChannelBlock;
+    double sum[kLanes] = {};
+    for (int64_t s0 = 0; s0 < spatial; s0 += kRun) {
+      const int64_t s1 = std::min(spatial, s0 + kRun);
+      Lanes lanes[2] = {};
+      int64_t s = s0;
+      for (; s + 2 <= s1; s += 2)
+        for (int v = 0; v < 2; ++v) {
+          Lanes in;
+          std::memcpy(&in, block + (s + v) * kLanes, sizeof in);
+          lanes[v] += in;
+        }
+      if (s < s1) {
+        Lanes in;
+        std::memcpy(&in, block + s * kLanes, sizeof in);
+        lanes[0] += in;
+      }
+      const Lanes total = lanes[0] + lanes[1];
+      for (int64_t l = 0; l < kLanes; ++l) sum[l] += total[l];
+    }
+    for (int64_t l = 0; l < kLanes; ++l)
+      y[b * kLanes + l] =
+          spatial > 0 ? static_cast<float>(sum[l] / static_cast<double>(spatial)) : 0.0f;
+  }
+}
+
 }  // namespace cgc::rt

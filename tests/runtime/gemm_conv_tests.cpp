@@ -206,8 +206,27 @@ std::vector<float> referenceConv(const ConvParams& p, const std::vector<float>& 
   return y;
 }
 
+/// NCHW values of n images of c channels in the channel-blocked layout
+/// (ConvParams::blocked_input), or back with `inverse`.
+std::vector<float> blocked(const std::vector<float>& v, int64_t n, int64_t c, bool inverse = false) {
+  const int64_t spatial = static_cast<int64_t>(v.size()) / (n * c);
+  std::vector<float> out(v.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t s = 0; s < spatial; ++s) {
+        const int64_t plain = (i * c + ch) * spatial + s;
+        const int64_t block = ((i * c + ch / kChannelBlock * kChannelBlock) * spatial +
+                               s * kChannelBlock) + ch % kChannelBlock;
+        if (inverse) out[plain] = v[block];
+        else out[block] = v[plain];
+      }
+  return out;
+}
+
 /// conv against referenceConv for every epilogue form, activation and team
-/// size; with `packed`, on weights repacked by packConvWeights.
+/// size; with `packed`, on weights repacked by packConvWeights, and in
+/// every combination of input and output layouts that the channel counts
+/// allow.
 void checkConv(const ConvCase& c, bool packed) {
   ConvParams p = paramsOf(c);
   auto x = randomFloats(c.n * c.cin * c.d * c.h * c.w, 7);
@@ -229,15 +248,26 @@ void checkConv(const ConvCase& c, bool packed) {
       p.act_min = act.lo;
       p.act_max = act.hi;
       auto expected = referenceConv(p, x, w, b, r);
-      for (int threads : {1, 2, 3}) {
-        INFO("cin " << c.cin << " cout " << c.cout << " groups " << c.groups << " k "
-                    << c.kh << "x" << c.kw << " form " << form << " act "
-                    << static_cast<int>(act.kind) << " threads " << threads);
-        std::vector<float> y(outCount, 123.0f);
-        onTeam(threads, [&](const Team& team) {
-          conv(p, x.data(), kernelWeights.data(), b, r, y.data(), team);
-        });
-        requireClose(y, expected, 1e-4);
+      for (int layouts = 0; layouts < 4; ++layouts) {  // input blocked?, output blocked?
+        p.blocked_input = layouts & 1;
+        p.blocked_output = layouts & 2;
+        if (layouts != 0 && (!packed || (p.blocked_input && c.cin % kChannelBlock != 0) ||
+                             (p.blocked_output && c.cout % kChannelBlock != 0)))
+          continue;
+        const auto input = p.blocked_input ? blocked(x, c.n, c.cin) : x;
+        const auto res = p.blocked_output ? blocked(residual, c.n, c.cout) : residual;
+        for (int threads : {1, 2, 3}) {
+          INFO("cin " << c.cin << " cout " << c.cout << " groups " << c.groups << " k "
+                      << c.kh << "x" << c.kw << " form " << form << " act "
+                      << static_cast<int>(act.kind) << " layouts " << layouts << " threads "
+                      << threads);
+          std::vector<float> y(outCount, 123.0f);
+          onTeam(threads, [&](const Team& team) {
+            conv(p, input.data(), kernelWeights.data(), b, r ? res.data() : nullptr, y.data(),
+                 team);
+          });
+          requireClose(p.blocked_output ? blocked(y, c.n, c.cout, true) : y, expected, 1e-4);
+        }
       }
     }
   }
@@ -308,6 +338,13 @@ TEST_CASE("conv on packed weights matches a direct loop") {
       {1, 2, 1, 1, 1, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},     // one position
       {1, 12, 1, 9, 8, 24, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // 24 channels: 8 dropped
       {2, 7, 1, 6, 7, 72, 1, 1, 3, 3, 1, 2, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},     // 64 + 8 of 16
+      // Channels in 16s, so also from and into the channel-blocked layout.
+      {2, 32, 1, 9, 11, 80, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 3x3 pad 1, batch 2
+      {1, 48, 1, 10, 13, 32, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // pointwise, 130 positions
+      {1, 32, 1, 9, 9, 64, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // strided 1x1
+      {1, 128, 1, 5, 6, 16, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // depth 1152: two depth steps
+      {1, 16, 1, 12, 11, 32, 1, 1, 3, 3, 1, 2, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1},  // s2, one-sided pads
+      {1, 16, 3, 4, 5, 16, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},    // 3-D
   };
   for (const ConvCase& c : cases) checkConv(c, true);
 }

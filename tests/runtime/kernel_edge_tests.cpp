@@ -424,6 +424,23 @@ TEST_CASE("global_avg_pool: planes around its vector and block sizes") {
   }
 }
 
+TEST_CASE("global_avg_pool_blocked: vectors of 16 channels, runs of 64 positions") {
+  for (int64_t spatial : {1, 2, 3, 49, 64, 65, 169, 1 << 14}) {
+    INFO(spatial << " positions");
+    const int64_t channels = 2 * kChannelBlock;
+    const auto x = uniform(channels * spatial, static_cast<uint32_t>(spatial));  // blocked
+    std::vector<float> y(channels), ref(channels);
+    for (int64_t c = 0; c < channels; ++c) {
+      double sum = 0;
+      for (int64_t i = 0; i < spatial; ++i)
+        sum += x[(c / kChannelBlock * spatial + i) * kChannelBlock + c % kChannelBlock];
+      ref[c] = static_cast<float>(sum / static_cast<double>(spatial));
+    }
+    global_avg_pool_blocked(channels, spatial, x.data(), y.data());
+    requireClose(y, ref);
+  }
+}
+
 TEST_CASE("gemm across the core's block boundaries and degenerate shapes") {
   struct Case {
     int64_t m, n, k;

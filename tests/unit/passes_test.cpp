@@ -301,3 +301,80 @@ TEST_CASE("pack-rnn-weights packs constant W and R once and keeps the results") 
   runtimeW.output(cell(runtimeW, x2, runtimeW.input("w", {2, gates * hidden, input})), "y");
   CHECK_FALSE(passes::packRecurrentWeights(runtimeW.graph));
 }
+
+namespace {
+
+/// x [1,16,6,6] -> Conv a (16 to 32) -> Conv b (32 to 32) + a, Relu ->
+/// GlobalAveragePool; with `pooledA`, a is also max-pooled (a reader that
+/// takes only NCHW) and that pool's average added to the output.
+GraphBuilder convChain(bool pooledA) {
+  GraphBuilder b("chain");
+  auto weights = [&](const std::string& name, int64_t out, int64_t in) {
+    std::vector<float> w(out * in * 9);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.2f * std::sin(0.37f * i + out);
+    return b.constant(name, {out, in, 3, 3}, w);
+  };
+  const std::map<std::string, ir::Attribute> same{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                                  {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  int x = b.input("x", {1, 16, 6, 6});
+  int a = b.node("Conv", "a", {x, weights("wa", 32, 16)}, {1, 32, 6, 6}, same);
+  int convB = b.node("Conv", "b", {a, weights("wb", 32, 32)}, {1, 32, 6, 6}, same);
+  int sum = b.node("Add", "residual", {convB, a}, {1, 32, 6, 6});
+  int relu = b.node("Relu", "relu", {sum}, {1, 32, 6, 6});
+  int y = b.node("GlobalAveragePool", "gap", {relu}, {1, 32, 1, 1});
+  if (pooledA) {
+    int pool = b.node("MaxPool", "pool", {a}, {1, 32, 6, 6},
+                      {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+    int pooledMean = b.node("GlobalAveragePool", "gap_pool", {pool}, {1, 32, 1, 1});
+    y = b.node("Add", "sum", {y, pooledMean}, {1, 32, 1, 1});
+  }
+  b.output(y, "y");
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("block-activations blocks what passes between packed convolutions") {
+  for (bool pooledA : {false, true}) {
+    INFO((pooledA ? "a also max-pooled" : "a read by convolutions only"));
+    GraphBuilder b = convChain(pooledA);
+    std::vector<float> input(16 * 36);
+    for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
+    const auto before = runSingleInput(b.graph, input);
+    REQUIRE(passes::fuseEpilogues(b.graph));
+    passes::eliminateDeadCode(b.graph);
+    REQUIRE(passes::packConvolutionWeights(b.graph));
+    // Without the pool: a (read as input and as residual) and b's output (read
+    // by GlobalAveragePool). With it: a is plain, so b's residual is, so b's
+    // output must be too.
+    CHECK(passes::blockActivations(b.graph) == !pooledA);
+    ir::verifyGraph(b.graph);
+    int blocked = 0;
+    for (int v = 0; v < b.graph.numValues(); ++v)
+      blocked += b.graph.value(v).layout == ir::Layout::kChannelBlocked;
+    CHECK(blocked == (pooledA ? 0 : 2));
+    const auto after = runSingleInput(b.graph, input);
+    REQUIRE(before.size() == after.size());
+    for (size_t i = 0; i < before.size(); ++i)
+      CHECK(after[i] == Approx(before[i]).epsilon(1e-5).margin(1e-5));
+  }
+}
+
+TEST_CASE("the verifier catches a channel-blocked value that a node reads as plain") {
+  GraphBuilder b = convChain(false);
+  REQUIRE(passes::fuseEpilogues(b.graph));
+  passes::eliminateDeadCode(b.graph);
+  REQUIRE(passes::packConvolutionWeights(b.graph));
+  REQUIRE(passes::blockActivations(b.graph));
+  ir::verifyGraph(b.graph);
+  // A Relu added on a blocked value, and a blocked graph output.
+  for (int v = 0; v < b.graph.numValues(); ++v) {
+    if (b.graph.value(v).layout != ir::Layout::kChannelBlocked) continue;
+    GraphBuilder broken = b;
+    broken.node("Relu", "plain_reader", {v}, broken.graph.value(v).type.shape);
+    CHECK_THROWS_AS(ir::verifyGraph(broken.graph), cgc::InternalError);
+    GraphBuilder exposed = b;
+    exposed.output(v, "exposed");
+    CHECK_THROWS_AS(ir::verifyGraph(exposed.graph), cgc::InternalError);
+  }
+}

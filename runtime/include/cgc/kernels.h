@@ -140,7 +140,17 @@ struct ConvParams {
   // output instead of the output: n x c_out x pool_h_out x pool_w_out (the
   // fuse-conv-maxpool pass, where convFusesMaxPool).
   int64_t pool_h_out = 0, pool_w_out = 0, pool_pad_top = 0, pool_pad_left = 0;
+  // x, or y and the residual, in the channel-blocked layout
+  // [n][c / kChannelBlock][d][h][w][kChannelBlock] instead of NCHW (the
+  // block-activations pass). Needs packed weights and, on that side, a
+  // multiple of kChannelBlock channels.
+  bool blocked_input = false, blocked_output = false;
 };
+
+/// Channels per block of the channel-blocked activation layout: one
+/// AVX-512 vector, so a vector of output channels leaves a convolution
+/// without a transpose and the next one reads its inputs in place.
+constexpr int64_t kChannelBlock = 16;
 
 /// bias and residual (same shape as y, must not alias it) may be null.
 /// Splits the output over the team: by output columns for im2col layers, by
@@ -161,6 +171,13 @@ inline void conv(const ConvParams& p, const float* x, const float* w,
 /// channels or more, where the NCHW GEMM's vectors along positions run
 /// part-empty.
 bool convPrefersPackedWeights(const ConvParams& p);
+
+/// Whether conv, on packed weights, can read x (takesBlockedInput) or write
+/// y and the residual (takesBlockedOutput) in the channel-blocked layout:
+/// groups 1, that side's channels in kChannelBlocks, not a few-channel
+/// stem (its direct loop reads NCHW planes), no fused pooling.
+bool convTakesBlockedInput(const ConvParams& p);
+bool convTakesBlockedOutput(const ConvParams& p);
 
 struct PoolParams;
 
@@ -209,6 +226,10 @@ void avg_pool(const PoolParams& p, const float* x, float* y,
 /// y[i] = mean(x[i * spatial .. (i + 1) * spatial)), i < n_c.
 void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y,
                      const Team& team = Team::serial());
+/// global_avg_pool of x in the channel-blocked layout (n_c a multiple of
+/// kChannelBlock); y is the same in either layout.
+void global_avg_pool_blocked(int64_t n_c, int64_t spatial, const float* x, float* y,
+                             const Team& team = Team::serial());
 
 // --------------------------------------------------------------------- GEMM
 

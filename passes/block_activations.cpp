@@ -1,0 +1,89 @@
+// block-activations: the activations that pass from one packed convolution
+// to the next are stored channel-blocked, [n][c / 16][spatial][16]
+// (ir::Layout::kChannelBlocked), instead of NCHW.
+//
+// The packed convolution kernel computes vectors of 16 output channels. Into
+// NCHW they leave through a transpose in L1 (about 3% of a 3x3 layer); into
+// the blocked layout they are stored as they are, with bias, residual and
+// activation applied in registers, and the next packed convolution reads
+// its inputs from it in place.
+//
+// A value is blocked when the Conv that writes it can write that layout
+// (packed weights, rt::convTakesBlockedOutput) and every reader reads it: a
+// packed Conv as its input (rt::convTakesBlockedInput) or as the residual of
+// a blocked output, or a GlobalAveragePool. Anything else (pooling, Concat,
+// the 1x1 layers left to LIBXSMM's NCHW GEMM, a graph output) keeps NCHW,
+// so no layout conversion is ever inserted. Moving those 1x1 layers to the
+// packed kernel to block more of ResNet-50 made them 10-25% slower (layer1's
+// 64-to-256, depth 64), even with both sides blocked. Runs after
+// pack-conv-weights, whose choices it follows.
+#include <set>
+
+#include "cgc/kernels.h"
+#include "lowering/kernel_call.h"
+#include "passes/pass_manager.h"
+
+namespace cgc::passes {
+namespace {
+
+constexpr int kResidual = 3;  // the Conv input fuse-epilogues adds
+
+struct ConvSides {
+  bool input = false, output = false;  // can read x / write y blocked
+};
+
+ConvSides blockableSides(const ir::Graph& graph, const ir::Node& n) {
+  if (n.op != "Conv" || n.getInt("cgc_packed_weights", 0) == 0 || n.has("cgc_conv_shape"))
+    return {};
+  const auto p = std::get<rt::ConvParams>(lowering::lowerNode(graph, n).params);
+  return {rt::convTakesBlockedInput(p), rt::convTakesBlockedOutput(p)};
+}
+
+}  // namespace
+
+bool blockActivations(ir::Graph& graph) {
+  std::vector<ConvSides> sides(graph.numNodeSlots());
+  for (int id : graph.liveNodes()) sides[id] = blockableSides(graph, graph.node(id));
+
+  // Start from every output a Conv could write blocked, then drop values
+  // that some reader cannot take until none changes (dropping a Conv's
+  // output makes its residual unreadable blocked, which may drop that one).
+  std::set<int> blocked;
+  for (int id : graph.liveNodes())
+    if (sides[id].output && !graph.isGraphOutput(graph.node(id).outputs[0]))
+      blocked.insert(graph.node(id).outputs[0]);
+  auto readable = [&](int value) {
+    for (int reader : graph.consumers(value)) {
+      const ir::Node& n = graph.node(reader);
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        if (n.inputs[i] != value) continue;
+        const bool takes = n.op == "GlobalAveragePool"
+                               ? i == 0
+                               : (i == 0 && sides[reader].input) ||
+                                     (i == kResidual && blocked.count(n.outputs[0]));
+        if (!takes) return false;
+      }
+    }
+    return true;
+  };
+  auto residualAgrees = [&](int value) {
+    const ir::Node& conv = graph.node(graph.value(value).producer);
+    return static_cast<int>(conv.inputs.size()) <= kResidual || conv.inputs[kResidual] < 0 ||
+           blocked.count(conv.inputs[kResidual]);
+  };
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    for (auto it = blocked.begin(); it != blocked.end();) {
+      if (readable(*it) && residualAgrees(*it)) {
+        ++it;
+      } else {
+        it = blocked.erase(it);
+        dropped = true;
+      }
+    }
+  }
+  for (int value : blocked) graph.value(value).layout = ir::Layout::kChannelBlocked;
+  return !blocked.empty();
+}
+
+}  // namespace cgc::passes
