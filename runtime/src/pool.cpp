@@ -200,6 +200,43 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
 // -Wmaybe-uninitialized reports at -O3 (a false positive).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/// 3x3 windows at stride 1 in both axes: each block of 16 outputs walks
+/// down the plane, loading each input row once (two loads) and keeping the
+/// last three in registers, -inf outside the plane. Row by row, each output
+/// row loaded its three input rows again: 6 loads instead of 2, and
+/// GoogLeNet's 28x28 inception pools took 1.6x ONNX Runtime's time.
+void maxPool3x3Down(const PoolParams& p, const float* x, float* y, Range planes,
+                    const std::vector<detail::RowBlock>& blocks) {
+  const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
+    const float* in = x + plane * p.h_in * p.w_in;
+    float* out = y + plane * p.h_out * p.w_out;
+    for (const detail::RowBlock& b : blocks) {
+      auto load = [&](int64_t ih, __m512& low, __m512& high) {
+        const bool inside = ih >= 0 && ih < p.h_in;
+        const float* row = in + (inside ? ih : 0) * p.w_in + b.first;
+        low = _mm512_mask_loadu_ps(lowest, inside ? b.lanes[0] : 0, row);
+        high = _mm512_mask_loadu_ps(lowest, inside ? b.lanes[1] : 0, row + 16);
+      };
+      __m512 above0, above1, middle0, middle1, below0, below1;
+      load(-p.pad_top, above0, above1);
+      load(1 - p.pad_top, middle0, middle1);
+      for (int64_t oh = 0; oh < p.h_out; ++oh) {
+        load(oh + 2 - p.pad_top, below0, below1);
+        const __m512 v0 = _mm512_max_ps(_mm512_max_ps(above0, middle0), below0);
+        const __m512 v1 = _mm512_max_ps(_mm512_max_ps(above1, middle1), below1);
+        const __m512i low = _mm512_castps_si512(v0), high = _mm512_castps_si512(v1);
+        const __m512 next = _mm512_castsi512_ps(_mm512_alignr_epi32(high, low, 1));
+        const __m512 afterNext = _mm512_castsi512_ps(_mm512_alignr_epi32(high, low, 2));
+        _mm512_mask_storeu_ps(out + oh * p.w_out + b.ow, b.outputs,
+                              _mm512_max_ps(_mm512_max_ps(v0, next), afterNext));
+        above0 = middle0, above1 = middle1;
+        middle0 = below0, middle1 = below1;
+      }
+    }
+  }
+}
+
 /// 3x3 windows at stride 1 or 2 (inception branches' pools, the stems'
 /// pools): 16 outputs of a row at a time in registers (row_blocks.h),
 /// straight from NCHW, masked loads giving -inf outside the rows (at stride
@@ -212,6 +249,8 @@ template <int kStride>
 void maxPool3x3(const PoolParams& p, const float* x, float* y, Range planes) {
   const std::vector<detail::RowBlock> blocks =
       detail::rowBlocks(p.w_out, p.w_in, kStride, p.pad_left);
+  if (kStride == 1 && p.stride_h == 1 && p.dilation_h == 1)
+    return maxPool3x3Down(p, x, y, planes, blocks);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const float* in = x + plane * p.h_in * p.w_in;
     for (int64_t oh = 0; oh < p.h_out; ++oh) {

@@ -362,7 +362,8 @@ TEST_CASE("pools: 3-D, 1-D, dilations, strides 3, asymmetric pads") {
       {"3x3 stride 2: 14 outputs (ceil mode, GoogLeNet's 28x28)", 3, unit,
        Axis{28, 3, 2, 0, 1, 1}, Axis{28, 3, 2, 0, 1, 1}},
       {"3x3 stride 2: one output", 2, unit, Axis{3, 3, 2, 0, 0, 1}, Axis{4, 3, 2, 0, 0, 1}},
-      // 3x3 at stride 1 (inception branches): two loads per input row.
+      // 3x3 at stride 1 (inception branches): blocks of 16 outputs walk
+      // down the plane, each input row loaded once.
       {"3x3 stride 1: pads 1, 28 wide", 3, unit, Axis{28, 3, 1, 1, 1, 1},
        Axis{28, 3, 1, 1, 1, 1}},
       {"3x3 stride 1: pads 1, 7 wide", 16, unit, Axis{7, 3, 1, 1, 1, 1},
@@ -373,6 +374,10 @@ TEST_CASE("pools: 3-D, 1-D, dilations, strides 3, asymmetric pads") {
        Axis{14, 3, 1, 2, 2, 1}},
       {"3x3 stride 1 across, 2 down", 2, unit, Axis{9, 3, 2, 1, 1, 1},
        Axis{33, 3, 1, 1, 1, 1}},
+      {"3x3 stride 1: one row of outputs", 2, unit, Axis{3, 3, 1, 0, 0, 1},
+       Axis{20, 3, 1, 1, 1, 1}},
+      {"3x3 stride 1: dilated down the rows", 2, unit, Axis{9, 3, 1, 1, 1, 2},
+       Axis{21, 3, 1, 1, 1, 1}},
   };
   uint32_t seed = 300;
   for (const Case& c : cases) {
