@@ -451,7 +451,7 @@ TEST_CASE("gemm across the core's block boundaries and degenerate shapes") {
     int64_t m, n, k;
   };
   for (Case c : {Case{130, 97, 513}, Case{65, 33, 256}, Case{64, 32, 257},
-                 Case{1, 129, 3}, Case{129, 1, 70}, Case{3, 5, 1}}) {
+                 Case{1, 129, 3}, Case{1, 300, 40}, Case{129, 1, 70}, Case{3, 5, 1}}) {
     for (int trans = 0; trans < 4; ++trans) {
       const bool ta = trans & 1, tb = trans & 2;
       INFO("m=" << c.m << " n=" << c.n << " k=" << c.k << " ta=" << ta
