@@ -5,10 +5,12 @@
 
 #include <functional>
 
+#include "cgc/kernels.h"
+
 namespace cgc::ir {
 namespace {
 
-constexpr int64_t kChannelBlock = 16;  // rt::kChannelBlock
+using rt::kChannelBlock;
 
 bool isPackedConv(const Node& n) {
   return n.op == "Conv" && n.getInt("cgc_packed_weights", 0) != 0 && !n.has("cgc_conv_shape");

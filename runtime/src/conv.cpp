@@ -422,7 +422,7 @@ struct StemPool {
   void store(const float* sums, int64_t first, int64_t stride, int64_t r0, int64_t r1,
              float bias, float* out) const {
     const Bounds bounds = activationBounds(p);
-  const float lo = bounds.low, hi = bounds.high;
+    const float lo = bounds.low, hi = bounds.high;
 #ifdef __AVX512F__
     const std::vector<detail::RowBlock> blocks =
         detail::rowBlocks(p.pool_w_out, p.w_out, 2, p.pool_pad_left);
