@@ -35,12 +35,11 @@ void checkLayouts(const Graph& graph, const std::function<void(std::string)>& pr
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i] < 0 || n.inputs[i] >= graph.numValues()) continue;
       const bool blocked = graph.value(n.inputs[i]).layout == Layout::kChannelBlocked;
-      const bool residualOfBlocked = isPackedConv(n) && i == 3 &&
-                                     graph.value(n.outputs[0]).layout == Layout::kChannelBlocked;
-      if (blocked && !readsBlocked(graph, n, i))
+      const bool reads = readsBlocked(graph, n, i);
+      if (blocked && !reads)
         problem(fmt::format("node '{}' ({}) reads channel-blocked '{}' as plain", n.name, n.op,
                             graph.value(n.inputs[i]).name));
-      if (!blocked && residualOfBlocked)
+      if (!blocked && reads && i == 3)  // a residual follows the output's layout
         problem(fmt::format("node '{}' writes a channel-blocked output but reads plain residual '{}'",
                             n.name, graph.value(n.inputs[i]).name));
     }

@@ -130,13 +130,13 @@ void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
     const int64_t nextLines =
         std::min(kc * width, m * k - nextAt) * static_cast<int64_t>(sizeof(float)) / 64;
     const int64_t share = (nextLines + tileCount - 1) / tileCount;
-    PackedOutput at = out;
+    PackedOutput tileOut = out;
     for (int64_t j = 0, t = 0; j < n; j += kTile, ++t) {
       const int64_t first = std::min(nextLines, t * share);
-      at.y = out.y + j * out.ld_position;
-      if (out.residual) at.residual = out.residual + j * out.ld_position;
+      tileOut.y = out.y + j * out.ld_position;
+      if (out.residual) tileOut.residual = out.residual + j * out.ld_position;
       tiles[std::min<int64_t>(kTile, n - j) - 1](
-          kc, a + pc * width, width, b, offsets + pc, positions + j, at, pc > 0, pc + kc == k,
+          kc, a + pc * width, width, b, offsets + pc, positions + j, tileOut, pc > 0, pc + kc == k,
           next + first * 64, std::min(nextLines, first + share) - first);
     }
   }

@@ -165,10 +165,6 @@ void gemmBlocks(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
   }
 }
 
-}  // namespace
-
-namespace {
-
 /// y[0, n) = a[0, k) B for one row of Y (batch-1 classifier heads): 128
 /// columns at a time, their sums in registers down all k rows of B, each
 /// row's segment prefetched 8 rows ahead (the weights come from memory
