@@ -223,6 +223,7 @@ std::string print(const rt::ConvParams& p) {
         .add("pool_pad_top", p.pool_pad_top).add("pool_pad_left", p.pool_pad_left);
   if (p.blocked_input) fields.add("blocked_input", true);
   if (p.blocked_output) fields.add("blocked_output", true);
+  if (p.winograd) fields.add("winograd", true);
   return fields.str();
 }
 

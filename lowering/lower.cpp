@@ -331,17 +331,26 @@ KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
     return {Kernel::kConvTranspose, DType::kF32, p,
             {n.inputs[0], n.inputs[1], bias}, {n.outputs[0]}};
   setActivation(g, n, p);
-  p.packed_weights = n.getInt("cgc_packed_weights", 0) != 0;
+  // cgc_packed_weights (the pack-conv-weights pass): 1 panels, 2 Winograd.
+  const int64_t packing = n.getInt("cgc_packed_weights", 0);
+  p.packed_weights = packing == 1;
+  p.winograd = packing == 2;
   if (p.packed_weights &&
       (p.groups != 1 || g.value(n.inputs[1]).type.numElements() != rt::packedConvWeightCount(p)))
     userError(g.where(n), "packed weights need groups 1 and {} floats", rt::packedConvWeightCount(p));
+  if (p.winograd && (!rt::convTakesWinograd(p) ||
+                     g.value(n.inputs[1]).type.numElements() != rt::winogradWeightCount(p)))
+    userError(g.where(n), "Winograd weights need a 3x3 stride-1 Conv with channels in 16s "
+              "and {} floats", rt::winogradWeightCount(p));
+  if (packing < 0 || packing > 2)
+    userError(g.where(n), "unknown cgc_packed_weights {}", packing);
   // Input 3, added by fuse-epilogues: a residual summed before the activation.
   int residual = n.inputs.size() > 3 ? n.inputs[3] : -1;
   if (pooled) setPool(g, n, residual, p);
   p.blocked_input = g.value(n.inputs[0]).layout == ir::Layout::kChannelBlocked;
   p.blocked_output = g.value(n.outputs[0]).layout == ir::Layout::kChannelBlocked;
   if ((p.blocked_input || p.blocked_output) &&
-      (!p.packed_weights || (p.blocked_input && !rt::convTakesBlockedInput(p)) ||
+      (!(p.packed_weights || p.winograd) || (p.blocked_input && !rt::convTakesBlockedInput(p)) ||
        (p.blocked_output && !rt::convTakesBlockedOutput(p))))
     userError(g.where(n), "the runtime cannot run this Conv on channel-blocked activations");
   return {Kernel::kConv, DType::kF32, p,

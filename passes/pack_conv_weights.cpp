@@ -1,10 +1,15 @@
-// pack-conv-weights: a Conv whose layer shape the packed kernel serves
-// better (rt::convPrefersPackedWeights: windows larger than 1x1, 7x7
-// pointwise layers, 14x14 ones with 256+ output channels; groups 1) gets its constant weights repacked once at
-// compile time into rt::packConvWeights' panels, and the attribute
-// cgc_packed_weights = 1 that lowering turns into ConvParams::packed_weights.
-// Packing at run time would copy every weight on every inference; packing in
-// the model constructor would hold two copies of them.
+// pack-conv-weights: a Conv whose layer shape a kernel on rearranged
+// weights serves better gets its constant weights rearranged once at
+// compile time, and the attribute cgc_packed_weights that lowering reads:
+//  - 2: 3x3 layers at stride 1 on 13x13 or larger planes, channels in 16s
+//    (rt::convPrefersWinograd): Winograd F(2x2, 3x3), weights transformed
+//    by rt::winogradWeights (ConvParams::winograd);
+//  - 1: other layers the packed direct kernel serves better
+//    (rt::convPrefersPackedWeights: windows larger than 1x1, 7x7 pointwise
+//    layers, 14x14 ones with 256+ output channels; groups 1), weights in
+//    rt::packConvWeights' panels (ConvParams::packed_weights).
+// Rearranging at run time would copy every weight on every inference;
+// doing it in the model constructor would hold two copies of them.
 // Runs after fold-conv-batchnorm, which rewrites the weights it packs.
 #include "cgc/kernels.h"
 #include "lowering/kernel_call.h"
@@ -21,15 +26,20 @@ bool packConvolutionWeights(ir::Graph& graph) {
     if (!w.isConstant() || w.type.dtype != DType::kF32) continue;
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
     const auto& params = std::get<rt::ConvParams>(call.params);
-    if (!rt::convPrefersPackedWeights(params)) continue;
-    const int64_t count = rt::packedConvWeightCount(params);
+    const bool winograd = rt::convPrefersWinograd(params);
+    if (!winograd && !rt::convPrefersPackedWeights(params)) continue;
+    const int64_t count =
+        winograd ? rt::winogradWeightCount(params) : rt::packedConvWeightCount(params);
     std::vector<float> packed(static_cast<size_t>(count));
-    rt::packConvWeights(params, w.dataAs<float>(), packed.data());
+    if (winograd)
+      rt::winogradWeights(params, w.dataAs<float>(), packed.data());
+    else
+      rt::packConvWeights(params, w.dataAs<float>(), packed.data());
     // A flat array: the attribute says how its elements are ordered.
     int packedId = addFloatConstant(graph, w.name + "_packed", {count}, packed);
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedId;
-    node.attrs["cgc_packed_weights"] = int64_t{1};
+    node.attrs["cgc_packed_weights"] = int64_t{winograd ? 2 : 1};
     changed = true;
   }
   return changed;

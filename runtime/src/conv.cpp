@@ -30,11 +30,16 @@
 #include "gemm_core.h"
 #include "plane_phases.h"
 #include "row_blocks.h"
+#include "conv_support.h"
 #include "scratch.h"
 
 namespace cgc::rt {
 namespace {
 
+using detail::activationBounds;
+using detail::Bounds;
+using detail::epilogueOf;
+using detail::padInput;
 using detail::scratch;
 
 bool isPointwise(const ConvParams& p) {
@@ -139,18 +144,6 @@ void im2col(const ConvParams& p, const float* xg, int64_t channels, int64_t s0,
 
 /// The activation as the bounds of a clamp: [0, inf) for Relu, [act_min,
 /// act_max] for Clip, none otherwise.
-struct Bounds {
-  float low, high;
-};
-Bounds activationBounds(const ConvParams& p) {
-  const float inf = std::numeric_limits<float>::infinity();
-  switch (p.activation) {
-    case Activation::kRelu: return {0.0f, inf};
-    case Activation::kClip: return {p.act_min, p.act_max};
-    default: return {-inf, inf};
-  }
-}
-
 bool isDepthwise2d(const ConvParams& p) {
   return p.groups == p.c_in && p.groups == p.c_out && p.k_d == 1 &&
          p.d_in == 1 && p.d_out == 1;
@@ -158,22 +151,6 @@ bool isDepthwise2d(const ConvParams& p) {
 
 /// The epilogue of group g of image n (its output channels are rows of
 /// the block).
-detail::Epilogue epilogueOf(const ConvParams& p, const float* bias,
-                            const float* residual, int64_t n, int64_t g) {
-  const int64_t coutG = p.c_out / p.groups;
-  const int64_t spatial = p.d_out * p.h_out * p.w_out;
-  detail::Epilogue e;
-  e.activation = p.activation;
-  e.act_min = p.act_min;
-  e.act_max = p.act_max;
-  if (bias) e.row_bias = bias + g * coutG;
-  if (residual) {
-    e.residual = residual + (n * p.c_out + g * coutG) * spatial;
-    e.ld_residual = spatial;
-  }
-  return e;
-}
-
 detail::Window2d windowOf(const ConvParams& p) {
   return {p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w, p.stride_h, p.stride_w,
           p.dilation_h, p.dilation_w, p.pad_top, p.pad_left};
@@ -569,40 +546,6 @@ int64_t columnChunk(int64_t depth) {
 /// packed weights of the extra ones are zero and their results dropped).
 int64_t packedChannels(const ConvParams& p) { return (p.c_out + 15) / 16 * 16; }
 
-/// out[0, w) = 0 but out[lo, hi) = src[0, hi - lo): one masked load and
-/// store per 16 floats. Per-row memmove and memset calls on 16- to
-/// 58-float rows cost more than the copy (4-6% of a 3x3 layer).
-void padRow(const float* src, int64_t lo, int64_t hi, int64_t w, float* out) {
-#ifdef __AVX512F__
-  for (int64_t c0 = 0; c0 < w; c0 += 16) {
-    const __m512 v = _mm512_maskz_loadu_ps(detail::lanesInside(c0 - lo, hi - lo), src + (c0 - lo));
-    _mm512_mask_storeu_ps(out + c0, detail::lanesInside(c0, w), v);
-  }
-#else
-  std::fill(out, out + lo, 0.0f);
-  std::copy(src, src + (hi - lo), out + lo);
-  std::fill(out + hi, out + w, 0.0f);
-#endif
-}
-
-/// Copies x's planes into zero-padded volumes of d x h x w, the extents
-/// the windows of p read (padding included): only the planes in `planes`
-/// and the rows in `rows` of each (rows count over depth and height). A
-/// plane is a channel, or a block of them where x is channel-blocked: its
-/// elements are then vectors of `lanes` channels.
-void padInput(const ConvParams& p, const float* x, int64_t d, int64_t h, int64_t w,
-              Range planes, Range rows, int64_t lanes, float* padded) {
-  const int64_t lo = std::min(w, p.pad_left), hi = std::max(lo, std::min(w, p.pad_left + p.w_in));
-  for (int64_t c = planes.begin; c < planes.end; ++c)
-    for (int64_t r = rows.begin; r < rows.end; ++r) {
-      const int64_t id = r / h - p.pad_front, ih = r % h - p.pad_top;
-      const bool inside = id >= 0 && id < p.d_in && ih >= 0 && ih < p.h_in;
-      const int64_t first = ((c * p.d_in + id) * p.h_in + ih) * p.w_in + (lo - p.pad_left);
-      padRow(x + first * lanes, lo * lanes, (inside ? hi : lo) * lanes, w * lanes,
-             padded + (c * d * h + r) * w * lanes);
-    }
-}
-
 /// Group 1 on packed weights. gemmPacked reads the input in place through
 /// two index tables, B(c * taps + tap, s) = in[offsets[c, tap] +
 /// positions[s]], from a zero-padded copy where the windows reach past the
@@ -717,6 +660,7 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
 
 }  // namespace
 
+
 // Measured on one Zen 5 core (packed vs NCHW GFLOP/s): every 3x3 layer of
 // ResNet-50 and SqueezeNet gains 20-50% (no im2col copy, full vectors),
 // strided 1x1 layers -2 to +8%; pointwise layers gain 10-15% at 7x7 and
@@ -781,6 +725,10 @@ void packConvWeights(const ConvParams& p, const float* w, float* packed) {
 void conv(const ConvParams& p, const float* x, const float* w,
           const float* bias, const float* residual, float* y,
           const Team& team) {
+  if (p.winograd) {
+    detail::convWinograd(p, x, w, bias, residual, y, team);
+    return;
+  }
   if (p.packed_weights) {
     convPacked(p, x, w, bias, residual, y, team);
     return;

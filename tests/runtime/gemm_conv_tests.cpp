@@ -223,11 +223,14 @@ std::vector<float> blocked(const std::vector<float>& v, int64_t n, int64_t c, bo
   return out;
 }
 
+/// How conv gets its weights: as in the model, repacked by
+/// packConvWeights, or transformed by winogradWeights.
+enum class Weights { kPlain, kPacked, kWinograd };
+
 /// conv against referenceConv for every epilogue form, activation and team
-/// size; with `packed`, on weights repacked by packConvWeights, and in
-/// every combination of input and output layouts that the channel counts
-/// allow.
-void checkConv(const ConvCase& c, bool packed) {
+/// size; on packed or Winograd weights also in every combination of input
+/// and output layouts that the channel counts allow.
+void checkConv(const ConvCase& c, Weights form = Weights::kPlain) {
   ConvParams p = paramsOf(c);
   auto x = randomFloats(c.n * c.cin * c.d * c.h * c.w, 7);
   auto w = randomFloats(c.cout * (c.cin / c.groups) * c.kd * c.kh * c.kw, 8);
@@ -235,14 +238,19 @@ void checkConv(const ConvCase& c, bool packed) {
   const int64_t outCount = p.n * p.c_out * p.d_out * p.h_out * p.w_out;
   auto residual = randomFloats(outCount, 10);
   std::vector<float> kernelWeights = w;
-  if (packed) {
+  if (form == Weights::kPacked) {
     kernelWeights.resize(packedConvWeightCount(p));
     packConvWeights(p, w.data(), kernelWeights.data());
     p.packed_weights = true;
+  } else if (form == Weights::kWinograd) {
+    REQUIRE(convTakesWinograd(p));
+    kernelWeights.resize(winogradWeightCount(p));
+    winogradWeights(p, w.data(), kernelWeights.data());
+    p.winograd = true;
   }
-  for (int form = 0; form < 4; ++form) {  // bias?, residual?
-    const float* b = form & 1 ? bias.data() : nullptr;
-    const float* r = form & 2 ? residual.data() : nullptr;
+  for (int terms = 0; terms < 4; ++terms) {  // bias?, residual?
+    const float* b = terms & 1 ? bias.data() : nullptr;
+    const float* r = terms & 2 ? residual.data() : nullptr;
     for (const Act& act : kActs) {
       p.activation = act.kind;
       p.act_min = act.lo;
@@ -251,14 +259,15 @@ void checkConv(const ConvCase& c, bool packed) {
       for (int layouts = 0; layouts < 4; ++layouts) {  // input blocked?, output blocked?
         p.blocked_input = layouts & 1;
         p.blocked_output = layouts & 2;
-        if (layouts != 0 && (!packed || (p.blocked_input && c.cin % kChannelBlock != 0) ||
+        if (layouts != 0 && (form == Weights::kPlain ||
+                             (p.blocked_input && c.cin % kChannelBlock != 0) ||
                              (p.blocked_output && c.cout % kChannelBlock != 0)))
           continue;
         const auto input = p.blocked_input ? blocked(x, c.n, c.cin) : x;
         const auto res = p.blocked_output ? blocked(residual, c.n, c.cout) : residual;
         for (int threads : {1, 2, 3}) {
           INFO("cin " << c.cin << " cout " << c.cout << " groups " << c.groups << " k "
-                      << c.kh << "x" << c.kw << " form " << form << " act "
+                      << c.kh << "x" << c.kw << " terms " << terms << " act "
                       << static_cast<int>(act.kind) << " layouts " << layouts << " threads "
                       << threads);
           std::vector<float> y(outCount, 123.0f);
@@ -315,7 +324,7 @@ TEST_CASE("conv strategies match a direct loop, with epilogues and teams") {
       {1, 4, 1, 20, 37, 9, 1, 1, 3, 2, 1, 1, 2, 0, 2, 1, 0, 2, 0, 1, 2, 2},    // 4 channels, dilated
       {1, 2, 1, 1, 300, 12, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},   // 1-D, 300 positions
   };
-  for (const ConvCase& c : cases) checkConv(c, false);
+  for (const ConvCase& c : cases) checkConv(c);
 }
 
 TEST_CASE("conv on packed weights matches a direct loop") {
@@ -346,7 +355,23 @@ TEST_CASE("conv on packed weights matches a direct loop") {
       {1, 16, 1, 12, 11, 32, 1, 1, 3, 3, 1, 2, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1},  // s2, one-sided pads
       {1, 16, 3, 4, 5, 16, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},    // 3-D
   };
-  for (const ConvCase& c : cases) checkConv(c, true);
+  for (const ConvCase& c : cases) checkConv(c, Weights::kPacked);
+}
+
+TEST_CASE("conv on Winograd weights matches a direct loop") {
+  // Odd output sizes (tiles cut by the edge), pads on one side or none,
+  // a single row of outputs, batch 2, and planes of several chunks whose
+  // tiles split rows between chunks and threads.
+  // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
+  const ConvCase cases[] = {
+      {1, 16, 1, 5, 5, 16, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // 5x5: 3x3 tiles
+      {2, 32, 1, 7, 9, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // batch 2, 7x9
+      {1, 16, 1, 6, 6, 32, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // no pads: 4x4
+      {1, 16, 1, 8, 7, 16, 1, 1, 3, 3, 1, 1, 1, 0, 2, 1, 0, 0, 2, 1, 1, 1},    // one-sided pads
+      {1, 48, 1, 3, 20, 16, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // one output row
+      {1, 64, 1, 23, 21, 64, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 132 tiles, chunks of 64
+  };
+  for (const ConvCase& c : cases) checkConv(c, Weights::kWinograd);
 }
 
 TEST_CASE("stem conv with a fused 3x3 stride-2 max pooling matches conv then pool") {

@@ -1,8 +1,9 @@
 // Team kernels that share memory between the threads of a team inside one
 // call, built with ThreadSanitizer: the packed convolution, whose threads
 // pad the input together into thread 0's scratch when they split only
-// output channels (Team::shareFromFirst), and a small LSTM, whose thread 1
-// projects the input into thread 0's buffer while thread 0 runs the steps.
+// output channels (Team::shareFromFirst), the Winograd convolution, whose
+// threads always do, and a small LSTM, whose thread 1 projects the input
+// into thread 0's buffer while thread 0 runs the steps.
 // Runs each on teams of 2 and 3 threads and checks the result against one
 // thread.
 #include <cmath>
@@ -95,18 +96,28 @@ int main() {
     const std::vector<float> x = pattern(s.n * s.cin * s.h * s.w, 17, 1.0f);
     const std::vector<float> w = pattern(s.cout * s.cin * s.k * s.k, 13, 1.0f);
     const std::vector<float> b = pattern(s.cout, 5, 1.0f);
-    std::vector<float> packed(static_cast<size_t>(packedConvWeightCount(p)));
-    packConvWeights(p, w.data(), packed.data());
-    p.packed_weights = true;
-    const std::vector<float> one = run(p, x, packed, b, 1);
-    for (int threads : {2, 3}) {
-      const std::vector<float> many = run(p, x, packed, b, threads);
-      for (size_t i = 0; i < one.size(); ++i)
-        if (one[i] != many[i]) {
-          std::fprintf(stderr, "packed conv %ldx%ld on %d threads: element %zu differs\n",
-                       static_cast<long>(s.h), static_cast<long>(s.w), threads, i);
-          return EXIT_FAILURE;
-        }
+    for (bool winograd : {false, true}) {
+      ConvParams q = p;
+      if (winograd && !convTakesWinograd(q)) continue;
+      std::vector<float> packed(static_cast<size_t>(winograd ? winogradWeightCount(q)
+                                                             : packedConvWeightCount(q)));
+      if (winograd)
+        winogradWeights(q, w.data(), packed.data());
+      else
+        packConvWeights(q, w.data(), packed.data());
+      q.winograd = winograd;
+      q.packed_weights = !winograd;
+      const std::vector<float> one = run(q, x, packed, b, 1);
+      for (int threads : {2, 3}) {
+        const std::vector<float> many = run(q, x, packed, b, threads);
+        for (size_t i = 0; i < one.size(); ++i)
+          if (std::fabs(one[i] - many[i]) > 1e-5f * (1.0f + std::fabs(one[i]))) {
+            std::fprintf(stderr, "%s conv %ldx%ld on %d threads: element %zu differs\n",
+                         winograd ? "Winograd" : "packed", static_cast<long>(s.h),
+                         static_cast<long>(s.w), threads, i);
+            return EXIT_FAILURE;
+          }
+      }
     }
   }
   const std::vector<float> one = runLstm(1);
@@ -118,6 +129,7 @@ int main() {
         return EXIT_FAILURE;
       }
   }
-  std::puts("team kernels: packed convolution and pipelined LSTM on teams of 1 to 3 threads");
+  std::puts("team kernels: packed and Winograd convolutions and pipelined LSTM on teams of 1 "
+            "to 3 threads");
   return EXIT_SUCCESS;
 }

@@ -304,10 +304,11 @@ TEST_CASE("pack-rnn-weights packs constant W and R once and keeps the results") 
 
 namespace {
 
-/// x [1,16,6,6] -> Conv a (16 to 32) -> Conv b (32 to 32) + a, Relu ->
-/// GlobalAveragePool; with `pooledA`, a is also max-pooled (a reader that
-/// takes only NCHW) and that pool's average added to the output.
-GraphBuilder convChain(bool pooledA) {
+/// x [1,16,side,side] -> Conv a (16 to 32) -> Conv b (32 to 32) + a, Relu
+/// -> GlobalAveragePool, 3x3 convolutions that keep the plane's size; with
+/// `pooledA`, a is also max-pooled (a reader that takes only NCHW) and that
+/// pool's average added to the output.
+GraphBuilder convChain(bool pooledA, int64_t side = 6) {
   GraphBuilder b("chain");
   auto weights = [&](const std::string& name, int64_t out, int64_t in) {
     std::vector<float> w(out * in * 9);
@@ -316,14 +317,14 @@ GraphBuilder convChain(bool pooledA) {
   };
   const std::map<std::string, ir::Attribute> same{{"kernel_shape", std::vector<int64_t>{3, 3}},
                                                   {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
-  int x = b.input("x", {1, 16, 6, 6});
-  int a = b.node("Conv", "a", {x, weights("wa", 32, 16)}, {1, 32, 6, 6}, same);
-  int convB = b.node("Conv", "b", {a, weights("wb", 32, 32)}, {1, 32, 6, 6}, same);
-  int sum = b.node("Add", "residual", {convB, a}, {1, 32, 6, 6});
-  int relu = b.node("Relu", "relu", {sum}, {1, 32, 6, 6});
+  int x = b.input("x", {1, 16, side, side});
+  int a = b.node("Conv", "a", {x, weights("wa", 32, 16)}, {1, 32, side, side}, same);
+  int convB = b.node("Conv", "b", {a, weights("wb", 32, 32)}, {1, 32, side, side}, same);
+  int sum = b.node("Add", "residual", {convB, a}, {1, 32, side, side});
+  int relu = b.node("Relu", "relu", {sum}, {1, 32, side, side});
   int y = b.node("GlobalAveragePool", "gap", {relu}, {1, 32, 1, 1});
   if (pooledA) {
-    int pool = b.node("MaxPool", "pool", {a}, {1, 32, 6, 6},
+    int pool = b.node("MaxPool", "pool", {a}, {1, 32, side, side},
                       {{"kernel_shape", std::vector<int64_t>{1, 1}}});
     int pooledMean = b.node("GlobalAveragePool", "gap_pool", {pool}, {1, 32, 1, 1});
     y = b.node("Add", "sum", {y, pooledMean}, {1, 32, 1, 1});
@@ -335,15 +336,24 @@ GraphBuilder convChain(bool pooledA) {
 }  // namespace
 
 TEST_CASE("block-activations blocks what passes between packed convolutions") {
-  for (bool pooledA : {false, true}) {
-    INFO((pooledA ? "a also max-pooled" : "a read by convolutions only"));
-    GraphBuilder b = convChain(pooledA);
-    std::vector<float> input(16 * 36);
+  // 6x6 planes get packed weights, 14x14 ones (49 tiles) Winograd's.
+  for (auto [pooledA, side] : {std::pair{false, 6}, {true, 6}, {false, 14}, {true, 14}}) {
+    INFO((pooledA ? "a also max-pooled" : "a read by convolutions only") << ", side " << side);
+    GraphBuilder b = convChain(pooledA, side);
+    std::vector<float> input(16 * side * side);
     for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
     const auto before = runSingleInput(b.graph, input);
     REQUIRE(passes::fuseEpilogues(b.graph));
     passes::eliminateDeadCode(b.graph);
     REQUIRE(passes::packConvolutionWeights(b.graph));
+    for (int id : b.graph.liveNodes()) {
+      const ir::Node& node = b.graph.node(id);
+      if (node.op != "Conv") continue;
+      CHECK(node.getInt("cgc_packed_weights", 0) == (side == 14 ? 2 : 1));
+      const int64_t cin = node.name == "a" ? 16 : 32;
+      CHECK(b.graph.value(node.inputs[1]).type.numElements() ==
+            (side == 14 ? 16 * cin * 32 : 32 * cin * 9));
+    }
     // Without the pool: a (read as input and as residual) and b's output (read
     // by GlobalAveragePool). With it: a is plain, so b's residual is, so b's
     // output must be too.

@@ -145,6 +145,10 @@ struct ConvParams {
   // block-activations pass). Needs packed weights and, on that side, a
   // multiple of kChannelBlock channels.
   bool blocked_input = false, blocked_output = false;
+  // w is in winogradWeights' layout and conv runs Winograd F(2x2, 3x3) (the
+  // pack-conv-weights pass, where convPrefersWinograd); packed_weights is
+  // then false. Takes either layout on both sides.
+  bool winograd = false;
 };
 
 /// Channels per block of the channel-blocked activation layout: one
@@ -172,10 +176,11 @@ inline void conv(const ConvParams& p, const float* x, const float* w,
 /// part-empty.
 bool convPrefersPackedWeights(const ConvParams& p);
 
-/// Whether conv, on packed weights, can read x (takesBlockedInput) or write
-/// y and the residual (takesBlockedOutput) in the channel-blocked layout:
-/// groups 1, that side's channels in kChannelBlocks, not a few-channel
-/// stem (its direct loop reads NCHW planes), no fused pooling.
+/// Whether conv, on packed or Winograd weights, can read x
+/// (takesBlockedInput) or write y and the residual (takesBlockedOutput) in
+/// the channel-blocked layout: groups 1, that side's channels in
+/// kChannelBlocks, not a few-channel stem (its direct loop reads NCHW
+/// planes), no fused pooling.
 bool convTakesBlockedInput(const ConvParams& p);
 bool convTakesBlockedOutput(const ConvParams& p);
 
@@ -195,6 +200,21 @@ int64_t packedConvWeightCount(const ConvParams& p);
 /// last one narrower), each stored [c_in * taps][panel width], so the
 /// kernel's vectors run along output channels.
 void packConvWeights(const ConvParams& p, const float* w, float* packed);
+
+/// Whether conv can run as Winograd F(2x2, 3x3) (takes): 2-D 3x3 windows
+/// at stride 1, no dilation, groups 1, channels in kChannelBlocks on both
+/// sides, no fused pooling; and whether that is faster (prefers): at least
+/// 49 tiles of 2x2 outputs, 13x13 and larger planes.
+bool convTakesWinograd(const ConvParams& p);
+bool convPrefersWinograd(const ConvParams& p);
+
+/// Floats winogradWeights writes: 16 x c_in x c_out.
+int64_t winogradWeightCount(const ConvParams& p);
+
+/// The Winograd transform G g G^T of each 3x3 kernel g of OIHW weights
+/// (groups 1), stored as 16 row-major c_in x c_out matrices, one per
+/// element of the 4x4 transformed kernel (conv with winograd).
+void winogradWeights(const ConvParams& p, const float* w, float* u);
 
 /// Transposed convolution, weights [c_in, c_out / groups, k_d, k_h, k_w].
 /// The *_in sizes are the input's, *_out the output's; pads are the ones
