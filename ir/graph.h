@@ -42,7 +42,7 @@ enum class ValueKind { kInput, kConstant, kIntermediate };
 
 /// How an intermediate's elements lie in memory. kChannelBlocked is
 /// [n][c / 16][spatial][16] (rt::kChannelBlock), which convolutions on
-/// packed weights write and read without a transpose (the block-activations
+/// packed or Winograd weights write and read without a transpose (the block-activations
 /// pass; the verifier checks that every reader takes it).
 enum class Layout { kPlain, kChannelBlocked };
 

@@ -12,6 +12,8 @@ namespace {
 
 using rt::kChannelBlock;
 
+/// A Conv on weights that pack-conv-weights rearranged (panels or
+/// Winograd's transform): the kernels that take the blocked layout.
 bool isPackedConv(const Node& n) {
   return n.op == "Conv" && n.getInt("cgc_packed_weights", 0) != 0 && !n.has("cgc_conv_shape");
 }

@@ -333,6 +333,8 @@ KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
   setActivation(g, n, p);
   // cgc_packed_weights (the pack-conv-weights pass): 1 panels, 2 Winograd.
   const int64_t packing = n.getInt("cgc_packed_weights", 0);
+  if (packing < 0 || packing > 2)
+    userError(g.where(n), "unknown cgc_packed_weights {}", packing);
   p.packed_weights = packing == 1;
   p.winograd = packing == 2;
   if (p.packed_weights &&
@@ -342,8 +344,6 @@ KernelCall lowerConv(const Graph& g, const Node& n, bool transpose) {
                      g.value(n.inputs[1]).type.numElements() != rt::winogradWeightCount(p)))
     userError(g.where(n), "Winograd weights need a 3x3 stride-1 Conv with channels in 16s "
               "and {} floats", rt::winogradWeightCount(p));
-  if (packing < 0 || packing > 2)
-    userError(g.where(n), "unknown cgc_packed_weights {}", packing);
   // Input 3, added by fuse-epilogues: a residual summed before the activation.
   int residual = n.inputs.size() > 3 ? n.inputs[3] : -1;
   if (pooled) setPool(g, n, residual, p);

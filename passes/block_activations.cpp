@@ -1,16 +1,16 @@
-// block-activations: the activations that pass from one packed convolution
-// to the next are stored channel-blocked, [n][c / 16][spatial][16]
-// (ir::Layout::kChannelBlocked), instead of NCHW.
+// block-activations: the activations that pass from one packed (or
+// Winograd) convolution to the next are stored channel-blocked,
+// [n][c / 16][spatial][16] (ir::Layout::kChannelBlocked), instead of NCHW.
 //
-// The packed convolution kernel computes vectors of 16 output channels. Into
-// NCHW they leave through a transpose in L1 (about 3% of a 3x3 layer); into
-// the blocked layout they are stored as they are, with bias, residual and
-// activation applied in registers, and the next packed convolution reads
-// its inputs from it in place.
+// The packed and Winograd convolution kernels compute vectors of 16 output
+// channels. Into NCHW they leave through a transpose in L1 (about 3% of a
+// 3x3 layer); into the blocked layout they are stored as they are, with
+// bias, residual and activation applied in registers, and the next such
+// convolution reads its inputs from it in place.
 //
 // A value is blocked when the Conv that writes it can write that layout
-// (packed weights, rt::convTakesBlockedOutput) and every reader reads it: a
-// packed Conv as its input (rt::convTakesBlockedInput) or as the residual of
+// (packed or Winograd weights, rt::convTakesBlockedOutput) and every reader
+// reads it: such a Conv as its input (rt::convTakesBlockedInput) or as the residual of
 // a blocked output, or a GlobalAveragePool. Anything else (pooling, Concat,
 // the 1x1 layers left to LIBXSMM's NCHW GEMM, a graph output) keeps NCHW,
 // so no layout conversion is ever inserted. Moving those 1x1 layers to the

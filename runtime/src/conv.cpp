@@ -1,5 +1,8 @@
 // Convolution and transposed convolution over 1, 2 or 3 spatial dims.
 // conv picks a strategy per layer shape:
+//  - Winograd weights (the pack-conv-weights pass, where
+//    convPrefersWinograd: 3x3 at stride 1 on 13x13 planes or more):
+//    Winograd F(2x2, 3x3), winograd.cpp;
 //  - packed weights (the pack-conv-weights pass, where
 //    convPrefersPackedWeights): gemmPacked, vectorised along output
 //    channels, reads the (zero-padded) input in place through index tables,
@@ -27,10 +30,10 @@
 
 #include "cgc/kernels.h"
 #include "channel_vectors.h"
+#include "conv_support.h"
 #include "gemm_core.h"
 #include "plane_phases.h"
 #include "row_blocks.h"
-#include "conv_support.h"
 #include "scratch.h"
 
 namespace cgc::rt {
@@ -142,15 +145,11 @@ void im2col(const ConvParams& p, const float* xg, int64_t channels, int64_t s0,
   }
 }
 
-/// The activation as the bounds of a clamp: [0, inf) for Relu, [act_min,
-/// act_max] for Clip, none otherwise.
 bool isDepthwise2d(const ConvParams& p) {
   return p.groups == p.c_in && p.groups == p.c_out && p.k_d == 1 &&
          p.d_in == 1 && p.d_out == 1;
 }
 
-/// The epilogue of group g of image n (its output channels are rows of
-/// the block).
 detail::Window2d windowOf(const ConvParams& p) {
   return {p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w, p.stride_h, p.stride_w,
           p.dilation_h, p.dilation_w, p.pad_top, p.pad_left};
@@ -659,7 +658,6 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
 }
 
 }  // namespace
-
 
 // Measured on one Zen 5 core (packed vs NCHW GFLOP/s): every 3x3 layer of
 // ResNet-50 and SqueezeNet gains 20-50% (no im2col copy, full vectors),

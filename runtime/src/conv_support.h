@@ -16,7 +16,8 @@
 
 namespace cgc::rt::detail {
 
-/// The fused activation as a clamp: y = min(max(v, low), high).
+/// The fused activation as the bounds of a clamp: [0, inf) for Relu,
+/// [act_min, act_max] for Clip, none otherwise.
 struct Bounds {
   float low, high;
 };
@@ -30,7 +31,8 @@ inline Bounds activationBounds(const ConvParams& p) {
   }
 }
 
-/// The epilogue of image n, group g as rows of output channels.
+/// The epilogue of group g of image n (its output channels are rows of the
+/// block).
 inline Epilogue epilogueOf(const ConvParams& p, const float* bias, const float* residual,
                            int64_t n, int64_t g) {
   const int64_t coutG = p.c_out / p.groups;

@@ -142,8 +142,8 @@ struct ConvParams {
   int64_t pool_h_out = 0, pool_w_out = 0, pool_pad_top = 0, pool_pad_left = 0;
   // x, or y and the residual, in the channel-blocked layout
   // [n][c / kChannelBlock][d][h][w][kChannelBlock] instead of NCHW (the
-  // block-activations pass). Needs packed weights and, on that side, a
-  // multiple of kChannelBlock channels.
+  // block-activations pass). Needs packed or Winograd weights and, on that
+  // side, a multiple of kChannelBlock channels.
   bool blocked_input = false, blocked_output = false;
   // w is in winogradWeights' layout and conv runs Winograd F(2x2, 3x3) (the
   // pack-conv-weights pass, where convPrefersWinograd); packed_weights is
