@@ -36,7 +36,8 @@ bool packConvolutionWeights(ir::Graph& graph) {
     else
       rt::packConvWeights(params, w.dataAs<float>(), packed.data());
     // A flat array: the attribute says how its elements are ordered.
-    int packedId = addFloatConstant(graph, w.name + "_packed", {count}, packed);
+    int packedId =
+        addFloatConstant(graph, w.name + (winograd ? "_winograd" : "_packed"), {count}, packed);
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedId;
     node.attrs["cgc_packed_weights"] = int64_t{winograd ? 2 : 1};
