@@ -13,9 +13,10 @@
 //  - pointwise (1x1, stride 1, no padding): already a GEMM on NCHW,
 //    Y[c_out, HW] = W[c_out, c_in] X[c_in, HW], no copies;
 //  - depthwise 2-D (groups == c_in == c_out; a GEMM of depth k_h * k_w
-//    would waste the micro-kernel): 3x3 windows at stride 2, or on planes
-//    too large for the next choice, 16 outputs of a row in registers
-//    straight from NCHW (AVX-512); on planes up to L2's size, 16 channels
+//    would waste the micro-kernel): 3x3 windows at stride 2, in rows of 12
+//    to 15 outputs, or on planes too large for the next choice, 16 outputs
+//    of a row in registers straight from NCHW (AVX-512, the stores masked
+//    in rows under 16); on planes up to L2's size, 16 channels
 //    per vector (channel_vectors.h); else a direct loop per channel over
 //    the plane's stride phases (plane_phases.h);
 //  - otherwise im2col of a chunk of output columns into per-thread scratch,
@@ -269,11 +270,25 @@ void depthwise(const ConvParams& p, const float* x, const float* w,
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 /// Whether depthwiseRows takes p: 3x3 windows, stride 1 or 2 in both axes,
-/// no dilation, rows of 16 outputs or more.
+/// no dilation.
 bool takesDepthwiseRows(const ConvParams& p) {
   return isDepthwise2d(p) && p.k_h == 3 && p.k_w == 3 && p.stride_h == p.stride_w &&
-         (p.stride_w == 1 || p.stride_w == 2) && p.dilation_h == 1 && p.dilation_w == 1 &&
-         p.w_out >= 16;
+         (p.stride_w == 1 || p.stride_w == 2) && p.dilation_h == 1 && p.dilation_w == 1;
+}
+
+/// Whether depthwiseRows beats channel vectors (which fit or not): rows of
+/// 12 to 15 outputs, one block each with at most 4 lanes idle (MobileNetV2's
+/// 14x14 layers: 1.4-1.5x faster at stride 1, 1.6x at stride 2); wider
+/// rows at stride 2 (1.2-1.3x on its 112x112 and 56x56 layers), where
+/// channel vectors transpose four inputs in for every output; and wherever
+/// channel vectors do not fit (1.3x faster than PlanePhases at 112x112).
+/// Rows of 7 (half the lanes idle) ran 1.1-1.6x slower, wide rows at stride
+/// 1 within 5% either way.
+bool prefersDepthwiseRows(const ConvParams& p, bool vectorsFit) {
+  constexpr int64_t kMinRow = 12;
+  if (!takesDepthwiseRows(p)) return false;
+  if (!vectorsFit) return true;
+  return p.w_out >= kMinRow && (p.w_out < 16 || p.stride_w == 2);
 }
 
 /// Depthwise 3x3 convolution straight from the NCHW planes, 16 outputs of a
@@ -324,8 +339,8 @@ void depthwiseRows(const ConvParams& p, const float* x, const float* w, const fl
           sum[kh] = _mm512_fmadd_ps(taps[kh * 3 + 2], t2, sum[kh]);
         }
         __m512 v = _mm512_add_ps(_mm512_add_ps(sum[0], sum[1]), sum[2]);
-        if (res) v = _mm512_add_ps(v, _mm512_loadu_ps(res + ow));
-        _mm512_storeu_ps(out + ow, _mm512_min_ps(hi, _mm512_max_ps(lo, v)));
+        if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(block.outputs, res + ow));
+        _mm512_mask_storeu_ps(out + ow, block.outputs, _mm512_min_ps(hi, _mm512_max_ps(lo, v)));
       }
     }
   }
@@ -734,10 +749,7 @@ void conv(const ConvParams& p, const float* x, const float* w,
   if (isDepthwise2d(p)) {
     const detail::ChannelVectors vectors(windowOf(p));
 #ifdef __AVX512F__
-    // Rows at stride 2 (1.2-1.3x faster than channel vectors on MobileNetV2's
-    // 112x112 and 56x56 layers) and where channel vectors do not fit (1.3x
-    // faster than PlanePhases at 112x112); at stride 1 channel vectors win.
-    if (takesDepthwiseRows(p) && (p.stride_w == 2 || !vectors.fits(p.c_out))) {
+    if (prefersDepthwiseRows(p, vectors.fits(p.c_out))) {
       if (p.stride_w == 1) depthwiseRows<1>(p, x, w, bias, residual, y, team);
       else depthwiseRows<2>(p, x, w, bias, residual, y, team);
       return;
