@@ -1,19 +1,31 @@
 # cgc_add_graph(<target> MODEL <file.onnx> [NAME <Class>] [NAMESPACE <ns>]
 #               [SHAPES <input=1x3x224x224>...] [WEIGHTS embed|file]
-#               [EXECUTORS <E>] [THREADS <T>] [PROFILE <file.profile.json>])
+#               [EXECUTORS <E>] [THREADS <T>] [PROFILE <file.profile.json>]
+#               [TARGET <native|x86-64-v3|...>])
 #
-# EXECUTORS/THREADS fix the schedule (default: one executor with all the
-# build machine's cores); PROFILE is a profile from `cgc run --profile-out`
-# or `cgc tune`, whose measured costs (and, from tune, executors, threads and
-# per-op thread counts) drive the schedule.
 # Compiles an ONNX model with `cgc compile` at build time (again whenever the
-# model or cgc changes) into a static library <target> that carries the
-# generated header's include path and the runtime. NAME defaults to the
-# target name in CamelCase; the header is NAME's snake_case form plus ".h".
+# model, its profile or cgc changes) into a static library <target> that
+# carries the generated header's include path and the runtime.
+#
+# The header: NAME defaults to the target name in CamelCase (tiny_cnn_model
+# -> TinyCnnModel); the header and the C prefix are NAME's snake_case form
+# (tiny_cnn_model.h, tiny_cnn_model_create), so `NAME TinyCnn` gives
+# tiny_cnn.h. The target's CGC_HEADER property holds the header's name and
+# the build prints it.
+#
+# EXECUTORS/THREADS fix the schedule (default: one executor whose team is
+# every core the process may use, decided when the model is created);
+# PROFILE is a profile from `cgc run --profile-out` or `cgc tune`, whose
+# measured costs (and, from tune, executors, threads and per-op thread
+# counts) drive the schedule. WEIGHTS file reads <prefix>.weights.bin at
+# construction, by default from the directory of the executable or shared
+# library that holds the model: cgc_copy_weights(<executable> <target>) puts
+# it there; the target's CGC_WEIGHTS_FILE property is its path.
 # Needs CGC_EXECUTABLE (set by find_package(cgc) or cgc's own build) and the
 # cgc::cgc_runtime target.
 function(cgc_add_graph target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;NAME;NAMESPACE;WEIGHTS;EXECUTORS;THREADS;PROFILE" "SHAPES")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;NAME;NAMESPACE;WEIGHTS;EXECUTORS;THREADS;PROFILE;TARGET"
+                        "SHAPES")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "cgc_add_graph(${target}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -60,6 +72,9 @@ function(cgc_add_graph target)
   if(ARG_THREADS)
     list(APPEND schedule_args --threads "${ARG_THREADS}")
   endif()
+  if(ARG_TARGET)
+    list(APPEND schedule_args --target "${ARG_TARGET}")
+  endif()
 
   set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_cgc")
   set(depends "${model}")
@@ -78,7 +93,7 @@ function(cgc_add_graph target)
     COMMAND "${CGC_EXECUTABLE}" compile "${model}" -o "${out}" --name "${name}"
             --namespace "${namespace}" --weights "${weights}" ${shape_args} ${schedule_args} --quiet
     DEPENDS ${depends}
-    COMMENT "cgc: compiling ${ARG_MODEL} into ${name}"
+    COMMENT "cgc: compiling ${ARG_MODEL} into class ${namespace}::${name}, header ${prefix}.h"
     VERBATIM)
   set_source_files_properties("${out}/${prefix}.cpp" PROPERTIES
     OBJECT_DEPENDS "${out}/${prefix}.weights.bin")
@@ -87,4 +102,19 @@ function(cgc_add_graph target)
   target_compile_options(${target} PRIVATE "-Wa,-I${out}")
   target_compile_features(${target} PUBLIC cxx_std_20)
   target_link_libraries(${target} PUBLIC cgc::cgc_runtime)
+  set_target_properties(${target} PROPERTIES CGC_HEADER "${prefix}.h"
+                                             CGC_WEIGHTS_FILE "${out}/${prefix}.weights.bin")
+endfunction()
+
+# cgc_copy_weights(<executable> <graph target>): copies a WEIGHTS file
+# model's weights next to the executable after each build, where the model
+# looks for them by default.
+function(cgc_copy_weights executable graph)
+  get_target_property(weights ${graph} CGC_WEIGHTS_FILE)
+  if(NOT weights)
+    message(FATAL_ERROR "cgc_copy_weights: ${graph} is not a cgc_add_graph target")
+  endif()
+  add_custom_command(TARGET ${executable} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -E copy_if_different "${weights}" "$<TARGET_FILE_DIR:${executable}>"
+    VERBATIM)
 endfunction()

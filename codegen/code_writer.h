@@ -21,6 +21,8 @@ class CodeWriter {
   /// Writes text verbatim (multi-line boilerplate).
   void raw(const std::string& text) { text_ += text; }
   void blank() { text_ += '\n'; }
+  /// One level deeper without an opening line.
+  void indent() { ++indent_; }
   /// `head {` and one level deeper.
   template <typename... Args>
   void open(fmt::format_string<Args...> format, Args&&... args) {

@@ -1,11 +1,18 @@
-// Codegen: Graph + Schedule + MemoryPlan -> NAME.h, NAME.cpp and the weights
-// blob. No graph rewriting happens here; every decision was made by a pass.
+// Codegen: the compiled model (graph, schedule, memory plan, kernel calls)
+// -> NAME.h, NAME.cpp and the weights blob. No graph rewriting happens here;
+// every decision was made by a pass. The emitter is in parts: the header
+// (emit_header.cpp: the C interface and the C++ class), the source
+// (emit_source.cpp: the model's description, construction, accessors, the
+// C interface's bodies) and the executors (emit_executors.cpp: one function
+// per executor, one block per node), all through one CodeWriter, fixed text
+// from templates (template.h), and formatted with Clang's format library.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "lowering/kernel_call.h"
 #include "passes/memory_plan.h"
 #include "passes/schedule.h"
 
@@ -13,11 +20,23 @@ namespace cgc::codegen {
 
 struct EmitOptions {
   std::string className;     // "TinyCnn"; derived from the graph name if empty
-  std::string symbolPrefix;  // "tiny_cnn"; C ABI prefix, file base name
+  std::string symbolPrefix;  // "tiny_cnn"; C prefix and file base name
   std::string nameSpace = "cgc_models";
   bool embedWeights = true;  // .incbin; otherwise read at construction
-  /// --weights file: where the constructor looks by default.
-  std::string weightsPath;
+  std::string target = "native";  // what the code is compiled for
+  /// CPU features the code needs (GCC's __builtin_cpu_supports names); the
+  /// runtime checks them when an instance is created.
+  std::vector<std::string> cpuFeatures;
+  bool format = true;  // run Clang's formatter over the result
+};
+
+/// What is emitted: everything the passes, the schedule and the memory plan
+/// decided.
+struct ModelToEmit {
+  const ir::Graph& graph;
+  const passes::Schedule& schedule;
+  const passes::MemoryPlan& plan;
+  const lowering::KernelCalls& calls;
 };
 
 struct EmittedModel {
@@ -34,8 +53,6 @@ std::string toClassName(const std::string& name);
 /// "TinyCnn" or "tiny-cnn" -> "tiny_cnn".
 std::string toSymbolPrefix(const std::string& name);
 
-EmittedModel emitModel(const ir::Graph& graph, const passes::Schedule& schedule,
-                       const passes::MemoryPlan& plan,
-                       const EmitOptions& options);
+EmittedModel emitModel(const ModelToEmit& model, const EmitOptions& options);
 
 }  // namespace cgc::codegen

@@ -148,6 +148,44 @@ bool checkOutputs(const std::string& dir, const driver::LoadedModel& model,
   return allMatch;
 }
 
+/// The bytes of every input (or output) of the loaded model.
+std::vector<std::vector<uint8_t>> snapshot(driver::LoadedModel& model, bool inputs) {
+  const auto& info = model.info();
+  std::vector<std::vector<uint8_t>> bytes;
+  for (int i = 0; i < (inputs ? info.num_inputs : info.num_outputs); ++i) {
+    const auto& t = inputs ? info.inputs[i] : info.outputs[i];
+    const auto* data = static_cast<const uint8_t*>(inputs ? model.input(i) : model.output(i));
+    bytes.emplace_back(data, data + t.bytes);
+  }
+  return bytes;
+}
+
+/// run() must leave its inputs as the caller wrote them and give the same
+/// outputs when called again: checked on every `cgc run` (a second run costs
+/// little next to compiling), so every test that runs a model checks it.
+void requireRepeatable(driver::LoadedModel& model,
+                       const std::vector<std::vector<uint8_t>>& inputsBefore) {
+  const auto& info = model.info();
+  auto differs = [](const char* what, const char* name, const std::vector<uint8_t>& a,
+                    const std::vector<uint8_t>& b) {
+    if (a != b)
+      throw InternalError(fmt::format(
+          "internal error: run() {} '{}' (the library contract is broken)", what, name));
+  };
+  const auto inputsAfter = snapshot(model, true);
+  for (int i = 0; i < info.num_inputs; ++i)
+    differs("changed input", info.inputs[i].name, inputsBefore[i], inputsAfter[i]);
+  const auto first = snapshot(model, false);
+  const Status status = model.run();
+  if (!status.ok())
+    throw InternalError(fmt::format("internal error: run() failed on its second call: {}",
+                                    status.message()));
+  const auto second = snapshot(model, false);
+  for (int i = 0; i < info.num_outputs; ++i)
+    differs("gave another answer on its second call for output", info.outputs[i].name,
+            first[i], second[i]);
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   size_t n = values.size();
@@ -184,14 +222,14 @@ std::vector<std::pair<std::string, std::string>> parseNamedFiles(
 
 int compile(const driver::CompileOptions& options) {
   auto model = driver::compileGraph(options);
-  auto emitted = driver::emitModel(model, options, options.outDir);
+  auto emitted = driver::emitModel(model, options);
   driver::writeModel(std::move(emitted), options.outDir, options);
   return 0;
 }
 
 BuiltModel buildCached(const driver::CompiledModel& model,
                        const driver::CompileOptions& options) {
-  auto emitted = driver::emitModel(model, options, ".");
+  auto emitted = driver::emitModel(model, options);
   uint64_t key = fnv1a(emitted.header.data(), emitted.header.size());
   key = fnv1a(emitted.source.data(), emitted.source.size(), key);
   key = fnv1a(emitted.weights.data(), emitted.weights.size(), key);
@@ -215,126 +253,116 @@ BuiltModel buildCached(const driver::CompiledModel& model,
 }
 
 void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
-               const std::string& inputsDir) {
+               const std::string& inputsDir, bool fillMissing) {
   const auto& info = loaded.info();
+  if (!inputsDir.empty() && !fs::is_directory(inputsDir))
+    userError({inputsDir, "", ""}, "--inputs: no such directory");
+  if (inputsDir.empty() && !fillMissing && info.num_inputs > 0)
+    throw CompileError(
+        "cgc: error: the model has inputs: give --inputs DIR, or --fill-missing-inputs for "
+        "deterministic data");
+  std::vector<std::string> filled;
   // Test-data files are numbered in the ONNX model's input order, which
   // still counts inputs that --constant turned into constants.
   for (int i = 0; i < info.num_inputs; ++i) {
     const auto& names = model.graph.onnxInputNames;
     auto position = std::find(names.begin(), names.end(), info.inputs[i].name);
-    std::string path = fmt::format("{}/input_{}.pb", inputsDir,
-                                   position - names.begin());
-    if (!inputsDir.empty() && fs::exists(path))
+    const std::string path = fmt::format("{}/input_{}.pb", inputsDir, position - names.begin());
+    if (!inputsDir.empty() && fs::exists(path)) {
       loadInput(path, info.inputs[i], loaded.input(i));
-    else
-      fillDeterministic(info.inputs[i], loaded.input(i));
+      continue;
+    }
+    if (!fillMissing)
+      userError({path, "", ""}, "input '{}' has no file (--fill-missing-inputs fills it)",
+                info.inputs[i].name);
+    fillDeterministic(info.inputs[i], loaded.input(i));
+    filled.push_back(info.inputs[i].name);
+  }
+  if (!filled.empty())
+    std::cerr << fmt::format("cgc: note: filled input(s) {} with deterministic data\n",
+                             fmt::join(filled, ", "));
+}
+
+void runOnce(driver::LoadedModel& loaded, const std::string& modelPath) {
+  const Status status = loaded.run();
+  if (!status.ok()) userError({modelPath, "", ""}, "run() failed: {}", status.message());
+}
+
+namespace {
+
+/// The --bench runs: median and minimum milliseconds as the JSON line.
+void bench(driver::LoadedModel& loaded, const RunOptions& options) {
+  for (int i = 0; i < 3; ++i) runOnce(loaded, options.compile.modelPath);
+  std::vector<double> times;
+  for (int i = 0; i < options.benchRuns; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    runOnce(loaded, options.compile.modelPath);
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  const auto& info = loaded.info();
+  const nlohmann::json line = {{"model", info.name},
+                               {"median_ms", median(times)},
+                               {"min_ms", *std::min_element(times.begin(), times.end())},
+                               {"runs", options.benchRuns},
+                               {"executors", info.executors},
+                               {"threads", info.threads_per_executor}};
+  std::cout << line.dump() << std::endl;
+}
+
+void printOutputs(const driver::LoadedModel& loaded, const std::string& outputsDir) {
+  const auto& info = loaded.info();
+  for (int i = 0; i < info.num_outputs; ++i) {
+    const frontend::HostTensor t = outputTensor(info.outputs[i], loaded.output(i));
+    std::cout << fmt::format("output '{}' {}: {}\n", t.name, t.type.str(), preview(t));
+    if (outputsDir.empty()) continue;
+    fs::create_directories(outputsDir);
+    frontend::writeTensorFile(fmt::format("{}/output_{}.pb", outputsDir, i), t);
   }
 }
 
+void writeProfiles(const Profiler& profiler, const RunOptions& options) {
+  if (!options.profileOut.empty() && !profiler.write_profile(options.profileOut))
+    userError({options.profileOut, "", ""}, "cannot write the profile");
+  if (!options.traceOut.empty() && !profiler.write_trace(options.traceOut))
+    userError({options.traceOut, "", ""}, "cannot write the trace");
+}
+
+}  // namespace
+
 int run(const RunOptions& options) {
-  auto model = driver::compileGraph(options.compile);
-  BuiltModel built = buildCached(model, options.compile);
+  const auto model = driver::compileGraph(options.compile);
+  const BuiltModel built = buildCached(model, options.compile);
   driver::LoadedModel loaded(built.library, built.prefix);
   driver::progress(options.compile, "running on " + loaded.placement());
-  const auto& info = loaded.info();
-  setInputs(model, loaded, options.inputsDir);
+  setInputs(model, loaded, options.inputsDir, options.fillMissingInputs);
 
+  // Profiles and traces record the --bench runs, warm; without --bench, the
+  // one cold run (first touch of the arena and the weights), and say so.
   Profiler profiler;
-  bool profiling = !options.profileOut.empty() || !options.traceOut.empty();
-  if (profiling) loaded.setProfiler(&profiler);
-  loaded.run();
-
-  for (int i = 0; i < info.num_outputs; ++i) {
-    frontend::HostTensor t = outputTensor(info.outputs[i], loaded.output(i));
-    std::cout << fmt::format("output '{}' {}: {}\n", t.name, t.type.str(), preview(t));
-    if (!options.outputsDir.empty()) {
-      fs::create_directories(options.outputsDir);
-      frontend::writeTensorFile(fmt::format("{}/output_{}.pb", options.outputsDir, i), t);
-    }
+  const bool profiling = !options.profileOut.empty() || !options.traceOut.empty();
+  if (profiling && options.benchRuns == 0) {
+    driver::progress(options.compile, "note: the profile records one cold run (--bench N "
+                                      "records N warm runs)");
+    loaded.setProfiler(&profiler);
   }
-  bool matches = options.checkDir.empty() ||
-                 checkOutputs(options.checkDir, loaded, options.rtol, options.atol);
-
-  if (options.benchRuns > 0) {
-    for (int i = 0; i < 3; ++i) loaded.run();
-    std::vector<double> times;
-    for (int i = 0; i < options.benchRuns; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      loaded.run();
-      times.push_back(std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - start)
-                          .count());
-    }
-    nlohmann::json line = {
-        {"model", info.name},
-        {"median_ms", median(times)},
-        {"min_ms", *std::min_element(times.begin(), times.end())},
-        {"runs", options.benchRuns},
-        {"executors", info.executors},
-        {"threads", info.threads_per_executor}};
-    std::cout << line.dump() << std::endl;
-  }
-  if (profiling) {
-    loaded.setProfiler(nullptr);
-    if (!options.profileOut.empty() && !profiler.write_profile(options.profileOut))
-      userError({options.profileOut, "", ""}, "cannot write the profile");
-    if (!options.traceOut.empty() && !profiler.write_trace(options.traceOut))
-      userError({options.traceOut, "", ""}, "cannot write the trace");
-  }
+  const std::vector<std::vector<uint8_t>> inputsBefore = snapshot(loaded, true);
+  runOnce(loaded, options.compile.modelPath);
+  loaded.setProfiler(nullptr);
+  requireRepeatable(loaded, inputsBefore);
+  printOutputs(loaded, options.outputsDir);
+  const bool matches =
+      options.checkDir.empty() || checkOutputs(options.checkDir, loaded, options.rtol, options.atol);
+  if (profiling && options.benchRuns > 0) loaded.setProfiler(&profiler);
+  if (options.benchRuns > 0) bench(loaded, options);
+  loaded.setProfiler(nullptr);
+  if (profiling) writeProfiles(profiler, options);
   if (!matches) {
     std::cerr << fmt::format("{}: error: outputs differ from the expected ones in {}\n",
                              options.compile.modelPath, options.checkDir);
     return 1;
   }
   return 0;
-}
-
-int inspect(const driver::CompileOptions& options, bool json) {
-  frontend::ModelSummary summary = frontend::summarizeModel(options.modelPath);
-  nlohmann::json report = {{"model", options.modelPath},
-                           {"opset", summary.opset},
-                           {"nodes", summary.nodes},
-                           {"ops", summary.opCounts}};
-  nlohmann::json unsupported = nlohmann::json::array();
-  for (const auto& u : summary.unsupported)
-    unsupported.push_back({{"node", u.node}, {"op", u.op}, {"domain", u.domain}});
-  report["unsupported"] = unsupported;
-  if (summary.unsupported.empty()) {
-    auto model = driver::compileGraph(options);
-    std::map<std::string, int> kernels;
-    for (int id : model.graph.liveNodes()) ++kernels[model.graph.node(id).op];
-    report["kernels"] = kernels;
-    report["arena_bytes"] = model.plan.arenaBytes;
-    report["arena_bytes_no_reuse"] = model.plan.bytesWithoutReuse;
-    report["weight_bytes"] = ir::constantBytes(model.graph);
-    report["in_place_ops"] = model.plan.inPlaceNodes;
-  }
-  if (json) {
-    std::cout << report.dump(2) << std::endl;
-  } else {
-    std::cout << fmt::format("{}: opset {}, {} nodes\n", options.modelPath,
-                             summary.opset, summary.nodes);
-    std::cout << "ONNX ops:\n";
-    for (const auto& [op, count] : summary.opCounts)
-      std::cout << fmt::format("  {:<24} {:>6}\n", op, count);
-    if (!summary.unsupported.empty()) {
-      std::cout << fmt::format("unsupported ({} nodes):\n", summary.unsupported.size());
-      for (const auto& u : summary.unsupported)
-        std::cout << fmt::format("  node '{}' ({}{})\n", u.node,
-                                 u.domain.empty() ? "" : u.domain + ".", u.op);
-    } else {
-      std::cout << "kernels after passes:\n";
-      for (const auto& [op, count] : report["kernels"].items())
-        std::cout << fmt::format("  {:<24} {:>6}\n", op, count.get<int>());
-      std::cout << fmt::format(
-          "arena: {} bytes with reuse, {} bytes without ({} ops in place)\n"
-          "weights: {} bytes\n",
-          report["arena_bytes"].get<int64_t>(),
-          report["arena_bytes_no_reuse"].get<int64_t>(),
-          report["in_place_ops"].get<int>(), report["weight_bytes"].get<int64_t>());
-    }
-  }
-  return summary.unsupported.empty() ? 0 : 1;
 }
 
 }  // namespace cgc::commands

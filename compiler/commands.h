@@ -15,6 +15,7 @@ int compile(const driver::CompileOptions& options);
 struct RunOptions {
   driver::CompileOptions compile;
   std::string inputsDir;
+  bool fillMissingInputs = false;  // --fill-missing-inputs
   std::string outputsDir;
   std::string checkDir;
   double rtol = 1e-3;
@@ -35,10 +36,16 @@ struct BuiltModel {
 BuiltModel buildCached(const driver::CompiledModel& model,
                        const driver::CompileOptions& options);
 
-/// Fills the model's inputs from DIR/input_N.pb (ONNX test-data numbering)
-/// where present, else with deterministic data.
+/// Fills the model's inputs from DIR/input_N.pb (ONNX test-data numbering).
+/// A missing or empty directory or a missing file is a CompileError, unless
+/// `fillMissing`: then the inputs without a file get deterministic data and
+/// a note on stderr names them.
 void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
-               const std::string& inputsDir);
+               const std::string& inputsDir, bool fillMissing);
+
+/// Runs the loaded model once; a failed run() is a CompileError naming the
+/// model and the node (a problem in the model's data).
+void runOnce(driver::LoadedModel& loaded, const std::string& modelPath);
 
 int inspect(const driver::CompileOptions& options, bool json);
 

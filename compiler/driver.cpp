@@ -9,6 +9,8 @@
 #include <iostream>
 #include <map>
 
+#include <fmt/ranges.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cgc/team.h"
@@ -17,6 +19,7 @@
 #include "passes/cost_model.h"
 #include "passes/pass_manager.h"
 #include "passes/partition.h"
+#include "ir/printer.h"
 
 namespace cgc::driver {
 namespace fs = std::filesystem;
@@ -75,86 +78,100 @@ TunedConfig readTunedConfig(const std::string& path) {
 }
 
 /// Executors and threads: the command line's, else a tuned profile's, else
-/// one executor with every core the process may use (all threads per op).
-passes::Schedule scheduleGraph(const ir::Graph& graph, const CompileOptions& options) {
+/// one executor whose team is every core the process may use when the model
+/// is created (the compiler's own core count only weighs the costs).
+passes::Schedule scheduleGraph(const ir::Graph& graph, const lowering::KernelCalls& calls,
+                               const CompileOptions& options) {
   TunedConfig tuned;
   if (!options.profilePath.empty()) tuned = readTunedConfig(options.profilePath);
   const int cores = available_cpus();
-  int executors = options.executors > 0 ? options.executors
-                  : tuned.executors > 0 ? tuned.executors
-                                        : 1;
-  int threads = options.threadsPerExecutor > 0 ? options.threadsPerExecutor
-                : options.executors <= 0 && tuned.threads > 0
-                    ? tuned.threads
-                    : std::max(1, cores / executors);
-  passes::CostModel costs =
-      options.profilePath.empty()
-          ? passes::estimateCosts(graph)
-          : passes::costsFromProfile(graph, options.profilePath);
+  const int executors = options.executors > 0 ? options.executors
+                        : tuned.executors > 0 ? tuned.executors
+                                              : 1;
+  const int fixedThreads = options.threadsPerExecutor > 0                     ? options.threadsPerExecutor
+                           : options.executors <= 0 && tuned.threads > 0 ? tuned.threads
+                                                                          : 0;
+  const int threads = fixedThreads > 0 ? fixedThreads : std::max(1, cores / executors);
+  passes::CostModel costs = options.profilePath.empty()
+                                ? passes::estimateCosts(graph, calls)
+                                : passes::costsFromProfile(graph, calls, options.profilePath);
   std::vector<int> nodeThreads;
   if (threads > 1 && !tuned.nodeThreads.empty() && options.threadsPerExecutor <= 0) {
     nodeThreads.assign(graph.numNodeSlots(), 0);
     for (int id : graph.liveNodes()) {
       auto it = tuned.nodeThreads.find(graph.node(id).name);
-      if (it != tuned.nodeThreads.end())
-        nodeThreads[id] = std::clamp(it->second, 1, threads);
+      if (it != tuned.nodeThreads.end()) nodeThreads[id] = std::clamp(it->second, 1, threads);
     }
   }
-  passes::Schedule schedule = passes::partitionGraph(graph, costs, executors, threads,
-                                                     std::move(nodeThreads));
-  if (executors * threads > cores)
-    progress(options, fmt::format("note: {} executor(s) x {} thread(s) is more "
-                                  "threads than the {} core(s) available here; "
-                                  "the model runs, unpinned and more slowly",
+  passes::Schedule schedule =
+      passes::partitionGraph(graph, costs, executors, threads, std::move(nodeThreads));
+  schedule.threadsAtRunTime = fixedThreads == 0;
+  if (fixedThreads > 0 && executors * threads > cores)
+    progress(options, fmt::format("note: {} executor(s) x {} thread(s) is more threads than the "
+                                  "{} core(s) available here; the model runs, unpinned and more "
+                                  "slowly",
                                   executors, threads, cores));
   return schedule;
+}
+
+/// The pipeline's options, with --print-ir-after's printer.
+passes::PipelineOptions pipelineOptions(const CompileOptions& options) {
+  passes::PipelineOptions pipeline;
+  pipeline.disabled = options.disabledPasses;
+  const auto names = passes::passNames();
+  for (const auto& name : options.printIrAfter)
+    if (name != "all" && std::find(names.begin(), names.end(), name) == names.end())
+      throw CompileError(fmt::format("cgc: error: --print-ir-after: unknown pass '{}' (passes: {})",
+                                     name, fmt::join(names, ", ")));
+  if (options.printIrAfter.empty()) return pipeline;
+  pipeline.afterPass = [&options](const std::string& name, bool changed, const ir::Graph& graph) {
+    const auto& wanted = options.printIrAfter;
+    if (std::find(wanted.begin(), wanted.end(), name) == wanted.end() &&
+        std::find(wanted.begin(), wanted.end(), "all") == wanted.end())
+      return;
+    std::cout << fmt::format("// IR after {}{}\n{}", name, changed ? "" : " (unchanged)",
+                             ir::printGraph(graph))
+              << std::flush;
+  };
+  return pipeline;
 }
 
 }  // namespace
 
 CompiledModel compileGraph(const CompileOptions& options) {
-  auto start = std::chrono::steady_clock::now();
-  CompiledModel model{frontend::loadOnnx(options.modelPath, options.load), {}, {}, 0};
-  model.importedNodes = static_cast<int>(model.graph.liveNodes().size());
-  progress(options, fmt::format("loaded {}: {} nodes after import ({:.2f} s)",
-                                options.modelPath, model.importedNodes,
-                                secondsSince(start)));
-  passes::PipelineOptions pipeline;
-  pipeline.disabled = options.disabledPasses;
-  passes::runPipeline(model.graph, pipeline);
-  model.schedule = scheduleGraph(model.graph, options);
+  const auto start = std::chrono::steady_clock::now();
+  ir::Graph graph = frontend::loadOnnx(options.modelPath, options.load);
+  progress(options, fmt::format("loaded {}: {} nodes after import ({:.2f} s)", options.modelPath,
+                                graph.liveNodes().size(), secondsSince(start)));
+  return compileGraph(std::move(graph), options);
+}
+
+CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
+  lowering::checkLowerable(graph);
+  CompiledModel model;
+  model.importedNodes = static_cast<int>(graph.liveNodes().size());
+  model.graph = std::move(graph);
+  passes::runPipeline(model.graph, pipelineOptions(options));
+  model.calls = lowering::lowerGraph(model.graph);
+  model.schedule = scheduleGraph(model.graph, model.calls, options);
   passes::verifySchedule(model.graph, model.schedule);
-  model.plan = passes::planMemory(model.graph, model.schedule);
-  passes::verifyMemoryPlan(model.graph, model.schedule, model.plan);
-  progress(options,
-           fmt::format("planned {} kernels; arena {} bytes ({} without reuse), "
-                       "weights {} bytes",
-                       model.graph.liveNodes().size(), model.plan.arenaBytes,
-                       model.plan.bytesWithoutReuse,
-                       ir::constantBytes(model.graph)));
+  model.plan = passes::planMemory(model.graph, model.calls, model.schedule);
+  passes::verifyMemoryPlan(model.graph, model.calls, model.schedule, model.plan);
+  progress(options, fmt::format("planned {} kernels; arena {} bytes ({} without reuse), "
+                                "weights {} bytes",
+                                model.graph.liveNodes().size(), model.plan.arenaBytes,
+                                model.plan.bytesWithoutReuse, ir::constantBytes(model.graph)));
   return model;
 }
 
-codegen::EmittedModel emitModel(const CompiledModel& model,
-                                const CompileOptions& options,
-                                const std::string& weightsDir) {
+codegen::EmittedModel emitModel(const CompiledModel& model, const CompileOptions& options) {
   codegen::EmitOptions emit;
   emit.className = options.className;
-  if (!options.className.empty())
-    emit.symbolPrefix = codegen::toSymbolPrefix(options.className);
+  if (!options.className.empty()) emit.symbolPrefix = codegen::toSymbolPrefix(options.className);
   emit.nameSpace = options.nameSpace;
   emit.embedWeights = options.embedWeights;
-  std::string prefix =
-      emit.symbolPrefix.empty()
-          ? codegen::toSymbolPrefix(codegen::toClassName(model.graph.name))
-          : emit.symbolPrefix;
-  emit.weightsPath =
-      fs::absolute(fs::path(weightsDir) / (prefix + ".weights.bin")).string();
-  auto emitted =
-      codegen::emitModel(model.graph, model.schedule, model.plan, emit);
-  emitted.header = codegen::formatCpp(emitted.header, emitted.baseName + ".h");
-  emitted.source = codegen::formatCpp(emitted.source, emitted.baseName + ".cpp");
-  return emitted;
+  emit.target = options.target;
+  return codegen::emitModel(model.toEmit(), emit);
 }
 
 WrittenFiles writeModel(codegen::EmittedModel emitted,
@@ -184,10 +201,9 @@ WrittenFiles writeModel(codegen::EmittedModel emitted,
     auto result = codegen::verifyTranslationUnit(
         files.sourcePath, {runtimePaths().includeDir, outDir.string()});
     if (!result.ok)
-      userError({files.sourcePath, "", ""},
-                "the generated code does not pass Clang ({} errors, {} "
-                "warnings):\n{}",
-                result.errors, result.warnings, result.diagnostics);
+      throw InternalError(fmt::format(
+          "{}: internal error: the generated code does not pass Clang ({} errors, {} warnings):\n{}",
+          files.sourcePath, result.errors, result.warnings, result.diagnostics));
     progress(options, fmt::format("verified {} with Clang ({:.2f} s)",
                                   files.sourcePath, secondsSince(start)));
   }

@@ -1,5 +1,6 @@
-// The compile pipeline behind every cgc command: load, passes, schedule,
-// memory plan, codegen, format, write, and optionally verify with Clang.
+// The compile pipeline behind every cgc command and the tests: load, the
+// import check, passes, lowering, schedule, memory plan (each verified),
+// codegen, write, and optionally verify with Clang.
 #pragma once
 
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "codegen/model_emitter.h"
 #include "ir/graph.h"
+#include "lowering/kernel_call.h"
 #include "onnx_frontend/onnx_loader.h"
 #include "passes/memory_plan.h"
 #include "passes/schedule.h"
@@ -22,8 +24,11 @@ struct CompileOptions {
   bool embedWeights = true;
   bool verify = false;
   std::vector<std::string> disabledPasses;
-  int executors = 0;        // --executors; 0: chosen from the machine's cores
-  int threadsPerExecutor = 0;  // --threads; 0: the cores left per executor
+  /// Print the IR on stdout after these passes ("all": after every one).
+  std::vector<std::string> printIrAfter;
+  std::string target = "native";  // --target
+  int executors = 0;           // --executors; 0: 1, or the profile's
+  int threadsPerExecutor = 0;  // --threads; 0: the profile's, else at run time
   std::string profilePath;  // --profile: measured costs for levels/partition
   bool quiet = false;  // no progress lines on stderr
 };
@@ -31,9 +36,12 @@ struct CompileOptions {
 /// The compiled model in memory (before anything is written).
 struct CompiledModel {
   ir::Graph graph;
+  lowering::KernelCalls calls;  // the graph lowered once, after the passes
   passes::Schedule schedule;
   passes::MemoryPlan plan;
   int importedNodes = 0;
+
+  codegen::ModelToEmit toEmit() const { return {graph, schedule, plan, calls}; }
 };
 
 struct WrittenFiles {
@@ -49,18 +57,20 @@ struct RuntimePaths {
 };
 RuntimePaths runtimePaths();
 
-/// Frontend + passes + schedule + plan, each verified.
+/// Loads options.modelPath and compiles it (the other compileGraph).
 CompiledModel compileGraph(const CompileOptions& options);
 
+/// The import check, passes (the IR verifier after each), lowering, the
+/// schedule and the memory plan, each verified: what every command and the
+/// tests run on a graph.
+CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options);
+
 /// Generates and formats NAME.h / NAME.cpp and the weights blob in memory.
-/// `weightsDir` is where a `--weights file` model looks for its weights.
-codegen::EmittedModel emitModel(const CompiledModel& model,
-                                const CompileOptions& options,
-                                const std::string& weightsDir);
+codegen::EmittedModel emitModel(const CompiledModel& model, const CompileOptions& options);
 
 /// Writes the emitted files into `outDir`; with options.verify, parses the
-/// result with Clang and throws CompileError carrying Clang's diagnostics if
-/// it is not clean.
+/// result with Clang and throws InternalError carrying Clang's diagnostics
+/// if it is not clean (generated code that does not compile is cgc's fault).
 WrittenFiles writeModel(codegen::EmittedModel emitted,
                         const std::string& outDir,
                         const CompileOptions& options);

@@ -6,163 +6,146 @@
 
 #include "compiler/commands.h"
 #include "compiler/tune.h"
+#include "compiler_config.h"
 #include "passes/pass_manager.h"
 
 namespace {
 
 using cgc::driver::CompileOptions;
 
-void addModelOptions(CLI::App& command, CompileOptions& options,
-                     std::vector<std::string>& shapes,
-                     std::vector<std::string>& constants) {
-  command.add_option("MODEL", options.modelPath, "ONNX model file")
-      ->required();
-  command.add_option("--shape", shapes,
-                     "Bind an input's shape, e.g. --shape input=1x3x224x224 "
-                     "(repeat for several inputs)");
-  command.add_option("--constant", constants,
-                     "Make a graph input a compile-time constant read from a "
-                     "TensorProto file, e.g. --constant shape=shape.pb (for "
-                     "inputs that determine shapes: Reshape's shape, Slice's "
-                     "starts, ...)");
+/// The options every command that compiles takes, and the raw texts of
+/// --shape and --constant (parsed once the command is known).
+struct ModelArgs {
+  explicit ModelArgs(CompileOptions* options) : options(options) {}
+  CompileOptions* options;
+  std::vector<std::string> shapes, constants;
+
+  void parse() {
+    options->load.shapes = cgc::commands::parseShapeBindings(shapes);
+    options->load.constantInputs = cgc::commands::parseNamedFiles(constants);
+  }
+};
+
+void addModelOptions(CLI::App& command, ModelArgs& args) {
+  CompileOptions& options = *args.options;
+  command.add_option("MODEL", options.modelPath, "ONNX model file")->required();
+  command.add_option("--shape", args.shapes,
+                     "Bind an input's shape, e.g. --shape input=1x3x224x224 (repeat for several "
+                     "inputs; a symbolic dimension bound here is bound in every input)");
+  command.add_option("--constant", args.constants,
+                     "Make a graph input a compile-time constant read from a TensorProto file, "
+                     "e.g. --constant shape=shape.pb (for inputs that determine shapes: "
+                     "Reshape's shape, Slice's starts, ...)");
   command.add_option("--disable-pass", options.disabledPasses,
                      "Skip a graph pass (repeatable): " +
                          fmt::format("{}", fmt::join(cgc::passes::passNames(), ", ")));
+  command.add_option("--target", options.target,
+                     "What the generated code is compiled for (default: native, this machine)")
+      ->capture_default_str();
   command.add_flag("-q,--quiet", options.quiet, "No progress lines on stderr");
 }
 
 /// How the model runs: executors, threads, measured costs.
 void addScheduleOptions(CLI::App& command, CompileOptions& options) {
   command.add_option("--executors", options.executors,
-                     "Executors that run independent ops concurrently "
-                     "(default: 1, or the profile's)")
+                     "Executors that run independent ops concurrently (default: 1, or the "
+                     "profile's)")
       ->check(CLI::Range(1, 1024));
   command.add_option("--threads", options.threadsPerExecutor,
-                     "Threads per executor; each op splits over them "
-                     "(default: the cores available divided by the executors, "
-                     "or the profile's)")
+                     "Threads per executor; each op splits over them (default: the profile's, "
+                     "else decided when the model is created: every core the process may use, "
+                     "divided by the executors)")
       ->check(CLI::Range(1, 1024));
   command.add_option("--profile", options.profilePath,
-                     "Profile JSON (cgc run --profile-out, cgc tune): its "
-                     "measured costs drive the schedule, and a tuned profile's "
-                     "executors, threads and per-op thread counts are used "
-                     "unless given here")
+                     "Profile JSON (cgc run --profile-out, cgc tune): its measured costs drive "
+                     "the schedule, and a tuned profile's executors, threads and per-op thread "
+                     "counts are used unless given here")
       ->check(CLI::ExistingFile);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "cgc: an ahead-of-time compiler from ONNX models to specialised C++"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "cgc 0.1.0");
-
-  CompileOptions compileOptions;
-  std::vector<std::string> compileShapes, compileConstants;
-  std::string weightsMode = "embed";
-  CLI::App* compile = app.add_subcommand(
-      "compile", "Compile MODEL into NAME.h, NAME.cpp and NAME.weights.bin");
-  addModelOptions(*compile, compileOptions, compileShapes, compileConstants);
-  addScheduleOptions(*compile, compileOptions);
-  compile->add_option("-o,--output", compileOptions.outDir,
+CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
+  CompileOptions& options = *args.options;
+  CLI::App* compile =
+      app.add_subcommand("compile", "Compile MODEL into NAME.h, NAME.cpp and NAME.weights.bin");
+  addModelOptions(*compile, args);
+  addScheduleOptions(*compile, options);
+  compile->add_option("-o,--output", options.outDir,
                       "Output directory (default: current directory)");
-  compile->add_option("--name", compileOptions.className,
-                      "C++ class name (default: from the file name); the C "
-                      "ABI prefix and file names are its snake_case form");
-  compile->add_option("--namespace", compileOptions.nameSpace,
+  compile->add_option("--name", options.className,
+                      "C++ class name (default: from the file name); the C prefix and file "
+                      "names are its snake_case form");
+  compile->add_option("--namespace", options.nameSpace,
                       "C++ namespace of the class (default: cgc_models)");
   compile->add_option("--weights", weightsMode,
-                      "embed: weights inside the object file (.incbin); "
-                      "file: read NAME.weights.bin at construction")
+                      "embed: weights inside the object file (.incbin); file: read "
+                      "NAME.weights.bin at construction (by default from next to the binary)")
       ->check(CLI::IsMember({"embed", "file"}));
-  compile->add_flag("--verify", compileOptions.verify,
-                    "Parse the generated code with Clang in process and fail "
-                    "on any error or warning");
+  compile->add_flag("--verify", options.verify,
+                    "Parse the generated code with Clang in process and fail on any error or "
+                    "warning");
+  compile->add_option("--print-ir-after", options.printIrAfter,
+                      "Print the IR on stdout after a pass (repeatable; 'all' for every pass)");
+  return compile;
+}
 
-  cgc::commands::RunOptions runOptions;
-  std::vector<std::string> runShapes, runConstants;
-  CLI::App* run = app.add_subcommand(
-      "run", "Compile MODEL, build it with the C++ compiler (cached), run it "
-             "and print its outputs");
-  addModelOptions(*run, runOptions.compile, runShapes, runConstants);
-  addScheduleOptions(*run, runOptions.compile);
-  run->add_option("--inputs", runOptions.inputsDir,
-                  "Directory with input_0.pb, input_1.pb, ... (ONNX test-data "
-                  "layout); inputs not given are filled deterministically");
-  run->add_option("--outputs", runOptions.outputsDir,
-                  "Directory to write output_0.pb, output_1.pb, ... into");
-  run->add_option("--check", runOptions.checkDir,
-                  "Compare the outputs with DIR/output_N.pb (exit 1 if they "
-                  "differ)");
-  run->add_option("--rtol", runOptions.rtol, "Relative tolerance for --check")
+CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run) {
+  CLI::App* command = app.add_subcommand(
+      "run", "Compile MODEL, build it with the C++ compiler (cached), run it and print its "
+             "outputs");
+  addModelOptions(*command, args);
+  addScheduleOptions(*command, run.compile);
+  command->add_option("--inputs", run.inputsDir,
+                      "Directory with input_0.pb, input_1.pb, ... (ONNX test-data layout); "
+                      "every input must be there unless --fill-missing-inputs");
+  command->add_flag("--fill-missing-inputs", run.fillMissingInputs,
+                    "Fill inputs that --inputs lacks (or all, without --inputs) with "
+                    "deterministic data, naming them on stderr");
+  command->add_option("--outputs", run.outputsDir,
+                      "Directory to write output_0.pb, output_1.pb, ... into");
+  command->add_option("--check", run.checkDir,
+                      "Compare the outputs with DIR/output_N.pb (exit 1 if they differ)");
+  command->add_option("--rtol", run.rtol, "Relative tolerance for --check")
       ->capture_default_str();
-  run->add_option("--atol", runOptions.atol, "Absolute tolerance for --check")
+  command->add_option("--atol", run.atol, "Absolute tolerance for --check")
       ->capture_default_str();
-  run->add_option("--bench", runOptions.benchRuns,
-                  "Time N inferences after warm-up; print a JSON line last")
+  command->add_option("--bench", run.benchRuns,
+                      "Time N inferences after warm-up; print a JSON line last")
       ->check(CLI::NonNegativeNumber);
-  run->add_option("--profile-out", runOptions.profileOut,
-                  "Write per-node timings (profile JSON) to this file");
-  run->add_option("--trace", runOptions.traceOut,
-                  "Write a Chrome trace (chrome://tracing, Perfetto)");
-  run->add_flag("--verify", runOptions.compile.verify,
-                "Parse the generated code with Clang before building it");
+  command->add_option("--profile-out", run.profileOut,
+                      "Write per-node timings (profile JSON): of the --bench runs, else of one "
+                      "cold run");
+  command->add_option("--trace", run.traceOut,
+                      "Write a Chrome trace (chrome://tracing, Perfetto): of the --bench runs, "
+                      "else of one cold run");
+  command->add_flag("--verify", run.compile.verify,
+                    "Parse the generated code with Clang before building it");
+  return command;
+}
 
-  cgc::tune::TuneOptions tuneOptions;
-  std::vector<std::string> tuneShapes, tuneConstants;
-  CLI::App* tune = app.add_subcommand(
-      "tune", "Measure executor configurations and per-op thread counts; "
-              "write the fastest as DIR/<model>.profile.json for --profile");
-  addModelOptions(*tune, tuneOptions.compile, tuneShapes, tuneConstants);
-  tune->add_option("-o,--output", tuneOptions.outDir,
-                   "Directory for the profile (default: current directory)");
-  tune->add_option("--inputs", tuneOptions.inputsDir,
-                   "Directory with input_0.pb, ... to time on (default: "
-                   "deterministic data)");
-  tune->add_option("--rounds", tuneOptions.rounds, "Timed rounds per try (median)")
+CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) {
+  CLI::App* command = app.add_subcommand(
+      "tune", "Measure executor configurations and per-op thread counts; write the fastest as "
+              "DIR/<model>.profile.json for --profile");
+  addModelOptions(*command, args);
+  command->add_option("-o,--output", tune.outDir,
+                      "Directory for the profile (default: current directory)");
+  command->add_option("--inputs", tune.inputsDir,
+                      "Directory with input_0.pb, ... to time on (default: deterministic data)");
+  command->add_option("--rounds", tune.rounds, "Timed rounds per try (median)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  tune->add_option("--budget", tuneOptions.budgetSeconds,
-                   "Seconds after which no new try starts")
+  command->add_option("--budget", tune.budgetSeconds, "Seconds after which no new try starts")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  return command;
+}
 
-  CompileOptions inspectOptions;
-  std::vector<std::string> inspectShapes, inspectConstants;
-  bool json = false;
-  CLI::App* inspect = app.add_subcommand(
-      "inspect", "Report MODEL's ops, unsupported nodes and memory plan");
-  addModelOptions(*inspect, inspectOptions, inspectShapes, inspectConstants);
-  inspect->add_flag("--json", json, "Print the report as JSON");
-
+/// Runs the chosen command; CompileError is the user's problem (exit 1),
+/// anything else cgc's (exit 2).
+template <typename F>
+int guarded(F&& command) {
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 1;
-  }
-
-  try {
-    if (*compile) {
-      compileOptions.load.shapes = cgc::commands::parseShapeBindings(compileShapes);
-      compileOptions.load.constantInputs = cgc::commands::parseNamedFiles(compileConstants);
-      compileOptions.embedWeights = weightsMode == "embed";
-      return cgc::commands::compile(compileOptions);
-    }
-    if (*run) {
-      runOptions.compile.load.shapes = cgc::commands::parseShapeBindings(runShapes);
-      runOptions.compile.load.constantInputs = cgc::commands::parseNamedFiles(runConstants);
-      return cgc::commands::run(runOptions);
-    }
-    if (*tune) {
-      tuneOptions.compile.load.shapes = cgc::commands::parseShapeBindings(tuneShapes);
-      tuneOptions.compile.load.constantInputs = cgc::commands::parseNamedFiles(tuneConstants);
-      return cgc::tune::tune(tuneOptions);
-    }
-    inspectOptions.load.shapes = cgc::commands::parseShapeBindings(inspectShapes);
-    inspectOptions.load.constantInputs = cgc::commands::parseNamedFiles(inspectConstants);
-    inspectOptions.quiet = true;
-    return cgc::commands::inspect(inspectOptions, json);
+    return command();
   } catch (const cgc::CompileError& e) {
     std::cerr << e.what() << std::endl;
     return 1;
@@ -173,4 +156,52 @@ int main(int argc, char** argv) {
     std::cerr << "cgc: internal error: " << e.what() << std::endl;
     return 2;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cgc: an ahead-of-time compiler from ONNX models to specialised C++"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "cgc " CGC_VERSION);
+
+  CompileOptions compileOptions, inspectOptions;
+  cgc::commands::RunOptions runOptions;
+  cgc::tune::TuneOptions tuneOptions;
+  ModelArgs compileArgs{&compileOptions}, runArgs{&runOptions.compile},
+      tuneArgs{&tuneOptions.compile}, inspectArgs{&inspectOptions};
+  std::string weightsMode = "embed";
+  bool json = false;
+  CLI::App* compile = addCompile(app, compileArgs, weightsMode);
+  CLI::App* run = addRun(app, runArgs, runOptions);
+  CLI::App* tune = addTune(app, tuneArgs, tuneOptions);
+  CLI::App* inspect = app.add_subcommand(
+      "inspect", "Report MODEL's inputs and outputs, its ops, what cgc cannot compile yet and "
+                 "what to try, and the memory plan");
+  addModelOptions(*inspect, inspectArgs);
+  inspect->add_flag("--json", json, "Print the report as JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  return guarded([&] {
+    if (*compile) {
+      compileArgs.parse();
+      compileOptions.embedWeights = weightsMode == "embed";
+      return cgc::commands::compile(compileOptions);
+    }
+    if (*run) {
+      runArgs.parse();
+      return cgc::commands::run(runOptions);
+    }
+    if (*tune) {
+      tuneArgs.parse();
+      return cgc::tune::tune(tuneOptions);
+    }
+    inspectArgs.parse();
+    inspectOptions.quiet = true;
+    return cgc::commands::inspect(inspectOptions, json);
+  });
 }

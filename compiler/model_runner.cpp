@@ -97,15 +97,18 @@ std::string buildSharedLibrary(const WrittenFiles& files,
 LoadedModel::LoadedModel(const std::string& library, const std::string& prefix) {
   handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) userError({library, "", ""}, "cannot load: {}", dlerror());
-  auto create = symbol<void* (*)()>(handle_, prefix + "_create", library);
+  auto create = symbol<void* (*)(const char*)>(handle_, prefix + "_create", library);
+  auto lastError = symbol<const char* (*)()>(handle_, prefix + "_last_error", library);
   destroy_ = symbol<void (*)(void*)>(handle_, prefix + "_destroy", library);
-  run_ = symbol<void (*)(void*)>(handle_, prefix + "_run", library);
+  run_ = symbol<cgc_status (*)(void*)>(handle_, prefix + "_run", library);
+  error_ = symbol<const char* (*)(const void*)>(handle_, prefix + "_error", library);
   input_ = symbol<void* (*)(void*, int)>(handle_, prefix + "_input", library);
   output_ = symbol<const void* (*)(const void*, int)>(handle_, prefix + "_output", library);
-  setProfiler_ = symbol<void (*)(void*, Profiler*)>(handle_, prefix + "_set_profiler", library);
+  setProfiler_ = symbol<void (*)(void*, void*)>(handle_, prefix + "_set_profiler", library);
   placement_ = symbol<const char* (*)(const void*)>(handle_, prefix + "_placement", library);
   info_ = symbol<const cgc_model_info* (*)()>(handle_, prefix + "_info", library)();
-  instance_ = create();
+  instance_ = create(nullptr);
+  if (!instance_) userError({library, "", ""}, "cannot create the model: {}", lastError());
 }
 
 LoadedModel::~LoadedModel() {

@@ -19,9 +19,11 @@ std::string generatedCodeFlags();
 std::string buildSharedLibrary(const WrittenFiles& files,
                                const CompileOptions& options);
 
-/// A compiled model loaded with dlopen.
+/// A compiled model loaded with dlopen, driven through its C interface.
 class LoadedModel {
  public:
+  /// Creates one instance; CompileError naming the library when the
+  /// library or its create() fails (with create's message).
   LoadedModel(const std::string& library, const std::string& prefix);
   ~LoadedModel();
   LoadedModel(const LoadedModel&) = delete;
@@ -30,7 +32,11 @@ class LoadedModel {
   const cgc_model_info& info() const { return *info_; }
   void* input(int index) { return input_(instance_, index); }
   const void* output(int index) const { return output_(instance_, index); }
-  void run() { run_(instance_); }
+  /// One inference; the status and message of the model's run().
+  Status run() {
+    const cgc_status code = run_(instance_);
+    return code == CGC_OK ? Status() : Status(code, error_(instance_));
+  }
   void setProfiler(Profiler* profiler) { setProfiler_(instance_, profiler); }
   /// Where the instance's threads run (ExecutorPool::describe_placement).
   std::string placement() const { return placement_(instance_); }
@@ -40,10 +46,11 @@ class LoadedModel {
   void* instance_ = nullptr;
   const cgc_model_info* info_ = nullptr;
   void (*destroy_)(void*) = nullptr;
-  void (*run_)(void*) = nullptr;
+  cgc_status (*run_)(void*) = nullptr;
+  const char* (*error_)(const void*) = nullptr;
   void* (*input_)(void*, int) = nullptr;
   const void* (*output_)(const void*, int) = nullptr;
-  void (*setProfiler_)(void*, Profiler*) = nullptr;
+  void (*setProfiler_)(void*, void*) = nullptr;
   const char* (*placement_)(const void*) = nullptr;
 };
 

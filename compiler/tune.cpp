@@ -96,19 +96,20 @@ class Tuner {
     auto model = driver::compileGraph(compile);
     auto built = commands::buildCached(model, compile);
     driver::LoadedModel loaded(built.library, built.prefix);
-    commands::setInputs(model, loaded, options_.inputsDir);
+    commands::setInputs(model, loaded, options_.inputsDir, /*fillMissing=*/options_.inputsDir.empty());
+    const std::string& path0 = compile.modelPath;
 
     auto start = Clock::now();
-    loaded.run();
+    commands::runOnce(loaded, path0);
     double first = msSince(start);
     // Rounds of at least ~20 ms, so sub-millisecond models are not timed
     // at the clock's and the scheduler's resolution.
     int perRound = std::clamp(static_cast<int>(std::ceil(20.0 / std::max(first, 1e-3))), 1, 1000);
-    for (int i = 0; i < std::min(perRound, 3); ++i) loaded.run();
+    for (int i = 0; i < std::min(perRound, 3); ++i) commands::runOnce(loaded, path0);
     std::vector<double> rounds;
     for (int r = 0; r < options_.rounds; ++r) {
       start = Clock::now();
-      for (int i = 0; i < perRound; ++i) loaded.run();
+      for (int i = 0; i < perRound; ++i) commands::runOnce(loaded, path0);
       rounds.push_back(msSince(start) / perRound);
     }
     Measurement m;
@@ -116,7 +117,7 @@ class Tuner {
 
     Profiler profiler;
     loaded.setProfiler(&profiler);
-    for (int i = 0; i < std::max(options_.rounds, 3); ++i) loaded.run();
+    for (int i = 0; i < std::max(options_.rounds, 3); ++i) commands::runOnce(loaded, path0);
     loaded.setProfiler(nullptr);
     std::string path = (work_ / fmt::format("measured_{}.json", ++files_)).string();
     if (!profiler.write_profile(path)) userError({path, "", ""}, "cannot write the profile");

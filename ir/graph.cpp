@@ -6,7 +6,7 @@
 #include <cstring>
 #include <set>
 
-#include "cgc/kernels.h"
+#include "cgc/float16.h"
 
 namespace cgc::ir {
 
@@ -57,8 +57,8 @@ std::vector<Out> convertConstant(const Value& v) {
       const auto* halves = reinterpret_cast<const uint16_t*>(raw);
       for (int64_t i = 0; i < n; ++i)
         out[i] = static_cast<Out>(v.type.dtype == DType::kF16
-                                      ? rt::half_to_float(halves[i])
-                                      : rt::bfloat16_to_float(halves[i]));
+                                      ? half_to_float(halves[i])
+                                      : bfloat16_to_float(halves[i]));
       break;
     }
     default:

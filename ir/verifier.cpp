@@ -5,28 +5,12 @@
 
 #include <functional>
 
-#include "cgc/kernels.h"
+#include "ir/conventions.h"
 
 namespace cgc::ir {
 namespace {
 
-using rt::kChannelBlock;
-
-/// A Conv on weights that pack-conv-weights rearranged (panels or
-/// Winograd's transform): the kernels that take the blocked layout.
-bool isPackedConv(const Node& n) {
-  return n.op == "Conv" && n.getInt("cgc_packed_weights", 0) != 0 && !n.has("cgc_conv_shape");
-}
-
-/// Whether node n reads its input `index` in the channel-blocked layout
-/// where that value has it: a packed Conv's input (x), its residual (input
-/// 3) where its output is blocked too, a GlobalAveragePool's input.
-bool readsBlocked(const Graph& graph, const Node& n, size_t index) {
-  if (n.op == "GlobalAveragePool") return index == 0;
-  if (!isPackedConv(n)) return false;
-  if (index == 3) return graph.value(n.outputs[0]).layout == Layout::kChannelBlocked;
-  return index == 0;
-}
+namespace conv = conventions;
 
 /// A channel-blocked value must be a packed Conv's output of channels in
 /// 16s, never a graph output, and be read only where readsBlocked; a blocked
@@ -37,11 +21,11 @@ void checkLayouts(const Graph& graph, const std::function<void(std::string)>& pr
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       if (n.inputs[i] < 0 || n.inputs[i] >= graph.numValues()) continue;
       const bool blocked = graph.value(n.inputs[i]).layout == Layout::kChannelBlocked;
-      const bool reads = readsBlocked(graph, n, i);
+      const bool reads = conv::mayReadBlocked(graph, n, i);
       if (blocked && !reads)
         problem(fmt::format("node '{}' ({}) reads channel-blocked '{}' as plain", n.name, n.op,
                             graph.value(n.inputs[i]).name));
-      if (!blocked && reads && i == 3)  // a residual follows the output's layout
+      if (!blocked && reads && i == conv::kConvResidual)
         problem(fmt::format("node '{}' writes a channel-blocked output but reads plain residual '{}'",
                             n.name, graph.value(n.inputs[i]).name));
     }
@@ -49,7 +33,8 @@ void checkLayouts(const Graph& graph, const std::function<void(std::string)>& pr
       if (out < 0 || out >= graph.numValues()) continue;
       const Value& v = graph.value(out);
       if (v.layout != Layout::kChannelBlocked) continue;
-      if (!isPackedConv(n) || v.type.rank() < 3 || v.type.shape[1] % kChannelBlock != 0 ||
+      if (!conv::isPackedConv(n) || v.type.rank() < 3 ||
+          v.type.shape[1] % conv::kChannelBlock != 0 ||
           graph.isGraphOutput(out))
         problem(fmt::format("value '{}' ({}) of node '{}' ({}) cannot be channel-blocked", v.name,
                             v.type.str(), n.name, n.op));

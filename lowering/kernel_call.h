@@ -3,96 +3,93 @@
 // One KernelCall describes a call completely (kernel, element type, parameter
 // struct, argument values), so the same description is executed at compile
 // time by the constant folder (evaluate) and printed as C++ by codegen. The
-// two can therefore never disagree about what a node computes.
+// two can therefore never disagree about what a node computes. After the
+// passes the whole graph is lowered once (lowerGraph); the memory plan, the
+// cost model and codegen read those calls.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
-#include "cgc/kernels.h"
 #include "ir/graph.h"
+#include "lowering/kernel_table.h"
 
 namespace cgc::lowering {
 
-enum class Kernel {
-  kView,  // no code: the output aliases the input's storage
-  kUnary,
-  kBinary,
-  kConv,
-  kConvTranspose,
-  kMaxPool,
-  kAvgPool,
-  kGlobalAvgPool,
-  kGemm,
-  kMatMul,
-  kBatchNorm,
-  kSoftmax,
-  kStridedCopy,
-  kConcat,
-  kGather,
-  kCast,
-  kCompare,
-  kWhere,
-  kReduce,
-  kArgReduce,
-  kIndexMap,
-  kRnn,
-  kInstanceNorm,
-  kLayerNorm,
-  kResize,
-};
-
-struct ViewArgs {};
-struct GlobalPoolArgs {
-  int64_t n_c, spatial;
-  bool blocked;  // x channel-blocked (ir::Layout)
-};
-struct ConcatArgs {
-  int64_t outer;
-  std::vector<int64_t> partBytes;
-};
-struct CastArgs {
-  DType from, to;
-  int64_t count;
-};
-
-using KernelParams =
-    std::variant<ViewArgs, rt::UnaryParams, rt::BinaryParams, rt::ConvParams,
-                 rt::PoolParams, GlobalPoolArgs, rt::GemmParams,
-                 rt::MatMulParams, rt::BatchNormParams, rt::SoftmaxParams,
-                 rt::StridedCopyParams, ConcatArgs, rt::GatherParams,
-                 CastArgs, rt::CompareParams, rt::WhereParams,
-                 rt::ReduceParams, rt::ArgParams, rt::IndexMapParams,
-                 rt::RnnParams,
-                 rt::InstanceNormParams, rt::LayerNormParams,
-                 rt::ResizeParams>;
-
 struct KernelCall {
+  KernelCall() = default;
+  KernelCall(Kernel kernel, DType dtype, KernelParams params, std::vector<int> inputs,
+             std::vector<int> outputs)
+      : kernel(kernel),
+        dtype(dtype),
+        params(std::move(params)),
+        inputs(std::move(inputs)),
+        outputs(std::move(outputs)) {}
+
   Kernel kernel = Kernel::kView;
-  DType dtype = DType::kF32;  // template argument of unary/binary
+  DType dtype = DType::kF32;  // the template argument of typed kernels
   KernelParams params;
   std::vector<int> inputs;  // value ids in argument order; -1 passes nullptr
   std::vector<int> outputs;
+  /// The arrays that pointer fields of `params` point to, by field name
+  /// (Concat's part_bytes); codegen prints them as named constants.
+  std::map<std::string, std::vector<int64_t>> arrays;
+
+  template <typename P>
+  const P& get() const {
+    return std::get<P>(params);
+  }
 };
 
-/// Name of the runtime function ("conv2d", "binary<float>", ...).
-std::string kernelFunction(const KernelCall& call);
+/// Why no kernel implements a node: "element type float16 is not supported".
+struct Unsupported {
+  std::string reason;
+};
 
-/// Throws CompileError naming the node when the op, its types or its rank are
-/// not supported.
+using Lowered = std::variant<KernelCall, Unsupported>;
+
+/// The node's kernel call, or why there is none. Never throws for a model
+/// problem; InternalError where a pass broke an invariant.
+Lowered tryLower(const ir::Graph& graph, const ir::Node& node);
+
+/// tryLower, throwing CompileError naming the node when there is no kernel.
 KernelCall lowerNode(const ir::Graph& graph, const ir::Node& node);
 
-/// Whether lowerNode would succeed (for op coverage reports).
-bool isLowerable(const ir::Graph& graph, const ir::Node& node);
+/// Every live node's call, by node id: the graph lowered once, after the
+/// passes.
+class KernelCalls {
+ public:
+  const KernelCall& of(int node) const;
+  bool has(int node) const;
 
-/// Runs a call on host buffers: the constant folder's interpreter.
-void evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
-              const std::vector<void*>& outputs);
+ private:
+  friend KernelCalls lowerGraph(const ir::Graph& graph);
+  std::vector<std::optional<KernelCall>> byNode_;
+};
+
+/// Lowers every live node. A node without a kernel is an internal error:
+/// the import check (checkLowerable) has already reported the model's.
+KernelCalls lowerGraph(const ir::Graph& graph);
+
+/// The import check: every node some kernel implements, or one CompileError
+/// naming the first node without one, its reason, and how many more there
+/// are (by op).
+void checkLowerable(const ir::Graph& graph);
+
+/// Name of the runtime function ("conv", "binary<float>", ...).
+std::string kernelFunction(const KernelCall& call);
+
+/// Runs a call on host buffers (the constant folder's interpreter), with
+/// a serial team. Returns the kernel's status.
+rt::Status evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
+                    const std::vector<void*>& outputs);
 
 /// If every input of the node is a constant, computes its outputs, replaces
 /// them by constants and removes the node. Returns the new constants (one per
-/// output), or nothing when the node was not folded.
+/// output), or nothing when the node was not folded (or has no kernel).
 std::vector<int> foldNode(ir::Graph& graph, int node);
 
 /// Whether the runtime function takes a `const rt::Team&` last and splits its

@@ -177,9 +177,7 @@ class GraphImporter {
     int firstNewNode = graph_.numNodeSlots();
     opImporters().at(node.op_type())(ctx);
     for (int id = firstNewNode; id < graph_.numNodeSlots(); ++id) {
-      const ir::Node& created = graph_.node(id);
-      if (!lowering::isLowerable(graph_, created)) continue;
-      std::vector<int> before = created.outputs;
+      std::vector<int> before = graph_.node(id).outputs;
       std::vector<int> after = lowering::foldNode(graph_, id);
       for (size_t o = 0; o < after.size(); ++o)
         for (int& r : ctx.results)
@@ -332,6 +330,21 @@ class GraphImporter {
 
 int modelOpset(const onnx::ModelProto& model) {
   return defaultOpset(model.opset_import(), 1);
+}
+
+std::string describeUnsupported(const std::vector<UnsupportedNode>& nodes, size_t shown) {
+  std::map<std::string, std::vector<std::string>> byOp;
+  for (const auto& u : nodes)
+    byOp[u.domain.empty() ? u.op : u.domain + "." + u.op].push_back(fmt::format("'{}'", u.node));
+  std::vector<std::string> parts;
+  for (const auto& [op, names] : byOp) {
+    const std::vector<std::string> first(names.begin(),
+                                         names.begin() + std::min(shown, names.size()));
+    parts.push_back(fmt::format("{} {} (node{} {}{})", names.size(), op,
+                                names.size() > 1 ? "s" : "", fmt::join(first, ", "),
+                                names.size() > shown ? ", ..." : ""));
+  }
+  return fmt::format("unsupported op{}: {}", byOp.size() > 1 ? "s" : "", fmt::join(parts, ", "));
 }
 
 std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model) {

@@ -29,6 +29,10 @@ struct UnsupportedNode {
   std::string domain;
 };
 
+/// "unsupported ops: 3 NonZero (nodes 'a', 'b', 'c'), 1 ai.onnx.ml.TreeEnsembleClassifier
+/// (node 't')": per op, its count and the first `shown` node names.
+std::string describeUnsupported(const std::vector<UnsupportedNode>& nodes, size_t shown);
+
 /// The model's version of the default ONNX domain.
 int modelOpset(const onnx::ModelProto& model);
 

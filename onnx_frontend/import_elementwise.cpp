@@ -37,7 +37,7 @@ void importIdentity(OpContext& ctx) {
       ir::TensorType mask = ctx.input(0).type;
       std::vector<double> ones(static_cast<size_t>(mask.numElements()), 1.0);
       std::vector<uint8_t> bytes(mask.bytes());
-      rt::cast(DType::kF64, mask.dtype, mask.numElements(), ones.data(), bytes.data());
+      rt::cast({DType::kF64, mask.dtype, mask.numElements()}, ones.data(), bytes.data());
       ctx.defineConstant(1, mask, std::move(bytes));
       return;
     }
@@ -112,7 +112,7 @@ void importVariadic(OpContext& ctx) {
   if (divide) {
     std::vector<uint8_t> count(dtypeSize(type));
     double n = static_cast<double>(ctx.inputs.size());
-    rt::cast(DType::kF64, type, 1, &n, count.data());
+    rt::cast({DType::kF64, type, 1}, &n, count.data());
     int divisor = ctx.graph.addConstant(ctx.nodeName + "_count", {type, {}},
                                         std::move(count));
     ctx.emit("Div", {acc, divisor}, {{type, shape}});

@@ -319,7 +319,7 @@ void importRange(OpContext& ctx) {
   for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * delta;
   ir::TensorType out{type, {n}};
   std::vector<uint8_t> bytes(out.bytes());
-  rt::cast(DType::kF64, type, n, values.data(), bytes.data());
+  rt::cast({DType::kF64, type, n}, values.data(), bytes.data());
   ctx.defineConstant(0, out, std::move(bytes));
 }
 

@@ -38,16 +38,8 @@ onnx::ModelProto readModel(const std::string& path) {
 void rejectUnsupported(const std::string& path, const onnx::ModelProto& model) {
   auto unsupported = unsupportedNodes(model);
   if (unsupported.empty()) return;
-  std::set<std::string> ops;
-  std::vector<std::string> nodes;
-  for (const auto& u : unsupported) {
-    std::string op = u.domain.empty() ? u.op : u.domain + "." + u.op;
-    ops.insert(op);
-    nodes.push_back(fmt::format("'{}' ({})", u.node, op));
-  }
-  userError({path, "", ""}, "unsupported op{} {}: node{} {}",
-            ops.size() > 1 ? "s" : "", fmt::join(ops, ", "),
-            nodes.size() > 1 ? "s" : "", fmt::join(nodes, ", "));
+  userError({path, "", ""}, "{} (cgc inspect lists them all)",
+            describeUnsupported(unsupported, 3));
 }
 
 std::set<std::string> initializerNames(const onnx::GraphProto& graph) {
@@ -77,13 +69,37 @@ void freezeConstantInputs(const std::string& path, onnx::GraphProto& graph,
   }
 }
 
-/// Writes the --shape bindings into the graph inputs and checks that every
-/// input dimension is then known.
+/// The values --shape gives each symbolic dimension it binds (batch = 1
+/// from --shape input=1x512 where input is [batch, seq]), so that the same
+/// symbol in other inputs is bound too.
+std::map<std::string, int64_t> boundSymbols(const std::string& path, const onnx::GraphProto& graph,
+                                            const std::map<std::string, ir::Shape>& bindings) {
+  std::map<std::string, int64_t> symbols;
+  for (const auto& input : graph.input()) {
+    auto binding = bindings.find(input.name());
+    if (binding == bindings.end() || !input.type().tensor_type().has_shape()) continue;
+    const auto& shape = input.type().tensor_type().shape();
+    for (int d = 0; d < shape.dim_size() && d < static_cast<int>(binding->second.size()); ++d) {
+      const auto& dim = shape.dim(d);
+      if (!dim.has_dim_param() || dim.dim_param().empty()) continue;
+      auto [it, added] = symbols.emplace(dim.dim_param(), binding->second[d]);
+      if (!added && it->second != binding->second[d])
+        userError({path, "", ""}, "--shape binds symbolic dimension '{}' to both {} and {}",
+                  dim.dim_param(), it->second, binding->second[d]);
+    }
+  }
+  return symbols;
+}
+
+/// Writes the --shape bindings into the graph inputs, binds the symbolic
+/// dimensions they name in every other input, and checks that every input
+/// dimension is then known.
 void bindInputShapes(const std::string& path, onnx::GraphProto& graph,
                      const LoadOptions& options) {
   auto initializers = initializerNames(graph);
   std::map<std::string, ir::Shape> bindings(options.shapes.begin(),
                                             options.shapes.end());
+  const std::map<std::string, int64_t> symbols = boundSymbols(path, graph, bindings);
   std::vector<std::string> inputNames;
   std::set<std::string> unbound;
   for (auto& input : *graph.mutable_input()) {
@@ -116,6 +132,10 @@ void bindInputShapes(const std::string& path, onnx::GraphProto& graph,
     if (!tensorType->has_shape())
       userError({path, "", ""}, "input '{}' has no shape; give one with --shape {}=...",
                 input.name(), input.name());
+    for (auto& dim : *shape->mutable_dim()) {
+      auto symbol = dim.has_dim_param() ? symbols.find(dim.dim_param()) : symbols.end();
+      if (symbol != symbols.end()) dim.set_dim_value(symbol->second);
+    }
     for (const auto& dim : shape->dim())
       if (!dim.has_dim_value() || dim.dim_value() < 0)
         unbound.insert(dim.has_dim_param() && !dim.dim_param().empty()
@@ -178,11 +198,31 @@ ir::Shape parseShape(const std::string& text) {
   return shape;
 }
 
+/// "float32[batch,3,224,224]"; "?" for a dimension neither known nor named.
+static std::string describeType(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type()) return "(not a tensor)";
+  const auto& tensor = type.tensor_type();
+  const char* element = dtypeName(static_cast<DType>(tensor.elem_type()));
+  if (!tensor.has_shape()) return fmt::format("{}[unknown rank]", element);
+  std::vector<std::string> dims;
+  for (const auto& dim : tensor.shape().dim())
+    dims.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
+                   : dim.has_dim_param() && !dim.dim_param().empty() ? dim.dim_param()
+                                                                       : "?");
+  return fmt::format("{}[{}]", element, fmt::join(dims, ","));
+}
+
 ModelSummary summarizeModel(const std::string& path) {
   onnx::ModelProto model = readModel(path);
   ModelSummary summary;
   summary.opset = modelOpset(model);
   summary.nodes = model.graph().node_size();
+  const auto initializers = initializerNames(model.graph());
+  for (const auto& input : model.graph().input())
+    if (!initializers.count(input.name()))
+      summary.inputs.push_back({input.name(), describeType(input.type())});
+  for (const auto& output : model.graph().output())
+    summary.outputs.push_back({output.name(), describeType(output.type())});
   for (const auto& node : model.graph().node()) ++summary.opCounts[node.op_type()];
   summary.unsupported = unsupportedNodes(model);
   return summary;

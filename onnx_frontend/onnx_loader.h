@@ -30,8 +30,13 @@ struct LoadOptions {
 ir::Graph loadOnnx(const std::string& path, const LoadOptions& options = {});
 
 struct ModelSummary {
+  struct Tensor {
+    std::string name;
+    std::string type;  // "float32[batch,3,224,224]": symbolic dimensions by name
+  };
   int opset = 0;
   int nodes = 0;
+  std::vector<Tensor> inputs, outputs;  // graph inputs (not initializers), outputs
   std::map<std::string, int> opCounts;  // ONNX op type -> nodes
   std::vector<UnsupportedNode> unsupported;
 };

@@ -21,20 +21,20 @@
 
 #include "cgc/kernels.h"
 #include "lowering/kernel_call.h"
+#include "ir/conventions.h"
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {
 namespace {
 
-constexpr int kResidual = 3;  // the Conv input fuse-epilogues adds
+namespace conv = ir::conventions;
 
 struct ConvSides {
   bool input = false, output = false;  // can read x / write y blocked
 };
 
 ConvSides blockableSides(const ir::Graph& graph, const ir::Node& n) {
-  if (n.op != "Conv" || n.getInt("cgc_packed_weights", 0) == 0 || n.has("cgc_conv_shape"))
-    return {};
+  if (!conv::isPackedConv(n)) return {};
   const auto p = std::get<rt::ConvParams>(lowering::lowerNode(graph, n).params);
   return {rt::convTakesBlockedInput(p), rt::convTakesBlockedOutput(p)};
 }
@@ -57,19 +57,23 @@ bool blockActivations(ir::Graph& graph) {
       const ir::Node& n = graph.node(reader);
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         if (n.inputs[i] != value) continue;
+        // The rule the verifier checks, with this graph's blocked set for
+        // the residual's output and the runtime's word on the Conv's input.
         const bool takes = n.op == "GlobalAveragePool"
                                ? i == 0
-                               : (i == 0 && sides[reader].input) ||
-                                     (i == kResidual && blocked.count(n.outputs[0]));
+                               : conv::isPackedConv(n) &&
+                                     ((i == 0 && sides[reader].input) ||
+                                      (i == conv::kConvResidual && blocked.count(n.outputs[0])));
         if (!takes) return false;
       }
     }
     return true;
   };
   auto residualAgrees = [&](int value) {
-    const ir::Node& conv = graph.node(graph.value(value).producer);
-    return static_cast<int>(conv.inputs.size()) <= kResidual || conv.inputs[kResidual] < 0 ||
-           blocked.count(conv.inputs[kResidual]);
+    const ir::Node& producer = graph.node(graph.value(value).producer);
+    const size_t residual = conv::kConvResidual;
+    return producer.inputs.size() <= residual || producer.inputs[residual] < 0 ||
+           blocked.count(producer.inputs[residual]);
   };
   for (bool dropped = true; dropped;) {
     dropped = false;

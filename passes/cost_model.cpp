@@ -90,16 +90,10 @@ double bytesOf(const ir::Graph& graph, const ir::Node& node) {
   return bytes;
 }
 
-double estimateNode(const ir::Graph& graph, const ir::Node& node) {
-  double flops;
-  try {
-    lowering::KernelCall call = lowering::lowerNode(graph, node);
-    if (call.kernel == lowering::Kernel::kView) return 0.0;
-    flops = flopsOf(graph, node, call);
-  } catch (const CompileError&) {
-    // Not lowerable: codegen reports it; rank it as elementwise meanwhile.
-    flops = bytesOf(graph, node) / 4;
-  }
+double estimateNode(const ir::Graph& graph, const ir::Node& node,
+                    const lowering::KernelCall& call) {
+  if (call.kernel == lowering::Kernel::kView) return 0.0;
+  const double flops = flopsOf(graph, node, call);
   return std::max(flops / kFlopsPerMicro, bytesOf(graph, node) / kBytesPerMicro) +
          kOverheadMicros;
 }
@@ -123,11 +117,12 @@ double parallelSpeedup(int threads) {
   return threads <= 1 ? 1.0 : std::pow(static_cast<double>(threads), 0.8);
 }
 
-CostModel estimateCosts(const ir::Graph& graph) {
+CostModel estimateCosts(const ir::Graph& graph, const lowering::KernelCalls& calls) {
   CostModel costs;
   costs.micros.assign(graph.numNodeSlots(), 0.0);
   costs.threads.assign(graph.numNodeSlots(), 0);
-  for (int id : graph.liveNodes()) costs.micros[id] = estimateNode(graph, graph.node(id));
+  for (int id : graph.liveNodes())
+    costs.micros[id] = estimateNode(graph, graph.node(id), calls.of(id));
   return costs;
 }
 
@@ -145,7 +140,8 @@ std::string graphHash(const ir::Graph& graph) {
   return fmt::format("{:016x}", hash);
 }
 
-CostModel costsFromProfile(const ir::Graph& graph, const std::string& path) {
+CostModel costsFromProfile(const ir::Graph& graph, const lowering::KernelCalls& calls,
+                           const std::string& path) {
   std::ifstream file(path);
   if (!file) profileError(path, "cannot read the profile");
   nlohmann::json profile;
@@ -168,7 +164,7 @@ CostModel costsFromProfile(const ir::Graph& graph, const std::string& path) {
 
   std::map<std::string, int> byName;
   for (int id : graph.liveNodes()) byName[graph.node(id).name] = id;
-  CostModel estimate = estimateCosts(graph);
+  CostModel estimate = estimateCosts(graph, calls);
   CostModel costs = estimate;
   std::vector<bool> present(graph.numNodeSlots(), false);
   for (const auto& entry : profile["nodes"]) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "lowering/kernel_call.h"
 
 namespace cgc::passes {
 
@@ -35,7 +36,7 @@ struct CostModel {
 double parallelSpeedup(int threads);
 
 /// Analytical cost of every live node.
-CostModel estimateCosts(const ir::Graph& graph);
+CostModel estimateCosts(const ir::Graph& graph, const lowering::KernelCalls& calls);
 
 /// 16 hex digits of FNV-1a over "name|op|outputs" of the live nodes in
 /// topological order: identifies the graph a profile was measured on,
@@ -45,6 +46,7 @@ std::string graphHash(const ir::Graph& graph);
 /// Costs from a profile JSON (runtime/src/profiler.cpp write_profile).
 /// Throws CompileError naming the file when it cannot be read or parsed, or
 /// when it was measured on a different graph.
-CostModel costsFromProfile(const ir::Graph& graph, const std::string& path);
+CostModel costsFromProfile(const ir::Graph& graph, const lowering::KernelCalls& calls,
+                           const std::string& path);
 
 }  // namespace cgc::passes

@@ -9,9 +9,7 @@ namespace cgc::passes {
 
 bool foldConstants(ir::Graph& graph) {
   bool changed = false;
-  for (int id : graph.topologicalOrder())
-    if (lowering::isLowerable(graph, graph.node(id)))
-      changed |= !lowering::foldNode(graph, id).empty();
+  for (int id : graph.topologicalOrder()) changed |= !lowering::foldNode(graph, id).empty();
   return changed;
 }
 

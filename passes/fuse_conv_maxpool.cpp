@@ -12,6 +12,7 @@
 // left alone, as the residual is added before the activation.
 #include "cgc/kernels.h"
 #include "lowering/kernel_call.h"
+#include "ir/conventions.h"
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {
@@ -20,8 +21,9 @@ bool fuseConvMaxPool(ir::Graph& graph) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     const ir::Node& conv = graph.node(id);
-    if (conv.dead || conv.op != "Conv" || conv.has("cgc_conv_shape") ||
-        (conv.inputs.size() > 3 && conv.inputs[3] >= 0))
+    if (conv.dead || conv.op != "Conv" || conv.has(ir::conventions::kConvShape) ||
+        (conv.inputs.size() > ir::conventions::kConvResidual &&
+         conv.inputs[ir::conventions::kConvResidual] >= 0))
       continue;
     const int out = conv.outputs[0];
     const auto readers = graph.consumers(out);
@@ -38,8 +40,8 @@ bool fuseConvMaxPool(ir::Graph& graph) {
     const auto& poolParams = std::get<rt::PoolParams>(poolCall.params);
     const int poolId = readers[0], pooled = pool.outputs[0];
     ir::Node& fused = graph.node(id);
-    fused.attrs["cgc_conv_shape"] = graph.value(out).type.shape;
-    fused.attrs["cgc_pool_pads"] = std::vector<int64_t>{poolParams.pad_top, poolParams.pad_left};
+    fused.attrs[ir::conventions::kConvShape] = graph.value(out).type.shape;
+    fused.attrs[ir::conventions::kPoolPads] = std::vector<int64_t>{poolParams.pad_top, poolParams.pad_left};
     graph.removeNode(poolId);
     graph.setNodeOutput(id, 0, pooled);
     changed = true;

@@ -18,6 +18,7 @@
 // no other reader), so making it a Conv input keeps the graph acyclic.
 #include <limits>
 
+#include "ir/conventions.h"
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {
@@ -37,14 +38,15 @@ bool absorbAdd(const ir::Graph& graph, ir::Node& node, int out, int other,
   if (other == out || !(sum == outType)) return false;
   const ir::TensorType& otherType = graph.value(other).type;
   if (node.op == "Conv") {
-    if (node.inputs.size() > 3 && node.inputs[3] >= 0) return false;
+    constexpr size_t kResidual = ir::conventions::kConvResidual;
+    if (node.inputs.size() > kResidual && node.inputs[kResidual] >= 0) return false;
     if (!(otherType == outType)) return false;
-    node.inputs.resize(4, -1);
-    node.inputs[3] = other;
+    node.inputs.resize(kResidual + 1, -1);
+    node.inputs[kResidual] = other;
     return true;
   }
   if (node.op == "MatMul") {
-    if (node.inputs.size() > 2 || outType.shape.empty()) return false;
+    if (node.inputs.size() > ir::conventions::kMatMulBias || outType.shape.empty()) return false;
     if (!graph.value(other).isConstant() || otherType.dtype != DType::kF32 ||
         otherType.shape != ir::Shape{outType.shape.back()})
       return false;
@@ -63,13 +65,13 @@ bool fuseNext(ir::Graph& graph, int id) {
   if (readers.size() != 1 || graph.isGraphOutput(out)) return false;
   const int nextId = readers[0];
   ir::Node& next = graph.node(nextId);
-  if (node.has("cgc_activation")) return false;  // nothing fuses after it
+  if (node.has(ir::conventions::kActivation)) return false;  // nothing fuses after it
   if (next.op == "Relu" && next.inputs.size() == 1) {
-    node.attrs["cgc_activation"] = std::string("Relu");
+    node.attrs[ir::conventions::kActivation] = std::string("Relu");
   } else if (next.op == "Clip" && next.numPresentInputs() == 1) {
-    node.attrs["cgc_activation"] = std::string("Clip");
-    node.attrs["cgc_act_min"] = next.getFloat("min", -std::numeric_limits<double>::infinity());
-    node.attrs["cgc_act_max"] = next.getFloat("max", std::numeric_limits<double>::infinity());
+    node.attrs[ir::conventions::kActivation] = std::string("Clip");
+    node.attrs[ir::conventions::kActivationMin] = next.getFloat("min", -std::numeric_limits<double>::infinity());
+    node.attrs[ir::conventions::kActivationMax] = next.getFloat("max", std::numeric_limits<double>::infinity());
   } else if (next.op == "Add" && next.inputs.size() == 2) {
     const int other = next.inputs[0] == out ? next.inputs[1] : next.inputs[0];
     if (!absorbAdd(graph, node, out, other, graph.value(next.outputs[0]).type))

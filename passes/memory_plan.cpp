@@ -44,8 +44,12 @@ struct Accesses {
     const ir::Value& v = graph.value(value);
     if (v.producer >= 0) nodes.push_back(v.producer);
     nodes.insert(nodes.end(), readers[value].begin(), readers[value].end());
-    atEntry |= v.kind == ir::ValueKind::kInput;
-    atExit |= graph.isGraphOutput(value);
+    // The caller writes a graph input before run() and may call run()
+    // again without rewriting it, so it is live from entry to exit; an
+    // output is read by the caller after run().
+    const bool input = v.kind == ir::ValueKind::kInput;
+    atEntry |= input;
+    atExit |= input || graph.isGraphOutput(value);
   }
   /// Every access of *this happens-before every access of `later`.
   bool before(const Accesses& later, const HappensBefore& hb) const {
@@ -71,309 +75,406 @@ struct ConcatParts {
   std::vector<int64_t> offset;
 };
 
-ConcatParts concatParts(const ir::Graph& graph, const std::vector<int>& order) {
+ConcatParts concatParts(const ir::Graph& graph, const lowering::KernelCalls& calls,
+                        const std::vector<int>& order) {
   ConcatParts parts{std::vector<int>(graph.numValues(), -1),
                     std::vector<int64_t>(graph.numValues(), 0)};
   for (int id : order) {
     const ir::Node& node = graph.node(id);
-    if (node.op != "Concat") continue;
-    const lowering::KernelCall call = lowering::lowerNode(graph, node);
-    const auto& args = std::get<lowering::ConcatArgs>(call.params);
-    bool eligible = args.outer == 1;
+    const lowering::KernelCall& call = calls.of(id);
+    if (call.kernel != lowering::Kernel::kConcat) continue;
+    const auto& partBytes = call.arrays.at("part_bytes");
+    bool eligible = call.get<rt::ConcatParams>().outer == 1;
     for (size_t i = 0; i < node.inputs.size() && eligible; ++i) {
       const int in = node.inputs[i];
       const int producer = in >= 0 ? graph.value(in).producer : -1;
       eligible = producer >= 0 && !graph.isGraphOutput(in) && parts.output[in] < 0 &&
                  std::count(node.inputs.begin(), node.inputs.end(), in) == 1 &&
-                 graph.node(producer).op != "Concat" &&
-                 lowering::lowerNode(graph, graph.node(producer)).kernel != lowering::Kernel::kView;
+                 calls.of(producer).kernel != lowering::Kernel::kConcat &&
+                 calls.of(producer).kernel != lowering::Kernel::kView;
     }
     if (!eligible) continue;
     int64_t offset = 0;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       parts.output[node.inputs[i]] = node.outputs[0];
       parts.offset[node.inputs[i]] = offset;
-      offset += args.partBytes[i];
+      offset += partBytes[i];
     }
   }
   return parts;
 }
 
-}  // namespace
-
-bool MemoryPlan::concatInPlace(const ir::Graph& graph, const ir::Node& node) const {
-  if (node.op != "Concat" || !hasStorage(node.outputs[0])) return false;
-  const lowering::KernelCall call = lowering::lowerNode(graph, node);
-  const auto& args = std::get<lowering::ConcatArgs>(call.params);
-  if (args.outer != 1) return false;
-  int64_t at = offsetOf(node.outputs[0]);
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    const int in = node.inputs[i];
-    if (in < 0 || !hasStorage(in) || bufferOf[in] != bufferOf[node.outputs[0]] ||
-        offsetOf(in) != at)
+/// Whether every input of Concat `node` lies in its slice of the output.
+bool inputsInSlices(const lowering::KernelCall& call, const MemoryPlan& plan) {
+  if (call.kernel != lowering::Kernel::kConcat || !plan.hasStorage(call.outputs[0])) return false;
+  const auto& partBytes = call.arrays.at("part_bytes");
+  if (call.get<rt::ConcatParams>().outer != 1) return false;
+  int64_t at = plan.offsetOf(call.outputs[0]);
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
+    const int in = call.inputs[i];
+    if (in < 0 || !plan.hasStorage(in) || plan.bufferOf[in] != plan.bufferOf[call.outputs[0]] ||
+        plan.offsetOf(in) != at)
       return false;
-    at += args.partBytes[i];
+    at += partBytes[i];
   }
   return true;
 }
 
-MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule) {
-  HappensBefore hb(graph, schedule);
-  CGC_ASSERT(hb.order().size() == graph.liveNodes().size(),
-             "planning memory for a schedule that misses nodes");
-  auto readers = readersByValue(graph);
-  const int steps = static_cast<int>(hb.order().size());
-  auto stepOf = [&](int node) { return hb.position(node); };
-  MemoryPlan plan;
-  plan.bufferOf.assign(graph.numValues(), -1);
-  plan.offsetInBuffer.assign(graph.numValues(), 0);
-  const ConcatParts parts = concatParts(graph, hb.order());
-  std::vector<bool> pinned;  // buffer holds a graph input or output
-  std::vector<Accesses> access;
-  std::vector<std::vector<int>> writers;  // per buffer; -1 for graph inputs
+/// Builds a MemoryPlan: first which values share a buffer (assign: views,
+/// in-place ops, Concat slices), then where each buffer lies (place:
+/// largest first, beside every buffer it may be live with).
+class Planner {
+ public:
+  Planner(const ir::Graph& graph, const lowering::KernelCalls& calls, const Schedule& schedule)
+      : graph_(graph), calls_(calls), hb_(graph, schedule), readers_(readersByValue(graph)) {
+    CGC_ASSERT(hb_.order().size() == graph.liveNodes().size(),
+               "planning memory for a schedule that misses nodes");
+    plan_.bufferOf.assign(graph.numValues(), -1);
+    plan_.offsetInBuffer.assign(graph.numValues(), 0);
+    plan_.concatInPlace.assign(graph.numNodeSlots(), false);
+  }
 
-  auto touch = [&](int buffer, int value) {
-    access[buffer].add(graph, readers, value);
-    auto& b = plan.buffers[buffer];
-    for (int n : access[buffer].nodes) b.lastStep = std::max(b.lastStep, stepOf(n));
-    if (access[buffer].atExit) b.lastStep = steps;
-  };
-  auto newBuffer = [&](int value) {
-    int producer = graph.value(value).producer;
-    plan.buffers.push_back({0, graph.value(value).type.bytes(),
-                            producer >= 0 ? stepOf(producer) : -1, -1, {value}});
-    pinned.push_back(graph.value(value).kind == ir::ValueKind::kInput ||
-                     graph.isGraphOutput(value));
-    access.emplace_back();
-    writers.push_back({producer});
-    plan.bytesWithoutReuse += alignUp(graph.value(value).type.bytes());
-    plan.bufferOf[value] = static_cast<int>(plan.buffers.size()) - 1;
-    touch(plan.bufferOf[value], value);
-    return plan.bufferOf[value];
-  };
-  auto join = [&](int buffer, int value) {
-    auto& b = plan.buffers[buffer];
+  MemoryPlan run() {
+    assign();
+    place();
+    for (int id : hb_.order())
+      plan_.concatInPlace[id] = inputsInSlices(calls_.of(id), plan_);
+    return std::move(plan_);
+  }
+
+ private:
+  void touch(int buffer, int value) {
+    access_[buffer].add(graph_, readers_, value);
+    auto& b = plan_.buffers[buffer];
+    for (int n : access_[buffer].nodes) b.lastStep = std::max(b.lastStep, hb_.position(n));
+    if (access_[buffer].atExit) b.lastStep = static_cast<int>(hb_.order().size());
+  }
+
+  int newBuffer(int value) {
+    const ir::Value& v = graph_.value(value);
+    plan_.buffers.push_back(
+        {0, v.type.bytes(), v.producer >= 0 ? hb_.position(v.producer) : -1, -1, {value}});
+    pinned_.push_back(v.kind == ir::ValueKind::kInput || graph_.isGraphOutput(value));
+    access_.emplace_back();
+    writers_.push_back({v.producer});
+    plan_.bytesWithoutReuse += alignUp(v.type.bytes());
+    plan_.bufferOf[value] = static_cast<int>(plan_.buffers.size()) - 1;
+    touch(plan_.bufferOf[value], value);
+    return plan_.bufferOf[value];
+  }
+
+  void join(int buffer, int value) {
+    auto& b = plan_.buffers[buffer];
     b.values.push_back(value);
-    b.bytes = std::max(b.bytes, graph.value(value).type.bytes());
-    if (graph.isGraphOutput(value)) pinned[buffer] = true;
-    plan.bufferOf[value] = buffer;
-    writers[buffer].push_back(graph.value(value).producer);
+    b.bytes = std::max(b.bytes, graph_.value(value).type.bytes());
+    if (graph_.isGraphOutput(value)) pinned_[buffer] = true;
+    plan_.bufferOf[value] = buffer;
+    writers_[buffer].push_back(graph_.value(value).producer);
     touch(buffer, value);
-  };
-  // The first part of a Concat to be computed brings the buffer of the whole
-  // output, and every part takes its slice: all their accesses count from
-  // then on, so nothing reuses a slice before the Concat's readers are done.
-  auto placeConcat = [&](int output, int step) {
+  }
+
+  /// The first part of a Concat to be computed brings the buffer of the
+  /// whole output, and every part takes its slice: all their accesses count
+  /// from then on, so nothing reuses a slice before the Concat's readers
+  /// are done.
+  void placeConcat(int output, int step, const ConcatParts& parts) {
     const int buffer = newBuffer(output);
-    plan.buffers[buffer].firstStep = step;
-    for (int part : graph.node(graph.value(output).producer).inputs) {
+    plan_.buffers[buffer].firstStep = step;
+    for (int part : graph_.node(graph_.value(output).producer).inputs) {
       join(buffer, part);
-      plan.offsetInBuffer[part] = parts.offset[part];
-      plan.bytesWithoutReuse += alignUp(graph.value(part).type.bytes());
+      plan_.offsetInBuffer[part] = parts.offset[part];
+      plan_.bytesWithoutReuse += alignUp(graph_.value(part).type.bytes());
     }
-  };
+  }
 
-  for (int in : graph.inputs) newBuffer(in);
-  for (int id : hb.order()) {
-    const ir::Node& node = graph.node(id);
-    lowering::KernelCall call = lowering::lowerNode(graph, node);
-    int out = node.outputs[0];
-    if (call.kernel == lowering::Kernel::kView &&
-        plan.bufferOf[node.inputs[0]] >= 0) {
-      join(plan.bufferOf[node.inputs[0]], out);
-      plan.offsetInBuffer[out] = plan.offsetInBuffer[node.inputs[0]];
-      continue;
+  /// The buffer of an input `id` may write in place over, or -1: only as
+  /// the last access of that buffer (everything else touching it
+  /// happens-before the node), and never over the caller's tensors.
+  std::pair<int, int> inPlaceCandidate(int id, const lowering::KernelCall& call) {
+    if (!lowering::mayRunInPlace(call)) return {-1, -1};
+    const ir::Node& node = graph_.node(id);
+    const ir::TensorType& outType = graph_.value(node.outputs[0]).type;
+    const size_t candidates = call.kernel == lowering::Kernel::kBinary ? 2 : 1;
+    for (size_t i = 0; i < candidates; ++i) {
+      const int in = node.inputs[i];
+      const int buffer = in >= 0 ? plan_.bufferOf[in] : -1;
+      if (buffer < 0 || pinned_[buffer]) continue;
+      const ir::TensorType& inType = graph_.value(in).type;
+      if (inType.bytes() != outType.bytes() || dtypeSize(inType.dtype) != dtypeSize(outType.dtype))
+        continue;
+      const auto& nodes = access_[buffer].nodes;
+      if (std::all_of(nodes.begin(), nodes.end(),
+                      [&](int a) { return a == id || hb_.before(a, id); }))
+        return {buffer, in};
     }
-    for (int o : node.outputs)
-      if (o >= 0 && parts.output[o] >= 0 && plan.bufferOf[o] < 0)
-        placeConcat(parts.output[o], stepOf(id));
-    if (plan.bufferOf[out] >= 0) continue;  // a Concat's part or output, placed
-    // In place only as the last access of the input's buffer: everything
-    // else touching it happens-before this node.
-    int reuse = -1, reusedInput = -1;
-    if (lowering::mayRunInPlace(call)) {
-      size_t candidates = call.kernel == lowering::Kernel::kBinary ? 2 : 1;
-      for (size_t i = 0; i < candidates && reuse < 0; ++i) {
-        int in = node.inputs[i];
-        int buffer = in >= 0 ? plan.bufferOf[in] : -1;
-        if (buffer < 0 || pinned[buffer]) continue;
-        const ir::TensorType& inType = graph.value(in).type;
-        if (inType.bytes() != graph.value(out).type.bytes() ||
-            dtypeSize(inType.dtype) != dtypeSize(graph.value(out).type.dtype))
-          continue;
-        const auto& nodes = access[buffer].nodes;
-        if (std::all_of(nodes.begin(), nodes.end(),
-                        [&](int a) { return a == id || hb.before(a, id); })) {
-          reuse = buffer;
-          reusedInput = in;
-        }
+    return {-1, -1};
+  }
+
+  void assign() {
+    const ConcatParts parts = concatParts(graph_, calls_, hb_.order());
+    for (int in : graph_.inputs) newBuffer(in);
+    for (int id : hb_.order()) {
+      const ir::Node& node = graph_.node(id);
+      const lowering::KernelCall& call = calls_.of(id);
+      const int out = node.outputs[0];
+      if (call.kernel == lowering::Kernel::kView && plan_.bufferOf[node.inputs[0]] >= 0) {
+        join(plan_.bufferOf[node.inputs[0]], out);
+        plan_.offsetInBuffer[out] = plan_.offsetInBuffer[node.inputs[0]];
+        continue;
       }
+      for (int o : node.outputs)
+        if (o >= 0 && parts.output[o] >= 0 && plan_.bufferOf[o] < 0)
+          placeConcat(parts.output[o], hb_.position(id), parts);
+      if (plan_.bufferOf[out] >= 0) continue;  // a Concat's part or output, placed
+      if (auto [buffer, input] = inPlaceCandidate(id, call); buffer >= 0) {
+        join(buffer, out);
+        plan_.offsetInBuffer[out] = plan_.offsetInBuffer[input];
+        plan_.bytesWithoutReuse += alignUp(graph_.value(out).type.bytes());
+        ++plan_.inPlaceNodes;
+      } else {
+        newBuffer(out);
+      }
+      for (size_t o = 1; o < node.outputs.size(); ++o)
+        if (node.outputs[o] >= 0 && plan_.bufferOf[node.outputs[o]] < 0)
+          newBuffer(node.outputs[o]);
     }
-    if (reuse >= 0) {
-      join(reuse, out);
-      plan.offsetInBuffer[out] = plan.offsetInBuffer[reusedInput];
-      plan.bytesWithoutReuse += alignUp(graph.value(out).type.bytes());
-      ++plan.inPlaceNodes;
-    } else {
-      newBuffer(out);
-    }
-    for (size_t o = 1; o < node.outputs.size(); ++o)
-      if (node.outputs[o] >= 0 && plan.bufferOf[node.outputs[o]] < 0)
-        newBuffer(node.outputs[o]);
   }
 
-  // Buffer A precedes buffer B when all of A's accesses happen-before each
-  // of B's writers (everything else in B descends from one of them).
-  auto precedes = [&](int a, int b) {
-    if (access[a].atExit) return false;
-    const auto& nodes = access[a].nodes;
-    return std::all_of(writers[b].begin(), writers[b].end(), [&](int writer) {
+  /// Buffer A precedes buffer B when all of A's accesses happen-before each
+  /// of B's writers (everything else in B descends from one of them).
+  bool precedes(int a, int b) const {
+    if (access_[a].atExit) return false;
+    const auto& nodes = access_[a].nodes;
+    return std::all_of(writers_[b].begin(), writers_[b].end(), [&](int writer) {
       return writer >= 0 && std::all_of(nodes.begin(), nodes.end(),
-                                         [&](int n) { return hb.before(n, writer); });
+                                         [&](int n) { return hb_.before(n, writer); });
     });
-  };
-  std::vector<int> bySize(plan.buffers.size());
-  for (size_t i = 0; i < bySize.size(); ++i) bySize[i] = static_cast<int>(i);
-  std::stable_sort(bySize.begin(), bySize.end(), [&](int a, int b) {
-    return plan.buffers[a].bytes > plan.buffers[b].bytes;
-  });
-  std::vector<int> placed;
-  for (int index : bySize) {
-    MemoryPlan::Buffer& buffer = plan.buffers[index];
-    std::vector<std::pair<int64_t, int64_t>> busy;
-    for (int other : placed) {
-      const auto& o = plan.buffers[other];
-      if (!precedes(index, other) && !precedes(other, index))
-        busy.push_back({o.offset, o.offset + alignUp(o.bytes)});
-    }
-    std::sort(busy.begin(), busy.end());
-    int64_t offset = 0;
-    for (auto [begin, end] : busy) {
-      if (offset + alignUp(buffer.bytes) <= begin) break;
-      offset = std::max(offset, end);
-    }
-    buffer.offset = offset;
-    plan.arenaBytes = std::max(plan.arenaBytes, offset + alignUp(buffer.bytes));
-    placed.push_back(index);
   }
-  return plan;
+
+  /// Largest first, each at the lowest offset clear of every placed buffer
+  /// it is not ordered with.
+  void place() {
+    std::vector<int> bySize(plan_.buffers.size());
+    for (size_t i = 0; i < bySize.size(); ++i) bySize[i] = static_cast<int>(i);
+    std::stable_sort(bySize.begin(), bySize.end(), [&](int a, int b) {
+      return plan_.buffers[a].bytes > plan_.buffers[b].bytes;
+    });
+    std::vector<int> placed;
+    for (int index : bySize) {
+      MemoryPlan::Buffer& buffer = plan_.buffers[index];
+      std::vector<std::pair<int64_t, int64_t>> busy;
+      for (int other : placed) {
+        const auto& o = plan_.buffers[other];
+        if (!precedes(index, other) && !precedes(other, index))
+          busy.push_back({o.offset, o.offset + alignUp(o.bytes)});
+      }
+      std::sort(busy.begin(), busy.end());
+      int64_t offset = 0;
+      for (auto [begin, end] : busy) {
+        if (offset + alignUp(buffer.bytes) <= begin) break;
+        offset = std::max(offset, end);
+      }
+      buffer.offset = offset;
+      plan_.arenaBytes = std::max(plan_.arenaBytes, offset + alignUp(buffer.bytes));
+      placed.push_back(index);
+    }
+  }
+
+  const ir::Graph& graph_;
+  const lowering::KernelCalls& calls_;
+  HappensBefore hb_;
+  std::vector<std::vector<int>> readers_;
+  MemoryPlan plan_;
+  std::vector<bool> pinned_;  // buffer holds a graph input or output
+  std::vector<Accesses> access_;
+  std::vector<std::vector<int>> writers_;  // per buffer; -1 for graph inputs
+};
+
+}  // namespace
+
+MemoryPlan planMemory(const ir::Graph& graph, const lowering::KernelCalls& calls,
+                      const Schedule& schedule) {
+  return Planner(graph, calls, schedule).run();
 }
 
-void verifyMemoryPlan(const ir::Graph& graph, const Schedule& schedule,
-                      const MemoryPlan& plan) {
-  HappensBefore hb(graph, schedule);
-  CGC_ASSERT(hb.order().size() == graph.liveNodes().size(),
-             "verifying memory for a schedule that misses nodes");
-  auto readers = readersByValue(graph);
-  std::vector<std::string> problems;
-  auto name = [&](int v) { return graph.value(v).name; };
+namespace {
 
-  // Graph inputs, then every output in happens-before order (producers
-  // before consumers, which the alias roots below rely on).
-  std::vector<int> needed(graph.inputs.begin(), graph.inputs.end());
-  for (int id : hb.order())
-    for (int out : graph.node(id).outputs)
-      if (out >= 0) needed.push_back(out);
-  for (int v : needed) {
-    int b = plan.bufferOf.at(v);
-    if (b < 0) {
-      problems.push_back(fmt::format("'{}' has no storage", name(v)));
-      continue;
-    }
-    const auto& buffer = plan.buffers[b];
-    if (plan.offsetInBuffer.at(v) < 0 ||
-        plan.offsetInBuffer[v] + graph.value(v).type.bytes() > buffer.bytes ||
-        buffer.offset % MemoryPlan::kAlignment != 0 ||
-        buffer.offset + buffer.bytes > plan.arenaBytes)
-      problems.push_back(fmt::format("'{}' does not fit its buffer in the arena",
-                                     name(v)));
+/// The checks of verifyMemoryPlan, each recomputing what it needs from the
+/// graph, the calls and the schedule (never from the planner's state).
+class PlanVerifier {
+ public:
+  PlanVerifier(const ir::Graph& graph, const lowering::KernelCalls& calls,
+               const Schedule& schedule, const MemoryPlan& plan)
+      : graph_(graph), calls_(calls), plan_(plan), hb_(graph, schedule),
+        readers_(readersByValue(graph)) {
+    CGC_ASSERT(hb_.order().size() == graph.liveNodes().size(),
+               "verifying memory for a schedule that misses nodes");
+    // Graph inputs, then every output in happens-before order (producers
+    // before consumers, which the alias roots below rely on).
+    needed_.assign(graph.inputs.begin(), graph.inputs.end());
+    for (int id : hb_.order())
+      for (int out : graph.node(id).outputs)
+        if (out >= 0) needed_.push_back(out);
   }
 
-  // Buffers overlapping in memory must be ordered in time, from scratch.
-  std::vector<Accesses> access(plan.buffers.size());
-  for (int v : needed)
-    if (plan.bufferOf[v] >= 0) access[plan.bufferOf[v]].add(graph, readers, v);
-  for (size_t a = 0; a < plan.buffers.size(); ++a)
-    for (size_t b = a + 1; b < plan.buffers.size(); ++b) {
-      const auto& x = plan.buffers[a];
-      const auto& y = plan.buffers[b];
-      bool sameBytes = x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
-      if (sameBytes && x.bytes > 0 && y.bytes > 0 && !x.values.empty() &&
-          !y.values.empty() && access[a].mayOverlap(access[b], hb))
-        problems.push_back(fmt::format(
-            "buffers of '{}' and '{}' overlap in memory and may be live at the "
-            "same time",
-            name(x.values[0]), name(y.values[0])));
-    }
+  std::vector<std::string> run() {
+    checkStorage();
+    checkInputsUntouched();
+    checkOverlaps();
+    checkConcats();
+    checkWriters();
+    return std::move(problems_);
+  }
 
-  // Within a buffer: writers of overlapping bytes are ordered, and a writer
-  // follows every read of the earlier writer's data (views and in-place
-  // Concats, which alias the values they read, read it too), or is the last
-  // such read itself when it runs in place.
-  std::map<int, std::vector<int>> writers;  // buffer -> written values
-  std::vector<std::vector<int>> roots(graph.numValues());  // alias -> written values
-  for (int v : needed) {
-    int producer = graph.value(v).producer;
-    const ir::Node* node = producer >= 0 ? &graph.node(producer) : nullptr;
-    bool isView = node && node->op == "Reshape" &&
-                  plan.bufferOf[node->inputs[0]] == plan.bufferOf[v] &&
-                  plan.offsetInBuffer[node->inputs[0]] == plan.offsetInBuffer[v];
-    if (isView || (node && plan.concatInPlace(graph, *node))) {
-      for (int in : node->inputs)
-        roots[v].insert(roots[v].end(), roots[in].begin(), roots[in].end());
-    } else {
-      roots[v] = {v};
-      if (plan.bufferOf[v] >= 0) writers[plan.bufferOf[v]].push_back(v);
+ private:
+  const std::string& name(int v) const { return graph_.value(v).name; }
+
+  template <typename... Args>
+  void problem(fmt::format_string<Args...> format, Args&&... args) {
+    problems_.push_back(fmt::format(format, std::forward<Args>(args)...));
+  }
+
+  void checkStorage() {
+    for (int v : needed_) {
+      const int b = plan_.bufferOf.at(v);
+      if (b < 0) {
+        problem("'{}' has no storage", name(v));
+        continue;
+      }
+      const auto& buffer = plan_.buffers[b];
+      if (plan_.offsetInBuffer.at(v) < 0 ||
+          plan_.offsetInBuffer[v] + graph_.value(v).type.bytes() > buffer.bytes ||
+          buffer.offset % MemoryPlan::kAlignment != 0 ||
+          buffer.offset + buffer.bytes > plan_.arenaBytes)
+        problem("'{}' does not fit its buffer in the arena", name(v));
     }
   }
-  std::vector<std::vector<int>> touchedBy(graph.numValues());  // root -> nodes
-  std::vector<bool> pinned(graph.numValues(), false);
-  for (int v : needed) {
-    int producer = graph.value(v).producer;
-    for (int root : roots[v]) {
-      if (producer >= 0) touchedBy[root].push_back(producer);
-      touchedBy[root].insert(touchedBy[root].end(), readers[v].begin(), readers[v].end());
-      if (graph.isGraphOutput(v) || graph.value(v).kind == ir::ValueKind::kInput)
-        pinned[root] = true;
+
+  /// Graph inputs belong to the caller, who may call run() again without
+  /// rewriting them: no other buffer may share their bytes at any time.
+  void checkInputsUntouched() {
+    for (int in : graph_.inputs) {
+      const int b = plan_.bufferOf.at(in);
+      if (b < 0) continue;
+      const auto& mine = plan_.buffers[b];
+      for (size_t o = 0; o < plan_.buffers.size(); ++o) {
+        const auto& other = plan_.buffers[o];
+        if (static_cast<int>(o) == b || other.values.empty() || other.bytes == 0) continue;
+        if (other.offset < mine.offset + mine.bytes && mine.offset < other.offset + other.bytes)
+          problem("graph input '{}' shares bytes with '{}', which run() writes", name(in),
+                  name(other.values[0]));
+      }
     }
   }
-  auto writeStep = [&](int v) {
-    int p = graph.value(v).producer;
-    return p >= 0 ? hb.position(p) : -1;
-  };
-  auto overlap = [&](int a, int b) {
-    const int64_t a0 = plan.offsetInBuffer[a], b0 = plan.offsetInBuffer[b];
-    return a0 < b0 + graph.value(b).type.bytes() && b0 < a0 + graph.value(a).type.bytes();
-  };
-  for (auto& [buffer, values] : writers) {
-    std::sort(values.begin(), values.end(),
-              [&](int a, int b) { return writeStep(a) < writeStep(b); });
-    for (size_t j = 1; j < values.size(); ++j)
-      for (size_t i = 0; i < j; ++i) {
-        int before = values[i], after = values[j];
-        if (!overlap(before, after)) continue;  // a Concat's other parts
-        int writer = graph.value(after).producer;
-        bool ok = !pinned[before] && writer >= 0;
-        bool inPlace = false;
-        for (size_t k = 0; ok && k < touchedBy[before].size(); ++k) {
-          int n = touchedBy[before][k];
-          if (n == writer)
-            inPlace = true;
-          else
-            ok = hb.before(n, writer);
-        }
-        if (ok && inPlace)
-          ok = lowering::mayRunInPlace(lowering::lowerNode(graph, graph.node(writer)));
-        if (!ok)
-          problems.push_back(fmt::format("'{}' overwrites '{}' while it is still "
-                                         "needed",
-                                         name(after), name(before)));
+
+  /// Buffers overlapping in memory must be ordered in time, from scratch.
+  void checkOverlaps() {
+    std::vector<Accesses> access(plan_.buffers.size());
+    for (int v : needed_)
+      if (plan_.bufferOf[v] >= 0) access[plan_.bufferOf[v]].add(graph_, readers_, v);
+    for (size_t a = 0; a < plan_.buffers.size(); ++a)
+      for (size_t b = a + 1; b < plan_.buffers.size(); ++b) {
+        const auto& x = plan_.buffers[a];
+        const auto& y = plan_.buffers[b];
+        const bool sameBytes = x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
+        if (sameBytes && x.bytes > 0 && y.bytes > 0 && !x.values.empty() && !y.values.empty() &&
+            access[a].mayOverlap(access[b], hb_))
+          problem("buffers of '{}' and '{}' overlap in memory and may be live at the same time",
+                  name(x.values[0]), name(y.values[0]));
       }
   }
+
+  void checkConcats() {
+    for (int id : hb_.order())
+      if (plan_.copiesNothing(id) && !inputsInSlices(calls_.of(id), plan_))
+        problem("Concat '{}' copies nothing but its inputs are not in their slices",
+                graph_.node(id).name);
+  }
+
+  /// The values whose bytes each value is (a view or a Concat that copies
+  /// nothing aliases the values it reads), and the written values by buffer.
+  void findRoots(std::vector<std::vector<int>>& roots,
+                 std::map<int, std::vector<int>>& writers) const {
+    for (int v : needed_) {
+      const int producer = graph_.value(v).producer;
+      const ir::Node* node = producer >= 0 ? &graph_.node(producer) : nullptr;
+      const bool isView = node && calls_.of(producer).kernel == lowering::Kernel::kView &&
+                          plan_.bufferOf[node->inputs[0]] == plan_.bufferOf[v] &&
+                          plan_.offsetInBuffer[node->inputs[0]] == plan_.offsetInBuffer[v];
+      if (isView || (node && plan_.copiesNothing(producer))) {
+        for (int in : node->inputs)
+          roots[v].insert(roots[v].end(), roots[in].begin(), roots[in].end());
+      } else {
+        roots[v] = {v};
+        if (plan_.bufferOf[v] >= 0) writers[plan_.bufferOf[v]].push_back(v);
+      }
+    }
+  }
+
+  /// Within a buffer: writers of overlapping bytes are ordered, and a writer
+  /// follows every read of the earlier writer's data (views and in-place
+  /// Concats read it too), or is the last such read itself when it runs in
+  /// place.
+  void checkWriters() {
+    std::map<int, std::vector<int>> writers;  // buffer -> written values
+    std::vector<std::vector<int>> roots(graph_.numValues());
+    findRoots(roots, writers);
+    std::vector<std::vector<int>> touchedBy(graph_.numValues());  // root -> nodes
+    std::vector<bool> pinned(graph_.numValues(), false);
+    for (int v : needed_) {
+      const int producer = graph_.value(v).producer;
+      for (int root : roots[v]) {
+        if (producer >= 0) touchedBy[root].push_back(producer);
+        touchedBy[root].insert(touchedBy[root].end(), readers_[v].begin(), readers_[v].end());
+        if (graph_.isGraphOutput(v) || graph_.value(v).kind == ir::ValueKind::kInput)
+          pinned[root] = true;
+      }
+    }
+    auto writeStep = [&](int v) {
+      const int p = graph_.value(v).producer;
+      return p >= 0 ? hb_.position(p) : -1;
+    };
+    auto overlap = [&](int a, int b) {
+      const int64_t a0 = plan_.offsetInBuffer[a], b0 = plan_.offsetInBuffer[b];
+      return a0 < b0 + graph_.value(b).type.bytes() && b0 < a0 + graph_.value(a).type.bytes();
+    };
+    for (auto& [buffer, values] : writers) {
+      std::sort(values.begin(), values.end(),
+                [&](int a, int b) { return writeStep(a) < writeStep(b); });
+      for (size_t j = 1; j < values.size(); ++j)
+        for (size_t i = 0; i < j; ++i) {
+          const int before = values[i], after = values[j];
+          if (!overlap(before, after)) continue;  // a Concat's other parts
+          const int writer = graph_.value(after).producer;
+          bool ok = !pinned[before] && writer >= 0, inPlace = false;
+          for (size_t k = 0; ok && k < touchedBy[before].size(); ++k) {
+            const int n = touchedBy[before][k];
+            if (n == writer) inPlace = true;
+            else ok = hb_.before(n, writer);
+          }
+          if (ok && inPlace) ok = lowering::mayRunInPlace(calls_.of(writer));
+          if (!ok) problem("'{}' overwrites '{}' while it is still needed", name(after), name(before));
+        }
+    }
+  }
+
+  const ir::Graph& graph_;
+  const lowering::KernelCalls& calls_;
+  const MemoryPlan& plan_;
+  HappensBefore hb_;
+  std::vector<std::vector<int>> readers_;
+  std::vector<int> needed_;
+  std::vector<std::string> problems_;
+};
+
+}  // namespace
+
+void verifyMemoryPlan(const ir::Graph& graph, const lowering::KernelCalls& calls,
+                      const Schedule& schedule, const MemoryPlan& plan) {
+  const std::vector<std::string> problems = PlanVerifier(graph, calls, schedule, plan).run();
   if (!problems.empty())
     internalError(__FILE__, __LINE__,
-                  fmt::format("memory plan verification failed:\n  {}",
-                              fmt::join(problems, "\n  ")));
+                  fmt::format("memory plan verification failed:\n  {}", fmt::join(problems, "\n  ")));
 }
 
 }  // namespace cgc::passes

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "lowering/kernel_call.h"
 #include "passes/schedule.h"
 
 namespace cgc::passes {
@@ -37,17 +38,23 @@ struct MemoryPlan {
   int64_t arenaBytes = 0;
   int64_t bytesWithoutReuse = 0;  // every non-view tensor in its own buffer
   int inPlaceNodes = 0;
+  /// Concat nodes whose inputs are written into their slices of the
+  /// output, so the Concat copies nothing (by node id).
+  std::vector<bool> concatInPlace;
 
   bool hasStorage(int value) const { return bufferOf[value] >= 0; }
   int64_t offsetOf(int value) const {
     return buffers[bufferOf[value]].offset + offsetInBuffer[value];
   }
-  /// Whether every input of Concat node `node` already lies in its slice of
-  /// the output, so the Concat copies nothing.
-  bool concatInPlace(const ir::Graph& graph, const ir::Node& node) const;
+  /// Whether Concat node `node` copies nothing (its inputs lie in their
+  /// slices of its output).
+  bool copiesNothing(int node) const {
+    return node >= 0 && static_cast<size_t>(node) < concatInPlace.size() && concatInPlace[node];
+  }
 };
 
-MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule);
+MemoryPlan planMemory(const ir::Graph& graph, const lowering::KernelCalls& calls,
+                      const Schedule& schedule);
 
 /// Proves the plan legal, recomputing happens-before from graph and
 /// schedule: every tensor fits its buffer inside the arena, buffers that
@@ -56,8 +63,9 @@ MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule);
 /// one only after every read of that one (or as its last read, when written
 /// in place by an elementwise op). Graph inputs and outputs are never
 /// overwritten.
+/// Every Concat the plan says copies nothing has its inputs in their slices.
 /// Throws InternalError listing the violations.
-void verifyMemoryPlan(const ir::Graph& graph, const Schedule& schedule,
-                      const MemoryPlan& plan);
+void verifyMemoryPlan(const ir::Graph& graph, const lowering::KernelCalls& calls,
+                      const Schedule& schedule, const MemoryPlan& plan);
 
 }  // namespace cgc::passes

@@ -13,6 +13,7 @@
 // Runs after fold-conv-batchnorm, which rewrites the weights it packs.
 #include "cgc/kernels.h"
 #include "lowering/kernel_call.h"
+#include "ir/conventions.h"
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {
@@ -21,7 +22,7 @@ bool packConvolutionWeights(ir::Graph& graph) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     const ir::Node& conv = graph.node(id);
-    if (conv.op != "Conv" || conv.getInt("cgc_packed_weights", 0) != 0) continue;
+    if (conv.op != "Conv" || ir::conventions::convPacking(conv) != ir::conventions::ConvPacking::kNone) continue;
     const ir::Value& w = graph.value(conv.inputs[1]);
     if (!w.isConstant() || w.type.dtype != DType::kF32) continue;
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
@@ -40,7 +41,9 @@ bool packConvolutionWeights(ir::Graph& graph) {
         addFloatConstant(graph, w.name + (winograd ? "_winograd" : "_packed"), {count}, packed);
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedId;
-    node.attrs["cgc_packed_weights"] = int64_t{winograd ? 2 : 1};
+    node.attrs[ir::conventions::kPackedWeights] =
+        static_cast<int64_t>(winograd ? ir::conventions::ConvPacking::kWinograd
+                                      : ir::conventions::ConvPacking::kPanels);
     changed = true;
   }
   return changed;

@@ -8,6 +8,7 @@
 // and each thread would hold two more copies of its weights.
 #include "cgc/kernels.h"
 #include "lowering/kernel_call.h"
+#include "ir/conventions.h"
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {
@@ -17,7 +18,7 @@ bool packRecurrentWeights(ir::Graph& graph) {
   for (int id : graph.topologicalOrder()) {
     const ir::Node& cell = graph.node(id);
     if ((cell.op != "RNN" && cell.op != "GRU" && cell.op != "LSTM") ||
-        cell.getInt("cgc_packed_weights", 0) != 0)
+        cell.getInt(ir::conventions::kPackedWeights, 0) != 0)
       continue;
     const int inputs[2] = {cell.inputs[1], cell.inputs[2]};  // W, R
     auto packable = [&](int v) {
@@ -40,7 +41,7 @@ bool packRecurrentWeights(ir::Graph& graph) {
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedIds[0];
     node.inputs[2] = packedIds[1];
-    node.attrs["cgc_packed_weights"] = int64_t{1};
+    node.attrs[ir::conventions::kPackedWeights] = int64_t{1};
     changed = true;
   }
   return changed;

@@ -25,6 +25,11 @@ struct CrossDependency {
 struct Schedule {
   int executors = 1;
   int threadsPerExecutor = 1;
+  /// The team size is decided when the model is created (every core the
+  /// process may use), not by the compiler; threadsPerExecutor is then only
+  /// the count the costs were estimated with, and no node has a thread
+  /// count of its own.
+  bool threadsAtRunTime = false;
   std::vector<std::vector<int>> ops;  // per executor, in execution order
   std::vector<CrossDependency> crossDependencies;
   /// Threads each node runs with, by node id (per-op thread counts, as Liu

@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cgc/float16.h"
 #include "cgc/kernels.h"
 
 namespace cgc::rt {
@@ -51,9 +52,13 @@ void stridedCopyWords(const StridedCopyParams& p, const W* x, W* y, const Team& 
   }
 }
 
-template <typename I>
-void gatherImpl(const GatherParams& p, const uint8_t* data, const I* indices,
-                uint8_t* y) {
+}  // namespace
+
+template <typename Index>
+Status gather(const GatherParams& p, const void* source, const Index* indices, void* target) {
+  const auto* data = static_cast<const uint8_t*>(source);
+  auto* y = static_cast<uint8_t*>(target);
+  Status status = Status::kOk;
   for (int64_t o = 0; o < p.outer; ++o)
     for (int64_t i = 0; i < p.num_indices; ++i) {
       int64_t index = static_cast<int64_t>(indices[i]);
@@ -61,12 +66,19 @@ void gatherImpl(const GatherParams& p, const uint8_t* data, const I* indices,
       uint8_t* dst = y + (o * p.num_indices + i) * p.inner_bytes;
       if (index < 0 || index >= p.axis_dim) {
         std::memset(dst, 0, static_cast<size_t>(p.inner_bytes));
+        status = Status::kIndexOutOfRange;
         continue;
       }
       std::memcpy(dst, data + (o * p.axis_dim + index) * p.inner_bytes,
                   static_cast<size_t>(p.inner_bytes));
     }
+  return status;
 }
+
+template Status gather(const GatherParams&, const void*, const int64_t*, void*);
+template Status gather(const GatherParams&, const void*, const int32_t*, void*);
+
+namespace {
 
 template <typename From, typename To>
 void convert(int64_t n, const From* x, To* y) {
@@ -101,63 +113,6 @@ void withType(DType t, F&& f) {
 
 }  // namespace
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu, bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else if (exponent != 0) {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) {
-    bits = sign;
-  } else {  // subnormal: normalise
-    exponent = 113;
-    while (!(mantissa & 0x400u)) {
-      mantissa <<= 1;
-      --exponent;
-    }
-    bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-uint16_t float_to_half(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  const uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00u;             // NaN
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;           // overflow to inf
-  if (abs < 0x38800000u) {                                 // subnormal or zero
-    if (abs < 0x33000000u) return sign;
-    const uint32_t exponent = abs >> 23;
-    const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
-    const uint32_t shift = 126 - exponent;
-    uint32_t half = mantissa >> shift;
-    const uint32_t rest = mantissa & ((1u << shift) - 1), halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (half & 1))) ++half;
-    return sign | static_cast<uint16_t>(half);
-  }
-  uint32_t rounded = abs - 0x38000000u;  // rebias exponent 127 -> 15
-  rounded += 0xfffu + ((rounded >> 13) & 1);
-  return sign | static_cast<uint16_t>(rounded >> 13);
-}
-
-float bfloat16_to_float(uint16_t b) {
-  uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-uint16_t float_to_bfloat16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  return static_cast<uint16_t>(bits >> 16);
-}
-
 void strided_copy(const StridedCopyParams& p, const void* x, void* y, const Team& team) {
   switch (p.elem_bytes) {
     case 1: stridedCopyWords(p, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y), team); break;
@@ -168,8 +123,10 @@ void strided_copy(const StridedCopyParams& p, const void* x, void* y, const Team
   }
 }
 
-void concat(int64_t outer, int32_t num_inputs, const int64_t* part_bytes,
-            const void* const* inputs, void* y) {
+void concat(const ConcatParams& p, const void* const* inputs, void* y) {
+  const int64_t* part_bytes = p.part_bytes;
+  const int64_t outer = p.outer;
+  const int32_t num_inputs = p.num_inputs;
   int64_t row = 0;
   for (int32_t i = 0; i < num_inputs; ++i) row += part_bytes[i];
   auto* out = static_cast<uint8_t*>(y);
@@ -185,17 +142,9 @@ void concat(int64_t outer, int32_t num_inputs, const int64_t* part_bytes,
   }
 }
 
-void gather(const GatherParams& p, const void* data, const int64_t* indices,
-            void* y) {
-  gatherImpl(p, static_cast<const uint8_t*>(data), indices, static_cast<uint8_t*>(y));
-}
+namespace {
 
-void gather(const GatherParams& p, const void* data, const int32_t* indices,
-            void* y) {
-  gatherImpl(p, static_cast<const uint8_t*>(data), indices, static_cast<uint8_t*>(y));
-}
-
-void cast(DType from, DType to, int64_t count, const void* x, void* y) {
+void convertElements(DType from, DType to, int64_t count, const void* x, void* y) {
   auto isHalf = [](DType t) { return t == DType::kF16 || t == DType::kBF16; };
   if (isHalf(from) || isHalf(to)) {
     std::vector<float> values(static_cast<size_t>(count));
@@ -205,14 +154,14 @@ void cast(DType from, DType to, int64_t count, const void* x, void* y) {
     else if (from == DType::kBF16)
       for (int64_t i = 0; i < count; ++i) values[i] = bfloat16_to_float(hx[i]);
     else
-      cast(from, DType::kF32, count, x, values.data());
+      convertElements(from, DType::kF32, count, x, values.data());
     auto* hy = static_cast<uint16_t*>(y);
     if (to == DType::kF16)
       for (int64_t i = 0; i < count; ++i) hy[i] = float_to_half(values[i]);
     else if (to == DType::kBF16)
       for (int64_t i = 0; i < count; ++i) hy[i] = float_to_bfloat16(values[i]);
     else
-      cast(DType::kF32, to, count, values.data(), y);
+      convertElements(DType::kF32, to, count, values.data(), y);
     return;
   }
   withType(from, [&](auto* fromTag) {
@@ -222,6 +171,12 @@ void cast(DType from, DType to, int64_t count, const void* x, void* y) {
       convert(count, static_cast<const From*>(x), static_cast<To*>(y));
     });
   });
+}
+
+}  // namespace
+
+void cast(const CastParams& p, const void* x, void* y) {
+  convertElements(p.from, p.to, p.count, x, y);
 }
 
 }  // namespace cgc::rt

@@ -1,10 +1,15 @@
-// ExecutorPool: the persistent worker threads of one model instance; see
+// ExecutorPool: the persistent worker threads of one model instance, and the
+// process-wide registry of the CPUs that pools hold, so that several
+// instances in one process pin their workers to different cores; see
 // cgc/team.h.
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <string>
 
 #include "cgc/team.h"
@@ -36,6 +41,81 @@ bool pinningWanted() {
   return !env || std::strcmp(env, "0") != 0;
 }
 
+/// Which CPUs the pools of this process hold. A pool that pins claims one
+/// CPU per thread (the caller's, then its workers'), all or none, under the
+/// mutex; whether a worker is pinned to a CPU is also readable without it
+/// (run() asks, to keep the caller off the workers' cores).
+class CpuRegistry {
+ public:
+  /// Never destroyed: a pool in a static object may outlive any static here.
+  static CpuRegistry& instance() {
+    static CpuRegistry* registry = new CpuRegistry;
+    return *registry;
+  }
+
+  struct Claim {
+    int threads;            // per executor
+    std::vector<int> cpus;  // the caller's, then the workers'; empty: unpinned
+    std::string unpinned;   // why not pinned, when there are workers
+  };
+
+  /// A new pool's threads per executor (`threads` 0: the free CPUs divided
+  /// by the executors, at least 1) and, when pinning is wanted and that many
+  /// CPUs are free, the CPUs it claims.
+  Claim claim(int executors, int threads, bool pin) {
+    const std::vector<int>& allowed = allowedCpus();
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<int> free;
+    for (int cpu : allowed)
+      if (state_[cpu].load(std::memory_order_relaxed) == kFree) free.push_back(cpu);
+    Claim claim{threads, {}, {}};
+    if (threads == 0) {
+      const int cpus = allowed.empty() ? available_cpus() : static_cast<int>(free.size());
+      claim.threads = std::max(1, cpus / executors);
+    }
+    const int total = executors * claim.threads;
+    if (total <= 1) return claim;  // no workers: nothing to pin
+    if (!pin)
+      claim.unpinned = "CGC_PIN=0";
+    else if (allowed.empty())
+      claim.unpinned = "the CPUs this process may use are unknown";
+    else if (total > static_cast<int>(allowed.size()))
+      claim.unpinned =
+          std::to_string(total) + " threads, " + std::to_string(allowed.size()) + " CPUs";
+    else if (total > static_cast<int>(free.size()))
+      claim.unpinned = "cores held by other instances";
+    if (!claim.unpinned.empty()) return claim;
+    claim.cpus.assign(free.begin(), free.begin() + total);
+    for (int i = 0; i < total; ++i)
+      state_[claim.cpus[i]].store(i == 0 ? kCaller : kWorker, std::memory_order_relaxed);
+    return claim;
+  }
+
+  void release(const std::vector<int>& cpus) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int cpu : cpus) state_[cpu].store(kFree, std::memory_order_relaxed);
+  }
+
+  /// Whether a worker of some pool is pinned to `cpu` (no lock).
+  bool workerOn(int cpu) const {
+    return cpu >= 0 && cpu < CPU_SETSIZE && state_[cpu].load(std::memory_order_relaxed) == kWorker;
+  }
+
+  /// The CPUs the process may use that no worker is pinned to.
+  std::vector<int> cpusWithoutWorkers() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<int> cpus;
+    for (int cpu : allowedCpus())
+      if (state_[cpu].load(std::memory_order_relaxed) != kWorker) cpus.push_back(cpu);
+    return cpus;
+  }
+
+ private:
+  enum : uint8_t { kFree, kCaller, kWorker };
+  std::mutex mutex_;
+  std::atomic<uint8_t> state_[CPU_SETSIZE]{};  // by CPU number
+};
+
 }  // namespace
 
 int available_cpus() {
@@ -46,57 +126,68 @@ int available_cpus() {
 }
 
 ExecutorPool::ExecutorPool(int executors, int threads_per_executor, int signals)
-    : executors_(std::max(1, executors)),
-      threads_(std::max(1, threads_per_executor)),
-      signals_(new Signal[std::max(1, signals)]) {
+    : executors_(std::max(1, executors)), signals_(new Signal[std::max(1, signals)]) {
+  CpuRegistry::Claim claim = CpuRegistry::instance().claim(
+      executors_, threads_per_executor == 0 ? 0 : std::max(1, threads_per_executor),
+      pinningWanted());
+  threads_ = claim.threads;
+  claimed_ = std::move(claim.cpus);
   for (int e = 0; e < executors_; ++e)
-    for (int k = 1; k <= threads_; ++k)
-      barriers_.push_back(std::make_unique<rt::SpinBarrier>(k));
-  int total = executors_ * threads_;
-  const std::vector<int>& cpus = allowedCpus();
-  bool pin = pinningWanted() && total <= static_cast<int>(cpus.size());
+    for (int k = 1; k <= threads_; ++k) barriers_.push_back(std::make_unique<rt::SpinBarrier>(k));
+  const int total = executors_ * threads_;
   placement_.assign(total, -1);
-  // The caller usually sits on the first CPU; the workers take the others.
-  for (int slot = 1; slot < total; ++slot)
-    if (pin) placement_[slot] = cpus[slot];
+  // The caller's CPU is claimed_[0]; worker `slot` takes claimed_[slot].
+  if (!claimed_.empty())
+    for (int slot = 1; slot < total; ++slot) placement_[slot] = claimed_[slot];
+  try {
+    startWorkers();
+  } catch (...) {
+    stopWorkers();
+    CpuRegistry::instance().release(claimed_);
+    throw;
+  }
+  description_ = describe(claim.unpinned);
+}
+
+void ExecutorPool::startWorkers() {
+  const int total = executors_ * threads_;
   workers_.reserve(total - 1);
   for (int slot = 1; slot < total; ++slot) {
     workers_.emplace_back([this, slot] { worker(slot); });
-    if (placement_[slot] >= 0) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(placement_[slot], &set);
-      if (pthread_setaffinity_np(workers_.back().native_handle(), sizeof(set),
-                                 &set) != 0)
-        placement_[slot] = -1;
+    if (placement_[slot] < 0) continue;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(placement_[slot], &set);
+    if (pthread_setaffinity_np(workers_.back().native_handle(), sizeof(set), &set) != 0) {
+      // Not pinned after all: give its CPU back.
+      CpuRegistry::instance().release({placement_[slot]});
+      std::erase(claimed_, placement_[slot]);
+      placement_[slot] = -1;
     }
   }
-  for (int slot = 1; slot < total; ++slot)
-    if (placement_[slot] >= 0) {
-      if (placement_[slot] >= static_cast<int>(workerCpu_.size()))
-        workerCpu_.resize(placement_[slot] + 1, 0);
-      workerCpu_[placement_[slot]] = 1;
-    }
-  if (!workerCpu_.empty())
-    for (int cpu : cpus)
-      if (cpu >= static_cast<int>(workerCpu_.size()) || !workerCpu_[cpu])
-        callerCpus_.push_back(cpu);
-  description_ = describe();
 }
 
-void ExecutorPool::keepCallerOffWorkers() {
-  const int cpu = sched_getcpu();
-  if (cpu < 0 || cpu >= static_cast<int>(workerCpu_.size()) || !workerCpu_[cpu]) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : callerCpus_) CPU_SET(c, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
-ExecutorPool::~ExecutorPool() {
+void ExecutorPool::stopWorkers() {
   generation_.store(kStop, std::memory_order_release);
   generation_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
+}
+
+ExecutorPool::~ExecutorPool() {
+  stopWorkers();
+  CpuRegistry::instance().release(claimed_);
+}
+
+void ExecutorPool::keepCallerOffWorkers() {
+  CpuRegistry& registry = CpuRegistry::instance();
+  if (!registry.workerOn(sched_getcpu())) return;
+  const std::vector<int> cpus = registry.cpusWithoutWorkers();
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 rt::SpinBarrier* ExecutorPool::barrier_for(int executor, int threads) {
@@ -104,7 +195,8 @@ rt::SpinBarrier* ExecutorPool::barrier_for(int executor, int threads) {
 }
 
 void ExecutorPool::run(Body body, void* context) {
-  if (!callerCpus_.empty()) keepCallerOffWorkers();
+  // Only a pool that pins workers moves the caller (as before the registry).
+  if (claimed_.size() > 1) keepCallerOffWorkers();
   body_ = body;
   context_ = context;
   ++run_epoch_;
@@ -113,9 +205,15 @@ void ExecutorPool::run(Body body, void* context) {
     generation_.fetch_add(1, std::memory_order_acq_rel);
     generation_.notify_all();
   }
-  body(context, 0, rt::Team(0, threads_, barrier_for(0, threads_)));
+  std::exception_ptr thrown;
+  try {
+    body(context, 0, rt::Team(0, threads_, barrier_for(0, threads_)));
+  } catch (...) {
+    thrown = std::current_exception();
+  }
   const int workers = static_cast<int>(workers_.size());
   rt::wait_until(finished_, [workers](int finished) { return finished == workers; });
+  if (thrown) std::rethrow_exception(thrown);
 }
 
 void ExecutorPool::worker(int slot) {
@@ -127,27 +225,27 @@ void ExecutorPool::worker(int slot) {
     const uint64_t generation = generation_.load(std::memory_order_acquire);
     if (generation == kStop) return;
     seen = generation;
-    body_(context_, executor,
-          rt::Team(thread, threads_, barrier_for(executor, threads_)));
+    body_(context_, executor, rt::Team(thread, threads_, barrier_for(executor, threads_)));
     finished_.fetch_add(1, std::memory_order_acq_rel);
     finished_.notify_all();
   }
 }
 
-std::string ExecutorPool::describe() const {
-  std::string out = std::to_string(executors_) + " executor(s) x " +
-                    std::to_string(threads_) + " thread(s):";
+std::string ExecutorPool::describe(const std::string& unpinned) const {
+  std::string out =
+      std::to_string(executors_) + " executor(s) x " + std::to_string(threads_) + " thread(s):";
   for (int e = 0; e < executors_; ++e) {
     out += " e" + std::to_string(e) + " [";
     for (int t = 0; t < threads_; ++t) {
       int slot = e * threads_ + t;
       if (t > 0) out += ", ";
-      out += slot == 0 ? "caller"
+      out += slot == 0              ? "caller"
              : placement_[slot] < 0 ? "unpinned"
                                     : "cpu " + std::to_string(placement_[slot]);
     }
     out += "]";
   }
+  if (!unpinned.empty()) out += "; unpinned: " + unpinned;
   return out;
 }
 

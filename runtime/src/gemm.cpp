@@ -220,8 +220,9 @@ void forEachBatch(const MatMulParams& p, F&& f) {
 
 }  // namespace
 
-void matmul(const MatMulParams& p, const float* a, const float* b,
-            const float* bias, float* y, const Team& team) {
+template <>
+void matmul(const MatMulParams& p, const float* a, const float* b, const float* bias, float* y,
+            const Team& team) {
   detail::Epilogue e;
   e.col_bias = bias;
   e.activation = p.activation;
@@ -248,11 +249,16 @@ void matmul(const MatMulParams& p, const float* a, const float* b,
                          y + batch * p.m * p.n, p.n, e, team);
   });
 }
-// float64 models are rare (test and scientific graphs): plain loops suffice.
-void matmul(const MatMulParams& p, const double* a, const double* b, double* y) {
+// float64 models are rare (test and scientific graphs): plain loops on one
+// thread suffice.
+template <>
+void matmul(const MatMulParams& p, const double* a, const double* b, const double* bias,
+            double* y, const Team& team) {
+  if (team.thread() != 0) return;
   forEachBatch(p, [&](int64_t aOff, int64_t bOff, int64_t batch) {
     double* out = y + batch * p.m * p.n;
-    std::fill(out, out + p.m * p.n, 0.0);
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n; ++j) out[i * p.n + j] = bias ? bias[j] : 0.0;
     for (int64_t i = 0; i < p.m; ++i)
       for (int64_t q = 0; q < p.k; ++q) {
         const double av = a[aOff + i * p.k + q];

@@ -347,8 +347,10 @@ void avg_pool(const PoolParams& p, const float* x, float* y, const Team& team) {
   pool<false>(p, x, y, team);
 }
 
-void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y,
-                     const Team& team) {
+namespace {
+
+void globalAvgPoolPlain(int64_t n_c, int64_t spatial, const float* x, float* y,
+                        const Team& team) {
   // A float sum over a large plane drifts by 1e-4, a double one is a
   // latency-bound scalar chain (1.3 ms of PaddleOCR's 34; 45 us for
   // SqueezeNet's 1000 13x13 planes): float vectors sum blocks of up to 1024
@@ -383,12 +385,12 @@ void global_avg_pool(int64_t n_c, int64_t spatial, const float* x, float* y,
   }
 }
 
-void global_avg_pool_blocked(int64_t n_c, int64_t spatial, const float* x, float* y,
-                             const Team& team) {
+void globalAvgPoolBlocked(int64_t n_c, int64_t spatial, const float* x, float* y,
+                          const Team& team) {
   static_assert(kLanes == kChannelBlock);
   // A position is a vector of 16 channels: runs of up to 64 positions sum
   // in float vectors, two chains at a time, and the runs in double (the
-  // drift bound of global_avg_pool).
+  // drift bound of globalAvgPoolPlain).
   constexpr int64_t kRun = 64;
   const Range blocks = team.split(n_c / kChannelBlock);
   for (int64_t b = blocks.begin; b < blocks.end; ++b) {
@@ -416,6 +418,15 @@ void global_avg_pool_blocked(int64_t n_c, int64_t spatial, const float* x, float
       y[b * kLanes + l] =
           spatial > 0 ? static_cast<float>(sum[l] / static_cast<double>(spatial)) : 0.0f;
   }
+}
+
+}  // namespace
+
+void global_avg_pool(const GlobalPoolParams& p, const float* x, float* y, const Team& team) {
+  if (p.blocked)
+    globalAvgPoolBlocked(p.n_c, p.spatial, x, y, team);
+  else
+    globalAvgPoolPlain(p.n_c, p.spatial, x, y, team);
 }
 
 }  // namespace cgc::rt

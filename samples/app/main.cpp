@@ -9,7 +9,7 @@
 #include "tiny_cnn.h"
 
 int main() {
-  cgc_models::TinyCnn model;
+  cgc_models::TinyCnn model;  // throws cgc::Error if the CPU or runtime does not fit
   const cgc::ModelInfo& info = cgc_models::TinyCnn::info();
   const cgc::TensorInfo& input = info.inputs[0];
   const cgc::TensorInfo& output = info.outputs[0];
@@ -19,7 +19,10 @@ int main() {
   for (int64_t i = 0; i < input.bytes / 4; ++i)
     pixels[i] = std::sin(0.05f * static_cast<float>(i));
 
-  model.run();
+  if (const cgc::Status status = model.run(); !status.ok()) {
+    std::fprintf(stderr, "run failed: %s\n", status.message().c_str());
+    return 1;
+  }
   const float* probs = static_cast<const float*>(model.output(0));
   int64_t classes = output.bytes / 4;
   std::printf("%s: %d kernels, arena %lld bytes (%lld without reuse)\n",
@@ -34,7 +37,7 @@ int main() {
   std::vector<double> ms;
   for (int run = 0; run < 200; ++run) {
     auto start = std::chrono::steady_clock::now();
-    model.run();
+    if (!model.run().ok()) return 1;
     ms.push_back(std::chrono::duration<double, std::milli>(
                      std::chrono::steady_clock::now() - start).count());
   }

@@ -29,7 +29,10 @@ bool check(Model& model, const std::string& dir) {
     }
     std::copy(data.begin(), data.end(), static_cast<char*>(model.input(i)));
   }
-  model.run();
+  if (const cgc::Status status = model.run(); !status.ok()) {
+    std::printf("%s: run failed: %s\n", info.name, status.message().c_str());
+    return false;
+  }
   bool ok = true;
   for (int i = 0; i < info.num_outputs; ++i) {
     auto expected = readRaw(dir + "/output_" + std::to_string(i) + ".raw");

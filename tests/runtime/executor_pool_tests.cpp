@@ -1,8 +1,14 @@
-// ExecutorPool placement: what a model instance's threads are pinned to.
+// ExecutorPool placement: what a model instance's threads are pinned to,
+// and how pools in one process share the CPUs (the registry of claimed
+// CPUs, CGC_PIN=0, more threads than CPUs).
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +31,30 @@ void setThreadCpus(const std::vector<int>& cpus) {
   CPU_ZERO(&set);
   for (int cpu : cpus) CPU_SET(cpu, &set);
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/// Sets an environment variable for a scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+/// Counts the threads that ran.
+void countThread(void* context, int, const cgc::rt::Team&) {
+  static_cast<std::atomic<int>*>(context)->fetch_add(1);
 }
 
 }  // namespace
@@ -50,5 +80,72 @@ TEST_CASE("a pool built after another on the same thread still pins every worker
   CHECK(cgc::available_cpus() == available);
   CHECK(second.placement().at(1) == original[1]);
   CHECK(second.describe_placement().find("unpinned") == std::string::npos);
+  setThreadCpus(original);
+}
+
+TEST_CASE("CGC_PIN=0 leaves the workers unpinned and claims no CPU") {
+  if (cgc::available_cpus() < 2) {
+    WARN("needs 2 CPUs");
+    return;
+  }
+  std::optional<cgc::ExecutorPool> unpinned;
+  {
+    ScopedEnv env("CGC_PIN", "0");
+    unpinned.emplace(1, 2, 1);
+  }
+  CHECK(unpinned->placement().at(1) == -1);
+  CHECK(unpinned->describe_placement() ==
+        "1 executor(s) x 2 thread(s): e0 [caller, unpinned]; unpinned: CGC_PIN=0");
+  cgc::ExecutorPool pinned(1, 2, 1);  // every CPU still free
+  CHECK(pinned.placement().at(1) >= 0);
+  std::atomic<int> ran{0};
+  unpinned->run(countThread, &ran);
+  CHECK(ran == 2);
+}
+
+TEST_CASE("more threads than CPUs run unpinned, saying so") {
+  const int cpus = cgc::available_cpus();
+  cgc::ExecutorPool pool(1, cpus + 1, 1);
+  CHECK(pool.describe_placement().ends_with("; unpinned: " + std::to_string(cpus + 1) +
+                                            " threads, " + std::to_string(cpus) + " CPUs"));
+  std::atomic<int> ran{0};
+  pool.run(countThread, &ran);
+  CHECK(ran == cpus + 1);
+  // It claimed nothing: a pool that fits still pins.
+  if (cpus >= 2) {
+    cgc::ExecutorPool fits(1, 2, 1);
+    CHECK(fits.placement().at(1) >= 0);
+  }
+}
+
+TEST_CASE("threads decided at creation: every free CPU, at least one") {
+  const int cpus = cgc::available_cpus();
+  cgc::ExecutorPool all(1, 0, 1);
+  CHECK(all.threads_per_executor() == cpus);
+  cgc::ExecutorPool rest(1, 0, 1);  // every CPU is held
+  CHECK(rest.threads_per_executor() == 1);
+  CHECK(rest.describe_placement() == "1 executor(s) x 1 thread(s): e0 [caller]");
+  cgc::ExecutorPool two(2, 0, 1);
+  CHECK(two.threads_per_executor() == 1);
+  if (cpus >= 2)
+    CHECK(two.describe_placement().ends_with("unpinned: cores held by other instances"));
+}
+
+TEST_CASE("a caller on a core that another pool's worker holds is moved off it") {
+  const std::vector<int> original = threadCpus();
+  if (cgc::available_cpus() < 4 || original.size() < 4) {
+    WARN("needs 4 CPUs");
+    return;
+  }
+  cgc::ExecutorPool first(1, 2, 1), second(1, 2, 1);
+  const int firstWorker = first.placement().at(1);
+  REQUIRE(firstWorker >= 0);
+  REQUIRE(second.placement().at(1) >= 0);
+  CHECK(second.placement().at(1) != firstWorker);
+  setThreadCpus({firstWorker});
+  second.run([](void*, int, const cgc::rt::Team&) {}, nullptr);
+  const std::vector<int> now = threadCpus();
+  CHECK(std::find(now.begin(), now.end(), firstWorker) == now.end());
+  CHECK(std::find(now.begin(), now.end(), second.placement().at(1)) == now.end());
   setThreadCpus(original);
 }

@@ -84,8 +84,8 @@ int64_t nearestIndex(const ResizeParams& p, int d, int64_t x) {
 
 /// Nearest resize of a 4-D tensor.
 std::vector<float> nearestReference(const ResizeParams& p, const std::vector<float>& x) {
-  const int64_t* in = p.in_shape;
-  const int64_t* out = p.out_shape;
+  const int64_t* in = p.in_shape.data();
+  const int64_t* out = p.out_shape.data();
   std::vector<float> y;
   for (int64_t a = 0; a < out[0]; ++a)
     for (int64_t b = 0; b < out[1]; ++b)
@@ -112,8 +112,8 @@ Lerp lerp(const ResizeParams& p, int d, int64_t x) {
 
 /// Bilinear resize of the last two axes of an N x C x H x W tensor.
 std::vector<float> bilinearReference(const ResizeParams& p, const std::vector<float>& x) {
-  const int64_t* in = p.in_shape;
-  const int64_t* out = p.out_shape;
+  const int64_t* in = p.in_shape.data();
+  const int64_t* out = p.out_shape.data();
   std::vector<float> y;
   for (int64_t nc = 0; nc < out[0] * out[1]; ++nc)
     for (int64_t h = 0; h < out[2]; ++h)
@@ -160,7 +160,7 @@ std::vector<float> bicubicReference(const ResizeParams& p, const std::vector<flo
 }
 
 std::vector<float> runResize(const ResizeParams& p, const std::vector<float>& x) {
-  std::vector<int64_t> out(p.out_shape, p.out_shape + p.rank);
+  std::vector<int64_t> out(p.out_shape.begin(), p.out_shape.begin() + p.rank);
   std::vector<float> y(countOf(out));
   resize(p, x.data(), y.data());
   return y;
@@ -365,7 +365,7 @@ TEST_CASE("float64 matmul broadcasts batch dimensions") {
   p.n = n;
   p.k = k;
   std::vector<double> y(2 * 3 * m * n, -1.0);
-  matmul(p, a.data(), b.data(), y.data());
+  matmul<double>(p, a.data(), b.data(), nullptr, y.data());
   for (int64_t i = 0; i < 2; ++i)
     for (int64_t j = 0; j < 3; ++j)
       for (int64_t r = 0; r < m; ++r)

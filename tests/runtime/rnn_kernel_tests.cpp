@@ -70,7 +70,7 @@ Outputs reference(const RnnParams& p, const Tensors& t) {
     const float* r = t.r.data() + d * G * H * H;
     const float* wb = t.b.empty() ? nullptr : t.b.data() + d * 2 * G * H;
     const float* pp = t.peephole.empty() ? nullptr : t.peephole.data() + d * 3 * H;
-    const RnnActivationParams* act = p.activations + 3 * d;
+    const RnnActivationParams* act = p.activations.data() + 3 * d;
     auto clip = [&](double v) {
       return p.clip > 0 ? std::min<double>(p.clip, std::max<double>(-p.clip, v)) : v;
     };

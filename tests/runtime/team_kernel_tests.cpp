@@ -162,7 +162,7 @@ TEST_CASE("team pooling splits planes") {
       for (int i = 0; i < 13; ++i) s += gx[c * 13 + i];
       gRef[c] = static_cast<float>(s / 13);
     }
-    onTeams([&](const Team& t) { global_avg_pool(planes, 13, gx.data(), g.data(), t); },
+    onTeams([&](const Team& t) { global_avg_pool({planes, 13}, gx.data(), g.data(), t); },
             [&] { requireClose(g, gRef, 1e-6); });
   }
 }

@@ -8,8 +8,11 @@
 #   thread:  ThreadSanitizer, the samples with parallel branches on 3
 #            executors x 2 threads (cross-executor signals, team barriers,
 #            the pool's start and finish, the profiler recording from
-#            several executors), and team_kernels.cpp (threads sharing
-#            scratch inside one kernel call, a pipelined LSTM).
+#            several executors), team_kernels.cpp (threads sharing
+#            scratch inside one kernel call, a pipelined LSTM), and
+#            model_runtimes.cpp (two ModelRuntime instances run from two
+#            threads at once, one on the caller's arena, while a third
+#            thread's run() calls meet the busy guard).
 # Usage: run_sanitizers.sh CGC SAMPLES_DIR RUNTIME_DIR WORK_DIR [address|thread]
 set -eu
 cgc=$1 samples=$2 runtime=$3 work=$4 mode=${5:-address}
@@ -60,9 +63,12 @@ if [ "$mode" = address ]; then  # the convolution kernels' own tests: scratch si
   "$work/conv_tests" "conv*,stem conv*" --use-colour no | tail -2
   [ "${PIPESTATUS[0]}" -eq 0 ]
 fi
-if [ "$mode" = thread ]; then  # kernels that share memory inside one call
+if [ "$mode" = thread ]; then  # memory shared inside one kernel call; instances at once
   c++ $flags -I"$runtime/include" "$(dirname "$0")/team_kernels.cpp" "${objects[@]}" \
       -lxsmm -lxsmmnoblas -lpthread -ldl -o "$work/team_kernels"
   "$work/team_kernels"
+  c++ $flags -I"$runtime/include" "$(dirname "$0")/model_runtimes.cpp" "${objects[@]}" \
+      -lxsmm -lxsmmnoblas -lpthread -ldl -o "$work/model_runtimes"
+  "$work/model_runtimes"
 fi
 echo "sanitizers ($mode): the sample models and kernels ran clean"

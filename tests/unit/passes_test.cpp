@@ -2,13 +2,17 @@
 // pass, then counts ops and checks the graph still verifies.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "graph_builder.h"
+#include "ir_check.h"
 #include "ir/verifier.h"
 #include "lowering/kernel_call.h"
 #include "passes/pass_manager.h"
 
+using cgc::testing::checkIr;
 using cgc::testing::GraphBuilder;
 namespace ir = cgc::ir;
 namespace passes = cgc::passes;
@@ -107,8 +111,10 @@ TEST_CASE("fold-conv-batchnorm removes BatchNormalization and keeps results") {
   REQUIRE(passes::foldConvBatchNorm(b.graph));
   passes::eliminateDeadCode(b.graph);
   ir::verifyGraph(b.graph);
-  CHECK(b.graph.countOps("BatchNormalization") == 0);
-  CHECK(b.graph.countOps("Conv") == 1);
+  checkIr(b.graph, {"%conv_bn_weights = constant float32[3,2,3,3]",
+                    "%conv_bn_bias = constant float32[3]",
+                    "conv = Conv(%x, %conv_bn_weights, %conv_bn_bias) -> %bn_out float32[1,3,4,4]",
+                    "NOT: BatchNormalization"});
   auto after = runSingleInput(b.graph, input);
   REQUIRE(before.size() == after.size());
   for (size_t i = 0; i < before.size(); ++i)
@@ -189,10 +195,13 @@ TEST_CASE("fuse-epilogues folds Add and Relu into Conv, Add and Clip into MatMul
   REQUIRE(passes::fuseEpilogues(b.graph));
   passes::eliminateDeadCode(b.graph);
   ir::verifyGraph(b.graph);
-  CHECK(b.graph.countOps("Add") == 0);
-  CHECK(b.graph.countOps("Relu") == 0);
-  CHECK(b.graph.countOps("Clip") == 0);
-  CHECK(b.graph.liveNodes().size() == 2);
+  checkIr(b.graph, {"graph epilogues (inputs: %x float32[1,2,4,4]; outputs: y = %clip_out)",
+                    "conv = Conv(%x, %w, none, %x) -> %relu_out float32[1,2,4,4] "
+                    "{cgc_activation = \"Relu\", kernel_shape = [3, 3], pads = [1, 1, 1, 1]}",
+                    "NOT: Add(",
+                    "mm = MatMul(%relu_out, %m, %bias) -> %clip_out float32[1,2,4,3] "
+                    "{cgc_act_max = 1, cgc_act_min = -0.5, cgc_activation = \"Clip\"}",
+                    "NOT: = "});
   auto after = runSingleInput(b.graph, input);
   REQUIRE(before.size() == after.size());
   for (size_t i = 0; i < before.size(); ++i)
@@ -229,11 +238,14 @@ TEST_CASE("fuse-conv-maxpool stores a stem's 3x3 stride-2 max pooling from the C
   REQUIRE(passes::fuseConvMaxPool(b.graph));
   passes::eliminateDeadCode(b.graph);
   ir::verifyGraph(b.graph);
-  CHECK(b.graph.countOps("MaxPool") == 1);  // pool2: its Conv is also an output
+  // stem stores the pooled 10x9 planes and keeps its own 19x17 shape; pool2
+  // stays, as its Conv is also a graph output.
+  checkIr(b.graph, {"stem = Conv(%x, %w) -> %pool_out float32[1,8,10,9] {",
+                    "SAME: cgc_activation = \"Relu\", cgc_conv_shape = [1, 8, 19, 17], "
+                    "cgc_pool_pads = [0, 0]",
+                    "stem2 = Conv(%x, %w) -> %stem2_out float32[1,8,19,17] {kernel_shape",
+                    "pool2 = MaxPool(%stem2_out) -> %pool2_out float32[1,8,10,9]"});
   CHECK(b.graph.liveNodes().size() == 3);
-  const ir::Node& fused = b.graph.node(b.graph.value(b.graph.outputs[0]).producer);
-  CHECK(fused.name == "stem");
-  CHECK(fused.getInts("cgc_conv_shape") == std::vector<int64_t>{1, 8, 19, 17});
   auto after = runSingleInput(b.graph, input);
   REQUIRE(before.size() == after.size());
   for (size_t i = 0; i < before.size(); ++i)
@@ -285,11 +297,10 @@ TEST_CASE("pack-rnn-weights packs constant W and R once and keeps the results") 
   auto before = runSingleInput(b.graph, in);
   REQUIRE(passes::packRecurrentWeights(b.graph));
   ir::verifyGraph(b.graph);
-  const ir::Node& gru = b.graph.node(b.graph.liveNodes()[0]);
-  CHECK(gru.getInt("cgc_packed_weights", 0) == 1);
-  // 20 units pad to two blocks of 16.
-  CHECK(b.graph.value(gru.inputs[1]).type.numElements() == 2 * 32 * gates * input);
-  CHECK(b.graph.value(gru.inputs[2]).type.numElements() == 2 * 32 * gates * hidden);
+  // 20 units pad to two blocks of 16: W 2 x 32 x 3 gates x 5, R 2 x 32 x 3 x 20.
+  checkIr(b.graph, {"%w_packed = constant float32[960]", "%r_packed = constant float32[3840]",
+                    "gru = GRU(%x, %w_packed, %r_packed, %b) -> %gru_out float32[3,2,2,20] {",
+                    "SAME: cgc_packed_weights = 1, hidden_size = 20"});
   CHECK_FALSE(passes::packRecurrentWeights(b.graph));  // packed once
   auto after = runSingleInput(b.graph, in);
   REQUIRE(before.size() == after.size());
@@ -359,6 +370,21 @@ TEST_CASE("block-activations blocks what passes between packed convolutions") {
     // output must be too.
     CHECK(passes::blockActivations(b.graph) == !pooledA);
     ir::verifyGraph(b.graph);
+    const std::string shape = fmt::format("[1,32,{0},{0}]", side);
+    const std::string layout = pooledA ? "" : " blocked";
+    // Winograd's 16 x c_in x c_out or panels of c_out x c_in x 9.
+    const int packing = side == 14 ? 2 : 1;
+    const char* form = side == 14 ? "winograd" : "packed";
+    checkIr(b.graph, {fmt::format("%wa_{} = constant float32[{}]", form, side == 14 ? 8192 : 4608),
+                      fmt::format("%wb_{} = constant float32[{}]", form, side == 14 ? 16384 : 9216),
+                      fmt::format("a = Conv(%x, %wa_{}) -> %a_out float32{}{} "
+                                  "{{cgc_packed_weights = {}, ",
+                                  form, shape, layout, packing),
+                      fmt::format("b = Conv(%a_out, %wb_{}, none, %a_out) -> %relu_out "
+                                  "float32{}{} {{cgc_activation = \"Relu\", "
+                                  "cgc_packed_weights = {}, ",
+                                  form, shape, layout, packing),
+                      "gap = GlobalAveragePool(%relu_out)"});
     int blocked = 0;
     for (int v = 0; v < b.graph.numValues(); ++v)
       blocked += b.graph.value(v).layout == ir::Layout::kChannelBlocked;

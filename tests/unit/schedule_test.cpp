@@ -113,7 +113,7 @@ TEST_CASE("the analytical cost follows FLOPs or bytes, views are free") {
   int v = b.node("Reshape", "v", {g}, {4096});
   int r = b.node("Relu", "r", {v}, {4096});
   b.output(r, "y");
-  auto model = passes::estimateCosts(b.graph);
+  auto model = passes::estimateCosts(b.graph, cgc::lowering::lowerGraph(b.graph));
   // Gemm: 2*64^3 FLOPs at 50 GFLOP/s beat 3 x 16 KiB at 20 GB/s; + 0.3 us.
   CHECK(model.micros[0] == Approx(2.0 * 64 * 64 * 64 / 50e3 + 0.3));
   CHECK(model.micros[1] == 0.0);
@@ -244,20 +244,20 @@ TEST_CASE("parallel branches never share memory; one executor reuses it") {
   };
 
   auto one = passes::scheduleSequential(b.graph);
-  auto onePlan = passes::planMemory(b.graph, one);
-  passes::verifyMemoryPlan(b.graph, one, onePlan);
+  auto onePlan = passes::planMemory(b.graph, cgc::lowering::lowerGraph(b.graph), one);
+  passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), one, onePlan);
   CHECK(sharedAcross(onePlan) > 0);  // l1 is dead before the right branch
 
   auto two = passes::partitionGraph(b.graph, costs({10, 10, 10, 10, 5}), 2, 1);
   passes::verifySchedule(b.graph, two);
   REQUIRE(executorOf(two, 0) != executorOf(two, 2));
-  auto twoPlan = passes::planMemory(b.graph, two);
-  passes::verifyMemoryPlan(b.graph, two, twoPlan);
+  auto twoPlan = passes::planMemory(b.graph, cgc::lowering::lowerGraph(b.graph), two);
+  passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), two, twoPlan);
   CHECK(sharedAcross(twoPlan) == 0);
   CHECK(twoPlan.arenaBytes > onePlan.arenaBytes);
 
   // The one-executor plan is wrong for two executors, and the verifier says so.
-  CHECK_THROWS_WITH(passes::verifyMemoryPlan(b.graph, two, onePlan),
+  CHECK_THROWS_WITH(passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), two, onePlan),
                     Contains("may be live at the same time"));
 }
 
@@ -272,16 +272,16 @@ TEST_CASE("in place only after every other reader, in happens-before order") {
   g.output(out, "y");
 
   auto one = passes::scheduleSequential(g.graph);
-  auto onePlan = passes::planMemory(g.graph, one);
-  passes::verifyMemoryPlan(g.graph, one, onePlan);
+  auto onePlan = passes::planMemory(g.graph, cgc::lowering::lowerGraph(g.graph), one);
+  passes::verifyMemoryPlan(g.graph, cgc::lowering::lowerGraph(g.graph), one, onePlan);
   CHECK(onePlan.bufferOf[c] == onePlan.bufferOf[a]);  // b read a before c ran
   CHECK(onePlan.inPlaceNodes == 2);
 
   auto two = passes::partitionGraph(g.graph, costs({10, 10, 10, 5}), 2, 1);
   passes::verifySchedule(g.graph, two);
   REQUIRE(executorOf(two, 1) != executorOf(two, 2));  // b and c in parallel
-  auto twoPlan = passes::planMemory(g.graph, two);
-  passes::verifyMemoryPlan(g.graph, two, twoPlan);
+  auto twoPlan = passes::planMemory(g.graph, cgc::lowering::lowerGraph(g.graph), two);
+  passes::verifyMemoryPlan(g.graph, cgc::lowering::lowerGraph(g.graph), two, twoPlan);
   CHECK(twoPlan.bufferOf[b] != twoPlan.bufferOf[a]);
   CHECK(twoPlan.bufferOf[c] != twoPlan.bufferOf[a]);
   CHECK(twoPlan.inPlaceNodes == 1);  // out over whichever input it waited on
@@ -299,9 +299,9 @@ TEST_CASE("a Concat joining two executors' branches keeps its parts in place") {
   auto two = passes::partitionGraph(b.graph, costs({10, 10, 10, 10, 1, 5}), 2, 1);
   passes::verifySchedule(b.graph, two);
   REQUIRE(executorOf(two, 1) != executorOf(two, 3));  // the parts in parallel
-  auto plan = passes::planMemory(b.graph, two);
-  passes::verifyMemoryPlan(b.graph, two, plan);
-  CHECK(plan.concatInPlace(b.graph, b.graph.node(4)));
+  auto plan = passes::planMemory(b.graph, cgc::lowering::lowerGraph(b.graph), two);
+  passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), two, plan);
+  CHECK(plan.copiesNothing(4));
   CHECK(plan.offsetOf(r2) == plan.offsetOf(l2) + 1024);
   // Neither branch's first value may share bytes with the other's part.
   CHECK_FALSE(bytesOverlap(plan, l1, r2, b.graph));
@@ -311,8 +311,9 @@ TEST_CASE("a Concat joining two executors' branches keeps its parts in place") {
 TEST_CASE("graphHash matches the hash codegen emits and tracks the graph") {
   GraphBuilder b = diamond();
   auto schedule = passes::scheduleSequential(b.graph);
-  auto plan = passes::planMemory(b.graph, schedule);
-  auto model = cgc::codegen::emitModel(b.graph, schedule, plan, {});
+  const auto calls = cgc::lowering::lowerGraph(b.graph);
+  auto plan = passes::planMemory(b.graph, calls, schedule);
+  auto model = cgc::codegen::emitModel({b.graph, schedule, plan, calls}, {});
   std::string hash = passes::graphHash(b.graph);
   CHECK(hash.size() == 16);
   CHECK(hash == model.graphHash);
@@ -323,7 +324,7 @@ TEST_CASE("graphHash matches the hash codegen emits and tracks the graph") {
 
 TEST_CASE("profiles give measured costs and refuse other graphs") {
   GraphBuilder b = diamond();
-  auto estimate = passes::estimateCosts(b.graph);
+  auto estimate = passes::estimateCosts(b.graph, cgc::lowering::lowerGraph(b.graph));
   std::string hash = passes::graphHash(b.graph);
   auto profile = [&](const std::string& h) {
     return "{\"model\": \"diamond\", \"graph_hash\": \"" + h +
@@ -337,7 +338,7 @@ TEST_CASE("profiles give measured costs and refuse other graphs") {
   };
 
   auto path = writeTemp("good.json", profile(hash));
-  auto measured = passes::costsFromProfile(b.graph, path);
+  auto measured = passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), path);
   CHECK(measured.measured);
   CHECK(measured.micros[0] == Approx(12.0));
   CHECK(measured.micros[2] == Approx(8.0 * std::pow(2.0, 0.8)));  // one thread
@@ -353,14 +354,14 @@ TEST_CASE("profiles give measured costs and refuse other graphs") {
   CHECK(measured.threads[1] == 0);
 
   auto stale = writeTemp("stale.json", profile("0123456789abcdef"));
-  CHECK_THROWS_AS(passes::costsFromProfile(b.graph, stale), cgc::CompileError);
-  CHECK_THROWS_WITH(passes::costsFromProfile(b.graph, stale),
+  CHECK_THROWS_AS(passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), stale), cgc::CompileError);
+  CHECK_THROWS_WITH(passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), stale),
                     Contains("measured on a different graph") &&
                         Contains("0123456789abcdef") && Contains(hash));
   auto broken = writeTemp("broken.json", "{\"graph_hash\": ");
-  CHECK_THROWS_WITH(passes::costsFromProfile(b.graph, broken),
+  CHECK_THROWS_WITH(passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), broken),
                     Contains("broken.json") && Contains("not a valid profile"));
-  CHECK_THROWS_WITH(passes::costsFromProfile(b.graph, path + ".absent"),
+  CHECK_THROWS_WITH(passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), path + ".absent"),
                     Contains("cannot read"));
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
@@ -371,15 +372,15 @@ TEST_CASE("sample models partition into verified schedules and memory plans") {
     auto graph = cgc::frontend::loadOnnx(std::string(CGC_SAMPLES_DIR) + "/" +
                                          name + "/model.onnx");
     passes::runPipeline(graph);
-    auto model = passes::estimateCosts(graph);
+    auto model = passes::estimateCosts(graph, cgc::lowering::lowerGraph(graph));
     auto one = passes::scheduleSequential(graph);
-    auto onePlan = passes::planMemory(graph, one);
+    auto onePlan = passes::planMemory(graph, cgc::lowering::lowerGraph(graph), one);
     double sequential = passes::simulatedMakespan(graph, model, one);
     for (int executors : {1, 2, 4}) {
       auto schedule = passes::partitionGraph(graph, model, executors, 1);
       passes::verifySchedule(graph, schedule);
-      auto plan = passes::planMemory(graph, schedule);
-      passes::verifyMemoryPlan(graph, schedule, plan);
+      auto plan = passes::planMemory(graph, cgc::lowering::lowerGraph(graph), schedule);
+      passes::verifyMemoryPlan(graph, cgc::lowering::lowerGraph(graph), schedule, plan);
       CHECK(passes::simulatedMakespan(graph, model, schedule) <= sequential + 1e-9);
       if (executors == 1) CHECK(plan.arenaBytes == onePlan.arenaBytes);
     }

@@ -11,6 +11,26 @@
 extern "C" {
 #endif
 
+/* The runtime ABI that generated code is written against; a model checks
+ * it against the runtime it is linked with when it is created. */
+#define CGC_RUNTIME_ABI_VERSION 2
+
+/* What a model's functions return: 0 on success. Codes below 16 are
+ * failures the model itself defines (its kernels report them, naming the
+ * node); the others are failures of the call. */
+typedef int32_t cgc_status;
+#define CGC_OK 0
+#define CGC_ERROR_INDEX_OUT_OF_RANGE 1 /* Gather/Scatter index outside its axis */
+#define CGC_ERROR_SIZE_BEYOND_BOUND 2  /* a data-dependent size over its bound */
+#define CGC_ERROR_BUSY 16              /* run() entered from two threads at once */
+#define CGC_ERROR_INVALID_ARGUMENT 17  /* a wrong index, size or pointer */
+#define CGC_ERROR_WEIGHTS 18           /* the weights file is missing or wrong */
+#define CGC_ERROR_ARENA 19             /* the caller's arena is too small or misaligned */
+#define CGC_ERROR_RUNTIME_MISMATCH 20  /* built against another runtime ABI */
+#define CGC_ERROR_CPU 21               /* the CPU lacks the model's target features */
+#define CGC_ERROR_OUT_OF_MEMORY 22
+#define CGC_ERROR_INTERNAL 99
+
 typedef struct cgc_tensor_info {
   const char* name;     /* ONNX name of the graph input or output */
   int32_t dtype;        /* ONNX TensorProto.DataType code */
@@ -21,7 +41,7 @@ typedef struct cgc_tensor_info {
 
 typedef struct cgc_model_info {
   const char* name;         /* C++ class name */
-  const char* source;       /* ONNX file the model was compiled from */
+  const char* source;       /* file name of the ONNX model it was compiled from */
   const char* graph_hash;   /* hash of graph and schedule; keys profiles */
   int32_t num_inputs;
   const cgc_tensor_info* inputs;
@@ -34,7 +54,9 @@ typedef struct cgc_model_info {
   const char* const* node_names;
   const char* const* node_ops;
   int32_t executors;
-  int32_t threads_per_executor;
+  int32_t threads_per_executor; /* 0: every core the process may use, at run time */
+  const char* cgc_version;      /* the cgc that generated the model */
+  const char* target;           /* what it was compiled for ("native", "x86-64-v3") */
 } cgc_model_info;
 
 #ifdef __cplusplus

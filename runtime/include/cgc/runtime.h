@@ -1,9 +1,19 @@
 // cgc runtime: what every generated model header includes. Small on purpose:
 // this is the only part of cgc that ships inside users' binaries.
+//
+// A generated model class is a thin, readable shell around ModelRuntime,
+// which owns what every instance needs: the arena (allocated, or the
+// caller's), the weights (embedded, or read once per process and shared by
+// every instance), the executor pool and its pinned threads, the first
+// error of a run, the guard against two concurrent run() calls, and the
+// profiler hook.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,8 +23,44 @@
 
 namespace cgc {
 
+namespace rt {
+/// What a kernel that can fail returns (defined in cgc/kernels/common.h,
+/// which generated headers need not include).
+enum class Status : int32_t;
+}  // namespace rt
+
 using TensorInfo = cgc_tensor_info;
 using ModelInfo = cgc_model_info;
+
+/// The outcome of a model call: ok, or a cgc_status code with a message
+/// that names the failing node ("node 'embed' (Gather): an index is out of
+/// range"). Cheap when ok.
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(cgc_status code, std::string message) : code_(code), message_(std::move(message)) {}
+  bool ok() const { return code_ == CGC_OK; }
+  explicit operator bool() const { return ok(); }
+  cgc_status code() const { return code_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  cgc_status code_ = CGC_OK;
+  std::string message_;
+};
+
+/// What a model's constructor throws (and its C create function reports as
+/// NULL plus a message): a missing or wrong weights file, a caller's arena
+/// too small, a runtime of another ABI, a CPU without the model's target
+/// features.
+class Error : public std::runtime_error {
+ public:
+  Error(cgc_status code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  cgc_status code() const { return code_; }
+
+ private:
+  cgc_status code_;
+};
 
 /// Collects per-node timings from a model's run() while it is attached with
 /// set_profiler(); writes them as profile JSON or as a Chrome trace.
@@ -56,8 +102,8 @@ class Profiler {
 /// Times one node for a Profiler; costs one branch when none is attached.
 class NodeTimer {
  public:
-  NodeTimer(Profiler* profiler, const ModelInfo& model, int32_t node,
-            int32_t executor = 0, int32_t threads = 1)
+  NodeTimer(Profiler* profiler, const ModelInfo& model, int32_t node, int32_t executor = 0,
+            int32_t threads = 1)
       : profiler_(profiler),
         model_(model),
         event_{node, executor, threads, profiler ? profiler->now_ns() : 0, 0} {}
@@ -75,13 +121,93 @@ class NodeTimer {
   Profiler::Event event_;
 };
 
-/// Reads a `.weights.bin` file into a 64-byte-aligned buffer (free it with
-/// std::free). Throws std::runtime_error naming the file when it cannot be
-/// read or does not hold exactly `bytes` bytes.
-unsigned char* load_weights(const char* path, int64_t bytes);
+/// What a generated model tells its ModelRuntime about itself (constants of
+/// the generated code).
+struct ModelSpec {
+  const ModelInfo* info;
+  int abi_version;         // CGC_RUNTIME_ABI_VERSION of the generating cgc
+  int signals;             // cross-executor signals the op lists use
+  int64_t weight_bytes;
+  /// The weights linked into the binary (.incbin), or null when they are
+  /// read from a file.
+  const unsigned char* embedded_weights;
+  /// The weights file's default name ("tiny_cnn.weights.bin"), looked up
+  /// next to the binary that holds `module_symbol` (see default_weights_path).
+  const char* weights_file_name;
+  const void* module_symbol;
+  /// CPU features the generated code and its runtime need, as GCC's
+  /// __builtin_cpu_supports names ("avx2", "fma", "avx512f"), null-terminated;
+  /// null for none.
+  const char* const* cpu_features;
+};
+
+/// The state of one model instance. Construction checks the runtime ABI and
+/// the CPU's features, then takes the arena and the weights; it throws Error
+/// on any failure (the instance is then not created).
+class ModelRuntime {
+ public:
+  /// `weights_path`: null or "" for the default (embedded, or the spec's file
+  /// next to the binary). `arena`: null to allocate one of
+  /// info->arena_bytes (zeroed); otherwise the caller's memory of
+  /// `arena_bytes` (at least info->arena_bytes, 64-byte aligned), used as
+  /// given (not zeroed, never freed), which must outlive the instance;
+  /// nothing is allocated per run.
+  ModelRuntime(const ModelSpec& spec, const char* weights_path = nullptr, void* arena = nullptr,
+               int64_t arena_bytes = 0);
+  /// Destroying an instance while another thread is inside its run() is a
+  /// programming error: the destructor reports it on stderr and aborts.
+  ~ModelRuntime();
+  ModelRuntime(const ModelRuntime&) = delete;
+  ModelRuntime& operator=(const ModelRuntime&) = delete;
+
+  unsigned char* arena() const { return arena_; }
+  const unsigned char* weights() const { return weights_; }
+  const ModelInfo& info() const { return *spec_.info; }
+
+  /// One inference: runs `body` on every executor thread. Returns
+  /// CGC_ERROR_BUSY without running when another thread is inside run() of
+  /// this instance; otherwise the first failure a node reported (fail), or
+  /// ok. A run after a failed run starts afresh.
+  Status run(ExecutorPool::Body body, void* model);
+
+  /// Records a node's failure (first one wins; any thread, lock-free).
+  void fail(int node, rt::Status status) noexcept;
+
+  Profiler* profiler() const { return profiler_; }
+  void set_profiler(Profiler* profiler) { profiler_ = profiler; }
+  ExecutorPool& pool() { return pool_; }
+  /// Where this instance's threads run: "1 executor(s) x 2 thread(s): e0 [caller, cpu 1]".
+  const std::string& placement() const { return pool_.describe_placement(); }
+
+ private:
+  ModelSpec spec_;
+  unsigned char* arena_ = nullptr;
+  bool ownsArena_ = false;
+  std::shared_ptr<const unsigned char> fileWeights_;  // shared per process and file
+  const unsigned char* weights_ = nullptr;
+  Profiler* profiler_ = nullptr;
+  std::atomic<bool> running_{false};
+  std::atomic<int64_t> failure_{-1};  // node << 8 | status, -1 when none
+  ExecutorPool pool_;
+};
+
+/// "<directory of the binary holding `module_symbol`>/<file_name>", or
+/// file_name alone when that directory cannot be found.
+std::string default_weights_path(const void* module_symbol, const char* file_name);
+
+/// A weights file's `bytes` bytes, 64-byte aligned, read once per process:
+/// every caller naming the same file (by its canonical path) shares one copy.
+/// Throws Error (CGC_ERROR_WEIGHTS) naming the file when it cannot be read
+/// or does not hold exactly `bytes` bytes.
+std::shared_ptr<const unsigned char> shared_weights(const std::string& path, int64_t bytes);
 
 /// Allocates a zeroed 64-byte-aligned arena (std::free to release); throws
-/// std::bad_alloc.
+/// Error (CGC_ERROR_OUT_OF_MEMORY).
 unsigned char* allocate_arena(int64_t bytes);
+
+/// The message of the last failed create on this thread, for C interfaces
+/// (each generated model exports it as <prefix>_last_error()).
+const char* last_create_error();
+void set_last_create_error(const std::string& message);
 
 }  // namespace cgc

@@ -3,7 +3,9 @@
 // A compiled model runs on E executors of T threads each. One persistent
 // ExecutorPool per model instance holds the E x T - 1 worker threads (the
 // thread calling run() is executor 0's thread 0), each pinned to its own core
-// when there are enough. run() opens one parallel region for the whole
+// when there are enough; several instances in one process take different
+// cores while cores allow (a process-wide registry of the CPUs that pools
+// hold). run() opens one parallel region for the whole
 // inference (as DeepCPU's ParallelOuterRNN): every thread runs its executor's
 // straight-line op list, the threads of one executor meet at a cheap barrier
 // after each op, and an executor that needs a tensor produced on another
@@ -153,6 +155,17 @@ namespace cgc {
 
 /// The threads of one model instance: E executors x T threads, one parallel
 /// region per run(). Not reentrant: one run() at a time per pool.
+///
+/// Placement. The process keeps a registry of the CPUs its pools hold, so
+/// that several instances in one process run on different cores: a pool
+/// whose E x T threads fit in the CPUs that no other pool holds (of those the
+/// process may use) claims E x T of them, in order: the first for the thread
+/// that calls run() (which is not pinned, but no other pool's worker is
+/// pinned there either) and one per worker, which is pinned to it. The pool
+/// gives them back when it is destroyed. When fewer CPUs are free, or E x T
+/// exceeds the CPUs, or CGC_PIN=0, the workers run unpinned and
+/// describe_placement() says why ("unpinned: cores held by other
+/// instances"). A pool of one thread has no workers and claims nothing.
 class ExecutorPool {
  public:
   /// What one executor runs: its thread of `team` executes op list `executor`.
@@ -161,17 +174,23 @@ class ExecutorPool {
   using Body = void (*)(void* context, int executor, const rt::Team& team);
 
   /// `signals`: how many cross-executor signals the op lists use.
-  /// Pinning: each worker is pinned to one of the CPUs the process may use
-  /// when E x T fits them (CGC_PIN=0 turns it off). The calling thread is not
-  /// pinned, but when run() finds it on a worker's CPU (two threads on one
-  /// core, each waiting for the other) its affinity is narrowed to the CPUs
-  /// no worker holds. Throws std::system_error when threads cannot be started.
+  /// `threads_per_executor` 0 decides here: the CPUs the process may use
+  /// that no other pool holds, divided by the executors, at least 1 (every
+  /// CPU the process may use when it is the only pool); see
+  /// threads_per_executor(). Pinning: see the class comment. The calling
+  /// thread is not pinned, but when run() finds it on a CPU that a worker (of
+  /// any pool) is pinned to (two threads on one core, each waiting for the
+  /// other) its affinity is narrowed to the CPUs no worker holds. Throws
+  /// std::system_error when threads cannot be started.
   ExecutorPool(int executors, int threads_per_executor, int signals);
   ~ExecutorPool();
   ExecutorPool(const ExecutorPool&) = delete;
   ExecutorPool& operator=(const ExecutorPool&) = delete;
 
-  /// Runs `body` on every thread and returns when all have finished.
+  /// Runs `body` on every thread and returns when all have finished. When
+  /// the calling thread's body throws, run() still waits for the workers,
+  /// then rethrows (so a body must not throw while its team mates wait for
+  /// it at a barrier: they would wait forever).
   void run(Body body, void* context);
 
   /// Marks cross-executor signal `signal` as produced in this run. Call from
@@ -191,11 +210,14 @@ class ExecutorPool {
   rt::SpinBarrier* barrier_for(int executor, int threads);
 
   int executors() const { return executors_; }
+  /// T: as given, or as decided at construction when given 0.
   int threads_per_executor() const { return threads_; }
   /// CPU of each thread, executor-major; -1 where not pinned (thread 0 is the
   /// caller's thread).
   const std::vector<int>& placement() const { return placement_; }
-  /// "2 executor(s) x 1 thread(s): e0 [caller] e1 [cpu 1]".
+  /// "2 executor(s) x 1 thread(s): e0 [caller] e1 [cpu 1]"; when the workers
+  /// are unpinned, followed by why ("; unpinned: cores held by other
+  /// instances", "; unpinned: CGC_PIN=0", "; unpinned: 4 threads, 2 CPUs").
   const std::string& describe_placement() const { return description_; }
 
  private:
@@ -203,13 +225,14 @@ class ExecutorPool {
     std::atomic<uint64_t> value{0};
   };
   void worker(int slot);
-  std::string describe() const;
+  void startWorkers();
+  void stopWorkers();
+  std::string describe(const std::string& unpinned) const;
   void keepCallerOffWorkers();
 
-  int executors_, threads_;
+  int executors_, threads_ = 1;
   std::vector<int> placement_;
-  std::vector<int> callerCpus_;   // allowed CPUs no worker is pinned to
-  std::vector<char> workerCpu_;   // by CPU number: a worker is pinned there
+  std::vector<int> claimed_;  // CPUs held in the registry: the caller's, then the workers'
   std::string description_;
   std::unique_ptr<Signal[]> signals_;
   std::vector<std::unique_ptr<rt::SpinBarrier>> barriers_;  // [e * T + (k-1)]

@@ -49,6 +49,30 @@ constexpr int64_t dtypeSize(DType t) {
   return 0;
 }
 
+/// The enumerator's name ("kF32"), so that the compiler prints a DType
+/// field of a kernel's parameters as C++ (as CGC_ENUM's enumName does for the
+/// kernels' own enums).
+constexpr const char* enumName(DType t) {
+  switch (t) {
+    case DType::kUndefined: return "kUndefined";
+    case DType::kF32: return "kF32";
+    case DType::kU8: return "kU8";
+    case DType::kI8: return "kI8";
+    case DType::kU16: return "kU16";
+    case DType::kI16: return "kI16";
+    case DType::kI32: return "kI32";
+    case DType::kI64: return "kI64";
+    case DType::kBool: return "kBool";
+    case DType::kF16: return "kF16";
+    case DType::kF64: return "kF64";
+    case DType::kU32: return "kU32";
+    case DType::kU64: return "kU64";
+    case DType::kBF16: return "kBF16";
+  }
+  return "";
+}
+constexpr const char* enumTypeName(DType) { return "DType"; }
+
 /// Short lower-case name ("float32", "int64", ...).
 constexpr const char* dtypeName(DType t) {
   switch (t) {

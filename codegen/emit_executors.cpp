@@ -1,0 +1,202 @@
+// The executor functions: each thread of an executor's team runs its op
+// list as straight-line code. Per node: wait for inputs from other
+// executors, run the kernel (on the whole team, on the node's first k
+// threads, or on thread 0 for kernels that do not split), report a failure
+// the kernel returns, meet at the team's barrier, publish outputs other
+// executors read. Long lists are split into functions of kNodesPerFunction
+// nodes.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "codegen/emit_parts.h"
+#include "codegen/params_printer.h"
+
+namespace cgc::codegen {
+namespace {
+
+using lowering::ArgKind;
+using lowering::Kernel;
+using lowering::KernelCall;
+
+/// Nodes per generated function. An executor's list of a few thousand nodes
+/// as one function makes g++ -O2 take many minutes (its passes are
+/// superlinear in function size); parts of this many compile in seconds and
+/// one call per part costs nothing next to a kernel.
+constexpr size_t kNodesPerFunction = 64;
+
+size_t partsOf(const ModelLayout& layout, int executor) {
+  const size_t n = layout.model.schedule.ops[executor].size();
+  return std::max<size_t>(1, (n + kNodesPerFunction - 1) / kNodesPerFunction);
+}
+
+std::string functionName(const ModelLayout& layout, int executor, size_t part) {
+  return partsOf(layout, executor) == 1 ? fmt::format("executor{}", executor)
+                                        : fmt::format("executor{}_part{}", executor, part);
+}
+
+std::string describeValues(const ir::Graph& graph, const std::vector<int>& ids) {
+  std::vector<std::string> parts;
+  for (int v : ids)
+    if (v >= 0) parts.push_back(fmt::format("{} {}", graph.value(v).name, graph.value(v).type.str()));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+/// The call itself; `team` names the Team argument ("team", "part").
+void emitCall(CodeWriter& w, const ModelLayout& layout, const KernelCall& call,
+              const std::string& team, int nodeIndex) {
+  const lowering::KernelInfo& info = lowering::kernelInfo(call.kernel);
+  emitParams(w, call);
+  std::vector<std::string> args = {"params"};
+  size_t in = 0, out = 0;
+  for (ArgKind kind : info.args) {
+    switch (kind) {
+      case ArgKind::kInput: args.push_back(layout.pointer(call.inputs[in++])); break;
+      case ArgKind::kOutput: args.push_back(layout.pointer(call.outputs[out++])); break;
+      case ArgKind::kTeam: args.push_back(team); break;
+      case ArgKind::kInputList: {
+        std::vector<std::string> inputs;
+        for (int v : call.inputs) inputs.push_back(layout.pointer(v));
+        w.line("const void* const inputs[] = {{{}}};", fmt::join(inputs, ", "));
+        args.push_back("inputs");
+        break;
+      }
+    }
+  }
+  const std::string text =
+      fmt::format("cgc::rt::{}({})", lowering::kernelFunction(call), fmt::join(args, ", "));
+  if (info.fallible)
+    w.line("if (const auto status = {}; status != cgc::rt::Status::kOk) runtime_.fail({}, status);",
+           text, nodeIndex);
+  else
+    w.line("{};", text);
+}
+
+/// The kernel on as many threads as the schedule gives the node.
+void emitKernel(CodeWriter& w, const ModelLayout& layout, int id, int executor) {
+  const KernelCall& call = layout.model.calls.of(id);
+  const int index = layout.nodeIndex.at(id);
+  const int threads = layout.model.schedule.threadsOf(id);
+  const bool fixed = layout.fixedTeam();
+  const int teamSize = layout.model.schedule.threadsPerExecutor;
+  const bool split = lowering::takesTeam(call);
+  w.line("cgc::NodeTimer timer(profiler, kInfo, /*node=*/{}, /*executor=*/{}, /*threads=*/{});",
+         index, executor, !split ? "1" : fixed ? std::to_string(threads) : "team.size()");
+  if (split && (!fixed || threads == teamSize)) {
+    emitCall(w, layout, call, "team", index);
+  } else if (split) {
+    w.open("if (team.thread() < {}) {{", threads);
+    w.line("const cgc::rt::Team part(team.thread(), {0}, runtime_.pool().barrier_for({1}, {0}));",
+           threads, executor);
+    emitCall(w, layout, call, "part", index);
+    w.close();
+  } else if (!fixed || teamSize > 1) {
+    w.open("if (team.thread() == 0) {{");
+    emitCall(w, layout, call, "", index);
+    w.close();
+  } else {
+    emitCall(w, layout, call, "", index);
+  }
+  if (!fixed || teamSize > 1) w.line("team.barrier();");
+}
+
+/// Which signals each node of `executor` waits for.
+std::map<int, std::vector<int>> waitsOf(const ModelLayout& layout, int executor) {
+  std::map<int, std::vector<int>> waits;  // consumer -> signals
+  for (const auto& dep : layout.model.schedule.crossDependencies)
+    if (dep.toExecutor == executor) {
+      auto& list = waits[dep.consumer];
+      const int signal = layout.signals.at(dep.producer);
+      if (std::find(list.begin(), list.end(), signal) == list.end()) list.push_back(signal);
+    }
+  return waits;
+}
+
+void emitNode(CodeWriter& w, const ModelLayout& layout, int id, int executor,
+              const std::map<int, std::vector<int>>& waits) {
+  const ir::Graph& graph = layout.model.graph;
+  const ir::Node& node = graph.node(id);
+  const KernelCall& call = layout.model.calls.of(id);
+  const bool noCode = call.kernel == Kernel::kView || layout.model.plan.copiesNothing(id);
+  const std::string summary =
+      fmt::format("node '{}' ({}): {} -> {}", node.name, node.op, describeValues(graph, node.inputs),
+                  describeValues(graph, node.outputs));
+  auto wait = waits.find(id);
+  auto signal = layout.signals.find(id);
+  if (noCode && wait == waits.end() && signal == layout.signals.end()) {
+    w.line("// {}: no code, {}", summary,
+           call.kernel == Kernel::kView ? "a view" : "its inputs are written in place");
+    return;
+  }
+  w.open("{{  // {}", summary);
+  if (wait != waits.end())
+    for (int s : wait->second) w.line("runtime_.pool().wait({});", s);
+  if (!noCode) emitKernel(w, layout, id, executor);
+  if (signal != layout.signals.end()) {
+    const bool alone = layout.fixedTeam() && layout.model.schedule.threadsPerExecutor == 1;
+    w.line("{}runtime_.pool().publish({});", alone ? "" : "if (team.thread() == 0) ",
+           signal->second);
+  }
+  w.close();
+}
+
+void emitPart(CodeWriter& w, const ModelLayout& layout, int executor, size_t part,
+              const std::map<int, std::vector<int>>& waits) {
+  const std::vector<int>& ops = layout.model.schedule.ops[executor];
+  const auto first = ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), part * kNodesPerFunction));
+  const auto last =
+      ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), (part + 1) * kNodesPerFunction));
+  const bool teamOfOne = layout.fixedTeam() && layout.model.schedule.threadsPerExecutor == 1;
+  bool anyKernel = false, readsArena = false, readsWeights = false, usesTeam = false;
+  for (auto it = first; it != last; ++it) {
+    const KernelCall& call = layout.model.calls.of(*it);
+    usesTeam |= !teamOfOne && layout.signals.count(*it);
+    if (call.kernel == Kernel::kView || layout.model.plan.copiesNothing(*it)) continue;
+    anyKernel = true;
+    usesTeam |= !teamOfOne || lowering::takesTeam(call);
+    for (const std::vector<int>* values : {&call.inputs, &call.outputs})
+      for (int v : *values)
+        if (v >= 0) (layout.model.graph.value(v).isConstant() ? readsWeights : readsArena) = true;
+  }
+  w.open("void {}::{}(const cgc::rt::Team&{}) {{", layout.className,
+         functionName(layout, executor, part), usesTeam ? " team" : "");
+  if (readsArena) w.line("unsigned char* const arena = runtime_.arena();");
+  if (readsWeights) w.line("const unsigned char* const weights = runtime_.weights();");
+  if (anyKernel)
+    w.line("cgc::Profiler* const profiler = {};",
+           teamOfOne ? "runtime_.profiler()" : "team.thread() == 0 ? runtime_.profiler() : nullptr");
+  for (auto it = first; it != last; ++it) emitNode(w, layout, *it, executor, waits);
+  w.close();
+}
+
+}  // namespace
+
+std::vector<std::string> executorFunctionNames(const ModelLayout& layout) {
+  std::vector<std::string> names;
+  for (int e = 0; e < layout.model.schedule.executors; ++e) {
+    if (partsOf(layout, e) > 1) names.push_back(fmt::format("executor{}", e));
+    for (size_t part = 0; part < partsOf(layout, e); ++part)
+      names.push_back(functionName(layout, e, part));
+  }
+  return names;
+}
+
+void emitExecutors(CodeWriter& w, const ModelLayout& layout) {
+  for (int e = 0; e < layout.model.schedule.executors; ++e) {
+    w.blank();
+    const size_t parts = partsOf(layout, e);
+    if (parts > 1) {
+      w.open("void {}::executor{}(const cgc::rt::Team& team) {{", layout.className, e);
+      for (size_t part = 0; part < parts; ++part) w.line("{}(team);", functionName(layout, e, part));
+      w.close();
+    }
+    const auto waits = waitsOf(layout, e);
+    for (size_t part = 0; part < parts; ++part) {
+      if (part > 0 || parts > 1) w.blank();
+      emitPart(w, layout, e, part, waits);
+    }
+  }
+}
+
+}  // namespace cgc::codegen

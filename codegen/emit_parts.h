@@ -1,0 +1,38 @@
+// The parts of the emitter (see model_emitter.h): each prints one piece of
+// the generated code from the model's layout.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "codegen/code_writer.h"
+#include "codegen/model_layout.h"
+
+namespace cgc::codegen {
+
+/// NAME.h: the C interface (valid C11) and, for C++, the model class.
+std::string emitHeader(const ModelLayout& layout);
+
+/// NAME.cpp: weights, the model's description, construction, accessors,
+/// run() and the executors, the C interface.
+std::string emitSource(const ModelLayout& layout);
+
+/// Appends the executor functions: one per executor (split into parts of
+/// a bounded number of nodes), one block per node.
+void emitExecutors(CodeWriter& w, const ModelLayout& layout);
+
+/// The generated executor functions' names: executor0, or executor0_part0,
+/// executor0_part1, ... where one executor's list is long.
+std::vector<std::string> executorFunctionNames(const ModelLayout& layout);
+
+/// The ONNX file's name without its directories (generated code never
+/// holds a path of the machine that compiled it).
+std::string sourceName(const ModelLayout& layout);
+
+/// "1 executor(s) x 2 thread(s)" or "... x every core".
+std::string describeSchedule(const ModelLayout& layout);
+
+/// "1,234,567".
+std::string withCommas(int64_t n);
+
+}  // namespace cgc::codegen

@@ -1,0 +1,346 @@
+// NAME.cpp: the embedded weights, the model's description (named buffer
+// and weight offsets, tensor and node tables, ModelInfo, the ModelSpec its
+// runtime checks), the class's members, the executors (emit_executors.cpp)
+// and the C interface, whose bodies turn every exception into a status.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "codegen/emit_parts.h"
+#include "codegen/template.h"
+#include "compiler_config.h"
+
+namespace cgc::codegen {
+namespace {
+
+constexpr const char* kEmbeddedWeights = R"(// Weights ({{BYTES}} bytes), embedded from {{PREFIX}}.weights.bin by the
+// assembler (compile with -Wa,-I<directory of the file>).
+__asm__(".section .rodata\n"
+        ".balign 64\n"
+        ".globl {{PREFIX}}_weights\n"
+        ".hidden {{PREFIX}}_weights\n"
+        "{{PREFIX}}_weights:\n"
+        ".incbin \"{{PREFIX}}.weights.bin\"\n"
+        ".previous\n");
+extern "C" const unsigned char {{PREFIX}}_weights[];
+
+)";
+
+constexpr const char* kHelpers = R"(template <typename T>
+T* at(unsigned char* base, int64_t offset) {
+  return reinterpret_cast<T*>(base + offset);
+}
+template <typename T>
+const T* at(const unsigned char* base, int64_t offset) {
+  return reinterpret_cast<const T*>(base + offset);
+}
+
+)";
+
+// GCC's -Wextra counts a member left out of a designated initializer as
+// missing; here that is the point.
+constexpr const char* kDefaultFields = R"(// Kernel parameters list only the fields that differ from their defaults;
+// the fields left out keep them.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+
+)";
+
+constexpr const char* kMembers = R"(
+{{CLASS}}::{{CLASS}}(const char* weights_path) : {{CLASS}}(nullptr, 0, weights_path) {}
+
+{{CLASS}}::{{CLASS}}(void* arena, int64_t arena_bytes, const char* weights_path)
+    : runtime_(kSpec, weights_path, arena, arena_bytes) {}
+
+const cgc::ModelInfo& {{CLASS}}::info() { return kInfo; }
+
+cgc::Status {{CLASS}}::run() { return runtime_.run(&{{CLASS}}::run_executor, this); }
+
+)";
+
+constexpr const char* kCInterface = R"(
+/// What a C handle points to: the model and the message of its last failed
+/// call.
+struct {{PREFIX}} {
+  {{PREFIX}}(void* arena, int64_t arena_bytes, const char* weights_path)
+      : model_(arena, arena_bytes, weights_path) {}
+  {{NAMESPACE}}::{{CLASS}} model_;
+  mutable std::string error_;
+};
+
+namespace {
+
+/// A call's status, remembered as the instance's message.
+cgc_status report(const {{PREFIX}}* model, cgc_status code, std::string message) {
+  model->error_ = std::move(message);
+  return code;
+}
+
+/// The size check of set_input and get_output.
+cgc_status checkCopy(const {{PREFIX}}* model, const cgc_tensor_info* tensors, int count,
+                     int index, const void* data, int64_t bytes) {
+  if (index < 0 || index >= count)
+    return report(model, CGC_ERROR_INVALID_ARGUMENT,
+                  "tensor index " + std::to_string(index) + " is out of range");
+  if (!data || bytes != tensors[index].bytes)
+    return report(model, CGC_ERROR_INVALID_ARGUMENT,
+                  std::string("tensor '") + tensors[index].name + "' holds " +
+                      std::to_string(tensors[index].bytes) + " bytes, not " +
+                      std::to_string(bytes));
+  return report(model, CGC_OK, "");
+}
+
+}  // namespace
+
+extern "C" {
+
+{{PREFIX}}* {{PREFIX}}_create(const char* weights_path) {
+  return {{PREFIX}}_create_with_arena(weights_path, nullptr, 0);
+}
+
+{{PREFIX}}* {{PREFIX}}_create_with_arena(const char* weights_path, void* arena,
+                                         int64_t arena_bytes) {
+  try {
+    return new {{PREFIX}}(arena, arena_bytes, weights_path);
+  } catch (const std::exception& e) {
+    cgc::set_last_create_error(e.what());
+  } catch (...) {
+    cgc::set_last_create_error("{{PREFIX}}_create: unknown failure");
+  }
+  return nullptr;
+}
+
+const char* {{PREFIX}}_last_error(void) { return cgc::last_create_error(); }
+
+void {{PREFIX}}_destroy({{PREFIX}}* model) { delete model; }
+
+int64_t {{PREFIX}}_arena_bytes(void) { return {{NAMESPACE}}::{{CLASS}}::arena_bytes(); }
+
+cgc_status {{PREFIX}}_run({{PREFIX}}* model) {
+  if (!model) return CGC_ERROR_INVALID_ARGUMENT;
+  const cgc::Status status = model->model_.run();
+  return report(model, status.code(), status.message());
+}
+
+const char* {{PREFIX}}_error(const {{PREFIX}}* model) {
+  return model ? model->error_.c_str() : "no model";
+}
+
+void* {{PREFIX}}_input({{PREFIX}}* model, int index) {
+  return model ? model->model_.input(index) : nullptr;
+}
+
+const void* {{PREFIX}}_output(const {{PREFIX}}* model, int index) {
+  return model ? model->model_.output(index) : nullptr;
+}
+
+cgc_status {{PREFIX}}_set_input({{PREFIX}}* model, int index, const void* data,
+                                int64_t bytes) {
+  if (!model) return CGC_ERROR_INVALID_ARGUMENT;
+  const cgc_model_info& info = {{NAMESPACE}}::{{CLASS}}::info();
+  const cgc_status status = checkCopy(model, info.inputs, info.num_inputs, index, data, bytes);
+  if (status == CGC_OK) std::memcpy(model->model_.input(index), data, static_cast<size_t>(bytes));
+  return status;
+}
+
+cgc_status {{PREFIX}}_get_output(const {{PREFIX}}* model, int index, void* data,
+                                 int64_t bytes) {
+  if (!model) return CGC_ERROR_INVALID_ARGUMENT;
+  const cgc_model_info& info = {{NAMESPACE}}::{{CLASS}}::info();
+  const cgc_status status = checkCopy(model, info.outputs, info.num_outputs, index, data, bytes);
+  if (status == CGC_OK) std::memcpy(data, model->model_.output(index), static_cast<size_t>(bytes));
+  return status;
+}
+
+const cgc_model_info* {{PREFIX}}_info(void) { return &{{NAMESPACE}}::{{CLASS}}::info(); }
+
+const char* {{PREFIX}}_placement(const {{PREFIX}}* model) {
+  return model ? model->model_.placement().c_str() : "";
+}
+
+void {{PREFIX}}_set_profiler({{PREFIX}}* model, void* profiler) {
+  if (model) model->model_.set_profiler(static_cast<cgc::Profiler*>(profiler));
+}
+
+}  // extern "C"
+)";
+
+void emitOffsets(CodeWriter& w, const char* what, const std::vector<NamedOffset>& offsets) {
+  if (offsets.empty()) return;
+  w.line("// {}", what);
+  for (const NamedOffset& o : offsets)
+    w.line("constexpr int64_t {} = {};  // {}", o.name, o.offset, o.comment);
+  w.blank();
+}
+
+void emitTensorInfos(CodeWriter& w, const ir::Graph& graph, const char* table,
+                     const std::vector<int>& values, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto& shape = graph.value(values[i]).type.shape;
+    if (shape.empty())
+      w.line("constexpr int64_t {}Shape{}[1] = {{0}};  // a scalar", table, i);
+    else
+      w.line("constexpr int64_t {}Shape{}[] = {{{}}};", table, i, fmt::join(shape, ", "));
+  }
+  if (values.empty()) {
+    w.line("constexpr const cgc_tensor_info* {} = nullptr;", table);
+    return;
+  }
+  w.open("constexpr cgc_tensor_info {}[] = {{", table);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const ir::TensorType& t = graph.value(values[i]).type;
+    w.line("{{\"{}\", /*dtype=*/{}, /*rank=*/{}, {}Shape{}, /*bytes=*/{}}},", escape(names[i]),
+           static_cast<int>(t.dtype), t.rank(), table, i, t.bytes());
+  }
+  w.close(";");
+}
+
+/// kNodeNames / kNodeOps, one entry per line (the trailing comma keeps
+/// clang-format from bin-packing, which takes seconds on lists of hundreds).
+void emitNodeTables(CodeWriter& w, const ModelLayout& layout) {
+  const ir::Graph& graph = layout.model.graph;
+  if (layout.order.empty()) {
+    w.line("constexpr const char* const* kNodeNames = nullptr;");
+    w.line("constexpr const char* const* kNodeOps = nullptr;");
+    return;
+  }
+  w.open("constexpr const char* kNodeNames[] = {{");
+  for (int id : layout.order) w.line("\"{}\",", escape(graph.node(id).name));
+  w.close(";");
+  w.open("constexpr const char* kNodeOps[] = {{");
+  for (int id : layout.order) w.line("\"{}\",", escape(graph.node(id).op));
+  w.close(";");
+}
+
+void emitInfo(CodeWriter& w, const ModelLayout& layout) {
+  const ir::Graph& graph = layout.model.graph;
+  const passes::Schedule& schedule = layout.model.schedule;
+  std::vector<std::string> inputNames;
+  for (int in : graph.inputs) inputNames.push_back(graph.value(in).name);
+  emitTensorInfos(w, graph, "kInputs", graph.inputs, inputNames);
+  emitTensorInfos(w, graph, "kOutputs", graph.outputs, graph.outputNames);
+  emitNodeTables(w, layout);
+  w.open("constexpr cgc_model_info kInfo = {{");
+  w.line(".name = \"{}\",", layout.className);
+  w.line(".source = \"{}\",", escape(sourceName(layout)));
+  w.line(".graph_hash = \"{}\",", layout.graphHash);
+  w.line(".num_inputs = {},", graph.inputs.size());
+  w.line(".inputs = kInputs,");
+  w.line(".num_outputs = {},", graph.outputs.size());
+  w.line(".outputs = kOutputs,");
+  w.line(".arena_bytes = {},", layout.model.plan.arenaBytes);
+  w.line(".arena_bytes_no_reuse = {},", layout.model.plan.bytesWithoutReuse);
+  w.line(".weight_bytes = {},", layout.weights.size());
+  w.line(".num_nodes = {},", layout.order.size());
+  w.line(".node_names = kNodeNames,");
+  w.line(".node_ops = kNodeOps,");
+  w.line(".executors = {},", schedule.executors);
+  w.line(".threads_per_executor = {},{}", layout.fixedTeam() ? schedule.threadsPerExecutor : 0,
+         layout.fixedTeam() ? "" : "  // every core the process may use");
+  w.line(".cgc_version = \"{}\",", CGC_VERSION);
+  w.line(".target = \"{}\",", escape(layout.options.target));
+  w.close(";");
+}
+
+void emitSpec(CodeWriter& w, const ModelLayout& layout) {
+  std::vector<std::string> features;
+  for (const auto& f : layout.options.cpuFeatures) features.push_back(fmt::format("\"{}\"", f));
+  features.push_back("nullptr");
+  w.line("constexpr const char* kCpuFeatures[] = {{{}}};", fmt::join(features, ", "));
+  const bool embedded = layout.options.embedWeights && !layout.weights.empty();
+  w.open("constexpr cgc::ModelSpec kSpec = {{");
+  w.line(".info = &kInfo,");
+  w.line(".abi_version = CGC_RUNTIME_ABI_VERSION,");
+  w.line(".signals = {},", layout.signals.size());
+  w.line(".weight_bytes = {},", layout.weights.size());
+  w.line(".embedded_weights = {},", embedded ? layout.prefix + "_weights" : "nullptr");
+  w.line(".weights_file_name = \"{}.weights.bin\",", layout.prefix);
+  w.line(".module_symbol = &kInfo,");
+  w.line(".cpu_features = kCpuFeatures,");
+  w.close(";");
+}
+
+void emitAccessors(CodeWriter& w, const ModelLayout& layout) {
+  const ir::Graph& graph = layout.model.graph;
+  const std::string& cls = layout.className;
+  auto pointer = [&](int v) { return layout.pointer(v, "runtime_.arena()", "runtime_.weights()"); };
+  for (size_t i = 0; i < graph.inputs.size(); ++i)
+    w.line("{}* {}::{}() {{ return {}; }}",
+           lowering::cppType(graph.value(graph.inputs[i]).type.dtype), cls,
+           layout.inputAccessors[i], pointer(graph.inputs[i]));
+  for (size_t i = 0; i < graph.outputs.size(); ++i)
+    w.line("const {}* {}::{}() const {{ return {}; }}",
+           lowering::cppType(graph.value(graph.outputs[i]).type.dtype), cls,
+           layout.outputAccessors[i], pointer(graph.outputs[i]));
+  w.blank();
+  auto byIndex = [&](const std::string& signature, const std::vector<std::string>& names) {
+    w.open("{} {{", signature);
+    w.open("switch (index) {{");
+    for (size_t i = 0; i < names.size(); ++i) w.line("case {}: return {}();", i, names[i]);
+    w.line("default: return nullptr;");
+    w.close();
+    w.close();
+    w.blank();
+  };
+  byIndex(fmt::format("void* {}::input(int index)", cls), layout.inputAccessors);
+  byIndex(fmt::format("const void* {}::output(int index) const", cls), layout.outputAccessors);
+}
+
+void emitRunExecutor(CodeWriter& w, const ModelLayout& layout) {
+  const std::string& cls = layout.className;
+  const int executors = layout.model.schedule.executors;
+  if (executors == 1) {
+    w.open("void {}::run_executor(void* self, int, const cgc::rt::Team& team) {{", cls);
+    w.line("static_cast<{}*>(self)->executor0(team);", cls);
+    w.close();
+    return;
+  }
+  w.open("void {}::run_executor(void* self, int executor, const cgc::rt::Team& team) {{", cls);
+  w.open("switch (executor) {{");
+  for (int e = 0; e < executors; ++e)
+    w.line("case {0}: static_cast<{1}*>(self)->executor{0}(team); break;", e, cls);
+  w.close();
+  w.close();
+}
+
+}  // namespace
+
+std::string emitSource(const ModelLayout& layout) {
+  const Substitutions names = {{"CLASS", layout.className},
+                               {"PREFIX", layout.prefix},
+                               {"NAMESPACE", layout.options.nameSpace},
+                               {"BYTES", std::to_string(layout.weights.size())}};
+  CodeWriter w;
+  w.line("// Generated by cgc {} from {}. Do not edit.", CGC_VERSION, sourceName(layout));
+  w.line("#include \"{}.h\"", layout.prefix);
+  w.blank();
+  w.line("#include <cgc/kernels.h>");
+  w.blank();
+  w.line("#include <cstring>");
+  w.line("#include <limits>");
+  w.line("#include <string>");
+  w.blank();
+  if (layout.options.embedWeights && !layout.weights.empty()) w.raw(expand(kEmbeddedWeights, names));
+  w.raw(kDefaultFields);
+  w.open("namespace {} {{", layout.options.nameSpace);
+  w.open("namespace {{");
+  w.blank();
+  emitOffsets(w, "Buffers in the arena (byte offsets), named after the tensors they hold.",
+              layout.arenaOffsets);
+  emitOffsets(w, "Weights (byte offsets into the weights blob).", layout.weightOffsets);
+  w.raw(kHelpers);
+  emitInfo(w, layout);
+  emitSpec(w, layout);
+  w.blank();
+  w.close("  // namespace");
+  w.raw(expand(kMembers, names));
+  emitAccessors(w, layout);
+  emitRunExecutor(w, layout);
+  emitExecutors(w, layout);
+  w.blank();
+  w.close(fmt::format("  // namespace {}", layout.options.nameSpace));
+  w.raw(expand(kCInterface, names));
+  return w.text();
+}
+
+}  // namespace cgc::codegen

@@ -1,0 +1,27 @@
+// Printing a KernelCall's parameter struct as a C++ constant, from the
+// struct's own CGC_REFLECT field list (cgc/reflect.h): designated
+// initializers, one top-level field per line, and only the fields that
+// differ from the struct's defaults (a 2-D convolution prints no depth
+// fields, a rank-2 broadcast two strides per operand). Pointer fields refer
+// to the call's named arrays, printed as constants before the struct.
+#pragma once
+
+#include <string>
+
+#include "codegen/code_writer.h"
+#include "lowering/kernel_call.h"
+
+namespace cgc::codegen {
+
+/// Qualified name of the call's parameter struct ("cgc::rt::ConvParams").
+std::string paramsType(const lowering::KernelCall& call);
+
+/// `static constexpr int64_t part_bytes[] = {...};` for each array, then
+/// `static constexpr cgc::rt::ConvParams params = {.n = 1, ...};`.
+void emitParams(CodeWriter& w, const lowering::KernelCall& call);
+
+/// The initializer alone ("{.n = 1, .c_in = 3}"), for tests and the IR
+/// printer.
+std::string paramsInitializer(const lowering::KernelCall& call);
+
+}  // namespace cgc::codegen

@@ -1,0 +1,105 @@
+// `cgc inspect`: the first stop with a new model. What it takes and gives
+// (inputs and outputs with types and symbolic shapes, even when it cannot
+// be compiled), its ops, what cgc cannot compile yet (per op, with the
+// first nodes), and either the compiled plan (kernels, memory) or why it
+// does not compile and what to try next.
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "compiler/commands.h"
+
+namespace cgc::commands {
+namespace {
+
+/// What to try for the error a compile gave.
+std::string hintFor(const std::string& error) {
+  if (error.find("symbolic dimension") != std::string::npos ||
+      error.find("has no shape") != std::string::npos)
+    return "bind the inputs' symbolic dimensions with --shape NAME=1x3x224x224 (one binding "
+           "also binds the same dimension name in the other inputs)";
+  if (error.find("compile-time constant") != std::string::npos)
+    return "bind that input to a value with --constant NAME=FILE.pb (a TensorProto file): it "
+           "decides a shape";
+  if (error.find("unsupported op") != std::string::npos ||
+      error.find("no kernel") != std::string::npos)
+    return "these ops have no kernel in cgc yet; see the README's list of supported ops";
+  return "see the README's section on rejected models";
+}
+
+void printText(const nlohmann::json& report) {
+  std::cout << fmt::format("{}: opset {}, {} nodes\n", report["model"].get<std::string>(),
+                           report["opset"].get<int>(), report["nodes"].get<int>());
+  for (const char* side : {"inputs", "outputs"}) {
+    std::cout << side << ":\n";
+    for (const auto& t : report[side])
+      std::cout << fmt::format("  {:<24} {}\n", t["name"].get<std::string>(),
+                               t["type"].get<std::string>());
+  }
+  std::cout << "ONNX ops:\n";
+  for (const auto& [op, count] : report["ops"].items())
+    std::cout << fmt::format("  {:<24} {:>6}\n", op, count.get<int>());
+  if (report.contains("unsupported_ops")) {
+    std::cout << "not supported yet (nodes per op, the first few named):\n";
+    for (const auto& [op, entry] : report["unsupported_ops"].items())
+      std::cout << fmt::format("  {:<24} {:>6}  {}\n", op, entry["count"].get<int>(),
+                               fmt::join(entry["first_nodes"], ", "));
+  }
+  if (report.contains("error")) {
+    std::cout << "does not compile: " << report["error"].get<std::string>() << "\n";
+    std::cout << "try: " << report["hint"].get<std::string>() << "\n";
+    return;
+  }
+  std::cout << "kernels after passes:\n";
+  for (const auto& [op, count] : report["kernels"].items())
+    std::cout << fmt::format("  {:<24} {:>6}\n", op, count.get<int>());
+  std::cout << fmt::format(
+      "arena: {} bytes with reuse, {} bytes without ({} ops in place)\nweights: {} bytes\n",
+      report["arena_bytes"].get<int64_t>(), report["arena_bytes_no_reuse"].get<int64_t>(),
+      report["in_place_ops"].get<int>(), report["weight_bytes"].get<int64_t>());
+}
+
+}  // namespace
+
+int inspect(const driver::CompileOptions& options, bool json) {
+  const frontend::ModelSummary summary = frontend::summarizeModel(options.modelPath);
+  nlohmann::json report = {{"model", options.modelPath},
+                           {"opset", summary.opset},
+                           {"nodes", summary.nodes},
+                           {"ops", summary.opCounts}};
+  for (const auto& [side, tensors] : {std::pair{"inputs", &summary.inputs},
+                                      std::pair{"outputs", &summary.outputs}}) {
+    report[side] = nlohmann::json::array();
+    for (const auto& t : *tensors) report[side].push_back({{"name", t.name}, {"type", t.type}});
+  }
+  if (!summary.unsupported.empty()) {
+    nlohmann::json ops = nlohmann::json::object();
+    for (const auto& u : summary.unsupported) {
+      auto& entry = ops[u.domain.empty() ? u.op : u.domain + "." + u.op];
+      entry["count"] = entry.value("count", 0) + 1;
+      if (entry["first_nodes"].size() < 3) entry["first_nodes"].push_back(u.node);
+    }
+    report["unsupported_ops"] = ops;
+  }
+  try {
+    const auto model = driver::compileGraph(options);
+    std::map<std::string, int> kernels;
+    for (int id : model.graph.liveNodes()) ++kernels[model.graph.node(id).op];
+    report["kernels"] = kernels;
+    report["arena_bytes"] = model.plan.arenaBytes;
+    report["arena_bytes_no_reuse"] = model.plan.bytesWithoutReuse;
+    report["weight_bytes"] = ir::constantBytes(model.graph);
+    report["in_place_ops"] = model.plan.inPlaceNodes;
+  } catch (const CompileError& e) {
+    report["error"] = e.what();
+    report["hint"] = hintFor(e.what());
+  }
+  if (json)
+    std::cout << report.dump(2) << std::endl;
+  else
+    printText(report);
+  return report.contains("error") ? 1 : 0;
+}
+
+}  // namespace cgc::commands

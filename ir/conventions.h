@@ -1,0 +1,63 @@
+// The conventions by which passes talk to later passes, to lowering and to
+// the verifier: the attributes a pass sets on a node, the inputs a fusion
+// appends, and which readers take the channel-blocked layout. Named once
+// here so that the writer and every reader agree.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/graph.h"
+
+namespace cgc::ir::conventions {
+
+/// pack-conv-weights and pack-rnn-weights: the weights input holds the
+/// kernel's own layout instead of ONNX's (ConvPacking for a Conv, 1 for a
+/// recurrent cell).
+inline constexpr const char* kPackedWeights = "cgc_packed_weights";
+enum class ConvPacking : int64_t { kNone = 0, kPanels = 1, kWinograd = 2 };
+
+/// fuse-epilogues: the activation applied to a Conv's, Gemm's or MatMul's
+/// result ("Relu", or "Clip" with its bounds).
+inline constexpr const char* kActivation = "cgc_activation";
+inline constexpr const char* kActivationMin = "cgc_act_min";
+inline constexpr const char* kActivationMax = "cgc_act_max";
+
+/// fuse-epilogues: the input a Conv reads as its residual (summed before
+/// the activation) and a MatMul as its bias.
+inline constexpr size_t kConvResidual = 3;
+inline constexpr size_t kMatMulBias = 2;
+
+/// fuse-conv-maxpool: a Conv that stores the 3x3, stride-2 max pooling of
+/// its output keeps its own output shape and the pool's top and left pads.
+inline constexpr const char* kConvShape = "cgc_conv_shape";
+inline constexpr const char* kPoolPads = "cgc_pool_pads";
+
+/// Channels per block of Layout::kChannelBlocked (the runtime's
+/// rt::kChannelBlock, which lowering checks it equals).
+inline constexpr int64_t kChannelBlock = 16;
+
+inline ConvPacking convPacking(const Node& n) {
+  return static_cast<ConvPacking>(n.getInt(kPackedWeights, 0));
+}
+
+/// A Conv on weights that pack-conv-weights rearranged (panels or
+/// Winograd's transform) and without a fused pool: the kernels that can
+/// take the blocked layout.
+inline bool isPackedConv(const Node& n) {
+  return n.op == "Conv" && convPacking(n) != ConvPacking::kNone && !n.has(kConvShape);
+}
+
+/// Whether node n may read its input `index` in the channel-blocked layout:
+/// a packed Conv's input, its residual where its output is blocked too (a
+/// residual follows the output's layout), a GlobalAveragePool's input.
+/// block-activations further asks the runtime whether the Conv's shape
+/// allows it; the verifier checks that every reader of a blocked value is
+/// one of these.
+inline bool mayReadBlocked(const Graph& graph, const Node& n, size_t index) {
+  if (n.op == "GlobalAveragePool") return index == 0;
+  if (!isPackedConv(n)) return false;
+  if (index == kConvResidual) return graph.value(n.outputs[0]).layout == Layout::kChannelBlocked;
+  return index == 0;
+}
+
+}  // namespace cgc::ir::conventions

@@ -1,0 +1,114 @@
+// Convolution and transposed convolution, and the questions the compiler's
+// packing passes ask about a layer (which weight layout and activation
+// layout the kernel takes for it).
+#pragma once
+
+#include "cgc/kernels/common.h"
+
+namespace cgc::rt {
+
+/// Convolution over (depth,) height and width: NC(D)HW input, OI(D)HW
+/// weights (I = c_in / groups). 1-D and 2-D convolutions have unit depth
+/// (and height) with unit window, stride and dilation there (the defaults,
+/// so the generated parameters of a 2-D layer leave the depth fields out).
+/// Epilogue: y = act(conv(x, w) + bias + residual).
+struct ConvParams {
+  int64_t n, c_in, d_in = 1, h_in = 1, w_in;
+  int64_t c_out, d_out = 1, h_out = 1, w_out;
+  int64_t groups = 1;
+  int64_t k_d = 1, k_h = 1, k_w = 1;
+  int64_t stride_d = 1, stride_h = 1, stride_w = 1;
+  int64_t pad_front = 0, pad_top = 0, pad_left = 0;
+  int64_t dilation_d = 1, dilation_h = 1, dilation_w = 1;
+  Activation activation = Activation::kNone;  // ignored by conv_transpose
+  float act_min = 0.0f, act_max = 0.0f;
+  // w is in packConvWeights' layout (set by the pack-conv-weights pass).
+  bool packed_weights = false;
+  // Where pool_h_out > 0, y holds the 3x3, stride-2 max pooling (pads
+  // pool_pad_top/left in front, the rest implied by pool_h/w_out) of the
+  // output instead of the output: n x c_out x pool_h_out x pool_w_out (the
+  // fuse-conv-maxpool pass, where convFusesMaxPool).
+  int64_t pool_h_out = 0, pool_w_out = 0, pool_pad_top = 0, pool_pad_left = 0;
+  // x, or y and the residual, in the channel-blocked layout
+  // [n][c / kChannelBlock][d][h][w][kChannelBlock] instead of NCHW (the
+  // block-activations pass). Needs packed or Winograd weights and, on that
+  // side, a multiple of kChannelBlock channels.
+  bool blocked_input = false, blocked_output = false;
+  // w is in winogradWeights' layout and conv runs Winograd F(2x2, 3x3) (the
+  // pack-conv-weights pass, where convPrefersWinograd); packed_weights is
+  // then false. Takes either layout on both sides.
+  bool winograd = false;
+  CGC_REFLECT(ConvParams, n, c_in, d_in, h_in, w_in, c_out, d_out, h_out, w_out, groups, k_d,
+              k_h, k_w, stride_d, stride_h, stride_w, pad_front, pad_top, pad_left, dilation_d,
+              dilation_h, dilation_w, activation, act_min, act_max, packed_weights, pool_h_out,
+              pool_w_out, pool_pad_top, pool_pad_left, blocked_input, blocked_output, winograd)
+};
+
+/// Channels per block of the channel-blocked activation layout: one
+/// AVX-512 vector, so a vector of output channels leaves a convolution
+/// without a transpose and the next one reads its inputs in place.
+constexpr int64_t kChannelBlock = 16;
+
+/// bias and residual (same shape as y, must not alias it) may be null.
+/// Splits the output over the team: by output columns for im2col layers, by
+/// the GEMM split (see gemm) for pointwise ones, by channels for depthwise.
+void conv(const ConvParams& p, const float* x, const float* w, const float* bias,
+          const float* residual, float* y, const Team& team = Team::serial());
+
+/// Whether conv runs faster on weights stored by packConvWeights (groups 1,
+/// c_out at least 3/4 of itself rounded up to 16, depth c_in x window at
+/// least 128): windows larger than 1x1 and strided or padded ones, which
+/// the packed kernel reads in place instead of through an im2col copy, and
+/// 1x1 layers with at most 64 outputs per channel, or 196 with 256 output
+/// channels or more, where the NCHW GEMM's vectors along positions run
+/// part-empty.
+bool convPrefersPackedWeights(const ConvParams& p);
+
+/// Whether conv, on packed or Winograd weights, can read x
+/// (takesBlockedInput) or write y and the residual (takesBlockedOutput) in
+/// the channel-blocked layout: groups 1, that side's channels in
+/// kChannelBlocks, not a few-channel stem (its direct loop reads NCHW
+/// planes), no fused pooling.
+bool convTakesBlockedInput(const ConvParams& p);
+bool convTakesBlockedOutput(const ConvParams& p);
+
+struct PoolParams;
+
+/// Whether conv can store `pool` (a MaxPool reading its whole output) of
+/// its output instead of the output: 3x3 windows at stride 2 over a 2-D
+/// stem with few input channels, whose output is the largest tensor of a
+/// CNN and otherwise goes to memory and back.
+bool convFusesMaxPool(const ConvParams& conv, const PoolParams& pool);
+
+/// Floats packConvWeights writes: c_out rounded up to 16, times the depth.
+int64_t packedConvWeightCount(const ConvParams& p);
+
+/// Repacks OI(D)HW weights (groups 1) for conv with packed_weights: output
+/// channels padded with zeros to a multiple of 16, in panels of 64 (the
+/// last one narrower), each stored [c_in * taps][panel width], so the
+/// kernel's vectors run along output channels.
+void packConvWeights(const ConvParams& p, const float* w, float* packed);
+
+/// Whether conv can run as Winograd F(2x2, 3x3) (takes): 2-D 3x3 windows
+/// at stride 1, no dilation, groups 1, channels in kChannelBlocks on both
+/// sides, no fused pooling; and whether that is faster (prefers): at least
+/// 49 tiles of 2x2 outputs, 13x13 and larger planes.
+bool convTakesWinograd(const ConvParams& p);
+bool convPrefersWinograd(const ConvParams& p);
+
+/// Floats winogradWeights writes: 16 x c_in x c_out.
+int64_t winogradWeightCount(const ConvParams& p);
+
+/// The Winograd transform G g G^T of each 3x3 kernel g of OIHW weights
+/// (groups 1), stored as 16 row-major c_in x c_out matrices, one per
+/// element of the 4x4 transformed kernel (conv with winograd).
+void winogradWeights(const ConvParams& p, const float* w, float* u);
+
+/// Transposed convolution, weights [c_in, c_out / groups, k_d, k_h, k_w].
+/// The *_in sizes are the input's, *_out the output's; pads are the ones
+/// cropped from the full output (resolved from output_shape / auto_pad by the
+/// compiler). Splits output channels over the team.
+void conv_transpose(const ConvParams& p, const float* x, const float* w, const float* bias,
+                    float* y, const Team& team = Team::serial());
+
+}  // namespace cgc::rt
