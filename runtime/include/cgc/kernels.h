@@ -22,4 +22,5 @@
 #include "cgc/kernels/gemm.h"
 #include "cgc/kernels/norm.h"
 #include "cgc/kernels/pool.h"
+#include "cgc/kernels/quant.h"
 #include "cgc/kernels/rnn.h"

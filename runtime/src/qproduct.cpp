@@ -1,0 +1,196 @@
+// The int8 product engine shared by qconv and qgemm: one tile of positions
+// times blocks of output channels (quant_microkernels.h), then the
+// requantising epilogue, vectorised with AVX2 where the positions are
+// contiguous in y, scalar (finishQ) otherwise. Both compute the same
+// float operations in the same order (this file is built with
+// -ffp-contract=off), so a tile's vector part and its tail agree.
+#include "quant_microkernels.h"
+#include "scratch.h"
+
+namespace cgc::rt::detail {
+namespace {
+
+/// The sums of one block for `lanes` positions: the packing's kernel, or
+/// the portable loops.
+void blockSums(const QProduct& q, const uint8_t* a, int64_t block, int64_t lanes,
+               int32_t* acc) {
+  const int64_t nb = q.pack.nb;
+  const QPackLayout l{0, (q.depth + kQuad - 1) / kQuad, 0, 0, 0, 0};
+  const int64_t quads = l.quads;
+  if (q.pack.packing == QPacking::kWide) {
+    const auto* w = reinterpret_cast<const int16_t*>(q.packed) + block * quads * nb * kQuad;
+    return productPortable(a, w, quads, nb, lanes, acc);
+  }
+  const auto* w = reinterpret_cast<const int8_t*>(q.packed) + block * quads * nb * kQuad;
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  if (nb == kVnniBlock && q.pack.packing == QPacking::kQuads) return productVnni(a, w, quads, acc);
+#endif
+#if defined(__AVX2__)
+#if !defined(__AVXVNNI__)
+  const bool exact = q.pack.packing == QPacking::kQuadsSplit;
+#else
+  const bool exact = true;
+#endif
+  if (nb == kAvx2Block && exact) {
+    switch ((lanes + 7) / 8) {
+      case 1: return productAvx2<1>(a, w, quads, acc);
+      case 2: return productAvx2<2>(a, w, quads, acc);
+      case 3: return productAvx2<3>(a, w, quads, acc);
+      default: return productAvx2<4>(a, w, quads, acc);
+    }
+  }
+#endif
+  productPortable(a, w, quads, nb, lanes, acc);
+}
+
+void addSplits(const QProduct& q, const uint8_t* a, int64_t channel, int64_t lanes,
+               int32_t* acc) {
+  const int32_t first = q.splitOffsets[channel], last = q.splitOffsets[channel + 1];
+  if (first == last) return;
+#if defined(__AVX2__)
+  addSplitEntries(a, q.splitEntries + 8 * first, last - first, lanes, acc);
+#else
+  addSplitEntriesPortable(a, q.splitEntries + 8 * first, last - first, lanes, acc);
+#endif
+}
+
+#if defined(__AVX2__)
+/// round_half_even(v) + zero clamped to [lo, hi], 8 lanes (roundClamp).
+inline __m256i roundClamp8(__m256 v, int32_t zero, int32_t lo, int32_t hi) {
+  v = _mm256_max_ps(v, _mm256_set1_ps(static_cast<float>(lo - zero)));
+  v = _mm256_min_ps(v, _mm256_set1_ps(static_cast<float>(hi - zero)));
+  return _mm256_add_epi32(_mm256_cvtps_epi32(v), _mm256_set1_epi32(zero));
+}
+
+inline __m256i loadResidual8(const void* r, bool isSigned) {
+  const __m128i bytes = _mm_loadl_epi64(static_cast<const __m128i*>(r));
+  return isSigned ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
+}
+
+/// Stores 8 int32 in [-128, 255] as bytes.
+inline void storeBytes8(void* y, __m256i v) {
+  const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+  const __m128i words = _mm_packs_epi32(lo, hi);
+  const __m128i bytes = _mm_packus_epi16(_mm_and_si128(words, _mm_set1_epi16(0xff)), words);
+  _mm_storel_epi64(static_cast<__m128i*>(y), bytes);
+}
+
+/// Eight contiguous results of channel c (finishQ on 8 lanes).
+void finish8(const QEpilogue& e, const int32_t* acc, int32_t bias, float multiplier,
+             const void* residual, void* y) {
+  const __m256i sums = _mm256_add_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc)),
+                                        _mm256_set1_epi32(bias));
+  if (e.kind == QOutput::kInt32) {
+    _mm256_storeu_si256(static_cast<__m256i*>(y), sums);
+    return;
+  }
+  const __m256 scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(multiplier));
+  __m256i q;
+  if (e.kind == QOutput::kRequant) {
+    q = roundClamp8(scaled, e.y_zero, e.y_min, e.y_max);
+  } else {
+    const __m256i mid = roundClamp8(scaled, e.mid_zero, e.mid_min, e.mid_max);
+    const __m256 a = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(mid, _mm256_set1_epi32(e.mid_zero))),
+                                   _mm256_set1_ps(e.mid_scale));
+    const __m256i r = _mm256_sub_epi32(loadResidual8(residual, e.r_signed), _mm256_set1_epi32(e.r_zero));
+    const __m256 b = _mm256_mul_ps(_mm256_cvtepi32_ps(r), _mm256_set1_ps(e.r_scale));
+    q = roundClamp8(_mm256_div_ps(_mm256_add_ps(a, b), _mm256_set1_ps(e.y_scale)), e.y_zero,
+                    e.y_min, e.y_max);
+  }
+  storeBytes8(y, q);
+}
+#endif
+
+/// Channel c's results for positions [m0, m0 + lanes) from acc[lanes].
+void finishChannel(const QProduct& q, int64_t c, int64_t m0, int64_t lanes, const int32_t* acc) {
+  const QEpilogue& e = *q.out;
+  const int32_t bias = q.terms.bias[c];
+  const float multiplier = e.kind == QOutput::kInt32 ? 1.0f : q.terms.multiplier[c];
+  const int64_t size = e.y_type == DType::kI32 ? 4 : 1;
+  auto* y = static_cast<uint8_t*>(q.y) + (c * q.cStride) * size;
+  const auto* r = static_cast<const uint8_t*>(q.residual) + (q.residual ? c * q.cStride : 0);
+  if (q.mStride == 1)
+    return finishRow(e, bias, multiplier, acc, lanes, r ? r + m0 : nullptr, y + m0 * size);
+  for (int64_t m = 0; m < lanes; ++m) {
+    const int64_t at = (m0 + m) * q.mStride;
+    const int32_t residual = r ? loadQ(r, at, e.r_signed) : 0;
+    storeQ(y, at, e.y_type, finishQ(e, acc[m], bias, multiplier, residual));
+  }
+}
+
+}  // namespace
+
+void finishRow(const QEpilogue& e, int32_t bias, float multiplier, const int32_t* acc,
+               int64_t count, const void* residual, void* y) {
+  [[maybe_unused]] const int64_t size = e.y_type == DType::kI32 ? 4 : 1;
+  const auto* r = static_cast<const uint8_t*>(residual);
+  auto* out = static_cast<uint8_t*>(y);
+  int64_t m = 0;
+#if defined(__AVX2__)
+  for (; m + 8 <= count; m += 8)
+    finish8(e, acc + m, bias, multiplier, r ? r + m : nullptr, out + m * size);
+#endif
+  for (; m < count; ++m)
+    storeQ(out, m, e.y_type, finishQ(e, acc[m], bias, multiplier, r ? loadQ(r, m, e.r_signed) : 0));
+}
+
+void qProductTile(const QProduct& q, const uint8_t* a, int64_t m0, int64_t valid, int64_t b0,
+                  int64_t b1) {
+  alignas(64) int32_t acc[kMaxBlock * kQTile];
+  const int64_t nb = q.pack.nb;
+  for (int64_t b = b0; b < b1; ++b) {
+    blockSums(q, a, b, valid, acc);
+    for (int64_t j = 0; j < nb; ++j) {
+      const int64_t c = b * nb + j;
+      if (c >= q.channels) break;
+      if (q.pack.packing == QPacking::kQuadsSplit) addSplits(q, a, c, valid, acc + j * kQTile);
+      finishChannel(q, c, m0, valid, acc + j * kQTile);
+    }
+  }
+}
+
+void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3,
+                    int64_t count, uint8_t flip, uint8_t* out) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  const __m256i f = _mm256_set1_epi8(static_cast<char>(flip));
+  auto load = [&](const uint8_t* r) {
+    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + i)), f);
+  };
+  for (; i + 32 <= count; i += 32) {
+    const __m256i a = load(r0), b = load(r1), c = load(r2), d = load(r3);
+    const __m256i abLo = _mm256_unpacklo_epi8(a, b), abHi = _mm256_unpackhi_epi8(a, b);
+    const __m256i cdLo = _mm256_unpacklo_epi8(c, d), cdHi = _mm256_unpackhi_epi8(c, d);
+    const __m256i q0 = _mm256_unpacklo_epi16(abLo, cdLo), q1 = _mm256_unpackhi_epi16(abLo, cdLo);
+    const __m256i q2 = _mm256_unpacklo_epi16(abHi, cdHi), q3 = _mm256_unpackhi_epi16(abHi, cdHi);
+    auto* o = reinterpret_cast<__m256i*>(out + 4 * i);
+    _mm256_storeu_si256(o, _mm256_permute2x128_si256(q0, q1, 0x20));
+    _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(q2, q3, 0x20));
+    _mm256_storeu_si256(o + 2, _mm256_permute2x128_si256(q0, q1, 0x31));
+    _mm256_storeu_si256(o + 3, _mm256_permute2x128_si256(q2, q3, 0x31));
+  }
+#endif
+  for (; i < count; ++i) {
+    out[4 * i] = r0[i] ^ flip;
+    out[4 * i + 1] = r1[i] ^ flip;
+    out[4 * i + 2] = r2[i] ^ flip;
+    out[4 * i + 3] = r3[i] ^ flip;
+  }
+}
+
+ChannelTerms channelTerms(const QEpilogue& e, int64_t first, int64_t channels,
+                          const int32_t* weightSums, int32_t activationZero,
+                          const float* w_scale, bool perChannel, const int32_t* bias) {
+  int32_t* sums = scratch<int32_t>(channels);
+  float* multipliers = scratch<float>(channels);
+  const float divisor = e.kind == QOutput::kRequantAdd ? e.mid_scale : e.y_scale;
+  for (int64_t c = 0; c < channels; ++c) {
+    const int64_t channel = first + c;
+    sums[c] = (bias ? bias[channel] : 0) - activationZero * weightSums[channel];
+    if (e.kind != QOutput::kInt32)
+      multipliers[c] = e.x_scale * w_scale[perChannel ? channel : 0] / divisor;
+  }
+  return {sums, multipliers};
+}
+
+}  // namespace cgc::rt::detail

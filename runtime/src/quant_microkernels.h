@@ -1,0 +1,147 @@
+// The int8 micro-kernels: one tile of kQTile (32) positions times one block
+// of nb output channels, summed over the packed depth, into int32
+// acc[nb][32]. A tile is [quads][32][4] uint8 (4 depths of a position
+// together), a block of weights [quads][nb][4] int8 (kQuads) or int16
+// (kWide), so each step broadcasts a channel's 4 weights against vectors of
+// 8 (AVX2) or 16 (AVX-512) positions:
+//  - AVX-512 VNNI: vpdpbusd (uint8 x int8, 4 products into each int32
+//    lane, no intermediate saturation), nb = 8: 2 x 8 accumulators;
+//  - AVX2 (and AVX-VNNI): vpmaddubsw into int16 pairs, vpmaddwd by ones
+//    into int32, nb = 3: 4 x 3 accumulators; the packing's split keeps the
+//    pairs from saturating (qpack.cpp), and addSplitEntries adds the rest.
+//    With AVX-VNNI (__AVXVNNI__) the ymm vpdpbusd replaces both steps;
+//  - portable: plain loops for any nb and for kWide.
+// The compile-time macros pick the code, so a build for another target gets
+// that target's kernels.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "quant_support.h"
+
+namespace cgc::rt::detail {
+
+/// Any packing, any nb: the reference the vector kernels must equal.
+template <typename W>
+void productPortable(const uint8_t* a, const W* w, int64_t quads, int64_t nb, int64_t lanes,
+                     int32_t* acc) {
+  for (int64_t j = 0; j < nb; ++j)
+    for (int64_t m = 0; m < lanes; ++m) acc[j * kQTile + m] = 0;
+  for (int64_t q = 0; q < quads; ++q) {
+    const uint8_t* aq = a + q * kQTile * kQuad;
+    const W* wq = w + q * nb * kQuad;
+    for (int64_t j = 0; j < nb; ++j) {
+      const int32_t w0 = wq[j * kQuad], w1 = wq[j * kQuad + 1], w2 = wq[j * kQuad + 2],
+                    w3 = wq[j * kQuad + 3];
+      int32_t* out = acc + j * kQTile;
+      for (int64_t m = 0; m < lanes; ++m) {
+        const uint8_t* x = aq + m * kQuad;
+        out[m] += x[0] * w0 + x[1] * w1 + x[2] * w2 + x[3] * w3;
+      }
+    }
+  }
+}
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+inline constexpr int64_t kVnniBlock = 8;
+
+/// nb = 8 channels x 2 vectors of 16 positions.
+inline void productVnni(const uint8_t* a, const int8_t* w, int64_t quads, int32_t* acc) {
+  __m512i c[2][kVnniBlock];
+  for (auto& row : c)
+    for (auto& v : row) v = _mm512_setzero_si512();
+  for (int64_t q = 0; q < quads; ++q, a += kQTile * kQuad, w += kVnniBlock * kQuad) {
+    const __m512i a0 = _mm512_loadu_si512(a), a1 = _mm512_loadu_si512(a + 64);
+    for (int64_t j = 0; j < kVnniBlock; ++j) {
+      int32_t word;
+      std::memcpy(&word, w + j * kQuad, 4);
+      const __m512i b = _mm512_set1_epi32(word);
+      c[0][j] = _mm512_dpbusd_epi32(c[0][j], a0, b);
+      c[1][j] = _mm512_dpbusd_epi32(c[1][j], a1, b);
+    }
+  }
+  for (int64_t j = 0; j < kVnniBlock; ++j) {
+    _mm512_storeu_si512(acc + j * kQTile, c[0][j]);
+    _mm512_storeu_si512(acc + j * kQTile + 16, c[1][j]);
+  }
+}
+#endif
+
+#if defined(__AVX2__)
+inline constexpr int64_t kAvx2Block = 3;
+
+/// u8 x s8 quads into int32 lanes: vpmaddubsw + vpmaddwd (or AVX-VNNI).
+inline __m256i dotQuads(__m256i acc, __m256i a, __m256i b, __m256i ones) {
+#if defined(__AVXVNNI__)
+  (void)ones;
+  return _mm256_dpbusd_avx_epi32(acc, a, b);
+#else
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones));
+#endif
+}
+
+inline __m256i broadcastQuad(const int8_t* w) {
+  int32_t word;
+  std::memcpy(&word, w, 4);
+  return _mm256_set1_epi32(word);
+}
+
+/// nb = 3 channels x NA vectors of 8 positions (NA = 1..4: a tile's
+/// positions that hold data).
+template <int NA>
+void productAvx2(const uint8_t* a, const int8_t* w, int64_t quads, int32_t* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i c[NA][kAvx2Block];
+  for (auto& row : c)
+    for (auto& v : row) v = _mm256_setzero_si256();
+  for (int64_t q = 0; q < quads; ++q, a += kQTile * kQuad, w += kAvx2Block * kQuad) {
+    for (int i = 0; i < NA; ++i) {
+      const __m256i av = _mm256_load_si256(reinterpret_cast<const __m256i*>(a + 32 * i));
+      for (int64_t j = 0; j < kAvx2Block; ++j)
+        c[i][j] = dotQuads(c[i][j], av, broadcastQuad(w + j * kQuad), ones);
+    }
+  }
+  for (int64_t j = 0; j < kAvx2Block; ++j)
+    for (int i = 0; i < NA; ++i)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + j * kQTile + 8 * i), c[i][j]);
+}
+
+/// kQuadsSplit: adds channel j's split entries (quad index, 4 weights) to
+/// its sums.
+inline void addSplitEntries(const uint8_t* a, const uint8_t* entries, int64_t count, int64_t lanes,
+                            int32_t* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int64_t vectors = (lanes + 7) / 8;
+  for (int64_t e = 0; e < count; ++e, entries += 8) {
+    int32_t quad;
+    std::memcpy(&quad, entries, 4);
+    const __m256i b = broadcastQuad(reinterpret_cast<const int8_t*>(entries + 4));
+    const uint8_t* aq = a + quad * kQTile * kQuad;
+    for (int64_t i = 0; i < vectors; ++i) {
+      auto* out = reinterpret_cast<__m256i*>(acc + 8 * i);
+      const __m256i av = _mm256_load_si256(reinterpret_cast<const __m256i*>(aq + 32 * i));
+      _mm256_storeu_si256(out, dotQuads(_mm256_loadu_si256(out), av, b, ones));
+    }
+  }
+}
+#endif
+
+/// Portable form of addSplitEntries.
+inline void addSplitEntriesPortable(const uint8_t* a, const uint8_t* entries, int64_t count,
+                                    int64_t lanes, int32_t* acc) {
+  for (int64_t e = 0; e < count; ++e, entries += 8) {
+    int32_t quad;
+    std::memcpy(&quad, entries, 4);
+    const auto* w = reinterpret_cast<const int8_t*>(entries + 4);
+    const uint8_t* aq = a + quad * kQTile * kQuad;
+    for (int64_t m = 0; m < lanes; ++m)
+      acc[m] += aq[m * 4] * w[0] + aq[m * 4 + 1] * w[1] + aq[m * 4 + 2] * w[2] +
+                aq[m * 4 + 3] * w[3];
+  }
+}
+
+}  // namespace cgc::rt::detail
