@@ -9,6 +9,12 @@ into bench/results/.
 Usage: /usr/bin/python3 bench/check.py [--cgc CGC] [--corpus DIR] [--only NAMES]
            [--results DIR] [--cgc-arg=ARG]...
 (e.g. --cgc-arg=--disable-pass=fuse-matmuls checks the corpus without a pass)
+
+A quantised case (case.json "quantized", bench/quantized_models.py) is
+compared in quantisation steps instead: each float output within
+float_steps of its DequantizeLinear's scale, and every QuantizeLinear
+output of the model (made graph outputs in a copy of it) within int_steps;
+the table gives the largest difference in steps and where.
 """
 
 import argparse
@@ -58,7 +64,7 @@ def ort_outputs(directory):
     with open(os.path.join(directory, "outputs.json")) as f:
         manifest = json.load(f)
     dtypes = {"float32": np.float32, "float64": np.float64, "int64": np.int64,
-              "int32": np.int32, "bool": np.uint8, "uint8": np.uint8}
+              "int32": np.int32, "bool": np.uint8, "uint8": np.uint8, "int8": np.int8}
     return [np.fromfile(os.path.join(directory, o["file"]), dtype=dtypes[o["dtype"]])
             .reshape(o["dims"]) for o in manifest]
 
@@ -85,12 +91,55 @@ def compare(ours, theirs, rtol, atol):
     return ok, worst_abs, worst_rel, scale, ""
 
 
+def with_quantized_outputs(model_path, out_path):
+    """A copy of the model whose QuantizeLinear outputs are graph outputs
+    too (after its own outputs); returns their names."""
+    model = onnx.load(model_path)
+    inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(model).graph.value_info}
+    outputs = {o.name for o in model.graph.output}
+    names = [n.output[0] for n in model.graph.node
+             if n.op_type == "QuantizeLinear" and n.domain in ("", "ai.onnx")
+             and n.output[0] not in outputs and n.output[0] in inferred]
+    model.graph.output.extend(inferred[name] for name in names)
+    onnx.save(model, out_path)
+    return names
+
+
+def check_quantized(cgc, case, model, data, bindings, work, row):
+    """The quantised comparison: float outputs and every quantised tensor
+    in steps; sets the row's step columns and returns whether it passes."""
+    spec = case["quantized"]
+    copy = os.path.join(work, "model_quantized_outputs.onnx")
+    names = with_quantized_outputs(model, copy)
+    run(["node", os.path.join(BENCH_DIR, "ort_run.js"), copy, data, os.path.join(work, "ort_q")],
+        "ONNX Runtime (quantised tensors)")
+    run([cgc, "run", copy, "-q", "--inputs", data, "--outputs", os.path.join(work, "cgc_q")]
+        + bindings, "cgc run (quantised tensors)")
+    theirs = ort_outputs(os.path.join(work, "ort_q"))
+    ours = cgc_outputs(os.path.join(work, "cgc_q"), len(theirs))
+    steps = spec["output_steps"]
+    float_steps = max(float(np.abs(ours[i].astype(np.float64) - theirs[i]).max()) / steps[i]
+                      for i in range(len(steps)))
+    int_steps, where = 0, ""
+    for i, name in enumerate(names):
+        diff = int(np.abs(ours[len(steps) + i].astype(np.int64) - theirs[len(steps) + i]).max())
+        if diff > int_steps:
+            int_steps, where = diff, name
+    row["float_steps"], row["int_steps"], row["int_steps_at"] = float_steps, int_steps, where
+    row["quantized_tensors"] = len(names)
+    return float_steps <= spec["float_steps"] and int_steps <= spec["int_steps"]
+
+
 def check_case(cgc, name, case_dir, work, extra_args):
     case, model, data, bindings = load_case(case_dir)
     bindings = bindings + extra_args
     rtol, atol = case.get("rtol", RTOL), case.get("atol", ATOL)
-    row = {"model": name, "rtol": rtol, "atol": atol,
-           "tolerance_reason": case.get("tolerance_reason", "")}
+    reason = case.get("tolerance_reason", "")
+    if "quantized" in case:  # int8 outputs: a few quantisation steps
+        spec = case["quantized"]
+        rtol, atol = 0.0, spec["float_steps"] * max(spec["output_steps"])
+        reason = f"{spec['float_steps']} steps of the output's scale"
+    row = {"model": name, "rtol": rtol, "atol": atol, "tolerance_reason": reason}
     try:
         row["compile_s"], _ = run([cgc, "compile", model, "-q", "-o",
                                    os.path.join(work, "generated")] + bindings,
@@ -102,6 +151,8 @@ def check_case(cgc, name, case_dir, work, extra_args):
         theirs = ort_outputs(os.path.join(work, "ort"))
         ours = cgc_outputs(os.path.join(work, "cgc"), len(theirs))
         ok, row["max_abs_err"], row["max_rel_err"], row["output_scale"], detail = compare(ours, theirs, rtol, atol)
+        if "quantized" in case:
+            ok = not detail and check_quantized(cgc, case, model, data, bindings, work, row)
         row["status"] = "pass" if ok else "FAIL"
         row["detail"] = detail or ("" if ok else "outside tolerance")
     except (RuntimeError, FileNotFoundError) as error:
@@ -110,14 +161,18 @@ def check_case(cgc, name, case_dir, work, extra_args):
 
 
 def table(rows):
-    lines = ["| model | cgc compile (s) | status | max abs error | max rel error | largest output | tolerance (rtol / atol) |",
-             "|---|---:|---|---:|---:|---:|---|"]
+    lines = ["| model | cgc compile (s) | status | max abs error | max rel error | largest output | tolerance (rtol / atol) | int8: largest difference in steps |",
+             "|---|---:|---|---:|---:|---:|---|---|"]
     for r in rows:
         fmt = lambda key: f"{r[key]:.1e}" if key in r else "-"
         compile_s = f"{r['compile_s']:.1f}" if "compile_s" in r else "-"
         status = r["status"] if not r.get("detail") or r["status"] == "pass" else f"{r['status']}: {r['detail']}"
         tolerance = f"{r['rtol']:g} / {r['atol']:g}" + (f" ({r['tolerance_reason']})" if r["tolerance_reason"] else "")
-        lines.append(f"| {r['model']} | {compile_s} | {status} | {fmt('max_abs_err')} | {fmt('max_rel_err')} | {fmt('output_scale')} | {tolerance} |")
+        steps = "-"
+        if "int_steps" in r:
+            steps = (f"outputs {r['float_steps']:.2g}, {r['quantized_tensors']} quantised tensors "
+                     f"{r['int_steps']}" + (f" ({r['int_steps_at']})" if r["int_steps_at"] else ""))
+        lines.append(f"| {r['model']} | {compile_s} | {status} | {fmt('max_abs_err')} | {fmt('max_rel_err')} | {fmt('output_scale')} | {tolerance} | {steps} |")
     return "\n".join(lines)
 
 

@@ -32,6 +32,40 @@ inline constexpr size_t kMatMulBias = 2;
 inline constexpr const char* kConvShape = "cgc_conv_shape";
 inline constexpr const char* kPoolPads = "cgc_pool_pads";
 
+/// fuse-quantized: the clamp of a quantised product's or QLinearAdd's
+/// output in its own integer units, a Relu or Clip folded in (absent: the
+/// type's range).
+inline constexpr const char* kQMin = "cgc_q_min";
+inline constexpr const char* kQMax = "cgc_q_max";
+
+/// fuse-quantized: a quantised Add folded into a QLinearConv or
+/// QLinearMatMul. The product is requantised to the intermediate `mid`
+/// (scale, zero point, element type, clamp), then added to the residual
+/// input (its scale and zero point) and requantised to the output.
+inline constexpr const char* kQMidScale = "cgc_q_mid_scale";
+inline constexpr const char* kQMidZero = "cgc_q_mid_zero";
+inline constexpr const char* kQMidType = "cgc_q_mid_type";
+inline constexpr const char* kQMidMin = "cgc_q_mid_min";
+inline constexpr const char* kQMidMax = "cgc_q_mid_max";
+inline constexpr const char* kQResidualScale = "cgc_q_residual_scale";
+inline constexpr const char* kQResidualZero = "cgc_q_residual_zero";
+/// The inputs fuse-quantized appends: QLinearConv's residual after its
+/// nine ONNX inputs; QLinearMatMul's int32 bias (from a Gemm) and residual
+/// after its eight.
+inline constexpr size_t kQLinearConvResidual = 9;
+inline constexpr size_t kQLinearMatMulBias = 8;
+inline constexpr size_t kQLinearMatMulResidual = 9;
+/// fuse-quantized: a QLinearMatMul from a Gemm with transB (B stored [n, k]).
+inline constexpr const char* kQTransB = "cgc_trans_b";
+
+/// pack-quantized-weights: the weights input of QLinearConv, ConvInteger,
+/// QLinearMatMul or MatMulInteger holds rt::packQWeights' bytes;
+/// kPackedWeights is the rt::QPacking, these the rest of rt::QPackInfo and
+/// whether the weights were int8.
+inline constexpr const char* kQPackBlock = "cgc_q_pack_nb";
+inline constexpr const char* kQSplitEntries = "cgc_q_split_entries";
+inline constexpr const char* kQWeightsSigned = "cgc_q_w_signed";
+
 /// Channels per block of Layout::kChannelBlocked (the runtime's
 /// rt::kChannelBlock, which lowering checks it equals).
 inline constexpr int64_t kChannelBlock = 16;

@@ -19,6 +19,7 @@ const std::map<std::string, OpLowerer>& opLowerers() {
     registerElementwiseLowerers(t);
     registerNeuralNetLowerers(t);
     registerTensorLowerers(t);
+    registerQuantizationLowerers(t);
     return t;
   }();
   return table;

@@ -25,6 +25,7 @@ const std::map<std::string, OpLowerer>& opLowerers();
 void registerElementwiseLowerers(std::map<std::string, OpLowerer>& table);
 void registerNeuralNetLowerers(std::map<std::string, OpLowerer>& table);
 void registerTensorLowerers(std::map<std::string, OpLowerer>& table);
+void registerQuantizationLowerers(std::map<std::string, OpLowerer>& table);
 
 template <typename... Args>
 Unsupported unsupported(fmt::format_string<Args...> format, Args&&... args) {

@@ -177,6 +177,8 @@ class GraphImporter {
     int firstNewNode = graph_.numNodeSlots();
     opImporters().at(node.op_type())(ctx);
     for (int id = firstNewNode; id < graph_.numNodeSlots(); ++id) {
+      // Quantised weights stay int8 for fuse-quantized (fold-constants folds the rest).
+      if (graph_.node(id).op == "DequantizeLinear") continue;
       std::vector<int> before = graph_.node(id).outputs;
       std::vector<int> after = lowering::foldNode(graph_, id);
       for (size_t o = 0; o < after.size(); ++o)

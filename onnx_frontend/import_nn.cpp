@@ -279,6 +279,15 @@ void importArgReduce(OpContext& ctx) {
 
 }  // namespace
 
+ir::Shape convWindow(const OpContext& ctx, const ir::Shape& x, const ir::Shape& w,
+                     std::map<std::string, ir::Attribute>& attrs) {
+  Window window = readWindow(ctx, ctx.attrInts("kernel_shape", spatialDims(w)));
+  if (window.kernel != spatialDims(w)) ctx.fail("kernel_shape disagrees with the weights");
+  Shape out = windowOutput(ctx, spatialDims(x), window, false);
+  attrs = windowAttrs(window);
+  return out;
+}
+
 void registerNeuralNetOps(std::map<std::string, OpImporter>& table) {
   table["Conv"] = importConv;
   table["ConvTranspose"] = importConvTranspose;

@@ -137,6 +137,7 @@ const std::map<std::string, OpImporter>& opImporters() {
     registerRecurrentOps(t);
     registerTensorOps(t);
     registerImageOps(t);
+    registerQuantizationOps(t);
     return t;
   }();
   return table;

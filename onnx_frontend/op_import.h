@@ -79,6 +79,13 @@ void registerNeuralNetOps(std::map<std::string, OpImporter>& table);
 void registerRecurrentOps(std::map<std::string, OpImporter>& table);
 void registerTensorOps(std::map<std::string, OpImporter>& table);
 void registerImageOps(std::map<std::string, OpImporter>& table);
+void registerQuantizationOps(std::map<std::string, OpImporter>& table);
+
+/// A convolution's output spatial sizes from input x and weights w (the
+/// kernel_shape, strides, dilations, pads and auto_pad attributes, checked
+/// and resolved into explicit pads in `attrs`); import_nn.cpp.
+ir::Shape convWindow(const OpContext& ctx, const ir::Shape& x, const ir::Shape& w,
+                     std::map<std::string, ir::Attribute>& attrs);
 
 /// Numpy broadcast of two shapes; fails naming the node when incompatible.
 ir::Shape broadcastShapes(const OpContext& ctx, const ir::Shape& a,

@@ -14,6 +14,8 @@ namespace cgc::passes {
 // X-macro list of the graph passes, in pipeline order: (name, function).
 #define CGC_GRAPH_PASSES(X)                       \
   X("canonicalize", canonicalize)                 \
+  X("fuse-quantized", fuseQuantized)              \
+  X("pack-quantized-weights", packQuantizedWeights) \
   X("fold-constants", foldConstants)              \
   X("fold-conv-batchnorm", foldConvBatchNorm)     \
   X("fuse-matmuls", fuseMatMuls)                  \

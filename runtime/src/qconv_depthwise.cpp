@@ -21,9 +21,21 @@
 
 namespace cgc::rt {
 
+namespace {
+
+bool depthwiseShape(const QConvParams& p) {
+  return p.groups == p.c_in && p.groups == p.c_out && p.k_h <= 16 && p.stride_w <= 4;
+}
+
+}  // namespace
+
 bool qconvRunsDepthwise(const QConvParams& p) {
-  return p.groups == p.c_in && p.groups == p.c_out && p.k_h <= 16 && p.stride_w <= 4 &&
+  return depthwiseShape(p) &&
          (p.packing == QPacking::kNone || (p.packing == QPacking::kWide && p.pack_nb == 1));
+}
+
+QPacking preferredQConvPacking(const QConvParams& p) {
+  return depthwiseShape(p) ? QPacking::kWide : preferredQPacking();
 }
 
 namespace {

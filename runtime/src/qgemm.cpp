@@ -53,9 +53,11 @@ int64_t batchOffset(const QGemmParams& p, int64_t flat, const PerDim<int64_t>& s
 
 }  // namespace
 
-void qgemm(const QGemmParams& p, const void* a, const void* b, const float* b_scale,
-           const void* b_zero, const int32_t* bias, const void* residual, void* y,
-           const Team& team) {
+void qgemm(const QGemmParams& given, const void* a, const void* a_zero_point, const void* b,
+           const float* b_scale, const void* b_zero, const int32_t* bias, const void* residual,
+           void* y, const Team& team) {
+  QGemmParams p = given;
+  if (a_zero_point) p.a_zero = detail::loadQ(a_zero_point, 0, p.a_signed);
   int64_t batches = 1;
   for (int32_t d = 0; d < p.batch_rank; ++d) batches *= p.batch_shape[d];
   const QWeightShape shape{1, p.n, p.k, p.trans_b, p.b_signed, p.per_column};

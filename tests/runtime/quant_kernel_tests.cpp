@@ -237,7 +237,11 @@ TEST_CASE("qgemm matches the integer reference") {
                       << enumName(packing) << " variant " << variant);
             QGemmParams p{};
             p.m = m, p.n = n, p.k = k, p.trans_b = transB;
-            p.a_signed = aSigned, p.b_signed = bSigned, p.per_column = perColumn, p.a_zero = aZero;
+            // n 40: the zero point of A given at run time (MatMulInteger).
+            const bool runtimeZero = n == 40;
+            const uint8_t aZeroByte = static_cast<uint8_t>(aZero);
+            p.a_signed = aSigned, p.b_signed = bSigned, p.per_column = perColumn;
+            p.a_zero = runtimeZero ? 0 : aZero;
             p.out = epilogueFor(variant, aSigned);
             const uint32_t seed = static_cast<uint32_t>(m * 1000 + k * 10 + n);
             QTensors t;
@@ -272,7 +276,7 @@ TEST_CASE("qgemm matches the integer reference") {
             }
             checkOnTeams(
                 [&](const Team& team, uint8_t* y) {
-                  qgemm(p, t.x.data(), b, t.wScale.data(), t.wZero.data(),
+                  qgemm(p, t.x.data(), runtimeZero ? &aZeroByte : nullptr, b, t.wScale.data(), t.wZero.data(),
                         variant == 4 ? nullptr : t.bias.data(),
                         variant == 3 ? t.residual.data() : nullptr, y, team);
                 },

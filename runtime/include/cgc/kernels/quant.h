@@ -136,10 +136,12 @@ struct QGemmParams {
 };
 
 /// As qconv: b is packQWeights' bytes unless packing is kNone (packed B
-/// has no batch dimensions). Splits batches and rows of Y over the team.
-void qgemm(const QGemmParams& p, const void* a, const void* b, const float* b_scale,
-           const void* b_zero, const int32_t* bias, const void* residual, void* y,
-           const Team& team = Team::serial());
+/// has no batch dimensions); a_zero_point, where not null, is A's zero
+/// point computed at run time (MatMulInteger after DynamicQuantizeLinear),
+/// else p.a_zero. Splits batches and rows of Y over the team.
+void qgemm(const QGemmParams& p, const void* a, const void* a_zero_point, const void* b,
+           const float* b_scale, const void* b_zero, const int32_t* bias, const void* residual,
+           void* y, const Team& team = Team::serial());
 
 /// The packing qconv and qgemm read fastest on this build's instruction
 /// set for weights whose w - w_zero all fit int8 (kQuadsSplit on AVX2
@@ -147,6 +149,10 @@ void qgemm(const QGemmParams& p, const void* a, const void* b, const float* b_sc
 /// output channels it uses.
 QPacking preferredQPacking();
 int64_t preferredQBlock(QPacking packing);
+
+/// The packing qconv reads fastest for this layer: kWide with one channel
+/// per block for the depthwise kernel's layers, else preferredQPacking().
+QPacking preferredQConvPacking(const QConvParams& p);
 
 /// The weights of a qconv (groups x c_out / groups output channels of
 /// depth c_in / groups x k_h x k_w) or a qgemm (one group of n columns of

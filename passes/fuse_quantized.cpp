@@ -1,0 +1,390 @@
+// fuse-quantized: runs QDQ models on int8 data. A QDQ model (PyTorch's
+// quantised export, ONNX Runtime's quantiser) says "int8" with pairs of
+// QuantizeLinear and DequantizeLinear around float ops; executed as
+// written, every op runs in float between a dequantisation and a
+// quantisation. This pass turns each chain that ends in a QuantizeLinear
+// into the int8 op it describes:
+//   DQ(x), DQ(w)[, DQ(b)] -> Conv [-> Relu | Clip] -> Q   => QLinearConv
+//   DQ(a), DQ(b)[, DQ(c)] -> MatMul | Gemm [-> act] -> Q  => QLinearMatMul
+//   QLinearConv | QLinearMatMul -> q -> DQ -> Add(DQ(r)) [-> act] -> Q
+//                                                         => the same node with
+//                                                            the add in its epilogue
+//   DQ(a), DQ(b) -> Add [-> act] -> Q                     => QLinearAdd
+//   DQ(x) -> GlobalAveragePool -> Q                       => QLinearGlobalAveragePool
+//   DQ(x) -> MaxPool | Reshape | Flatten | Transpose | Squeeze | Unsqueeze
+//         | Concat -> Q, one scale and zero point         => the op on int8 data
+//                                                            (exact: only moves or
+//                                                            compares values)
+// so that tensors between int8 kernels stay int8 (the Q/DQ pair between
+// them disappears) and the memory plan counts them at one byte. An
+// activation becomes the output's clamp in integer units (Q is monotonic:
+// Q(relu(v)) = max(Q(v), zero point)); a bias that a DQ of int32 with
+// scale x_scale * w_scale[c] describes becomes the int32 bias; weights stay
+// int8 (the frontend does not fold DQ of constants, pack-quantized-weights
+// packs them). What does not match stays as written, and fold-constants
+// turns the remaining DQ of weights into float weights: the float
+// emulation, which `--disable-pass fuse-quantized` keeps for the whole
+// model (the tests' reference). Casts to the same type (PyTorch's export
+// puts one after every QuantizeLinear) are removed first.
+#include <cmath>
+#include <optional>
+
+#include "ir/conventions.h"
+#include "passes/pass_manager.h"
+
+namespace cgc::passes {
+namespace {
+
+namespace conv = ir::conventions;
+using ir::Graph;
+using ir::Node;
+
+/// A QuantizeLinear's or DequantizeLinear's scalar scale and zero point.
+struct QParams {
+  int scale = -1, zero = -1;  // value ids (zero: -1 when absent)
+  float scaleValue = 1.0f;
+  int32_t zeroValue = 0;
+  DType type = DType::kU8;  // the quantised side's element type
+  bool operator==(const QParams& o) const {
+    return scaleValue == o.scaleValue && zeroValue == o.zeroValue && type == o.type;
+  }
+};
+
+int32_t typeMin(DType t) { return t == DType::kI8 ? -128 : 0; }
+int32_t typeMax(DType t) { return t == DType::kI8 ? 127 : 255; }
+
+bool isConstantScalar(const Graph& g, int v) {
+  return v < 0 || (g.value(v).isConstant() && g.value(v).type.numElements() == 1);
+}
+
+std::optional<QParams> paramsOf(const Graph& g, int q, int scale, int zero);
+
+/// The params of a Q or DQ node with per-tensor constant scale and zero
+/// point on uint8 or int8 data.
+std::optional<QParams> scalarParams(const Graph& g, const Node& n) {
+  const int zero = n.inputs.size() > 2 ? n.inputs[2] : -1;
+  auto q = paramsOf(g, n.op == "QuantizeLinear" ? n.outputs[0] : n.inputs[0], n.inputs[1], zero);
+  if (!q || (q->type != DType::kU8 && q->type != DType::kI8)) return std::nullopt;
+  return q;
+}
+
+/// The node producing v if it is a live `op`, else -1.
+int producer(const Graph& g, int v, const char* op) {
+  if (v < 0) return -1;
+  const int p = g.value(v).producer;
+  return p >= 0 && !g.node(p).dead && g.node(p).op == op ? p : -1;
+}
+
+/// Whether v's only reader is node `reader` (and v is no graph output).
+bool readOnlyBy(const Graph& g, int v, int reader) {
+  const auto readers = g.consumers(v);
+  return !g.isGraphOutput(v) && readers.size() == 1 && readers[0] == reader;
+}
+
+/// Removes node `id` if nothing reads its outputs.
+void removeIfUnused(Graph& g, int id) {
+  if (id < 0 || g.node(id).dead) return;
+  for (int out : g.node(id).outputs)
+    if (!g.consumers(out).empty() || g.isGraphOutput(out)) return;
+  g.removeNode(id);
+}
+
+/// The integer clamp that Q(act(v)) applies, act being Relu or Clip.
+std::pair<int32_t, int32_t> activationClamp(const Node* act, const QParams& q) {
+  int32_t lo = typeMin(q.type), hi = typeMax(q.type);
+  if (!act) return {lo, hi};
+  auto quantize = [&](double bound) {
+    if (std::isinf(bound)) return bound < 0 ? lo : hi;
+    const float v = static_cast<float>(bound) / q.scaleValue;
+    return static_cast<int32_t>(std::clamp<double>(std::nearbyint(v) + q.zeroValue, lo, hi));
+  };
+  if (act->op == "Relu") return {std::max(lo, q.zeroValue), hi};
+  return {quantize(act->getFloat("min", -INFINITY)), quantize(act->getFloat("max", INFINITY))};
+}
+
+/// A Q node's chain: Q <- [act <-] head, each link read by the next only.
+struct Chain {
+  int q, act = -1, head = -1;
+  QParams out;
+};
+
+std::optional<Chain> chainOf(const Graph& g, int qId) {
+  const Node& q = g.node(qId);
+  auto params = scalarParams(g, q);
+  if (!params) return std::nullopt;
+  Chain c{qId, -1, -1, *params};
+  int v = q.inputs[0];
+  int p = g.value(v).producer;
+  if (p < 0 || !readOnlyBy(g, v, qId)) return std::nullopt;
+  const Node& first = g.node(p);
+  if ((first.op == "Relu" && first.inputs.size() == 1) ||
+      (first.op == "Clip" && first.numPresentInputs() == 1)) {
+    c.act = p;
+    v = first.inputs[0];
+    p = g.value(v).producer;
+    if (p < 0 || !readOnlyBy(g, v, c.act)) return std::nullopt;
+  }
+  c.head = p;
+  return c;
+}
+
+/// Sets the clamp of Q(act(.)) on node `id`.
+void setClamp(Graph& g, const Chain& c, int id) {
+  const auto [lo, hi] = activationClamp(c.act >= 0 ? &g.node(c.act) : nullptr, c.out);
+  if (lo != typeMin(c.out.type)) g.node(id).attrs[conv::kQMin] = int64_t{lo};
+  if (hi != typeMax(c.out.type)) g.node(id).attrs[conv::kQMax] = int64_t{hi};
+}
+
+/// Removes the chain's nodes and gives Q's output to a new node.
+int replaceChain(Graph& g, const Chain& c, std::string op, std::string name,
+                 std::vector<int> inputs, std::map<std::string, ir::Attribute> attrs = {}) {
+  const int out = g.node(c.q).outputs[0];
+  g.removeNode(c.q);
+  if (c.act >= 0) g.removeNode(c.act);
+  g.removeNode(c.head);
+  const int id = g.addNode(std::move(op), std::move(name), std::move(inputs), {out},
+                           std::move(attrs));
+  setClamp(g, c, id);
+  return id;
+}
+
+/// The params of a quantised value `q` read with `scale` and `zero`.
+std::optional<QParams> paramsOf(const Graph& g, int q, int scale, int zero) {
+  if (!isConstantScalar(g, scale) || scale < 0 || !isConstantScalar(g, zero)) return std::nullopt;
+  return QParams{scale, zero, static_cast<float>(g.value(scale).doubleValues()[0]),
+                 zero >= 0 ? static_cast<int32_t>(g.value(zero).intValues()[0]) : 0,
+                 g.value(q).type.dtype};
+}
+
+/// DQ(q) feeding input `v`, with scalar params.
+std::optional<std::pair<int, QParams>> dequantized(const Graph& g, int v) {
+  const int dq = producer(g, v, "DequantizeLinear");
+  if (dq < 0) return std::nullopt;
+  auto params = scalarParams(g, g.node(dq));
+  if (!params) return std::nullopt;
+  return std::pair{dq, *params};
+}
+
+/// A DQ of constant int8 or uint8 weights, per tensor or per `axis`.
+int dequantizedWeights(const Graph& g, int v, int64_t axis) {
+  const int dq = producer(g, v, "DequantizeLinear");
+  if (dq < 0) return -1;
+  const Node& n = g.node(dq);
+  const ir::Value& w = g.value(n.inputs[0]);
+  const int zero = n.inputs.size() > 2 ? n.inputs[2] : -1;
+  if (!w.isConstant() || (w.type.dtype != DType::kU8 && w.type.dtype != DType::kI8)) return -1;
+  if (!g.value(n.inputs[1]).isConstant() || (zero >= 0 && !g.value(zero).isConstant())) return -1;
+  if (n.getInt("per_axis", 0) && n.getInt("axis", 0) != axis) return -1;
+  return dq;
+}
+
+/// The int32 bias a DQ of int32 describes for scales x_scale * w_scale[c]
+/// (within float rounding), as a new constant; -1 where there is none, -2
+/// where the bias does not fit.
+int int32Bias(Graph& g, int v, float xScale, const std::vector<double>& wScales,
+              int64_t channels) {
+  if (v < 0) return -1;
+  const int dq = producer(g, v, "DequantizeLinear");
+  if (dq < 0) return -2;
+  const Node& n = g.node(dq);
+  const ir::Value& b = g.value(n.inputs[0]);
+  if (!b.isConstant() || b.type.dtype != DType::kI32 || b.type.numElements() != channels ||
+      !g.value(n.inputs[1]).isConstant())
+    return -2;
+  const auto values = b.intValues();
+  const auto scales = g.value(n.inputs[1]).doubleValues();
+  std::vector<int32_t> out(values.size());
+  for (size_t c = 0; c < values.size(); ++c) {
+    const double want = static_cast<double>(xScale * static_cast<float>(wScales[wScales.size() > 1 ? c : 0]));
+    const double have = scales[scales.size() > 1 ? c : 0];
+    if (std::abs(have - want) > 1e-6 * std::abs(want)) return -2;
+    out[c] = static_cast<int32_t>(std::nearbyint(static_cast<double>(values[c]) * have / want));
+  }
+  std::vector<uint8_t> bytes(out.size() * 4);
+  std::memcpy(bytes.data(), out.data(), bytes.size());
+  return g.addConstant(g.uniqueValueName(b.name + "_int32"), {DType::kI32, {channels}},
+                       std::move(bytes));
+}
+
+/// Conv, MatMul or Gemm on dequantised data and weights -> QLinearConv or
+/// QLinearMatMul.
+bool fuseProduct(Graph& g, const Chain& c) {
+  const Node& head = g.node(c.head);
+  auto x = dequantized(g, head.inputs[0]);
+  if (!x) return false;
+  const bool isConv = head.op == "Conv", isGemm = head.op == "Gemm";
+  const bool transB = isGemm && head.getInt("transB", 0) != 0;
+  if (isConv && (g.value(head.inputs[0]).type.rank() < 3 || g.value(head.inputs[0]).type.rank() > 4))
+    return false;
+  if (isGemm && (head.getInt("transA", 0) || head.getFloat("alpha", 1) != 1 ||
+                 head.getFloat("beta", 1) != 1))
+    return false;
+  const int64_t rankB = g.value(head.inputs[1]).type.rank();
+  const int wq = dequantizedWeights(g, head.inputs[1], isConv || transB ? 0 : 1);
+  std::optional<std::pair<int, QParams>> runtimeB;
+  if (wq < 0) {
+    if (head.op != "MatMul" || !(runtimeB = dequantized(g, head.inputs[1]))) return false;
+  } else if (!isConv && rankB != 2) {
+    return false;
+  }
+  const int wDq = wq >= 0 ? wq : runtimeB->first;
+  const Node& w = g.node(wDq);
+  const int64_t channels = g.value(head.outputs[0]).type.shape[isConv ? 1 : g.value(head.outputs[0]).type.rank() - 1];
+  const int bias = int32Bias(g, head.inputs.size() > 2 ? head.inputs[2] : -1, x->second.scaleValue,
+                             g.value(w.inputs[1]).doubleValues(), channels);
+  if (bias == -2) return false;
+  const int wZero = w.inputs.size() > 2 ? w.inputs[2] : -1;
+  std::vector<int> inputs = {g.node(x->first).inputs[0], x->second.scale, x->second.zero,
+                             w.inputs[0], w.inputs[1], wZero, c.out.scale, c.out.zero};
+  std::map<std::string, ir::Attribute> attrs;
+  if (isConv) {
+    inputs.push_back(bias);
+    for (const char* a : {"kernel_shape", "strides", "pads", "dilations", "group"})
+      if (head.has(a)) attrs[a] = head.attrs.at(a);
+  } else if (bias >= 0) {
+    inputs.push_back(bias);
+  }
+  if (transB) attrs[conv::kQTransB] = int64_t{1};
+  const int xDq = x->first;
+  replaceChain(g, c, isConv ? "QLinearConv" : "QLinearMatMul", head.name, inputs, attrs);
+  removeIfUnused(g, xDq);
+  removeIfUnused(g, wDq);
+  return true;
+}
+
+/// QLinearConv | QLinearMatMul -> q -> DQ -> Add: folds the Add into the
+/// product's epilogue; `side` is the Add operand that q feeds.
+bool absorbAdd(Graph& g, const Chain& c, size_t side) {
+  const Node& add = g.node(c.head);
+  auto mid = dequantized(g, add.inputs[side]);
+  auto residual = dequantized(g, add.inputs[1 - side]);
+  const auto& shape = g.value(add.outputs[0]).type.shape;
+  if (!mid || !residual || !readOnlyBy(g, add.inputs[side], c.head) ||
+      g.value(add.inputs[0]).type.shape != shape || g.value(add.inputs[1]).type.shape != shape)
+    return false;
+  const int qMid = g.node(mid->first).inputs[0];
+  int p = producer(g, qMid, "QLinearConv");
+  if (p < 0) p = producer(g, qMid, "QLinearMatMul");
+  if (p < 0 || !readOnlyBy(g, qMid, mid->first)) return false;
+  Node& product = g.node(p);
+  const size_t slot = product.op == "QLinearConv" ? conv::kQLinearConvResidual
+                                                  : conv::kQLinearMatMulResidual;
+  if (product.inputs.size() > slot && product.inputs[slot] >= 0) return false;
+  // The product requantises to mid with its own y params: the DQ must agree.
+  auto own = paramsOf(g, qMid, product.inputs[6], product.inputs[7]);
+  if (!own || !(*own == mid->second)) return false;
+  const DType midType = g.value(qMid).type.dtype;
+  product.attrs[conv::kQMidScale] = double{mid->second.scaleValue};
+  product.attrs[conv::kQMidZero] = int64_t{mid->second.zeroValue};
+  product.attrs[conv::kQMidType] = static_cast<int64_t>(midType);
+  product.attrs[conv::kQMidMin] = product.getInt(conv::kQMin, typeMin(midType));
+  product.attrs[conv::kQMidMax] = product.getInt(conv::kQMax, typeMax(midType));
+  product.attrs.erase(conv::kQMin);
+  product.attrs.erase(conv::kQMax);
+  product.attrs[conv::kQResidualScale] = double{residual->second.scaleValue};
+  product.attrs[conv::kQResidualZero] = int64_t{residual->second.zeroValue};
+  product.inputs.resize(slot + 1, -1);
+  product.inputs[slot] = g.node(residual->first).inputs[0];
+  product.inputs[6] = c.out.scale;
+  product.inputs[7] = c.out.zero;
+  const int midDq = mid->first, residualDq = residual->first;
+  const int out = g.node(c.q).outputs[0];
+  g.removeNode(c.q);
+  if (c.act >= 0) g.removeNode(c.act);
+  g.removeNode(c.head);
+  g.removeNode(midDq);
+  g.setNodeOutput(p, 0, out);
+  setClamp(g, c, p);
+  removeIfUnused(g, residualDq);
+  return true;
+}
+
+/// Add of two dequantised tensors of one shape -> QLinearAdd.
+bool fuseAdd(Graph& g, const Chain& c) {
+  if (absorbAdd(g, c, 0) || absorbAdd(g, c, 1)) return true;
+  const Node& add = g.node(c.head);
+  auto a = dequantized(g, add.inputs[0]);
+  auto b = dequantized(g, add.inputs[1]);
+  const auto& shape = g.value(add.outputs[0]).type.shape;
+  if (!a || !b || g.value(add.inputs[0]).type.shape != shape ||
+      g.value(add.inputs[1]).type.shape != shape)
+    return false;
+  replaceChain(g, c, "QLinearAdd", add.name,
+               {g.node(a->first).inputs[0], a->second.scale, a->second.zero,
+                g.node(b->first).inputs[0], b->second.scale, b->second.zero, c.out.scale,
+                c.out.zero});
+  removeIfUnused(g, a->first);
+  removeIfUnused(g, b->first);
+  return true;
+}
+
+/// An op that only moves or compares values, on data dequantised with the
+/// output's own params -> the op on int8 data.
+bool fuseMove(Graph& g, const Chain& c) {
+  const Node& head = g.node(c.head);
+  if (c.act >= 0 || head.outputs.size() != 1) return false;
+  const bool concat = head.op == "Concat";
+  std::vector<int> inputs = head.inputs, dqs;
+  for (size_t i = 0; i < (concat ? inputs.size() : 1); ++i) {
+    auto x = dequantized(g, inputs[i]);
+    if (!x || !(x->second == c.out)) return false;
+    inputs[i] = g.node(x->first).inputs[0];
+    dqs.push_back(x->first);
+  }
+  replaceChain(g, c, head.op == "MaxPool" ? "MaxPoolInt8" : head.op, head.name, inputs,
+               head.attrs);
+  for (int dq : dqs) removeIfUnused(g, dq);
+  return true;
+}
+
+bool fuseGlobalAveragePool(Graph& g, const Chain& c) {
+  const Node& head = g.node(c.head);
+  auto x = dequantized(g, head.inputs[0]);
+  if (c.act >= 0 || !x || g.value(head.inputs[0]).type.rank() < 3) return false;
+  replaceChain(g, c, "QLinearGlobalAveragePool", head.name,
+               {g.node(x->first).inputs[0], x->second.scale, x->second.zero, c.out.scale,
+                c.out.zero});
+  removeIfUnused(g, x->first);
+  return true;
+}
+
+bool fuseChain(Graph& g, int q) {
+  auto c = chainOf(g, q);
+  if (!c) return false;
+  const std::string& op = g.node(c->head).op;
+  if (g.value(g.node(c->head).outputs[0]).type.dtype != DType::kF32) return false;
+  if (op == "Conv" || op == "MatMul" || op == "Gemm") return fuseProduct(g, *c);
+  if (op == "Add" && g.node(c->head).inputs.size() == 2) return fuseAdd(g, *c);
+  if (op == "GlobalAveragePool") return fuseGlobalAveragePool(g, *c);
+  for (const char* move : {"MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze",
+                           "Concat"})
+    if (op == move) return fuseMove(g, *c);
+  return false;
+}
+
+/// Casts to the type they already have (PyTorch's export of quantised
+/// tensors) are identities.
+bool removeIdentityCasts(Graph& g) {
+  bool changed = false;
+  for (int id : g.topologicalOrder()) {
+    const Node& n = g.node(id);
+    if (n.op != "Cast" || g.value(n.inputs[0]).type != g.value(n.outputs[0]).type) continue;
+    const int in = n.inputs[0], out = n.outputs[0];
+    g.removeNode(id);
+    g.replaceAllUses(out, in);
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+bool fuseQuantized(ir::Graph& graph) {
+  bool changed = removeIdentityCasts(graph);
+  for (int id : graph.topologicalOrder())
+    if (!graph.node(id).dead && graph.node(id).op == "QuantizeLinear")
+      changed |= fuseChain(graph, id);
+  return changed;
+}
+
+}  // namespace cgc::passes

@@ -1,0 +1,74 @@
+// pack-quantized-weights: the constant weights of the int8 products
+// (QLinearConv and ConvInteger, QLinearMatMul and MatMulInteger, whether
+// imported or made by fuse-quantized) are stored once, at compile time, in
+// the layout the runtime's micro-kernels read (rt::packQWeights): w -
+// w_zero per output channel in blocks of channels and quads of depth, the
+// per-channel weight sums that compensate the activations' zero point, and
+// on AVX2 the split that keeps vpmaddubsw from saturating; depthwise layers
+// get the int16 taps their direct kernel reads. The node keeps its zero
+// point and scale inputs (the scales are the epilogue's) and records the
+// packing in attributes (ir/conventions.h). Without this pass, the kernels
+// pack on every run.
+#include "cgc/kernels.h"
+#include "ir/conventions.h"
+#include "lowering/kernel_call.h"
+#include "passes/pass_manager.h"
+
+namespace cgc::passes {
+namespace {
+
+namespace conv = ir::conventions;
+
+/// The weights' shape as packQWeights reads it, and the packing to use.
+struct Plan {
+  rt::QWeightShape shape;
+  rt::QPacking preferred;
+};
+
+std::optional<Plan> planFor(const ir::Graph& g, const ir::Node& n, const ir::Value& w) {
+  const lowering::KernelCall call = lowering::lowerNode(g, n);
+  const bool wSigned = w.type.dtype == DType::kI8;
+  if (const auto* p = std::get_if<rt::QConvParams>(&call.params)) {
+    const int64_t depth = p->c_in / p->groups * p->k_h * p->k_w;
+    return Plan{{p->groups, p->c_out / p->groups, depth, true, wSigned, p->per_channel},
+                rt::preferredQConvPacking(*p)};
+  }
+  const auto& p = std::get<rt::QGemmParams>(call.params);
+  if (w.type.rank() != 2) return std::nullopt;
+  return Plan{{1, p.n, p.k, p.trans_b, wSigned, p.per_column}, rt::preferredQPacking()};
+}
+
+}  // namespace
+
+bool packQuantizedWeights(ir::Graph& graph) {
+  bool changed = false;
+  for (int id : graph.topologicalOrder()) {
+    const ir::Node& node = graph.node(id);
+    const bool qlinear = node.op == "QLinearConv" || node.op == "QLinearMatMul";
+    if (!qlinear && node.op != "ConvInteger" && node.op != "MatMulInteger") continue;
+    if (node.has(conv::kPackedWeights)) continue;
+    const size_t wIn = qlinear ? 3 : 1, zeroIn = qlinear ? 5 : 3;
+    const ir::Value& w = graph.value(node.inputs[wIn]);
+    const int zero = zeroIn < node.inputs.size() ? node.inputs[zeroIn] : -1;
+    if (!w.isConstant() || (zero >= 0 && !graph.value(zero).isConstant())) continue;
+    if (!std::holds_alternative<lowering::KernelCall>(lowering::tryLower(graph, node))) continue;
+    const auto plan = planFor(graph, node, w);
+    if (!plan) continue;
+    const void* zeros = zero >= 0 ? graph.value(zero).data->data() : nullptr;
+    const rt::QPackInfo info = rt::planQWeights(plan->shape, w.data->data(), zeros, plan->preferred);
+    std::vector<uint8_t> packed(static_cast<size_t>(info.bytes));
+    rt::packQWeights(plan->shape, info, w.data->data(), zeros, packed.data());
+    const int packedId = graph.addConstant(graph.uniqueValueName(w.name + "_packed"),
+                                           {DType::kU8, {info.bytes}}, std::move(packed));
+    ir::Node& n = graph.node(id);
+    n.inputs[wIn] = packedId;
+    n.attrs[conv::kPackedWeights] = static_cast<int64_t>(info.packing);
+    n.attrs[conv::kQPackBlock] = info.nb;
+    n.attrs[conv::kQSplitEntries] = info.split_entries;
+    n.attrs[conv::kQWeightsSigned] = int64_t{plan->shape.w_signed};
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace cgc::passes
