@@ -59,42 +59,64 @@ bool isPointwise(const QConvParams& p) {
          p.pad_left == 0 && p.h_in == p.h_out && p.w_in == p.w_out;
 }
 
-/// Row `count` positions from m0 of depth d (image n, group g) into `row`:
-/// the input values the window reads there, `pad` outside the image.
+/// A run of positions of one output row inside a band: output row oy,
+/// columns [ox0, ox1), at `at` in the band.
+struct Segment {
+  int64_t oy, ox0, ox1, at;
+};
+
+/// The band's positions [m0, m0 + count) as runs of output rows (positions
+/// past the plane: none).
+int64_t segmentsOf(const ConvGeometry& g, int64_t m0, int64_t count, Segment* out) {
+  int64_t n = 0;
+  const int64_t end = std::min(m0 + count, g.positions);
+  for (int64_t m = m0; m < end;) {
+    const int64_t oy = m / g.p.w_out, ox0 = m % g.p.w_out;
+    const int64_t ox1 = std::min(g.p.w_out, ox0 + (end - m));
+    out[n++] = {oy, ox0, ox1, m - m0};
+    m += ox1 - ox0;
+  }
+  return n;
+}
+
+/// Row of the band for depth d (image n, group g): the input values the
+/// window reads there, `pad` outside the image and past the plane.
 void fillRow(const ConvGeometry& g, const uint8_t* x, int64_t n, int64_t group, int64_t d,
-             int64_t m0, int64_t count, uint8_t pad, uint8_t* row) {
+             const Segment* segments, int64_t segmentCount, int64_t count, uint8_t pad,
+             uint8_t* row) {
   const QConvParams& p = g.p;
   if (d >= g.depth) return void(std::memset(row, pad, static_cast<size_t>(count)));
   const int64_t taps = p.k_h * p.k_w, ci = group * g.cinG + d / taps, tap = d % taps;
   const int64_t kh = tap / p.k_w, kw = tap % p.k_w;
   const uint8_t* plane = x + (n * p.c_in + ci) * p.h_in * p.w_in;
-  int64_t m = m0;
-  const int64_t end = std::min(m0 + count, g.positions);
-  while (m < end) {
-    const int64_t oy = m / p.w_out, ox0 = m % p.w_out;
-    const int64_t ox1 = std::min(p.w_out, ox0 + (end - m));
-    uint8_t* out = row + (m - m0);
-    const int64_t iy = oy * p.stride_h - p.pad_top + kh * p.dilation_h;
-    const int64_t shift = kw * p.dilation_w - p.pad_left;
+  const int64_t shift = kw * p.dilation_w - p.pad_left;
+  int64_t filled = 0;
+  for (int64_t s = 0; s < segmentCount; ++s) {
+    const Segment& seg = segments[s];
+    uint8_t* out = row + seg.at;
+    const int64_t width = seg.ox1 - seg.ox0;
+    const int64_t iy = seg.oy * p.stride_h - p.pad_top + kh * p.dilation_h;
+    filled = seg.at + width;
     if (iy < 0 || iy >= p.h_in) {
-      std::memset(out, pad, static_cast<size_t>(ox1 - ox0));
-    } else if (p.stride_w == 1) {
-      // ix = ox + shift: inside for ox in [lo, hi).
-      const int64_t lo = std::clamp<int64_t>(-shift, ox0, ox1);
-      const int64_t hi = std::clamp<int64_t>(p.w_in - shift, lo, ox1);
-      std::memset(out, pad, static_cast<size_t>(lo - ox0));
-      std::memcpy(out + (lo - ox0), plane + iy * p.w_in + lo + shift, static_cast<size_t>(hi - lo));
-      std::memset(out + (hi - ox0), pad, static_cast<size_t>(ox1 - hi));
-    } else {
-      const uint8_t* src = plane + iy * p.w_in;
-      for (int64_t ox = ox0; ox < ox1; ++ox) {
-        const int64_t ix = ox * p.stride_w + shift;
-        out[ox - ox0] = ix >= 0 && ix < p.w_in ? src[ix] : pad;
-      }
+      std::memset(out, pad, static_cast<size_t>(width));
+      continue;
     }
-    m += ox1 - ox0;
+    const uint8_t* src = plane + iy * p.w_in;
+    if (p.stride_w == 1) {
+      // ix = ox + shift: inside for ox in [lo, hi).
+      const int64_t lo = std::clamp<int64_t>(-shift, seg.ox0, seg.ox1);
+      const int64_t hi = std::clamp<int64_t>(p.w_in - shift, lo, seg.ox1);
+      std::memset(out, pad, static_cast<size_t>(lo - seg.ox0));
+      std::memcpy(out + (lo - seg.ox0), src + lo + shift, static_cast<size_t>(hi - lo));
+      std::memset(out + (hi - seg.ox0), pad, static_cast<size_t>(seg.ox1 - hi));
+      continue;
+    }
+    for (int64_t ox = seg.ox0; ox < seg.ox1; ++ox) {
+      const int64_t ix = ox * p.stride_w + shift;
+      out[ox - seg.ox0] = ix >= 0 && ix < p.w_in ? src[ix] : pad;
+    }
   }
-  if (m0 + count > end) std::memset(row + (end - m0), pad, static_cast<size_t>(m0 + count - end));
+  std::memset(row + filled, pad, static_cast<size_t>(count - filled));
 }
 
 /// Packs tiles [t0, t0 + count) of image n, group g into `a`
@@ -107,6 +129,8 @@ void packBand(const ConvGeometry& g, const uint8_t* x, int64_t n, int64_t group,
   const int64_t m0 = t0 * kQTile, width = count * kQTile;
   const int64_t tileBytes = g.quads * kQTile * kQuad;
   const bool direct = isPointwise(p) && m0 + width <= g.positions;
+  Segment segments[kMaxBandTiles * kQTile];
+  const int64_t segmentCount = direct ? 0 : segmentsOf(g, m0, width, segments);
   alignas(64) uint8_t rows[kQuad][kMaxBandTiles * kQTile];
   for (int64_t q = 0; q < g.quads; ++q) {
     const uint8_t* r[kQuad];
@@ -115,7 +139,7 @@ void packBand(const ConvGeometry& g, const uint8_t* x, int64_t n, int64_t group,
       if (direct && d < g.depth) {
         r[i] = x + (n * p.c_in + group * g.cinG + d) * g.positions + m0;
       } else {
-        fillRow(g, x, n, group, d, m0, width, pad, rows[i]);
+        fillRow(g, x, n, group, d, segments, segmentCount, width, pad, rows[i]);
         r[i] = rows[i];
       }
     }

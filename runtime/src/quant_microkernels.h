@@ -111,21 +111,30 @@ void productAvx2(const uint8_t* a, const int8_t* w, int64_t quads, int32_t* acc)
 }
 
 /// kQuadsSplit: adds channel j's split entries (quad index, 4 weights) to
-/// its sums.
-inline void addSplitEntries(const uint8_t* a, const uint8_t* entries, int64_t count, int64_t lanes,
-                            int32_t* acc) {
+/// its NA vectors of sums, kept in registers over the entries.
+template <int NA>
+void addSplitEntriesAvx2(const uint8_t* a, const uint8_t* entries, int64_t count, int32_t* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
-  const int64_t vectors = (lanes + 7) / 8;
+  __m256i c[NA];
+  for (int i = 0; i < NA; ++i) c[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + 8 * i));
   for (int64_t e = 0; e < count; ++e, entries += 8) {
     int32_t quad;
     std::memcpy(&quad, entries, 4);
     const __m256i b = broadcastQuad(reinterpret_cast<const int8_t*>(entries + 4));
     const uint8_t* aq = a + quad * kQTile * kQuad;
-    for (int64_t i = 0; i < vectors; ++i) {
-      auto* out = reinterpret_cast<__m256i*>(acc + 8 * i);
-      const __m256i av = _mm256_load_si256(reinterpret_cast<const __m256i*>(aq + 32 * i));
-      _mm256_storeu_si256(out, dotQuads(_mm256_loadu_si256(out), av, b, ones));
-    }
+    for (int i = 0; i < NA; ++i)
+      c[i] = dotQuads(c[i], _mm256_load_si256(reinterpret_cast<const __m256i*>(aq + 32 * i)), b, ones);
+  }
+  for (int i = 0; i < NA; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + 8 * i), c[i]);
+}
+
+inline void addSplitEntries(const uint8_t* a, const uint8_t* entries, int64_t count, int64_t lanes,
+                            int32_t* acc) {
+  switch ((lanes + 7) / 8) {
+    case 1: return addSplitEntriesAvx2<1>(a, entries, count, acc);
+    case 2: return addSplitEntriesAvx2<2>(a, entries, count, acc);
+    case 3: return addSplitEntriesAvx2<3>(a, entries, count, acc);
+    default: return addSplitEntriesAvx2<4>(a, entries, count, acc);
   }
 }
 #endif
