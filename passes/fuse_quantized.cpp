@@ -11,7 +11,7 @@
 //                                                            the add in its epilogue
 //   DQ(a), DQ(b) -> Add [-> act] -> Q                     => QLinearAdd
 //   DQ(x) -> GlobalAveragePool -> Q                       => QLinearGlobalAveragePool
-//   DQ(x) -> MaxPool | Reshape | Flatten | Transpose | Squeeze | Unsqueeze
+//   DQ(x) -> MaxPool | Reshape (Flatten, Squeeze, Unsqueeze) | Transpose
 //         | Concat -> Q, one scale and zero point         => the op on int8 data
 //                                                            (exact: only moves or
 //                                                            compares values)
@@ -356,8 +356,7 @@ bool fuseChain(Graph& g, int q) {
   if (op == "Conv" || op == "MatMul" || op == "Gemm") return fuseProduct(g, *c);
   if (op == "Add" && g.node(c->head).inputs.size() == 2) return fuseAdd(g, *c);
   if (op == "GlobalAveragePool") return fuseGlobalAveragePool(g, *c);
-  for (const char* move : {"MaxPool", "Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze",
-                           "Concat"})
+  for (const char* move : {"MaxPool", "Reshape", "Transpose", "Concat"})
     if (op == move) return fuseMove(g, *c);
   return false;
 }

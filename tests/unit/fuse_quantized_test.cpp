@@ -1,0 +1,236 @@
+// fuse-quantized and pack-quantized-weights on tiny QDQ graphs: the IR
+// after the pass (checkIr), and the graph interpreted with the runtime
+// kernels before (the float emulation: DequantizeLinear, float op,
+// QuantizeLinear) and after (int8 kernels), within one quantisation step.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "graph_builder.h"
+#include "ir/verifier.h"
+#include "ir_check.h"
+#include "lowering/kernel_call.h"
+#include "passes/pass_manager.h"
+
+using cgc::DType;
+using cgc::testing::checkIr;
+using cgc::testing::GraphBuilder;
+namespace ir = cgc::ir;
+namespace passes = cgc::passes;
+
+namespace {
+
+using Attrs = std::map<std::string, ir::Attribute>;
+
+template <typename T>
+int typedConstant(GraphBuilder& b, const std::string& name, ir::Shape shape,
+                  const std::vector<T>& values, DType type) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return b.graph.addConstant(name, {type, std::move(shape)}, std::move(bytes));
+}
+
+/// Quantisation parameters as constants: a scalar scale and zero point.
+struct Q {
+  int scale, zero;
+};
+
+Q params(GraphBuilder& b, const std::string& name, float scale, uint8_t zero) {
+  return {b.constant(name + "_scale", {}, {scale}),
+          typedConstant<uint8_t>(b, name + "_zero", {}, {zero}, DType::kU8)};
+}
+
+int quantize(GraphBuilder& b, const std::string& name, int x, Q q, const ir::Shape& shape) {
+  return b.node("QuantizeLinear", name, {x, q.scale, q.zero}, shape, {}, DType::kU8);
+}
+
+int dequantize(GraphBuilder& b, const std::string& name, int x, Q q, const ir::Shape& shape) {
+  return b.node("DequantizeLinear", name, {x, q.scale, q.zero}, shape);
+}
+
+/// DQ of per-channel int8 weights [c_out, ...] and of their int32 bias.
+std::pair<int, int> convWeights(GraphBuilder& b, const std::string& name, ir::Shape shape,
+                                float xScale) {
+  const int64_t cOut = shape[0], count = ir::numElements(shape);
+  std::vector<int8_t> w(count);
+  for (int64_t i = 0; i < count; ++i) w[i] = static_cast<int8_t>((i * 37) % 255 - 127);
+  std::vector<float> scales(cOut), biasScales(cOut);
+  std::vector<int32_t> bias(cOut);
+  for (int64_t c = 0; c < cOut; ++c) {
+    scales[c] = 0.004f + 0.001f * static_cast<float>(c);
+    biasScales[c] = xScale * scales[c];
+    bias[c] = static_cast<int32_t>(c * 97 % 400) - 200;
+  }
+  const int ws = b.constant(name + "_ws", {cOut}, scales);
+  const int wq = typedConstant<int8_t>(b, name + "_w", shape, w, DType::kI8);
+  const Attrs axis = {{"axis", int64_t{0}}, {"per_axis", int64_t{1}}};
+  const int dw = b.node("DequantizeLinear", name + "_wdq", {wq, ws, -1}, shape, axis);
+  const int bq = typedConstant<int32_t>(b, name + "_b", {cOut}, bias, DType::kI32);
+  const int bs = b.constant(name + "_bs", {cOut}, biasScales);
+  const int db = b.node("DequantizeLinear", name + "_bdq", {bq, bs, -1}, {cOut}, axis);
+  return {dw, db};
+}
+
+/// Every graph output (float), interpreted node by node with the kernels.
+std::vector<float> interpret(const ir::Graph& g, const std::vector<float>& x) {
+  std::map<int, std::vector<uint8_t>> buffers;
+  auto data = [&](int v) -> const void* {
+    if (g.value(v).isConstant()) return g.value(v).data->data();
+    return buffers.at(v).data();
+  };
+  buffers[g.inputs[0]].resize(x.size() * sizeof(float));
+  std::memcpy(buffers[g.inputs[0]].data(), x.data(), x.size() * sizeof(float));
+  for (int id : g.topologicalOrder()) {
+    auto call = cgc::lowering::lowerNode(g, g.node(id));
+    const int out = g.node(id).outputs[0];
+    buffers[out].resize(g.value(out).type.bytes());
+    if (call.kernel == cgc::lowering::Kernel::kView) {
+      std::memcpy(buffers[out].data(), data(call.inputs[0]), buffers[out].size());
+      continue;
+    }
+    std::vector<const void*> ins;
+    for (int in : call.inputs) ins.push_back(in >= 0 ? data(in) : nullptr);
+    cgc::lowering::evaluate(call, ins, {buffers[out].data()});
+  }
+  const auto& bytes = buffers.at(g.outputs[0]);
+  std::vector<float> y(bytes.size() / sizeof(float));
+  std::memcpy(y.data(), bytes.data(), bytes.size());
+  return y;
+}
+
+std::vector<float> image(size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = 3.0f * std::sin(0.37f * static_cast<float>(i));
+  return v;
+}
+
+void requireWithinSteps(const std::vector<float>& a, const std::vector<float>& b, float step) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(std::abs(a[i] - b[i]) <= step * 1.001f);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fuse-quantized: DQ, Conv, Relu, Q and the residual Add become one QLinearConv") {
+  GraphBuilder b("qconv");
+  const ir::Shape shape = {1, 4, 6, 6}, out = {1, 6, 6, 6};
+  const int x = b.input("x", shape);
+  const Q in = params(b, "in", 0.05f, 128), mid = params(b, "mid", 0.1f, 10),
+          sum = params(b, "sum", 0.12f, 20), side = params(b, "side", 0.08f, 100);
+  const int qx = quantize(b, "qx", x, in, shape);
+  const int dx = dequantize(b, "dx", qx, in, shape);
+  auto [w, bias] = convWeights(b, "conv", {6, 4, 3, 3}, 0.05f);
+  const Attrs window = {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                        {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                        {"strides", std::vector<int64_t>{1, 1}},
+                        {"dilations", std::vector<int64_t>{1, 1}}, {"group", int64_t{1}}};
+  const int conv = b.node("Conv", "conv", {dx, w, bias}, out, window);
+  const int relu = b.node("Relu", "relu", {conv}, out);
+  const int q1 = quantize(b, "q1", relu, mid, out);
+  const int d1 = dequantize(b, "d1", q1, mid, out);
+  // A residual from a second, 1x1 convolution of the same input.
+  auto [w2, bias2] = convWeights(b, "side_conv", {6, 4, 1, 1}, 0.05f);
+  Attrs pointwise = window;
+  pointwise["kernel_shape"] = std::vector<int64_t>{1, 1};
+  pointwise["pads"] = std::vector<int64_t>{0, 0, 0, 0};
+  const int conv2 = b.node("Conv", "side_conv", {dx, w2, bias2}, out, pointwise);
+  const int q2 = quantize(b, "q2", conv2, side, out);
+  const int d2 = dequantize(b, "d2", q2, side, out);
+  const int add = b.node("Add", "add", {d1, d2}, out);
+  const int act = b.node("Relu", "add_relu", {add}, out);
+  const int q3 = quantize(b, "q3", act, sum, out);
+  b.output(dequantize(b, "y", q3, sum, out), "y");
+  ir::verifyGraph(b.graph);
+
+  const auto x0 = image(ir::numElements(shape));
+  const auto before = interpret(b.graph, x0);
+  REQUIRE(passes::fuseQuantized(b.graph));
+  passes::eliminateDeadCode(b.graph);
+  ir::verifyGraph(b.graph);
+  checkIr(b.graph,
+          {"side_conv = QLinearConv(%qx_out, %in_scale, %in_zero, %side_conv_w, %side_conv_ws, "
+           "none, %side_scale, %side_zero, %side_conv_b_int32) -> %q2_out uint8[1,6,6,6]",
+           "conv = QLinearConv(%qx_out, %in_scale, %in_zero, %conv_w, %conv_ws, none, "
+           "%sum_scale, %sum_zero, %conv_b_int32, %q2_out) -> %q3_out uint8[1,6,6,6] {",
+           "SAME: cgc_q_mid_min = 10", "SAME: cgc_q_mid_scale = 0.1",
+           "SAME: cgc_q_mid_zero = 10", "SAME: cgc_q_min = 20",
+           "SAME: cgc_q_residual_scale = 0.08", "SAME: cgc_q_residual_zero = 100",
+           "y = DequantizeLinear(%q3_out, %sum_scale, %sum_zero)", "NOT: Conv(", "NOT: Add("});
+  requireWithinSteps(interpret(b.graph, x0), before, 0.12f);
+
+  REQUIRE(passes::packQuantizedWeights(b.graph));
+  passes::eliminateDeadCode(b.graph);
+  ir::verifyGraph(b.graph);
+  checkIr(b.graph, {"side_conv = QLinearConv(%qx_out, %in_scale, %in_zero, %side_conv_w_packed,",
+                    "SAME: cgc_packed_weights = ", "SAME: cgc_q_w_signed = 1",
+                    "conv = QLinearConv(%qx_out, %in_scale, %in_zero, %conv_w_packed,"});
+  requireWithinSteps(interpret(b.graph, x0), before, 0.12f);
+}
+
+TEST_CASE("fuse-quantized: pools, moves, adds and the head on int8 data") {
+  GraphBuilder b("qmoves");
+  const ir::Shape shape = {1, 3, 5, 5}, pooled = {1, 3, 3, 3};
+  const int x = b.input("x", shape);
+  const Q a = params(b, "a", 0.05f, 128), other = params(b, "other", 0.06f, 120),
+          s = params(b, "s", 0.07f, 0), g = params(b, "g", 0.03f, 128);
+  const int qa = quantize(b, "qa", x, a, shape);
+  const int qo = quantize(b, "qo", x, other, shape);
+  const int add = b.node("Add", "add", {dequantize(b, "da", qa, a, shape),
+                                        dequantize(b, "do", qo, other, shape)}, shape);
+  const int qs = quantize(b, "qs", b.node("Relu", "relu", {add}, shape), s, shape);
+  const Attrs window = {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                        {"strides", std::vector<int64_t>{2, 2}},
+                        {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                        {"dilations", std::vector<int64_t>{1, 1}}};
+  const int pool = b.node("MaxPool", "pool", {dequantize(b, "ds", qs, s, shape)}, pooled, window);
+  const int qp = quantize(b, "qp", pool, s, pooled);
+  const int gap = b.node("GlobalAveragePool", "gap", {dequantize(b, "dp", qp, s, pooled)},
+                         {1, 3, 1, 1});
+  const int qg = quantize(b, "qg", gap, g, {1, 3, 1, 1});
+  const int flat = b.node("Reshape", "flat", {dequantize(b, "dg", qg, g, {1, 3, 1, 1})}, {1, 3});
+  // Requantised with other params: a Flatten (a Reshape in the IR) that must stay float.
+  const int qf = quantize(b, "qf", flat, a, {1, 3});
+  b.output(dequantize(b, "y", qf, a, {1, 3}), "y");
+
+  const auto x0 = image(ir::numElements(shape));
+  const auto before = interpret(b.graph, x0);
+  REQUIRE(passes::fuseQuantized(b.graph));
+  passes::eliminateDeadCode(b.graph);
+  ir::verifyGraph(b.graph);
+  checkIr(b.graph, {"add = QLinearAdd(%qa_out, %a_scale, %a_zero, %qo_out, %other_scale, "
+                    "%other_zero, %s_scale, %s_zero) -> %qs_out uint8[1,3,5,5]",
+                    "pool = MaxPoolInt8(%qs_out) -> %qp_out uint8[1,3,3,3]",
+                    "gap = QLinearGlobalAveragePool(%qp_out, %s_scale, %s_zero, %g_scale, "
+                    "%g_zero) -> %qg_out uint8[1,3,1,1]",
+                    "flat = Reshape(%dg_out) -> %flat_out float32[1,3]",
+                    "qf = QuantizeLinear(%flat_out"});
+  requireWithinSteps(interpret(b.graph, x0), before, 0.05f);
+}
+
+TEST_CASE("fuse-quantized leaves chains it cannot run exactly") {
+  GraphBuilder b("qkeep");
+  const ir::Shape shape = {1, 2, 4, 4};
+  const int x = b.input("x", shape);
+  const Q a = params(b, "a", 0.05f, 128), c = params(b, "c", 0.1f, 128);
+  const int qa = quantize(b, "qa", x, a, shape);
+  const int da = dequantize(b, "da", qa, a, shape);
+  // A max pool requantised to other params, and an Add whose sum is also
+  // read in float.
+  const Attrs window = {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                        {"strides", std::vector<int64_t>{2, 2}},
+                        {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                        {"dilations", std::vector<int64_t>{1, 1}}};
+  const int pool = b.node("MaxPool", "pool", {da}, {1, 2, 2, 2}, window);
+  b.output(dequantize(b, "y", quantize(b, "qp", pool, c, {1, 2, 2, 2}), c, {1, 2, 2, 2}), "y");
+  const int add = b.node("Add", "add", {da, da}, shape);
+  b.output(dequantize(b, "z", quantize(b, "qz", add, c, shape), c, shape), "z");
+  b.output(add, "sum");
+  CHECK_FALSE(passes::fuseQuantized(b.graph));
+  CHECK(b.graph.countOps("MaxPool") == 1);
+  CHECK(b.graph.countOps("Add") == 1);
+}
