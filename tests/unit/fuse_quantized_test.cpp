@@ -159,7 +159,7 @@ TEST_CASE("fuse-quantized: DQ, Conv, Relu, Q and the residual Add become one QLi
            "%sum_scale, %sum_zero, %conv_b_int32, %q2_out) -> %q3_out uint8[1,6,6,6] {",
            "SAME: cgc_q_mid_min = 10", "SAME: cgc_q_mid_scale = 0.1",
            "SAME: cgc_q_mid_zero = 10", "SAME: cgc_q_min = 20",
-           "SAME: cgc_q_residual_scale = 0.08", "SAME: cgc_q_residual_zero = 100",
+           "SAME: cgc_q_residual_scale = 0.0799999", "SAME: cgc_q_residual_zero = 100",
            "y = DequantizeLinear(%q3_out, %sum_scale, %sum_zero)", "NOT: Conv(", "NOT: Add("});
   requireWithinSteps(interpret(b.graph, x0), before, 0.12f);
 
