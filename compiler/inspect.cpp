@@ -7,8 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <set>
 
+#include "cgc/kernels.h"
 #include "compiler/commands.h"
+#include "ir/conventions.h"
+
 
 namespace cgc::commands {
 namespace {
@@ -26,6 +30,65 @@ std::string hintFor(const std::string& error) {
       error.find("no kernel") != std::string::npos)
     return "these ops have no kernel in cgc yet; see the README's list of supported ops";
   return "see the README's section on rejected models";
+}
+
+bool isQuantType(DType t) { return t == DType::kU8 || t == DType::kI8; }
+
+/// The same network in float32, for a quantised model: the memory plan
+/// redone with every uint8/int8 tensor at four bytes, and the weights at
+/// four bytes an element (packed int8 weights counted by the logical
+/// elements of their product, not by their packed bytes). Returns false
+/// when the model has no quantised tensor.
+bool floatEquivalent(const driver::CompiledModel& model, int64_t& arena, int64_t& weights) {
+  ir::Graph g = model.graph;
+  bool quantized = false;
+  for (int id : g.liveNodes())
+    for (int out : g.node(id).outputs)
+      if (out >= 0 && isQuantType(g.value(out).type.dtype)) {
+        g.value(out).type.dtype = DType::kF32;
+        quantized = true;
+      }
+  for (int in : g.inputs)
+    if (isQuantType(g.value(in).type.dtype)) {
+      g.value(in).type.dtype = DType::kF32;
+      quantized = true;
+    }
+  if (!quantized) return false;
+  arena = passes::planMemory(g, model.calls, model.schedule).arenaBytes;
+  // Packed weights: their logical element count, from the consumer's params.
+  std::map<int, int64_t> packedElements;
+  const ir::Graph& m = model.graph;
+  for (int id : m.liveNodes()) {
+    const ir::Node& n = m.node(id);
+    if (!n.has(ir::conventions::kPackedWeights)) continue;
+    const bool qlinear = n.op == "QLinearConv" || n.op == "QLinearMatMul";
+    if (!qlinear && n.op != "ConvInteger" && n.op != "MatMulInteger") continue;
+    const lowering::KernelCall call = lowering::lowerNode(m, n);
+    int64_t elements = 0;
+    if (const auto* p = std::get_if<rt::QConvParams>(&call.params))
+      elements = p->c_out * (p->c_in / p->groups) * p->k_h * p->k_w;
+    else if (const auto* p = std::get_if<rt::QGemmParams>(&call.params))
+      elements = p->n * p->k;
+    else
+      continue;
+    packedElements[n.inputs[qlinear ? 3 : 1]] = elements;
+  }
+  weights = 0;
+  std::set<const std::vector<uint8_t>*> seen;
+  for (int id : m.liveNodes())
+    for (int in : m.node(id).inputs) {
+      if (in < 0 || !m.value(in).isConstant() || !seen.insert(m.value(in).data.get()).second)
+        continue;
+      const ir::TensorType& t = m.value(in).type;
+      const auto packed = packedElements.find(in);
+      if (packed != packedElements.end())
+        weights += packed->second * 4;
+      else if (isQuantType(t.dtype))
+        weights += t.numElements() * 4;
+      else
+        weights += t.bytes();
+    }
+  return true;
 }
 
 void printText(const nlohmann::json& report) {
@@ -58,6 +121,17 @@ void printText(const nlohmann::json& report) {
       "arena: {} bytes with reuse, {} bytes without ({} ops in place)\nweights: {} bytes\n",
       report["arena_bytes"].get<int64_t>(), report["arena_bytes_no_reuse"].get<int64_t>(),
       report["in_place_ops"].get<int>(), report["weight_bytes"].get<int64_t>());
+  if (report.contains("float_arena_bytes")) {
+    const double arena = report["arena_bytes"].get<double>(),
+                 floatArena = report["float_arena_bytes"].get<double>(),
+                 weights = report["weight_bytes"].get<double>(),
+                 floatWeights = report["float_weight_bytes"].get<double>();
+    std::cout << fmt::format(
+        "as float32 (int8 tensors at 4 bytes): arena {} bytes ({:.2f}x int8), weights {} bytes "
+        "({:.2f}x int8)\n",
+        report["float_arena_bytes"].get<int64_t>(), floatArena / std::max(arena, 1.0),
+        report["float_weight_bytes"].get<int64_t>(), floatWeights / std::max(weights, 1.0));
+  }
 }
 
 }  // namespace
@@ -91,6 +165,11 @@ int inspect(const driver::CompileOptions& options, bool json) {
     report["arena_bytes_no_reuse"] = model.plan.bytesWithoutReuse;
     report["weight_bytes"] = ir::constantBytes(model.graph);
     report["in_place_ops"] = model.plan.inPlaceNodes;
+    int64_t floatArena = 0, floatWeights = 0;
+    if (floatEquivalent(model, floatArena, floatWeights)) {
+      report["float_arena_bytes"] = floatArena;
+      report["float_weight_bytes"] = floatWeights;
+    }
   } catch (const CompileError& e) {
     report["error"] = e.what();
     report["hint"] = hintFor(e.what());

@@ -5,6 +5,10 @@ Usage: make_bad_models.py OUT_DIR
   matmul_mismatch.onnx a MatMul whose inner dimensions differ
   symbolic.onnx        an input with a symbolic batch dimension
   lstm_activation.onnx an LSTM with an activation function ONNX does not define
+  q_zero_type.onnx     a DequantizeLinear of uint8 data with an int8 zero point
+  q_scale_zero.onnx    a QuantizeLinear whose scale is 0
+  q_scale_nan.onnx     a DequantizeLinear whose scale is NaN
+  q_axis_length.onnx   a per-axis DequantizeLinear with 3 scales for an axis of 4
 """
 
 import os
@@ -64,6 +68,21 @@ def lstm_activation():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
 
 
+def quant(name, x_type, x_shape, scale, zero_type, zero, axis=None, quantize=False):
+    """One QuantizeLinear (float x) or DequantizeLinear (int8 x) node."""
+    op = "QuantizeLinear" if quantize else "DequantizeLinear"
+    out_type = zero_type if quantize else TensorProto.FLOAT
+    x = helper.make_tensor_value_info("x", x_type, x_shape)
+    y = helper.make_tensor_value_info("y", out_type, x_shape)
+    inits = [helper.make_tensor("scale", TensorProto.FLOAT, [len(scale)] if len(scale) > 1 else [],
+                                scale),
+             helper.make_tensor("zero", zero_type, [len(zero)] if len(zero) > 1 else [], zero)]
+    attrs = {} if axis is None else {"axis": axis}
+    node = helper.make_node(op, ["x", "scale", "zero"], ["y"], name=name, **attrs)
+    graph = helper.make_graph([node], name, [x], [y], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -71,6 +90,15 @@ def main():
     save(matmul_mismatch(), os.path.join(out, "matmul_mismatch.onnx"))
     save(symbolic(), os.path.join(out, "symbolic.onnx"))
     save(lstm_activation(), os.path.join(out, "lstm_activation.onnx"))
+    u8, i8, f32 = TensorProto.UINT8, TensorProto.INT8, TensorProto.FLOAT
+    save(quant("bad_zero_type", u8, [1, 4], [0.1], i8, [0]),
+         os.path.join(out, "q_zero_type.onnx"))
+    save(quant("bad_scale_zero", f32, [1, 4], [0.0], u8, [128], quantize=True),
+         os.path.join(out, "q_scale_zero.onnx"))
+    save(quant("bad_scale_nan", i8, [1, 4], [float("nan")], i8, [0]),
+         os.path.join(out, "q_scale_nan.onnx"))
+    save(quant("bad_axis_scales", i8, [4, 3], [0.1, 0.2, 0.3], i8, [0, 0, 0], axis=0),
+         os.path.join(out, "q_axis_length.onnx"))
 
 
 if __name__ == "__main__":

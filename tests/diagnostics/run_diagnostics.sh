@@ -47,6 +47,11 @@ expect shape_unknown_input "model.onnx" "unknown input 'nope'" -- "$cgc" compile
 expect symbolic_unbound "symbolic.onnx" "batch" "--shape" -- "$cgc" compile "$work/symbolic.onnx" -o "$work/out" --quiet
 expect matmul_mismatch "matmul_mismatch.onnx" "node 'bad_matmul' (MatMul)" "inner dimensions" -- "$cgc" compile "$work/matmul_mismatch.onnx" -o "$work/out" --quiet
 expect lstm_activation "lstm_activation.onnx" "node 'bad_lstm' (LSTM)" "activation function 'Gelu'" -- "$cgc" compile "$work/lstm_activation.onnx" -o "$work/out" --quiet
+# Quantisation parameters a kernel cannot use.
+expect q_zero_type "q_zero_type.onnx" "node 'bad_zero_type' (DequantizeLinear)" "x_zero_point is int8 but x is uint8" -- "$cgc" compile "$work/q_zero_type.onnx" -o "$work/out" --quiet
+expect q_scale_zero "q_scale_zero.onnx" "node 'bad_scale_zero' (QuantizeLinear)" "y_scale is 0" -- "$cgc" compile "$work/q_scale_zero.onnx" -o "$work/out" --quiet
+expect q_scale_nan "q_scale_nan.onnx" "node 'bad_scale_nan' (DequantizeLinear)" "x_scale is NaN" -- "$cgc" compile "$work/q_scale_nan.onnx" -o "$work/out" --quiet
+expect q_axis_length "q_axis_length.onnx" "node 'bad_axis_scales' (DequantizeLinear)" "has 3 values; it needs 1 or 4" -- "$cgc" compile "$work/q_axis_length.onnx" -o "$work/out" --quiet
 
 # An input file of the wrong size at run time.
 mkdir -p "$work/wrong_inputs"
