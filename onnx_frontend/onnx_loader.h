@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +29,11 @@ struct LoadOptions {
 /// unsupported ops (all of them listed), for shapes that are unbound or
 /// contradict the model, and for any node that cannot be imported.
 ir::Graph loadOnnx(const std::string& path, const LoadOptions& options = {});
+
+/// loadOnnx on a serialized model held in memory (the fuzz target's entry);
+/// `path` only names the model in diagnostics and the graph.
+ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
+                            const LoadOptions& options = {});
 
 struct ModelSummary {
   int opset = 0;
