@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <onnx/defs/schema.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -162,23 +163,46 @@ class GraphImporter {
         types.push_back(id < 0 ? onnx::TypeProto() : typeProto(graph_.value(id).type));
       onnx::FunctionBodyBuildContextImpl context(node, types);
       onnx::FunctionProto body;
-      if (!schema->BuildContextDependentFunction(context, body))
+      bool built = false;
+      try {
+        built = schema->BuildContextDependentFunction(context, body);
+      } catch (const std::exception& e) {
+        userError(where(label, node), "ONNX cannot expand this op: {}",
+                  e.what());
+      }
+      if (!built)
         userError(where(label, node), "ONNX cannot expand this op for its inputs");
       return inlineFunction(node, label, inputs, body, schema, scope, opset);
     }
     userError(where(label, node), "unsupported op");
   }
 
-  /// One op through its importer; the new nodes are folded at once.
+  /// One op through its importer; the new nodes are folded at once, unless
+  /// their outputs would exceed ir::kMaxFoldBytes (they run at run time).
   void importOp(const onnx::NodeProto& node, const std::string& label,
                 std::vector<int> inputs, Scope& scope, int opset) {
     OpContext ctx(graph_, node, opset, label, std::move(inputs));
     ctx.results.assign(node.output_size(), -1);
     int firstNewNode = graph_.numNodeSlots();
+    int firstNewValue = graph_.numValues();
     opImporters().at(node.op_type())(ctx);
+    // Every value an importer made is within the size limits, whichever way
+    // it was made (emit checks its outputs, some importers add values
+    // themselves).
+    for (int id = firstNewValue; id < graph_.numValues(); ++id)
+      ctx.checkType(graph_.value(id).type,
+                    fmt::format("value '{}'", graph_.value(id).name));
+    if (graph_.numNodeSlots() > ir::kMaxNodes ||
+        graph_.numValues() > ir::kMaxValues)
+      userError(where(label, node),
+                "the model has more than {} nodes or {} "
+                "values after inlining its functions",
+                ir::kMaxNodes, ir::kMaxValues);
     for (int id = firstNewNode; id < graph_.numNodeSlots(); ++id) {
       const ir::Node& created = graph_.node(id);
-      if (!lowering::isLowerable(graph_, created)) continue;
+      if (!ir::foldableSize(graph_, created) ||
+          !lowering::isLowerable(graph_, created))
+        continue;
       std::vector<int> before = created.outputs;
       std::vector<int> after = lowering::foldNode(graph_, id);
       for (size_t o = 0; o < after.size(); ++o)
@@ -289,6 +313,10 @@ class GraphImporter {
         call.output_size() > function.output_size())
       userError(where(label, call), "has more inputs or outputs than function "
                 "'{}' declares", function.name());
+    if (std::find(inlining_.begin(), inlining_.end(), &function) !=
+        inlining_.end())
+      userError(where(label, call), "function '{}' calls itself",
+                function.name());
     std::map<std::string, onnx::AttributeProto> attributes;
     if (schema)
       for (const auto& [name, attr] : schema->attributes())
@@ -315,7 +343,9 @@ class GraphImporter {
         resolved.set_name(attr.name());
       }
     }
+    inlining_.push_back(&function);
     importNodes(nodes, body, opset, label + "/");
+    inlining_.pop_back();
     std::vector<int> results;
     for (int o = 0; o < call.output_size(); ++o)
       results.push_back(call.output(o).empty() ? -1 : body.find(function.output(o)));
@@ -326,6 +356,7 @@ class GraphImporter {
   const onnx::ModelProto& model_;
   const std::unordered_map<std::string, ir::Shape>& inferredShapes_;
   std::set<std::string> usedLabels_;
+  std::vector<const onnx::FunctionProto*> inlining_;  // the calls being inlined
 };
 
 }  // namespace

@@ -29,6 +29,11 @@ static void requireConstant(const OpContext& ctx, const ir::Value& v,
 
 std::vector<int64_t> OpContext::constantInts(size_t i, const char* role) const {
   requireConstant(*this, input(i), role);
+  DType type = inputType(i);
+  if (type == DType::kF32 || type == DType::kF64 || type == DType::kF16 ||
+      type == DType::kBF16)
+    fail(fmt::format("input '{}' ({}) must be an integer tensor, is {}",
+                     input(i).name, role, dtypeName(type)));
   return input(i).intValues();
 }
 
@@ -68,10 +73,17 @@ float OpContext::attrFloat(const char* name, float fallback) const {
   return a ? a->f() : fallback;
 }
 
+std::string printableAttr(const std::string& text) {
+  std::string out = text;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
 std::string OpContext::attrString(const char* name,
                                   const std::string& fallback) const {
   const auto* a = findAttr(proto, name);
-  return a ? a->s() : fallback;
+  return a ? printableAttr(a->s()) : fallback;
 }
 
 std::vector<int64_t> OpContext::attrInts(const char* name,
@@ -86,10 +98,38 @@ const onnx::TensorProto* OpContext::attrTensor(const char* name) const {
   return a && a->has_t() ? &a->t() : nullptr;
 }
 
+double OpContext::constantScalar(size_t i, const char* role) const {
+  std::vector<double> values = constantDoubles(i, role);
+  if (values.empty())
+    fail(fmt::format("input '{}' ({}) is empty; it must hold a value",
+                     input(i).name, role));
+  return values[0];
+}
+
 int64_t OpContext::normalizeAxis(int64_t axis, int64_t rank) const {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+  if (axis < -rank || axis >= rank)
     fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
   return axis < 0 ? axis + rank : axis;
+}
+
+int64_t OpContext::addSizes(int64_t a, int64_t b) const {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum))
+    fail(fmt::format("size arithmetic overflows: {} + {}", a, b));
+  return sum;
+}
+
+int64_t OpContext::mulSizes(int64_t a, int64_t b) const {
+  int64_t product;
+  if (__builtin_mul_overflow(a, b, &product))
+    fail(fmt::format("size arithmetic overflows: {} * {}", a, b));
+  return product;
+}
+
+void OpContext::checkType(const ir::TensorType& type, const std::string& what,
+                          int64_t limitBytes) const {
+  std::string tooLarge = type.checkSize(limitBytes);
+  if (!tooLarge.empty()) fail(fmt::format("{}: {}", what, tooLarge));
 }
 
 void OpContext::emit(const std::string& op, std::vector<int> irInputs,
@@ -101,6 +141,7 @@ void OpContext::emit(const std::string& op, std::vector<int> irInputs,
                  !proto.output(static_cast<int>(i)).empty();
     std::string name = named ? proto.output(static_cast<int>(i))
                              : fmt::format("{}_out{}", nodeName, i);
+    checkType(outputTypes[i], fmt::format("output '{}'", name));
     outputs.push_back(graph.addValue(name, outputTypes[i]));
     if (i < results.size()) results[i] = named ? outputs.back() : -1;
   }
@@ -110,6 +151,10 @@ void OpContext::emit(const std::string& op, std::vector<int> irInputs,
 
 void OpContext::defineConstant(size_t index, ir::TensorType type,
                                std::vector<uint8_t> bytes) {
+  if (index >= results.size()) fail(fmt::format("output {} is missing", index));
+  checkType(type,
+            fmt::format("output '{}'", proto.output(static_cast<int>(index))),
+            ir::kMaxConstantBytes);
   results.at(index) = graph.addConstant(proto.output(static_cast<int>(index)),
                                         std::move(type), std::move(bytes));
 }
