@@ -256,6 +256,15 @@ MemoryPlan planMemory(const ir::Graph& graph, const Schedule& schedule) {
     plan.arenaBytes = std::max(plan.arenaBytes, offset + alignUp(buffer.bytes));
     placed.push_back(index);
   }
+  // No sum above can overflow: the frontend admits at most ir::kMaxValues
+  // tensors holding at most ir::kMaxGraphBytes (2^50) together, and the
+  // passes grow that by a small factor, so every offset and total here is
+  // far below 2^63. The arena itself must stay within ir::kMaxArenaBytes.
+  if (plan.arenaBytes > ir::kMaxArenaBytes)
+    userError(graph.where(),
+              "the model needs an arena of {} bytes, over the "
+              "limit of 2^40 bytes",
+              plan.arenaBytes);
   return plan;
 }
 
