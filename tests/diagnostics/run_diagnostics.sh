@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Bad input must give a clear one-line error naming file, node and op, and
-# exit code 1: never a crash, a hang or a silent wrong answer.
+# exit code 1: never a crash, a hang or a silent wrong answer. Hostile models
+# (tests/fuzz/regressions: the inputs of issue 22 and every input the fuzz
+# target crashed cgc with) each compile or fail that way.
 # Usage: run_diagnostics.sh CGC SAMPLES_DIR WORK_DIR
 set -u
 cgc=$1 samples=$2 work=$3
@@ -47,6 +49,28 @@ expect shape_unknown_input "model.onnx" "unknown input 'nope'" -- "$cgc" compile
 expect symbolic_unbound "symbolic.onnx" "batch" "--shape" -- "$cgc" compile "$work/symbolic.onnx" -o "$work/out" --quiet
 expect matmul_mismatch "matmul_mismatch.onnx" "node 'bad_matmul' (MatMul)" "inner dimensions" -- "$cgc" compile "$work/matmul_mismatch.onnx" -o "$work/out" --quiet
 expect lstm_activation "lstm_activation.onnx" "node 'bad_lstm' (LSTM)" "activation function 'Gelu'" -- "$cgc" compile "$work/lstm_activation.onnx" -o "$work/out" --quiet
+
+# Hostile models (issue 22, tests/fuzz/regressions): sizes beyond the limits
+# and importer crashes are one-line errors naming the tensor or node.
+regressions=$(cd "$(dirname "$0")/../fuzz/regressions" && pwd)
+expect split_on_scalar "split_on_scalar_segfault.onnx" "node '/Unsqueeze' (Split)" "out of range for rank 0" -- "$cgc" compile "$regressions/split_on_scalar_segfault.onnx" -o "$work/out" --quiet
+expect huge_input_dim "huge_input_dim_overflows_arena.onnx" "input 'input'" "exceeds the limit of 2^40 bytes" -- "$cgc" compile "$regressions/huge_input_dim_overflows_arena.onnx" -o "$work/out" --quiet
+expect initializer_dims "initializer_dims_bad_alloc.onnx" "tensor 'fc.bias' of shape [8589934592] holds 7 elements" -- "$cgc" compile "$regressions/initializer_dims_bad_alloc.onnx" -o "$work/out" --quiet
+
+# Every input the fuzzer ever crashed cgc with compiles, or fails with a
+# one-line error and exit code 1.
+for regression in "$regressions"/*.onnx; do
+  name=fuzz_$(basename "$regression" .onnx)
+  timeout 120 "$cgc" compile "$regression" -o "$work/fuzz_out" --quiet >"$work/$name.out" 2>"$work/$name.err"
+  status=$?
+  if [ $status -eq 0 ] || { [ $status -eq 1 ] && [ "$(wc -l <"$work/$name.err")" -eq 1 ] &&
+                            grep -qF "$(basename "$regression"): error: " "$work/$name.err"; }; then
+    echo "ok   $name: exit $status $(cat "$work/$name.err")"
+  else
+    echo "FAIL $name: exit $status, stderr:"; sed 's/^/     /' "$work/$name.err"
+    failures=$((failures + 1))
+  fi
+done
 
 # An input file of the wrong size at run time.
 mkdir -p "$work/wrong_inputs"
