@@ -121,8 +121,11 @@ onnx::TypeProto typeProto(const ir::TensorType& type) {
 class GraphImporter {
  public:
   GraphImporter(ir::Graph& graph, const onnx::ModelProto& model,
-                const std::unordered_map<std::string, ir::Shape>& inferredShapes)
-      : graph_(graph), model_(model), inferredShapes_(inferredShapes) {}
+                const Scope* mainScope)
+      : graph_(graph), model_(model), mainScope_(mainScope) {}
+
+  /// The values the main graph's nodes defined so far.
+  std::vector<DefinedValue> takeDefined() { return std::move(defined_); }
 
   void importNodes(const NodeList& nodes, Scope& scope, int opset,
                    const std::string& prefix) {
@@ -220,12 +223,7 @@ class GraphImporter {
       int value = o < static_cast<int>(results.size()) ? results[o] : -1;
       if (value < 0)
         userError(where(label, node), "output '{}' is not supported", name);
-      auto expected = inferredShapes_.find(name);
-      const ir::Shape& shape = graph_.value(value).type.shape;
-      if (expected != inferredShapes_.end() && expected->second != shape)
-        userError(where(label, node),
-                  "output '{}' has shape {}, but ONNX shape inference says {}",
-                  name, ir::shapeString(shape), ir::shapeString(expected->second));
+      if (&scope == mainScope_) defined_.push_back({name, value, where(label, node)});
       scope.define(name, value);
     }
   }
@@ -354,7 +352,8 @@ class GraphImporter {
 
   ir::Graph& graph_;
   const onnx::ModelProto& model_;
-  const std::unordered_map<std::string, ir::Shape>& inferredShapes_;
+  const Scope* mainScope_;
+  std::vector<DefinedValue> defined_;  // by the main graph's nodes
   std::set<std::string> usedLabels_;
   std::vector<const onnx::FunctionProto*> inlining_;  // the calls being inlined
 };
@@ -373,13 +372,12 @@ std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model) {
   return result;
 }
 
-void importGraphNodes(
+std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
-    const std::unordered_map<std::string, int>& names,
-    const std::unordered_map<std::string, ir::Shape>& inferredShapes) {
+    const std::unordered_map<std::string, int>& names) {
   Scope scope;
   for (const auto& [name, id] : names) scope.define(name, id);
-  GraphImporter importer(graph, model, inferredShapes);
+  GraphImporter importer(graph, model, &scope);
   importer.importNodes(model.graph().node(), scope, modelOpset(model), "");
   for (const auto& output : model.graph().output()) {
     int id = scope.find(output.name());
@@ -388,6 +386,7 @@ void importGraphNodes(
     graph.outputs.push_back(id);
     graph.outputNames.push_back(output.name());
   }
+  return importer.takeDefined();
 }
 
 }  // namespace cgc::frontend

@@ -346,6 +346,27 @@ void checkGraphBytes(const ir::Graph& graph) {
                 "together");
 }
 
+/// Checks what the importer made against ONNX's shape inference. It runs
+/// only now, on a graph cgc's importer accepted: ONNX's inference functions
+/// trust their inputs (ONNX 1.12's ConvTranspose dereferences null for
+/// rank-1 weights).
+void checkInferredShapes(const ir::Graph& graph, onnx::ModelProto& model,
+                         const std::vector<DefinedValue>& defined) {
+  try {
+    onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception& e) {
+    userError(graph.where(), "ONNX shape inference fails: {}", oneLine(e.what()));
+  }
+  auto inferred = staticShapes(model.graph());
+  for (const DefinedValue& d : defined) {
+    auto expected = inferred.find(d.name);
+    const ir::Shape& shape = graph.value(d.value).type.shape;
+    if (expected != inferred.end() && expected->second != shape)
+      userError(d.where, "output '{}' has shape {}, but ONNX shape inference says {}",
+                d.name, ir::shapeString(shape), ir::shapeString(expected->second));
+  }
+}
+
 std::string graphName(const std::string& path) {
   std::string base = path.substr(path.find_last_of('/') + 1);
   return base.substr(0, base.find('.'));
@@ -406,14 +427,7 @@ ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
       onnxInputNames.push_back(input.name());
   freezeConstantInputs(path, *model.mutable_graph(), options);
   bindInputShapes(path, *model.mutable_graph(), options);
-  try {
-    onnx::shape_inference::InferShapes(model);
-  } catch (const std::exception& e) {
-    userError({path, "", ""}, "ONNX shape inference fails: {}",
-              oneLine(e.what()));
-  }
   const onnx::GraphProto& proto = model.graph();
-  auto onnxShapes = staticShapes(proto);
 
   ir::Graph graph;
   graph.name = graphName(path);
@@ -443,8 +457,9 @@ ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
     byName[input.name()] = id;
   }
 
-  importGraphNodes(graph, model, byName, onnxShapes);
+  auto defined = importGraphNodes(graph, model, byName);
   checkGraphBytes(graph);
+  checkInferredShapes(graph, model, defined);
   ir::verifyGraph(graph);
   return graph;
 }
