@@ -1,8 +1,10 @@
 """Writes the fuzz target's seed models.
 
-Usage: make_seeds.py SOURCE_DIR DATA_DIR OUT_DIR
+Usage: make_seeds.py SOURCE_DIR DATA_DIR OUT_DIR [--all]
   SOURCE_DIR  the cgc checkout (samples/models/*/model.onnx, tests/fuzz/seeds.txt)
   DATA_DIR    the ONNX conformance tests (.../onnx/backend/test/data/node)
+  --all       every conformance model, not only those in seeds.txt (for
+              long campaigns)
 
 The sample models are copied as they are. Each conformance model named in
 seeds.txt is copied with every graph input after the first (and the first
@@ -48,6 +50,8 @@ def main():
         shutil.copy(path, os.path.join(out, f"sample_{name}.onnx"))
     with open(os.path.join(source, "tests/fuzz/seeds.txt")) as f:
         names = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    if "--all" in sys.argv[4:]:
+        names = sorted(os.listdir(data))
     for name in names:
         test_dir = os.path.join(data, name)
         if not os.path.exists(os.path.join(test_dir, "model.onnx")):

@@ -32,7 +32,8 @@ rm -rf "$work/seeds"
 export ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 flags=(-timeout=20 -rss_limit_mb=4096 -malloc_limit_mb=4096 -max_len=65536
-       -print_final_stats=1 -artifact_prefix="$work/artifacts/")
+       -dict="$src/tests/fuzz/onnx.dict" -print_final_stats=1
+       -artifact_prefix="$work/artifacts/")
 
 # Every regression must now pass (a one-line error or a clean compile).
 regressions=("$src"/tests/fuzz/regressions/*.onnx)
