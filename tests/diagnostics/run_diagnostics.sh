@@ -57,6 +57,17 @@ expect split_on_scalar "split_on_scalar_segfault.onnx" "node '/Unsqueeze' (Split
 expect huge_input_dim "huge_input_dim_overflows_arena.onnx" "input 'input'" "exceeds the limit of 2^40 bytes" -- "$cgc" compile "$regressions/huge_input_dim_overflows_arena.onnx" -o "$work/out" --quiet
 expect initializer_dims "initializer_dims_bad_alloc.onnx" "tensor 'fc.bias' of shape [8589934592] holds 7 elements" -- "$cgc" compile "$regressions/initializer_dims_bad_alloc.onnx" -o "$work/out" --quiet
 
+hostile() {  # hostile NAME EXPECTED...
+  local name=$1; shift
+  expect "hostile_$name" "hostile_$name.onnx" "$@" -- "$cgc" compile "$work/hostile_$name.onnx" -o "$work/out" --quiet
+}
+hostile tile_overflow "node 'tile' (Tile)" "size arithmetic overflows"
+hostile conv_pads_overflow "node 'conv' (Conv)" "size arithmetic overflows"
+hostile constant_too_large "node 'fill' (ConstantOfShape)" "exceeds the limit of 2^31 bytes"
+hostile range_too_long "node 'range' (Range)" "too many elements"
+hostile arena_over_limit "arena of" "over the limit of 2^40 bytes"
+hostile name_with_newline "node name 'relu\\x0aint injected;' contains a control character"
+
 # Every input the fuzzer ever crashed cgc with compiles, or fails with a
 # one-line error and exit code 1.
 for regression in "$regressions"/*.onnx; do
