@@ -89,8 +89,8 @@ void importConv(OpContext& ctx) {
     ctx.fail(fmt::format("input {} and weights {} do not form a convolution",
                          ir::shapeString(x), ir::shapeString(wShape)));
   int64_t group = ctx.attrInt("group", 1);
-  if (group <= 0 || x[1] != ctx.mulSizes(wShape[1], group) ||
-      wShape[0] % group != 0)
+  if (group <= 0) ctx.fail(fmt::format("group {} is not positive", group));
+  if (x[1] != ctx.mulSizes(wShape[1], group) || wShape[0] % group != 0)
     ctx.fail(fmt::format("input has {} channels but weights {} with group {} "
                          "expect {}",
                          x[1], ir::shapeString(wShape), group, wShape[1] * group));

@@ -275,6 +275,8 @@ void importSlice(OpContext& ctx) {
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
       out[axis] = end > start ? (end - start - 1) / step + 1 : 0;
+    } else if (dim == 0) {
+      out[axis] = 0;
     } else {
       start = std::clamp<int64_t>(start, 0, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
@@ -319,9 +321,47 @@ void importConstantOfShape(OpContext& ctx) {
   ctx.defineConstant(0, type, std::move(bytes));
 }
 
+/// Range over an integer type, exactly: through doubles, integers beyond
+/// 2^53 would be rounded, and one rounded up to 2^63 would not convert back.
+void integerRange(OpContext& ctx, DType type) {
+  int64_t bounds[3];
+  const char* roles[3] = {"start", "limit", "delta"};
+  for (size_t i = 0; i < 3; ++i) {
+    std::vector<int64_t> values = ctx.constantInts(i, roles[i]);
+    if (values.empty())
+      ctx.fail(fmt::format("input '{}' ({}) is empty; it must hold a value",
+                           ctx.input(i).name, roles[i]));
+    bounds[i] = values[0];
+  }
+  auto [start, limit, delta] = bounds;
+  if (delta == 0) ctx.fail("delta must not be zero");
+  // ceil((limit - start) / delta) in 128 bits, where nothing overflows.
+  __int128 span = static_cast<__int128>(limit) - start;
+  __int128 count = span / delta;
+  if (span % delta != 0 && (span < 0) == (delta < 0)) ++count;
+  if (count >= ir::kMaxConstantBytes)
+    ctx.fail(fmt::format("Range of {} to {} by {} has too many elements", start,
+                         limit, delta));
+  int64_t n = static_cast<int64_t>(std::max<__int128>(count, 0));
+  ir::TensorType out{type, {n}};
+  ctx.checkType(out, "the output", ir::kMaxConstantBytes);
+  // Every value lies between start and limit, so fits in int64 and `type`.
+  std::vector<int64_t> values(n);
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = static_cast<int64_t>(start + static_cast<__int128>(i) * delta);
+  std::vector<uint8_t> bytes(out.bytes());
+  rt::cast(DType::kI64, type, n, values.data(), bytes.data());
+  ctx.defineConstant(0, out, std::move(bytes));
+}
+
 void importRange(OpContext& ctx) {
   ctx.requireInputs(3, 3);
   DType type = ctx.inputType(0);
+  if (type != DType::kF32 && type != DType::kF64) {
+    if (type != DType::kI64 && type != DType::kI32 && type != DType::kI16)
+      ctx.fail(fmt::format("element type {} is not supported", dtypeName(type)));
+    return integerRange(ctx, type);
+  }
   double start = ctx.constantScalar(0, "start");
   double limit = ctx.constantScalar(1, "limit");
   double delta = ctx.constantScalar(2, "delta");
@@ -335,7 +375,6 @@ void importRange(OpContext& ctx) {
   int64_t n = static_cast<int64_t>(std::max(0.0, count));
   ir::TensorType out{type, {n}};
   ctx.checkType(out, "the output", ir::kMaxConstantBytes);
-  if (dtypeSize(type) == 0) ctx.fail("unsupported element type");
   std::vector<double> values(n);
   for (int64_t i = 0; i < n; ++i)
     values[i] = start + static_cast<double>(i) * delta;
