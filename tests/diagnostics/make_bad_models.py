@@ -5,6 +5,7 @@ Usage: make_bad_models.py OUT_DIR
   matmul_mismatch.onnx a MatMul whose inner dimensions differ
   symbolic.onnx        an input with a symbolic batch dimension
   lstm_activation.onnx an LSTM with an activation function ONNX does not define
+  range_int64.onnx     a Range over int64 values beyond 2^53 (must be exact)
   hostile_*.onnx       sizes beyond cgc's limits (README, "Limits"): a Tile,
                        Conv pads and a Range that overflow int64, a
                        ConstantOfShape over 2^31 bytes, an arena over 2^40
@@ -110,6 +111,19 @@ def hostile_models():
             for name, graph in models.items()}
 
 
+def range_int64():
+    """Range over int64 values beyond 2^53 (doubles would lose them), plus x."""
+    start = helper.make_tensor("start", TensorProto.INT64, [], [2**62 + 1])
+    limit = helper.make_tensor("limit", TensorProto.INT64, [], [2**62 + 11])
+    delta = helper.make_tensor("delta", TensorProto.INT64, [], [3])
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [4])
+    nodes = [helper.make_node("Range", ["start", "limit", "delta"], ["r"], name="range"),
+             helper.make_node("Add", ["r", "x"], ["y"], name="add")]
+    graph = helper.make_graph(nodes, "range_int64", [x], [y], [start, limit, delta])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -117,6 +131,7 @@ def main():
     save(matmul_mismatch(), os.path.join(out, "matmul_mismatch.onnx"))
     save(symbolic(), os.path.join(out, "symbolic.onnx"))
     save(lstm_activation(), os.path.join(out, "lstm_activation.onnx"))
+    save(range_int64(), os.path.join(out, "range_int64.onnx"))
     for name, model in hostile_models().items():
         # Not through the checker: some are what it would pass, some not,
         # and cgc must hold either way.

@@ -68,6 +68,32 @@ hostile range_too_long "node 'range' (Range)" "too many elements"
 hostile arena_over_limit "arena of" "over the limit of 2^40 bytes"
 hostile name_with_newline "node name 'relu\\x0aint injected;' contains a control character"
 
+# A Range over int64 values beyond 2^53 is computed exactly (through doubles
+# it had no elements at all).
+mkdir -p "$work/range_inputs"
+/usr/bin/python3 - "$work/range_inputs/input_0.pb" <<'PY'
+import sys
+import numpy as np
+from onnx import numpy_helper
+tensor = numpy_helper.from_array(np.zeros(4, np.int64), "x")
+open(sys.argv[1], "wb").write(tensor.SerializeToString())
+PY
+"$cgc" run "$work/range_int64.onnx" --inputs "$work/range_inputs" \
+    --outputs "$work/range_outputs" --quiet >/dev/null 2>"$work/range.err"
+if /usr/bin/python3 - "$work/range_outputs/output_0.pb" <<'PY'
+import sys
+from onnx import TensorProto, numpy_helper
+tensor = TensorProto()
+tensor.ParseFromString(open(sys.argv[1], "rb").read())
+sys.exit(numpy_helper.to_array(tensor).tolist() != [2**62 + 1 + 3 * i for i in range(4)])
+PY
+then
+  echo "ok   range_int64: exact"
+else
+  echo "FAIL range_int64: not [2^62+1, 2^62+4, 2^62+7, 2^62+10]:"; cat "$work/range.err"
+  failures=$((failures + 1))
+fi
+
 # Every input the fuzzer ever crashed cgc with compiles, or fails with a
 # one-line error and exit code 1.
 for regression in "$regressions"/*.onnx; do
