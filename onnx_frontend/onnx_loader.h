@@ -1,8 +1,12 @@
-// ONNX file -> cgc IR. The ONNX checker and ONNX shape inference run first;
-// then symbolic input dimensions are bound (--shape), every node is imported
-// with a static output type, and nodes whose inputs are all constants are
-// folded on the spot so that shape sub-graphs (Shape -> Gather -> Concat ->
-// Reshape) resolve to constants.
+// ONNX file -> cgc IR. The file is treated as hostile: every stored tensor
+// is checked against its dims and the size limits (ir/graph.h), names for
+// control characters and local functions for recursion before ONNX's
+// checker reads it. Then symbolic input dimensions are bound (--shape) and
+// checked against the limits, every node is imported with a static output
+// type, and nodes whose inputs are all constants are folded on the spot so
+// that shape sub-graphs (Shape -> Gather -> Concat -> Reshape) resolve to
+// constants. ONNX shape inference runs last, on the graph the importer
+// accepted, and its shapes must agree with the importer's.
 #pragma once
 
 #include <map>
