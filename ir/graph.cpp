@@ -340,16 +340,17 @@ int64_t constantBytes(const Graph& graph) {
   return bytes;
 }
 
-bool foldableSize(const Graph& graph, const Node& node) {
+int64_t foldBytes(const Graph& graph, const Node& node, int64_t budget) {
+  const int64_t limit = std::min(kMaxFoldBytes, budget);
   int64_t total = 0;
   for (int out : node.outputs) {
     if (out < 0) continue;
     const TensorType& type = graph.value(out).type;
-    if (!type.checkSize(kMaxFoldBytes).empty()) return false;
+    if (!type.checkSize(kMaxFoldBytes).empty()) return -1;
     total += type.bytes();  // each at most kMaxFoldBytes: no overflow
-    if (total > kMaxFoldBytes) return false;
+    if (total > limit) return -1;
   }
-  return true;
+  return total;
 }
 
 }  // namespace cgc::ir

@@ -39,10 +39,13 @@ inline constexpr int64_t kMaxArenaBytes = int64_t{1} << 40;
 /// Constant nodes, folded results): 2^31 bytes, the size limit of a whole
 /// ONNX protobuf.
 inline constexpr int64_t kMaxConstantBytes = int64_t{1} << 31;
-/// Constant folding (on import and in fold-constants) leaves a node whose
-/// outputs together exceed 2^26 bytes (64 MiB) to run time rather than make
-/// it a weight.
+/// Constant data cgc computes while compiling (folding, ConstantOfShape,
+/// Range, Dropout's mask): at most 2^26 bytes (64 MiB) per node and 2^30
+/// (1 GiB) per model on import, and as much again in fold-constants. Beyond
+/// them a node is left to run time rather than made a weight (Range, which
+/// has no kernel, is an error).
 inline constexpr int64_t kMaxFoldBytes = int64_t{1} << 26;
+inline constexpr int64_t kMaxGeneratedBytes = int64_t{1} << 30;
 /// The most nodes and values a graph may hold after import (functions
 /// inlined): 2^20 and 2^22.
 inline constexpr int kMaxNodes = 1 << 20;
@@ -191,8 +194,8 @@ class Graph {
 /// Bytes of constant data (weights) the graph holds, counting each once.
 int64_t constantBytes(const Graph& graph);
 
-/// Whether the node's outputs together fit in kMaxFoldBytes, so that
-/// folding it may materialise them.
-bool foldableSize(const Graph& graph, const Node& node);
+/// The bytes folding the node would materialise, or -1 when its outputs
+/// together exceed kMaxFoldBytes or `budget`.
+int64_t foldBytes(const Graph& graph, const Node& node, int64_t budget);
 
 }  // namespace cgc::ir

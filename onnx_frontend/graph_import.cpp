@@ -181,14 +181,19 @@ class GraphImporter {
   }
 
   /// One op through its importer; the new nodes are folded at once, unless
-  /// their outputs would exceed ir::kMaxFoldBytes (they run at run time).
+  /// their outputs would exceed ir::kMaxFoldBytes or what is left of
+  /// ir::kMaxGeneratedBytes (they run at run time).
   void importOp(const onnx::NodeProto& node, const std::string& label,
                 std::vector<int> inputs, Scope& scope, int opset) {
     OpContext ctx(graph_, node, opset, label, std::move(inputs));
     ctx.results.assign(node.output_size(), -1);
+    ctx.generateBudget =
+        std::min(ir::kMaxFoldBytes, ir::kMaxGeneratedBytes - generated_);
+    const int64_t budget = ctx.generateBudget;
     int firstNewNode = graph_.numNodeSlots();
     int firstNewValue = graph_.numValues();
     opImporters().at(node.op_type())(ctx);
+    generated_ += budget - ctx.generateBudget;
     // Every value an importer made is within the size limits, whichever way
     // it was made (emit checks its outputs, some importers add values
     // themselves).
@@ -203,11 +208,12 @@ class GraphImporter {
                 ir::kMaxNodes, ir::kMaxValues);
     for (int id = firstNewNode; id < graph_.numNodeSlots(); ++id) {
       const ir::Node& created = graph_.node(id);
-      if (!ir::foldableSize(graph_, created) ||
-          !lowering::isLowerable(graph_, created))
-        continue;
+      int64_t bytes =
+          ir::foldBytes(graph_, created, ir::kMaxGeneratedBytes - generated_);
+      if (bytes < 0 || !lowering::isLowerable(graph_, created)) continue;
       std::vector<int> before = created.outputs;
       std::vector<int> after = lowering::foldNode(graph_, id);
+      if (!after.empty()) generated_ += bytes;
       for (size_t o = 0; o < after.size(); ++o)
         for (int& r : ctx.results)
           if (r == before[o]) r = after[o];
@@ -354,6 +360,7 @@ class GraphImporter {
   const onnx::ModelProto& model_;
   const Scope* mainScope_;
   std::vector<DefinedValue> defined_;  // by the main graph's nodes
+  int64_t generated_ = 0;  // constant bytes computed so far (folds, fills)
   std::set<std::string> usedLabels_;
   std::vector<const onnx::FunctionProto*> inlining_;  // the calls being inlined
 };

@@ -35,18 +35,13 @@ void importIdentity(OpContext& ctx) {
   if (ctx.proto.output_size() > 1 && !ctx.proto.output(1).empty()) {
     if (ctx.opset < 10) {
       ir::TensorType mask = ctx.input(0).type;
-      // The doubles below are the largest copy.
-      ctx.checkType({DType::kF64, mask.shape}, "the mask",
-                    ir::kMaxConstantBytes);
-      std::vector<double> ones(static_cast<size_t>(mask.numElements()), 1.0);
-      std::vector<uint8_t> bytes(mask.bytes());
-      rt::cast(DType::kF64, mask.dtype, mask.numElements(), ones.data(), bytes.data());
-      ctx.defineConstant(1, mask, std::move(bytes));
+      std::vector<uint8_t> one(dtypeSize(mask.dtype));
+      double value = 1.0;
+      rt::cast(DType::kF64, mask.dtype, 1, &value, one.data());
+      ctx.defineFilled(1, mask, std::move(one));
       return;
     }
-    ir::TensorType mask{DType::kBool, ctx.inputShape(0)};
-    ctx.checkType(mask, "the mask", ir::kMaxConstantBytes);
-    ctx.defineConstant(1, mask, std::vector<uint8_t>(mask.bytes(), 1));
+    ctx.defineFilled(1, {DType::kBool, ctx.inputShape(0)}, {1});
   }
 }
 

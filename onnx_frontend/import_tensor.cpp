@@ -313,12 +313,7 @@ void importConstantOfShape(OpContext& ctx) {
   zero.add_float_data(0.0f);
   HostTensor value = tensorFromProto(given ? *given : zero, ctx.where());
   if (value.type.numElements() != 1) ctx.fail("value must hold one element");
-  ir::TensorType type{value.type.dtype, shape};
-  ctx.checkType(type, "the output", ir::kMaxConstantBytes);
-  std::vector<uint8_t> bytes(type.bytes());
-  for (size_t i = 0; i < bytes.size(); i += value.bytes.size())
-    std::memcpy(bytes.data() + i, value.bytes.data(), value.bytes.size());
-  ctx.defineConstant(0, type, std::move(bytes));
+  ctx.defineFilled(0, {value.type.dtype, shape}, std::move(value.bytes));
 }
 
 /// Range over an integer type, exactly: through doubles, integers beyond
@@ -339,12 +334,14 @@ void integerRange(OpContext& ctx, DType type) {
   __int128 span = static_cast<__int128>(limit) - start;
   __int128 count = span / delta;
   if (span % delta != 0 && (span < 0) == (delta < 0)) ++count;
-  if (count >= ir::kMaxConstantBytes)
+  if (count > ctx.generateBudget)
     ctx.fail(fmt::format("Range of {} to {} by {} has too many elements", start,
                          limit, delta));
   int64_t n = static_cast<int64_t>(std::max<__int128>(count, 0));
   ir::TensorType out{type, {n}};
-  ctx.checkType(out, "the output", ir::kMaxConstantBytes);
+  // The int64 values below are the largest copy.
+  ctx.checkType({DType::kI64, {n}}, "the output", ctx.generateBudget);
+  ctx.generateBudget -= out.bytes();
   // Every value lies between start and limit, so fits in int64 and `type`.
   std::vector<int64_t> values(n);
   for (int64_t i = 0; i < n; ++i)
@@ -369,12 +366,14 @@ void importRange(OpContext& ctx) {
   double count = std::ceil((limit - start) / delta);
   // NaN and counts beyond the limit fail here, negative ones are empty, all
   // before the cast to int64.
-  if (!(count < static_cast<double>(ir::kMaxConstantBytes)))
+  if (!(count <= static_cast<double>(ctx.generateBudget)))
     ctx.fail(fmt::format("Range of {} to {} by {} has too many elements", start,
                          limit, delta));
   int64_t n = static_cast<int64_t>(std::max(0.0, count));
   ir::TensorType out{type, {n}};
-  ctx.checkType(out, "the output", ir::kMaxConstantBytes);
+  // The doubles below are the largest copy.
+  ctx.checkType({DType::kF64, {n}}, "the output", ctx.generateBudget);
+  ctx.generateBudget -= out.bytes();
   std::vector<double> values(n);
   for (int64_t i = 0; i < n; ++i)
     values[i] = start + static_cast<double>(i) * delta;

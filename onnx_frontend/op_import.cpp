@@ -1,6 +1,8 @@
 // OpContext helpers shared by the op importers, and the importer table.
 #include "onnx_frontend/op_import.h"
 
+#include <cstring>
+
 #include "onnx_frontend/tensor_proto.h"
 
 namespace cgc::frontend {
@@ -157,6 +159,29 @@ void OpContext::defineConstant(size_t index, ir::TensorType type,
             ir::kMaxConstantBytes);
   results.at(index) = graph.addConstant(proto.output(static_cast<int>(index)),
                                         std::move(type), std::move(bytes));
+}
+
+void OpContext::defineFilled(size_t index, const ir::TensorType& type,
+                             std::vector<uint8_t> element) {
+  if (index >= results.size()) fail(fmt::format("output {} is missing", index));
+  const std::string& name = proto.output(static_cast<int>(index));
+  checkType(type, fmt::format("output '{}'", name));
+  CGC_ASSERT(static_cast<int64_t>(element.size()) == dtypeSize(type.dtype),
+             "fill element of {} bytes for {}", element.size(), type.str());
+  if (type.checkSize(generateBudget).empty()) {
+    std::vector<uint8_t> bytes(type.bytes());
+    for (size_t i = 0; i < bytes.size(); i += element.size())
+      std::memcpy(bytes.data() + i, element.data(), element.size());
+    generateBudget -= type.bytes();
+    return defineConstant(index, type, std::move(bytes));
+  }
+  int fill = graph.addConstant(nodeName + "_fill", {type.dtype, {}},
+                               std::move(element));
+  results[index] = graph.addValue(name, type);
+  graph.addNode(
+      "Expand",
+      index == 0 ? nodeName : fmt::format("{}/out{}", nodeName, index), {fill},
+      {results[index]});
 }
 
 ir::Shape broadcastShapes(const OpContext& ctx, const ir::Shape& a,

@@ -30,6 +30,10 @@ class OpContext {
   std::vector<int> inputs;  // value ids; -1 for an absent optional input
   /// Value ids this node defined, one per ONNX output (-1 when unnamed).
   std::vector<int> results;
+  /// Bytes of constant data this node may still compute at compile time (at
+  /// most ir::kMaxFoldBytes, less when the model's ir::kMaxGeneratedBytes is
+  /// nearly spent); defineFilled and Range take theirs from it.
+  int64_t generateBudget = ir::kMaxFoldBytes;
 
   DiagLocation where() const;
   [[noreturn]] void fail(const std::string& message) const;
@@ -81,6 +85,11 @@ class OpContext {
             std::map<std::string, ir::Attribute> attrs = {});
   /// Defines ONNX output `index` as an existing value (no node).
   void alias(size_t index, int value) { results.at(index) = value; }
+  /// Defines ONNX output `index` as `type` filled with `element` (one
+  /// element's bytes): a constant within generateBudget, else an Expand of
+  /// the element that fills it at run time.
+  void defineFilled(size_t index, const ir::TensorType& type,
+                    std::vector<uint8_t> element);
   /// Defines ONNX output `index` as a new constant; `type` must have been
   /// checked against ir::kMaxConstantBytes before `bytes` were allocated.
   void defineConstant(size_t index, ir::TensorType type,
