@@ -8,8 +8,9 @@ Usage: make_bad_models.py OUT_DIR
   range_int64.onnx     a Range over int64 values beyond 2^53 (must be exact)
   hostile_*.onnx       sizes beyond cgc's limits (README, "Limits"): a Tile,
                        Conv pads and a Range that overflow int64, a
-                       ConstantOfShape over 2^31 bytes, an arena over 2^40
-                       bytes, a node name with a line break in it
+                       ConstantOfShape over 2^40 bytes (and one of 16 GiB,
+                       which compiles into a run-time fill), an arena over
+                       2^40 bytes, a node name with a line break in it
 """
 
 import os
@@ -86,9 +87,12 @@ def hostile_models():
                             pads=[2**63 - 1, 0, 2**63 - 1, 0])
     models["conv_pads_overflow"] = helper.make_graph([conv], "c", [img], [y(4)], [w])
 
-    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [2**30, 4])
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [2**39, 4])
     fill = helper.make_node("ConstantOfShape", ["shape"], ["y"], name="fill")
-    models["constant_too_large"] = helper.make_graph([fill], "f", [], [y(2)], [shape])
+    models["fill_too_large"] = helper.make_graph([fill], "f", [], [y(2)], [shape])
+    # 16 GiB: within the tensor limit, so filled at run time, not a weight.
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [2**30, 4])
+    models["fill_at_run_time"] = helper.make_graph([fill], "f", [], [y(2)], [shape])
 
     start = helper.make_tensor("start", TensorProto.FLOAT, [], [0.0])
     limit = helper.make_tensor("limit", TensorProto.FLOAT, [], [1e30])
