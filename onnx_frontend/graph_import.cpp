@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <onnx/defs/schema.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -120,8 +121,11 @@ onnx::TypeProto typeProto(const ir::TensorType& type) {
 class GraphImporter {
  public:
   GraphImporter(ir::Graph& graph, const onnx::ModelProto& model,
-                const std::unordered_map<std::string, ir::Shape>& inferredShapes)
-      : graph_(graph), model_(model), inferredShapes_(inferredShapes) {}
+                const Scope* mainScope)
+      : graph_(graph), model_(model), mainScope_(mainScope) {}
+
+  /// The values the main graph's nodes defined so far.
+  std::vector<DefinedValue> takeDefined() { return std::move(defined_); }
 
   void importNodes(const NodeList& nodes, Scope& scope, int opset,
                    const std::string& prefix) {
@@ -162,23 +166,53 @@ class GraphImporter {
         types.push_back(id < 0 ? onnx::TypeProto() : typeProto(graph_.value(id).type));
       onnx::FunctionBodyBuildContextImpl context(node, types);
       onnx::FunctionProto body;
-      if (!schema->BuildContextDependentFunction(context, body))
+      bool built = false;
+      try {
+        built = schema->BuildContextDependentFunction(context, body);
+      } catch (const std::exception& e) {
+        userError(where(label, node), "ONNX cannot expand this op: {}",
+                  e.what());
+      }
+      if (!built)
         userError(where(label, node), "ONNX cannot expand this op for its inputs");
       return inlineFunction(node, label, inputs, body, schema, scope, opset);
     }
     userError(where(label, node), "unsupported op");
   }
 
-  /// One op through its importer; the new nodes are folded at once.
+  /// One op through its importer; the new nodes are folded at once, unless
+  /// their outputs would exceed ir::kMaxFoldBytes or what is left of
+  /// ir::kMaxGeneratedBytes (they run at run time).
   void importOp(const onnx::NodeProto& node, const std::string& label,
                 std::vector<int> inputs, Scope& scope, int opset) {
     OpContext ctx(graph_, node, opset, label, std::move(inputs));
     ctx.results.assign(node.output_size(), -1);
+    ctx.generateBudget =
+        std::min(ir::kMaxFoldBytes, ir::kMaxGeneratedBytes - generated_);
+    const int64_t budget = ctx.generateBudget;
     int firstNewNode = graph_.numNodeSlots();
+    int firstNewValue = graph_.numValues();
     opImporters().at(node.op_type())(ctx);
+    generated_ += budget - ctx.generateBudget;
+    // Every value an importer made is within the size limits, whichever way
+    // it was made (emit checks its outputs, some importers add values
+    // themselves).
+    for (int id = firstNewValue; id < graph_.numValues(); ++id)
+      ctx.checkType(graph_.value(id).type,
+                    fmt::format("value '{}'", graph_.value(id).name));
+    if (graph_.numNodeSlots() > ir::kMaxNodes ||
+        graph_.numValues() > ir::kMaxValues)
+      userError(where(label, node),
+                "the model has more than {} nodes or {} "
+                "values after inlining its functions",
+                ir::kMaxNodes, ir::kMaxValues);
     for (int id = firstNewNode; id < graph_.numNodeSlots(); ++id) {
-      std::vector<int> before = graph_.node(id).outputs;
+      const ir::Node& created = graph_.node(id);
+      int64_t bytes = ir::foldBytes(graph_, created, ir::kMaxGeneratedBytes - generated_);
+      if (bytes < 0) continue;
+      std::vector<int> before = created.outputs;
       std::vector<int> after = lowering::foldNode(graph_, id);
+      if (!after.empty()) generated_ += bytes;
       for (size_t o = 0; o < after.size(); ++o)
         for (int& r : ctx.results)
           if (r == before[o]) r = after[o];
@@ -194,12 +228,7 @@ class GraphImporter {
       int value = o < static_cast<int>(results.size()) ? results[o] : -1;
       if (value < 0)
         userError(where(label, node), "output '{}' is not supported", name);
-      auto expected = inferredShapes_.find(name);
-      const ir::Shape& shape = graph_.value(value).type.shape;
-      if (expected != inferredShapes_.end() && expected->second != shape)
-        userError(where(label, node),
-                  "output '{}' has shape {}, but ONNX shape inference says {}",
-                  name, ir::shapeString(shape), ir::shapeString(expected->second));
+      if (&scope == mainScope_) defined_.push_back({name, value, where(label, node)});
       scope.define(name, value);
     }
   }
@@ -287,6 +316,10 @@ class GraphImporter {
         call.output_size() > function.output_size())
       userError(where(label, call), "has more inputs or outputs than function "
                 "'{}' declares", function.name());
+    if (std::find(inlining_.begin(), inlining_.end(), &function) !=
+        inlining_.end())
+      userError(where(label, call), "function '{}' calls itself",
+                function.name());
     std::map<std::string, onnx::AttributeProto> attributes;
     if (schema)
       for (const auto& [name, attr] : schema->attributes())
@@ -313,7 +346,9 @@ class GraphImporter {
         resolved.set_name(attr.name());
       }
     }
+    inlining_.push_back(&function);
     importNodes(nodes, body, opset, label + "/");
+    inlining_.pop_back();
     std::vector<int> results;
     for (int o = 0; o < call.output_size(); ++o)
       results.push_back(call.output(o).empty() ? -1 : body.find(function.output(o)));
@@ -322,8 +357,11 @@ class GraphImporter {
 
   ir::Graph& graph_;
   const onnx::ModelProto& model_;
-  const std::unordered_map<std::string, ir::Shape>& inferredShapes_;
+  const Scope* mainScope_;
+  std::vector<DefinedValue> defined_;  // by the main graph's nodes
+  int64_t generated_ = 0;  // constant bytes computed so far (folds, fills)
   std::set<std::string> usedLabels_;
+  std::vector<const onnx::FunctionProto*> inlining_;  // the calls being inlined
 };
 
 }  // namespace
@@ -355,13 +393,12 @@ std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model) {
   return result;
 }
 
-void importGraphNodes(
+std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
-    const std::unordered_map<std::string, int>& names,
-    const std::unordered_map<std::string, ir::Shape>& inferredShapes) {
+    const std::unordered_map<std::string, int>& names) {
   Scope scope;
   for (const auto& [name, id] : names) scope.define(name, id);
-  GraphImporter importer(graph, model, inferredShapes);
+  GraphImporter importer(graph, model, &scope);
   importer.importNodes(model.graph().node(), scope, modelOpset(model), "");
   for (const auto& output : model.graph().output()) {
     int id = scope.find(output.name());
@@ -370,6 +407,7 @@ void importGraphNodes(
     graph.outputs.push_back(id);
     graph.outputNames.push_back(output.name());
   }
+  return importer.takeDefined();
 }
 
 }  // namespace cgc::frontend

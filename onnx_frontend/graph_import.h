@@ -40,12 +40,19 @@ int modelOpset(const onnx::ModelProto& model);
 /// in the main graph, in If branches and in local functions.
 std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model);
 
+/// A value that a node of the main graph defines, under its ONNX name.
+struct DefinedValue {
+  std::string name;
+  int value = -1;
+  DiagLocation where;  // the node
+};
+
 /// Imports the main graph's nodes into `graph`, whose initializers and inputs
-/// are already defined in `names`, and sets the graph outputs. Values whose
-/// ONNX name appears in `inferredShapes` are checked against it.
-void importGraphNodes(
+/// are already defined in `names`, and sets the graph outputs. Returns the
+/// values the main graph's nodes define, for the loader to check against
+/// ONNX shape inference once the import succeeded.
+std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
-    const std::unordered_map<std::string, int>& names,
-    const std::unordered_map<std::string, ir::Shape>& inferredShapes);
+    const std::unordered_map<std::string, int>& names);
 
 }  // namespace cgc::frontend

@@ -294,7 +294,16 @@ class Planner {
 
 MemoryPlan planMemory(const ir::Graph& graph, const lowering::KernelCalls& calls,
                       const Schedule& schedule) {
-  return Planner(graph, calls, schedule).run();
+  MemoryPlan plan = Planner(graph, calls, schedule).run();
+  // No sum in the planner can overflow: the frontend admits at most
+  // ir::kMaxValues tensors holding at most ir::kMaxGraphBytes (2^50)
+  // together, and the passes grow that by a small factor, so every offset
+  // and total is far below 2^63. The arena itself must stay within
+  // ir::kMaxArenaBytes.
+  if (plan.arenaBytes > ir::kMaxArenaBytes)
+    userError(graph.where(), "the model needs an arena of {} bytes, over the limit of 2^40 bytes",
+              plan.arenaBytes);
+  return plan;
 }
 
 namespace {
