@@ -8,6 +8,7 @@
 // from templates (template.h), and formatted with Clang's format library.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct ModelToEmit {
   const passes::Schedule& schedule;
   const passes::MemoryPlan& plan;
   const lowering::KernelCalls& calls;
+  /// A control-flow node's subgraphs (by node id), each planned in the
+  /// node's scratch region; a failed If branch has no graph nodes.
+  std::map<int, std::vector<ModelToEmit>> subgraphs = {};
 };
 
 struct EmittedModel {

@@ -19,6 +19,7 @@
 #include "passes/cost_model.h"
 #include "passes/pass_manager.h"
 #include "passes/partition.h"
+#include "ir/conventions.h"
 #include "ir/printer.h"
 
 namespace cgc::driver {
@@ -146,6 +147,48 @@ CompiledModel compileGraph(const CompileOptions& options) {
   return compileGraph(std::move(graph), options);
 }
 
+codegen::ModelToEmit CompiledModel::toEmit() const {
+  codegen::ModelToEmit emit{graph, schedule, plan, calls};
+  for (const auto& [node, bodies] : subgraphs)
+    for (const CompiledModel& body : bodies) emit.subgraphs[node].push_back(body.toEmit());
+  return emit;
+}
+
+namespace {
+
+/// Compiles every subgraph of the graph's control-flow nodes for the team
+/// of the executor that runs the node (one executor, the same threads), and
+/// gives the node the scratch its largest subgraph's arena needs.
+void compileSubgraphs(CompiledModel& model, const CompileOptions& options) {
+  CompileOptions inner = options;
+  inner.executors = 1;
+  inner.threadsPerExecutor =
+      model.schedule.threadsAtRunTime ? 0 : model.schedule.threadsPerExecutor;
+  inner.profilePath.clear();
+  inner.printIrAfter.clear();
+  inner.quiet = true;
+  for (int id : model.graph.liveNodes()) {
+    const ir::Node& node = model.graph.node(id);
+    if (node.subgraphs.empty()) continue;
+    int64_t scratch = 0;
+    auto& compiled = model.subgraphs[id];
+    for (const auto& body : node.subgraphs) {
+      compiled.push_back(body ? compileGraph(*body, inner) : CompiledModel{});
+      scratch = std::max(scratch, compiled.back().plan.arenaBytes);
+    }
+    model.calls.setScratch(id, scratch);
+    if (node.has(ir::conventions::kFailedBranch))
+      progress(options, fmt::format("note: {} (If): the {} branch cannot be compiled for these "
+                                    "shapes; taking it is an error at run time: {}",
+                                    node.name,
+                                    node.getInt(ir::conventions::kFailedBranch, 0) == 0 ? "then"
+                                                                                        : "else",
+                                    node.getString(ir::conventions::kFailedBranchReason, "")));
+  }
+}
+
+}  // namespace
+
 CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
   lowering::checkLowerable(graph);
   CompiledModel model;
@@ -154,6 +197,7 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
   passes::runPipeline(model.graph, pipelineOptions(options));
   model.calls = lowering::lowerGraph(model.graph);
   model.schedule = scheduleGraph(model.graph, model.calls, options);
+  compileSubgraphs(model, options);
   passes::verifySchedule(model.graph, model.schedule);
   model.plan = passes::planMemory(model.graph, model.calls, model.schedule);
   passes::verifyMemoryPlan(model.graph, model.calls, model.schedule, model.plan);

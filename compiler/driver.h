@@ -3,6 +3,7 @@
 // codegen, write, and optionally verify with Clang.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -40,8 +41,12 @@ struct CompiledModel {
   passes::Schedule schedule;
   passes::MemoryPlan plan;
   int importedNodes = 0;
+  /// The compiled subgraphs of each control-flow node (If's branches, a
+  /// Loop's or Scan's body), by node id; a branch that failed to import is
+  /// an empty graph.
+  std::map<int, std::vector<CompiledModel>> subgraphs;
 
-  codegen::ModelToEmit toEmit() const { return {graph, schedule, plan, calls}; }
+  codegen::ModelToEmit toEmit() const;
 };
 
 struct WrittenFiles {

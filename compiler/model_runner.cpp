@@ -104,6 +104,8 @@ LoadedModel::LoadedModel(const std::string& library, const std::string& prefix) 
   error_ = symbol<const char* (*)(const void*)>(handle_, prefix + "_error", library);
   input_ = symbol<void* (*)(void*, int)>(handle_, prefix + "_input", library);
   output_ = symbol<const void* (*)(const void*, int)>(handle_, prefix + "_output", library);
+  outputShape_ =
+      symbol<int (*)(const void*, int, int64_t*)>(handle_, prefix + "_output_shape", library);
   setProfiler_ = symbol<void (*)(void*, void*)>(handle_, prefix + "_set_profiler", library);
   placement_ = symbol<const char* (*)(const void*)>(handle_, prefix + "_placement", library);
   info_ = symbol<const cgc_model_info* (*)()>(handle_, prefix + "_info", library)();

@@ -3,7 +3,9 @@
 // loads it, and drives it through the generated C ABI.
 #pragma once
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "cgc/runtime.h"
 #include "compiler/driver.h"
@@ -32,6 +34,12 @@ class LoadedModel {
   const cgc_model_info& info() const { return *info_; }
   void* input(int index) { return input_(instance_, index); }
   const void* output(int index) const { return output_(instance_, index); }
+  /// Output `index`'s actual shape after the last run.
+  std::vector<int64_t> outputShape(int index) const {
+    std::vector<int64_t> dims(static_cast<size_t>(info_->outputs[index].rank) + 1);
+    dims.resize(static_cast<size_t>(std::max(0, outputShape_(instance_, index, dims.data()))));
+    return dims;
+  }
   /// One inference; the status and message of the model's run().
   Status run() {
     const cgc_status code = run_(instance_);
@@ -50,6 +58,7 @@ class LoadedModel {
   const char* (*error_)(const void*) = nullptr;
   void* (*input_)(void*, int) = nullptr;
   const void* (*output_)(const void*, int) = nullptr;
+  int (*outputShape_)(const void*, int, int64_t*) = nullptr;
   void (*setProfiler_)(void*, void*) = nullptr;
   const char* (*placement_)(const void*) = nullptr;
 };

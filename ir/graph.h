@@ -82,6 +82,19 @@ struct TensorType {
 
 enum class ValueKind { kInput, kConstant, kIntermediate };
 
+/// A value whose extent along some dimensions is only known at run time
+/// (NonZero's count, a Loop's iterations): its type's shape holds the
+/// compile-time bound, the buffer is planned at the bound, and the actual
+/// extents live in the arena's size slots, read by generated code and the
+/// API. Elements beyond the actual extents are zero.
+struct DynamicExtent {
+  std::vector<int> dims;  // the dynamic dimensions, ascending
+  int sizeSlot = -1;      // slot of dims[0]; dims[i] uses sizeSlot + i
+
+  bool empty() const { return dims.empty(); }
+  bool operator==(const DynamicExtent& other) const = default;
+};
+
 /// How an intermediate's elements lie in memory. kChannelBlocked is
 /// [n][c / 16][spatial][16] (rt::kChannelBlock), which convolutions on
 /// packed or Winograd weights write and read without a transpose (the block-activations
@@ -95,6 +108,7 @@ struct Value {
   ValueKind kind = ValueKind::kIntermediate;
   int producer = -1;  // node id; -1 for inputs and constants
   Layout layout = Layout::kPlain;
+  DynamicExtent dynamic;
   /// Constants only: type.bytes() bytes of little-endian data.
   std::shared_ptr<const std::vector<uint8_t>> data;
 
@@ -112,6 +126,8 @@ struct Value {
 using Attribute = std::variant<int64_t, double, std::string,
                                std::vector<int64_t>, std::vector<double>>;
 
+class Graph;
+
 struct Node {
   int id = -1;
   std::string op;    // ONNX op type, or a cgc op for fused forms
@@ -119,6 +135,11 @@ struct Node {
   std::map<std::string, Attribute> attrs;
   std::vector<int> inputs;  // value ids; -1 marks an absent optional input
   std::vector<int> outputs;
+  /// Control flow: If's then and else branches, Loop's and Scan's body.
+  /// Each is a graph of its own whose inputs are the node's formal
+  /// parameters (the frontend turns values read from outer scopes into
+  /// node inputs), compiled and planned on its own.
+  std::vector<std::shared_ptr<Graph>> subgraphs;
   bool dead = false;
 
   bool has(const std::string& attr) const { return attrs.count(attr) != 0; }
@@ -146,6 +167,16 @@ class Graph {
   /// ONNX names of the graph outputs: the values behind `outputs` may be
   /// replaced (by a constant, by a fused node's result), the names stay.
   std::vector<std::string> outputNames;
+  /// Size slots for dynamic extents (DynamicExtent::sizeSlot), numbered
+  /// across the model: a subgraph takes its slots from the top-level graph's
+  /// count, so one slot table serves every graph of a model.
+  std::shared_ptr<int> sizeSlots = std::make_shared<int>(0);
+  /// A new slot for a dynamic extent of `dims` dimensions; returns the first.
+  int newSizeSlots(int dims) {
+    const int first = *sizeSlots;
+    *sizeSlots += dims;
+    return first;
+  }
 
   int addValue(std::string name, TensorType type,
                ValueKind kind = ValueKind::kIntermediate);

@@ -183,8 +183,8 @@ void bindArrays(KernelParams& params, const std::map<std::string, std::vector<in
 }  // namespace
 
 const KernelInfo& kernelInfo(Kernel kernel) {
-  CGC_ASSERT(kernel != Kernel::kView, "views have no kernel");
-  return table().at(static_cast<size_t>(kernel) - 1);
+  CGC_ASSERT(!isStructural(kernel), "kernel {} is not in the table", static_cast<int>(kernel));
+  return table().at(static_cast<size_t>(kernel) - static_cast<size_t>(Kernel::kScan) - 1);
 }
 
 bool kernelTakes(Kernel kernel, DType type) {
@@ -226,7 +226,10 @@ rt::Status evaluate(const KernelCall& call, const std::vector<const void*>& in,
   bindArrays(params, call.arrays);
   switch (call.kernel) {
     case Kernel::kView:
-      CGC_ASSERT(false, "views are not evaluated");
+    case Kernel::kIf:
+    case Kernel::kLoop:
+    case Kernel::kScan:
+      CGC_ASSERT(false, "structural kernels are not evaluated");
 #define CGC_KERNEL(Name, function, Params, flags) \
   case Kernel::k##Name:                           \
     return invoke<&rt::function>(params, in, out);
@@ -244,19 +247,19 @@ rt::Status evaluate(const KernelCall& call, const std::vector<const void*>& in,
 }
 
 std::string kernelFunction(const KernelCall& call) {
-  if (call.kernel == Kernel::kView) return "";
+  if (isStructural(call.kernel)) return "";
   const KernelInfo& info = kernelInfo(call.kernel);
   return info.typed ? fmt::format("{}<{}>", info.function, cppType(call.dtype)) : info.function;
 }
 
 bool takesTeam(const KernelCall& call) {
-  if (call.kernel == Kernel::kView) return false;
+  if (isStructural(call.kernel)) return call.kernel != Kernel::kView;
   const auto& args = kernelInfo(call.kernel).args;
   return !args.empty() && args.back() == ArgKind::kTeam;
 }
 
 bool mayRunInPlace(const KernelCall& call) {
-  return call.kernel != Kernel::kView && kernelInfo(call.kernel).inPlace;
+  return !isStructural(call.kernel) && kernelInfo(call.kernel).inPlace;
 }
 
 }  // namespace cgc::lowering

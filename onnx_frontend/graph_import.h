@@ -14,6 +14,7 @@
 // branch conditions resolve to constants before the nodes that need them.
 #pragma once
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -53,6 +54,7 @@ struct DefinedValue {
 /// ONNX shape inference once the import succeeded.
 std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
-    const std::unordered_map<std::string, int>& names);
+    const std::unordered_map<std::string, int>& names,
+    const std::map<std::string, int64_t>& bounds);
 
 }  // namespace cgc::frontend

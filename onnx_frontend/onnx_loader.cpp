@@ -497,7 +497,7 @@ ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
     byName[input.name()] = id;
   }
 
-  auto defined = importGraphNodes(graph, model, byName);
+  auto defined = importGraphNodes(graph, model, byName, options.bounds);
   checkGraphBytes(graph);
   checkInferredShapes(graph, model, defined);
   ir::verifyGraph(graph);

@@ -27,6 +27,9 @@ struct LoadOptions {
   /// becomes a compile-time constant (for shape-determining inputs such as
   /// Reshape's shape or Slice's starts).
   std::vector<std::pair<std::string, std::string>> constantInputs;
+  /// --bound NAME=N: the largest size a data-dependent output may take
+  /// (a Loop's scan outputs, NonZero's count, ...), by node or output name.
+  std::map<std::string, int64_t> bounds;
 };
 
 /// Throws CompileError for an unreadable, truncated or invalid file, for

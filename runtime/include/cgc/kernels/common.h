@@ -24,14 +24,18 @@ using PerDim = std::array<T, kMaxRank>;
 CGC_ENUM(Status,
          kOk,
          kIndexOutOfRange,  // an index input outside its axis (Gather, Scatter)
-         kSizeBeyondBound)  // a data-dependent size over its compile-time bound
+         kSizeBeyondBound,    // a data-dependent size over its compile-time bound
+         kBranchNotCompiled)  // an If branch that cgc could not compile for these shapes
 
 /// What run() reports for a failed node ("an index is out of range").
 constexpr const char* statusMessage(Status status) {
   switch (status) {
     case Status::kOk: return "ok";
     case Status::kIndexOutOfRange: return "an index is out of range";
-    case Status::kSizeBeyondBound: return "a data-dependent size exceeds its bound";
+    case Status::kSizeBeyondBound: return "a data-dependent size exceeds its bound (see --bound)";
+    case Status::kBranchNotCompiled:
+      return "the branch taken could not be compiled for these shapes (cgc said why when it "
+             "compiled the model)";
   }
   return "unknown failure";
 }
