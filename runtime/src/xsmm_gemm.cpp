@@ -252,15 +252,21 @@ Block blockOf(const OutputSplit& split, int64_t m, int64_t n, int thread) {
 void gemmRowsTeam(int64_t m, int64_t n, int64_t k, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float* y,
                   int64_t ldy, const Epilogue& e, const Team& team) {
-  if (team.size() == 1) {
-    gemmRows(m, n, k, a, lda, b, ldb, y, ldy, e);
-    return;
-  }
-  const Block blk = blockOf(splitOutput(m, n, k, team.size()), m, n, team.thread());
+  // A block of one row takes gemmRows' GEMV path, which sums in another
+  // order than the blocks do: the path follows the whole GEMM's shape, so
+  // that the result does not depend on the team's size.
+  const OutputSplit split =
+      m == 1 ? OutputSplit{1, team.size()} : splitOutput(m, n, k, team.size());
+  const Block blk = blockOf(split, m, n, team.thread());
   if (blk.rows.size() <= 0 || blk.cols.size() <= 0) return;
-  gemmRows(blk.rows.size(), blk.cols.size(), k, a + blk.rows.begin * lda, lda,
-           b + blk.cols.begin, ldb, y + blk.rows.begin * ldy + blk.cols.begin,
-           ldy, e.at(blk.rows.begin, blk.cols.begin));
+  const float* aBlock = a + blk.rows.begin * lda;
+  float* yBlock = y + blk.rows.begin * ldy + blk.cols.begin;
+  const Epilogue eBlock = e.at(blk.rows.begin, blk.cols.begin);
+  if (m == 1)
+    gemmRows(1, blk.cols.size(), k, aBlock, lda, b + blk.cols.begin, ldb, yBlock, ldy, eBlock);
+  else
+    gemmBlocks(blk.rows.size(), blk.cols.size(), k, aBlock, lda, false, b + blk.cols.begin,
+               ldb, yBlock, ldy, eBlock);
 }
 
 }  // namespace cgc::rt::detail
