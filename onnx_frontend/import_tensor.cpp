@@ -347,7 +347,7 @@ void integerRange(OpContext& ctx, DType type) {
   for (int64_t i = 0; i < n; ++i)
     values[i] = static_cast<int64_t>(start + static_cast<__int128>(i) * delta);
   std::vector<uint8_t> bytes(out.bytes());
-  rt::cast(DType::kI64, type, n, values.data(), bytes.data());
+  rt::cast({DType::kI64, type, n}, values.data(), bytes.data());
   ctx.defineConstant(0, out, std::move(bytes));
 }
 
