@@ -10,10 +10,11 @@
 # dispatch (and JITs at run time, limited by the ModelSpec's xsmm_target),
 # so the executable would always show AVX-512. The model's object and cgc's
 # runtime are what the target's flags compile; in them:
-#   x86-64-v3: no zmm register and no k mask register (AVX-512), and ymm
-#              FMAs present (the kernels are vector code, not scalar loops);
+#   x86-64-v3: no zmm register and no k mask register (AVX-512), and in
+#              the runtime ymm FMAs (its kernels are vector code, not
+#              scalar loops; the model's own code is calls and tables);
 #   x86-64-v2: no ymm or zmm register (no AVX at all);
-#   x86-64-v4: zmm registers present (the AVX-512 paths are built). Where
+#   x86-64-v4: zmm registers in the runtime (its AVX-512 paths). Where
 #              the CPU lacks AVX-512F, creating the model must fail with
 #              CGC_ERROR_CPU naming avx512f (driver exit 3), not SIGILL;
 #              where it has it, the outputs are compared.
@@ -26,21 +27,23 @@ models=(tiny_cnn inception branches mlp)
 rm -rf "$work" && mkdir -p "$work"
 /usr/bin/python3 "$here/make_raw.py" "$samples" "$work/raw" "${models[@]}"
 
-# check_isa FILE... : objdump's disassembly of FILEs against the target's rules.
+# check_isa TARGET runtime|model FILE: objdump's disassembly of FILE against
+# the target's rules.
 check_isa() {
-  local target=$1
-  shift
+  local target=$1 kind=$2
+  shift 2
   objdump -d --no-show-raw-insn "$@" > "$work/$target.asm"
   local zmm ymm kmask fma
   zmm=$(grep -c '%zmm' "$work/$target.asm" || true)
   ymm=$(grep -c '%ymm' "$work/$target.asm" || true)
   kmask=$(grep -cE '%k[0-7]\b' "$work/$target.asm" || true)
-  fma=$(grep -cE 'vfmadd[0-9a-z]*ps[^%]*%ymm' "$work/$target.asm" || true)
+  fma=$(grep -cE 'vfmadd[0-9a-z]*ps.*%ymm' "$work/$target.asm" || true)
   echo "$target: $zmm zmm, $ymm ymm, $kmask k-mask operands, $fma ymm FMAs in $*"
-  case $target in
-    x86-64-v2) [ "$zmm" -eq 0 ] && [ "$ymm" -eq 0 ] && [ "$kmask" -eq 0 ] ;;
-    x86-64-v3) [ "$zmm" -eq 0 ] && [ "$kmask" -eq 0 ] && [ "$fma" -gt 0 ] ;;
-    x86-64-v4) [ "$zmm" -gt 0 ] ;;
+  case $target/$kind in
+    x86-64-v2/*) [ "$zmm" -eq 0 ] && [ "$ymm" -eq 0 ] && [ "$kmask" -eq 0 ] ;;
+    x86-64-v3/runtime) [ "$zmm" -eq 0 ] && [ "$kmask" -eq 0 ] && [ "$fma" -gt 0 ] ;;
+    x86-64-v3/model) [ "$zmm" -eq 0 ] && [ "$kmask" -eq 0 ] ;;
+    x86-64-v4/runtime) [ "$zmm" -gt 0 ] ;;
   esac || { echo "FAIL: $target code holds instructions its target lacks (or lacks its vectors)"; exit 1; }
 }
 
@@ -48,14 +51,14 @@ status=0
 for spec in "$@"; do
   target=${spec%%=*} flags=${spec#*=}
   library="$runtime/libcgc_runtime_$target.a"
-  check_isa "$target" "$library"
+  check_isa "$target" runtime "$library"
   for model in "${models[@]}"; do
     out="$work/$target/$model" prefix="tgt_$model"
     "$cgc" compile "$samples/$model/model.onnx" -o "$out" --name "Tgt_$model" --target "$target" --quiet
     # shellcheck disable=SC2086
     c++ -std=c++20 -O2 $flags -I"$include" -I"$out" -Wa,-I"$out" -c "$out/$prefix.cpp" \
         -o "$out/$prefix.o"
-    check_isa "$target" "$out/$prefix.o"
+    check_isa "$target" model "$out/$prefix.o"
     c++ -std=c++20 -O2 -I"$include" -I"$out" -DCGC_MODEL_HEADER="\"$prefix.h\"" \
         -DCGC_MODEL_PREFIX="$prefix" -DCGC_MODEL_CLASS="cgc_models::Tgt_$model" \
         "$here/driver.cpp" "$out/$prefix.o" "$library" -lxsmm -lxsmmnoblas -lpthread -ldl \
