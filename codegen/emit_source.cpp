@@ -270,6 +270,8 @@ void emitSpec(CodeWriter& w, const ModelLayout& layout) {
   w.line(".weights_file_name = \"{}.weights.bin\",", layout.prefix);
   w.line(".module_symbol = &kInfo,");
   w.line(".cpu_features = kCpuFeatures,");
+  if (!layout.options.xsmmTarget.empty())
+    w.line(".xsmm_target = \"{}\",", escape(layout.options.xsmmTarget));
   w.close(";");
 }
 
