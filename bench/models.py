@@ -19,6 +19,9 @@ The corpus:
   - the quantised (QDQ) models of bench/quantized_models.py: ResNet-18,
     ResNet-50 and MobileNetV2 from PyTorch's eager quantisation, and a
     hand-built QDQ block.
+  - control flow that runs at run time (bench/control_models.py): a greedy
+    decoding loop, an If between sub-networks of different input lengths,
+    a Loop with data-dependent scan outputs.
 
 Existing cases are kept (delete one to remake it). The npm packages are
 installed into bench/node_modules with --ignore-scripts.
@@ -37,6 +40,8 @@ import warnings
 
 import numpy as np
 import onnx
+
+import control_models
 from onnx import numpy_helper
 
 import quantized_models
@@ -150,6 +155,7 @@ def corpus():
     cases["silero_vad_8k"] = silero_case(bind_sr=False, sample_rate=8000)
     cases["paddleocr_det"] = paddle_det_case
     cases.update(quantized_models.quantized_corpus())
+    cases.update(control_models.CASES)
     return cases
 
 

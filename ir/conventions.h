@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "ir/graph.h"
 
@@ -65,6 +66,19 @@ inline constexpr const char* kQTransB = "cgc_trans_b";
 inline constexpr const char* kQPackBlock = "cgc_q_pack_nb";
 inline constexpr const char* kQSplitEntries = "cgc_q_split_entries";
 inline constexpr const char* kQWeightsSigned = "cgc_q_w_signed";
+
+/// Control flow (If, Loop, Scan; see Node::subgraphs): for subgraph k of a
+/// node, attribute "cgc_bindings_<k>" lists, for each input of the subgraph,
+/// the index of the node input that feeds it, or -1 for an input the node
+/// supplies itself (Loop's iteration number, condition and loop-carried
+/// values; Scan's states and slices).
+inline std::string subgraphBindings(size_t k) { return "cgc_bindings_" + std::to_string(k); }
+/// If: the branch (0 then, 1 else) that could not be compiled for the bound
+/// shapes, and why; taking it is a run-time error.
+inline constexpr const char* kFailedBranch = "cgc_failed_branch";
+inline constexpr const char* kFailedBranchReason = "cgc_failed_branch_reason";
+/// Loop: how many loop-carried values it has (node inputs 2 ... 2 + n - 1).
+inline constexpr const char* kLoopCarried = "cgc_carried";
 
 /// Channels per block of Layout::kChannelBlocked (the runtime's
 /// rt::kChannelBlock, which lowering checks it equals).
