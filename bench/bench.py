@@ -16,12 +16,18 @@ native one, and the table gains its time, its speed ratio against ONNX
 Runtime and its time over native's: how much a portable build of the model
 gives up on this machine.
 
+A quantised case (case.json "quantized": bench/quantized_models.py) is also
+timed as its float twin in every round (cgc on the same network with the
+quantisation taken out, quantized_models.float_twin, written next to the
+model as model_float.onnx): the table's "cgc float" column and int8's
+speed-up over it.
+
 ONNX Runtime runs sequentially (executionMode sequential) with --threads
 intra-op threads and cgc with one executor of --threads threads (default:
 both use every core).
 
 Usage: /usr/bin/python3 bench/bench.py [--cgc CGC] [--only NAMES]
-           [--rounds 5] [--runs 20] [--threads N] [--target T]
+           [--rounds 5] [--runs 20] [--threads N] [--target T] [--name bench]
 """
 
 import argparse
@@ -36,6 +42,7 @@ import onnx
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check import BENCH_DIR, ROOT, load_case  # noqa: E402
 import models  # noqa: E402
+import quantized_models  # noqa: E402
 
 
 def measure_peak():
@@ -151,6 +158,8 @@ def main():
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--threads", type=int, default=0,
                         help="threads for both (0: every core)")
+    parser.add_argument("--name", default="bench",
+                        help="results file names: bench/results/NAME.{md,json,svg}")
     parser.add_argument("--target", default="x86-64-v3",
                         help="also time cgc --target TARGET in every round (\"\": none)")
     args = parser.parse_args()
@@ -167,7 +176,12 @@ def main():
     for name in names:
         case_dir = os.path.join(args.corpus, name)
         case, model, data, bindings = load_case(case_dir)
-        ort_times, cgc_times, target_times = [], [], []
+        ort_times, cgc_times, target_times, float_times = [], [], [], []
+        twin = None
+        if "quantized" in case:
+            twin = os.path.join(case_dir, "model_float.onnx")
+            if not os.path.exists(twin):
+                quantized_models.float_twin(model, twin)
         for _ in range(args.rounds):
             ort_times.append(ort_median(model, data, args.runs, args.threads))
             cgc_times.append(cgc_median(args.cgc, model, data, bindings, args.runs,
@@ -175,6 +189,9 @@ def main():
             if args.target:
                 target_times.append(cgc_median(args.cgc, model, data, bindings, args.runs,
                                                args.threads, args.target))
+            if twin:
+                float_times.append(cgc_median(args.cgc, twin, data, bindings, args.runs,
+                                              args.threads))
         ort_ms, cgc_ms = statistics.median(ort_times), statistics.median(cgc_times)
         flops = model_flops(model, case.get("shapes", {}))
         gflops = flops / (cgc_ms * 1e6)
@@ -187,9 +204,15 @@ def main():
             target_ms = statistics.median(target_times)
             row.update({"target": args.target, "target_ms": target_ms,
                         "target_ratio": ort_ms / target_ms, "target_over_native": target_ms / cgc_ms})
+        if twin:
+            float_ms = statistics.median(float_times)
+            float_ratios = [f / c for f, c in zip(float_times, cgc_times)]
+            row.update({"cgc_float_ms": float_ms, "int8_over_float": float_ms / cgc_ms,
+                        "int8_over_float_rounds": [min(float_ratios), max(float_ratios)]})
         rows.append(row)
         print(f"{name}: ONNX Runtime {ort_ms:.3f} ms, cgc {cgc_ms:.3f} ms, "
-              f"{row['ratio']:.2f}x", flush=True)
+              f"{row['ratio']:.2f}x" + (f", cgc float twin {row['cgc_float_ms']:.3f} ms"
+                                        if twin else ""), flush=True)
     lines = [f"FMA peak measured: {peak:.1f} GFLOP/s per core, {cores} cores; medians "
              f"of {args.rounds} alternated rounds of {args.runs} runs. GFLOP/s count the "
              "multiply-adds of the model's products as written; Winograd convolutions do "
@@ -198,20 +221,28 @@ def main():
              + (f" cgc {args.target} (ms) | {args.target} speed ratio | {args.target} / native time |"
                 if args.target else ""),
              "|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if args.target else "")]
+    quantized = any("cgc_float_ms" in r for r in rows)
+    if quantized:
+        lines[2] += " cgc float twin (ms) | int8 speed-up over float (single rounds) |"
+        lines[3] += "---:|---:|"
     for r in rows:
         lines.append(f"| {r['model']} | {r['ort_ms']:.3f} | {r['cgc_ms']:.3f} | "
                      f"{r['ratio']:.2f}x | {r['round_ratios'][0]:.2f}-{r['round_ratios'][1]:.2f}x | "
                      f"{r['cgc_gflops']:.1f} | {r['peak_percent']:.0f}% |"
                      + (f" {r['target_ms']:.3f} | {r['target_ratio']:.2f}x | "
-                        f"{r['target_over_native']:.2f} |" if args.target else ""))
+                        f"{r['target_over_native']:.2f} |" if args.target else "")
+                     + ((f" {r['cgc_float_ms']:.3f} | {r['int8_over_float']:.2f}x "
+                         f"({r['int8_over_float_rounds'][0]:.2f}-"
+                         f"{r['int8_over_float_rounds'][1]:.2f}x) |" if "cgc_float_ms" in r
+                         else " - | - |") if quantized else ""))
     text = "\n".join(lines)
     print(text)
-    with open(os.path.join(results, "bench.md"), "w") as f:
+    with open(os.path.join(results, args.name + ".md"), "w") as f:
         f.write(text + "\n")
-    with open(os.path.join(results, "bench.json"), "w") as f:
+    with open(os.path.join(results, args.name + ".json"), "w") as f:
         json.dump({"peak_gflops_per_core": peak, "cores": cores, "rounds": args.rounds,
                    "runs": args.runs, "rows": rows}, f, indent=1)
-    bar_chart(rows, os.path.join(results, "bench.svg"))
+    bar_chart(rows, os.path.join(results, args.name + ".svg"))
     return 0
 
 

@@ -161,3 +161,81 @@ def quantized_corpus():
         "resnet50_int8": quantized_torchvision_case("resnet50"),
         "qdq_block": qdq_block_case,
     }
+
+
+def float_twin(path, out_path):
+    """The float32 network a QDQ model quantises, for bench/bench.py's cgc
+    float column: every DequantizeLinear of constants (through Cast and
+    ConstantOfShape, as PyTorch exports them) becomes its float values,
+    every QuantizeLinear -> (Cast ->) DequantizeLinear pair on activations
+    is bypassed, and what no output needs is dropped. Same weights (as
+    dequantised), same ops, no quantisation."""
+    model = onnx.load(path)
+    graph = model.graph
+    values = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    producers = {o: n for n in graph.node for o in n.output}
+    nodes = []
+    renamed = {}  # a DequantizeLinear output -> the float tensor it stands for
+
+    def source(name):
+        return renamed.get(name, name)
+
+    for node in graph.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        ins = [source(i) for i in node.input]
+        if node.op_type == "Constant":
+            values[node.output[0]] = numpy_helper.to_array(attrs["value"])
+            continue
+        if node.op_type == "Cast" and ins[0] in values:
+            values[node.output[0]] = values[ins[0]].astype(
+                onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[attrs["to"]])
+            continue
+        if node.op_type == "ConstantOfShape" and ins[0] in values:
+            fill = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
+            values[node.output[0]] = np.full(values[ins[0]].astype(np.int64), fill.reshape(-1)[0],
+                                             dtype=fill.dtype)
+            continue
+        if node.op_type == "DequantizeLinear" and all(i in values for i in ins if i):
+            x, scale = values[ins[0]], values[ins[1]]
+            zero = values[ins[2]] if len(ins) > 2 and ins[2] else None
+            axis = attrs.get("axis", 1) % max(x.ndim, 1)
+            zf = np.zeros_like(scale) if zero is None else zero.astype(np.float32)
+            if scale.size > 1:
+                shape = [1] * x.ndim
+                shape[axis] = scale.size
+                scale, zf = scale.reshape(shape), zf.reshape(shape)
+            values[node.output[0]] = ((x.astype(np.float32) - zf) * scale).astype(np.float32)
+            continue
+        if node.op_type == "DequantizeLinear":
+            q = producers[node.input[0]]
+            while q.op_type == "Cast":
+                q = producers[q.input[0]]
+            if q.op_type != "QuantizeLinear":
+                raise SystemExit(f"{path}: {node.name} dequantises a {q.op_type}")
+            renamed[node.output[0]] = source(q.input[0])
+            continue
+        if node.op_type in ("QuantizeLinear", "Cast"):
+            continue  # feeds only the DequantizeLinear nodes bypassed above
+        new = helper.make_node(node.op_type, ins, list(node.output), name=node.name,
+                               domain=node.domain)
+        new.attribute.extend(node.attribute)
+        nodes.append(new)
+    for out in graph.output:
+        if out.name in renamed:
+            nodes.append(helper.make_node("Identity", [renamed[out.name]], [out.name]))
+    # Only what the outputs need, and the constants they read as initializers.
+    needed = {o.name for o in graph.output}
+    kept = []
+    for node in reversed(nodes):
+        if any(o in needed for o in node.output):
+            kept.append(node)
+            needed.update(i for i in node.input if i)
+    kept.reverse()
+    inits = [numpy_helper.from_array(np.asarray(values[n]), n) for n in sorted(needed)
+             if n in values]
+    twin = helper.make_graph(kept, graph.name + "_float", list(graph.input), list(graph.output),
+                             inits)
+    result = helper.make_model(twin, opset_imports=list(model.opset_import))
+    result.ir_version = model.ir_version
+    onnx.checker.check_model(result)
+    onnx.save(result, out_path)
