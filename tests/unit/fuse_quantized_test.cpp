@@ -234,3 +234,35 @@ TEST_CASE("fuse-quantized leaves chains it cannot run exactly") {
   CHECK(b.graph.countOps("MaxPool") == 1);
   CHECK(b.graph.countOps("Add") == 1);
 }
+
+TEST_CASE("fuse-quantized: DQ, Gemm (transB, per-channel weights, int32 bias), Q become one "
+          "QLinearMatMul") {
+  GraphBuilder b("qgemm");
+  const ir::Shape shape = {2, 16}, out = {2, 10};
+  const int x = b.input("x", shape);
+  const Q in = params(b, "in", 0.05f, 128), o = params(b, "o", 0.2f, 100);
+  const int qx = quantize(b, "qx", x, in, shape);
+  const int dx = dequantize(b, "dx", qx, in, shape);
+  auto [w, bias] = convWeights(b, "fc", {10, 16}, 0.05f);
+  const int gemm = b.node("Gemm", "fc", {dx, w, bias}, out, {{"transB", int64_t{1}}});
+  const int qy = quantize(b, "qy", gemm, o, out);
+  b.output(dequantize(b, "y", qy, o, out), "y");
+  ir::verifyGraph(b.graph);
+
+  const auto x0 = image(ir::numElements(shape));
+  const auto before = interpret(b.graph, x0);
+  REQUIRE(passes::fuseQuantized(b.graph));
+  passes::eliminateDeadCode(b.graph);
+  ir::verifyGraph(b.graph);
+  checkIr(b.graph, {"fc = QLinearMatMul(%qx_out, %in_scale, %in_zero, %fc_w, %fc_ws,",
+                    "SAME: %o_scale, %o_zero, %fc_b_int32) -> %qy_out uint8[2,10]",
+                    "SAME: cgc_trans_b = 1", "y = DequantizeLinear(%qy_out", "NOT: Gemm("});
+  requireWithinSteps(interpret(b.graph, x0), before, 0.2f);
+
+  REQUIRE(passes::packQuantizedWeights(b.graph));
+  passes::eliminateDeadCode(b.graph);
+  ir::verifyGraph(b.graph);
+  checkIr(b.graph, {"fc = QLinearMatMul(%qx_out, %in_scale, %in_zero, %fc_w_packed,",
+                    "SAME: cgc_packed_weights = "});
+  requireWithinSteps(interpret(b.graph, x0), before, 0.2f);
+}
