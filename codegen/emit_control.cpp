@@ -92,9 +92,9 @@ void emitLoop(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   const ir::Graph& sub = body.graph();
   const size_t carried = static_cast<size_t>(node.getInt(conv::kLoopCarried, 0));
   const size_t scans = node.outputs.size() - carried;
-  w.line("const int64_t trips = {};", node.inputs[0] >= 0 ? "*" + outer.at(node.inputs[0])
+  w.line("const int64_t trips = {};", node.inputs[0] >= 0 ? fmt::format("*{}", outer.at(node.inputs[0]))
                                                          : "std::numeric_limits<int64_t>::max()");
-  w.line("bool going = {};", node.inputs[1] >= 0 ? "*" + outer.at(node.inputs[1]) + " != 0" : "true");
+  w.line("bool going = {};", node.inputs[1] >= 0 ? fmt::format("*{} != 0", outer.at(node.inputs[1])) : "true");
   threadZero(w, [&] {
     for (size_t i = 0; i < carried; ++i) copy(w, inner, sub.inputs[2 + i], outer, node.inputs[2 + i]);
     bindInputs(w, outer, node, 0, inner);

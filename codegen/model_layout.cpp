@@ -121,7 +121,7 @@ void ModelLayout::nameOffsets(GraphLayout& layout, const std::string& scope) {
     if (value.isConstant()) {
       auto& known = weightName_[value.data.get()];
       if (known.empty()) {
-        known = take("k" + toClassName(value.name));
+        known = take(fmt::format("k{}", toClassName(value.name)));
         weightOffsets.push_back({known, weightOffset_.at(value.data.get()),
                                  fmt::format("'{}' {}", value.name, value.type.str())});
       }
@@ -129,7 +129,7 @@ void ModelLayout::nameOffsets(GraphLayout& layout, const std::string& scope) {
       return;
     }
     if (!plan.hasStorage(v)) return;
-    layout.valueNames[v] = take("k" + toClassName(scope + value.name));
+    layout.valueNames[v] = take(fmt::format("k{}", toClassName(scope + value.name)));
     const std::string role = value.kind == ir::ValueKind::kInput
                                  ? (layout.isTop() ? ", input" : ", subgraph input")
                              : graph.isGraphOutput(v) ? (layout.isTop() ? ", output" : ", subgraph output")
