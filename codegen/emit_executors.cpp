@@ -60,6 +60,13 @@ void emitCall(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
       case ArgKind::kInput: args.push_back(layout.pointer(graph, call.inputs[in++])); break;
       case ArgKind::kOutput: args.push_back(layout.pointer(graph, call.outputs[out++])); break;
       case ArgKind::kTeam: args.push_back(team); break;
+      case ArgKind::kExtents: {
+        const ir::Value& out = graph.graph().value(call.outputs.at(0));
+        CGC_ASSERT(!out.dynamic.empty(), "{} writes extents, but its output is static", info.name);
+        args.push_back(fmt::format("reinterpret_cast<cgc::rt::Extents*>({})",
+                                   layout.sizeSlot(out.dynamic.sizeSlot)));
+        break;
+      }
       case ArgKind::kInputList: {
         std::vector<std::string> inputs;
         for (int v : call.inputs) inputs.push_back(layout.pointer(graph, v));

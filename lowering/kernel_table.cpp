@@ -21,6 +21,8 @@ template <typename A>
 constexpr ArgKind argKind() {
   if constexpr (std::is_same_v<A, const rt::Team&>)
     return ArgKind::kTeam;
+  else if constexpr (std::is_same_v<A, rt::Extents*>)
+    return ArgKind::kExtents;
   else if constexpr (std::is_same_v<A, const void* const*>)
     return ArgKind::kInputList;
   else if constexpr (std::is_const_v<std::remove_pointer_t<A>>)
@@ -33,10 +35,18 @@ constexpr ArgKind argKind() {
 template <typename A>
 constexpr DType argType() {
   using E = std::remove_cv_t<std::remove_pointer_t<std::remove_cvref_t<A>>>;
-  if constexpr (std::is_void_v<E> || std::is_pointer_v<E> || std::is_same_v<E, rt::Team>)
+  if constexpr (std::is_void_v<E> || std::is_pointer_v<E> || std::is_same_v<E, rt::Team> ||
+                std::is_same_v<E, rt::Extents>)
     return DType::kUndefined;
   else
     return dtypeOf<E>();
+}
+
+/// Where the constant folder lets a kernel write its extents (it never
+/// folds a node of data-dependent size, but evaluate() must pass something).
+inline rt::Extents* extentsScratch() {
+  static thread_local int64_t slots[rt::kMaxRank];
+  return reinterpret_cast<rt::Extents*>(slots);
 }
 
 template <typename F>
@@ -75,6 +85,8 @@ struct Signature<R (*)(const P&, Args...)> {
     constexpr size_t n = rankOf<I>();
     if constexpr (kArgs[I] == ArgKind::kTeam)
       return rt::Team::serial();
+    else if constexpr (kArgs[I] == ArgKind::kExtents)
+      return extentsScratch();
     else if constexpr (kArgs[I] == ArgKind::kInputList)
       return in.data();
     else if constexpr (kArgs[I] == ArgKind::kInput)

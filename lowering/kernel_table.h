@@ -62,6 +62,7 @@ enum class ArgKind {
   kOutput,     // T*: the next of KernelCall::outputs
   kInputList,  // const void* const*: every input, as an array
   kTeam,       // const rt::Team&: the kernel splits its work over a team
+  kExtents,    // rt::Extents*: the size slots of the output's dynamic extents
 };
 
 struct KernelInfo {

@@ -40,6 +40,15 @@ constexpr const char* statusMessage(Status status) {
   return "unknown failure";
 }
 
+/// Where a kernel whose output size depends on its data (NonZero, Unique,
+/// NonMaxSuppression, ...) writes that size: the actual extent of each
+/// dynamic dimension of its output, in order (the compiler's size slots).
+/// The kernel also zeroes its output past those extents, and fails with
+/// kSizeBeyondBound rather than write past the bound it was compiled for.
+struct Extents {
+  int64_t dims[1];  // as many as the output has dynamic dimensions
+};
+
 /// Activation applied by a GEMM or convolution to its result before storing
 /// it (the fuse-epilogues pass folds a following Relu or Clip into the node,
 /// so the output is written once instead of read back by a second kernel).
