@@ -32,6 +32,7 @@ const std::map<std::string, OpLowerer>& opLowerers() {
     registerNeuralNetLowerers(t);
     registerTensorLowerers(t);
     for (const char* op : {"If", "Loop", "Scan"}) t[op] = lowerControl;
+    registerDynamicLowerers(t);
     return t;
   }();
   return table;

@@ -34,6 +34,9 @@ class OpContext {
   /// most ir::kMaxFoldBytes, less when the model's ir::kMaxGeneratedBytes is
   /// nearly spent); defineFilled and Range take theirs from it.
   int64_t generateBudget = ir::kMaxFoldBytes;
+  /// --bound NAME=N: the largest size a data-dependent output may take, by
+  /// node or output name (import_dynamic.cpp); null when none were given.
+  const std::map<std::string, int64_t>* bounds = nullptr;
 
   DiagLocation where() const;
   [[noreturn]] void fail(const std::string& message) const;
@@ -107,6 +110,10 @@ void registerNeuralNetOps(std::map<std::string, OpImporter>& table);
 void registerRecurrentOps(std::map<std::string, OpImporter>& table);
 void registerTensorOps(std::map<std::string, OpImporter>& table);
 void registerImageOps(std::map<std::string, OpImporter>& table);
+/// Ops of data-dependent output size (import_dynamic.cpp); registered last:
+/// its TopK takes a run-time k and hands a constant one to the TopK
+/// importer registered before it.
+void registerDynamicOps(std::map<std::string, OpImporter>& table);
 
 /// `text` with control characters replaced by '?'.
 std::string printableAttr(const std::string& text);

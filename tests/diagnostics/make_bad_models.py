@@ -31,7 +31,9 @@ def unsupported():
     k = helper.make_tensor("k", TensorProto.INT64, [1], [3])
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu_ok"),
-        helper.make_node("TopK", ["r", "k"], ["top", "idx"], name="topk_node"),
+        helper.make_node("TfIdfVectorizer", ["k"], ["tfidf"], name="tfidf_node", mode="TF",
+                         min_gram_length=1, max_gram_length=1, max_skip_count=0,
+                         ngram_counts=[0], ngram_indexes=[0], pool_int64s=[3]),
         helper.make_node("Frobnicate", ["r"], ["f"], name="custom_node",
                          domain="com.example"),
         helper.make_node("Add", ["r", "f"], ["y"], name="add_ok"),

@@ -42,7 +42,7 @@ echo "this is not an onnx model" >"$work/text.onnx"
 expect truncated "$work/truncated.onnx" "not a valid ONNX model" -- "$cgc" compile "$work/truncated.onnx" -o "$work/out" --quiet
 expect not_onnx "$work/text.onnx" "not a valid ONNX model" -- "$cgc" compile "$work/text.onnx" -o "$work/out" --quiet
 expect missing_file "$work/missing.onnx" "cannot open" -- "$cgc" compile "$work/missing.onnx" --quiet
-expect unsupported "unsupported.onnx" "'topk_node' (TopK)" "'custom_node' (com.example.Frobnicate)" -- "$cgc" compile "$work/unsupported.onnx" -o "$work/out" --quiet
+expect unsupported "unsupported.onnx" "'tfidf_node' (TfIdfVectorizer)" "'custom_node' (com.example.Frobnicate)" -- "$cgc" compile "$work/unsupported.onnx" -o "$work/out" --quiet
 expect shape_contradiction "model.onnx" "--shape" "contradicts" -- "$cgc" compile "$model" --shape input=1x3x32x32 -o "$work/out" --quiet
 expect shape_rank "model.onnx" "rank" -- "$cgc" compile "$model" --shape input=3x32x32 -o "$work/out" --quiet
 expect shape_unknown_input "model.onnx" "unknown input 'nope'" -- "$cgc" compile "$model" --shape nope=1x2 -o "$work/out" --quiet
@@ -137,7 +137,7 @@ expect not_a_profile "not_a.profile.json" "not a cgc profile" -- "$cgc" compile 
 # The inspect report of the unsupported model lists every unsupported node.
 "$cgc" inspect "$work/unsupported.onnx" >"$work/inspect.txt" 2>&1
 inspect_status=$?
-if [ $inspect_status -eq 1 ] && grep -q "topk_node" "$work/inspect.txt" &&
+if [ $inspect_status -eq 1 ] && grep -q "tfidf_node" "$work/inspect.txt" &&
    grep -q "custom_node" "$work/inspect.txt"; then
   echo "ok   inspect lists all unsupported nodes"
 else

@@ -45,6 +45,9 @@ constexpr const char* statusMessage(Status status) {
 /// dynamic dimension of its output, in order (the compiler's size slots).
 /// The kernel also zeroes its output past those extents, and fails with
 /// kSizeBeyondBound rather than write past the bound it was compiled for.
+/// A kernel that reads an input of data-dependent size exactly (Unique of a
+/// 1-D input, NonMaxSuppression of filtered boxes) takes that input's
+/// extents as a `const Extents*`, null when the input is static.
 struct Extents {
   int64_t dims[1];  // as many as the output has dynamic dimensions
 };
