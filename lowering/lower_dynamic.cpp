@@ -66,6 +66,19 @@ Lowered lowerTopKDynamic(const Graph& g, const Node& n) {
                     n.outputs};
 }
 
+Lowered lowerTopK(const Graph& g, const Node& n) {
+  const Shape& x = shapeOf(g, n.inputs[0]);
+  const size_t axis = static_cast<size_t>(n.getInt("axis", 0));
+  rt::TopKParams p{};
+  p.outer = product(x, 0, axis);
+  p.axis = x[axis];
+  p.inner = product(x, axis + 1, x.size());
+  p.k = n.getInt("k", 0);
+  p.largest = n.getInt("largest", 1) != 0;
+  return KernelCall{Kernel::kTopK, kernelType(elementType(g, n.inputs[0])), p, {n.inputs[0]},
+                    n.outputs};
+}
+
 Lowered lowerNonMaxSuppression(const Graph& g, const Node& n) {
   const Shape& boxes = shapeOf(g, n.inputs[0]);
   const Shape& scores = shapeOf(g, n.inputs[1]);
@@ -85,6 +98,7 @@ void registerDynamicLowerers(std::map<std::string, OpLowerer>& table) {
   table["Compress"] = lowerCompress;
   table["Unique"] = lowerUnique;
   table["TopKDynamic"] = lowerTopKDynamic;
+  table["TopK"] = lowerTopK;
   table["NonMaxSuppression"] = lowerNonMaxSuppression;
 }
 

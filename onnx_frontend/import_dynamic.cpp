@@ -1,5 +1,6 @@
 // Importers of the ops whose output size depends on their data: NonZero,
-// Compress, Unique, TopK with a run-time k and NonMaxSuppression.
+// Compress, Unique, TopK with a run-time k and NonMaxSuppression (and TopK
+// with a constant k, which has static shapes).
 //
 // Each output is planned at a compile-time bound: the largest size the
 // inputs' shapes allow, or the user's --bound NAME=N (by node or first
@@ -124,33 +125,39 @@ void importUnique(OpContext& ctx) {
   markDynamic(ctx, {{0, static_cast<int>(axis)}, {1, 0}, {3, 0}});
 }
 
-/// The TopK importer registered before this file's (branch ops: a constant
-/// k, static shapes), or null.
-OpImporter& staticTopK() {
-  static OpImporter importer = nullptr;
-  return importer;
-}
-
-/// TopK whose k is known only at run time (opset 10 on: K is an input). The
-/// values and indices are bound by the axis's size; their length along it
-/// is data-dependent. A constant k (and the k attribute before opset 10)
-/// gives static shapes: the static TopK importer's case, handed to it.
+/// TopK. Its k is the attribute (before opset 10) or the input K: a
+/// constant k gives static shapes (IR op TopK); a k known only at run time
+/// (TopKDynamic) gives values and indices bound by the axis's size (or the
+/// user's --bound), their length along it data-dependent.
 void importTopK(OpContext& ctx) {
-  const bool runTimeK = ctx.opset >= 10 && ctx.hasInput(1) && !ctx.input(1).isConstant();
-  if (!runTimeK) {
-    if (staticTopK()) return staticTopK()(ctx);
-    ctx.fail("TopK with a constant k is not supported by this build (only a k known at run "
-             "time is)");
+  const size_t inputs = ctx.opset < 10 ? 1 : 2;
+  ctx.requireInputs(inputs, inputs);
+  const ir::TensorType x = ctx.input(0).type;
+  if (x.rank() == 0) ctx.fail("cannot take the top k of a scalar");
+  const int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", -1), x.rank());
+  const int64_t largest = ctx.opset >= 11 ? ctx.attrInt("largest", 1) : 1;
+  Shape out = x.shape;
+  if (ctx.opset < 10 || ctx.input(1).isConstant()) {
+    int64_t k = 0;
+    if (ctx.opset < 10) {
+      if (!ctx.hasAttr("k")) ctx.fail("needs its k attribute");
+      k = ctx.attrInt("k", 0);
+    } else {
+      requireScalar(ctx, 1, DType::kI64, "K");
+      k = ctx.input(1).intValues()[0];
+    }
+    if (k < 0 || k > x.shape[axis])
+      ctx.fail(fmt::format("k {} is outside [0, {}] (the size of axis {})", k, x.shape[axis], axis));
+    out[axis] = k;
+    ctx.emit("TopK", {ctx.inputs[0]}, {{x.dtype, out}, {DType::kI64, out}},
+             {{"axis", axis}, {"largest", largest}, {"k", k}});
+    return;
   }
-  ctx.requireInputs(2, 2);
   rejectDynamicInputs(ctx, {});
   requireScalar(ctx, 1, DType::kI64, "K");
-  const ir::TensorType x = ctx.input(0).type;
-  const int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", -1), x.rank());
-  Shape out = x.shape;
   out[axis] = sizeBound(ctx, x.shape[axis]);
   ctx.emit("TopKDynamic", {ctx.inputs[0], ctx.inputs[1]}, {{x.dtype, out}, {DType::kI64, out}},
-           {{"axis", axis}, {"largest", ctx.attrInt("largest", 1)}});
+           {{"axis", axis}, {"largest", largest}});
   markDynamic(ctx, {{0, static_cast<int>(axis)}, {1, static_cast<int>(axis)}});
 }
 
@@ -210,9 +217,6 @@ void registerDynamicOps(std::map<std::string, OpImporter>& table) {
   table["Compress"] = importCompress;
   table["Unique"] = importUnique;
   table["NonMaxSuppression"] = importNonMaxSuppression;
-  // TopK: a constant k stays with the static importer (branch ops), which
-  // is registered before this file's ops; see importTopK.
-  if (auto it = table.find("TopK"); it != table.end()) staticTopK() = it->second;
   table["TopK"] = importTopK;
 }
 

@@ -207,7 +207,7 @@ const std::map<std::string, OpImporter>& opImporters() {
     registerRecurrentOps(t);
     registerTensorOps(t);
     registerImageOps(t);
-    registerDynamicOps(t);  // last: see its declaration
+    registerDynamicOps(t);
     return t;
   }();
   return table;

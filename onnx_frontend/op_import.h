@@ -110,9 +110,7 @@ void registerNeuralNetOps(std::map<std::string, OpImporter>& table);
 void registerRecurrentOps(std::map<std::string, OpImporter>& table);
 void registerTensorOps(std::map<std::string, OpImporter>& table);
 void registerImageOps(std::map<std::string, OpImporter>& table);
-/// Ops of data-dependent output size (import_dynamic.cpp); registered last:
-/// its TopK takes a run-time k and hands a constant one to the TopK
-/// importer registered before it.
+/// Ops of data-dependent output size, and TopK (import_dynamic.cpp).
 void registerDynamicOps(std::map<std::string, OpImporter>& table);
 
 /// `text` with control characters replaced by '?'.

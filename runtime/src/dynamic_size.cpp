@@ -1,6 +1,6 @@
 // NonZero, Compress, Unique and TopK with a run-time k (cgc/kernels/dynamic.h):
 // outputs stored at a compile-time bound, their actual size written to the
-// extents, zeros past it. Each runs on one thread: they are found in the
+// extents, zeros past it; and TopK with a constant k, of static size. Each runs on one thread: they are found in the
 // post-processing of models, on small tensors, and their output positions
 // depend on everything before them.
 #include <algorithm>
@@ -132,6 +132,40 @@ Status unique(const UniqueParams& p, const T* x, const Extents* x_extents, T* y,
   return found > p.bound ? Status::kSizeBeyondBound : Status::kOk;
 }
 
+namespace {
+
+/// The `taken` largest (or smallest) of each column of x [outer, axis,
+/// inner] along the axis, in order, ties by the lower index, into values
+/// and indices [outer, stride, inner].
+template <typename T>
+void topKColumns(int64_t outer, int64_t axis, int64_t inner, int64_t stride, int64_t taken,
+                 bool largest, const T* x, T* values, int64_t* indices) {
+  std::vector<int64_t> order(static_cast<size_t>(axis));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const T* column = x + o * axis * inner + i;
+      std::iota(order.begin(), order.end(), int64_t{0});
+      auto before = [&](int64_t a, int64_t b) {
+        const T va = column[a * inner], vb = column[b * inner];
+        if (va != vb) return largest ? vb < va : va < vb;
+        return a < b;
+      };
+      std::partial_sort(order.begin(), order.begin() + taken, order.end(), before);
+      for (int64_t j = 0; j < taken; ++j) {
+        const int64_t at = (o * stride + j) * inner + i;
+        values[at] = column[order[static_cast<size_t>(j)] * inner];
+        indices[at] = order[static_cast<size_t>(j)];
+      }
+    }
+}
+
+}  // namespace
+
+template <typename T>
+void top_k(const TopKParams& p, const T* x, T* values, int64_t* indices) {
+  topKColumns(p.outer, p.axis, p.inner, p.k, p.k, p.largest, x, values, indices);
+}
+
 template <typename T>
 Status top_k_dynamic(const TopKDynamicParams& p, const T* x, const int64_t* k, T* values,
                      int64_t* indices, Extents* extents) {
@@ -139,26 +173,10 @@ Status top_k_dynamic(const TopKDynamicParams& p, const T* x, const int64_t* k, T
   std::fill(indices, indices + p.outer * p.bound * p.inner, int64_t{0});
   const int64_t wanted = k[0];
   Status status = Status::kOk;
-  if (wanted < 0) status = Status::kIndexOutOfRange;
   if (wanted > p.bound) status = Status::kSizeBeyondBound;
+  if (wanted < 0 || wanted > p.axis) status = Status::kValueOutOfRange;
   const int64_t taken = std::clamp<int64_t>(wanted, 0, std::min(p.bound, p.axis));
-  std::vector<int64_t> order(static_cast<size_t>(p.axis));
-  for (int64_t o = 0; o < p.outer; ++o)
-    for (int64_t i = 0; i < p.inner; ++i) {
-      const T* column = x + o * p.axis * p.inner + i;
-      std::iota(order.begin(), order.end(), int64_t{0});
-      auto before = [&](int64_t a, int64_t b) {
-        const T va = column[a * p.inner], vb = column[b * p.inner];
-        if (va != vb) return p.largest ? vb < va : va < vb;
-        return a < b;
-      };
-      std::partial_sort(order.begin(), order.begin() + taken, order.end(), before);
-      for (int64_t j = 0; j < taken; ++j) {
-        const int64_t at = (o * p.bound + j) * p.inner + i;
-        values[at] = column[order[static_cast<size_t>(j)] * p.inner];
-        indices[at] = order[static_cast<size_t>(j)];
-      }
-    }
+  topKColumns(p.outer, p.axis, p.inner, p.bound, taken, p.largest, x, values, indices);
   extents->dims[0] = taken;
   return status;
 }
@@ -168,7 +186,8 @@ Status top_k_dynamic(const TopKDynamicParams& p, const T* x, const int64_t* k, T
   template Status unique(const UniqueParams&, const T*, const Extents*, T*, int64_t*,        \
                          int64_t*, int64_t*, Extents*);                                      \
   template Status top_k_dynamic(const TopKDynamicParams&, const T*, const int64_t*, T*,      \
-                                int64_t*, Extents*);
+                                int64_t*, Extents*);                                         \
+  template void top_k(const TopKParams&, const T*, T*, int64_t*);
 CGC_DYNAMIC_INSTANCES(float)
 CGC_DYNAMIC_INSTANCES(double)
 CGC_DYNAMIC_INSTANCES(int32_t)

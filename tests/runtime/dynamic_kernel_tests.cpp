@@ -209,8 +209,8 @@ TEST_CASE("top_k_dynamic takes k at run time: values in order, ties by index, k 
   std::vector<float> x;
   for (int64_t v : randomInts(42, 4, 41)) x.push_back(static_cast<float>(v));
   for (bool largest : {true, false})
-    for (int64_t k : {0, 1, 4, 7, 8, -1}) {
-      const int64_t bound = 7;
+    for (auto [k, bound] : {std::pair<int64_t, int64_t>{0, 7}, {1, 7}, {4, 7}, {7, 7}, {8, 7},
+                            {-1, 7}, {5, 4}, {4, 4}}) {
       TopKDynamicParams p{2, 7, 3, bound, largest};
       auto values = guarded<float>(2 * bound * 3);
       auto indices = guarded<int64_t>(2 * bound * 3);
@@ -218,9 +218,9 @@ TEST_CASE("top_k_dynamic takes k at run time: values in order, ties by index, k 
       const Status status =
           top_k_dynamic<float>(p, x.data(), &k, values.data(), indices.data(), extentsOf(extent));
       INFO("k " << k << " largest " << largest);
-      REQUIRE(status == (k > bound ? Status::kSizeBeyondBound
-                         : k < 0   ? Status::kIndexOutOfRange
-                                   : Status::kOk));
+      REQUIRE(status == (k < 0 || k > 7 ? Status::kValueOutOfRange
+                         : k > bound        ? Status::kSizeBeyondBound
+                                            : Status::kOk));
       REQUIRE(extent == std::clamp<int64_t>(k, 0, bound));
       for (int64_t o = 0; o < 2; ++o)
         for (int64_t i = 0; i < 3; ++i) {
@@ -237,6 +237,41 @@ TEST_CASE("top_k_dynamic takes k at run time: values in order, ties by index, k 
         }
       requireGuardIntact(values);
       requireGuardIntact(indices);
+    }
+}
+
+TEST_CASE("top_k with a constant k matches a stable-sort reference, int64 and float") {
+  // x [3, 6, 2] of few distinct values (ties), k along the middle axis.
+  const std::vector<int64_t> raw = randomInts(36, 3, 43);
+  std::vector<float> xf(raw.begin(), raw.end());
+  for (bool largest : {true, false})
+    for (int64_t k : {0, 1, 3, 6}) {
+      TopKParams p{3, 6, 2, k, largest};
+      auto values = guarded<int64_t>(3 * k * 2);
+      auto valuesF = guarded<float>(3 * k * 2);
+      auto indices = guarded<int64_t>(3 * k * 2);
+      auto indicesF = guarded<int64_t>(3 * k * 2);
+      top_k<int64_t>(p, raw.data(), values.data(), indices.data());
+      top_k<float>(p, xf.data(), valuesF.data(), indicesF.data());
+      INFO("k " << k << " largest " << largest);
+      for (int64_t o = 0; o < 3; ++o)
+        for (int64_t i = 0; i < 2; ++i) {
+          std::vector<std::pair<int64_t, int64_t>> column;
+          for (int64_t a = 0; a < 6; ++a) column.push_back({raw[(o * 6 + a) * 2 + i], a});
+          std::stable_sort(column.begin(), column.end(), [&](const auto& l, const auto& r) {
+            return largest ? l.first > r.first : l.first < r.first;
+          });
+          for (int64_t j = 0; j < k; ++j) {
+            const int64_t at = (o * k + j) * 2 + i;
+            REQUIRE(values[at] == column[j].first);
+            REQUIRE(indices[at] == column[j].second);
+            REQUIRE(valuesF[at] == static_cast<float>(column[j].first));
+            REQUIRE(indicesF[at] == column[j].second);
+          }
+        }
+      requireGuardIntact(values);
+      requireGuardIntact(indices);
+      requireGuardIntact(valuesF);
     }
 }
 

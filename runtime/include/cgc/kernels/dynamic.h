@@ -1,5 +1,6 @@
 // Kernels whose output size depends on their data: NonZero, Compress,
-// Unique, TopK with a run-time k and NonMaxSuppression.
+// Unique, TopK with a run-time k and NonMaxSuppression (and TopK with a
+// constant k, which shares TopK's code).
 //
 // Each output is stored at a bound the compiler fixed (`bound` below: the
 // largest size the inputs allow, or the user's --bound); the kernel writes
@@ -56,11 +57,24 @@ template <typename T>
 Status unique(const UniqueParams& p, const T* x, const Extents* x_extents, T* y,
               int64_t* indices, int64_t* inverse, int64_t* counts, Extents* extents);
 
+/// TopK with a k known at compile time: x as [outer, axis, inner]; values
+/// and indices are [outer, k, inner], the k largest (or smallest) along the
+/// axis in order, ties by the lower index (k <= axis, checked when
+/// compiling).
+struct TopKParams {
+  int64_t outer, axis, inner, k;
+  bool largest;
+  CGC_REFLECT(TopKParams, outer, axis, inner, k, largest)
+};
+
+template <typename T>
+void top_k(const TopKParams& p, const T* x, T* values, int64_t* indices);
+
 /// TopK whose k is an input (k[0], read at run time): x as [outer, axis,
 /// inner]; values and indices are [outer, bound, inner], the k largest (or
-/// smallest) along the axis in order, ties by the lower index. A k beyond
-/// the bound fails with kSizeBeyondBound, a negative k with
-/// kIndexOutOfRange.
+/// smallest) along the axis in order, ties by the lower index. A negative
+/// k or one beyond the axis (ONNX: an error) fails with kValueOutOfRange, one
+/// within the axis but beyond the bound (--bound) with kSizeBeyondBound.
 struct TopKDynamicParams {
   int64_t outer, axis, inner, bound;
   bool largest;
