@@ -70,8 +70,11 @@ struct {{PREFIX}} {
 
 namespace {
 
-/// A call's status, remembered as the instance's message.
+/// A call's status, remembered as the instance's message. A run refused
+/// because another is in progress (CGC_ERROR_BUSY) leaves the message to the
+/// run in progress: writing it would race with that run.
 cgc_status report(const {{PREFIX}}* model, cgc_status code, std::string message) {
+  if (code == CGC_ERROR_BUSY) return code;
   model->error_ = std::move(message);
   return code;
 }
@@ -267,6 +270,8 @@ void emitSpec(CodeWriter& w, const ModelLayout& layout) {
   w.line(".weights_file_name = \"{}.weights.bin\",", layout.prefix);
   w.line(".module_symbol = &kInfo,");
   w.line(".cpu_features = kCpuFeatures,");
+  if (!layout.options.xsmmTarget.empty())
+    w.line(".xsmm_target = \"{}\",", escape(layout.options.xsmmTarget));
   w.close(";");
 }
 

@@ -28,6 +28,8 @@ struct EmitOptions {
   /// CPU features the code needs (GCC's __builtin_cpu_supports names); the
   /// runtime checks them when an instance is created.
   std::vector<std::string> cpuFeatures;
+  /// The most LIBXSMM may JIT for (ModelSpec::xsmm_target); "": LIBXSMM's choice.
+  std::string xsmmTarget;
   bool format = true;  // run Clang's formatter over the result
 };
 

@@ -279,11 +279,11 @@ BuiltModel buildCached(const driver::CompiledModel& model,
   uint64_t key = fnv1a(emitted.header.data(), emitted.header.size());
   key = fnv1a(emitted.source.data(), emitted.source.size(), key);
   key = fnv1a(emitted.weights.data(), emitted.weights.size(), key);
-  std::string flags = driver::generatedCodeFlags();
+  std::string flags = driver::generatedCodeFlags(options.target);
   key = fnv1a(flags.data(), flags.size(), key);
   // The runtime is linked into the cached library: a rebuilt runtime must
   // not be shadowed by an old build of the same emitted code.
-  std::ifstream runtime(driver::runtimePaths().library, std::ios::binary);
+  std::ifstream runtime(driver::runtimePaths(options.target).library, std::ios::binary);
   std::string runtimeBytes((std::istreambuf_iterator<char>(runtime)), {});
   key = fnv1a(runtimeBytes.data(), runtimeBytes.size(), key);
   fs::path dir = fs::path(driver::cacheDirectory()) / fmt::format("{:016x}", key);

@@ -15,6 +15,7 @@
 
 #include "cgc/team.h"
 #include "codegen/clang_tools.h"
+#include "compiler/targets.h"
 #include "compiler_config.h"
 #include "passes/cost_model.h"
 #include "passes/pass_manager.h"
@@ -44,7 +45,8 @@ void progress(const CompileOptions& options, const std::string& text) {
   if (!options.quiet) std::cerr << "cgc: " << text << std::endl;
 }
 
-RuntimePaths runtimePaths() {
+RuntimePaths runtimePaths(const std::string& target) {
+  const std::string library = findTarget(target).runtimeLibrary();
   std::error_code error;
   fs::path exe = fs::read_symlink("/proc/self/exe", error);
   if (!error) {
@@ -52,9 +54,9 @@ RuntimePaths runtimePaths() {
     if (fs::exists(prefix / "include/cgc/runtime.h") &&
         fs::exists(prefix / CGC_INSTALL_LIBDIR / "libcgc_runtime.a"))
       return {(prefix / "include").string(),
-              (prefix / CGC_INSTALL_LIBDIR / "libcgc_runtime.a").string()};
+              (prefix / CGC_INSTALL_LIBDIR / library).string()};
   }
-  return {CGC_BUILD_RUNTIME_INCLUDE_DIR, CGC_BUILD_RUNTIME_LIBRARY};
+  return {CGC_BUILD_RUNTIME_INCLUDE_DIR, (fs::path(CGC_BUILD_RUNTIME_DIR) / library).string()};
 }
 
 namespace {
@@ -119,6 +121,7 @@ passes::Schedule scheduleGraph(const ir::Graph& graph, const lowering::KernelCal
 passes::PipelineOptions pipelineOptions(const CompileOptions& options) {
   passes::PipelineOptions pipeline;
   pipeline.disabled = options.disabledPasses;
+  pipeline.vectorLanes = findTarget(options.target).lanes;
   const auto names = passes::passNames();
   for (const auto& name : options.printIrAfter)
     if (name != "all" && std::find(names.begin(), names.end(), name) == names.end())
@@ -140,6 +143,7 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options) {
 }  // namespace
 
 CompiledModel compileGraph(const CompileOptions& options) {
+  findTarget(options.target);  // an unknown target before the model loads
   const auto start = std::chrono::steady_clock::now();
   ir::Graph graph = frontend::loadOnnx(options.modelPath, options.load);
   progress(options, fmt::format("loaded {}: {} nodes after import ({:.2f} s)", options.modelPath,
@@ -214,7 +218,10 @@ codegen::EmittedModel emitModel(const CompiledModel& model, const CompileOptions
   if (!options.className.empty()) emit.symbolPrefix = codegen::toSymbolPrefix(options.className);
   emit.nameSpace = options.nameSpace;
   emit.embedWeights = options.embedWeights;
-  emit.target = options.target;
+  const Target target = findTarget(options.target);
+  emit.target = target.name;
+  emit.cpuFeatures = target.features;
+  if (target.xsmmArch != "none") emit.xsmmTarget = target.xsmmArch;
   return codegen::emitModel(model.toEmit(), emit);
 }
 

@@ -27,7 +27,7 @@ struct CompileOptions {
   std::vector<std::string> disabledPasses;
   /// Print the IR on stdout after these passes ("all": after every one).
   std::vector<std::string> printIrAfter;
-  std::string target = "native";  // --target
+  std::string target = "native";  // --target: a name in cmake/targets.def
   int executors = 0;           // --executors; 0: 1, or the profile's
   int threadsPerExecutor = 0;  // --threads; 0: the profile's, else at run time
   std::string profilePath;  // --profile: measured costs for levels/partition
@@ -58,9 +58,9 @@ struct WrittenFiles {
 /// cgc executable if there is one, else the build tree cgc was built in.
 struct RuntimePaths {
   std::string includeDir;
-  std::string library;  // libcgc_runtime.a
+  std::string library;  // libcgc_runtime.a, or libcgc_runtime_<target>.a
 };
-RuntimePaths runtimePaths();
+RuntimePaths runtimePaths(const std::string& target = "native");
 
 /// Loads options.modelPath and compiles it (the other compileGraph).
 CompiledModel compileGraph(const CompileOptions& options);

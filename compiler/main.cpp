@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "compiler/commands.h"
+#include "compiler/targets.h"
 #include "compiler/tune.h"
 #include "compiler_config.h"
 #include "passes/pass_manager.h"
@@ -47,7 +48,9 @@ void addModelOptions(CLI::App& command, ModelArgs& args) {
                      "Skip a graph pass (repeatable): " +
                          fmt::format("{}", fmt::join(cgc::passes::passNames(), ", ")));
   command.add_option("--target", options.target,
-                     "What the generated code is compiled for (default: native, this machine)")
+                     "What the generated code is compiled for: " +
+                         fmt::format("{}", fmt::join(cgc::driver::targetNames(), ", ")) +
+                         " (default: native, this machine's CPU; README \"Targets\")")
       ->capture_default_str();
   command.add_flag("-q,--quiet", options.quiet, "No progress lines on stderr");
 }

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "compiler/targets.h"
 #include "compiler_config.h"
 
 namespace cgc::driver {
@@ -46,9 +47,9 @@ F symbol(void* handle, const std::string& name, const std::string& library) {
 
 }  // namespace
 
-std::string generatedCodeFlags() {
-  return fmt::format("{} -std=c++20 -O2 -march=native -fPIC -Wall -Wextra",
-                     CGC_CXX_COMPILER);
+std::string generatedCodeFlags(const std::string& targetName) {
+  const Target target = findTarget(targetName);
+  return fmt::format("{} -std=c++20 -O2 {} -fPIC -Wall -Wextra", target.compiler(), target.flags);
 }
 
 std::string cacheDirectory() {
@@ -63,8 +64,19 @@ std::string buildSharedLibrary(const WrittenFiles& files,
   fs::path source = files.sourcePath;
   fs::path library = source.parent_path() / (files.emitted.baseName + ".so");
   if (fs::exists(library)) return library.string();
+  // Code for another processor family cannot be loaded here; code for a
+  // CPU feature this one lacks can, and its ModelSpec check says so.
+  const Target target = findTarget(options.target);
+  if (std::string why = whyNotRunnableHere(target); target.arch != findTarget("native").arch)
+    userError({options.modelPath, "", ""},
+              "{}: cgc run and cgc tune load the model here; compile it with cgc compile "
+              "--target {} and build it with {}",
+              why, target.name, target.compiler());
   auto start = std::chrono::steady_clock::now();
-  RuntimePaths runtime = runtimePaths();
+  RuntimePaths runtime = runtimePaths(target.name);
+  if (!fs::exists(runtime.library))
+    userError({runtime.library, "", ""}, "the runtime for target {} is not installed",
+              target.name);
   std::string dir = source.parent_path().string();
   // Build under a temporary name: concurrent runs of the same model race to
   // the rename, never to a half-written library.
@@ -73,7 +85,7 @@ std::string buildSharedLibrary(const WrittenFiles& files,
       // The runtime's GEMMs call LIBXSMM (static, PIC), which needs dl.
       "{} -shared -I{} -I{} -Wa,-I{} {} {} -lxsmm -lxsmmnoblas -lpthread -ldl "
       "-o {}",
-      generatedCodeFlags(),
+      generatedCodeFlags(options.target),
       shellQuote(runtime.includeDir), shellQuote(dir), shellQuote(dir),
       shellQuote(source.string()), shellQuote(runtime.library),
       shellQuote(temporary.string()));

@@ -12,8 +12,9 @@
 
 namespace cgc::driver {
 
-/// Compiler command for generated code: "c++ -std=c++20 -O2 ...".
-std::string generatedCodeFlags();
+/// Compiler command for generated code of `target`: "c++ -std=c++20 -O2
+/// -march=x86-64-v3 ...".
+std::string generatedCodeFlags(const std::string& target);
 
 /// Builds `files` into `<dir>/<base>.so` unless that library already exists.
 /// Returns its path. Throws CompileError with the compiler's output if the

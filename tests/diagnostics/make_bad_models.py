@@ -1,7 +1,8 @@
 """Writes small ONNX models that cgc must reject with a clear diagnostic.
 
 Usage: make_bad_models.py OUT_DIR
-  unsupported.onnx     two unsupported ops (TfIdfVectorizer, a custom-domain op)
+  unsupported.onnx     two unsupported ops (StringNormalizer, which cgc
+                       leaves out, and a custom-domain op)
   matmul_mismatch.onnx a MatMul whose inner dimensions differ
   symbolic.onnx        an input with a symbolic batch dimension
   lstm_activation.onnx an LSTM with an activation function ONNX does not define
@@ -30,18 +31,18 @@ def save(model, path):
 
 def unsupported():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    words = helper.make_tensor_value_info("words", TensorProto.STRING, [3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
-    k = helper.make_tensor("k", TensorProto.INT64, [1], [3])
+    lower = helper.make_tensor_value_info("lower", TensorProto.STRING, [3])
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu_ok"),
-        helper.make_node("TfIdfVectorizer", ["k"], ["tfidf"], name="tfidf_node", mode="TF",
-                         min_gram_length=1, max_gram_length=1, max_skip_count=0,
-                         ngram_counts=[0], ngram_indexes=[0], pool_int64s=[3]),
+        helper.make_node("StringNormalizer", ["words"], ["lower"],
+                         name="strings_node", case_change_action="LOWER"),
         helper.make_node("Frobnicate", ["r"], ["f"], name="custom_node",
                          domain="com.example"),
         helper.make_node("Add", ["r", "f"], ["y"], name="add_ok"),
     ]
-    graph = helper.make_graph(nodes, "unsupported", [x], [y], [k])
+    graph = helper.make_graph(nodes, "unsupported", [x, words], [y, lower])
     return helper.make_model(graph, opset_imports=[
         helper.make_opsetid("", 13), helper.make_opsetid("com.example", 1)])
 

@@ -42,7 +42,10 @@ echo "this is not an onnx model" >"$work/text.onnx"
 expect truncated "$work/truncated.onnx" "not a valid ONNX model" -- "$cgc" compile "$work/truncated.onnx" -o "$work/out" --quiet
 expect not_onnx "$work/text.onnx" "not a valid ONNX model" -- "$cgc" compile "$work/text.onnx" -o "$work/out" --quiet
 expect missing_file "$work/missing.onnx" "cannot open" -- "$cgc" compile "$work/missing.onnx" --quiet
-expect unsupported "unsupported.onnx" "'tfidf_node' (TfIdfVectorizer)" "'custom_node' (com.example.Frobnicate)" -- "$cgc" compile "$work/unsupported.onnx" -o "$work/out" --quiet
+expect unsupported "unsupported.onnx" "StringNormalizer (node 'strings_node')" "com.example.Frobnicate (node 'custom_node')" -- "$cgc" compile "$work/unsupported.onnx" -o "$work/out" --quiet
+expect unknown_target "unknown target 'x86-64-v9'" "known: native, x86-64-v2, x86-64-v3, x86-64-v4, aarch64" -- "$cgc" compile "$model" --target x86-64-v9 -o "$work/out" --quiet
+expect unknown_target_run "unknown target 'arm'" "known:" -- "$cgc" run "$model" --target arm --quiet
+expect run_other_arch "target aarch64 is for aarch64" "cgc compile --target aarch64" -- "$cgc" run "$model" --target aarch64 --quiet
 expect shape_contradiction "model.onnx" "--shape" "contradicts" -- "$cgc" compile "$model" --shape input=1x3x32x32 -o "$work/out" --quiet
 expect shape_rank "model.onnx" "rank" -- "$cgc" compile "$model" --shape input=3x32x32 -o "$work/out" --quiet
 expect shape_unknown_input "model.onnx" "unknown input 'nope'" -- "$cgc" compile "$model" --shape nope=1x2 -o "$work/out" --quiet
@@ -135,7 +138,7 @@ expect topk_k_beyond_axis "node 'topk'" "a k beyond its axis" -- "$cgc" run "$dd
 expect nonzero_beyond_bound "node 'nonzero'" "exceeds its bound" -- "$cgc" run "$dd" --inputs "$work/data_dependent_k2" --bound nonzero=3 --quiet
 
 # A profile measured on another graph, and a file that is no profile.
-"$cgc" run "$samples/mlp/model.onnx" --quiet --profile-out "$work/mlp.profile.json" >/dev/null
+"$cgc" run "$samples/mlp/model.onnx" --quiet --fill-missing-inputs --profile-out "$work/mlp.profile.json" >/dev/null
 expect stale_profile "mlp.profile.json" "different graph" -- "$cgc" compile "$model" --profile "$work/mlp.profile.json" -o "$work/out" --quiet
 echo '{"nodes": 3}' >"$work/not_a.profile.json"
 expect not_a_profile "not_a.profile.json" "not a cgc profile" -- "$cgc" compile "$model" --profile "$work/not_a.profile.json" -o "$work/out" --quiet
@@ -143,7 +146,7 @@ expect not_a_profile "not_a.profile.json" "not a cgc profile" -- "$cgc" compile 
 # The inspect report of the unsupported model lists every unsupported node.
 "$cgc" inspect "$work/unsupported.onnx" >"$work/inspect.txt" 2>&1
 inspect_status=$?
-if [ $inspect_status -eq 1 ] && grep -q "tfidf_node" "$work/inspect.txt" &&
+if [ $inspect_status -eq 1 ] && grep -q "strings_node" "$work/inspect.txt" &&
    grep -q "custom_node" "$work/inspect.txt"; then
   echo "ok   inspect lists all unsupported nodes"
 else
