@@ -67,6 +67,14 @@ void emitCall(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
                                    layout.sizeSlot(out.dynamic.sizeSlot)));
         break;
       }
+      case ArgKind::kInputExtents: {
+        const ir::Value& in = graph.graph().value(call.inputs.at(0));
+        args.push_back(in.dynamic.empty()
+                           ? std::string("nullptr")
+                           : fmt::format("reinterpret_cast<const cgc::rt::Extents*>({})",
+                                         layout.sizeSlot(in.dynamic.sizeSlot)));
+        break;
+      }
       case ArgKind::kInputList: {
         std::vector<std::string> inputs;
         for (int v : call.inputs) inputs.push_back(layout.pointer(graph, v));

@@ -127,18 +127,25 @@ std::string preview(const frontend::HostTensor& t) {
                      sum / static_cast<double>(n));
 }
 
-/// Compares against DIR/output_i.pb; returns whether all match.
-bool checkOutputs(const std::string& dir, const driver::LoadedModel& model,
-                  double rtol, double atol) {
+/// Compares against DIR/output_i.pb (a sequence output's file against its
+/// tensors, outputs NAME[0], NAME[1], ...); returns whether all match.
+bool checkOutputs(const std::string& dir, const std::string& modelPath,
+                  const driver::LoadedModel& model, double rtol, double atol) {
   bool allMatch = true;
   const auto& info = model.info();
+  const std::vector<frontend::HostTensor> expectedOutputs =
+      frontend::readExpectedOutputs(modelPath, dir);
+  if (static_cast<int>(expectedOutputs.size()) != info.num_outputs) {
+    std::cout << fmt::format("check: the model has {} output tensors, {} holds {}\n",
+                             info.num_outputs, dir, expectedOutputs.size());
+    return false;
+  }
   for (int i = 0; i < info.num_outputs; ++i) {
-    std::string path = fmt::format("{}/output_{}.pb", dir, i);
-    frontend::HostTensor expected = frontend::readTensorFile(path);
+    const frontend::HostTensor& expected = expectedOutputs[i];
     frontend::HostTensor actual = outputTensor(model, i);
     if (expected.type != actual.type) {
       std::cout << fmt::format("check: output '{}' is {} but {} holds {}\n",
-                               info.outputs[i].name, actual.type.str(), path,
+                               info.outputs[i].name, actual.type.str(), dir,
                                expected.type.str());
       allMatch = false;
       continue;
@@ -391,7 +398,8 @@ int run(const RunOptions& options) {
   requireRepeatable(loaded, inputsBefore);
   printOutputs(loaded, options.outputsDir);
   const bool matches =
-      options.checkDir.empty() || checkOutputs(options.checkDir, loaded, options.rtol, options.atol);
+      options.checkDir.empty() || checkOutputs(options.checkDir, options.compile.modelPath, loaded,
+                                                options.rtol, options.atol);
   if (profiling && options.benchRuns > 0) loaded.setProfiler(&profiler);
   if (options.benchRuns > 0) bench(loaded, options);
   loaded.setProfiler(nullptr);

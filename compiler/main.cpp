@@ -41,7 +41,9 @@ void addModelOptions(CLI::App& command, ModelArgs& args) {
   command.add_option("--bound", args.bounds,
                      "The largest size a data-dependent output may take, by node or output "
                      "name, e.g. --bound decode_loop=64 (a Loop's scan outputs when its trip "
-                     "count is known only at run time); a run that exceeds it fails");
+                     "count is known only at run time; NonZero, NonMaxSuppression, Unique, "
+                     "Compress, TopK with a run-time k, whose default bound is the largest size "
+                     "their inputs allow); a run that exceeds it fails");
   command.add_option("--disable-pass", options.disabledPasses,
                      "Skip a graph pass (repeatable): " +
                          fmt::format("{}", fmt::join(cgc::passes::passNames(), ", ")));

@@ -87,9 +87,11 @@ void checkLowerable(const ir::Graph& graph);
 std::string kernelFunction(const KernelCall& call);
 
 /// Runs a call on host buffers (the constant folder's interpreter), with
-/// a serial team. Returns the kernel's status.
+/// a serial team. Returns the kernel's status. A kernel of data-dependent
+/// size writes the actual extents of its first output's dynamic dimensions
+/// to `extents` (rt::kMaxRank slots) when it is given.
 rt::Status evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
-                    const std::vector<void*>& outputs);
+                    const std::vector<void*>& outputs, int64_t* extents = nullptr);
 
 /// If every input of the node is a constant, computes its outputs, replaces
 /// them by constants and removes the node. Returns the new constants (one per

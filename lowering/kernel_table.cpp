@@ -23,6 +23,8 @@ constexpr ArgKind argKind() {
     return ArgKind::kTeam;
   else if constexpr (std::is_same_v<A, rt::Extents*>)
     return ArgKind::kExtents;
+  else if constexpr (std::is_same_v<A, const rt::Extents*>)
+    return ArgKind::kInputExtents;
   else if constexpr (std::is_same_v<A, const void* const*>)
     return ArgKind::kInputList;
   else if constexpr (std::is_const_v<std::remove_pointer_t<A>>)
@@ -42,13 +44,6 @@ constexpr DType argType() {
     return dtypeOf<E>();
 }
 
-/// Where the constant folder lets a kernel write its extents (it never
-/// folds a node of data-dependent size, but evaluate() must pass something).
-inline rt::Extents* extentsScratch() {
-  static thread_local int64_t slots[rt::kMaxRank];
-  return reinterpret_cast<rt::Extents*>(slots);
-}
-
 template <typename F>
 struct Signature;
 
@@ -65,8 +60,9 @@ struct Signature<R (*)(const P&, Args...)> {
   static std::vector<DType> types() { return {argType<Args>()...}; }
 
   static rt::Status call(R (*fn)(const P&, Args...), const P& p,
-                         const std::vector<const void*>& in, const std::vector<void*>& out) {
-    return callWith(fn, p, in, out, std::index_sequence_for<Args...>{});
+                         const std::vector<const void*>& in, const std::vector<void*>& out,
+                         rt::Extents* extents) {
+    return callWith(fn, p, in, out, extents, std::index_sequence_for<Args...>{});
   }
 
  private:
@@ -80,13 +76,16 @@ struct Signature<R (*)(const P&, Args...)> {
 
   template <size_t I>
   static std::tuple_element_t<I, std::tuple<Args...>> arg(const std::vector<const void*>& in,
-                                                         const std::vector<void*>& out) {
+                                                         const std::vector<void*>& out,
+                                                         rt::Extents* extents) {
     using A = std::tuple_element_t<I, std::tuple<Args...>>;
     constexpr size_t n = rankOf<I>();
     if constexpr (kArgs[I] == ArgKind::kTeam)
       return rt::Team::serial();
     else if constexpr (kArgs[I] == ArgKind::kExtents)
-      return extentsScratch();
+      return extents;
+    else if constexpr (kArgs[I] == ArgKind::kInputExtents)
+      return static_cast<const rt::Extents*>(nullptr);  // folded inputs are constants
     else if constexpr (kArgs[I] == ArgKind::kInputList)
       return in.data();
     else if constexpr (kArgs[I] == ArgKind::kInput)
@@ -98,11 +97,11 @@ struct Signature<R (*)(const P&, Args...)> {
   template <size_t... I>
   static rt::Status callWith(R (*fn)(const P&, Args...), const P& p,
                              const std::vector<const void*>& in, const std::vector<void*>& out,
-                             std::index_sequence<I...>) {
+                             rt::Extents* extents, std::index_sequence<I...>) {
     if constexpr (kFallible)
-      return fn(p, arg<I>(in, out)...);
+      return fn(p, arg<I>(in, out, extents)...);
     else {
-      fn(p, arg<I>(in, out)...);
+      fn(p, arg<I>(in, out, extents)...);
       return rt::Status::kOk;
     }
   }
@@ -110,9 +109,9 @@ struct Signature<R (*)(const P&, Args...)> {
 
 template <auto Fn>
 rt::Status invoke(const KernelParams& params, const std::vector<const void*>& in,
-                  const std::vector<void*>& out) {
+                  const std::vector<void*>& out, rt::Extents* extents) {
   using S = Signature<decltype(Fn)>;
-  return S::call(Fn, std::get<typename S::Params>(params), in, out);
+  return S::call(Fn, std::get<typename S::Params>(params), in, out, extents);
 }
 
 /// Calls f(std::type_identity<T>{}) for the T of Ts whose DType is `dtype`.
@@ -233,7 +232,11 @@ std::string cppType(DType type) {
 }
 
 rt::Status evaluate(const KernelCall& call, const std::vector<const void*>& in,
-                    const std::vector<void*>& out) {
+                    const std::vector<void*>& out, int64_t* extents) {
+  // A kernel of data-dependent size writes its extents even where the
+  // caller does not want them.
+  int64_t scratch[rt::kMaxRank];
+  rt::Extents* const sizes = reinterpret_cast<rt::Extents*>(extents ? extents : scratch);
   KernelParams params = call.params;
   bindArrays(params, call.arrays);
   switch (call.kernel) {
@@ -244,12 +247,12 @@ rt::Status evaluate(const KernelCall& call, const std::vector<const void*>& in,
       CGC_ASSERT(false, "structural kernels are not evaluated");
 #define CGC_KERNEL(Name, function, Params, flags) \
   case Kernel::k##Name:                           \
-    return invoke<&rt::function>(params, in, out);
+    return invoke<&rt::function>(params, in, out, sizes);
 #define CGC_TYPED_KERNEL(Name, function, Params, flags, ...)                     \
   case Kernel::k##Name:                                                          \
     return dispatchType<__VA_ARGS__>(call.dtype, #Name,                          \
                                      [&]<typename T>(std::type_identity<T>) {    \
-                                       return invoke<&rt::function<T>>(params, in, out); \
+                                       return invoke<&rt::function<T>>(params, in, out, sizes); \
                                      });
 #include "lowering/kernels.def"
 #undef CGC_KERNEL

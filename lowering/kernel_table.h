@@ -63,6 +63,7 @@ enum class ArgKind {
   kInputList,  // const void* const*: every input, as an array
   kTeam,       // const rt::Team&: the kernel splits its work over a team
   kExtents,    // rt::Extents*: the size slots of the output's dynamic extents
+  kInputExtents,  // const rt::Extents*: the first input's, or null when it is static
 };
 
 struct KernelInfo {

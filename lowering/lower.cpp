@@ -33,6 +33,7 @@ const std::map<std::string, OpLowerer>& opLowerers() {
     registerTensorLowerers(t);
     registerQuantizationLowerers(t);
     for (const char* op : {"If", "Loop", "Scan"}) t[op] = lowerControl;
+    registerDynamicLowerers(t);
     return t;
   }();
   return table;

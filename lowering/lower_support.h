@@ -22,6 +22,8 @@ using OpLowerer = Lowered (*)(const Graph&, const Node&);
 /// Every op with a kernel, by ONNX (or cgc) op name; one register function
 /// per family.
 const std::map<std::string, OpLowerer>& opLowerers();
+/// The ops of data-dependent output size (lower_dynamic.cpp).
+void registerDynamicLowerers(std::map<std::string, OpLowerer>& table);
 void registerElementwiseLowerers(std::map<std::string, OpLowerer>& table);
 void registerNeuralNetLowerers(std::map<std::string, OpLowerer>& table);
 void registerTensorLowerers(std::map<std::string, OpLowerer>& table);

@@ -25,7 +25,7 @@ void collectUnsupported(const onnx::ModelProto& model, const NodeList& nodes,
   for (int i = 0; i < nodes.size(); ++i) {
     const auto& node = nodes.Get(i);
     std::string label = prefix + nodeLabel(node, i);
-    if (hasImporter(node)) continue;
+    if (hasImporter(node) || isCompositeOp(node)) continue;
     if (isDefaultDomain(node.domain()) &&
         (node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan")) {
       for (const auto& attr : node.attribute())
@@ -84,16 +84,38 @@ std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model) {
 std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
     const std::unordered_map<std::string, int>& names,
-    const std::map<std::string, int64_t>& bounds) {
+    const std::map<std::string, int64_t>& bounds,
+    const std::map<std::string, CompositeTensors>& composites) {
   Scope scope;
   for (const auto& [name, id] : names) scope.define(name, id);
+  for (const auto& [name, value] : composites) {
+    Composite composite;
+    composite.kind = value.optional ? Composite::Kind::kOptional : Composite::Kind::kSequence;
+    composite.present = value.present;
+    composite.holdsSequence = value.optional && value.sequence;
+    composite.elemType = value.elemType;
+    for (size_t i = 0; i < value.tensors.size(); ++i) {
+      const HostTensor& t = value.tensors[i];
+      composite.items.push_back(
+          graph.addConstant(fmt::format("{}[{}]", name, i), t.type, t.bytes));
+    }
+    scope.defineComposite(name, std::move(composite));
+  }
   GraphImporter importer(graph, model, &scope, bounds);
   importer.importNodes(model.graph().node(), scope, modelOpset(model), "");
   for (const auto& output : model.graph().output()) {
-    int id = scope.find(output.name());
-    if (id < 0)
+    const Entry entry = scope.lookup(output.name());
+    if (!entry.defined())
       userError(graph.where(), "graph output '{}' is not defined", output.name());
-    graph.outputs.push_back(id);
+    // A sequence (or optional) output is its tensors, NAME[0], NAME[1], ...
+    if (entry.composite) {
+      for (size_t i = 0; i < entry.composite->items.size(); ++i) {
+        graph.outputs.push_back(entry.composite->items[i]);
+        graph.outputNames.push_back(fmt::format("{}[{}]", output.name(), i));
+      }
+      continue;
+    }
+    graph.outputs.push_back(entry.tensor);
     graph.outputNames.push_back(output.name());
   }
   return importer.takeDefined();

@@ -12,6 +12,10 @@
 //
 // Each node is folded as soon as it is imported, so shape sub-graphs and
 // branch conditions resolve to constants before the nodes that need them.
+//
+// Sequences and optionals exist only in the importer (import_sequence.cpp):
+// a graph input of such a type must be bound to a constant, and a graph
+// output of such a type is its tensors, outputs NAME[0], NAME[1], ...
 #pragma once
 
 #include <map>
@@ -21,6 +25,7 @@
 
 #include "ir/graph.h"
 #include "onnx_frontend/onnx.h"
+#include "onnx_frontend/tensor_proto.h"
 
 namespace cgc::frontend {
 
@@ -52,9 +57,12 @@ struct DefinedValue {
 /// are already defined in `names`, and sets the graph outputs. Returns the
 /// values the main graph's nodes define, for the loader to check against
 /// ONNX shape inference once the import succeeded.
+/// Inputs of sequence or optional type bound with --constant are given in
+/// `composites`, by name (they become constants).
 std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
     const std::unordered_map<std::string, int>& names,
-    const std::map<std::string, int64_t>& bounds);
+    const std::map<std::string, int64_t>& bounds,
+    const std::map<std::string, CompositeTensors>& composites = {});
 
 }  // namespace cgc::frontend

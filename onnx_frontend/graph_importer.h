@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -64,32 +65,96 @@ inline bool hasImporter(const onnx::NodeProto& node) {
   return isDefaultDomain(node.domain()) && opImporters().count(node.op_type());
 }
 
+/// ONNX's sequence and optional values, known at compile time: the
+/// frontend's own (import_sequence.cpp), so that no sequence or optional
+/// reaches the IR. A sequence is the list of its tensors; an optional is
+/// present or not and holds a tensor or a sequence.
+struct Composite {
+  enum class Kind { kSequence, kOptional };
+  Kind kind = Kind::kSequence;
+  std::vector<int> items;      // a sequence's tensors; what a present optional holds
+  bool present = true;         // optionals only
+  bool holdsSequence = false;  // optionals only: a sequence (else one tensor)
+  DType elemType = DType::kUndefined;  // the tensors' type, known also when there are none
+
+  /// "a sequence of 3 tensors", "an empty optional".
+  std::string describe() const;
+  /// The same kind, presence and length (the types of the items aside).
+  bool sameStructure(const Composite& other) const {
+    return kind == other.kind && present == other.present &&
+           holdsSequence == other.holdsSequence && items.size() == other.items.size();
+  }
+};
+
+/// What a name stands for: a tensor (an IR value id) or a composite.
+struct Entry {
+  int tensor = -1;
+  std::optional<Composite> composite;
+  bool defined() const { return tensor >= 0 || composite.has_value(); }
+};
+
 /// ONNX names visible in one graph body: its own, then those of the graphs
 /// around it. A control-flow body is an ir::Graph of its own: its scope has
-/// no parent but a `capture` function, which makes a name of the outer
-/// graphs visible inside (as a new input of the body, or its constant).
+/// no parent but capture functions, which make a name of the outer graphs
+/// visible inside (as a new input of the body, or its constant; a
+/// composite as its items so captured).
 class Scope {
  public:
   explicit Scope(const Scope* parent = nullptr) : parent_(parent) {}
-  void define(const std::string& name, int value) { names_[name] = value; }
+  void define(const std::string& name, int value) {
+    composites_.erase(name);
+    names_[name] = value;
+  }
+  void defineComposite(const std::string& name, Composite value) {
+    names_.erase(name);
+    composites_[name] = std::move(value);
+  }
+  void define(const std::string& name, const Entry& entry) {
+    if (entry.composite) return defineComposite(name, *entry.composite);
+    define(name, entry.tensor);
+  }
   void setCapture(std::function<int(const std::string&)> capture) {
     capture_ = std::move(capture);
   }
-  /// -1 when the name is not visible.
+  void setCompositeCapture(std::function<std::optional<Composite>(const std::string&)> capture) {
+    compositeCapture_ = std::move(capture);
+  }
+  /// -1 when the name is not visible or is a composite.
   int find(const std::string& name) const {
     for (const Scope* scope = this; scope; scope = scope->parent_) {
       auto it = scope->names_.find(name);
       if (it != scope->names_.end()) return it->second;
+      if (scope->composites_.count(name)) return -1;
       if (scope->capture_) return scope->capture_(name);
     }
     return -1;
+  }
+  /// The composite a name stands for, or nothing.
+  std::optional<Composite> findComposite(const std::string& name) const {
+    for (const Scope* scope = this; scope; scope = scope->parent_) {
+      if (scope->names_.count(name)) return std::nullopt;
+      auto it = scope->composites_.find(name);
+      if (it != scope->composites_.end()) return it->second;
+      if (scope->capture_)
+        return scope->compositeCapture_ ? scope->compositeCapture_(name) : std::nullopt;
+    }
+    return std::nullopt;
+  }
+  Entry lookup(const std::string& name) const {
+    if (auto composite = findComposite(name)) return {-1, std::move(composite)};
+    return {find(name), std::nullopt};
   }
 
  private:
   const Scope* parent_;
   std::unordered_map<std::string, int> names_;
+  std::unordered_map<std::string, Composite> composites_;
   std::function<int(const std::string&)> capture_;
+  std::function<std::optional<Composite>(const std::string&)> compositeCapture_;
 };
+
+/// The ops on sequences and optionals that the frontend computes itself.
+bool isCompositeOp(const onnx::NodeProto& node);
 
 inline onnx::TypeProto typeProto(const ir::TensorType& type) {
   onnx::TypeProto proto;
@@ -128,30 +193,45 @@ class GraphImporter {
 
   void importNode(const onnx::NodeProto& node, const std::string& label,
                   Scope& scope, int opset) {
+    std::vector<Entry> entries;
     std::vector<int> inputs;
+    bool composite = false;
     for (const auto& name : node.input()) {
-      int id = name.empty() ? -1 : scope.find(name);
-      if (!name.empty() && id < 0)
+      Entry entry = name.empty() ? Entry{} : scope.lookup(name);
+      if (!name.empty() && !entry.defined())
         userError(where(label, node), "input '{}' is not defined", name);
-      inputs.push_back(id);
+      composite |= entry.composite.has_value();
+      inputs.push_back(entry.tensor);
+      entries.push_back(std::move(entry));
     }
+    const bool standard = isDefaultDomain(node.domain());
+    if (isCompositeOp(node)) return importCompositeOp(node, label, entries, scope, opset);
+    if (standard && node.op_type() == "Identity" && composite)
+      return defineEntries(node, label, entries, scope);
+    if (standard && node.op_type() == "Loop" && (composite || readsOuterComposite(node, scope)))
+      return unrollLoop(node, label, entries, scope, opset);
+    const auto* function = localFunction(model_, node);
+    const auto* schema = schemaWithBody(node, opset);
+    if (composite && !function && !schema) rejectComposites(node, label, entries);
     if (hasImporter(node)) return importOp(node, label, inputs, scope, opset);
-    if (isDefaultDomain(node.domain()) && node.op_type() == "If")
+    if (standard && node.op_type() == "If")
       return importIf(node, label, inputs, scope, opset);
-    if (isDefaultDomain(node.domain()) && node.op_type() == "Loop")
+    if (standard && node.op_type() == "Loop")
       return importLoop(node, label, inputs, scope, opset);
-    if (isDefaultDomain(node.domain()) && node.op_type() == "Scan")
+    if (standard && node.op_type() == "Scan")
       return importScan(node, label, inputs, scope, opset);
-    if (const auto* function = localFunction(model_, node))
-      return inlineFunction(node, label, inputs, *function, nullptr, scope,
+    if (function)
+      return inlineFunction(node, label, entries, *function, nullptr, scope,
                             defaultOpset(function->opset_import(), opset));
-    if (const auto* schema = schemaWithBody(node, opset)) {
+    if (schema) {
       if (schema->HasFunction())
-        return inlineFunction(node, label, inputs, *schema->GetFunction(),
+        return inlineFunction(node, label, entries, *schema->GetFunction(),
                               schema, scope, opset);
       std::vector<onnx::TypeProto> types;
-      for (int id : inputs)
-        types.push_back(id < 0 ? onnx::TypeProto() : typeProto(graph_.value(id).type));
+      for (const Entry& entry : entries)
+        types.push_back(entry.composite  ? compositeTypeProto(*entry.composite)
+                        : entry.tensor < 0 ? onnx::TypeProto()
+                                           : typeProto(graph_.value(entry.tensor).type));
       onnx::FunctionBodyBuildContextImpl context(node, types);
       onnx::FunctionProto body;
       bool built = false;
@@ -163,7 +243,7 @@ class GraphImporter {
       }
       if (!built)
         userError(where(label, node), "ONNX cannot expand this op for its inputs");
-      return inlineFunction(node, label, inputs, body, schema, scope, opset);
+      return inlineFunction(node, label, entries, body, schema, scope, opset);
     }
     userError(where(label, node), "unsupported op");
   }
@@ -177,11 +257,13 @@ class GraphImporter {
     ctx.results.assign(node.output_size(), -1);
     ctx.generateBudget =
         std::min(ir::kMaxFoldBytes, ir::kMaxGeneratedBytes - generated_);
+    ctx.bounds = &bounds_;
     const int64_t budget = ctx.generateBudget;
     int firstNewNode = graph_.numNodeSlots();
     int firstNewValue = graph_.numValues();
     opImporters().at(node.op_type())(ctx);
-    propagateDynamicExtents(graph_, firstNewNode, where(label, node));
+    propagateDynamicExtents(graph_, firstNewNode, ctx.inputs, ctx.results, node.op_type(),
+                            where(label, node));
     generated_ += budget - ctx.generateBudget;
     // Every value an importer made is within the size limits, whichever way
     // it was made (emit checks its outputs, some importers add values
@@ -224,6 +306,44 @@ class GraphImporter {
     }
   }
 
+  /// defineOutputs for results that may be composites.
+  void defineEntries(const onnx::NodeProto& node, const std::string& label,
+                     const std::vector<Entry>& results, Scope& scope) {
+    std::vector<int> tensors(results.size(), -1);
+    onnx::NodeProto tensorsOnly;
+    for (int o = 0; o < node.output_size(); ++o) {
+      const bool composite = o < static_cast<int>(results.size()) && results[o].composite;
+      tensorsOnly.add_output(composite ? "" : node.output(o));
+      if (node.output(o).empty() || o >= static_cast<int>(results.size())) continue;
+      if (composite) scope.defineComposite(node.output(o), *results[o].composite);
+      else tensors[o] = results[o].tensor;
+    }
+    tensorsOnly.set_op_type(node.op_type());
+    defineOutputs(tensorsOnly, label, tensors, scope);
+  }
+
+  // Sequences and optionals (import_sequence.cpp).
+
+  void importCompositeOp(const onnx::NodeProto& node, const std::string& label,
+                         const std::vector<Entry>& inputs, Scope& scope, int opset);
+  /// A Loop that carries sequences or optionals (or reads them from outer
+  /// graphs) with a trip count known at compile time, unrolled: its body
+  /// imported once per iteration into this graph.
+  void unrollLoop(const onnx::NodeProto& node, const std::string& label,
+                  const std::vector<Entry>& inputs, Scope& scope, int opset);
+  /// Whether the Loop's body reads a composite of the graphs around it.
+  bool readsOuterComposite(const onnx::NodeProto& node, const Scope& scope) const;
+  /// The error for an op that takes a composite where it takes tensors.
+  [[noreturn]] void rejectComposites(const onnx::NodeProto& node, const std::string& label,
+                                     const std::vector<Entry>& inputs) const;
+  /// An ONNX op made by the frontend (opset 13 forms) on IR values,
+  /// imported as the model's are; returns its outputs.
+  std::vector<int> importSynthetic(const std::string& op, const std::string& label,
+                                   const std::vector<int>& inputs, int outputs,
+                                   const std::map<std::string, int64_t>& attrs, Scope& scope);
+  /// ONNX's type of a composite (for ONNX's function builders).
+  onnx::TypeProto compositeTypeProto(const Composite& composite) const;
+
   // Control flow (import_control.cpp).
 
   /// A body imported as a graph of its own (see Scope): `formals` are the
@@ -233,13 +353,16 @@ class GraphImporter {
   struct Subgraph {
     std::shared_ptr<ir::Graph> graph;
     std::vector<int> captures;  // outer value ids, for inputs formals.size()...
+    /// Per ONNX body output: the composite it is (its items flattened into
+    /// the graph's outputs), or nothing for a tensor.
+    std::vector<std::optional<Composite>> composites;
   };
   Subgraph importSubgraph(const onnx::GraphProto& body, const std::vector<ir::TensorType>& formals,
                           const Scope& outer, int opset, const std::string& prefix);
   /// A branch's nodes inlined into this graph (for a condition known at
   /// compile time); returns its output values.
-  std::vector<int> inlineBranch(const onnx::GraphProto& body, Scope& outer, int opset,
-                                const std::string& prefix);
+  std::vector<Entry> inlineBranch(const onnx::GraphProto& body, Scope& outer, int opset,
+                                  const std::string& prefix);
   void importIf(const onnx::NodeProto& node, const std::string& label,
                 const std::vector<int>& inputs, Scope& scope, int opset);
   void importLoop(const onnx::NodeProto& node, const std::string& label,
@@ -253,13 +376,14 @@ class GraphImporter {
                                std::vector<Subgraph> bodies,
                                const std::vector<std::vector<int>>& formalBindings,
                                std::vector<ir::TensorType> outputTypes,
-                               std::map<std::string, ir::Attribute> attrs);
+                               std::map<std::string, ir::Attribute> attrs,
+                               std::vector<std::string> outputNames = {});
 
   /// Inlines a function call: the body sees only its parameters, and its
   /// attribute references take the call's attributes (or the schema's
   /// defaults).
   void inlineFunction(const onnx::NodeProto& call, const std::string& label,
-                      const std::vector<int>& inputs,
+                      const std::vector<Entry>& inputs,
                       const onnx::FunctionProto& function,
                       const onnx::OpSchema* schema, Scope& scope, int opset) {
     if (call.input_size() > function.input_size() ||
@@ -279,7 +403,7 @@ class GraphImporter {
 
     Scope body;
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i] >= 0) body.define(function.input(static_cast<int>(i)), inputs[i]);
+      if (inputs[i].defined()) body.define(function.input(static_cast<int>(i)), inputs[i]);
     NodeList nodes;
     for (const auto& original : function.node()) {
       onnx::NodeProto& node = *nodes.Add();
@@ -299,10 +423,10 @@ class GraphImporter {
     inlining_.push_back(&function);
     importNodes(nodes, body, opset, label + "/");
     inlining_.pop_back();
-    std::vector<int> results;
+    std::vector<Entry> results;
     for (int o = 0; o < call.output_size(); ++o)
-      results.push_back(call.output(o).empty() ? -1 : body.find(function.output(o)));
-    defineOutputs(call, label, results, scope);
+      results.push_back(call.output(o).empty() ? Entry{} : body.lookup(function.output(o)));
+    defineEntries(call, label, results, scope);
   }
 
   ir::Graph& graph_;

@@ -82,52 +82,68 @@ GraphImporter::Subgraph GraphImporter::importSubgraph(const onnx::GraphProto& bo
     HostTensor t = tensorFromProto(init, where);
     scope.define(init.name(), sub.addConstant(init.name(), t.type, std::move(t.bytes)));
   }
-  // A name of an outer graph: its constant, or a new input fed by it.
-  std::map<std::string, int> captured;
-  scope.setCapture([&](const std::string& name) -> int {
-    if (auto it = captured.find(name); it != captured.end()) return it->second;
-    const int outerId = outer.find(name);
-    if (outerId < 0) return -1;
+  // A value of an outer graph: its constant, or a new input fed by it.
+  std::map<int, int> captured;  // outer id -> body id
+  auto capture = [&](int outerId) {
+    if (auto it = captured.find(outerId); it != captured.end()) return it->second;
     const ir::Value& value = graph_.value(outerId);
     int id;
     if (value.isConstant()) {
-      id = sub.addValue(sub.uniqueValueName(name), value.type, ir::ValueKind::kConstant);
+      id = sub.addValue(sub.uniqueValueName(value.name), value.type, ir::ValueKind::kConstant);
       sub.value(id).data = value.data;
     } else {
-      id = sub.addValue(sub.uniqueValueName(name), value.type, ir::ValueKind::kInput);
+      id = sub.addValue(sub.uniqueValueName(value.name), value.type, ir::ValueKind::kInput);
       sub.value(id).dynamic = value.dynamic;
       sub.inputs.push_back(id);
       result.captures.push_back(outerId);
     }
-    captured[name] = id;
-    return id;
+    return captured[outerId] = id;
+  };
+  scope.setCapture([&](const std::string& name) -> int {
+    const int outerId = outer.find(name);
+    return outerId < 0 ? -1 : capture(outerId);
+  });
+  // A composite of an outer graph: its items captured.
+  scope.setCompositeCapture([&](const std::string& name) -> std::optional<Composite> {
+    std::optional<Composite> composite = outer.findComposite(name);
+    if (composite)
+      for (int& item : composite->items) item = capture(item);
+    return composite;
   });
   GraphImporter importer(sub, model_, nullptr, bounds_);
   importer.importNodes(body.node(), scope, opset, prefix);
   for (const auto& output : body.output()) {
-    const int id = scope.find(output.name());
-    if (id < 0) userError(where, "body output '{}' is not defined", output.name());
-    sub.outputs.push_back(id);
+    const Entry entry = scope.lookup(output.name());
+    if (!entry.defined()) userError(where, "body output '{}' is not defined", output.name());
+    result.composites.push_back(entry.composite);
+    if (entry.composite) {
+      for (size_t i = 0; i < entry.composite->items.size(); ++i) {
+        sub.outputs.push_back(entry.composite->items[i]);
+        sub.outputNames.push_back(fmt::format("{}[{}]", output.name(), i));
+      }
+      continue;
+    }
+    sub.outputs.push_back(entry.tensor);
     sub.outputNames.push_back(output.name());
   }
   return result;
 }
 
-std::vector<int> GraphImporter::inlineBranch(const onnx::GraphProto& body, Scope& outer,
-                                             int opset, const std::string& prefix) {
+std::vector<Entry> GraphImporter::inlineBranch(const onnx::GraphProto& body, Scope& outer,
+                                               int opset, const std::string& prefix) {
   Scope scope(&outer);
   for (const auto& init : body.initializer()) {
     HostTensor t = tensorFromProto(init, {graph_.sourceFile, prefix, "If"});
     scope.define(init.name(), graph_.addConstant(init.name(), t.type, std::move(t.bytes)));
   }
   importNodes(body.node(), scope, opset, prefix);
-  std::vector<int> outputs;
+  std::vector<Entry> outputs;
   for (const auto& output : body.output()) {
-    const int id = scope.find(output.name());
-    if (id < 0)
+    Entry entry = scope.lookup(output.name());
+    if (!entry.defined())
       userError({graph_.sourceFile, prefix, "If"}, "branch output '{}' is not defined",
                 output.name());
-    outputs.push_back(id);
+    outputs.push_back(std::move(entry));
   }
   return outputs;
 }
@@ -137,7 +153,8 @@ std::vector<int> GraphImporter::emitControl(const onnx::NodeProto& node, const s
                                             std::vector<Subgraph> bodies,
                                             const std::vector<std::vector<int>>& formalBindings,
                                             std::vector<ir::TensorType> outputTypes,
-                                            std::map<std::string, ir::Attribute> attrs) {
+                                            std::map<std::string, ir::Attribute> attrs,
+                                            std::vector<std::string> outputNames) {
   std::vector<std::shared_ptr<ir::Graph>> graphs;
   for (size_t k = 0; k < bodies.size(); ++k) {
     std::vector<int64_t> bindings(formalBindings[k].begin(), formalBindings[k].end());
@@ -152,14 +169,61 @@ std::vector<int> GraphImporter::emitControl(const onnx::NodeProto& node, const s
   for (size_t o = 0; o < outputTypes.size(); ++o) {
     const bool named = static_cast<int>(o) < node.output_size() &&
                        !node.output(static_cast<int>(o)).empty();
-    const std::string name = named ? node.output(static_cast<int>(o))
-                                   : fmt::format("{}_out{}", label, o);
+    const std::string name = o < outputNames.size() ? outputNames[o]
+                             : named                ? node.output(static_cast<int>(o))
+                                                    : fmt::format("{}_out{}", label, o);
     outputs.push_back(graph_.addValue(graph_.uniqueValueName(name), outputTypes[o]));
   }
   const int id = graph_.addNode(op, label, std::move(inputs), outputs, std::move(attrs));
   graph_.node(id).subgraphs = std::move(graphs);
   return outputs;
 }
+
+namespace {
+
+/// The composites of two branches must agree: the If's outputs are their
+/// items, one tensor each.
+void checkBranchComposites(const ir::Graph& graph, const DiagLocation& where, int cond,
+                           const std::vector<std::optional<Composite>>& then,
+                           const std::vector<std::optional<Composite>>& otherwise) {
+  for (size_t o = 0; o < then.size() && o < otherwise.size(); ++o) {
+    const auto& a = then[o];
+    const auto& b = otherwise[o];
+    if (!a && !b) continue;
+    if (a && b && a->sameStructure(*b)) continue;
+    userError(where,
+              "input '{}' (the condition) must be a compile-time constant: the branches give "
+              "different values for output {} ({} in then_branch, {} in else_branch); bind it "
+              "with --constant NAME=FILE.pb",
+              graph.value(cond).name, o, a ? a->describe() : "a tensor",
+              b ? b->describe() : "a tensor");
+  }
+}
+
+/// Loop and Scan bodies compiled once output tensors only.
+void rejectCompositeOutputs(const DiagLocation& where, const std::vector<std::optional<Composite>>& outputs) {
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (outputs[o])
+      userError(where,
+                "body output {} is {}; cgc takes sequences and optionals in a Loop only when it "
+                "unrolls it (its trip count a compile-time constant, a sequence carried)",
+                o, outputs[o]->describe());
+}
+
+/// A compiled body's outputs are copied out at their static size: one of
+/// data-dependent size (NonZero's) would lose it.
+void rejectDynamicOutputs(const DiagLocation& where, const ir::Graph* body) {
+  if (!body) return;
+  for (size_t o = 0; o < body->outputs.size(); ++o)
+    if (!body->value(body->outputs[o]).dynamic.empty())
+      userError(where,
+                "body output '{}' has a size known only at run time; cgc compiles control flow "
+                "whose outputs have static sizes (bind the inputs that decide it with "
+                "--constant NAME=FILE.pb)",
+                body->outputNames[o]);
+}
+
+}  // namespace
 
 void GraphImporter::importIf(const onnx::NodeProto& node, const std::string& label,
                              const std::vector<int>& inputs, Scope& scope, int opset) {
@@ -174,7 +238,7 @@ void GraphImporter::importIf(const onnx::NodeProto& node, const std::string& lab
     const bool taken = cond.doubleValues()[0] != 0;
     auto results = inlineBranch(*branches[taken ? 0 : 1], scope, opset,
                                 label + (taken ? "/then_branch/" : "/else_branch/"));
-    return defineOutputs(node, label, results, scope);
+    return defineEntries(node, label, results, scope);
   }
   // Each branch a graph of its own; one that cannot be imported for these
   // shapes becomes a run-time error on its path.
@@ -191,11 +255,16 @@ void GraphImporter::importIf(const onnx::NodeProto& node, const std::string& lab
       failure = e.what();
     }
   }
-  if (failed >= 0 && bodies[1 - failed].graph->outputs.size() != static_cast<size_t>(node.output_size()))
+  for (const Subgraph& body : bodies) rejectDynamicOutputs(where(label, node), body.graph.get());
+  const Subgraph& taken = bodies[failed == 0 ? 1 : 0];
+  if (failed < 0)
+    checkBranchComposites(graph_, where(label, node), inputs[0], bodies[0].composites,
+                          bodies[1].composites);
+  if (taken.composites.size() != static_cast<size_t>(node.output_size()))
     userError(where(label, node), "the branch has {} outputs, the node {}",
-              bodies[1 - failed].graph->outputs.size(), node.output_size());
+              taken.composites.size(), node.output_size());
   std::vector<ir::TensorType> types;
-  const ir::Graph& first = *bodies[failed == 0 ? 1 : 0].graph;
+  const ir::Graph& first = *taken.graph;
   for (size_t o = 0; o < first.outputs.size(); ++o) {
     const ir::TensorType& type = first.value(first.outputs[o]).type;
     if (failed < 0) {
@@ -211,6 +280,16 @@ void GraphImporter::importIf(const onnx::NodeProto& node, const std::string& lab
     }
     types.push_back(type);
   }
+  // The node's outputs: one per tensor, one per item of a composite.
+  const std::vector<std::optional<Composite>> composites = taken.composites;
+  std::vector<std::string> names;
+  for (int o = 0; o < node.output_size(); ++o) {
+    const std::string name =
+        node.output(o).empty() ? fmt::format("{}_out{}", label, o) : node.output(o);
+    if (!composites[o]) names.push_back(name);
+    for (size_t i = 0; composites[o] && i < composites[o]->items.size(); ++i)
+      names.push_back(fmt::format("{}[{}]", name, i));
+  }
   std::map<std::string, ir::Attribute> attrs;
   if (failed >= 0) {
     attrs[conv::kFailedBranch] = int64_t{failed};
@@ -218,8 +297,19 @@ void GraphImporter::importIf(const onnx::NodeProto& node, const std::string& lab
     bodies[failed].graph = nullptr;
   }
   auto results = emitControl(node, label, "If", {inputs[0]}, std::move(bodies), {{}, {}}, types,
-                             std::move(attrs));
-  defineOutputs(node, label, results, scope);
+                             std::move(attrs), std::move(names));
+  std::vector<Entry> entries;
+  size_t next = 0;
+  for (const auto& composite : composites) {
+    if (!composite) {
+      entries.push_back({results.at(next++), std::nullopt});
+      continue;
+    }
+    Composite rebuilt = *composite;
+    for (int& item : rebuilt.items) item = results.at(next++);
+    entries.push_back({-1, std::move(rebuilt)});
+  }
+  defineEntries(node, label, entries, scope);
 }
 
 namespace {
@@ -281,6 +371,8 @@ void GraphImporter::importLoop(const onnx::NodeProto& node, const std::string& l
     userError(where(label, node), "the body takes {} inputs, the node gives {}",
               body->input_size(), formals.size());
   Subgraph sub = importSubgraph(*body, formals, scope, opset, label + "/body/");
+  rejectCompositeOutputs(where(label, node), sub.composites);
+  rejectDynamicOutputs(where(label, node), sub.graph.get());
   const ir::Graph& g = *sub.graph;
   for (size_t i = 0; i < carried && 1 + i < g.outputs.size(); ++i)
     copyPassThrough(*sub.graph, 1 + i, g.inputs[2 + i]);
@@ -351,6 +443,8 @@ void GraphImporter::importScan(const onnx::NodeProto& node, const std::string& l
     bindings.push_back(-1);
   }
   Subgraph sub = importSubgraph(*body, formals, scope, opset, label + "/body/");
+  rejectCompositeOutputs(where(label, node), sub.composites);
+  rejectDynamicOutputs(where(label, node), sub.graph.get());
   const ir::Graph& g = *sub.graph;
   if (g.outputs.size() < states) userError(where(label, node), "the body has too few outputs");
   for (size_t i = 0; i < states; ++i) copyPassThrough(*sub.graph, i, g.inputs[i]);

@@ -266,6 +266,35 @@ std::map<std::string, int64_t> boundSymbols(const std::string& path, const onnx:
   return symbols;
 }
 
+/// Takes the graph inputs of sequence or optional type out of the graph:
+/// each must be bound with --constant to a SequenceProto or OptionalProto
+/// file (cgc's generated code takes tensors only). Returns them, and the
+/// bindings left for tensors.
+std::map<std::string, CompositeTensors> takeCompositeInputs(const std::string& path,
+                                                           onnx::GraphProto& graph,
+                                                           LoadOptions& options) {
+  std::map<std::string, CompositeTensors> composites;
+  auto& inputs = *graph.mutable_input();
+  for (int i = inputs.size() - 1; i >= 0; --i) {
+    const onnx::TypeProto& type = inputs.Get(i).type();
+    if (!type.has_sequence_type() && !type.has_optional_type()) continue;
+    const std::string name = inputs.Get(i).name();
+    auto& bindings = options.constantInputs;
+    auto bound = std::find_if(bindings.begin(), bindings.end(),
+                              [&](const auto& b) { return b.first == name; });
+    if (bound == bindings.end())
+      userError({path, "", ""},
+                "input '{}' ({}) must be a compile-time constant: cgc's generated code takes "
+                "tensors only; bind it with --constant {}=FILE.pb (a {})",
+                name, type.has_sequence_type() ? "a sequence" : "an optional", name,
+                type.has_sequence_type() ? "SequenceProto" : "OptionalProto");
+    composites[name] = readCompositeFile(bound->second, type.has_optional_type());
+    bindings.erase(bound);
+    inputs.DeleteSubrange(i, 1);
+  }
+  return composites;
+}
+
 /// Writes the --shape bindings into the graph inputs, binds the symbolic
 /// dimensions they name in every other input, and checks that every input
 /// dimension is then known.
@@ -380,7 +409,12 @@ void checkInferredShapes(const ir::Graph& graph, onnx::ModelProto& model,
   auto inferred = staticShapes(model.graph());
   for (const DefinedValue& d : defined) {
     auto expected = inferred.find(d.name);
-    const ir::Shape& shape = graph.value(d.value).type.shape;
+    const ir::Value& value = graph.value(d.value);
+    ir::Shape shape = value.type.shape;
+    // A data-dependent dimension holds its bound; ONNX (or the model's
+    // declared output) may know the size of one example.
+    if (expected != inferred.end() && expected->second.size() == shape.size())
+      for (int dim : value.dynamic.dims) shape[dim] = expected->second[dim];
     if (expected != inferred.end() && expected->second != shape)
       userError(d.where, "output '{}' has shape {}, but ONNX shape inference says {}",
                 d.name, ir::shapeString(shape), ir::shapeString(expected->second));
@@ -465,8 +499,10 @@ ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
   for (const auto& input : model.graph().input())
     if (!declaredInitializers.count(input.name()))
       onnxInputNames.push_back(input.name());
-  freezeConstantInputs(path, *model.mutable_graph(), options);
-  bindInputShapes(path, *model.mutable_graph(), options);
+  LoadOptions tensorOptions = options;
+  const auto composites = takeCompositeInputs(path, *model.mutable_graph(), tensorOptions);
+  freezeConstantInputs(path, *model.mutable_graph(), tensorOptions);
+  bindInputShapes(path, *model.mutable_graph(), tensorOptions);
   const onnx::GraphProto& proto = model.graph();
 
   ir::Graph graph;
@@ -497,7 +533,7 @@ ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
     byName[input.name()] = id;
   }
 
-  auto defined = importGraphNodes(graph, model, byName, options.bounds);
+  auto defined = importGraphNodes(graph, model, byName, options.bounds, composites);
   checkGraphBytes(graph);
   checkInferredShapes(graph, model, defined);
   ir::verifyGraph(graph);

@@ -208,6 +208,7 @@ const std::map<std::string, OpImporter>& opImporters() {
     registerTensorOps(t);
     registerImageOps(t);
     registerQuantizationOps(t);
+    registerDynamicOps(t);
     return t;
   }();
   return table;

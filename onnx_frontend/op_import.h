@@ -34,6 +34,9 @@ class OpContext {
   /// most ir::kMaxFoldBytes, less when the model's ir::kMaxGeneratedBytes is
   /// nearly spent); defineFilled and Range take theirs from it.
   int64_t generateBudget = ir::kMaxFoldBytes;
+  /// --bound NAME=N: the largest size a data-dependent output may take, by
+  /// node or output name (import_dynamic.cpp); null when none were given.
+  const std::map<std::string, int64_t>* bounds = nullptr;
 
   DiagLocation where() const;
   [[noreturn]] void fail(const std::string& message) const;
@@ -114,6 +117,8 @@ void registerQuantizationOps(std::map<std::string, OpImporter>& table);
 /// and resolved into explicit pads in `attrs`); import_nn.cpp.
 ir::Shape convWindow(const OpContext& ctx, const ir::Shape& x, const ir::Shape& w,
                      std::map<std::string, ir::Attribute>& attrs);
+/// Ops of data-dependent output size, and TopK (import_dynamic.cpp).
+void registerDynamicOps(std::map<std::string, OpImporter>& table);
 
 /// `text` with control characters replaced by '?'.
 std::string printableAttr(const std::string& text);

@@ -3,8 +3,12 @@
 // types, int64_data, double_data, uint64_data). A tensor's dims are checked
 // against the size limits and its stored data against its dims before any
 // memory is allocated for it: a hostile file cannot make cgc allocate more
-// than the file holds.
+// than the file holds. SequenceProto and OptionalProto files (test data and
+// --constant values of sequence or optional inputs) are read as the list of
+// their tensors.
 #include "onnx_frontend/tensor_proto.h"
+
+#include <onnx/onnx-data.pb.h>
 
 #include <cstring>
 #include <fstream>
@@ -158,6 +162,71 @@ HostTensor readTensorFile(const std::string& path) {
   if (!proto.ParseFromString(buffer.str()))
     userError({path, "", ""}, "not a serialized ONNX TensorProto");
   return tensorFromProto(proto, {path, "", ""});
+}
+
+namespace {
+
+std::string readBytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) userError({path, "", ""}, "cannot open tensor file");
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  return buffer.str();
+}
+
+void readSequence(const onnx::SequenceProto& proto, const std::string& path,
+                  CompositeTensors& out) {
+  if (proto.elem_type() != onnx::SequenceProto::TENSOR &&
+      !(proto.elem_type() == onnx::SequenceProto::UNDEFINED && proto.tensor_values_size() == 0))
+    userError({path, "", ""}, "only sequences of tensors are supported");
+  out.sequence = true;
+  for (const auto& t : proto.tensor_values())
+    out.tensors.push_back(tensorFromProto(t, {path, "", ""}));
+  if (!out.tensors.empty()) out.elemType = out.tensors[0].type.dtype;
+}
+
+}  // namespace
+
+CompositeTensors readCompositeFile(const std::string& path, bool optional) {
+  const std::string bytes = readBytes(path);
+  CompositeTensors out;
+  out.optional = optional;
+  if (!optional) {
+    onnx::SequenceProto proto;
+    if (!proto.ParseFromString(bytes)) userError({path, "", ""}, "not a serialized SequenceProto");
+    readSequence(proto, path, out);
+    return out;
+  }
+  onnx::OptionalProto proto;
+  if (!proto.ParseFromString(bytes)) userError({path, "", ""}, "not a serialized OptionalProto");
+  switch (proto.elem_type()) {
+    case onnx::OptionalProto::UNDEFINED: out.present = false; break;
+    case onnx::OptionalProto::TENSOR:
+      out.tensors.push_back(tensorFromProto(proto.tensor_value(), {path, "", ""}));
+      out.elemType = out.tensors[0].type.dtype;
+      break;
+    case onnx::OptionalProto::SEQUENCE: readSequence(proto.sequence_value(), path, out); break;
+    default: userError({path, "", ""}, "only optional tensors and sequences are supported");
+  }
+  return out;
+}
+
+std::vector<HostTensor> readExpectedOutputs(const std::string& modelPath, const std::string& dir) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(readBytes(modelPath)))
+    userError({modelPath, "", ""}, "not a valid ONNX model");
+  std::vector<HostTensor> tensors;
+  for (int i = 0; i < model.graph().output_size(); ++i) {
+    const std::string path = dir + "/output_" + std::to_string(i) + ".pb";
+    const onnx::TypeProto& type = model.graph().output(i).type();
+    if (type.has_tensor_type() || type.value_case() == onnx::TypeProto::VALUE_NOT_SET) {
+      tensors.push_back(readTensorFile(path));
+      continue;
+    }
+    CompositeTensors composite = readCompositeFile(path, type.has_optional_type());
+    for (HostTensor& t : composite.tensors) tensors.push_back(std::move(t));
+  }
+  return tensors;
 }
 
 void writeTensorFile(const std::string& path, const HostTensor& tensor) {

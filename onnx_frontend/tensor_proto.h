@@ -38,4 +38,25 @@ HostTensor readTensorFile(const std::string& path);
 /// Writes a serialized TensorProto file; CompileError if unwritable.
 void writeTensorFile(const std::string& path, const HostTensor& tensor);
 
+/// A sequence or an optional read from a SequenceProto or OptionalProto
+/// file (ONNX test data; --constant for an input of such a type).
+struct CompositeTensors {
+  bool optional = false;  // an OptionalProto
+  bool present = true;    // an optional: holds something
+  bool sequence = false;  // a sequence (a SequenceProto, or what the optional holds)
+  DType elemType = DType::kUndefined;
+  std::vector<HostTensor> tensors;  // in order; one for an optional tensor
+};
+
+/// Reads a SequenceProto (`optional` false) or OptionalProto file of
+/// tensors; CompileError if unreadable or of other elements (maps, sparse
+/// tensors).
+CompositeTensors readCompositeFile(const std::string& path, bool optional);
+
+/// The tensors of a test-data directory's output_i.pb files for the model's
+/// graph outputs, one by one: a sequence output's tensors in order, an empty
+/// optional none (the order of cgc's outputs, which flatten them the same
+/// way).
+std::vector<HostTensor> readExpectedOutputs(const std::string& modelPath, const std::string& dir);
+
 }  // namespace cgc::frontend

@@ -51,6 +51,7 @@ def read_expected_failures(path):
 
 CONSTANT_NEEDED = re.compile(
     r"input '([^']+)' \([^)]*\) must be a compile-time constant")
+SHAPE_NEEDED = re.compile(r"symbolic dimension \S+ not bound")
 
 
 def graph_input_names(model_path):
@@ -59,11 +60,34 @@ def graph_input_names(model_path):
     return [i.name for i in model.graph.input if i.name not in initializers]
 
 
+def shape_bindings(model_path, data):
+    """--shape NAME=DxD... for every tensor input with a symbolic dimension,
+    from its test-data file (what a user who knows the input does)."""
+    model = onnx.load(model_path, load_external_data=False)
+    initializers = {i.name for i in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in initializers]
+    bindings = []
+    for index, value in enumerate(inputs):
+        if not value.type.HasField("tensor_type"):
+            continue
+        dims = value.type.tensor_type.shape.dim
+        if all(d.HasField("dim_value") for d in dims):
+            continue
+        tensor = onnx.TensorProto()
+        with open(os.path.join(data, f"input_{index}.pb"), "rb") as f:
+            tensor.ParseFromString(f.read())
+        if tensor.dims:
+            shape = "x".join(str(d) for d in tensor.dims)
+            bindings += ["--shape", f"{value.name}={shape}"]
+    return bindings
+
+
 def run_test(cgc, name, path, extra_args=()):
     """Runs one test. Inputs that determine shapes (Reshape's shape, Slice's
     starts, ...) are graph inputs in these tests; when cgc asks for one to be
     a compile-time constant, it is bound to its test-data file with
-    --constant, as a user would do."""
+    --constant, as a user would do; inputs of symbolic dimensions (when cgc
+    asks) get --shape from their files."""
     data = os.path.join(path, "test_data_set_0")
     model = os.path.join(path, "model.onnx")
     constants = []
@@ -75,6 +99,13 @@ def run_test(cgc, name, path, extra_args=()):
                                     timeout=300)
         except subprocess.TimeoutExpired:
             return name, "fail", "timed out (hang?)"
+        if result.returncode == 1 and SHAPE_NEEDED.search(result.stderr) and \
+                "--shape" not in constants:
+            shapes = shape_bindings(model, data)
+            if not shapes:
+                break
+            constants += shapes
+            continue
         needed = CONSTANT_NEEDED.search(result.stderr)
         if result.returncode != 1 or not needed:
             break

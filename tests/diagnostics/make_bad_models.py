@@ -11,6 +11,9 @@ Usage: make_bad_models.py OUT_DIR
   q_scale_nan.onnx     a DequantizeLinear whose scale is NaN
   q_axis_length.onnx   a per-axis DequantizeLinear with 3 scales for an axis of 4
   range_int64.onnx     a Range over int64 values beyond 2^53 (must be exact)
+  data_dependent.onnx  TopK with a run-time k and NonZero, with inputs in
+                       data_dependent_k9/ (k beyond the axis) and
+                       data_dependent_k2/ (k fine; NonZero beyond a --bound)
   hostile_*.onnx       sizes beyond cgc's limits (README, "Limits"): a Tile,
                        Conv pads and a Range that overflow int64, a
                        ConstantOfShape over 2^40 bytes (and one of 16 GiB,
@@ -150,6 +153,30 @@ def quant(name, x_type, x_shape, scale, zero_type, zero, axis=None, quantize=Fal
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def data_dependent(out):
+    """TopK of x [2, 5] with k an input, and NonZero of x; the two input
+    sets: k = 9 (beyond the axis: an error from run()) and k = 2 (fine;
+    x's 9 nonzeros exceed a --bound nonzero=3)."""
+    import numpy as np
+    from onnx import numpy_helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])
+    k = helper.make_tensor_value_info("k", TensorProto.INT64, [1])
+    outputs = [helper.make_tensor_value_info(name, dtype, [2, None]) for name, dtype in
+               (("v", TensorProto.FLOAT), ("i", TensorProto.INT64), ("nz", TensorProto.INT64))]
+    nodes = [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="topk", axis=1),
+             helper.make_node("NonZero", ["x"], ["nz"], name="nonzero")]
+    graph = helper.make_graph(nodes, "data_dependent", [x, k], outputs)
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+         os.path.join(out, "data_dependent.onnx"))
+    for kval in (9, 2):
+        data = os.path.join(out, f"data_dependent_k{kval}")
+        os.makedirs(data, exist_ok=True)
+        tensors = [np.arange(10, dtype=np.float32).reshape(2, 5), np.array([kval], np.int64)]
+        for index, array in enumerate(tensors):
+            with open(os.path.join(data, f"input_{index}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(array).SerializeToString())
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -167,6 +194,7 @@ def main():
     save(quant("bad_axis_scales", i8, [4, 3], [0.1, 0.2, 0.3], i8, [0, 0, 0], axis=0),
          os.path.join(out, "q_axis_length.onnx"))
     save(range_int64(), os.path.join(out, "range_int64.onnx"))
+    data_dependent(out)
     for name, model in hostile_models().items():
         # Not through the checker: some are what it would pass, some not,
         # and cgc must hold either way.

@@ -136,6 +136,12 @@ open(sys.argv[1], "wb").write(tensor.SerializeToString())
 PY
 expect wrong_input_size "input_0.pb" "float32[1,3,8,8]" -- "$cgc" run "$model" --inputs "$work/wrong_inputs" --quiet
 
+# Sizes decided by the data: a TopK k beyond its axis, and more nonzeros
+# than --bound allows, are errors from run() naming the node, never an overrun.
+dd="$work/data_dependent.onnx"
+expect topk_k_beyond_axis "node 'topk'" "a k beyond its axis" -- "$cgc" run "$dd" --inputs "$work/data_dependent_k9" --quiet
+expect nonzero_beyond_bound "node 'nonzero'" "exceeds its bound" -- "$cgc" run "$dd" --inputs "$work/data_dependent_k2" --bound nonzero=3 --quiet
+
 # A profile measured on another graph, and a file that is no profile.
 "$cgc" run "$samples/mlp/model.onnx" --quiet --fill-missing-inputs --profile-out "$work/mlp.profile.json" >/dev/null
 expect stale_profile "mlp.profile.json" "different graph" -- "$cgc" compile "$model" --profile "$work/mlp.profile.json" -o "$work/out" --quiet

@@ -3,7 +3,7 @@
 The data covers Resize-13, Upsample-9 nearest, float64 Einsum and Dropout-12+;
 this script builds small float32 models for the rest (Einsum equations, older
 Upsample/Resize/Dropout opsets, LayerNormalization without bias or unused
-statistics outputs), computes the expected outputs with numpy, and runs each
+statistics outputs, TopK with a constant k), computes the expected outputs with numpy, and runs each
 through `cgc run --verify --check`.
 
 Usage: run_op_models.py --cgc CGC --work DIR
@@ -136,6 +136,32 @@ def layer_norm_models(work):
         [("x", x), ("scale", scale)], [y], 17)]
 
 
+def top_k(x, k, axis, largest):
+    order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    indices = np.take(order, np.arange(k), axis=axis)
+    return np.take_along_axis(x, indices, axis=axis), indices.astype(np.int64)
+
+
+def top_k_models(work):
+    """TopK with a constant k (the test data gives k as a graph input, which
+    cgc takes at run time): the attribute of opset 1, an initializer K of
+    opset 11 with largest=0 on int64, k = 0."""
+    x = floats(3, 7, 2)
+    xi = rng.integers(0, 4, (5, 6)).astype(np.int64)
+    k = lambda value: numpy_helper.from_array(np.array([value], np.int64), "k")
+    return [
+        write_model(work, "top_k_1_attribute", helper.make_node(
+            "TopK", ["x"], ["values", "indices"], axis=1, k=3),
+            [("x", x)], list(top_k(x, 3, 1, True)), 1),
+        write_model(work, "top_k_11_constant_smallest_int64", helper.make_node(
+            "TopK", ["x", "k"], ["values", "indices"], axis=0, largest=0),
+            [("x", xi)], list(top_k(xi, 4, 0, False)), 11, [k(4)]),
+        write_model(work, "top_k_11_constant_zero", helper.make_node(
+            "TopK", ["x", "k"], ["values", "indices"]),
+            [("x", x)], list(top_k(x, 0, 2, True)), 11, [k(0)]),
+    ]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cgc", required=True)
@@ -143,7 +169,8 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     names = (einsum_models(args.work) + upsample_models(args.work) +
-             dropout_models(args.work) + layer_norm_models(args.work))
+             dropout_models(args.work) + layer_norm_models(args.work) +
+             top_k_models(args.work))
     failures = []
     for name in names:
         path = os.path.join(args.work, name)

@@ -23,6 +23,7 @@ typedef int32_t cgc_status;
 #define CGC_ERROR_INDEX_OUT_OF_RANGE 1 /* Gather/Scatter index outside its axis */
 #define CGC_ERROR_SIZE_BEYOND_BOUND 2  /* a data-dependent size over its bound */
 #define CGC_ERROR_BRANCH_NOT_COMPILED 3 /* an If branch not compiled for these shapes */
+#define CGC_ERROR_VALUE_OUT_OF_RANGE 4  /* an input value the op rejects (TopK's k) */
 #define CGC_ERROR_BUSY 16              /* run() entered from two threads at once */
 #define CGC_ERROR_INVALID_ARGUMENT 17  /* a wrong index, size or pointer */
 #define CGC_ERROR_WEIGHTS 18           /* the weights file is missing or wrong */

@@ -18,6 +18,7 @@
 #include "cgc/kernels/common.h"
 #include "cgc/kernels/conv.h"
 #include "cgc/kernels/data.h"
+#include "cgc/kernels/dynamic.h"
 #include "cgc/kernels/elementwise.h"
 #include "cgc/kernels/gemm.h"
 #include "cgc/kernels/norm.h"

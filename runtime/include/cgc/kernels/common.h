@@ -25,7 +25,8 @@ CGC_ENUM(Status,
          kOk,
          kIndexOutOfRange,  // an index input outside its axis (Gather, Scatter)
          kSizeBeyondBound,    // a data-dependent size over its compile-time bound
-         kBranchNotCompiled)  // an If branch that cgc could not compile for these shapes
+         kBranchNotCompiled,  // an If branch that cgc could not compile for these shapes
+         kValueOutOfRange)    // an input value the op does not accept (TopK's k beyond its axis)
 
 /// What run() reports for a failed node ("an index is out of range").
 constexpr const char* statusMessage(Status status) {
@@ -36,6 +37,9 @@ constexpr const char* statusMessage(Status status) {
     case Status::kBranchNotCompiled:
       return "the branch taken could not be compiled for these shapes (cgc said why when it "
              "compiled the model)";
+    case Status::kValueOutOfRange:
+      return "an input's value is outside what the op accepts (a k beyond its axis or "
+             "negative)";
   }
   return "unknown failure";
 }
@@ -45,6 +49,9 @@ constexpr const char* statusMessage(Status status) {
 /// dynamic dimension of its output, in order (the compiler's size slots).
 /// The kernel also zeroes its output past those extents, and fails with
 /// kSizeBeyondBound rather than write past the bound it was compiled for.
+/// A kernel that reads an input of data-dependent size exactly (Unique of a
+/// 1-D input, NonMaxSuppression of filtered boxes) takes that input's
+/// extents as a `const Extents*`, null when the input is static.
 struct Extents {
   int64_t dims[1];  // as many as the output has dynamic dimensions
 };
