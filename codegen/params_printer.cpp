@@ -111,6 +111,10 @@ std::string value(const T& v) {
     for (const auto& item : v) items.push_back(value(item));
     const std::string zero = value(typename T::value_type{});
     while (!items.empty() && items.back() == zero) items.pop_back();
+    // An array of structs needs the braces of std::array's inner C array:
+    // a designated initializer cannot open it by brace elision.
+    if constexpr (kIsStruct<typename T::value_type>)
+      return fmt::format("{{{{{}}}}}", fmt::join(items, ", "));
     return fmt::format("{{{}}}", fmt::join(items, ", "));
   } else {
     static_assert(kIsStruct<T>, "a parameter field of a type the printer cannot spell");

@@ -119,6 +119,26 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
                       "else of one cold run");
   command->add_flag("--verify", run.compile.verify,
                     "Parse the generated code with Clang before building it");
+  command->add_option("--library", run.library,
+                      "Run the model from this library (cgc build of the model's cgc compile "
+                      "--name output, compiled with the same options) instead of building it")
+      ->check(CLI::ExistingFile);
+  command->add_option("--name", run.compile.className,
+                      "With --library: the model's class name (cgc compile --name)");
+  return command;
+}
+
+CLI::App* addBuild(CLI::App& app, cgc::commands::BuildOptions& build) {
+  CLI::App* command = app.add_subcommand(
+      "build", "Build the NAME.cpp files of several compiled models (cgc compile, each with "
+               "its own --name and --namespace) into one shared library, as one translation "
+               "unit; run one with cgc run --library LIB --name NAME");
+  command->add_option("SOURCES", build.sources, "Generated NAME.cpp files")->required();
+  command->add_option("-o,--output", build.library, "The shared library to write")->required();
+  command->add_flag("--verify", build.verify,
+                    "Parse the translation unit with Clang first and fail on any error or "
+                    "warning");
+  command->add_flag("-q,--quiet", build.quiet, "No progress lines on stderr");
   return command;
 }
 
@@ -168,6 +188,7 @@ int main(int argc, char** argv) {
   CompileOptions compileOptions, inspectOptions;
   cgc::commands::RunOptions runOptions;
   cgc::tune::TuneOptions tuneOptions;
+  cgc::commands::BuildOptions buildOptions;
   ModelArgs compileArgs{&compileOptions}, runArgs{&runOptions.compile},
       tuneArgs{&tuneOptions.compile}, inspectArgs{&inspectOptions};
   std::string weightsMode = "embed";
@@ -175,6 +196,7 @@ int main(int argc, char** argv) {
   CLI::App* compile = addCompile(app, compileArgs, weightsMode);
   CLI::App* run = addRun(app, runArgs, runOptions);
   CLI::App* tune = addTune(app, tuneArgs, tuneOptions);
+  CLI::App* build = addBuild(app, buildOptions);
   CLI::App* inspect = app.add_subcommand(
       "inspect", "Report MODEL's inputs and outputs, its ops, what cgc cannot compile yet and "
                  "what to try, and the memory plan");
@@ -196,6 +218,7 @@ int main(int argc, char** argv) {
       runArgs.parse();
       return cgc::commands::run(runOptions);
     }
+    if (*build) return cgc::commands::build(buildOptions);
     if (*tune) {
       tuneArgs.parse();
       return cgc::tune::tune(tuneOptions);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cgc/runtime.h"
 #include "compiler/driver.h"
@@ -18,6 +19,15 @@ std::string generatedCodeFlags();
 /// build fails.
 std::string buildSharedLibrary(const WrittenFiles& files,
                                const CompileOptions& options);
+
+/// Builds several generated sources (from `cgc compile`, each with its own
+/// --name and --namespace) into one shared library `library`, compiled as a
+/// single translation unit (`library`.unity.cpp includes each): the runtime's
+/// headers are parsed once for all of them. With `verify`, Clang parses that
+/// unit first (as `cgc compile --verify` does one source). Throws
+/// InternalError with the compiler's output if the build fails.
+void buildLibrary(const std::vector<std::string>& sources, const std::string& library,
+                  bool verify, const CompileOptions& options);
 
 /// A compiled model loaded with dlopen, driven through its C interface.
 class LoadedModel {

@@ -19,6 +19,9 @@ const std::map<std::string, OpLowerer>& opLowerers() {
     registerElementwiseLowerers(t);
     registerNeuralNetLowerers(t);
     registerTensorLowerers(t);
+    registerMathLowerers(t);
+    registerIndexingLowerers(t);
+    registerSignalLowerers(t);
     return t;
   }();
   return table;

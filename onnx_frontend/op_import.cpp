@@ -137,6 +137,9 @@ const std::map<std::string, OpImporter>& opImporters() {
     registerRecurrentOps(t);
     registerTensorOps(t);
     registerImageOps(t);
+    registerMathOps(t);
+    registerIndexingOps(t);
+    registerSignalOps(t);
     return t;
   }();
   return table;

@@ -79,6 +79,9 @@ void registerNeuralNetOps(std::map<std::string, OpImporter>& table);
 void registerRecurrentOps(std::map<std::string, OpImporter>& table);
 void registerTensorOps(std::map<std::string, OpImporter>& table);
 void registerImageOps(std::map<std::string, OpImporter>& table);
+void registerMathOps(std::map<std::string, OpImporter>& table);
+void registerIndexingOps(std::map<std::string, OpImporter>& table);
+void registerSignalOps(std::map<std::string, OpImporter>& table);
 
 /// Numpy broadcast of two shapes; fails naming the node when incompatible.
 ir::Shape broadcastShapes(const OpContext& ctx, const ir::Shape& a,

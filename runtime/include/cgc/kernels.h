@@ -23,3 +23,8 @@
 #include "cgc/kernels/norm.h"
 #include "cgc/kernels/pool.h"
 #include "cgc/kernels/rnn.h"
+#include "cgc/kernels/indexing.h"
+#include "cgc/kernels/math.h"
+#include "cgc/kernels/random.h"
+#include "cgc/kernels/sampling.h"
+#include "cgc/kernels/signal.h"
