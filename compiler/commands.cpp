@@ -362,7 +362,8 @@ void requireSameModel(const driver::CompiledModel& model, const driver::LoadedMo
 int build(const BuildOptions& options) {
   driver::CompileOptions compile;
   compile.quiet = options.quiet;
-  driver::buildLibrary(options.sources, options.library, options.verify, compile);
+  driver::buildLibrary(options.sources, options.library, options.verify, options.optLevel,
+                       compile);
   return 0;
 }
 

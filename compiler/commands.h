@@ -36,6 +36,7 @@ struct BuildOptions {
   std::string library;               // -o
   bool verify = false;
   bool quiet = false;
+  int optLevel = 2;  // -O
 };
 
 /// `cgc build`: several compiled models into one shared library

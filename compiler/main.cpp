@@ -119,12 +119,16 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
                       "else of one cold run");
   command->add_flag("--verify", run.compile.verify,
                     "Parse the generated code with Clang before building it");
-  command->add_option("--library", run.library,
-                      "Run the model from this library (cgc build of the model's cgc compile "
-                      "--name output, compiled with the same options) instead of building it")
-      ->check(CLI::ExistingFile);
-  command->add_option("--name", run.compile.className,
-                      "With --library: the model's class name (cgc compile --name)");
+  CLI::Option* library =
+      command->add_option("--library", run.library,
+                          "Run the model from this library (cgc build of the model's cgc "
+                          "compile --name output, compiled with the same options) instead of "
+                          "building it")
+          ->check(CLI::ExistingFile);
+  CLI::Option* name = command->add_option(
+      "--name", run.compile.className, "With --library: the model's class name (cgc compile --name)");
+  library->needs(name);
+  name->needs(library);
   return command;
 }
 
@@ -139,6 +143,12 @@ CLI::App* addBuild(CLI::App& app, cgc::commands::BuildOptions& build) {
                     "Parse the translation unit with Clang first and fail on any error or "
                     "warning");
   command->add_flag("-q,--quiet", build.quiet, "No progress lines on stderr");
+  command->add_option("-O,--opt-level", build.optLevel,
+                      "The C++ compiler's optimisation level for the generated code (the "
+                      "kernels are prebuilt in the runtime library at theirs): lower builds "
+                      "faster, runs the glue between kernels more slowly")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
   return command;
 }
 

@@ -110,6 +110,15 @@ Lowered lowerMaxUnpool(const Graph& g, const Node& n) {
   const DType t = elementType(g, n.outputs[0]);
   rt::MaxUnpoolParams p{g.value(n.inputs[0]).type.numElements(),
                         g.value(n.outputs[0]).type.numElements(), dtypeSize(t)};
+  const Shape& out = g.value(n.outputs[0]).type.shape;
+  const Shape indexShape = n.getInts("index_shape", out);
+  if (indexShape != out) {
+    if (indexShape.size() != out.size() || out.size() > static_cast<size_t>(rt::kMaxRank))
+      return unsupported("output_shape of another rank than the input");
+    p.rank = static_cast<int32_t>(out.size());
+    p.index_shape = perDim<int64_t>(indexShape);
+    p.out_shape = perDim<int64_t>(out);
+  }
   return KernelCall{Kernel::kMaxUnpool, t, p, {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
 }
 

@@ -1,6 +1,6 @@
 // Lowering of the math ops of issue 19 (onnx_frontend/import_math.cpp):
 // the new unary functions onto the unary kernel, IsNaN/IsInf, Mod,
-// BitShift, Hardmax, CumSum, Det, LRN and TopK onto their kernels
+// BitShift, Hardmax, CumSum, Det, and LRN onto their kernels
 // (cgc/kernels/math.h, indexing.h).
 #include <limits>
 
@@ -120,16 +120,6 @@ Lowered lowerLrn(const Graph& g, const Node& n) {
                     {n.outputs[0]}};
 }
 
-Lowered lowerTopK(const Graph& g, const Node& n) {
-  const Shape& x = shapeOf(g, n.inputs[0]);
-  const size_t axis = static_cast<size_t>(n.getInt("axis", 0));
-  rt::TopKParams p{product(x, 0, axis), x[axis], product(x, axis + 1, x.size()),
-                   shapeOf(g, n.outputs[0])[axis], n.getInt("largest", 1) != 0};
-  const int indices = n.outputs.size() > 1 ? n.outputs[1] : -1;
-  return KernelCall{Kernel::kTopK, elementType(g, n.outputs[0]), p, {n.inputs[0]},
-                    {n.outputs[0], indices}};
-}
-
 }  // namespace
 
 void registerMathLowerers(std::map<std::string, OpLowerer>& table) {
@@ -142,7 +132,6 @@ void registerMathLowerers(std::map<std::string, OpLowerer>& table) {
   table["CumSum"] = lowerCumSum;
   table["Det"] = lowerDet;
   table["LRN"] = lowerLrn;
-  table["TopK"] = lowerTopK;
 }
 
 }  // namespace cgc::lowering

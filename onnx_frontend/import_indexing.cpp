@@ -189,6 +189,7 @@ void importMaxUnpool(OpContext& ctx) {
   Shape out = {x[0], x[1]};
   for (size_t i = 0; i < n; ++i)
     out.push_back((x[i + 2] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + n]);
+  const Shape indexShape = out;  // the indices are flat over this shape
   if (ctx.hasInput(2)) {
     const Shape given = ctx.constantInts(2, "output_shape");
     if (given.size() != x.size()) ctx.fail("output_shape must have one value per axis");
@@ -196,7 +197,8 @@ void importMaxUnpool(OpContext& ctx) {
   }
   for (int64_t d : out)
     if (d < 0) ctx.fail(fmt::format("output shape {} is negative", ir::shapeString(out)));
-  ctx.emit("MaxUnpool", {ctx.inputs[0], ctx.inputs[1]}, {{ctx.inputType(0), out}});
+  ctx.emit("MaxUnpool", {ctx.inputs[0], ctx.inputs[1]}, {{ctx.inputType(0), out}},
+           {{"index_shape", indexShape}});
 }
 
 /// DepthToSpace and SpaceToDepth: Reshape, Transpose, Reshape.

@@ -1,6 +1,6 @@
 // Importers for the math ops of issue 19: trigonometric and hyperbolic
 // functions, Sign, Round, Selu, ThresholdedRelu, Shrink, IsNaN, IsInf, Mod,
-// BitShift, Hardmax, CumSum, Det, LRN, TopK with a constant k, and the ops
+// BitShift, Hardmax, CumSum, Det, LRN, and the ops
 // that are compositions of existing IR ops (ReduceLogSum is ReduceSum then
 // Log, GlobalMaxPool is ReduceMax over the spatial axes).
 #include "onnx_frontend/op_import.h"
@@ -122,27 +122,6 @@ void importLrn(OpContext& ctx) {
             {"bias", double{ctx.attrFloat("bias", 1.0f)}}});
 }
 
-/// TopK with a compile-time k (it decides the output shape).
-void importTopK(OpContext& ctx) {
-  int64_t k;
-  if (ctx.opset < 10) {
-    ctx.requireInputs(1, 1);
-    k = ctx.attrInt("k", -1);
-  } else {
-    ctx.requireInputs(2, 2);
-    const auto values = ctx.constantInts(1, "K");
-    if (values.size() != 1) ctx.fail("K must hold one value");
-    k = values[0];
-  }
-  Shape out = ctx.inputShape(0);
-  const int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", -1), static_cast<int64_t>(out.size()));
-  if (k < 0 || k > out[axis])
-    ctx.fail(fmt::format("k = {} is outside [0, {}] (axis {})", k, out[axis], axis));
-  out[axis] = k;
-  ctx.emit("TopK", {ctx.inputs[0]}, {{ctx.inputType(0), out}, {DType::kI64, out}},
-           {{"axis", axis}, {"largest", ctx.attrInt("largest", 1)}});
-}
-
 /// Reduced axes (normalised, sorted) and the output shape of a reduction
 /// with the axes attribute (every axis when empty) and keepdims.
 std::pair<std::vector<int64_t>, Shape> reduction(const OpContext& ctx, const Shape& x,
@@ -199,7 +178,6 @@ void registerMathOps(std::map<std::string, OpImporter>& table) {
   table["CumSum"] = importCumSum;
   table["Det"] = importDet;
   table["LRN"] = importLrn;
-  table["TopK"] = importTopK;
   table["ReduceLogSum"] = importReduceLogSum;
   table["GlobalMaxPool"] = importGlobalMaxPool;
 }

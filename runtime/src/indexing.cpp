@@ -1,6 +1,6 @@
 // Indexing kernels (cgc/kernels/indexing.h): GatherElements,
 // ScatterElements, GatherND, ScatterND, OneHot, Trilu, ReverseSequence,
-// MaxUnpool and TopK. Every index read from the data is checked before it
+// and MaxUnpool. Every index read from the data is checked before it
 // addresses memory; a bad one makes the kernel return kIndexOutOfRange and
 // skip that element, so a model's data can never make it read or write out
 // of bounds.
@@ -237,8 +237,25 @@ Status max_unpool(const MaxUnpoolParams& p, const void* x, const int64_t* indice
   const auto* in = static_cast<const uint8_t*>(x);
   if (p.out_count > 0) std::memset(out, 0, static_cast<size_t>(p.out_count * p.elem_bytes));
   Status status = Status::kOk;
+  int64_t indexCount = 1;
+  for (int32_t d = 0; d < p.rank; ++d) indexCount *= p.index_shape[d];
   for (int64_t i = 0; i < p.in_count; ++i) {
-    const int64_t index = indices[i];
+    int64_t index = indices[i];
+    if (p.rank > 0) {  // from index_shape's coordinates to out_shape's
+      if (index < 0 || index >= indexCount) {
+        status = Status::kIndexOutOfRange;
+        continue;
+      }
+      int64_t rest = index, mapped = 0, stride = 1;
+      for (int32_t d = p.rank - 1; d >= 0; --d) {
+        const int64_t coord = rest % p.index_shape[d];
+        rest /= p.index_shape[d];
+        if (coord >= p.out_shape[d]) mapped = -p.out_count - 1;  // outside y
+        mapped += coord * stride;
+        stride *= p.out_shape[d];
+      }
+      index = mapped;
+    }
     if (index < 0 || index >= p.out_count) {
       status = Status::kIndexOutOfRange;
       continue;
@@ -247,34 +264,6 @@ Status max_unpool(const MaxUnpoolParams& p, const void* x, const int64_t* indice
                 static_cast<size_t>(p.elem_bytes));
   }
   return status;
-}
-
-template <typename T>
-void top_k(const TopKParams& p, const T* x, T* values, int64_t* indices) {
-  std::vector<std::pair<T, int64_t>> row(static_cast<size_t>(p.axis));
-  const int64_t k = std::min(p.k, p.axis);
-  // A strict weak order even with NaN (above every number, as numpy sorts).
-  auto less = [](T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (std::isnan(a)) return false;
-      if (std::isnan(b)) return true;
-    }
-    return a < b;
-  };
-  auto before = [&](const std::pair<T, int64_t>& a, const std::pair<T, int64_t>& b) {
-    if (less(a.first, b.first) || less(b.first, a.first))
-      return p.largest ? less(b.first, a.first) : less(a.first, b.first);
-    return a.second < b.second;
-  };
-  for (int64_t o = 0; o < p.outer; ++o)
-    for (int64_t i = 0; i < p.inner; ++i) {
-      for (int64_t a = 0; a < p.axis; ++a) row[a] = {x[(o * p.axis + a) * p.inner + i], a};
-      std::partial_sort(row.begin(), row.begin() + k, row.end(), before);
-      for (int64_t j = 0; j < k; ++j) {
-        values[(o * p.k + j) * p.inner + i] = row[j].first;
-        if (indices) indices[(o * p.k + j) * p.inner + i] = row[j].second;
-      }
-    }
 }
 
 template Status gather_elements(const GatherElementsParams&, const void*, const int64_t*, void*);
@@ -287,13 +276,5 @@ template void one_hot(const OneHotParams&, const int64_t*, const void*, void*);
 template void one_hot(const OneHotParams&, const int32_t*, const void*, void*);
 template void one_hot(const OneHotParams&, const float*, const void*, void*);
 template void one_hot(const OneHotParams&, const double*, const void*, void*);
-#define CGC_INSTANTIATE(T) template void top_k<T>(const TopKParams&, const T*, T*, int64_t*);
-CGC_INSTANTIATE(float)
-CGC_INSTANTIATE(double)
-CGC_INSTANTIATE(int32_t)
-CGC_INSTANTIATE(int64_t)
-CGC_INSTANTIATE(int8_t)
-CGC_INSTANTIATE(uint8_t)
-#undef CGC_INSTANTIATE
 
 }  // namespace cgc::rt

@@ -409,24 +409,6 @@ TEST_CASE("max_unpool places values at flat indices and rejects bad ones") {
   REQUIRE(y == std::vector<float>{6, 0, 0, 5, 0, 0, 0, 0, 0});
 }
 
-TEST_CASE("top_k: largest and smallest, ties by the lower index, NaN first when largest") {
-  const std::vector<float> x = {3, 1, 3, 2, /**/ 0, std::nanf(""), 5, 5};  // [2, 4]
-  std::vector<float> v(4);
-  std::vector<int64_t> i(4);
-  top_k<float>({2, 4, 1, 2, true}, x.data(), v.data(), i.data());
-  REQUIRE(i == std::vector<int64_t>{0, 2, 1, 2});
-  REQUIRE(v[0] == 3);
-  REQUIRE(std::isnan(v[2]));
-  top_k<float>({2, 4, 1, 2, false}, x.data(), v.data(), i.data());
-  REQUIRE(i == std::vector<int64_t>{1, 3, 0, 2});
-  // Along the middle axis of [1, 3, 2], k = 3, int64 values.
-  const std::vector<int64_t> xi = {1, 9, 4, 9, 4, 0};
-  std::vector<int64_t> vi(6), ii(6);
-  top_k<int64_t>({1, 3, 2, 3, true}, xi.data(), vi.data(), ii.data());
-  REQUIRE(vi == std::vector<int64_t>{4, 9, 4, 9, 1, 0});
-  REQUIRE(ii == std::vector<int64_t>{1, 0, 2, 1, 0, 2});
-}
-
 TEST_CASE("index_map pads with a value read at run time") {
   const std::vector<int32_t> x = {1, 2, 3};
   std::vector<int32_t> y(6);

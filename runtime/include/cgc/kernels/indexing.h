@@ -1,6 +1,6 @@
 // Indexing kernels: GatherElements, ScatterElements (and the deprecated
-// Scatter), GatherND, ScatterND, OneHot, Trilu, ReverseSequence, MaxUnpool
-// and TopK. Indices come from the model's data, so every kernel that reads
+// Scatter), GatherND, ScatterND, OneHot, Trilu, ReverseSequence and
+// MaxUnpool. Indices come from the model's data, so every kernel that reads
 // one checks it: an index outside its axis fails with kIndexOutOfRange (the
 // node's output is then unspecified but nothing out of bounds is touched).
 // Elements are moved as elem_bytes-byte words unless a reduction needs
@@ -114,24 +114,19 @@ struct ReverseSequenceParams {
 Status reverse_sequence(const ReverseSequenceParams& p, const void* x, const int64_t* lens,
                         void* y);
 
-/// MaxUnpool: y (out_count elements) is zero except y[indices[i]] = x[i]
-/// (indices flat over the whole output, as MaxPool's Indices output).
+/// MaxUnpool: y (out_count elements) is zero except at x's indices. An
+/// index is flat over the [N, C, spatial...] shape that kernel_shape,
+/// strides and pads give (`index_shape`, as MaxPool's Indices output); with
+/// an explicit output_shape (`out_shape`, another size) the element keeps its
+/// coordinates: y[coords of indices[i] in index_shape] = x[i].
 struct MaxUnpoolParams {
   int64_t in_count, out_count, elem_bytes;
-  CGC_REFLECT(MaxUnpoolParams, in_count, out_count, elem_bytes)
+  int32_t rank = 0;  // 0: index_shape is the output's shape
+  PerDim<int64_t> index_shape;
+  PerDim<int64_t> out_shape;
+  CGC_REFLECT(MaxUnpoolParams, in_count, out_count, elem_bytes, rank, index_shape, out_shape)
 };
 
 Status max_unpool(const MaxUnpoolParams& p, const void* x, const int64_t* indices, void* y);
-
-/// TopK over the middle axis of [outer, axis, inner]: the k largest (or
-/// smallest) values in order, ties by the lower index, and their indices.
-struct TopKParams {
-  int64_t outer, axis, inner, k;
-  bool largest;
-  CGC_REFLECT(TopKParams, outer, axis, inner, k, largest)
-};
-
-template <typename T>
-void top_k(const TopKParams& p, const T* x, T* values, int64_t* indices);
 
 }  // namespace cgc::rt
