@@ -10,12 +10,18 @@ convolutions, which do fewer, can pass 100%); writes it as
 bench/results/bench.{md,json} and draws the speed ratios as
 bench/results/bench.svg.
 
+With --target T (default x86-64-v3; "" for none), every round also times
+cgc's code compiled for target T (cgc run --target T) right after the
+native one, and the table gains its time, its speed ratio against ONNX
+Runtime and its time over native's: how much a portable build of the model
+gives up on this machine.
+
 ONNX Runtime runs sequentially (executionMode sequential) with --threads
 intra-op threads and cgc with one executor of --threads threads (default:
 both use every core).
 
 Usage: /usr/bin/python3 bench/bench.py [--cgc CGC] [--only NAMES]
-           [--rounds 5] [--runs 20] [--threads N]
+           [--rounds 5] [--runs 20] [--threads N] [--target T]
 """
 
 import argparse
@@ -101,8 +107,9 @@ def ort_median(model, data, runs, threads):
     return json.loads(out.strip().splitlines()[-1])["median_ms"]
 
 
-def cgc_median(cgc, model, data, bindings, runs, threads):
+def cgc_median(cgc, model, data, bindings, runs, threads, target=""):
     schedule = ["--threads", str(threads)] if threads else []
+    schedule += ["--target", target] if target else []
     out = subprocess.run([cgc, "run", model, "-q", "--inputs", data, "--bench",
                           str(runs)] + bindings + schedule, capture_output=True, text=True,
                          check=True).stdout
@@ -144,6 +151,8 @@ def main():
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--threads", type=int, default=0,
                         help="threads for both (0: every core)")
+    parser.add_argument("--target", default="x86-64-v3",
+                        help="also time cgc --target TARGET in every round (\"\": none)")
     args = parser.parse_args()
     args.cgc = os.path.abspath(args.cgc)
     results = os.path.join(BENCH_DIR, "results")
@@ -158,11 +167,14 @@ def main():
     for name in names:
         case_dir = os.path.join(args.corpus, name)
         case, model, data, bindings = load_case(case_dir)
-        ort_times, cgc_times = [], []
+        ort_times, cgc_times, target_times = [], [], []
         for _ in range(args.rounds):
             ort_times.append(ort_median(model, data, args.runs, args.threads))
             cgc_times.append(cgc_median(args.cgc, model, data, bindings, args.runs,
                                         args.threads))
+            if args.target:
+                target_times.append(cgc_median(args.cgc, model, data, bindings, args.runs,
+                                               args.threads, args.target))
         ort_ms, cgc_ms = statistics.median(ort_times), statistics.median(cgc_times)
         flops = model_flops(model, case.get("shapes", {}))
         gflops = flops / (cgc_ms * 1e6)
@@ -171,6 +183,10 @@ def main():
                "ratio": ort_ms / cgc_ms, "round_ratios": [min(round_ratios), max(round_ratios)],
                "cgc_gflops": gflops,
                "peak_percent": 100 * gflops / (peak * cores), "gflop": flops / 1e9}
+        if args.target:
+            target_ms = statistics.median(target_times)
+            row.update({"target": args.target, "target_ms": target_ms,
+                        "target_ratio": ort_ms / target_ms, "target_over_native": target_ms / cgc_ms})
         rows.append(row)
         print(f"{name}: ONNX Runtime {ort_ms:.3f} ms, cgc {cgc_ms:.3f} ms, "
               f"{row['ratio']:.2f}x", flush=True)
@@ -178,12 +194,16 @@ def main():
              f"of {args.rounds} alternated rounds of {args.runs} runs. GFLOP/s count the "
              "multiply-adds of the model's products as written; Winograd convolutions do "
              "fewer, so a CNN can pass 100% of the peak.", "",
-             "| model | ONNX Runtime (ms) | cgc (ms) | speed ratio | single rounds | cgc GFLOP/s | % of peak |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| model | ONNX Runtime (ms) | cgc (ms) | speed ratio | single rounds | cgc GFLOP/s | % of peak |"
+             + (f" cgc {args.target} (ms) | {args.target} speed ratio | {args.target} / native time |"
+                if args.target else ""),
+             "|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if args.target else "")]
     for r in rows:
         lines.append(f"| {r['model']} | {r['ort_ms']:.3f} | {r['cgc_ms']:.3f} | "
                      f"{r['ratio']:.2f}x | {r['round_ratios'][0]:.2f}-{r['round_ratios'][1]:.2f}x | "
-                     f"{r['cgc_gflops']:.1f} | {r['peak_percent']:.0f}% |")
+                     f"{r['cgc_gflops']:.1f} | {r['peak_percent']:.0f}% |"
+                     + (f" {r['target_ms']:.3f} | {r['target_ratio']:.2f}x | "
+                        f"{r['target_over_native']:.2f} |" if args.target else ""))
     text = "\n".join(lines)
     print(text)
     with open(os.path.join(results, "bench.md"), "w") as f:

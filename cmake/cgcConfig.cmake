@@ -1,9 +1,17 @@
-# cgc's CMake package: find_package(cgc) gives cgc::cgc_runtime and
+# cgc's CMake package: find_package(cgc) gives cgc::cgc_runtime (native),
+# cgc::cgc_runtime_<target> for the other targets installed, and
 # cgc_add_graph().
 # The runtime links Threads::Threads and LIBXSMM (by path) publicly.
 include(CMakeFindDependencyMacro)
 find_dependency(Threads)
 include("${CMAKE_CURRENT_LIST_DIR}/cgcTargets.cmake")
+# Runtimes built standalone for other processor families (cmake -S runtime
+# with a toolchain file, e.g. cgc::cgc_runtime_aarch64).
+file(GLOB _cgc_runtimes "${CMAKE_CURRENT_LIST_DIR}/cgcRuntime-*.cmake")
+foreach(_cgc_runtime IN LISTS _cgc_runtimes)
+  include("${_cgc_runtime}")
+endforeach()
+unset(_cgc_runtimes)
 get_filename_component(_cgc_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 set(CGC_EXECUTABLE "${_cgc_prefix}/bin/cgc" CACHE FILEPATH "The cgc compiler")
 unset(_cgc_prefix)

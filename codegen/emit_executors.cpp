@@ -26,14 +26,19 @@ using lowering::KernelCall;
 /// one call per part costs nothing next to a kernel.
 constexpr size_t kNodesPerFunction = 64;
 
-size_t partsOf(const ModelLayout& layout, int executor) {
-  const size_t n = layout.model.schedule.ops[executor].size();
+size_t partsOf(const GraphLayout& graph, int executor) {
+  const size_t n = graph.model->schedule.ops[executor].size();
   return std::max<size_t>(1, (n + kNodesPerFunction - 1) / kNodesPerFunction);
 }
 
-std::string functionName(const ModelLayout& layout, int executor, size_t part) {
-  return partsOf(layout, executor) == 1 ? fmt::format("executor{}", executor)
-                                        : fmt::format("executor{}_part{}", executor, part);
+/// executor0 (top level) or loop_body (a subgraph); parts get _part<k>.
+std::string baseName(const GraphLayout& graph, int executor) {
+  return graph.isTop() ? fmt::format("executor{}", executor) : graph.function;
+}
+
+std::string functionName(const GraphLayout& graph, int executor, size_t part) {
+  return partsOf(graph, executor) == 1 ? baseName(graph, executor)
+                                       : fmt::format("{}_part{}", baseName(graph, executor), part);
 }
 
 std::string describeValues(const ir::Graph& graph, const std::vector<int>& ids) {
@@ -44,20 +49,27 @@ std::string describeValues(const ir::Graph& graph, const std::vector<int>& ids) 
 }
 
 /// The call itself; `team` names the Team argument ("team", "part").
-void emitCall(CodeWriter& w, const ModelLayout& layout, const KernelCall& call,
-              const std::string& team, int nodeIndex) {
+void emitCall(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
+              const KernelCall& call, const std::string& team, int nodeIndex) {
   const lowering::KernelInfo& info = lowering::kernelInfo(call.kernel);
   emitParams(w, call);
   std::vector<std::string> args = {"params"};
   size_t in = 0, out = 0;
   for (ArgKind kind : info.args) {
     switch (kind) {
-      case ArgKind::kInput: args.push_back(layout.pointer(call.inputs[in++])); break;
-      case ArgKind::kOutput: args.push_back(layout.pointer(call.outputs[out++])); break;
+      case ArgKind::kInput: args.push_back(layout.pointer(graph, call.inputs[in++])); break;
+      case ArgKind::kOutput: args.push_back(layout.pointer(graph, call.outputs[out++])); break;
       case ArgKind::kTeam: args.push_back(team); break;
+      case ArgKind::kExtents: {
+        const ir::Value& out = graph.graph().value(call.outputs.at(0));
+        CGC_ASSERT(!out.dynamic.empty(), "{} writes extents, but its output is static", info.name);
+        args.push_back(fmt::format("reinterpret_cast<cgc::rt::Extents*>({})",
+                                   layout.sizeSlot(out.dynamic.sizeSlot)));
+        break;
+      }
       case ArgKind::kInputList: {
         std::vector<std::string> inputs;
-        for (int v : call.inputs) inputs.push_back(layout.pointer(v));
+        for (int v : call.inputs) inputs.push_back(layout.pointer(graph, v));
         w.line("const void* const inputs[] = {{{}}};", fmt::join(inputs, ", "));
         args.push_back("inputs");
         break;
@@ -74,57 +86,57 @@ void emitCall(CodeWriter& w, const ModelLayout& layout, const KernelCall& call,
 }
 
 /// The kernel on as many threads as the schedule gives the node.
-void emitKernel(CodeWriter& w, const ModelLayout& layout, int id, int executor) {
-  const KernelCall& call = layout.model.calls.of(id);
-  const int index = layout.nodeIndex.at(id);
-  const int threads = layout.model.schedule.threadsOf(id);
+void emitKernel(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph, int id,
+                int executor) {
+  const KernelCall& call = graph.call(id);
+  const int index = graph.nodeIndex(id);
+  const int threads = graph.model->schedule.threadsOf(id);
   const bool fixed = layout.fixedTeam();
-  const int teamSize = layout.model.schedule.threadsPerExecutor;
+  const int teamSize = layout.teamSize();
   const bool split = lowering::takesTeam(call);
   w.line("cgc::NodeTimer timer(profiler, kInfo, /*node=*/{}, /*executor=*/{}, /*threads=*/{});",
          index, executor, !split ? "1" : fixed ? std::to_string(threads) : "team.size()");
   if (split && (!fixed || threads == teamSize)) {
-    emitCall(w, layout, call, "team", index);
+    emitCall(w, layout, graph, call, "team", index);
   } else if (split) {
     w.open("if (team.thread() < {}) {{", threads);
     w.line("const cgc::rt::Team part(team.thread(), {0}, runtime_.pool().barrier_for({1}, {0}));",
            threads, executor);
-    emitCall(w, layout, call, "part", index);
+    emitCall(w, layout, graph, call, "part", index);
     w.close();
   } else if (!fixed || teamSize > 1) {
     w.open("if (team.thread() == 0) {{");
-    emitCall(w, layout, call, "", index);
+    emitCall(w, layout, graph, call, "", index);
     w.close();
   } else {
-    emitCall(w, layout, call, "", index);
+    emitCall(w, layout, graph, call, "", index);
   }
   if (!fixed || teamSize > 1) w.line("team.barrier();");
 }
 
 /// Which signals each node of `executor` waits for.
-std::map<int, std::vector<int>> waitsOf(const ModelLayout& layout, int executor) {
+std::map<int, std::vector<int>> waitsOf(const GraphLayout& graph, int executor) {
   std::map<int, std::vector<int>> waits;  // consumer -> signals
-  for (const auto& dep : layout.model.schedule.crossDependencies)
+  for (const auto& dep : graph.model->schedule.crossDependencies)
     if (dep.toExecutor == executor) {
       auto& list = waits[dep.consumer];
-      const int signal = layout.signals.at(dep.producer);
+      const int signal = graph.signals.at(dep.producer);
       if (std::find(list.begin(), list.end(), signal) == list.end()) list.push_back(signal);
     }
   return waits;
 }
 
-void emitNode(CodeWriter& w, const ModelLayout& layout, int id, int executor,
-              const std::map<int, std::vector<int>>& waits) {
-  const ir::Graph& graph = layout.model.graph;
-  const ir::Node& node = graph.node(id);
-  const KernelCall& call = layout.model.calls.of(id);
-  const bool noCode = call.kernel == Kernel::kView || layout.model.plan.copiesNothing(id);
-  const std::string summary =
-      fmt::format("node '{}' ({}): {} -> {}", node.name, node.op, describeValues(graph, node.inputs),
-                  describeValues(graph, node.outputs));
+void emitNode(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph, int id,
+              int executor, const std::map<int, std::vector<int>>& waits) {
+  const ir::Node& node = graph.graph().node(id);
+  const KernelCall& call = graph.call(id);
+  const bool noCode = call.kernel == Kernel::kView || graph.model->plan.copiesNothing(id);
+  const std::string summary = fmt::format("node '{}' ({}): {} -> {}", node.name, node.op,
+                                          describeValues(graph.graph(), node.inputs),
+                                          describeValues(graph.graph(), node.outputs));
   auto wait = waits.find(id);
-  auto signal = layout.signals.find(id);
-  if (noCode && wait == waits.end() && signal == layout.signals.end()) {
+  auto signal = graph.signals.find(id);
+  if (noCode && wait == waits.end() && signal == graph.signals.end()) {
     w.line("// {}: no code, {}", summary,
            call.kernel == Kernel::kView ? "a view" : "its inputs are written in place");
     return;
@@ -132,8 +144,12 @@ void emitNode(CodeWriter& w, const ModelLayout& layout, int id, int executor,
   w.open("{{  // {}", summary);
   if (wait != waits.end())
     for (int s : wait->second) w.line("runtime_.pool().wait({});", s);
-  if (!noCode) emitKernel(w, layout, id, executor);
-  if (signal != layout.signals.end()) {
+  if (lowering::isStructural(call.kernel) && !noCode)
+    emitControl(w, layout, graph, id);
+  else if (!noCode)
+    emitKernel(w, layout, graph, id, executor);
+  clearDynamicTails(w, layout, graph, node);
+  if (signal != graph.signals.end()) {
     const bool alone = layout.fixedTeam() && layout.model.schedule.threadsPerExecutor == 1;
     w.line("{}runtime_.pool().publish({});", alone ? "" : "if (team.thread() == 0) ",
            signal->second);
@@ -141,32 +157,36 @@ void emitNode(CodeWriter& w, const ModelLayout& layout, int id, int executor,
   w.close();
 }
 
-void emitPart(CodeWriter& w, const ModelLayout& layout, int executor, size_t part,
-              const std::map<int, std::vector<int>>& waits) {
-  const std::vector<int>& ops = layout.model.schedule.ops[executor];
+void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph, int executor,
+              size_t part, const std::map<int, std::vector<int>>& waits) {
+  const std::vector<int>& ops = graph.model->schedule.ops[executor];
   const auto first = ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), part * kNodesPerFunction));
   const auto last =
       ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), (part + 1) * kNodesPerFunction));
   const bool teamOfOne = layout.fixedTeam() && layout.model.schedule.threadsPerExecutor == 1;
   bool anyKernel = false, readsArena = false, readsWeights = false, usesTeam = false;
   for (auto it = first; it != last; ++it) {
-    const KernelCall& call = layout.model.calls.of(*it);
-    usesTeam |= !teamOfOne && layout.signals.count(*it);
-    if (call.kernel == Kernel::kView || layout.model.plan.copiesNothing(*it)) continue;
+    const KernelCall& call = graph.call(*it);
+    usesTeam |= !teamOfOne && graph.signals.count(*it);
+    if (call.kernel == Kernel::kView || graph.model->plan.copiesNothing(*it)) continue;
     anyKernel = true;
     usesTeam |= !teamOfOne || lowering::takesTeam(call);
+    if (lowering::isStructural(call.kernel)) {  // its block names what it reads
+      readsArena = true;
+      continue;
+    }
     for (const std::vector<int>* values : {&call.inputs, &call.outputs})
       for (int v : *values)
-        if (v >= 0) (layout.model.graph.value(v).isConstant() ? readsWeights : readsArena) = true;
+        if (v >= 0) (graph.graph().value(v).isConstant() ? readsWeights : readsArena) = true;
   }
   w.open("void {}::{}(const cgc::rt::Team&{}) {{", layout.className,
-         functionName(layout, executor, part), usesTeam ? " team" : "");
+         functionName(graph, executor, part), usesTeam ? " team" : "");
   if (readsArena) w.line("unsigned char* const arena = runtime_.arena();");
   if (readsWeights) w.line("const unsigned char* const weights = runtime_.weights();");
   if (anyKernel)
     w.line("cgc::Profiler* const profiler = {};",
            teamOfOne ? "runtime_.profiler()" : "team.thread() == 0 ? runtime_.profiler() : nullptr");
-  for (auto it = first; it != last; ++it) emitNode(w, layout, *it, executor, waits);
+  for (auto it = first; it != last; ++it) emitNode(w, layout, graph, *it, executor, waits);
   w.close();
 }
 
@@ -174,29 +194,32 @@ void emitPart(CodeWriter& w, const ModelLayout& layout, int executor, size_t par
 
 std::vector<std::string> executorFunctionNames(const ModelLayout& layout) {
   std::vector<std::string> names;
-  for (int e = 0; e < layout.model.schedule.executors; ++e) {
-    if (partsOf(layout, e) > 1) names.push_back(fmt::format("executor{}", e));
-    for (size_t part = 0; part < partsOf(layout, e); ++part)
-      names.push_back(functionName(layout, e, part));
-  }
+  for (const GraphLayout& graph : layout.graphs)
+    for (int e = 0; e < graph.model->schedule.executors; ++e) {
+      if (partsOf(graph, e) > 1) names.push_back(baseName(graph, e));
+      for (size_t part = 0; part < partsOf(graph, e); ++part)
+        names.push_back(functionName(graph, e, part));
+    }
   return names;
 }
 
 void emitExecutors(CodeWriter& w, const ModelLayout& layout) {
-  for (int e = 0; e < layout.model.schedule.executors; ++e) {
-    w.blank();
-    const size_t parts = partsOf(layout, e);
-    if (parts > 1) {
-      w.open("void {}::executor{}(const cgc::rt::Team& team) {{", layout.className, e);
-      for (size_t part = 0; part < parts; ++part) w.line("{}(team);", functionName(layout, e, part));
-      w.close();
+  for (const GraphLayout& graph : layout.graphs)
+    for (int e = 0; e < graph.model->schedule.executors; ++e) {
+      w.blank();
+      const size_t parts = partsOf(graph, e);
+      if (parts > 1) {
+        w.open("void {}::{}(const cgc::rt::Team& team) {{", layout.className, baseName(graph, e));
+        for (size_t part = 0; part < parts; ++part)
+          w.line("{}(team);", functionName(graph, e, part));
+        w.close();
+      }
+      const auto waits = waitsOf(graph, e);
+      for (size_t part = 0; part < parts; ++part) {
+        if (part > 0 || parts > 1) w.blank();
+        emitPart(w, layout, graph, e, part, waits);
+      }
     }
-    const auto waits = waitsOf(layout, e);
-    for (size_t part = 0; part < parts; ++part) {
-      if (part > 0 || parts > 1) w.blank();
-      emitPart(w, layout, e, part, waits);
-    }
-  }
 }
 
 }  // namespace cgc::codegen

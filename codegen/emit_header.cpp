@@ -67,6 +67,11 @@ cgc_status {{PREFIX}}_set_input({{PREFIX}}* model, int index, const void* data,
                                 int64_t bytes);
 cgc_status {{PREFIX}}_get_output(const {{PREFIX}}* model, int index, void* data,
                                  int64_t bytes);
+/* Output `index`'s shape after the last run(): its rank, and its
+ * dimensions in dims (room for the rank); a data-dependent size is the
+ * actual one, its elements first in the buffer's row-major layout at the
+ * bound shape (cgc_model_info's). -1 when index is out of range. */
+int {{PREFIX}}_output_shape(const {{PREFIX}}* model, int index, int64_t* dims);
 /* Names, types and shapes of the inputs and outputs, memory, schedule. */
 const cgc_model_info* {{PREFIX}}_info(void);
 /* Where the instance's threads run. */
@@ -80,6 +85,7 @@ void {{PREFIX}}_set_profiler({{PREFIX}}* model, void* profiler);
 #include <cgc/runtime.h>
 
 #include <string>
+#include <vector>
 
 namespace {{NAMESPACE}} {
 
@@ -115,6 +121,10 @@ class {{CLASS}} {
   /// range.
   void* input(int index);
   const void* output(int index) const;
+  /// Output `index`'s shape after the last run() (data-dependent sizes are
+  /// the actual ones; the data stays laid out at the bound shape, info()'s);
+  /// empty if out of range.
+  std::vector<int64_t> output_shape(int index) const;
 
  private:
   static void run_executor(void* self, int executor, const cgc::rt::Team& team);
@@ -172,6 +182,7 @@ std::string executorDeclarations(const ModelLayout& layout) {
 
 std::string emitHeader(const ModelLayout& layout) {
   const passes::MemoryPlan& plan = layout.model.plan;
+  const int64_t arena = layout.arenaBytes();
   std::string guard = "CGC_MODEL_" + layout.prefix + "_H";
   for (char& c : guard) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const std::string weightsFile = layout.prefix + ".weights.bin";
@@ -182,11 +193,11 @@ std::string emitHeader(const ModelLayout& layout) {
        {"CLASS", layout.className},
        {"PREFIX", layout.prefix},
        {"NAMESPACE", layout.options.nameSpace},
-       {"NODES", std::to_string(layout.order.size())},
+       {"NODES", std::to_string(layout.numNodes)},
        {"SCHEDULE", describeSchedule(layout)},
        {"TARGET", layout.options.target},
-       {"ARENA", withCommas(plan.arenaBytes)},
-       {"ARENA_BYTES", std::to_string(plan.arenaBytes)},
+       {"ARENA", withCommas(arena)},
+       {"ARENA_BYTES", std::to_string(arena)},
        {"ARENA_NO_REUSE", withCommas(plan.bytesWithoutReuse)},
        {"WEIGHTS", withCommas(static_cast<int64_t>(layout.weights.size()))},
        {"WEIGHTS_FROM", layout.options.embedWeights ? "embedded" : "read from " + weightsFile},

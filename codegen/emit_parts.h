@@ -21,6 +21,15 @@ std::string emitSource(const ModelLayout& layout);
 /// a bounded number of nodes), one block per node.
 void emitExecutors(CodeWriter& w, const ModelLayout& layout);
 
+/// A control-flow node's block: If, Loop or Scan running its subgraphs'
+/// functions on the executor's team (emit_control.cpp).
+void emitControl(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph, int node);
+
+/// After a node that writes values of data-dependent size: their elements
+/// past the actual extents zeroed.
+void clearDynamicTails(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
+                       const ir::Node& node);
+
 /// The generated executor functions' names: executor0, or executor0_part0,
 /// executor0_part1, ... where one executor's list is long.
 std::vector<std::string> executorFunctionNames(const ModelLayout& layout);

@@ -70,8 +70,11 @@ struct {{PREFIX}} {
 
 namespace {
 
-/// A call's status, remembered as the instance's message.
+/// A call's status, remembered as the instance's message. A run refused
+/// because another is in progress (CGC_ERROR_BUSY) leaves the message to the
+/// run in progress: writing it would race with that run.
 cgc_status report(const {{PREFIX}}* model, cgc_status code, std::string message) {
+  if (code == CGC_ERROR_BUSY) return code;
   model->error_ = std::move(message);
   return code;
 }
@@ -154,6 +157,15 @@ cgc_status {{PREFIX}}_get_output(const {{PREFIX}}* model, int index, void* data,
 
 const cgc_model_info* {{PREFIX}}_info(void) { return &{{NAMESPACE}}::{{CLASS}}::info(); }
 
+int {{PREFIX}}_output_shape(const {{PREFIX}}* model, int index, int64_t* dims) {
+  if (!model) return -1;
+  const std::vector<int64_t> shape = model->model_.output_shape(index);
+  const cgc_model_info& info = {{NAMESPACE}}::{{CLASS}}::info();
+  if (index < 0 || index >= info.num_outputs) return -1;
+  std::copy(shape.begin(), shape.end(), dims);
+  return static_cast<int>(shape.size());
+}
+
 const char* {{PREFIX}}_placement(const {{PREFIX}}* model) {
   return model ? model->model_.placement().c_str() : "";
 }
@@ -198,17 +210,18 @@ void emitTensorInfos(CodeWriter& w, const ir::Graph& graph, const char* table,
 /// kNodeNames / kNodeOps, one entry per line (the trailing comma keeps
 /// clang-format from bin-packing, which takes seconds on lists of hundreds).
 void emitNodeTables(CodeWriter& w, const ModelLayout& layout) {
-  const ir::Graph& graph = layout.model.graph;
-  if (layout.order.empty()) {
+  if (layout.numNodes == 0) {
     w.line("constexpr const char* const* kNodeNames = nullptr;");
     w.line("constexpr const char* const* kNodeOps = nullptr;");
     return;
   }
   w.open("constexpr const char* kNodeNames[] = {{");
-  for (int id : layout.order) w.line("\"{}\",", escape(graph.node(id).name));
+  for (const GraphLayout& g : layout.graphs)
+    for (int id : g.order) w.line("\"{}\",", escape(g.graph().node(id).name));
   w.close(";");
   w.open("constexpr const char* kNodeOps[] = {{");
-  for (int id : layout.order) w.line("\"{}\",", escape(graph.node(id).op));
+  for (const GraphLayout& g : layout.graphs)
+    for (int id : g.order) w.line("\"{}\",", escape(g.graph().node(id).op));
   w.close(";");
 }
 
@@ -228,10 +241,10 @@ void emitInfo(CodeWriter& w, const ModelLayout& layout) {
   w.line(".inputs = kInputs,");
   w.line(".num_outputs = {},", graph.outputs.size());
   w.line(".outputs = kOutputs,");
-  w.line(".arena_bytes = {},", layout.model.plan.arenaBytes);
+  w.line(".arena_bytes = {},", layout.arenaBytes());
   w.line(".arena_bytes_no_reuse = {},", layout.model.plan.bytesWithoutReuse);
   w.line(".weight_bytes = {},", layout.weights.size());
-  w.line(".num_nodes = {},", layout.order.size());
+  w.line(".num_nodes = {},", layout.numNodes);
   w.line(".node_names = kNodeNames,");
   w.line(".node_ops = kNodeOps,");
   w.line(".executors = {},", schedule.executors);
@@ -251,19 +264,46 @@ void emitSpec(CodeWriter& w, const ModelLayout& layout) {
   w.open("constexpr cgc::ModelSpec kSpec = {{");
   w.line(".info = &kInfo,");
   w.line(".abi_version = CGC_RUNTIME_ABI_VERSION,");
-  w.line(".signals = {},", layout.signals.size());
+  w.line(".signals = {},", layout.top().signals.size());
   w.line(".weight_bytes = {},", layout.weights.size());
   w.line(".embedded_weights = {},", embedded ? layout.prefix + "_weights" : "nullptr");
   w.line(".weights_file_name = \"{}.weights.bin\",", layout.prefix);
   w.line(".module_symbol = &kInfo,");
   w.line(".cpu_features = kCpuFeatures,");
+  if (!layout.options.xsmmTarget.empty())
+    w.line(".xsmm_target = \"{}\",", escape(layout.options.xsmmTarget));
   w.close(";");
+}
+
+/// output_shape(): the bound shape, with data-dependent extents read from
+/// their size slots.
+void emitOutputShape(CodeWriter& w, const ModelLayout& layout) {
+  const ir::Graph& graph = layout.model.graph;
+  w.open("std::vector<int64_t> {}::output_shape(int index) const {{", layout.className);
+  w.line("if (index < 0 || index >= kInfo.num_outputs) return {{}};");
+  w.line("const cgc_tensor_info& tensor = kInfo.outputs[index];");
+  w.line("std::vector<int64_t> shape(tensor.shape, tensor.shape + tensor.rank);");
+  bool any = false;
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const ir::Value& v = graph.value(graph.outputs[i]);
+    if (v.dynamic.empty()) continue;
+    if (!any) w.line("const unsigned char* const arena = runtime_.arena();");
+    any = true;
+    for (size_t d = 0; d < v.dynamic.dims.size(); ++d)
+      w.line("if (index == {}) shape[{}] = *{};", i, v.dynamic.dims[d],
+             layout.sizeSlot(v.dynamic.sizeSlot + static_cast<int>(d)));
+  }
+  w.line("return shape;");
+  w.close();
+  w.blank();
 }
 
 void emitAccessors(CodeWriter& w, const ModelLayout& layout) {
   const ir::Graph& graph = layout.model.graph;
   const std::string& cls = layout.className;
-  auto pointer = [&](int v) { return layout.pointer(v, "runtime_.arena()", "runtime_.weights()"); };
+  auto pointer = [&](int v) {
+    return layout.pointer(layout.top(), v, "runtime_.arena()", "runtime_.weights()");
+  };
   for (size_t i = 0; i < graph.inputs.size(); ++i)
     w.line("{}* {}::{}() {{ return {}; }}",
            lowering::cppType(graph.value(graph.inputs[i]).type.dtype), cls,
@@ -284,6 +324,7 @@ void emitAccessors(CodeWriter& w, const ModelLayout& layout) {
   };
   byIndex(fmt::format("void* {}::input(int index)", cls), layout.inputAccessors);
   byIndex(fmt::format("const void* {}::output(int index) const", cls), layout.outputAccessors);
+  emitOutputShape(w, layout);
 }
 
 void emitRunExecutor(CodeWriter& w, const ModelLayout& layout) {
@@ -316,6 +357,7 @@ std::string emitSource(const ModelLayout& layout) {
   w.blank();
   w.line("#include <cgc/kernels.h>");
   w.blank();
+  w.line("#include <algorithm>");
   w.line("#include <cstring>");
   w.line("#include <limits>");
   w.line("#include <string>");
@@ -327,6 +369,11 @@ std::string emitSource(const ModelLayout& layout) {
   w.blank();
   emitOffsets(w, "Buffers in the arena (byte offsets), named after the tensors they hold.",
               layout.arenaOffsets);
+  if (layout.numSizeSlots > 0) {
+    w.line("// The actual extents of data-dependent sizes, {} int64 slot(s).", layout.numSizeSlots);
+    w.line("constexpr int64_t kSizeSlots = {};", layout.sizeSlotsOffset);
+    w.blank();
+  }
   emitOffsets(w, "Weights (byte offsets into the weights blob).", layout.weightOffsets);
   w.raw(kHelpers);
   emitInfo(w, layout);

@@ -8,6 +8,7 @@
 // from templates (template.h), and formatted with Clang's format library.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct EmitOptions {
   /// CPU features the code needs (GCC's __builtin_cpu_supports names); the
   /// runtime checks them when an instance is created.
   std::vector<std::string> cpuFeatures;
+  /// The most LIBXSMM may JIT for (ModelSpec::xsmm_target); "": LIBXSMM's choice.
+  std::string xsmmTarget;
   bool format = true;  // run Clang's formatter over the result
 };
 
@@ -37,6 +40,9 @@ struct ModelToEmit {
   const passes::Schedule& schedule;
   const passes::MemoryPlan& plan;
   const lowering::KernelCalls& calls;
+  /// A control-flow node's subgraphs (by node id), each planned in the
+  /// node's scratch region; a failed If branch has no graph nodes.
+  std::map<int, std::vector<ModelToEmit>> subgraphs = {};
 };
 
 struct EmittedModel {

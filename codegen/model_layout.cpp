@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 
 #include "passes/cost_model.h"
 
@@ -31,27 +30,17 @@ std::string escape(const std::string& text) {
   return out;
 }
 
-namespace {
-
-/// Unique identifiers: `base`, `base2`, `base3`, ...
-class Names {
- public:
-  std::string take(const std::string& base) {
-    std::string candidate = base;
-    for (int i = 2; !used_.insert(candidate).second; ++i) candidate = fmt::format("{}{}", base, i);
-    return candidate;
-  }
-
- private:
-  std::set<std::string> used_;
-};
-
-/// "conv1.weight" -> "kConv1Weight".
-std::string constantName(const std::string& tensor) {
-  return "k" + toClassName(tensor);
+int GraphLayout::nodeIndex(int node) const {
+  auto it = std::find(order.begin(), order.end(), node);
+  CGC_ASSERT(it != order.end(), "node {} is not scheduled", node);
+  return firstNodeIndex + static_cast<int>(it - order.begin());
 }
 
-}  // namespace
+std::string ModelLayout::take(const std::string& base) {
+  std::string candidate = base;
+  for (int i = 2; !usedNames_.insert(candidate).second; ++i) candidate = fmt::format("{}{}", base, i);
+  return candidate;
+}
 
 ModelLayout::ModelLayout(const ModelToEmit& model, const EmitOptions& options)
     : model(model), options(options) {
@@ -59,23 +48,54 @@ ModelLayout::ModelLayout(const ModelToEmit& model, const EmitOptions& options)
   className = options.className.empty() ? toClassName(graph.name) : options.className;
   prefix = options.symbolPrefix.empty() ? toSymbolPrefix(className) : options.symbolPrefix;
   graphHash = passes::graphHash(graph);
-  for (const auto& list : model.schedule.ops) order.insert(order.end(), list.begin(), list.end());
-  for (size_t i = 0; i < order.size(); ++i) nodeIndex[order[i]] = static_cast<int>(i);
-  for (const auto& dep : model.schedule.crossDependencies)
-    signals.emplace(dep.producer, static_cast<int>(signals.size()));
-  Names accessors;
-  for (int in : graph.inputs)
-    inputAccessors.push_back(accessors.take(sanitize(graph.value(in).name) + "_data"));
-  for (const auto& name : graph.outputNames)
-    outputAccessors.push_back(accessors.take(sanitize(name) + "_data"));
+  numSizeSlots = *graph.sizeSlots;
+  sizeSlotsOffset = (model.plan.arenaBytes + 63) / 64 * 64;
+  std::set<std::string> accessors;
+  auto accessor = [&](const std::string& name) {
+    std::string base = sanitize(name) + "_data", candidate = base;
+    for (int i = 1; !accessors.insert(candidate).second; ++i) candidate = fmt::format("{}{}", base, i);
+    return candidate;
+  };
+  for (int in : graph.inputs) inputAccessors.push_back(accessor(graph.value(in).name));
+  for (const auto& name : graph.outputNames) outputAccessors.push_back(accessor(name));
+  take("kSizeSlots");
+  addGraph(model, 0, "");
   placeWeights();
-  nameOffsets();
+  for (size_t g = 0; g < graphs.size(); ++g)
+    nameOffsets(graphs[g], g == 0 ? "" : graphs[g].function + "_");
+}
+
+/// The graph and, depth first, its control-flow nodes' subgraphs, each at
+/// its node's scratch region.
+void ModelLayout::addGraph(const ModelToEmit& graph, int64_t base, const std::string& function) {
+  const int index = static_cast<int>(graphs.size());
+  graphs.push_back({&graph, base, function, {}, numNodes, {}, {}, {}});
+  GraphLayout& layout = graphs.back();
+  for (const auto& list : graph.schedule.ops)
+    layout.order.insert(layout.order.end(), list.begin(), list.end());
+  numNodes += static_cast<int>(layout.order.size());
+  for (const auto& dep : graph.schedule.crossDependencies)
+    layout.signals.emplace(dep.producer, static_cast<int>(layout.signals.size()));
+  const std::vector<int> order = layout.order;
+  for (int id : order) {
+    auto bodies = graph.subgraphs.find(id);
+    if (bodies == graph.subgraphs.end()) continue;
+    const ir::Node& node = graph.graph.node(id);
+    const int64_t scratch = base + graph.plan.scratchOffset.at(id);
+    for (size_t k = 0; k < bodies->second.size(); ++k) {
+      if (!node.subgraphs[k]) {
+        graphs[index].children[id].push_back(-1);
+        continue;
+      }
+      const char* role = node.op == "If" ? (k == 0 ? "_then" : "_else") : "_body";
+      graphs[index].children[id].push_back(static_cast<int>(graphs.size()));
+      addGraph(bodies->second[k], scratch, take(sanitize(node.name) + role));
+    }
+  }
 }
 
 void ModelLayout::placeWeights() {
-  const ir::Graph& graph = model.graph;
-  auto place = [&](int v) {
-    const ir::Value& value = graph.value(v);
+  auto place = [&](const ir::Value& value) {
     if (!value.isConstant() || weightOffset_.count(value.data.get())) return;
     weightOffset_[value.data.get()] = static_cast<int64_t>(weights.size());
     weights.insert(weights.end(), value.data->begin(), value.data->end());
@@ -83,52 +103,60 @@ void ModelLayout::placeWeights() {
     // has an address inside the blob.
     weights.resize((std::max<size_t>(weights.size(), 1) + 63) / 64 * 64, 0);
   };
-  for (int id : order)
-    for (int in : model.calls.of(id).inputs)
-      if (in >= 0) place(in);
-  for (int out : graph.outputs) place(out);
+  for (const GraphLayout& g : graphs) {
+    for (int id : g.order)
+      for (int in : g.call(id).inputs)
+        if (in >= 0) place(g.graph().value(in));
+    for (int out : g.graph().outputs) place(g.graph().value(out));
+  }
 }
 
-void ModelLayout::nameOffsets() {
-  const ir::Graph& graph = model.graph;
-  Names names;
-  valueName_.assign(static_cast<size_t>(graph.numValues()), "");
+void ModelLayout::nameOffsets(GraphLayout& layout, const std::string& scope) {
+  const ir::Graph& graph = layout.graph();
+  const passes::MemoryPlan& plan = layout.model->plan;
+  layout.valueNames.assign(static_cast<size_t>(graph.numValues()), "");
   auto name = [&](int v) {
-    if (v < 0 || !valueName_[v].empty()) return;
+    if (v < 0 || !layout.valueNames[v].empty()) return;
     const ir::Value& value = graph.value(v);
     if (value.isConstant()) {
       auto& known = weightName_[value.data.get()];
       if (known.empty()) {
-        known = names.take(constantName(value.name));
-        weightOffsets.push_back(
-            {known, weightOffset_.at(value.data.get()), fmt::format("'{}' {}", value.name, value.type.str())});
+        known = take("k" + toClassName(value.name));
+        weightOffsets.push_back({known, weightOffset_.at(value.data.get()),
+                                 fmt::format("'{}' {}", value.name, value.type.str())});
       }
-      valueName_[v] = known;
+      layout.valueNames[v] = known;
       return;
     }
-    if (!model.plan.hasStorage(v)) return;
-    valueName_[v] = names.take(constantName(value.name));
-    std::string role = value.kind == ir::ValueKind::kInput ? ", input"
-                       : graph.isGraphOutput(v)             ? ", output"
-                       : value.layout == ir::Layout::kChannelBlocked ? ", channel-blocked"
-                                                                     : "";
-    arenaOffsets.push_back({valueName_[v], model.plan.offsetOf(v),
+    if (!plan.hasStorage(v)) return;
+    layout.valueNames[v] = take("k" + toClassName(scope + value.name));
+    const std::string role = value.kind == ir::ValueKind::kInput
+                                 ? (layout.isTop() ? ", input" : ", subgraph input")
+                             : graph.isGraphOutput(v) ? (layout.isTop() ? ", output" : ", subgraph output")
+                             : value.layout == ir::Layout::kChannelBlocked ? ", channel-blocked"
+                                                                           : "";
+    arenaOffsets.push_back({layout.valueNames[v], layout.base + plan.offsetOf(v),
                             fmt::format("'{}' {}{}", value.name, value.type.str(), role)});
   };
   for (int in : graph.inputs) name(in);
-  for (int id : order) {
-    for (int in : model.calls.of(id).inputs) name(in);
-    for (int out : model.calls.of(id).outputs) name(out);
+  for (int id : layout.order) {
+    for (int in : layout.call(id).inputs) name(in);
+    for (int out : layout.call(id).outputs) name(out);
   }
   for (int out : graph.outputs) name(out);
 }
 
-std::string ModelLayout::pointer(int value, const char* arena, const char* weightsName) const {
+std::string ModelLayout::pointer(const GraphLayout& graph, int value, const char* arena,
+                                 const char* weightsName) const {
   if (value < 0) return "nullptr";
-  const ir::Value& v = model.graph.value(value);
-  CGC_ASSERT(!valueName_[value].empty(), "value '{}' has no storage", v.name);
+  const ir::Value& v = graph.graph().value(value);
+  CGC_ASSERT(!graph.valueNames[value].empty(), "value '{}' has no storage", v.name);
   return fmt::format("at<{}>({}, {})", lowering::cppType(v.type.dtype),
-                     v.isConstant() ? weightsName : arena, valueName_[value]);
+                     v.isConstant() ? weightsName : arena, graph.valueNames[value]);
+}
+
+std::string ModelLayout::sizeSlot(int slot, const char* arena) const {
+  return fmt::format("at<int64_t>({}, kSizeSlots + {})", arena, 8 * slot);
 }
 
 }  // namespace cgc::codegen

@@ -1,12 +1,14 @@
-// What both generated files need to know about a compiled model, computed
+// What the generated files need to know about a compiled model, computed
 // once: the class and symbol names, the weights blob and where each
 // constant lies in it, a C++ name for every buffer and weight (kConv1Out,
-// kW1), the accessors named after the inputs and outputs, the nodes in
-// profiler order with their calls, and the cross-executor signals.
+// kW1), the accessors named after the inputs and outputs, and, for the top
+// level and every control-flow subgraph, the nodes in profiler order with
+// where their arena lies in the model's arena.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,11 +25,31 @@ struct NamedOffset {
   std::string comment;
 };
 
+/// One compiled graph of the model: the top level, or a subgraph of a
+/// control-flow node (planned in that node's scratch region).
+struct GraphLayout {
+  const ModelToEmit* model = nullptr;
+  int64_t base = 0;          // its arena's offset in the model's arena
+  std::string function;      // the member function that runs it ("" at the top)
+  std::vector<int> order;    // its nodes, executor by executor
+  int firstNodeIndex = 0;    // order[0]'s index in ModelInfo::node_names
+  std::map<int, int> signals;  // producer node -> cross-executor signal (top)
+  /// Control-flow node -> the indices of its subgraphs in
+  /// ModelLayout::graphs (-1 for a failed If branch).
+  std::map<int, std::vector<int>> children;
+  std::vector<std::string> valueNames;  // by value id: the offset constant
+
+  const ir::Graph& graph() const { return model->graph; }
+  const lowering::KernelCall& call(int node) const { return model->calls.of(node); }
+  int nodeIndex(int node) const;
+  bool isTop() const { return function.empty(); }
+};
+
 class ModelLayout {
  public:
   ModelLayout(const ModelToEmit& model, const EmitOptions& options);
 
-  const ModelToEmit& model;
+  const ModelToEmit& model;  // the top level
   const EmitOptions& options;
   std::string className;  // "TinyCnn"
   std::string prefix;     // "tiny_cnn": C symbols and file names
@@ -36,25 +58,34 @@ class ModelLayout {
   std::vector<NamedOffset> arenaOffsets;   // one per buffer (and slice)
   std::vector<NamedOffset> weightOffsets;  // one per constant
   std::vector<std::string> inputAccessors, outputAccessors;  // "input_data"
-  /// Nodes in profiler order (executor by executor): ModelInfo::node_names.
-  std::vector<int> order;
-  std::map<int, int> nodeIndex;  // node id -> position in `order`
-  std::map<int, int> signals;    // producer node id -> signal number
+  /// graphs[0] is the top level; then every subgraph, depth first.
+  std::vector<GraphLayout> graphs;
+  int numNodes = 0;              // in every graph together
+  int64_t sizeSlotsOffset = 0;   // the dynamic extents' slots (kSizeSlots)
+  int numSizeSlots = 0;
 
+  const GraphLayout& top() const { return graphs.front(); }
+  /// The model's arena: the top level's plan, then the size slots.
+  int64_t arenaBytes() const { return sizeSlotsOffset + 8 * static_cast<int64_t>(numSizeSlots); }
   /// `at<float>(arena, kConv1Out)`, `at<float>(weights, kW1)` or "nullptr".
-  std::string pointer(int value, const char* arena = "arena",
+  std::string pointer(const GraphLayout& graph, int value, const char* arena = "arena",
                       const char* weights = "weights") const;
+  /// `at<int64_t>(arena, kSizeSlots + 8 * slot)`: a dynamic extent.
+  std::string sizeSlot(int slot, const char* arena = "arena") const;
   /// Whether the team size is fixed when the code is generated.
   bool fixedTeam() const { return !model.schedule.threadsAtRunTime; }
+  int teamSize() const { return model.schedule.threadsPerExecutor; }
 
  private:
+  void addGraph(const ModelToEmit& graph, int64_t base, const std::string& function);
   void placeWeights();
-  void nameOffsets();
+  void nameOffsets(GraphLayout& graph, const std::string& scope);
+  /// A C++ name not taken yet: `base`, `base2`, ...
+  std::string take(const std::string& base);
 
+  std::set<std::string> usedNames_;
   std::map<const std::vector<uint8_t>*, int64_t> weightOffset_;
   std::map<const std::vector<uint8_t>*, std::string> weightName_;
-  std::map<std::pair<int64_t, int64_t>, std::string> arenaName_;  // (offset, value bytes)
-  std::vector<std::string> valueName_;  // by value id: the arena constant's name
 };
 
 /// "conv1/out:0" -> "conv1_out_0": an identifier made of the name's letters.

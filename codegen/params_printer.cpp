@@ -111,8 +111,8 @@ std::string value(const T& v) {
     for (const auto& item : v) items.push_back(value(item));
     const std::string zero = value(typename T::value_type{});
     while (!items.empty() && items.back() == zero) items.pop_back();
-    // An array of structs needs the braces of std::array's inner C array:
-    // a designated initializer cannot open it by brace elision.
+    // std::array wraps a C array: elements that are braced structs need the
+    // outer braces spelled out (brace elision only covers scalars).
     if constexpr (kIsStruct<typename T::value_type>)
       return fmt::format("{{{{{}}}}}", fmt::join(items, ", "));
     return fmt::format("{{{}}}", fmt::join(items, ", "));
@@ -146,6 +146,14 @@ std::string paramsInitializer(const lowering::KernelCall& call) {
   return std::visit(
       [&](const auto& p) { return fmt::format("{{{}}}", fmt::join(topFields(p, call), ", ")); },
       call.params);
+}
+
+std::string initializerOf(const rt::SliceParams& p) {
+  return fmt::format("{{{}}}", fmt::join(fields(p), ", "));
+}
+
+std::string initializerOf(const rt::ExtentParams& p) {
+  return fmt::format("{{{}}}", fmt::join(fields(p), ", "));
 }
 
 void emitParams(CodeWriter& w, const lowering::KernelCall& call) {

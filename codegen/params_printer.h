@@ -24,4 +24,9 @@ void emitParams(CodeWriter& w, const lowering::KernelCall& call);
 /// printer.
 std::string paramsInitializer(const lowering::KernelCall& call);
 
+/// The initializers of the runtime's helper structs that control-flow code
+/// passes (codegen/emit_control.cpp).
+std::string initializerOf(const rt::SliceParams& p);
+std::string initializerOf(const rt::ExtentParams& p);
+
 }  // namespace cgc::codegen

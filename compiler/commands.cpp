@@ -77,10 +77,30 @@ void loadInput(const std::string& path, const cgc_tensor_info& info, void* data)
   std::memcpy(data, tensor.bytes.data(), tensor.bytes.size());
 }
 
-frontend::HostTensor outputTensor(const cgc_tensor_info& info, const void* data) {
-  frontend::HostTensor t{info.name, typeOf(info), {}};
-  const auto* bytes = static_cast<const uint8_t*>(data);
-  t.bytes.assign(bytes, bytes + info.bytes);
+/// Output i as a dense tensor of its actual shape: a data-dependent size
+/// is stored at the bound shape, its elements at their places in it.
+frontend::HostTensor outputTensor(const driver::LoadedModel& model, int i) {
+  const cgc_tensor_info& info = model.info().outputs[i];
+  const ir::Shape shape = model.outputShape(i);
+  frontend::HostTensor t{info.name, {static_cast<DType>(info.dtype), shape}, {}};
+  const auto* bytes = static_cast<const uint8_t*>(model.output(i));
+  const ir::Shape bound(info.shape, info.shape + info.rank);
+  if (shape == bound) {
+    t.bytes.assign(bytes, bytes + info.bytes);
+    return t;
+  }
+  const int64_t elem = dtypeSize(t.type.dtype);
+  t.bytes.resize(static_cast<size_t>(t.type.numElements() * elem));
+  std::vector<int64_t> index(shape.size(), 0);
+  for (int64_t e = 0; e < t.type.numElements(); ++e) {
+    int64_t at = 0;
+    for (size_t d = 0; d < shape.size(); ++d) at = at * bound[d] + index[d];
+    std::memcpy(t.bytes.data() + e * elem, bytes + at * elem, static_cast<size_t>(elem));
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
   return t;
 }
 
@@ -116,7 +136,7 @@ bool checkOutputs(const std::string& dir, const driver::LoadedModel& model,
   for (int i = 0; i < info.num_outputs; ++i) {
     std::string path = fmt::format("{}/output_{}.pb", dir, i);
     frontend::HostTensor expected = frontend::readTensorFile(path);
-    frontend::HostTensor actual = outputTensor(info.outputs[i], model.output(i));
+    frontend::HostTensor actual = outputTensor(model, i);
     if (expected.type != actual.type) {
       std::cout << fmt::format("check: output '{}' is {} but {} holds {}\n",
                                info.outputs[i].name, actual.type.str(), path,
@@ -208,6 +228,25 @@ std::vector<std::pair<std::string, ir::Shape>> parseShapeBindings(
   return bindings;
 }
 
+std::map<std::string, int64_t> parseBounds(const std::vector<std::string>& texts) {
+  std::map<std::string, int64_t> bounds;
+  for (const auto& text : texts) {
+    const size_t eq = text.rfind('=');
+    size_t used = 0;
+    int64_t value = -1;
+    try {
+      if (eq != std::string::npos) value = std::stoll(text.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+    }
+    if (eq == std::string::npos || eq == 0 || used == 0 || used != text.size() - eq - 1 ||
+        value < 0 || value > ir::kMaxTensorBytes)
+      throw CompileError(fmt::format(
+          "cgc: error: --bound '{}' is not of the form NAME=N (0 <= N <= 2^40)", text));
+    bounds[text.substr(0, eq)] = value;
+  }
+  return bounds;
+}
+
 std::vector<std::pair<std::string, std::string>> parseNamedFiles(
     const std::vector<std::string>& texts) {
   std::vector<std::pair<std::string, std::string>> pairs;
@@ -234,11 +273,11 @@ BuiltModel buildCached(const driver::CompiledModel& model,
   uint64_t key = fnv1a(emitted.header.data(), emitted.header.size());
   key = fnv1a(emitted.source.data(), emitted.source.size(), key);
   key = fnv1a(emitted.weights.data(), emitted.weights.size(), key);
-  std::string flags = driver::generatedCodeFlags();
+  std::string flags = driver::generatedCodeFlags(options.target);
   key = fnv1a(flags.data(), flags.size(), key);
   // The runtime is linked into the cached library: a rebuilt runtime must
   // not be shadowed by an old build of the same emitted code.
-  std::ifstream runtime(driver::runtimePaths().library, std::ios::binary);
+  std::ifstream runtime(driver::runtimePaths(options.target).library, std::ios::binary);
   std::string runtimeBytes((std::istreambuf_iterator<char>(runtime)), {});
   key = fnv1a(runtimeBytes.data(), runtimeBytes.size(), key);
   fs::path dir = fs::path(driver::cacheDirectory()) / fmt::format("{:016x}", key);
@@ -314,7 +353,7 @@ void bench(driver::LoadedModel& loaded, const RunOptions& options) {
 void printOutputs(const driver::LoadedModel& loaded, const std::string& outputsDir) {
   const auto& info = loaded.info();
   for (int i = 0; i < info.num_outputs; ++i) {
-    const frontend::HostTensor t = outputTensor(info.outputs[i], loaded.output(i));
+    const frontend::HostTensor t = outputTensor(loaded, i);
     std::cout << fmt::format("output '{}' {}: {}\n", t.name, t.type.str(), preview(t));
     if (outputsDir.empty()) continue;
     fs::create_directories(outputsDir);

@@ -2,6 +2,7 @@
 // as CompileError (exit 1) or InternalError (exit 2) to main.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,9 @@ int inspect(const driver::CompileOptions& options, bool json);
 /// "--shape" values "NAME=1x3x224x224" -> bindings; CompileError if malformed.
 std::vector<std::pair<std::string, ir::Shape>> parseShapeBindings(
     const std::vector<std::string>& texts);
+
+/// "--bound" values "NAME=N" -> bounds; CompileError if malformed.
+std::map<std::string, int64_t> parseBounds(const std::vector<std::string>& texts);
 
 /// "--constant" values "NAME=FILE" -> pairs; CompileError if malformed.
 std::vector<std::pair<std::string, std::string>> parseNamedFiles(

@@ -15,10 +15,12 @@
 
 #include "cgc/team.h"
 #include "codegen/clang_tools.h"
+#include "compiler/targets.h"
 #include "compiler_config.h"
 #include "passes/cost_model.h"
 #include "passes/pass_manager.h"
 #include "passes/partition.h"
+#include "ir/conventions.h"
 #include "ir/printer.h"
 
 namespace cgc::driver {
@@ -43,7 +45,8 @@ void progress(const CompileOptions& options, const std::string& text) {
   if (!options.quiet) std::cerr << "cgc: " << text << std::endl;
 }
 
-RuntimePaths runtimePaths() {
+RuntimePaths runtimePaths(const std::string& target) {
+  const std::string library = findTarget(target).runtimeLibrary();
   std::error_code error;
   fs::path exe = fs::read_symlink("/proc/self/exe", error);
   if (!error) {
@@ -51,9 +54,9 @@ RuntimePaths runtimePaths() {
     if (fs::exists(prefix / "include/cgc/runtime.h") &&
         fs::exists(prefix / CGC_INSTALL_LIBDIR / "libcgc_runtime.a"))
       return {(prefix / "include").string(),
-              (prefix / CGC_INSTALL_LIBDIR / "libcgc_runtime.a").string()};
+              (prefix / CGC_INSTALL_LIBDIR / library).string()};
   }
-  return {CGC_BUILD_RUNTIME_INCLUDE_DIR, CGC_BUILD_RUNTIME_LIBRARY};
+  return {CGC_BUILD_RUNTIME_INCLUDE_DIR, (fs::path(CGC_BUILD_RUNTIME_DIR) / library).string()};
 }
 
 namespace {
@@ -118,6 +121,7 @@ passes::Schedule scheduleGraph(const ir::Graph& graph, const lowering::KernelCal
 passes::PipelineOptions pipelineOptions(const CompileOptions& options) {
   passes::PipelineOptions pipeline;
   pipeline.disabled = options.disabledPasses;
+  pipeline.vectorLanes = findTarget(options.target).lanes;
   const auto names = passes::passNames();
   for (const auto& name : options.printIrAfter)
     if (name != "all" && std::find(names.begin(), names.end(), name) == names.end())
@@ -139,12 +143,55 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options) {
 }  // namespace
 
 CompiledModel compileGraph(const CompileOptions& options) {
+  findTarget(options.target);  // an unknown target before the model loads
   const auto start = std::chrono::steady_clock::now();
   ir::Graph graph = frontend::loadOnnx(options.modelPath, options.load);
   progress(options, fmt::format("loaded {}: {} nodes after import ({:.2f} s)", options.modelPath,
                                 graph.liveNodes().size(), secondsSince(start)));
   return compileGraph(std::move(graph), options);
 }
+
+codegen::ModelToEmit CompiledModel::toEmit() const {
+  codegen::ModelToEmit emit{graph, schedule, plan, calls};
+  for (const auto& [node, bodies] : subgraphs)
+    for (const CompiledModel& body : bodies) emit.subgraphs[node].push_back(body.toEmit());
+  return emit;
+}
+
+namespace {
+
+/// Compiles every subgraph of the graph's control-flow nodes for the team
+/// of the executor that runs the node (one executor, the same threads), and
+/// gives the node the scratch its largest subgraph's arena needs.
+void compileSubgraphs(CompiledModel& model, const CompileOptions& options) {
+  CompileOptions inner = options;
+  inner.executors = 1;
+  inner.threadsPerExecutor =
+      model.schedule.threadsAtRunTime ? 0 : model.schedule.threadsPerExecutor;
+  inner.profilePath.clear();
+  inner.printIrAfter.clear();
+  inner.quiet = true;
+  for (int id : model.graph.liveNodes()) {
+    const ir::Node& node = model.graph.node(id);
+    if (node.subgraphs.empty()) continue;
+    int64_t scratch = 0;
+    auto& compiled = model.subgraphs[id];
+    for (const auto& body : node.subgraphs) {
+      compiled.push_back(body ? compileGraph(*body, inner) : CompiledModel{});
+      scratch = std::max(scratch, compiled.back().plan.arenaBytes);
+    }
+    model.calls.setScratch(id, scratch);
+    if (node.has(ir::conventions::kFailedBranch))
+      progress(options, fmt::format("note: {} (If): the {} branch cannot be compiled for these "
+                                    "shapes; taking it is an error at run time: {}",
+                                    node.name,
+                                    node.getInt(ir::conventions::kFailedBranch, 0) == 0 ? "then"
+                                                                                        : "else",
+                                    node.getString(ir::conventions::kFailedBranchReason, "")));
+  }
+}
+
+}  // namespace
 
 CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
   lowering::checkLowerable(graph);
@@ -154,6 +201,7 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
   passes::runPipeline(model.graph, pipelineOptions(options));
   model.calls = lowering::lowerGraph(model.graph);
   model.schedule = scheduleGraph(model.graph, model.calls, options);
+  compileSubgraphs(model, options);
   passes::verifySchedule(model.graph, model.schedule);
   model.plan = passes::planMemory(model.graph, model.calls, model.schedule);
   passes::verifyMemoryPlan(model.graph, model.calls, model.schedule, model.plan);
@@ -170,7 +218,10 @@ codegen::EmittedModel emitModel(const CompiledModel& model, const CompileOptions
   if (!options.className.empty()) emit.symbolPrefix = codegen::toSymbolPrefix(options.className);
   emit.nameSpace = options.nameSpace;
   emit.embedWeights = options.embedWeights;
-  emit.target = options.target;
+  const Target target = findTarget(options.target);
+  emit.target = target.name;
+  emit.cpuFeatures = target.features;
+  if (target.xsmmArch != "none") emit.xsmmTarget = target.xsmmArch;
   return codegen::emitModel(model.toEmit(), emit);
 }
 

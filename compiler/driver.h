@@ -3,6 +3,7 @@
 // codegen, write, and optionally verify with Clang.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,7 @@ struct CompileOptions {
   std::vector<std::string> disabledPasses;
   /// Print the IR on stdout after these passes ("all": after every one).
   std::vector<std::string> printIrAfter;
-  std::string target = "native";  // --target
+  std::string target = "native";  // --target: a name in cmake/targets.def
   int executors = 0;           // --executors; 0: 1, or the profile's
   int threadsPerExecutor = 0;  // --threads; 0: the profile's, else at run time
   std::string profilePath;  // --profile: measured costs for levels/partition
@@ -40,8 +41,12 @@ struct CompiledModel {
   passes::Schedule schedule;
   passes::MemoryPlan plan;
   int importedNodes = 0;
+  /// The compiled subgraphs of each control-flow node (If's branches, a
+  /// Loop's or Scan's body), by node id; a branch that failed to import is
+  /// an empty graph.
+  std::map<int, std::vector<CompiledModel>> subgraphs;
 
-  codegen::ModelToEmit toEmit() const { return {graph, schedule, plan, calls}; }
+  codegen::ModelToEmit toEmit() const;
 };
 
 struct WrittenFiles {
@@ -53,9 +58,9 @@ struct WrittenFiles {
 /// cgc executable if there is one, else the build tree cgc was built in.
 struct RuntimePaths {
   std::string includeDir;
-  std::string library;  // libcgc_runtime.a
+  std::string library;  // libcgc_runtime.a, or libcgc_runtime_<target>.a
 };
-RuntimePaths runtimePaths();
+RuntimePaths runtimePaths(const std::string& target = "native");
 
 /// Loads options.modelPath and compiles it (the other compileGraph).
 CompiledModel compileGraph(const CompileOptions& options);

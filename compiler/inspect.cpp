@@ -77,7 +77,8 @@ int inspect(const driver::CompileOptions& options, bool json) {
     nlohmann::json ops = nlohmann::json::object();
     for (const auto& u : summary.unsupported) {
       auto& entry = ops[u.domain.empty() ? u.op : u.domain + "." + u.op];
-      entry["count"] = entry.value("count", 0) + 1;
+      if (entry.is_null()) entry = {{"count", 0}, {"first_nodes", nlohmann::json::array()}};
+      entry["count"] = entry["count"].get<int>() + 1;
       if (entry["first_nodes"].size() < 3) entry["first_nodes"].push_back(u.node);
     }
     report["unsupported_ops"] = ops;

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "compiler/commands.h"
+#include "compiler/targets.h"
 #include "compiler/tune.h"
 #include "compiler_config.h"
 #include "passes/pass_manager.h"
@@ -18,11 +19,12 @@ using cgc::driver::CompileOptions;
 struct ModelArgs {
   explicit ModelArgs(CompileOptions* options) : options(options) {}
   CompileOptions* options;
-  std::vector<std::string> shapes, constants;
+  std::vector<std::string> shapes, constants, bounds;
 
   void parse() {
     options->load.shapes = cgc::commands::parseShapeBindings(shapes);
     options->load.constantInputs = cgc::commands::parseNamedFiles(constants);
+    options->load.bounds = cgc::commands::parseBounds(bounds);
   }
 };
 
@@ -36,11 +38,17 @@ void addModelOptions(CLI::App& command, ModelArgs& args) {
                      "Make a graph input a compile-time constant read from a TensorProto file, "
                      "e.g. --constant shape=shape.pb (for inputs that determine shapes: "
                      "Reshape's shape, Slice's starts, ...)");
+  command.add_option("--bound", args.bounds,
+                     "The largest size a data-dependent output may take, by node or output "
+                     "name, e.g. --bound decode_loop=64 (a Loop's scan outputs when its trip "
+                     "count is known only at run time); a run that exceeds it fails");
   command.add_option("--disable-pass", options.disabledPasses,
                      "Skip a graph pass (repeatable): " +
                          fmt::format("{}", fmt::join(cgc::passes::passNames(), ", ")));
   command.add_option("--target", options.target,
-                     "What the generated code is compiled for (default: native, this machine)")
+                     "What the generated code is compiled for: " +
+                         fmt::format("{}", fmt::join(cgc::driver::targetNames(), ", ")) +
+                         " (default: native, this machine's CPU; README \"Targets\")")
       ->capture_default_str();
   command.add_flag("-q,--quiet", options.quiet, "No progress lines on stderr");
 }

@@ -3,6 +3,7 @@
 // loads it, and drives it through the generated C ABI.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,9 @@
 
 namespace cgc::driver {
 
-/// Compiler command for generated code: "c++ -std=c++20 -O2 ...".
-std::string generatedCodeFlags(int optLevel = 2);
+/// Compiler command for generated code of `target`: "c++ -std=c++20 -O2
+/// -march=x86-64-v3 ...", with -O`optLevel`.
+std::string generatedCodeFlags(const std::string& target, int optLevel = 2);
 
 /// Builds `files` into `<dir>/<base>.so` unless that library already exists.
 /// Returns its path. Throws CompileError with the compiler's output if the
@@ -44,6 +46,12 @@ class LoadedModel {
   const cgc_model_info& info() const { return *info_; }
   void* input(int index) { return input_(instance_, index); }
   const void* output(int index) const { return output_(instance_, index); }
+  /// Output `index`'s actual shape after the last run.
+  std::vector<int64_t> outputShape(int index) const {
+    std::vector<int64_t> dims(static_cast<size_t>(info_->outputs[index].rank) + 1);
+    dims.resize(static_cast<size_t>(std::max(0, outputShape_(instance_, index, dims.data()))));
+    return dims;
+  }
   /// One inference; the status and message of the model's run().
   Status run() {
     const cgc_status code = run_(instance_);
@@ -62,6 +70,7 @@ class LoadedModel {
   const char* (*error_)(const void*) = nullptr;
   void* (*input_)(void*, int) = nullptr;
   const void* (*output_)(const void*, int) = nullptr;
+  int (*outputShape_)(const void*, int, int64_t*) = nullptr;
   void (*setProfiler_)(void*, void*) = nullptr;
   const char* (*placement_)(const void*) = nullptr;
 };

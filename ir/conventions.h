@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "ir/graph.h"
 
@@ -31,6 +32,19 @@ inline constexpr size_t kMatMulBias = 2;
 /// its output keeps its own output shape and the pool's top and left pads.
 inline constexpr const char* kConvShape = "cgc_conv_shape";
 inline constexpr const char* kPoolPads = "cgc_pool_pads";
+
+/// Control flow (If, Loop, Scan; see Node::subgraphs): for subgraph k of a
+/// node, attribute "cgc_bindings_<k>" lists, for each input of the subgraph,
+/// the index of the node input that feeds it, or -1 for an input the node
+/// supplies itself (Loop's iteration number, condition and loop-carried
+/// values; Scan's states and slices).
+inline std::string subgraphBindings(size_t k) { return "cgc_bindings_" + std::to_string(k); }
+/// If: the branch (0 then, 1 else) that could not be compiled for the bound
+/// shapes, and why; taking it is a run-time error.
+inline constexpr const char* kFailedBranch = "cgc_failed_branch";
+inline constexpr const char* kFailedBranchReason = "cgc_failed_branch_reason";
+/// Loop: how many loop-carried values it has (node inputs 2 ... 2 + n - 1).
+inline constexpr const char* kLoopCarried = "cgc_carried";
 
 /// Channels per block of Layout::kChannelBlocked (the runtime's
 /// rt::kChannelBlock, which lowering checks it equals).

@@ -3,6 +3,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -14,10 +15,59 @@ std::string shapeString(const Shape& shape) {
   return fmt::format("[{}]", fmt::join(shape, ","));
 }
 
+namespace {
+
+std::string limitString(int64_t bytes) {
+  for (int e = 0; e < 63; ++e)
+    if (bytes == int64_t{1} << e) return fmt::format("2^{}", e);
+  return std::to_string(bytes);
+}
+
+}  // namespace
+
+std::string checkShape(const Shape& shape, int64_t elementBytes,
+                       int64_t limitBytes) {
+  // volume <= limitBytes throughout, so volume * d is only formed when it
+  // cannot overflow.
+  int64_t volume = std::max<int64_t>(elementBytes, 1);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t d = shape[i];
+    if (d < 0)
+      return fmt::format("dimension {} of shape {} is negative", i,
+                         shapeString(shape));
+    if (d > 1 && volume > limitBytes / d)
+      return fmt::format(
+          "shape {} with {}-byte elements exceeds the limit of {} bytes per "
+          "tensor",
+          shapeString(shape), elementBytes, limitString(limitBytes));
+    volume *= std::max<int64_t>(d, 1);
+  }
+  if (volume > limitBytes)
+    return fmt::format("{}-byte elements exceed the limit of {} bytes",
+                       elementBytes, limitString(limitBytes));
+  return "";
+}
+
 int64_t numElements(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    CGC_ASSERT(d >= 0 && !__builtin_mul_overflow(n, d, &n),
+               "shape {} has a negative dimension or more elements than int64 "
+               "holds",
+               shapeString(shape));
+  }
   return n;
+}
+
+int64_t TensorType::bytes() const {
+  int64_t n = numElements();
+  CGC_ASSERT(!__builtin_mul_overflow(n, int64_t{dtypeSize(dtype)}, &n),
+             "type {} has more bytes than int64 holds", str());
+  return n;
+}
+
+std::string TensorType::checkSize(int64_t limitBytes) const {
+  return checkShape(shape, dtypeSize(dtype), limitBytes);
 }
 
 std::string TensorType::str() const {
@@ -288,6 +338,19 @@ int64_t constantBytes(const Graph& graph) {
         seen.insert(graph.value(out).data.get()).second)
       bytes += graph.value(out).type.bytes();
   return bytes;
+}
+
+int64_t foldBytes(const Graph& graph, const Node& node, int64_t budget) {
+  const int64_t limit = std::min(kMaxFoldBytes, budget);
+  int64_t total = 0;
+  for (int out : node.outputs) {
+    if (out < 0) continue;
+    const TensorType& type = graph.value(out).type;
+    if (!type.checkSize(kMaxFoldBytes).empty()) return -1;
+    total += type.bytes();  // each at most kMaxFoldBytes: no overflow
+    if (total > limit) return -1;
+  }
+  return total;
 }
 
 }  // namespace cgc::ir

@@ -24,6 +24,45 @@ using Shape = std::vector<int64_t>;
 
 /// "[1,3,224,224]".
 std::string shapeString(const Shape& shape);
+
+// Size limits (README, "Limits"). The frontend rejects every tensor beyond
+// them (a user error naming the tensor), so a Graph only holds tensors whose
+// element counts and byte sizes fit comfortably in int64: later stages may
+// add such sizes without overflow checks of their own.
+
+/// The largest tensor: 2^40 bytes (1 TiB). Every dimension, and the product
+/// of the nonzero dimensions (so also in an empty tensor), is bounded by it.
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;
+/// The largest arena the memory plan may lay out: 2^40 bytes.
+inline constexpr int64_t kMaxArenaBytes = int64_t{1} << 40;
+/// The largest constant cgc holds in memory while compiling (initializers,
+/// Constant nodes, folded results): 2^31 bytes, the size limit of a whole
+/// ONNX protobuf.
+inline constexpr int64_t kMaxConstantBytes = int64_t{1} << 31;
+/// Constant data cgc computes while compiling (folding, ConstantOfShape,
+/// Range, Dropout's mask): at most 2^26 bytes (64 MiB) per node and 2^30
+/// (1 GiB) per model on import, and as much again in fold-constants. Beyond
+/// them a node is left to run time rather than made a weight (Range, which
+/// has no kernel, is an error).
+inline constexpr int64_t kMaxFoldBytes = int64_t{1} << 26;
+inline constexpr int64_t kMaxGeneratedBytes = int64_t{1} << 30;
+/// The most nodes and values a graph may hold after import (functions
+/// inlined): 2^20 and 2^22.
+inline constexpr int kMaxNodes = 1 << 20;
+inline constexpr int kMaxValues = 1 << 22;
+/// All tensors of an imported graph together (weights, inputs,
+/// intermediates, outputs): at most 2^50 bytes. With kMaxValues tensors of
+/// at most kMaxTensorBytes each this sum cannot overflow, and it leaves the
+/// passes and the memory planner 2^13 of headroom below int64's range.
+inline constexpr int64_t kMaxGraphBytes = int64_t{1} << 50;
+
+/// Why a shape is beyond the limits ("dimension 2 is -1", "2^62 elements of
+/// 4 bytes exceed the 2^40-byte limit"), or "" when it is within them. Never
+/// overflows, whatever the dims.
+std::string checkShape(const Shape& shape, int64_t elementBytes,
+                       int64_t limitBytes = kMaxTensorBytes);
+/// Element count of a shape within the limits. Throws InternalError (never
+/// wraps) for one beyond them: the frontend admits no such shape.
 int64_t numElements(const Shape& shape);
 
 struct TensorType {
@@ -31,7 +70,10 @@ struct TensorType {
   Shape shape;
 
   int64_t numElements() const { return ir::numElements(shape); }
-  int64_t bytes() const { return numElements() * dtypeSize(dtype); }
+  /// numElements() * element size; InternalError beyond the limits.
+  int64_t bytes() const;
+  /// checkShape for this type: "" when it is within the limits.
+  std::string checkSize(int64_t limitBytes = kMaxTensorBytes) const;
   int rank() const { return static_cast<int>(shape.size()); }
   /// "float32[1,3,224,224]".
   std::string str() const;
@@ -39,6 +81,19 @@ struct TensorType {
 };
 
 enum class ValueKind { kInput, kConstant, kIntermediate };
+
+/// A value whose extent along some dimensions is only known at run time
+/// (NonZero's count, a Loop's iterations): its type's shape holds the
+/// compile-time bound, the buffer is planned at the bound, and the actual
+/// extents live in the arena's size slots, read by generated code and the
+/// API. Elements beyond the actual extents are zero.
+struct DynamicExtent {
+  std::vector<int> dims;  // the dynamic dimensions, ascending
+  int sizeSlot = -1;      // slot of dims[0]; dims[i] uses sizeSlot + i
+
+  bool empty() const { return dims.empty(); }
+  bool operator==(const DynamicExtent& other) const = default;
+};
 
 /// How an intermediate's elements lie in memory. kChannelBlocked is
 /// [n][c / 16][spatial][16] (rt::kChannelBlock), which convolutions on
@@ -53,6 +108,7 @@ struct Value {
   ValueKind kind = ValueKind::kIntermediate;
   int producer = -1;  // node id; -1 for inputs and constants
   Layout layout = Layout::kPlain;
+  DynamicExtent dynamic;
   /// Constants only: type.bytes() bytes of little-endian data.
   std::shared_ptr<const std::vector<uint8_t>> data;
 
@@ -70,6 +126,8 @@ struct Value {
 using Attribute = std::variant<int64_t, double, std::string,
                                std::vector<int64_t>, std::vector<double>>;
 
+class Graph;
+
 struct Node {
   int id = -1;
   std::string op;    // ONNX op type, or a cgc op for fused forms
@@ -77,6 +135,11 @@ struct Node {
   std::map<std::string, Attribute> attrs;
   std::vector<int> inputs;  // value ids; -1 marks an absent optional input
   std::vector<int> outputs;
+  /// Control flow: If's then and else branches, Loop's and Scan's body.
+  /// Each is a graph of its own whose inputs are the node's formal
+  /// parameters (the frontend turns values read from outer scopes into
+  /// node inputs), compiled and planned on its own.
+  std::vector<std::shared_ptr<Graph>> subgraphs;
   bool dead = false;
 
   bool has(const std::string& attr) const { return attrs.count(attr) != 0; }
@@ -104,6 +167,16 @@ class Graph {
   /// ONNX names of the graph outputs: the values behind `outputs` may be
   /// replaced (by a constant, by a fused node's result), the names stay.
   std::vector<std::string> outputNames;
+  /// Size slots for dynamic extents (DynamicExtent::sizeSlot), numbered
+  /// across the model: a subgraph takes its slots from the top-level graph's
+  /// count, so one slot table serves every graph of a model.
+  std::shared_ptr<int> sizeSlots = std::make_shared<int>(0);
+  /// A new slot for a dynamic extent of `dims` dimensions; returns the first.
+  int newSizeSlots(int dims) {
+    const int first = *sizeSlots;
+    *sizeSlots += dims;
+    return first;
+  }
 
   int addValue(std::string name, TensorType type,
                ValueKind kind = ValueKind::kIntermediate);
@@ -151,5 +224,9 @@ class Graph {
 
 /// Bytes of constant data (weights) the graph holds, counting each once.
 int64_t constantBytes(const Graph& graph);
+
+/// The bytes folding the node would materialise, or -1 when its outputs
+/// together exceed kMaxFoldBytes or `budget`.
+int64_t foldBytes(const Graph& graph, const Node& node, int64_t budget);
 
 }  // namespace cgc::ir

@@ -12,7 +12,9 @@ std::vector<int> foldNode(ir::Graph& graph, int nodeId) {
     if (v >= 0 && !graph.value(v).isConstant()) return {};
   Lowered lowered = tryLower(graph, node);
   const KernelCall* call = std::get_if<KernelCall>(&lowered);
-  if (!call) return {};
+  if (!call || (isStructural(call->kernel) && call->kernel != Kernel::kView)) return {};
+  for (int v : node.outputs)
+    if (v >= 0 && !graph.value(v).dynamic.empty()) return {};
   std::vector<int> outputs = node.outputs;
   std::vector<int> constants;
   if (call->kernel == Kernel::kView) {

@@ -37,6 +37,9 @@ struct KernelCall {
   /// The arrays that pointer fields of `params` point to, by field name
   /// (Concat's part_bytes); codegen prints them as named constants.
   std::map<std::string, std::vector<int64_t>> arrays;
+  /// Arena bytes the node uses while it runs, besides its outputs (a
+  /// control-flow node's subgraphs); the memory plan gives them a region.
+  int64_t scratchBytes = 0;
 
   template <typename P>
   const P& get() const {
@@ -64,6 +67,7 @@ class KernelCalls {
  public:
   const KernelCall& of(int node) const;
   bool has(int node) const;
+  void setScratch(int node, int64_t bytes);
 
  private:
   friend KernelCalls lowerGraph(const ir::Graph& graph);

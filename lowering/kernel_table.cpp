@@ -21,6 +21,8 @@ template <typename A>
 constexpr ArgKind argKind() {
   if constexpr (std::is_same_v<A, const rt::Team&>)
     return ArgKind::kTeam;
+  else if constexpr (std::is_same_v<A, rt::Extents*>)
+    return ArgKind::kExtents;
   else if constexpr (std::is_same_v<A, const void* const*>)
     return ArgKind::kInputList;
   else if constexpr (std::is_const_v<std::remove_pointer_t<A>>)
@@ -33,10 +35,18 @@ constexpr ArgKind argKind() {
 template <typename A>
 constexpr DType argType() {
   using E = std::remove_cv_t<std::remove_pointer_t<std::remove_cvref_t<A>>>;
-  if constexpr (std::is_void_v<E> || std::is_pointer_v<E> || std::is_same_v<E, rt::Team>)
+  if constexpr (std::is_void_v<E> || std::is_pointer_v<E> || std::is_same_v<E, rt::Team> ||
+                std::is_same_v<E, rt::Extents>)
     return DType::kUndefined;
   else
     return dtypeOf<E>();
+}
+
+/// Where the constant folder lets a kernel write its extents (it never
+/// folds a node of data-dependent size, but evaluate() must pass something).
+inline rt::Extents* extentsScratch() {
+  static thread_local int64_t slots[rt::kMaxRank];
+  return reinterpret_cast<rt::Extents*>(slots);
 }
 
 template <typename F>
@@ -75,6 +85,8 @@ struct Signature<R (*)(const P&, Args...)> {
     constexpr size_t n = rankOf<I>();
     if constexpr (kArgs[I] == ArgKind::kTeam)
       return rt::Team::serial();
+    else if constexpr (kArgs[I] == ArgKind::kExtents)
+      return extentsScratch();
     else if constexpr (kArgs[I] == ArgKind::kInputList)
       return in.data();
     else if constexpr (kArgs[I] == ArgKind::kInput)
@@ -183,8 +195,8 @@ void bindArrays(KernelParams& params, const std::map<std::string, std::vector<in
 }  // namespace
 
 const KernelInfo& kernelInfo(Kernel kernel) {
-  CGC_ASSERT(kernel != Kernel::kView, "views have no kernel");
-  return table().at(static_cast<size_t>(kernel) - 1);
+  CGC_ASSERT(!isStructural(kernel), "kernel {} is not in the table", static_cast<int>(kernel));
+  return table().at(static_cast<size_t>(kernel) - static_cast<size_t>(Kernel::kScan) - 1);
 }
 
 bool kernelTakes(Kernel kernel, DType type) {
@@ -226,7 +238,10 @@ rt::Status evaluate(const KernelCall& call, const std::vector<const void*>& in,
   bindArrays(params, call.arrays);
   switch (call.kernel) {
     case Kernel::kView:
-      CGC_ASSERT(false, "views are not evaluated");
+    case Kernel::kIf:
+    case Kernel::kLoop:
+    case Kernel::kScan:
+      CGC_ASSERT(false, "structural kernels are not evaluated");
 #define CGC_KERNEL(Name, function, Params, flags) \
   case Kernel::k##Name:                           \
     return invoke<&rt::function>(params, in, out);
@@ -244,19 +259,19 @@ rt::Status evaluate(const KernelCall& call, const std::vector<const void*>& in,
 }
 
 std::string kernelFunction(const KernelCall& call) {
-  if (call.kernel == Kernel::kView) return "";
+  if (isStructural(call.kernel)) return "";
   const KernelInfo& info = kernelInfo(call.kernel);
   return info.typed ? fmt::format("{}<{}>", info.function, cppType(call.dtype)) : info.function;
 }
 
 bool takesTeam(const KernelCall& call) {
-  if (call.kernel == Kernel::kView) return false;
+  if (isStructural(call.kernel)) return call.kernel != Kernel::kView;
   const auto& args = kernelInfo(call.kernel).args;
   return !args.empty() && args.back() == ArgKind::kTeam;
 }
 
 bool mayRunInPlace(const KernelCall& call) {
-  return call.kernel != Kernel::kView && kernelInfo(call.kernel).inPlace;
+  return !isStructural(call.kernel) && kernelInfo(call.kernel).inPlace;
 }
 
 }  // namespace cgc::lowering

@@ -22,6 +22,11 @@ struct ViewParams {
 
 enum class Kernel {
   kView,
+  // Control flow: no runtime function; codegen runs the node's compiled
+  // subgraphs (codegen/emit_control.cpp).
+  kIf,
+  kLoop,
+  kScan,
 #define CGC_KERNEL(Name, function, Params, flags) k##Name,
 #define CGC_TYPED_KERNEL(Name, function, Params, flags, ...) k##Name,
 #include "lowering/kernels.def"
@@ -57,6 +62,7 @@ enum class ArgKind {
   kOutput,     // T*: the next of KernelCall::outputs
   kInputList,  // const void* const*: every input, as an array
   kTeam,       // const rt::Team&: the kernel splits its work over a team
+  kExtents,    // rt::Extents*: the size slots of the output's dynamic extents
 };
 
 struct KernelInfo {
@@ -74,7 +80,13 @@ struct KernelInfo {
   bool fallible;  // returns rt::Status
 };
 
-/// The kernel's entry (not for kView).
+/// Kernels that are not in the table: a view, control flow.
+constexpr bool isStructural(Kernel kernel) {
+  return kernel == Kernel::kView || kernel == Kernel::kIf || kernel == Kernel::kLoop ||
+         kernel == Kernel::kScan;
+}
+
+/// The kernel's entry (not for structural kernels).
 const KernelInfo& kernelInfo(Kernel kernel);
 
 /// Whether the kernel is instantiated for `type` (untyped kernels take any).

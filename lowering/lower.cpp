@@ -1,7 +1,8 @@
 // Node -> KernelCall: the op's lowerer (one file per op family registers
-// them: lower_elementwise.cpp, lower_nn.cpp, lower_tensor.cpp), then one
-// check for every call against the kernel table: the kernel is instantiated
-// for the call's element type, and every argument's element type is the one
+// them: lower_elementwise.cpp, lower_nn.cpp, lower_tensor.cpp, lower_math.cpp,
+// lower_indexing.cpp, lower_signal.cpp), then one check for every call
+// against the kernel table: the kernel is instantiated for the call's
+// element type, and every argument's element type is the one
 // the kernel's signature takes. The frontend has already resolved every
 // shape-determining input and attribute (auto_pad, Slice starts, Softmax's
 // legacy axis), so lowering only translates.
@@ -13,6 +14,18 @@
 
 namespace cgc::lowering {
 
+namespace {
+
+/// If, Loop and Scan run their subgraphs (codegen/emit_control.cpp); the
+/// call only names the node's inputs and outputs for the memory plan.
+Lowered lowerControl(const Graph& g, const Node& n) {
+  const Kernel kernel = n.op == "If" ? Kernel::kIf : n.op == "Loop" ? Kernel::kLoop : Kernel::kScan;
+  return KernelCall{kernel, elementType(g, n.outputs.empty() ? n.inputs[0] : n.outputs[0]),
+                    ViewParams{}, n.inputs, n.outputs};
+}
+
+}  // namespace
+
 const std::map<std::string, OpLowerer>& opLowerers() {
   static const std::map<std::string, OpLowerer> table = [] {
     std::map<std::string, OpLowerer> t;
@@ -22,6 +35,7 @@ const std::map<std::string, OpLowerer>& opLowerers() {
     registerMathLowerers(t);
     registerIndexingLowerers(t);
     registerSignalLowerers(t);
+    for (const char* op : {"If", "Loop", "Scan"}) t[op] = lowerControl;
     return t;
   }();
   return table;
@@ -96,7 +110,7 @@ Lowered tryLower(const Graph& g, const Node& n) {
   auto it = lowerers.find(n.op);
   if (it == lowerers.end()) return unsupported("no kernel implements this op");
   Lowered lowered = it->second(g, n);
-  if (auto* call = std::get_if<KernelCall>(&lowered); call && call->kernel != Kernel::kView)
+  if (auto* call = std::get_if<KernelCall>(&lowered); call && !isStructural(call->kernel))
     if (auto problem = checkArguments(g, *call)) return *problem;
   return lowered;
 }
@@ -111,6 +125,11 @@ KernelCall lowerNode(const Graph& g, const Node& n) {
 const KernelCall& KernelCalls::of(int node) const {
   CGC_ASSERT(has(node), "node {} was not lowered", node);
   return *byNode_[static_cast<size_t>(node)];
+}
+
+void KernelCalls::setScratch(int node, int64_t bytes) {
+  CGC_ASSERT(has(node), "node {} was not lowered", node);
+  byNode_[static_cast<size_t>(node)]->scratchBytes = bytes;
 }
 
 bool KernelCalls::has(int node) const {

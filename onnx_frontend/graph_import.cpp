@@ -1,9 +1,11 @@
 // See graph_import.h.
 #include "onnx_frontend/graph_import.h"
+#include "onnx_frontend/graph_importer.h"
 
 #include <fmt/ranges.h>
 #include <onnx/defs/schema.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -14,46 +16,7 @@
 namespace cgc::frontend {
 namespace {
 
-using NodeList = google::protobuf::RepeatedPtrField<onnx::NodeProto>;
-
-bool isDefaultDomain(const std::string& domain) {
-  return domain.empty() || domain == "ai.onnx";
-}
-
-int defaultOpset(
-    const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& opsets,
-    int fallback) {
-  for (const auto& opset : opsets)
-    if (isDefaultDomain(opset.domain())) return static_cast<int>(opset.version());
-  return fallback;
-}
-
-std::string nodeLabel(const onnx::NodeProto& node, int index) {
-  return node.name().empty() ? fmt::format("{}_{}", node.op_type(), index)
-                             : node.name();
-}
-
-const onnx::FunctionProto* localFunction(const onnx::ModelProto& model,
-                                         const onnx::NodeProto& node) {
-  for (const auto& function : model.functions())
-    if (function.name() == node.op_type() && function.domain() == node.domain())
-      return &function;
-  return nullptr;
-}
-
-/// The ONNX schema of a default-domain op that ONNX defines by a function
-/// body, or null.
-const onnx::OpSchema* schemaWithBody(const onnx::NodeProto& node, int opset) {
-  if (!isDefaultDomain(node.domain())) return nullptr;
-  const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "");
-  if (schema && (schema->HasFunction() || schema->HasContextDependentFunction()))
-    return schema;
-  return nullptr;
-}
-
-bool hasImporter(const onnx::NodeProto& node) {
-  return isDefaultDomain(node.domain()) && opImporters().count(node.op_type());
-}
+using namespace detail;
 
 void collectUnsupported(const onnx::ModelProto& model, const NodeList& nodes,
                         int opset, const std::string& prefix,
@@ -63,7 +26,8 @@ void collectUnsupported(const onnx::ModelProto& model, const NodeList& nodes,
     const auto& node = nodes.Get(i);
     std::string label = prefix + nodeLabel(node, i);
     if (hasImporter(node)) continue;
-    if (isDefaultDomain(node.domain()) && node.op_type() == "If") {
+    if (isDefaultDomain(node.domain()) &&
+        (node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan")) {
       for (const auto& attr : node.attribute())
         if (attr.has_g())
           collectUnsupported(model, attr.g().node(), opset,
@@ -87,244 +51,6 @@ void collectUnsupported(const onnx::ModelProto& model, const NodeList& nodes,
     result.push_back({label, node.op_type(), node.domain()});
   }
 }
-
-/// ONNX names visible in one graph body: its own, then those of the graphs
-/// around it (If branches read outer values by name).
-class Scope {
- public:
-  explicit Scope(const Scope* parent = nullptr) : parent_(parent) {}
-  void define(const std::string& name, int value) { names_[name] = value; }
-  /// -1 when the name is not visible.
-  int find(const std::string& name) const {
-    for (const Scope* scope = this; scope; scope = scope->parent_) {
-      auto it = scope->names_.find(name);
-      if (it != scope->names_.end()) return it->second;
-    }
-    return -1;
-  }
-
- private:
-  const Scope* parent_;
-  std::unordered_map<std::string, int> names_;
-};
-
-onnx::TypeProto typeProto(const ir::TensorType& type) {
-  onnx::TypeProto proto;
-  auto* tensor = proto.mutable_tensor_type();
-  tensor->set_elem_type(static_cast<int>(type.dtype));
-  auto* shape = tensor->mutable_shape();
-  for (int64_t d : type.shape) shape->add_dim()->set_dim_value(d);
-  return proto;
-}
-
-class GraphImporter {
- public:
-  GraphImporter(ir::Graph& graph, const onnx::ModelProto& model,
-                const std::unordered_map<std::string, ir::Shape>& inferredShapes)
-      : graph_(graph), model_(model), inferredShapes_(inferredShapes) {}
-
-  void importNodes(const NodeList& nodes, Scope& scope, int opset,
-                   const std::string& prefix) {
-    for (int i = 0; i < nodes.size(); ++i) {
-      const auto& node = nodes.Get(i);
-      std::string label = prefix + nodeLabel(node, i);
-      while (!usedLabels_.insert(label).second) label += "_";
-      importNode(node, label, scope, opset);
-    }
-  }
-
- private:
-  DiagLocation where(const std::string& label, const onnx::NodeProto& node) const {
-    return {graph_.sourceFile, label, node.op_type()};
-  }
-
-  void importNode(const onnx::NodeProto& node, const std::string& label,
-                  Scope& scope, int opset) {
-    std::vector<int> inputs;
-    for (const auto& name : node.input()) {
-      int id = name.empty() ? -1 : scope.find(name);
-      if (!name.empty() && id < 0)
-        userError(where(label, node), "input '{}' is not defined", name);
-      inputs.push_back(id);
-    }
-    if (hasImporter(node)) return importOp(node, label, inputs, scope, opset);
-    if (isDefaultDomain(node.domain()) && node.op_type() == "If")
-      return importIf(node, label, inputs, scope, opset);
-    if (const auto* function = localFunction(model_, node))
-      return inlineFunction(node, label, inputs, *function, nullptr, scope,
-                            defaultOpset(function->opset_import(), opset));
-    if (const auto* schema = schemaWithBody(node, opset)) {
-      if (schema->HasFunction())
-        return inlineFunction(node, label, inputs, *schema->GetFunction(),
-                              schema, scope, opset);
-      std::vector<onnx::TypeProto> types;
-      for (int id : inputs)
-        types.push_back(id < 0 ? onnx::TypeProto() : typeProto(graph_.value(id).type));
-      onnx::FunctionBodyBuildContextImpl context(node, types);
-      onnx::FunctionProto body;
-      if (!schema->BuildContextDependentFunction(context, body))
-        userError(where(label, node), "ONNX cannot expand this op for its inputs");
-      return inlineFunction(node, label, inputs, body, schema, scope, opset);
-    }
-    userError(where(label, node), "unsupported op");
-  }
-
-  /// One op through its importer; the new nodes are folded at once.
-  void importOp(const onnx::NodeProto& node, const std::string& label,
-                std::vector<int> inputs, Scope& scope, int opset) {
-    OpContext ctx(graph_, node, opset, label, std::move(inputs));
-    ctx.results.assign(node.output_size(), -1);
-    int firstNewNode = graph_.numNodeSlots();
-    opImporters().at(node.op_type())(ctx);
-    for (int id = firstNewNode; id < graph_.numNodeSlots(); ++id) {
-      std::vector<int> before = graph_.node(id).outputs;
-      std::vector<int> after = lowering::foldNode(graph_, id);
-      for (size_t o = 0; o < after.size(); ++o)
-        for (int& r : ctx.results)
-          if (r == before[o]) r = after[o];
-    }
-    defineOutputs(node, label, ctx.results, scope);
-  }
-
-  void defineOutputs(const onnx::NodeProto& node, const std::string& label,
-                     const std::vector<int>& results, Scope& scope) {
-    for (int o = 0; o < node.output_size(); ++o) {
-      const std::string& name = node.output(o);
-      if (name.empty()) continue;
-      int value = o < static_cast<int>(results.size()) ? results[o] : -1;
-      if (value < 0)
-        userError(where(label, node), "output '{}' is not supported", name);
-      auto expected = inferredShapes_.find(name);
-      const ir::Shape& shape = graph_.value(value).type.shape;
-      if (expected != inferredShapes_.end() && expected->second != shape)
-        userError(where(label, node),
-                  "output '{}' has shape {}, but ONNX shape inference says {}",
-                  name, ir::shapeString(shape), ir::shapeString(expected->second));
-      scope.define(name, value);
-    }
-  }
-
-  /// The nodes of a branch in a scope of its own; returns its output values.
-  std::vector<int> importBranch(const onnx::GraphProto& body, Scope& outer,
-                                int opset, const std::string& prefix) {
-    Scope scope(&outer);
-    for (const auto& init : body.initializer()) {
-      HostTensor t = tensorFromProto(init, {graph_.sourceFile, prefix, "If"});
-      scope.define(init.name(),
-                   graph_.addConstant(init.name(), t.type, std::move(t.bytes)));
-    }
-    importNodes(body.node(), scope, opset, prefix);
-    std::vector<int> outputs;
-    for (const auto& output : body.output()) {
-      int id = scope.find(output.name());
-      if (id < 0)
-        userError({graph_.sourceFile, prefix, "If"},
-                  "branch output '{}' is not defined", output.name());
-      outputs.push_back(id);
-    }
-    return outputs;
-  }
-
-  void importIf(const onnx::NodeProto& node, const std::string& label,
-                const std::vector<int>& inputs, Scope& scope, int opset) {
-    const onnx::GraphProto* branches[2] = {nullptr, nullptr};  // else, then
-    for (const auto& attr : node.attribute()) {
-      if (attr.name() == "then_branch") branches[1] = &attr.g();
-      if (attr.name() == "else_branch") branches[0] = &attr.g();
-    }
-    if (inputs.size() != 1 || inputs[0] < 0 || !branches[0] || !branches[1])
-      userError(where(label, node),
-                "needs a condition and then_branch/else_branch attributes");
-    int condition = inputs[0];
-    const ir::Value& cond = graph_.value(condition);
-    if (cond.type.numElements() != 1 || cond.type.dtype != DType::kBool)
-      userError(where(label, node), "the condition must be one bool, is {}",
-                cond.type.str());
-    if (cond.isConstant()) {
-      bool taken = cond.doubleValues()[0] != 0;
-      auto results = importBranch(*branches[taken], scope, opset,
-                                  label + (taken ? "/then_branch/" : "/else_branch/"));
-      return defineOutputs(node, label, results, scope);
-    }
-    auto thenResults = importBranch(*branches[1], scope, opset, label + "/then_branch/");
-    auto elseResults = importBranch(*branches[0], scope, opset, label + "/else_branch/");
-    if (thenResults.size() != elseResults.size() ||
-        static_cast<int>(thenResults.size()) != node.output_size())
-      userError(where(label, node), "the branches and the node have {}, {} and "
-                "{} outputs", thenResults.size(), elseResults.size(),
-                node.output_size());
-    std::vector<int> results;
-    for (size_t o = 0; o < thenResults.size(); ++o) {
-      const ir::TensorType& type = graph_.value(thenResults[o]).type;
-      const ir::TensorType& other = graph_.value(elseResults[o]).type;
-      if (type != other)
-        userError(where(label, node),
-                  "the condition is only known at run time, and output {} is "
-                  "{} in then_branch but {} in else_branch; bind the inputs "
-                  "that decide it with --constant NAME=FILE.pb",
-                  o, type.str(), other.str());
-      std::string name = node.output(static_cast<int>(o)).empty()
-                             ? fmt::format("{}_out{}", label, o)
-                             : node.output(static_cast<int>(o));
-      results.push_back(graph_.addValue(name, type));
-      graph_.addNode("Where",
-                     thenResults.size() > 1 ? fmt::format("{}/select_{}", label, o)
-                                            : label,
-                     {condition, thenResults[o], elseResults[o]},
-                     {results.back()});
-    }
-    defineOutputs(node, label, results, scope);
-  }
-
-  /// Inlines a function call: the body sees only its parameters, and its
-  /// attribute references take the call's attributes (or the schema's
-  /// defaults).
-  void inlineFunction(const onnx::NodeProto& call, const std::string& label,
-                      const std::vector<int>& inputs,
-                      const onnx::FunctionProto& function,
-                      const onnx::OpSchema* schema, Scope& scope, int opset) {
-    if (call.input_size() > function.input_size() ||
-        call.output_size() > function.output_size())
-      userError(where(label, call), "has more inputs or outputs than function "
-                "'{}' declares", function.name());
-    std::map<std::string, onnx::AttributeProto> attributes;
-    if (schema)
-      for (const auto& [name, attr] : schema->attributes())
-        if (attr.default_value.type() != onnx::AttributeProto::UNDEFINED)
-          attributes[name] = attr.default_value;
-    for (const auto& attr : call.attribute()) attributes[attr.name()] = attr;
-
-    Scope body;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i] >= 0) body.define(function.input(static_cast<int>(i)), inputs[i]);
-    NodeList nodes;
-    for (const auto& original : function.node()) {
-      onnx::NodeProto& node = *nodes.Add();
-      node = original;
-      node.clear_attribute();
-      for (const auto& attr : original.attribute()) {
-        if (attr.ref_attr_name().empty()) {
-          *node.add_attribute() = attr;
-          continue;
-        }
-        auto given = attributes.find(attr.ref_attr_name());
-        if (given == attributes.end()) continue;
-        auto& resolved = *node.add_attribute() = given->second;
-        resolved.set_name(attr.name());
-      }
-    }
-    importNodes(nodes, body, opset, label + "/");
-    std::vector<int> results;
-    for (int o = 0; o < call.output_size(); ++o)
-      results.push_back(call.output(o).empty() ? -1 : body.find(function.output(o)));
-    defineOutputs(call, label, results, scope);
-  }
-
-  ir::Graph& graph_;
-  const onnx::ModelProto& model_;
-  const std::unordered_map<std::string, ir::Shape>& inferredShapes_;
-  std::set<std::string> usedLabels_;
-};
 
 }  // namespace
 
@@ -355,13 +81,13 @@ std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model) {
   return result;
 }
 
-void importGraphNodes(
+std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
     const std::unordered_map<std::string, int>& names,
-    const std::unordered_map<std::string, ir::Shape>& inferredShapes) {
+    const std::map<std::string, int64_t>& bounds) {
   Scope scope;
   for (const auto& [name, id] : names) scope.define(name, id);
-  GraphImporter importer(graph, model, inferredShapes);
+  GraphImporter importer(graph, model, &scope, bounds);
   importer.importNodes(model.graph().node(), scope, modelOpset(model), "");
   for (const auto& output : model.graph().output()) {
     int id = scope.find(output.name());
@@ -370,6 +96,7 @@ void importGraphNodes(
     graph.outputs.push_back(id);
     graph.outputNames.push_back(output.name());
   }
+  return importer.takeDefined();
 }
 
 }  // namespace cgc::frontend

@@ -14,6 +14,7 @@
 // branch conditions resolve to constants before the nodes that need them.
 #pragma once
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,12 +41,20 @@ int modelOpset(const onnx::ModelProto& model);
 /// in the main graph, in If branches and in local functions.
 std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model);
 
+/// A value that a node of the main graph defines, under its ONNX name.
+struct DefinedValue {
+  std::string name;
+  int value = -1;
+  DiagLocation where;  // the node
+};
+
 /// Imports the main graph's nodes into `graph`, whose initializers and inputs
-/// are already defined in `names`, and sets the graph outputs. Values whose
-/// ONNX name appears in `inferredShapes` are checked against it.
-void importGraphNodes(
+/// are already defined in `names`, and sets the graph outputs. Returns the
+/// values the main graph's nodes define, for the loader to check against
+/// ONNX shape inference once the import succeeded.
+std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
     const std::unordered_map<std::string, int>& names,
-    const std::unordered_map<std::string, ir::Shape>& inferredShapes);
+    const std::map<std::string, int64_t>& bounds);
 
 }  // namespace cgc::frontend

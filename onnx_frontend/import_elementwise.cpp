@@ -29,20 +29,19 @@ void importUnary(OpContext& ctx) {
 /// the input's type).
 void importIdentity(OpContext& ctx) {
   ctx.requireInputs(1, 3);
-  if (ctx.hasInput(2) && ctx.constantInts(2, "training_mode").at(0) != 0)
+  if (ctx.hasInput(2) && ctx.constantScalar(2, "training_mode") != 0)
     ctx.fail("training mode is not supported (inference only)");
   ctx.emit("Identity", {ctx.inputs[0]}, {ctx.input(0).type});
   if (ctx.proto.output_size() > 1 && !ctx.proto.output(1).empty()) {
     if (ctx.opset < 10) {
       ir::TensorType mask = ctx.input(0).type;
-      std::vector<double> ones(static_cast<size_t>(mask.numElements()), 1.0);
-      std::vector<uint8_t> bytes(mask.bytes());
-      rt::cast({DType::kF64, mask.dtype, mask.numElements()}, ones.data(), bytes.data());
-      ctx.defineConstant(1, mask, std::move(bytes));
+      std::vector<uint8_t> one(dtypeSize(mask.dtype));
+      double value = 1.0;
+      rt::cast({DType::kF64, mask.dtype, 1}, &value, one.data());
+      ctx.defineFilled(1, mask, std::move(one));
       return;
     }
-    ir::TensorType mask{DType::kBool, ctx.inputShape(0)};
-    ctx.defineConstant(1, mask, std::vector<uint8_t>(mask.bytes(), 1));
+    ctx.defineFilled(1, {DType::kBool, ctx.inputShape(0)}, {1});
   }
 }
 

@@ -57,7 +57,12 @@ Shape scaledShape(const OpContext& ctx, const Shape& x,
   Shape out(x.size());
   for (size_t d = 0; d < x.size(); ++d) {
     if (!(scales[d] > 0)) ctx.fail(fmt::format("scale {} is not positive", scales[d]));
-    out[d] = static_cast<int64_t>(std::floor(scales[d] * static_cast<double>(x[d])));
+    double size = std::floor(scales[d] * static_cast<double>(x[d]));
+    // Infinity and sizes beyond the limit fail before the cast to int64.
+    if (!(size <= static_cast<double>(ir::kMaxTensorBytes)))
+      ctx.fail(fmt::format("scale {} makes axis {} of size {} too large",
+                           scales[d], d, x[d]));
+    out[d] = static_cast<int64_t>(size);
   }
   return out;
 }

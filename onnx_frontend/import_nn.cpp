@@ -22,7 +22,14 @@ Window readWindow(const OpContext& ctx, const Shape& kernel) {
   for (size_t i = 0; i < n; ++i)
     if (w.kernel[i] <= 0 || w.strides[i] <= 0 || w.dilations[i] <= 0)
       ctx.fail("kernel sizes, strides and dilations must be positive");
+  for (int64_t p : w.pads)
+    if (p < 0) ctx.fail("pads must not be negative");
   return w;
+}
+
+/// The span of a dilated window, (kernel - 1) * dilation + 1.
+int64_t windowExtent(const OpContext& ctx, const Window& w, size_t i) {
+  return ctx.mulSizes(w.kernel[i] - 1, w.dilations[i]) + 1;
 }
 
 /// Output spatial sizes for Conv and pooling; rewrites pads for SAME.
@@ -32,11 +39,12 @@ Shape windowOutput(const OpContext& ctx, const Shape& in, Window& w,
   size_t n = in.size();
   Shape out(n);
   for (size_t i = 0; i < n; ++i) {
-    int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
+    int64_t extent = windowExtent(ctx, w, i);
     if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      out[i] = (in[i] + w.strides[i] - 1) / w.strides[i];
-      int64_t total =
-          std::max<int64_t>(0, (out[i] - 1) * w.strides[i] + extent - in[i]);
+      out[i] = in[i] == 0 ? 0 : (in[i] - 1) / w.strides[i] + 1;
+      int64_t total = std::max<int64_t>(
+          0,
+          ctx.addSizes(ctx.mulSizes(out[i] - 1, w.strides[i]), extent) - in[i]);
       int64_t small = total / 2;
       w.pads[i] = autoPad == "SAME_UPPER" ? small : total - small;
       w.pads[i + n] = total - w.pads[i];
@@ -45,14 +53,16 @@ Shape windowOutput(const OpContext& ctx, const Shape& in, Window& w,
     if (autoPad == "VALID") w.pads[i] = w.pads[i + n] = 0;
     else if (autoPad != "NOTSET")
       ctx.fail(fmt::format("unknown auto_pad '{}'", autoPad));
-    int64_t span = in[i] + w.pads[i] + w.pads[i + n] - extent;
+    int64_t span =
+        ctx.addSizes(in[i], ctx.addSizes(w.pads[i], w.pads[i + n])) - extent;
     if (span < 0)
       ctx.fail(fmt::format("window of extent {} does not fit input size {}",
                            extent, in[i]));
-    out[i] = (ceilMode ? (span + w.strides[i] - 1) / w.strides[i]
-                       : span / w.strides[i]) + 1;
+    out[i] =
+        (ceilMode && span % w.strides[i] ? 1 : 0) + span / w.strides[i] + 1;
     // A window that would start inside the end padding is dropped.
-    if (ceilMode && (out[i] - 1) * w.strides[i] >= in[i] + w.pads[i]) --out[i];
+    if (ceilMode && ctx.mulSizes(out[i] - 1, w.strides[i]) >= in[i] + w.pads[i])
+      --out[i];
   }
   return out;
 }
@@ -79,7 +89,8 @@ void importConv(OpContext& ctx) {
     ctx.fail(fmt::format("input {} and weights {} do not form a convolution",
                          ir::shapeString(x), ir::shapeString(wShape)));
   int64_t group = ctx.attrInt("group", 1);
-  if (group <= 0 || x[1] != wShape[1] * group || wShape[0] % group != 0)
+  if (group <= 0) ctx.fail(fmt::format("group {} is not positive", group));
+  if (x[1] != ctx.mulSizes(wShape[1], group) || wShape[0] % group != 0)
     ctx.fail(fmt::format("input has {} channels but weights {} with group {} "
                          "expect {}",
                          x[1], ir::shapeString(wShape), group, wShape[1] * group));
@@ -104,33 +115,46 @@ void importConvTranspose(OpContext& ctx) {
   const Shape& wShape = ctx.inputShape(1);
   int64_t group = ctx.attrInt("group", 1);
   if (x.size() < 3 || wShape.size() != x.size() || group <= 0 ||
-      wShape[0] != x[1])
+      wShape[0] != x[1] || x[1] % group != 0)
     ctx.fail(fmt::format("input {} and weights {} do not form a transposed "
                          "convolution",
                          ir::shapeString(x), ir::shapeString(wShape)));
   size_t n = x.size() - 2;
   Window w = readWindow(ctx, ctx.attrInts("kernel_shape", spatialDims(wShape)));
+  if (w.kernel != spatialDims(wShape))
+    ctx.fail("kernel_shape disagrees with the weights");
   Shape outputPadding = ctx.attrInts("output_padding", Shape(n, 0));
   Shape outputShape = ctx.attrInts("output_shape");
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
   if (outputShape.size() == n + 2) outputShape.erase(outputShape.begin(), outputShape.begin() + 2);
+  if (outputPadding.size() != n ||
+      (!outputShape.empty() && outputShape.size() != n))
+    ctx.fail(
+        "output_padding and output_shape must have one value per spatial axis");
+  for (int64_t p : outputPadding)
+    if (p < 0) ctx.fail("output_padding must not be negative");
   Shape out(n);
   for (size_t i = 0; i < n; ++i) {
-    int64_t extent = (w.kernel[i] - 1) * w.dilations[i] + 1;
-    int64_t full = w.strides[i] * (x[i + 2] - 1) + outputPadding[i] + extent;
+    int64_t extent = windowExtent(ctx, w, i);
+    int64_t full = ctx.addSizes(ctx.mulSizes(w.strides[i], x[i + 2] - 1),
+                                ctx.addSizes(outputPadding[i], extent));
     if (!outputShape.empty() || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      out[i] = outputShape.empty() ? x[i + 2] * w.strides[i] : outputShape[i];
-      int64_t total = full - out[i];
+      out[i] = outputShape.empty() ? ctx.mulSizes(x[i + 2], w.strides[i])
+                                   : outputShape[i];
+      // A negative total (output_shape beyond `full`) pads the end.
+      int64_t total = ctx.addSizes(full, -std::max<int64_t>(out[i], 0));
       bool upper = autoPad != "SAME_LOWER";
       w.pads[i] = upper ? total / 2 : total - total / 2;
       w.pads[i + n] = total - w.pads[i];
     } else {
       if (autoPad == "VALID") w.pads[i] = w.pads[i + n] = 0;
-      out[i] = full - w.pads[i] - w.pads[i + n];
+      out[i] = ctx.addSizes(full, -ctx.addSizes(w.pads[i], w.pads[i + n]));
     }
     if (out[i] <= 0) ctx.fail("transposed convolution has an empty output");
   }
-  out.insert(out.begin(), {x[0], wShape[1] * group});
+  out.insert(out.begin(), {x[0], ctx.mulSizes(wShape[1], group)});
+  if (ctx.hasInput(2) && ctx.inputShape(2) != Shape{out[1]})
+    ctx.fail("bias must have one value per output channel");
   auto attrs = windowAttrs(w);
   attrs["group"] = group;
   std::vector<int> inputs = {ctx.inputs[0], ctx.inputs[1]};

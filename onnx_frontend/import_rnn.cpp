@@ -49,7 +49,12 @@ constexpr ActivationInfo kActivations[] = {
 
 std::vector<std::string> attrStrings(const OpContext& ctx, const char* name) {
   for (const auto& a : ctx.proto.attribute())
-    if (a.name() == name) return {a.strings().begin(), a.strings().end()};
+    if (a.name() == name) {
+      std::vector<std::string> strings;
+      for (const auto& text : a.strings())
+        strings.push_back(printableAttr(text));
+      return strings;
+    }
   return {};
 }
 
@@ -139,15 +144,15 @@ void importRecurrent(OpContext& ctx) {
   const Shape& r = ctx.inputShape(2);
   int64_t hidden = ctx.attrInt("hidden_size", r.size() == 3 ? r[2] : 0);
   if (hidden <= 0) ctx.fail("hidden_size must be positive");
-  int64_t gh = cell.gates * hidden;
+  int64_t gh = ctx.mulSizes(cell.gates, hidden);
   Shape state = layout ? Shape{batch, dirs, hidden} : Shape{dirs, batch, hidden};
   requireShape(ctx, 1, "W", {dirs, gh, inputSize});
   requireShape(ctx, 2, "R", {dirs, gh, hidden});
-  requireShape(ctx, 3, "B", {dirs, 2 * gh});
+  requireShape(ctx, 3, "B", {dirs, ctx.mulSizes(2, gh)});
   requireShape(ctx, 4, "sequence_lens", {batch});
   requireShape(ctx, 5, "initial_h", state);
   requireShape(ctx, 6, "initial_c", state);
-  requireShape(ctx, 7, "P", {dirs, 3 * hidden});
+  requireShape(ctx, 7, "P", {dirs, ctx.mulSizes(3, hidden)});
 
   std::map<std::string, ir::Attribute> attrs = {
       {"hidden_size", hidden},

@@ -76,6 +76,7 @@ void importSize(OpContext& ctx) {
 }
 
 void emitView(OpContext& ctx, Shape shape) {
+  ctx.checkType({ctx.inputType(0), shape}, "the target shape");
   if (ir::numElements(shape) != ctx.input(0).type.numElements())
     ctx.fail(fmt::format("cannot reshape {} to {}",
                          ir::shapeString(ctx.inputShape(0)),
@@ -107,7 +108,7 @@ void importReshape(OpContext& ctx) {
     } else if (target[i] < 0) {
       ctx.fail(fmt::format("shape has invalid dimension {}", target[i]));
     } else {
-      known *= target[i];
+      known = ctx.mulSizes(known, target[i]);
     }
   }
   if (inferred >= 0) {
@@ -208,7 +209,7 @@ void importConcat(OpContext& ctx) {
       ctx.fail(fmt::format("input {} has shape {}, incompatible with {}", i,
                            ir::shapeString(s),
                            ir::shapeString(ctx.inputShape(0))));
-    out[axis] += s[axis];
+    out[axis] = ctx.addSizes(out[axis], s[axis]);
     inputs.push_back(ctx.inputs[i]);
   }
   ctx.emit("Concat", inputs, {{ctx.inputType(0), out}}, {{"axis", axis}});
@@ -220,6 +221,9 @@ void importGather(OpContext& ctx) {
   if (data.empty()) ctx.fail("Gather needs data of rank >= 1");
   int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0),
                                    static_cast<int64_t>(data.size()));
+  if (ctx.inputType(1) != DType::kI32 && ctx.inputType(1) != DType::kI64)
+    ctx.fail(fmt::format("indices must be int32 or int64, are {}",
+                         dtypeName(ctx.inputType(1))));
   if (ctx.input(1).isConstant())
     for (int64_t i : ctx.input(1).intValues())
       if (i < -data[axis] || i >= data[axis])
@@ -265,17 +269,26 @@ void importSlice(OpContext& ctx) {
     if (step == 0) ctx.fail("steps must not be zero");
     int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
+    // start, end and dim are within [-1, 2^40]; a step of any size divides
+    // their distance without overflow.
     if (step > 0) {
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
-      out[axis] = std::max<int64_t>(0, (end - start + step - 1) / step);
+      out[axis] = end > start ? (end - start - 1) / step + 1 : 0;
+    } else if (dim == 0) {
+      out[axis] = 0;
     } else {
       start = std::clamp<int64_t>(start, 0, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
-      out[axis] = std::max<int64_t>(0, (start - end - step - 1) / -step);
+      int64_t distance = start - end - 1;  // -step overflows for INT64_MIN
+      out[axis] = start <= end       ? 0
+                  : step < -distance ? 1
+                                     : distance / -step + 1;
     }
     allStarts[axis] = out[axis] > 0 ? start : 0;
-    allSteps[axis] = step;
+    // With one element or none the step is never taken: 1 keeps the
+    // kernel's stride arithmetic small.
+    allSteps[axis] = out[axis] > 1 ? step : 1;
   }
   ctx.emit("Slice", {ctx.inputs[0]}, {{ctx.inputType(0), out}},
            {{"starts", allStarts}, {"steps", allSteps}});
@@ -300,24 +313,70 @@ void importConstantOfShape(OpContext& ctx) {
   zero.add_float_data(0.0f);
   HostTensor value = tensorFromProto(given ? *given : zero, ctx.where());
   if (value.type.numElements() != 1) ctx.fail("value must hold one element");
-  ir::TensorType type{value.type.dtype, shape};
-  std::vector<uint8_t> bytes(type.bytes());
-  for (size_t i = 0; i < bytes.size(); i += value.bytes.size())
-    std::memcpy(bytes.data() + i, value.bytes.data(), value.bytes.size());
-  ctx.defineConstant(0, type, std::move(bytes));
+  ctx.defineFilled(0, {value.type.dtype, shape}, std::move(value.bytes));
+}
+
+/// Range over an integer type, exactly: through doubles, integers beyond
+/// 2^53 would be rounded, and one rounded up to 2^63 would not convert back.
+void integerRange(OpContext& ctx, DType type) {
+  int64_t bounds[3];
+  const char* roles[3] = {"start", "limit", "delta"};
+  for (size_t i = 0; i < 3; ++i) {
+    std::vector<int64_t> values = ctx.constantInts(i, roles[i]);
+    if (values.empty())
+      ctx.fail(fmt::format("input '{}' ({}) is empty; it must hold a value",
+                           ctx.input(i).name, roles[i]));
+    bounds[i] = values[0];
+  }
+  auto [start, limit, delta] = bounds;
+  if (delta == 0) ctx.fail("delta must not be zero");
+  // ceil((limit - start) / delta) in 128 bits, where nothing overflows.
+  __int128 span = static_cast<__int128>(limit) - start;
+  __int128 count = span / delta;
+  if (span % delta != 0 && (span < 0) == (delta < 0)) ++count;
+  if (count > ctx.generateBudget)
+    ctx.fail(fmt::format("Range of {} to {} by {} has too many elements", start,
+                         limit, delta));
+  int64_t n = static_cast<int64_t>(std::max<__int128>(count, 0));
+  ir::TensorType out{type, {n}};
+  // The int64 values below are the largest copy.
+  ctx.checkType({DType::kI64, {n}}, "the output", ctx.generateBudget);
+  ctx.generateBudget -= out.bytes();
+  // Every value lies between start and limit, so fits in int64 and `type`.
+  std::vector<int64_t> values(n);
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = static_cast<int64_t>(start + static_cast<__int128>(i) * delta);
+  std::vector<uint8_t> bytes(out.bytes());
+  rt::cast({DType::kI64, type, n}, values.data(), bytes.data());
+  ctx.defineConstant(0, out, std::move(bytes));
 }
 
 void importRange(OpContext& ctx) {
   ctx.requireInputs(3, 3);
   DType type = ctx.inputType(0);
-  double start = ctx.constantDoubles(0, "start").at(0);
-  double limit = ctx.constantDoubles(1, "limit").at(0);
-  double delta = ctx.constantDoubles(2, "delta").at(0);
+  if (type != DType::kF32 && type != DType::kF64) {
+    if (type != DType::kI64 && type != DType::kI32 && type != DType::kI16)
+      ctx.fail(fmt::format("element type {} is not supported", dtypeName(type)));
+    return integerRange(ctx, type);
+  }
+  double start = ctx.constantScalar(0, "start");
+  double limit = ctx.constantScalar(1, "limit");
+  double delta = ctx.constantScalar(2, "delta");
   if (delta == 0) ctx.fail("delta must not be zero");
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
-  std::vector<double> values(n);
-  for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * delta;
+  double count = std::ceil((limit - start) / delta);
+  // NaN and counts beyond the limit fail here, negative ones are empty, all
+  // before the cast to int64.
+  if (!(count <= static_cast<double>(ctx.generateBudget)))
+    ctx.fail(fmt::format("Range of {} to {} by {} has too many elements", start,
+                         limit, delta));
+  int64_t n = static_cast<int64_t>(std::max(0.0, count));
   ir::TensorType out{type, {n}};
+  // The doubles below are the largest copy.
+  ctx.checkType({DType::kF64, {n}}, "the output", ctx.generateBudget);
+  ctx.generateBudget -= out.bytes();
+  std::vector<double> values(n);
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = start + static_cast<double>(i) * delta;
   std::vector<uint8_t> bytes(out.bytes());
   rt::cast({DType::kF64, type, n}, values.data(), bytes.data());
   ctx.defineConstant(0, out, std::move(bytes));
@@ -329,6 +388,7 @@ void importSplit(OpContext& ctx) {
   const Shape x = ctx.inputShape(0);  // a copy: addValue below moves values
   int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(x.size()));
   int64_t parts = ctx.proto.output_size();
+  if (parts < 1) ctx.fail("Split needs at least one output");
   std::vector<int64_t> sizes = ctx.attrInts("split");
   if (ctx.hasInput(1)) sizes = ctx.constantInts(1, "split");
   if (sizes.empty()) {
@@ -337,8 +397,13 @@ void importSplit(OpContext& ctx) {
       sizes.push_back(std::min(chunk, left));
   }
   int64_t total = 0;
-  for (int64_t s : sizes) total += s;
-  if (static_cast<int64_t>(sizes.size()) != parts || total != x[axis])
+  bool negative = false;
+  for (int64_t s : sizes) {
+    negative |= s < 0;
+    if (!negative) total = ctx.addSizes(total, s);
+  }
+  if (negative || static_cast<int64_t>(sizes.size()) != parts ||
+      total != x[axis])
     ctx.fail(fmt::format("split sizes {} do not divide axis {} of size {} into {} outputs",
                          ir::shapeString(sizes), axis, x[axis], parts));
   int64_t offset = 0;
@@ -365,7 +430,7 @@ void importTile(OpContext& ctx) {
   if (repeats.size() != out.size()) ctx.fail("repeats must have one value per axis");
   for (size_t d = 0; d < out.size(); ++d) {
     if (repeats[d] < 0) ctx.fail("repeats must not be negative");
-    out[d] *= repeats[d];
+    out[d] = ctx.mulSizes(out[d], repeats[d]);
   }
   ctx.emit("Tile", {ctx.inputs[0]}, {{ctx.inputType(0), out}});
 }
@@ -401,7 +466,7 @@ void importPad(OpContext& ctx) {
   for (size_t d = 0; d < x.size(); ++d) {
     if (pads[d] < 0 || pads[d + x.size()] < 0)
       ctx.fail("negative pads (cropping) are not supported");
-    out[d] += pads[d] + pads[d + x.size()];
+    out[d] = ctx.addSizes(out[d], ctx.addSizes(pads[d], pads[d + x.size()]));
     if (mode != "constant" && x[d] == 0 && out[d] > 0)
       ctx.fail("cannot reflect or extend an empty axis");
   }

@@ -6,7 +6,9 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <climits>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -18,14 +20,18 @@
 namespace cgc::frontend {
 namespace {
 
-onnx::ModelProto readModel(const std::string& path) {
+std::string readFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) userError({path, "", ""}, "cannot open the model file");
   std::stringstream buffer;
   buffer << file.rdbuf();
-  std::string bytes = buffer.str();
+  return buffer.str();
+}
+
+onnx::ModelProto parseModel(std::string_view bytes, const std::string& path) {
   onnx::ModelProto model;
-  if (bytes.empty() || !model.ParseFromString(bytes))
+  if (bytes.empty() || bytes.size() > static_cast<size_t>(INT_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     userError({path, "", ""},
               "not a valid ONNX model: the protobuf does not parse (truncated "
               "or not an ONNX file)");
@@ -33,6 +39,172 @@ onnx::ModelProto readModel(const std::string& path) {
     userError({path, "", ""},
               "not a valid ONNX model: no graph or no IR version");
   return model;
+}
+
+// ------------------------------------------------- checks before ONNX's own
+
+/// `text` with control characters shown as \xNN, for diagnostics.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text)
+    out += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c)
+                                 : std::string(1, static_cast<char>(c));
+  return out;
+}
+
+/// Names reach diagnostics (one line each) and comments in the generated
+/// code, where a line break would end the comment and let the rest of the
+/// name be compiled: no control characters.
+void checkName(const DiagLocation& where, const char* what,
+               const std::string& name) {
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f)
+      userError(where, "{} '{}' contains a control character", what,
+                printable(name));
+}
+
+void checkGraphProto(const std::string& path, const onnx::GraphProto& graph);
+
+void checkNodeProto(const std::string& path, const onnx::NodeProto& node) {
+  DiagLocation where{path, "", ""};
+  checkName(where, "node name", node.name());
+  checkName(where, "op type", node.op_type());
+  checkName(where, "domain", node.domain());
+  where = {path, node.name(), node.op_type()};
+  for (const auto& name : node.input()) checkName(where, "input", name);
+  for (const auto& name : node.output()) checkName(where, "output", name);
+  for (const auto& attr : node.attribute()) {
+    checkName(where, "attribute", attr.name());
+    if (attr.has_sparse_tensor() || attr.sparse_tensors_size() > 0)
+      userError(where,
+                "attribute '{}' holds a sparse tensor, which is not "
+                "supported",
+                attr.name());
+    if (attr.has_t()) checkTensorSizes(attr.t(), where);
+    for (const auto& t : attr.tensors()) checkTensorSizes(t, where);
+    if (attr.has_g()) checkGraphProto(path, attr.g());
+    for (const auto& g : attr.graphs()) checkGraphProto(path, g);
+  }
+}
+
+/// Every tensor the file stores (initializers and tensor attributes, in
+/// nested graphs too) must match its dims and lie within the size limits
+/// before ONNX's checker and shape inference read it, and every name must be
+/// printable. Protobuf bounds the nesting depth (100), and so this recursion.
+void checkGraphProto(const std::string& path, const onnx::GraphProto& graph) {
+  DiagLocation where{path, "", ""};
+  if (graph.sparse_initializer_size() > 0)
+    userError(where, "sparse initializers are not supported");
+  for (const auto& info : graph.input())
+    checkName(where, "graph input", info.name());
+  for (const auto& info : graph.output())
+    checkName(where, "graph output", info.name());
+  for (const auto& info : graph.value_info())
+    checkName(where, "value", info.name());
+  for (const auto& init : graph.initializer()) {
+    checkName(where, "initializer", init.name());
+    checkTensorSizes(init, where);
+  }
+  for (const auto& node : graph.node()) checkNodeProto(path, node);
+}
+
+void checkModelProto(const std::string& path, const onnx::ModelProto& model) {
+  checkGraphProto(path, model.graph());
+  DiagLocation where{path, "", ""};
+  for (const auto& function : model.functions()) {
+    checkName(where, "function", function.name());
+    checkName(where, "function domain", function.domain());
+    for (const auto& name : function.input())
+      checkName(where, "function input", name);
+    for (const auto& name : function.output())
+      checkName(where, "function output", name);
+    for (const auto& node : function.node()) checkNodeProto(path, node);
+  }
+}
+
+std::string functionKey(const std::string& domain, const std::string& name) {
+  return (domain == "ai.onnx" ? "" : domain) + "." + name;
+}
+
+/// Local functions called in `nodes` (and in graphs nested in them), by index.
+void collectCalls(
+    const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
+    const std::map<std::string, int>& functions, std::set<int>& calls) {
+  for (const auto& node : nodes) {
+    auto it = functions.find(functionKey(node.domain(), node.op_type()));
+    if (it != functions.end()) calls.insert(it->second);
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) collectCalls(attr.g().node(), functions, calls);
+      for (const auto& g : attr.graphs())
+        collectCalls(g.node(), functions, calls);
+    }
+  }
+}
+
+/// Local functions may neither call themselves (directly or through others)
+/// nor nest deeper than kMaxFunctionDepth: ONNX's shape inference and the
+/// importer inline them recursively, and would run out of stack.
+void checkFunctionCalls(const std::string& path,
+                        const onnx::ModelProto& model) {
+  constexpr int kMaxFunctionDepth = 64;
+  std::map<std::string, int> index;
+  for (int f = 0; f < model.functions_size(); ++f)
+    index.emplace(
+        functionKey(model.functions(f).domain(), model.functions(f).name()), f);
+  std::vector<std::set<int>> calls(model.functions_size());
+  for (int f = 0; f < model.functions_size(); ++f)
+    collectCalls(model.functions(f).node(), index, calls[f]);
+  // Kahn's algorithm over the calls, callees first (no recursion here),
+  // with the longest call chain below each function.
+  const int n = model.functions_size();
+  std::vector<int> pending(n), depth(n, 0), ready;
+  std::vector<std::vector<int>> callers(n);
+  for (int f = 0; f < n; ++f) {
+    pending[f] = static_cast<int>(calls[f].size());
+    for (int callee : calls[f]) callers[callee].push_back(f);
+    if (pending[f] == 0) ready.push_back(f);
+  }
+  int done = 0;
+  while (!ready.empty()) {
+    int f = ready.back();
+    ready.pop_back();
+    ++done;
+    if (depth[f] > kMaxFunctionDepth)
+      userError({path, "", ""}, "functions nest more than {} deep",
+                kMaxFunctionDepth);
+    for (int caller : callers[f]) {
+      depth[caller] = std::max(depth[caller], depth[f] + 1);
+      if (--pending[caller] == 0) ready.push_back(caller);
+    }
+  }
+  if (done == n) return;
+  // What is left calls into a cycle; n steps along calls still pending end
+  // on one.
+  int f = static_cast<int>(std::find_if(pending.begin(), pending.end(),
+                                        [](int p) { return p > 0; }) -
+                           pending.begin());
+  for (int step = 0; step < n; ++step)
+    for (int callee : calls[f])
+      if (pending[callee] > 0) {
+        f = callee;
+        break;
+      }
+  userError({path, "", ""},
+            "function '{}' calls itself, directly or through "
+            "other functions",
+            printable(model.functions(f).name()));
+}
+
+/// ONNX's messages span several lines; a diagnostic is one.
+std::string oneLine(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    bool space = c == '\n' || c == '\r' || c == '\t';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return printable(out);
 }
 
 void rejectUnsupported(const std::string& path, const onnx::ModelProto& model) {
@@ -52,7 +224,10 @@ std::set<std::string> initializerNames(const onnx::GraphProto& graph) {
 /// tensors, checking their element types.
 void freezeConstantInputs(const std::string& path, onnx::GraphProto& graph,
                           const LoadOptions& options) {
-  for (const auto& [name, file] : options.constantInputs) {
+  for (const auto& binding : options.constantInputs) {
+    // Not a structured binding: Clang 14 (the fuzz build) cannot capture one.
+    const std::string& name = binding.first;
+    const std::string& file = binding.second;
     auto& inputs = *graph.mutable_input();
     auto it = std::find_if(inputs.begin(), inputs.end(),
                            [&](const auto& in) { return in.name() == name; });
@@ -136,11 +311,19 @@ void bindInputShapes(const std::string& path, onnx::GraphProto& graph,
       auto symbol = dim.has_dim_param() ? symbols.find(dim.dim_param()) : symbols.end();
       if (symbol != symbols.end()) dim.set_dim_value(symbol->second);
     }
-    for (const auto& dim : shape->dim())
+    ir::Shape dims;
+    for (const auto& dim : shape->dim()) {
       if (!dim.has_dim_value() || dim.dim_value() < 0)
         unbound.insert(dim.has_dim_param() && !dim.dim_param().empty()
                            ? dim.dim_param()
                            : fmt::format("{}[?]", input.name()));
+      dims.push_back(std::max<int64_t>(dim.dim_value(), 0));
+    }
+    // Before ONNX shape inference multiplies them.
+    auto dtype = static_cast<DType>(tensorType->elem_type());
+    std::string tooLarge = ir::checkShape(dims, dtypeSize(dtype));
+    if (!tooLarge.empty())
+      userError({path, "", ""}, "input '{}': {}", input.name(), tooLarge);
   }
   if (!bindings.empty())
     userError({path, "", ""}, "--shape names unknown input '{}' (inputs: {})",
@@ -169,6 +352,39 @@ std::unordered_map<std::string, ir::Shape> staticShapes(
   for (const auto& v : graph.value_info()) add(v);
   for (const auto& v : graph.output()) add(v);
   return shapes;
+}
+
+/// All tensors together within ir::kMaxGraphBytes (the planner's sums rely
+/// on it; see ir/graph.h).
+void checkGraphBytes(const ir::Graph& graph) {
+  int64_t total = 0;
+  for (int id = 0; id < graph.numValues(); ++id)
+    if (__builtin_add_overflow(total, graph.value(id).type.bytes(), &total) ||
+        total > ir::kMaxGraphBytes)
+      userError(graph.where(),
+                "the model's tensors hold more than 2^50 bytes "
+                "together");
+}
+
+/// Checks what the importer made against ONNX's shape inference. It runs
+/// only now, on a graph cgc's importer accepted: ONNX's inference functions
+/// trust their inputs (ONNX 1.12's ConvTranspose dereferences null for
+/// rank-1 weights).
+void checkInferredShapes(const ir::Graph& graph, onnx::ModelProto& model,
+                         const std::vector<DefinedValue>& defined) {
+  try {
+    onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception& e) {
+    userError(graph.where(), "ONNX shape inference fails: {}", oneLine(e.what()));
+  }
+  auto inferred = staticShapes(model.graph());
+  for (const DefinedValue& d : defined) {
+    auto expected = inferred.find(d.name);
+    const ir::Shape& shape = graph.value(d.value).type.shape;
+    if (expected != inferred.end() && expected->second != shape)
+      userError(d.where, "output '{}' has shape {}, but ONNX shape inference says {}",
+                d.name, ir::shapeString(shape), ir::shapeString(expected->second));
+  }
 }
 
 std::string graphName(const std::string& path) {
@@ -213,7 +429,7 @@ static std::string describeType(const onnx::TypeProto& type) {
 }
 
 ModelSummary summarizeModel(const std::string& path) {
-  onnx::ModelProto model = readModel(path);
+  onnx::ModelProto model = parseModel(readFile(path), path);
   ModelSummary summary;
   summary.opset = modelOpset(model);
   summary.nodes = model.graph().node_size();
@@ -229,12 +445,20 @@ ModelSummary summarizeModel(const std::string& path) {
 }
 
 ir::Graph loadOnnx(const std::string& path, const LoadOptions& options) {
-  onnx::ModelProto model = readModel(path);
+  return loadOnnxFromBytes(readFile(path), path, options);
+}
+
+ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
+                            const LoadOptions& options) {
+  onnx::ModelProto model = parseModel(bytes, path);
+  checkModelProto(path, model);
+  checkFunctionCalls(path, model);
   rejectUnsupported(path, model);
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
-    userError({path, "", ""}, "the ONNX checker rejects the model: {}", e.what());
+    userError({path, "", ""}, "the ONNX checker rejects the model: {}",
+              oneLine(e.what()));
   }
   std::vector<std::string> onnxInputNames;
   auto declaredInitializers = initializerNames(model.graph());
@@ -243,13 +467,7 @@ ir::Graph loadOnnx(const std::string& path, const LoadOptions& options) {
       onnxInputNames.push_back(input.name());
   freezeConstantInputs(path, *model.mutable_graph(), options);
   bindInputShapes(path, *model.mutable_graph(), options);
-  try {
-    onnx::shape_inference::InferShapes(model);
-  } catch (const std::exception& e) {
-    userError({path, "", ""}, "ONNX shape inference fails: {}", e.what());
-  }
   const onnx::GraphProto& proto = model.graph();
-  auto onnxShapes = staticShapes(proto);
 
   ir::Graph graph;
   graph.name = graphName(path);
@@ -271,12 +489,17 @@ ir::Graph loadOnnx(const std::string& path, const LoadOptions& options) {
                 input.name(), tensorType.elem_type());
     for (const auto& dim : tensorType.shape().dim())
       type.shape.push_back(dim.dim_value());
+    std::string tooLarge = type.checkSize();
+    if (!tooLarge.empty())
+      userError(where, "input '{}': {}", input.name(), tooLarge);
     int id = graph.addValue(input.name(), type, ir::ValueKind::kInput);
     graph.inputs.push_back(id);
     byName[input.name()] = id;
   }
 
-  importGraphNodes(graph, model, byName, onnxShapes);
+  auto defined = importGraphNodes(graph, model, byName, options.bounds);
+  checkGraphBytes(graph);
+  checkInferredShapes(graph, model, defined);
   ir::verifyGraph(graph);
   return graph;
 }

@@ -1,12 +1,17 @@
-// ONNX file -> cgc IR. The ONNX checker and ONNX shape inference run first;
-// then symbolic input dimensions are bound (--shape), every node is imported
-// with a static output type, and nodes whose inputs are all constants are
-// folded on the spot so that shape sub-graphs (Shape -> Gather -> Concat ->
-// Reshape) resolve to constants.
+// ONNX file -> cgc IR. The file is treated as hostile: every stored tensor
+// is checked against its dims and the size limits (ir/graph.h), names for
+// control characters and local functions for recursion before ONNX's
+// checker reads it. Then symbolic input dimensions are bound (--shape) and
+// checked against the limits, every node is imported with a static output
+// type, and nodes whose inputs are all constants are folded on the spot so
+// that shape sub-graphs (Shape -> Gather -> Concat -> Reshape) resolve to
+// constants. ONNX shape inference runs last, on the graph the importer
+// accepted, and its shapes must agree with the importer's.
 #pragma once
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,12 +27,20 @@ struct LoadOptions {
   /// becomes a compile-time constant (for shape-determining inputs such as
   /// Reshape's shape or Slice's starts).
   std::vector<std::pair<std::string, std::string>> constantInputs;
+  /// --bound NAME=N: the largest size a data-dependent output may take
+  /// (a Loop's scan outputs, NonZero's count, ...), by node or output name.
+  std::map<std::string, int64_t> bounds;
 };
 
 /// Throws CompileError for an unreadable, truncated or invalid file, for
 /// unsupported ops (all of them listed), for shapes that are unbound or
 /// contradict the model, and for any node that cannot be imported.
 ir::Graph loadOnnx(const std::string& path, const LoadOptions& options = {});
+
+/// loadOnnx on a serialized model held in memory (the fuzz target's entry);
+/// `path` only names the model in diagnostics and the graph.
+ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
+                            const LoadOptions& options = {});
 
 struct ModelSummary {
   struct Tensor {

@@ -1,6 +1,8 @@
 // OpContext helpers shared by the op importers, and the importer table.
 #include "onnx_frontend/op_import.h"
 
+#include <cstring>
+
 #include "onnx_frontend/tensor_proto.h"
 
 namespace cgc::frontend {
@@ -29,6 +31,11 @@ static void requireConstant(const OpContext& ctx, const ir::Value& v,
 
 std::vector<int64_t> OpContext::constantInts(size_t i, const char* role) const {
   requireConstant(*this, input(i), role);
+  DType type = inputType(i);
+  if (type == DType::kF32 || type == DType::kF64 || type == DType::kF16 ||
+      type == DType::kBF16)
+    fail(fmt::format("input '{}' ({}) must be an integer tensor, is {}",
+                     input(i).name, role, dtypeName(type)));
   return input(i).intValues();
 }
 
@@ -68,10 +75,17 @@ float OpContext::attrFloat(const char* name, float fallback) const {
   return a ? a->f() : fallback;
 }
 
+std::string printableAttr(const std::string& text) {
+  std::string out = text;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
 std::string OpContext::attrString(const char* name,
                                   const std::string& fallback) const {
   const auto* a = findAttr(proto, name);
-  return a ? a->s() : fallback;
+  return a ? printableAttr(a->s()) : fallback;
 }
 
 std::vector<int64_t> OpContext::attrInts(const char* name,
@@ -86,10 +100,38 @@ const onnx::TensorProto* OpContext::attrTensor(const char* name) const {
   return a && a->has_t() ? &a->t() : nullptr;
 }
 
+double OpContext::constantScalar(size_t i, const char* role) const {
+  std::vector<double> values = constantDoubles(i, role);
+  if (values.empty())
+    fail(fmt::format("input '{}' ({}) is empty; it must hold a value",
+                     input(i).name, role));
+  return values[0];
+}
+
 int64_t OpContext::normalizeAxis(int64_t axis, int64_t rank) const {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+  if (axis < -rank || axis >= rank)
     fail(fmt::format("axis {} is out of range for rank {}", axis, rank));
   return axis < 0 ? axis + rank : axis;
+}
+
+int64_t OpContext::addSizes(int64_t a, int64_t b) const {
+  int64_t sum;
+  if (__builtin_add_overflow(a, b, &sum))
+    fail(fmt::format("size arithmetic overflows: {} + {}", a, b));
+  return sum;
+}
+
+int64_t OpContext::mulSizes(int64_t a, int64_t b) const {
+  int64_t product;
+  if (__builtin_mul_overflow(a, b, &product))
+    fail(fmt::format("size arithmetic overflows: {} * {}", a, b));
+  return product;
+}
+
+void OpContext::checkType(const ir::TensorType& type, const std::string& what,
+                          int64_t limitBytes) const {
+  std::string tooLarge = type.checkSize(limitBytes);
+  if (!tooLarge.empty()) fail(fmt::format("{}: {}", what, tooLarge));
 }
 
 void OpContext::emit(const std::string& op, std::vector<int> irInputs,
@@ -101,6 +143,7 @@ void OpContext::emit(const std::string& op, std::vector<int> irInputs,
                  !proto.output(static_cast<int>(i)).empty();
     std::string name = named ? proto.output(static_cast<int>(i))
                              : fmt::format("{}_out{}", nodeName, i);
+    checkType(outputTypes[i], fmt::format("output '{}'", name));
     outputs.push_back(graph.addValue(name, outputTypes[i]));
     if (i < results.size()) results[i] = named ? outputs.back() : -1;
   }
@@ -110,8 +153,35 @@ void OpContext::emit(const std::string& op, std::vector<int> irInputs,
 
 void OpContext::defineConstant(size_t index, ir::TensorType type,
                                std::vector<uint8_t> bytes) {
+  if (index >= results.size()) fail(fmt::format("output {} is missing", index));
+  checkType(type,
+            fmt::format("output '{}'", proto.output(static_cast<int>(index))),
+            ir::kMaxConstantBytes);
   results.at(index) = graph.addConstant(proto.output(static_cast<int>(index)),
                                         std::move(type), std::move(bytes));
+}
+
+void OpContext::defineFilled(size_t index, const ir::TensorType& type,
+                             std::vector<uint8_t> element) {
+  if (index >= results.size()) fail(fmt::format("output {} is missing", index));
+  const std::string& name = proto.output(static_cast<int>(index));
+  checkType(type, fmt::format("output '{}'", name));
+  CGC_ASSERT(static_cast<int64_t>(element.size()) == dtypeSize(type.dtype),
+             "fill element of {} bytes for {}", element.size(), type.str());
+  if (type.checkSize(generateBudget).empty()) {
+    std::vector<uint8_t> bytes(type.bytes());
+    for (size_t i = 0; i < bytes.size(); i += element.size())
+      std::memcpy(bytes.data() + i, element.data(), element.size());
+    generateBudget -= type.bytes();
+    return defineConstant(index, type, std::move(bytes));
+  }
+  int fill = graph.addConstant(nodeName + "_fill", {type.dtype, {}},
+                               std::move(element));
+  results[index] = graph.addValue(name, type);
+  graph.addNode(
+      "Expand",
+      index == 0 ? nodeName : fmt::format("{}/out{}", nodeName, index), {fill},
+      {results[index]});
 }
 
 ir::Shape broadcastShapes(const OpContext& ctx, const ir::Shape& a,

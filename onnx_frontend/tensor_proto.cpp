@@ -1,6 +1,9 @@
 // TensorProto decoding covers every storage field ONNX writers use: raw_data,
 // and the typed repeated fields (float_data, int32_data for the small integer
-// types, int64_data, double_data, uint64_data).
+// types, int64_data, double_data, uint64_data). A tensor's dims are checked
+// against the size limits and its stored data against its dims before any
+// memory is allocated for it: a hostile file cannot make cgc allocate more
+// than the file holds.
 #include "onnx_frontend/tensor_proto.h"
 
 #include <cstring>
@@ -18,81 +21,117 @@ void copyField(const Field& field, int64_t count, std::vector<uint8_t>& out) {
   }
 }
 
+/// The number of elements the proto stores in the field its type reads
+/// (raw_data in bytes, else the typed field).
+int64_t storedElements(const onnx::TensorProto& proto, DType dtype,
+                       int64_t elem) {
+  if (proto.has_raw_data())
+    return static_cast<int64_t>(proto.raw_data().size()) / elem;
+  switch (dtype) {
+    case DType::kF32:
+      return proto.float_data_size();
+    case DType::kF64:
+      return proto.double_data_size();
+    case DType::kI64:
+      return proto.int64_data_size();
+    case DType::kU32:
+    case DType::kU64:
+      return proto.uint64_data_size();
+    default:
+      return proto.int32_data_size();
+  }
+}
+
 }  // namespace
+
+ir::TensorType checkTensorSizes(const onnx::TensorProto& proto,
+                                const DiagLocation& where) {
+  ir::TensorType type;
+  type.dtype = static_cast<DType>(proto.data_type());
+  const std::string& name = proto.name();
+  for (int64_t d : proto.dims()) {
+    if (d < 0) userError(where, "tensor '{}' has a negative dimension", name);
+    type.shape.push_back(d);
+  }
+  int64_t elem = dtypeSize(type.dtype);
+  if (elem == 0 || proto.data_location() == onnx::TensorProto::EXTERNAL)
+    return type;
+  // Within the tensor limit first, so that the element count below cannot
+  // overflow; then the stored data must match the dims before anything is
+  // allocated for it.
+  std::string tooLarge = type.checkSize();
+  if (!tooLarge.empty()) userError(where, "tensor '{}': {}", name, tooLarge);
+  int64_t count = type.numElements();
+  bool rawMismatch =
+      proto.has_raw_data() &&
+      static_cast<int64_t>(proto.raw_data().size()) != count * elem;
+  int64_t stored = storedElements(proto, type.dtype, elem);
+  if (rawMismatch || stored != count)
+    userError(where, "tensor '{}' of shape {} holds {} elements", name,
+              ir::shapeString(type.shape), stored);
+  tooLarge = type.checkSize(ir::kMaxConstantBytes);
+  if (!tooLarge.empty())
+    userError(where, "tensor '{}': {} for constant data", name, tooLarge);
+  return type;
+}
+
+ir::TensorType checkTensorProto(const onnx::TensorProto& proto,
+                                const DiagLocation& where) {
+  if (dtypeSize(static_cast<DType>(proto.data_type())) == 0)
+    userError(where, "tensor '{}' has unsupported element type {}",
+              proto.name(), proto.data_type());
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL)
+    userError(where, "tensor '{}' uses external data, which is not supported",
+              proto.name());
+  return checkTensorSizes(proto, where);
+}
 
 HostTensor tensorFromProto(const onnx::TensorProto& proto,
                            const DiagLocation& where) {
   HostTensor t;
   t.name = proto.name();
-  t.type.dtype = static_cast<DType>(proto.data_type());
-  for (int64_t d : proto.dims()) {
-    if (d < 0) userError(where, "tensor '{}' has a negative dimension", t.name);
-    t.type.shape.push_back(d);
-  }
+  t.type = checkTensorProto(proto, where);
   int64_t elem = dtypeSize(t.type.dtype);
-  if (elem == 0)
-    userError(where, "tensor '{}' has unsupported element type {}", t.name,
-              proto.data_type());
-  if (proto.data_location() == onnx::TensorProto::EXTERNAL)
-    userError(where, "tensor '{}' uses external data, which is not supported",
-              t.name);
   int64_t count = t.type.numElements();
   t.bytes.assign(count * elem, 0);
-  auto mismatch = [&](int64_t have) {
-    userError(where, "tensor '{}' of shape {} holds {} elements", t.name,
-              ir::shapeString(t.type.shape), have);
-  };
   if (proto.has_raw_data()) {
-    if (static_cast<int64_t>(proto.raw_data().size()) != count * elem)
-      mismatch(static_cast<int64_t>(proto.raw_data().size()) / elem);
-    std::memcpy(t.bytes.data(), proto.raw_data().data(), t.bytes.size());
+    if (!t.bytes.empty())
+      std::memcpy(t.bytes.data(), proto.raw_data().data(), t.bytes.size());
     return t;
   }
-  auto check = [&](int have) {
-    if (have != count) mismatch(have);
-  };
   switch (t.type.dtype) {
     case DType::kF32:
-      check(proto.float_data_size());
       copyField<float>(proto.float_data(), count, t.bytes);
       break;
     case DType::kF64:
-      check(proto.double_data_size());
       copyField<double>(proto.double_data(), count, t.bytes);
       break;
     case DType::kI64:
-      check(proto.int64_data_size());
       copyField<int64_t>(proto.int64_data(), count, t.bytes);
       break;
     case DType::kU32:
     case DType::kU64:
-      check(proto.uint64_data_size());
       if (t.type.dtype == DType::kU32)
         copyField<uint32_t>(proto.uint64_data(), count, t.bytes);
       else
         copyField<uint64_t>(proto.uint64_data(), count, t.bytes);
       break;
     case DType::kI32:
-      check(proto.int32_data_size());
       copyField<int32_t>(proto.int32_data(), count, t.bytes);
       break;
     case DType::kI16:
-      check(proto.int32_data_size());
       copyField<int16_t>(proto.int32_data(), count, t.bytes);
       break;
     case DType::kU16:
     case DType::kF16:
     case DType::kBF16:
-      check(proto.int32_data_size());
       copyField<uint16_t>(proto.int32_data(), count, t.bytes);
       break;
     case DType::kI8:
-      check(proto.int32_data_size());
       copyField<int8_t>(proto.int32_data(), count, t.bytes);
       break;
     case DType::kU8:
     case DType::kBool:
-      check(proto.int32_data_size());
       copyField<uint8_t>(proto.int32_data(), count, t.bytes);
       break;
     case DType::kUndefined:

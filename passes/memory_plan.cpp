@@ -132,6 +132,7 @@ class Planner {
     plan_.bufferOf.assign(graph.numValues(), -1);
     plan_.offsetInBuffer.assign(graph.numValues(), 0);
     plan_.concatInPlace.assign(graph.numNodeSlots(), false);
+    plan_.scratchOffset.assign(graph.numNodeSlots(), -1);
   }
 
   MemoryPlan run() {
@@ -139,6 +140,8 @@ class Planner {
     place();
     for (int id : hb_.order())
       plan_.concatInPlace[id] = inputsInSlices(calls_.of(id), plan_);
+    for (const auto& buffer : plan_.buffers)
+      if (buffer.scratchFor >= 0) plan_.scratchOffset[buffer.scratchFor] = buffer.offset;
     return std::move(plan_);
   }
 
@@ -161,6 +164,17 @@ class Planner {
     plan_.bufferOf[value] = static_cast<int>(plan_.buffers.size()) - 1;
     touch(plan_.bufferOf[value], value);
     return plan_.bufferOf[value];
+  }
+
+  /// A region only node `id` touches, while it runs.
+  void newScratch(int id, int64_t bytes) {
+    const int step = hb_.position(id);
+    plan_.buffers.push_back({0, bytes, step, step, {}, id});
+    pinned_.push_back(false);
+    access_.emplace_back();
+    access_.back().nodes = {id};
+    writers_.push_back({id});
+    plan_.bytesWithoutReuse += alignUp(bytes);
   }
 
   void join(int buffer, int value) {
@@ -237,6 +251,7 @@ class Planner {
       for (size_t o = 1; o < node.outputs.size(); ++o)
         if (node.outputs[o] >= 0 && plan_.bufferOf[node.outputs[o]] < 0)
           newBuffer(node.outputs[o]);
+      if (call.scratchBytes > 0) newScratch(id, call.scratchBytes);
     }
   }
 
@@ -294,7 +309,16 @@ class Planner {
 
 MemoryPlan planMemory(const ir::Graph& graph, const lowering::KernelCalls& calls,
                       const Schedule& schedule) {
-  return Planner(graph, calls, schedule).run();
+  MemoryPlan plan = Planner(graph, calls, schedule).run();
+  // No sum in the planner can overflow: the frontend admits at most
+  // ir::kMaxValues tensors holding at most ir::kMaxGraphBytes (2^50)
+  // together, and the passes grow that by a small factor, so every offset
+  // and total is far below 2^63. The arena itself must stay within
+  // ir::kMaxArenaBytes.
+  if (plan.arenaBytes > ir::kMaxArenaBytes)
+    userError(graph.where(), "the model needs an arena of {} bytes, over the limit of 2^40 bytes",
+              plan.arenaBytes);
+  return plan;
 }
 
 namespace {
@@ -359,10 +383,14 @@ class PlanVerifier {
       const auto& mine = plan_.buffers[b];
       for (size_t o = 0; o < plan_.buffers.size(); ++o) {
         const auto& other = plan_.buffers[o];
-        if (static_cast<int>(o) == b || other.values.empty() || other.bytes == 0) continue;
+        if (static_cast<int>(o) == b || (other.values.empty() && other.scratchFor < 0) ||
+            other.bytes == 0)
+          continue;
         if (other.offset < mine.offset + mine.bytes && mine.offset < other.offset + other.bytes)
-          problem("graph input '{}' shares bytes with '{}', which run() writes", name(in),
-                  name(other.values[0]));
+          problem("graph input '{}' shares bytes with {}, which run() writes", name(in),
+                  other.scratchFor >= 0
+                      ? fmt::format("the scratch of '{}'", graph_.node(other.scratchFor).name)
+                      : fmt::format("'{}'", name(other.values[0])));
       }
     }
   }
@@ -372,15 +400,24 @@ class PlanVerifier {
     std::vector<Accesses> access(plan_.buffers.size());
     for (int v : needed_)
       if (plan_.bufferOf[v] >= 0) access[plan_.bufferOf[v]].add(graph_, readers_, v);
+    for (size_t b = 0; b < plan_.buffers.size(); ++b)
+      if (plan_.buffers[b].scratchFor >= 0) access[b].nodes = {plan_.buffers[b].scratchFor};
     for (size_t a = 0; a < plan_.buffers.size(); ++a)
       for (size_t b = a + 1; b < plan_.buffers.size(); ++b) {
         const auto& x = plan_.buffers[a];
         const auto& y = plan_.buffers[b];
         const bool sameBytes = x.offset < y.offset + y.bytes && y.offset < x.offset + x.bytes;
-        if (sameBytes && x.bytes > 0 && y.bytes > 0 && !x.values.empty() && !y.values.empty() &&
+        auto label = [&](const MemoryPlan::Buffer& buffer) {
+          return buffer.scratchFor >= 0
+                     ? fmt::format("the scratch of '{}'", graph_.node(buffer.scratchFor).name)
+                     : fmt::format("'{}'", name(buffer.values[0]));
+        };
+        const bool xUsed = !x.values.empty() || x.scratchFor >= 0;
+        const bool yUsed = !y.values.empty() || y.scratchFor >= 0;
+        if (sameBytes && x.bytes > 0 && y.bytes > 0 && xUsed && yUsed &&
             access[a].mayOverlap(access[b], hb_))
-          problem("buffers of '{}' and '{}' overlap in memory and may be live at the same time",
-                  name(x.values[0]), name(y.values[0]));
+          problem("buffers of {} and {} overlap in memory and may be live at the same time",
+                  label(x), label(y));
       }
   }
 

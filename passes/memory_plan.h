@@ -30,6 +30,7 @@ struct MemoryPlan {
     int firstStep = 0;  // -1: before the first node (graph inputs)
     int lastStep = 0;   // number of steps: after the last node (outputs)
     std::vector<int> values;
+    int scratchFor = -1;  // a node's scratch region (no values), else -1
   };
 
   std::vector<Buffer> buffers;
@@ -41,6 +42,9 @@ struct MemoryPlan {
   /// Concat nodes whose inputs are written into their slices of the
   /// output, so the Concat copies nothing (by node id).
   std::vector<bool> concatInPlace;
+  /// Offset of each node's scratch region (KernelCall::scratchBytes), by
+  /// node id; -1 where it has none.
+  std::vector<int64_t> scratchOffset;
 
   bool hasStorage(int value) const { return bufferOf[value] >= 0; }
   int64_t offsetOf(int value) const {

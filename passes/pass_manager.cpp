@@ -23,6 +23,18 @@ std::vector<std::string> passNames() {
   };
 }
 
+bool passForTarget(const std::string& name, int vectorLanes) {
+  // The packed and Winograd convolutions and the channel-blocked layout
+  // between them keep vectors of 16 channels (kChannelBlock) in register
+  // tiles of up to 24: on 8-lane AVX2 each is two registers and the tiles
+  // still pay (measured on Zen 3, README "Targets"); on 4-lane SSE and NEON
+  // they spill, and the NCHW kernels are faster.
+  constexpr int kMinBlockedLanes = 8;
+  if (name == "pack-conv-weights" || name == "block-activations")
+    return vectorLanes >= kMinBlockedLanes;
+  return true;
+}
+
 void runPipeline(ir::Graph& graph, const PipelineOptions& options) {
   auto names = passNames();
   for (const auto& name : options.disabled)
@@ -30,7 +42,8 @@ void runPipeline(ir::Graph& graph, const PipelineOptions& options) {
       throw CompileError(fmt::format("cgc: error: unknown pass '{}'", name));
   auto enabled = [&](const char* name) {
     return std::find(options.disabled.begin(), options.disabled.end(), name) ==
-           options.disabled.end();
+               options.disabled.end() &&
+           passForTarget(name, options.vectorLanes);
   };
 #define CGC_RUN_PASS(name, function)                          \
   if (enabled(name)) {                                        \

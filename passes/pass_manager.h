@@ -35,7 +35,14 @@ struct PipelineOptions {
   /// Called after each pass that ran, with its name and whether it changed
   /// the graph (for --print-after style tracing).
   std::function<void(const std::string&, bool, const ir::Graph&)> afterPass;
+  /// Floats per vector register of the target (cmake/targets.def): passes
+  /// whose layouts pay only on wider vectors skip narrower targets
+  /// (passForTarget).
+  int vectorLanes = 16;
 };
+
+/// Whether the pass `name` runs for a target of `vectorLanes` lanes.
+bool passForTarget(const std::string& name, int vectorLanes);
 
 /// Adds a float32 constant of `shape` holding `values`, named `name` or,
 /// where that is taken, a unique variant of it; returns its value id.

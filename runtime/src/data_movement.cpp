@@ -179,4 +179,65 @@ void cast(const CastParams& p, const void* x, void* y) {
   convertElements(p.from, p.to, p.count, x, y);
 }
 
+namespace {
+
+/// Bytes of one slice of p.shape along p.axis in blocks: `outer` blocks of
+/// `inner` bytes, the blocks `stride` bytes apart in the whole tensor.
+struct SliceBlocks {
+  int64_t outer = 1, inner, stride;
+};
+
+SliceBlocks sliceBlocks(const SliceParams& p) {
+  SliceBlocks b;
+  b.inner = p.elem_bytes;
+  for (int d = 0; d < p.axis; ++d) b.outer *= p.shape[d];
+  for (int d = p.axis + 1; d < p.rank; ++d) b.inner *= p.shape[d];
+  b.stride = b.inner * p.shape[p.axis];
+  return b;
+}
+
+}  // namespace
+
+void read_slice(const SliceParams& p, int64_t index, const void* full, void* slice) {
+  const SliceBlocks b = sliceBlocks(p);
+  const auto* src = static_cast<const uint8_t*>(full) + index * b.inner;
+  auto* dst = static_cast<uint8_t*>(slice);
+  for (int64_t o = 0; o < b.outer; ++o)
+    std::memcpy(dst + o * b.inner, src + o * b.stride, static_cast<size_t>(b.inner));
+}
+
+void write_slice(const SliceParams& p, int64_t index, const void* slice, void* full) {
+  const SliceBlocks b = sliceBlocks(p);
+  const auto* src = static_cast<const uint8_t*>(slice);
+  auto* dst = static_cast<uint8_t*>(full) + index * b.inner;
+  for (int64_t o = 0; o < b.outer; ++o)
+    std::memcpy(dst + o * b.stride, src + o * b.inner, static_cast<size_t>(b.inner));
+}
+
+void clear_tail(const ExtentParams& p, const int64_t* slots, void* data) {
+  // Walk the bound shape row by row (the last dimension); a row whose index
+  // is past an actual extent is zeroed whole, else only past the last
+  // dimension's extent.
+  if (p.rank == 0) return;
+  int64_t actual[kMaxRank];
+  for (int d = 0; d < p.rank; ++d)
+    actual[d] = p.slot[d] >= 0 ? std::clamp<int64_t>(slots[p.slot[d]], 0, p.bound[d]) : p.bound[d];
+  const int last = p.rank - 1;
+  const int64_t rowBytes = p.bound[last] * p.elem_bytes;
+  int64_t rows = 1;
+  for (int d = 0; d < last; ++d) rows *= p.bound[d];
+  auto* bytes = static_cast<uint8_t*>(data);
+  int64_t index[kMaxRank] = {};
+  for (int64_t r = 0; r < rows; ++r) {
+    bool outside = false;
+    for (int d = 0; d < last; ++d) outside |= index[d] >= actual[d];
+    const int64_t keep = outside ? 0 : actual[last] * p.elem_bytes;
+    std::memset(bytes + r * rowBytes + keep, 0, static_cast<size_t>(rowBytes - keep));
+    for (int d = last - 1; d >= 0; --d) {
+      if (++index[d] < p.bound[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
 }  // namespace cgc::rt

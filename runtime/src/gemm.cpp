@@ -14,11 +14,51 @@ namespace cgc::rt {
 namespace detail {
 namespace {
 
+#ifdef CGC_NO_LIBXSMM
+// Without LIBXSMM (aarch64) every GEMM block runs here: a register tile of
+// 8 rows x 3 vectors of 4 lanes, written with GCC's vector extensions (NEON
+// and SSE registers): 24 sums, 3 vectors of B and a broadcast fit NEON's 32
+// registers.
+constexpr int64_t kMr = 8;
+constexpr int64_t kNr = 12;
+#else
 constexpr int64_t kMr = 4;
 constexpr int64_t kNr = 32;
+#endif
 constexpr int64_t kKc = 256;
 constexpr int64_t kMc = 64;
 
+/// Writes (or adds) the rows x cols corner of the kMr x kNr tile `acc`.
+void storeTile(const float (&acc)[kMr][kNr], float* y, int64_t ldy, int64_t rows,
+               int64_t cols, bool add) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* out = y + r * ldy;
+    if (add)
+      for (int64_t c = 0; c < cols; ++c) out[c] += acc[r][c];
+    else
+      for (int64_t c = 0; c < cols; ++c) out[c] = acc[r][c];
+  }
+}
+
+#ifdef CGC_NO_LIBXSMM
+void microKernel(int64_t kc, const float* ap, const float* bp, float* y,
+                 int64_t ldy, int64_t rows, int64_t cols, bool add) {
+  typedef float Lanes __attribute__((vector_size(16)));
+  constexpr int kVectors = kNr / 4;
+  Lanes sum[kMr][kVectors] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    Lanes b[kVectors];
+    std::memcpy(b, bp + p * kNr, sizeof b);
+    for (int64_t r = 0; r < kMr; ++r) {
+      const float av = ap[p * kMr + r];
+      for (int v = 0; v < kVectors; ++v) sum[r][v] += av * b[v];
+    }
+  }
+  float acc[kMr][kNr];
+  std::memcpy(acc, sum, sizeof acc);
+  storeTile(acc, y, ldy, rows, cols, add);
+}
+#else
 void microKernel(int64_t kc, const float* ap, const float* bp, float* y,
                  int64_t ldy, int64_t rows, int64_t cols, bool add) {
   float acc[kMr][kNr] = {};
@@ -29,14 +69,9 @@ void microKernel(int64_t kc, const float* ap, const float* bp, float* y,
       for (int64_t c = 0; c < kNr; ++c) acc[r][c] += av * brow[c];
     }
   }
-  for (int64_t r = 0; r < rows; ++r) {
-    float* out = y + r * ldy;
-    if (add)
-      for (int64_t c = 0; c < cols; ++c) out[c] += acc[r][c];
-    else
-      for (int64_t c = 0; c < cols; ++c) out[c] = acc[r][c];
-  }
+  storeTile(acc, y, ldy, rows, cols, add);
 }
+#endif
 
 }  // namespace
 

@@ -45,6 +45,11 @@ struct Epilogue {
   }
 };
 
+/// Lowers the ISA LIBXSMM may JIT for to `arch` (a libxsmm_set_target_arch
+/// name), never raises it; ModelRuntime calls it with the ModelSpec's
+/// xsmm_target. Nothing without LIBXSMM (CGC_NO_LIBXSMM).
+void limitXsmmTarget(const char* arch);
+
 /// Applies `e` to the rows x cols block y (rows ldy apart).
 void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y,
                    int64_t ldy);

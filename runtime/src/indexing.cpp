@@ -247,14 +247,15 @@ Status max_unpool(const MaxUnpoolParams& p, const void* x, const int64_t* indice
         continue;
       }
       int64_t rest = index, mapped = 0, stride = 1;
+      bool inside = true;
       for (int32_t d = p.rank - 1; d >= 0; --d) {
         const int64_t coord = rest % p.index_shape[d];
         rest /= p.index_shape[d];
-        if (coord >= p.out_shape[d]) mapped = -p.out_count - 1;  // outside y
+        inside = inside && coord < p.out_shape[d];
         mapped += coord * stride;
         stride *= p.out_shape[d];
       }
-      index = mapped;
+      index = inside ? mapped : -1;
     }
     if (index < 0 || index >= p.out_count) {
       status = Status::kIndexOutOfRange;

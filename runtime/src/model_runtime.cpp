@@ -12,15 +12,9 @@
 #include <string>
 #include <system_error>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#elif defined(__aarch64__)
-#include <asm/hwcap.h>
-#include <sys/auxv.h>
-#endif
-
 #include "cgc/kernels/common.h"
 #include "cgc/runtime.h"
+#include "gemm_core.h"
 
 namespace cgc {
 namespace {
@@ -32,41 +26,6 @@ std::string& lastCreateError() {
 
 const char* modelName(const ModelSpec& spec) {
   return spec.info && spec.info->name ? spec.info->name : "(unnamed model)";
-}
-
-/// 1 when this CPU has `feature` (a __builtin_cpu_supports name), 0 when it
-/// lacks it, -1 when the name is not one this runtime knows.
-/// __builtin_cpu_supports takes only a literal, hence one call per name.
-int cpuHas(const std::string& feature) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (feature == "sse4.2") return __builtin_cpu_supports("sse4.2") ? 1 : 0;
-  if (feature == "avx") return __builtin_cpu_supports("avx") ? 1 : 0;
-  if (feature == "avx2") return __builtin_cpu_supports("avx2") ? 1 : 0;
-  if (feature == "fma") return __builtin_cpu_supports("fma") ? 1 : 0;
-  if (feature == "bmi2") return __builtin_cpu_supports("bmi2") ? 1 : 0;
-  if (feature == "avx512f") return __builtin_cpu_supports("avx512f") ? 1 : 0;
-  if (feature == "avx512bw") return __builtin_cpu_supports("avx512bw") ? 1 : 0;
-  if (feature == "avx512vl") return __builtin_cpu_supports("avx512vl") ? 1 : 0;
-  if (feature == "avx512dq") return __builtin_cpu_supports("avx512dq") ? 1 : 0;
-  if (feature == "avx512vnni") return __builtin_cpu_supports("avx512vnni") ? 1 : 0;
-  // Clang 14 knows neither name: read CPUID (both need the OS's AVX state,
-  // which "avx" checks).
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (feature == "f16c") {
-    const bool has = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
-    return has && __builtin_cpu_supports("avx") ? 1 : 0;
-  }
-  if (feature == "avxvnni") {
-    const bool has = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4));
-    return has && __builtin_cpu_supports("avx") ? 1 : 0;
-  }
-#elif defined(__aarch64__)
-  const unsigned long hwcap = getauxval(AT_HWCAP);
-  if (feature == "asimd") return (hwcap & HWCAP_ASIMD) ? 1 : 0;
-  if (feature == "asimddp" || feature == "dotprod") return (hwcap & HWCAP_ASIMDDP) ? 1 : 0;
-#endif
-  return -1;
 }
 
 /// `spec`, after checking the runtime ABI and the CPU's features.
@@ -85,7 +44,7 @@ const ModelSpec& checked(const ModelSpec& spec) {
   std::string missing;
   int count = 0;
   for (const char* const* f = spec.cpu_features; f && *f; ++f) {
-    const int has = cpuHas(*f);
+    const int has = cpu_has_feature(*f);
     if (has < 0)
       throw Error(CGC_ERROR_CPU, std::string("model ") + modelName(spec) + " needs CPU feature '" +
                                      *f + "', which this cgc runtime cannot check");
@@ -98,6 +57,7 @@ const ModelSpec& checked(const ModelSpec& spec) {
                                    " was compiled for a CPU with " + missing + "; this CPU lacks " +
                                    (count > 1 ? "them" : "it"));
   }
+  if (spec.xsmm_target) rt::detail::limitXsmmTarget(spec.xsmm_target);
   return spec;
 }
 

@@ -13,10 +13,16 @@
 // JIT-compiled once per block shape and cached per thread (no lock: every
 // thread has its own small table; LIBXSMM's registry is itself
 // thread-safe).
+//
+// Built with CGC_NO_LIBXSMM (targets LIBXSMM does not support: aarch64),
+// every block runs on the portable packed sgemm (gemm.cpp) instead.
+#ifndef CGC_NO_LIBXSMM
 #include <libxsmm.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 
 #include "gemm_core.h"
@@ -44,6 +50,11 @@ struct KernelKeyHash {
   }
 };
 
+#ifdef CGC_NO_LIBXSMM
+using BlockKernel = void (*)(const float*, const float*, float*);
+
+BlockKernel kernelFor(const KernelKey&) { return nullptr; }
+#else
 /// The JIT kernel for a column-major block, or null where LIBXSMM has none.
 libxsmm_smmfunction kernelFor(const KernelKey& key) {
   thread_local std::unordered_map<KernelKey, libxsmm_smmfunction, KernelKeyHash>
@@ -62,6 +73,7 @@ libxsmm_smmfunction kernelFor(const KernelKey& key) {
   cache.emplace(key, f);
   return f;
 }
+#endif
 
 /// This part of [0, n) split in `parts` near-equal multiples of `grain`.
 Range part(int64_t n, int parts, int index, int64_t grain) {
@@ -104,6 +116,23 @@ EpilogueFn epilogueFor(Activation activation) {
 }
 
 }  // namespace
+
+void limitXsmmTarget(const char* arch) {
+#ifndef CGC_NO_LIBXSMM
+  // Lower only: LIBXSMM's target is the process's, and another instance may
+  // run on a narrower one. A kernel generated before stays in LIBXSMM's
+  // registry and still runs here: LIBXSMM never goes past this CPU.
+  static std::mutex mutex;
+  const std::lock_guard<std::mutex> lock(mutex);
+  static const bool initialised = (libxsmm_init(), true);
+  (void)initialised;
+  const int before = libxsmm_get_target_archid();
+  libxsmm_set_target_arch(arch);
+  if (libxsmm_get_target_archid() > before) libxsmm_set_target_archid(before);
+#else
+  (void)arch;
+#endif
+}
 
 void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y,
                    int64_t ldy) {
@@ -252,15 +281,21 @@ Block blockOf(const OutputSplit& split, int64_t m, int64_t n, int thread) {
 void gemmRowsTeam(int64_t m, int64_t n, int64_t k, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float* y,
                   int64_t ldy, const Epilogue& e, const Team& team) {
-  if (team.size() == 1) {
-    gemmRows(m, n, k, a, lda, b, ldb, y, ldy, e);
-    return;
-  }
-  const Block blk = blockOf(splitOutput(m, n, k, team.size()), m, n, team.thread());
+  // A block of one row takes gemmRows' GEMV path, which sums in another
+  // order than the blocks do: the path follows the whole GEMM's shape, so
+  // that the result does not depend on the team's size.
+  const OutputSplit split =
+      m == 1 ? OutputSplit{1, team.size()} : splitOutput(m, n, k, team.size());
+  const Block blk = blockOf(split, m, n, team.thread());
   if (blk.rows.size() <= 0 || blk.cols.size() <= 0) return;
-  gemmRows(blk.rows.size(), blk.cols.size(), k, a + blk.rows.begin * lda, lda,
-           b + blk.cols.begin, ldb, y + blk.rows.begin * ldy + blk.cols.begin,
-           ldy, e.at(blk.rows.begin, blk.cols.begin));
+  const float* aBlock = a + blk.rows.begin * lda;
+  float* yBlock = y + blk.rows.begin * ldy + blk.cols.begin;
+  const Epilogue eBlock = e.at(blk.rows.begin, blk.cols.begin);
+  if (m == 1)
+    gemmRows(1, blk.cols.size(), k, aBlock, lda, b + blk.cols.begin, ldb, yBlock, ldy, eBlock);
+  else
+    gemmBlocks(blk.rows.size(), blk.cols.size(), k, aBlock, lda, false, b + blk.cols.begin,
+               ldb, yBlock, ldy, eBlock);
 }
 
 }  // namespace cgc::rt::detail

@@ -409,6 +409,30 @@ TEST_CASE("max_unpool places values at flat indices and rejects bad ones") {
   REQUIRE(y == std::vector<float>{6, 0, 0, 5, 0, 0, 0, 0, 0});
 }
 
+TEST_CASE("max_unpool with an output_shape keeps each index's coordinates") {
+  // Indices over [1, 1, 4, 4] (MaxPool 2x2 stride 2 of 4x4), output 5x5.
+  MaxUnpoolParams p{4, 25, 4};
+  p.rank = 4;
+  p.index_shape = {1, 1, 4, 4};
+  p.out_shape = {1, 1, 5, 5};
+  const std::vector<float> x = {5, 6, 7, 8};
+  const std::vector<int64_t> indices = {5, 7, 13, 15};
+  std::vector<float> y(25, -1.f);
+  REQUIRE(max_unpool(p, x.data(), indices.data(), y.data()) == Status::kOk);
+  std::vector<float> expected(25, 0.f);
+  expected[1 * 5 + 1] = 5;
+  expected[1 * 5 + 3] = 6;
+  expected[3 * 5 + 1] = 7;
+  expected[3 * 5 + 3] = 8;
+  REQUIRE(y == expected);
+  // A smaller output: coordinates outside it are out of range.
+  p.out_shape = {1, 1, 3, 3};
+  p.out_count = 9;
+  std::vector<float> z(9);
+  REQUIRE(max_unpool(p, x.data(), indices.data(), z.data()) == Status::kIndexOutOfRange);
+  REQUIRE(z[1 * 3 + 1] == 5);
+}
+
 TEST_CASE("index_map pads with a value read at run time") {
   const std::vector<int32_t> x = {1, 2, 3};
   std::vector<int32_t> y(6);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <tuple>
 #include <limits>
 #include <vector>
 
@@ -260,4 +262,26 @@ TEST_CASE("team strided_copy splits rows at any starting multi-index") {
   std::vector<float> whole(x.size(), NAN);
   onTeams([&](const Team& t) { strided_copy(contiguous, x.data(), whole.data(), t); },
           [&] { requireClose(whole, x, 0); });
+}
+
+TEST_CASE("team matmul: the same bits on every team size") {
+  // A 2-row GEMM split over two threads gives each one row; a one-row block
+  // must not take another summation order than the whole GEMM does.
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{2, 6, 48}, {1, 40, 300},
+                         {5, 33, 129}, {64, 64, 64}}) {
+    INFO("m " << m << " n " << n << " k " << k);
+    MatMulParams p{};
+    p.m = m, p.n = n, p.k = k;
+    const std::vector<float> a = randomFloats(m * k, 1), b = randomFloats(k * n, 2);
+    std::vector<float> serial(m * n), y(m * n);
+    matmul<float>(p, a.data(), b.data(), nullptr, serial.data(), Team::serial());
+    for (int threads : {2, 3, 4}) {
+      INFO("threads " << threads);
+      std::fill(y.begin(), y.end(), NAN);
+      onTeam(threads, [&](const Team& team) {
+        matmul<float>(p, a.data(), b.data(), nullptr, y.data(), team);
+      });
+      REQUIRE(std::memcmp(y.data(), serial.data(), y.size() * sizeof(float)) == 0);
+    }
+  }
 }

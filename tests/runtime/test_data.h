@@ -22,6 +22,18 @@ inline std::vector<float> randomFloats(size_t n, uint32_t seed) {
   return v;
 }
 
+/// Deterministic integers in [lo, hi].
+template <typename T>
+std::vector<T> randomIntegers(size_t n, uint32_t seed, int64_t lo, int64_t hi) {
+  std::vector<T> v(n);
+  uint32_t s = seed * 2246822519u + 7u;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<T>(lo + static_cast<int64_t>(s >> 8) % (hi - lo + 1));
+  }
+  return v;
+}
+
 inline void requireClose(const std::vector<float>& actual,
                          const std::vector<float>& expected,
                          double margin = 1e-4) {

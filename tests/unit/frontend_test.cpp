@@ -52,12 +52,25 @@ TEST_CASE("a missing model file is a user error naming the file") {
   }
 }
 
-TEST_CASE("If with a run-time condition keeps both branches and selects") {
+TEST_CASE("If with a run-time condition keeps its branches as subgraphs") {
   cgc::ir::Graph graph = frontend::loadOnnx(sample("branches"));
-  CHECK(graph.countOps("If") == 0);
-  CHECK(graph.countOps("Where") == 2);
-  CHECK(graph.countOps("Relu") == 1);  // then-branch of the first If
-  CHECK(graph.countOps("Tanh") == 1);  // its else-branch
+  // Both of the sample's Ifs test the data: each runs only the branch its
+  // condition picks.
+  REQUIRE(graph.countOps("If") == 2);
+  CHECK(graph.countOps("Where") == 0);
+  int ifs = 0;
+  for (int id : graph.liveNodes()) {
+    const cgc::ir::Node& node = graph.node(id);
+    if (node.op != "If") continue;
+    REQUIRE(node.subgraphs.size() == 2);
+    if (ifs++ == 0) {
+      CHECK(node.subgraphs[0]->countOps("Relu") == 1);  // then_branch
+      CHECK(node.subgraphs[1]->countOps("Tanh") == 1);  // else_branch
+    }
+    CHECK(node.subgraphs[0]->inputs.size() + node.subgraphs[1]->inputs.size() + 1 ==
+          node.inputs.size());  // the condition, then each branch's captures
+  }
+  cgc::ir::verifyGraph(graph);
 }
 
 TEST_CASE("local functions are inlined") {

@@ -49,6 +49,8 @@ cgc::codegen::EmittedModel emit(GraphBuilder& b, bool embedWeights, int executor
   options.embedWeights = embedWeights;
   options.executors = executors;
   options.threadsPerExecutor = threads;
+  // A fixed target: native's CPU features are the machine's.
+  options.target = "x86-64-v3";
   const auto model = cgc::driver::compileGraph(std::move(b.graph), options);
   return cgc::driver::emitModel(model, options);
 }

@@ -13,7 +13,7 @@ extern "C" {
 
 /* The runtime ABI that generated code is written against; a model checks
  * it against the runtime it is linked with when it is created. */
-#define CGC_RUNTIME_ABI_VERSION 2
+#define CGC_RUNTIME_ABI_VERSION 3
 
 /* What a model's functions return: 0 on success. Codes below 16 are
  * failures the model itself defines (its kernels report them, naming the
@@ -22,6 +22,7 @@ typedef int32_t cgc_status;
 #define CGC_OK 0
 #define CGC_ERROR_INDEX_OUT_OF_RANGE 1 /* Gather/Scatter index outside its axis */
 #define CGC_ERROR_SIZE_BEYOND_BOUND 2  /* a data-dependent size over its bound */
+#define CGC_ERROR_BRANCH_NOT_COMPILED 3 /* an If branch not compiled for these shapes */
 #define CGC_ERROR_BUSY 16              /* run() entered from two threads at once */
 #define CGC_ERROR_INVALID_ARGUMENT 17  /* a wrong index, size or pointer */
 #define CGC_ERROR_WEIGHTS 18           /* the weights file is missing or wrong */

@@ -139,7 +139,21 @@ struct ModelSpec {
   /// __builtin_cpu_supports names ("avx2", "fma", "avx512f"), null-terminated;
   /// null for none.
   const char* const* cpu_features;
+  /// The most LIBXSMM may JIT for (a libxsmm_set_target_arch name: "hsw" for
+  /// x86-64-v3), or null for what LIBXSMM finds on this CPU. LIBXSMM's
+  /// target is per process: an instance only ever lowers it, so kernels
+  /// generated after it never use an ISA its target lacks.
+  const char* xsmm_target = nullptr;
 };
+
+/// 1 when this CPU has `feature` (a GCC __builtin_cpu_supports name; on
+/// aarch64 "asimd" or "asimddp"), 0 when it lacks it, -1 when this runtime
+/// cannot check that name.
+int cpu_has_feature(const char* feature);
+
+/// The feature names cpu_has_feature can check on this processor family,
+/// null-terminated.
+const char* const* checkable_cpu_features();
 
 /// The state of one model instance. Construction checks the runtime ABI and
 /// the CPU's features, then takes the arena and the weights; it throws Error

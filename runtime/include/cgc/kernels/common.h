@@ -24,17 +24,30 @@ using PerDim = std::array<T, kMaxRank>;
 CGC_ENUM(Status,
          kOk,
          kIndexOutOfRange,  // an index input outside its axis (Gather, Scatter)
-         kSizeBeyondBound)  // a data-dependent size over its compile-time bound
+         kSizeBeyondBound,    // a data-dependent size over its compile-time bound
+         kBranchNotCompiled)  // an If branch that cgc could not compile for these shapes
 
 /// What run() reports for a failed node ("an index is out of range").
 constexpr const char* statusMessage(Status status) {
   switch (status) {
     case Status::kOk: return "ok";
     case Status::kIndexOutOfRange: return "an index is out of range";
-    case Status::kSizeBeyondBound: return "a data-dependent size exceeds its bound";
+    case Status::kSizeBeyondBound: return "a data-dependent size exceeds its bound (see --bound)";
+    case Status::kBranchNotCompiled:
+      return "the branch taken could not be compiled for these shapes (cgc said why when it "
+             "compiled the model)";
   }
   return "unknown failure";
 }
+
+/// Where a kernel whose output size depends on its data (NonZero, Unique,
+/// NonMaxSuppression, ...) writes that size: the actual extent of each
+/// dynamic dimension of its output, in order (the compiler's size slots).
+/// The kernel also zeroes its output past those extents, and fails with
+/// kSizeBeyondBound rather than write past the bound it was compiled for.
+struct Extents {
+  int64_t dims[1];  // as many as the output has dynamic dimensions
+};
 
 /// Activation applied by a GEMM or convolution to its result before storing
 /// it (the fuse-epilogues pass folds a following Relu or Clip into the node,

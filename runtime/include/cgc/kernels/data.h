@@ -98,4 +98,36 @@ struct ResizeParams {
 
 void resize(const ResizeParams& p, const float* x, float* y);
 
+// ------------------------------------------------- control flow, dynamic sizes
+
+/// A tensor and an axis, for the slices a Loop's or Scan's body reads and
+/// writes: slice i is the tensor without `axis`, at index i along it.
+struct SliceParams {
+  int32_t rank;
+  int64_t elem_bytes;
+  PerDim<int64_t> shape;  // the whole tensor's
+  int32_t axis;
+  CGC_REFLECT(SliceParams, rank, elem_bytes, shape, axis)
+};
+
+/// slice = full[..., index, ...] along p.axis.
+void read_slice(const SliceParams& p, int64_t index, const void* full, void* slice);
+/// full[..., index, ...] = slice along p.axis.
+void write_slice(const SliceParams& p, int64_t index, const void* slice, void* full);
+
+/// A tensor stored at its bound shape whose extent along some dimensions is
+/// only known at run time: the actual extent of dimension d is
+/// slots[slot[d]] where slot[d] >= 0, the bound elsewhere.
+struct ExtentParams {
+  int32_t rank;
+  int64_t elem_bytes;
+  PerDim<int64_t> bound;
+  PerDim<int32_t> slot;  // -1: a static dimension
+  CGC_REFLECT(ExtentParams, rank, elem_bytes, bound, slot)
+};
+
+/// Zeroes every element of `data` beyond the actual extents, so that what
+/// lies past a data-dependent size is always zero.
+void clear_tail(const ExtentParams& p, const int64_t* slots, void* data);
+
 }  // namespace cgc::rt

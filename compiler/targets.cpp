@@ -1,0 +1,101 @@
+// See targets.h. The table is cmake/targets.def, read here as an X-macro.
+#include "compiler/targets.h"
+
+#include <sys/utsname.h>
+
+#include <algorithm>
+
+#include <sstream>
+
+#include <fmt/ranges.h>
+
+#include "cgc/runtime.h"
+#include "compiler_config.h"
+#include "ir/diagnostics.h"
+
+namespace cgc::driver {
+namespace {
+
+struct TableRow {
+  const char *name, *arch, *flags, *features;
+  int lanes;
+  const char* xsmm;
+};
+
+constexpr TableRow kTable[] = {
+#define CGC_TARGET(name, arch, flags, features, lanes, xsmm) {name, arch, flags, features, lanes, xsmm},
+#include "cmake/targets.def"
+#undef CGC_TARGET
+};
+
+std::vector<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> out;
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
+}
+
+/// The processor family cgc runs on, as the table names it.
+std::string hostArch() {
+  utsname name{};
+  if (uname(&name) != 0) return "unknown";
+  const std::string machine = name.machine;
+  return machine == "arm64" ? "aarch64" : machine;
+}
+
+/// The widest vector of floats this machine's features give.
+int hostLanes(const std::vector<std::string>& features) {
+  auto has = [&](const char* f) {
+    return std::find(features.begin(), features.end(), f) != features.end();
+  };
+  if (has("avx512f")) return 16;
+  if (has("avx")) return 8;
+  return 4;
+}
+
+}  // namespace
+
+std::string Target::compiler() const {
+  if (arch == hostArch()) return CGC_CXX_COMPILER;
+  return arch + "-linux-gnu-g++";
+}
+
+std::string Target::runtimeLibrary() const {
+  return isNative() ? "libcgc_runtime.a" : "libcgc_runtime_" + name + ".a";
+}
+
+std::vector<std::string> targetNames() {
+  std::vector<std::string> names;
+  for (const TableRow& row : kTable) names.push_back(row.name);
+  return names;
+}
+
+Target findTarget(const std::string& name) {
+  for (const TableRow& row : kTable) {
+    if (name != row.name) continue;
+    Target target{row.name, row.arch, row.flags, words(row.features), row.lanes, row.xsmm};
+    if (target.isNative()) {
+      target.arch = hostArch();
+      for (const char* const* f = checkable_cpu_features(); *f; ++f)
+        if (cpu_has_feature(*f) == 1) target.features.push_back(*f);
+      target.lanes = hostLanes(target.features);
+    }
+    return target;
+  }
+  throw CompileError(fmt::format("cgc: error: unknown target '{}' (known: {})", name,
+                                 fmt::join(targetNames(), ", ")));
+}
+
+std::string whyNotRunnableHere(const Target& target) {
+  const std::string arch = hostArch();
+  if (target.arch != arch)
+    return fmt::format("target {} is for {}, this machine is {}", target.name, target.arch, arch);
+  std::vector<std::string> missing;
+  for (const auto& f : target.features)
+    if (cpu_has_feature(f.c_str()) != 1) missing.push_back(f);
+  if (missing.empty()) return "";
+  return fmt::format("target {} needs {}, which this CPU lacks", target.name,
+                     fmt::join(missing, ", "));
+}
+
+}  // namespace cgc::driver

@@ -1,0 +1,43 @@
+// The targets cgc compiles for (cmake/targets.def, the one table the CMake
+// build and cgc_add_graph read too): a name picks the generated code's
+// compiler and flags, the CPU features its ModelSpec names, the vector width
+// the passes weigh, the ISA LIBXSMM may JIT for, and the runtime library it
+// links. "native" is resolved on the machine cgc runs on, so that a native
+// library moved to a CPU without its features says so when an instance is
+// created instead of dying on an illegal instruction.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cgc::driver {
+
+struct Target {
+  std::string name;      // "x86-64-v3"
+  std::string arch;      // "x86_64", "aarch64"
+  std::string flags;     // "-march=x86-64-v3"
+  std::vector<std::string> features;  // the ModelSpec's CPU features
+  int lanes = 0;         // floats per vector register
+  std::string xsmmArch;  // libxsmm_set_target_arch name; "" LIBXSMM's choice; "none"
+
+  bool isNative() const { return name == "native"; }
+  /// The C++ compiler for generated code of this target ("aarch64-linux-gnu-g++"
+  /// for another processor family, else the one cgc was configured with).
+  std::string compiler() const;
+  /// "libcgc_runtime.a" for native, else "libcgc_runtime_<name>.a".
+  std::string runtimeLibrary() const;
+};
+
+/// Every target's name, in the table's order.
+std::vector<std::string> targetNames();
+
+/// The target called `name`, "native" resolved on this machine (its
+/// features, vector width and processor family). An unknown name is a
+/// CompileError listing the known ones.
+Target findTarget(const std::string& name);
+
+/// "" when code for `target` can run on this machine, else why not (another
+/// processor family, or the CPU features it lacks).
+std::string whyNotRunnableHere(const Target& target);
+
+}  // namespace cgc::driver

@@ -1,0 +1,138 @@
+// The profiler's files: per-node medians as profile JSON and Chrome traces,
+// read back with nlohmann_json.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cgc/float16.h"
+#include "cgc/kernels.h"
+#include "cgc/runtime.h"
+#include "test_data.h"
+
+using namespace cgc::rt;
+using cgc::DType;
+using cgc::bfloat16_to_float;
+using cgc::float_to_bfloat16;
+using cgc::float_to_half;
+using cgc::half_to_float;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("profiler writes medians and a Chrome trace") {
+  const char* names[] = {"conv \"1\"\\a", "relu\n2", "add", "unused"};
+  const char* ops[] = {"Conv", "Relu", "Add", "Mul"};
+  cgc::ModelInfo info{};
+  info.name = "Tiny";
+  info.graph_hash = "abc123";
+  info.num_nodes = 4;
+  info.node_names = names;
+  info.node_ops = ops;
+  info.executors = 2;
+  info.threads_per_executor = 1;
+
+  cgc::Profiler profiler;
+  const int64_t t0 = profiler.now_ns();
+  CHECK(t0 >= 0);
+  CHECK(profiler.now_ns() >= t0);
+  // Node 0: durations 5, 1, 3 us -> median 3; node 1: 2, 4, 8 us -> 4.
+  const int64_t d0[] = {5000, 1000, 3000}, d1[] = {2000, 4000, 8000};
+  for (int run = 0; run < 3; ++run) {
+    const int64_t base = run * 100000;
+    profiler.record(info, {0, 0, 1, base, base + d0[run]});
+    profiler.record(info, {1, 1, 2, base + 10000, base + 10000 + d1[run]});
+    // Node 2 in two runs only: 1 and 2 us -> median 1.5.
+    if (run < 2)
+      profiler.record(info, {2, 0, 1, base + 50000, base + 51000 + run * 1000});
+    profiler.end_run();
+  }
+  CHECK(profiler.runs() == 3);
+  CHECK(profiler.events().size() == 8);
+
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = tmp ? tmp : "/tmp";
+  const std::string profilePath = dir + "/cgc_kernel_tests_profile.json";
+  const std::string tracePath = dir + "/cgc_kernel_tests_trace.json";
+  REQUIRE(profiler.write_profile(profilePath));
+  REQUIRE(profiler.write_trace(tracePath));
+
+  const auto profile = nlohmann::json::parse(slurp(profilePath));
+  CHECK(profile["model"] == "Tiny");
+  CHECK(profile["graph_hash"] == "abc123");
+  CHECK(profile["runs"] == 3);
+  REQUIRE(profile["nodes"].size() == 3);
+  CHECK(profile["nodes"][0]["name"] == names[0]);
+  CHECK(profile["nodes"][0]["op"] == "Conv");
+  CHECK(profile["nodes"][0]["median_us"].get<double>() == Approx(3.0));
+  CHECK(profile["nodes"][0]["executor"] == 0);
+  CHECK(profile["nodes"][1]["name"] == names[1]);
+  CHECK(profile["nodes"][1]["median_us"].get<double>() == Approx(4.0));
+  CHECK(profile["nodes"][1]["executor"] == 1);
+  CHECK(profile["nodes"][1]["threads"] == 2);
+  CHECK(profile["nodes"][2]["name"] == "add");
+  CHECK(profile["nodes"][2]["median_us"].get<double>() == Approx(1.5));
+
+  const auto trace = nlohmann::json::parse(slurp(tracePath));
+  int complete = 0, metadata = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++complete;
+      CHECK(e["pid"] == 0);
+      if (e["name"] == names[1]) {
+        CHECK(e["cat"] == "Relu");
+        CHECK(e["tid"] == 1);
+      }
+      if (e["ts"].get<double>() == Approx(100.0)) {
+        CHECK(e["dur"].get<double>() == Approx(1.0));
+      }
+    } else if (e["ph"] == "M") {
+      ++metadata;
+      CHECK(e["name"] == "thread_name");
+      CHECK(e["args"]["name"] ==
+            "executor " + std::to_string(e["tid"].get<int>()));
+    }
+  }
+  CHECK(complete == 8);
+  CHECK(metadata == 2);
+  std::remove(profilePath.c_str());
+  std::remove(tracePath.c_str());
+
+  CHECK_FALSE(profiler.write_profile("/nonexistent-dir/x/profile.json"));
+  CHECK_FALSE(profiler.write_trace("/nonexistent-dir/x/trace.json"));
+  if (std::FILE* full = std::fopen("/dev/full", "w")) {  // write errors
+    std::fclose(full);
+    CHECK_FALSE(profiler.write_profile("/dev/full"));
+    CHECK_FALSE(profiler.write_trace("/dev/full"));
+  }
+}
+
+TEST_CASE("profiler with no events writes empty but valid JSON") {
+  cgc::Profiler profiler;
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path =
+      std::string(tmp ? tmp : "/tmp") + "/cgc_kernel_tests_empty.json";
+  REQUIRE(profiler.write_profile(path));
+  const auto profile = nlohmann::json::parse(slurp(path));
+  CHECK(profile["runs"] == 0);
+  CHECK(profile["nodes"].empty());
+  REQUIRE(profiler.write_trace(path));
+  CHECK(nlohmann::json::parse(slurp(path))["traceEvents"].empty());
+  std::remove(path.c_str());
+}
