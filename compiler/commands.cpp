@@ -385,15 +385,16 @@ BuiltModel prebuilt(const RunOptions& options) {
 
 void requireSameModel(const driver::CompiledModel& model, const driver::LoadedModel& loaded,
                       const RunOptions& options) {
+  // The graph after the passes and the schedule. Not the arena: codegen
+  // adds the size slots of data-dependent extents to the plan's.
   const cgc_model_info& info = loaded.info();
   const std::string hash = passes::graphHash(model.graph);
-  if (hash != info.graph_hash || info.executors != model.schedule.executors ||
-      info.arena_bytes != model.plan.arenaBytes)
+  if (hash != info.graph_hash || info.executors != model.schedule.executors)
     userError({options.library, "", ""},
               "'{}' in the library was compiled from another graph or with other options "
-              "(graph hash {} vs {}, {} vs {} executors, arena {} vs {} bytes)",
+              "(graph hash {} vs {}, {} vs {} executors)",
               options.compile.className, info.graph_hash, hash, info.executors,
-              model.schedule.executors, info.arena_bytes, model.plan.arenaBytes);
+              model.schedule.executors);
 }
 
 }  // namespace
