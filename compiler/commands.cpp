@@ -14,6 +14,7 @@
 
 #include "compiler/model_runner.h"
 #include "onnx_frontend/tensor_proto.h"
+#include "passes/cost_model.h"
 
 namespace cgc::commands {
 namespace fs = std::filesystem;
@@ -376,10 +377,49 @@ void writeProfiles(const Profiler& profiler, const RunOptions& options) {
 
 }  // namespace
 
+namespace {
+
+/// The model as built into --library: the symbols of --name, and the same
+/// graph, schedule and memory plan as this compile (else the library holds
+/// another model, or one compiled with other options).
+BuiltModel prebuilt(const RunOptions& options) {
+  if (options.compile.className.empty())
+    throw CompileError("cgc: error: --library needs the model's --name (its class name)");
+  if (!fs::is_regular_file(options.library))
+    userError({options.library, "", ""}, "--library: no such file");
+  return {options.library, codegen::toSymbolPrefix(options.compile.className)};
+}
+
+void requireSameModel(const driver::CompiledModel& model, const driver::LoadedModel& loaded,
+                      const RunOptions& options) {
+  // The graph after the passes and the schedule. Not the arena: codegen
+  // adds the size slots of data-dependent extents to the plan's.
+  const cgc_model_info& info = loaded.info();
+  const std::string hash = passes::graphHash(model.graph);
+  if (hash != info.graph_hash || info.executors != model.schedule.executors)
+    userError({options.library, "", ""},
+              "'{}' in the library was compiled from another graph or with other options "
+              "(graph hash {} vs {}, {} vs {} executors)",
+              options.compile.className, info.graph_hash, hash, info.executors,
+              model.schedule.executors);
+}
+
+}  // namespace
+
+int build(const BuildOptions& options) {
+  driver::CompileOptions compile;
+  compile.quiet = options.quiet;
+  driver::buildLibrary(options.sources, options.library, options.verify, options.optLevel,
+                       compile);
+  return 0;
+}
+
 int run(const RunOptions& options) {
   const auto model = driver::compileGraph(options.compile);
-  const BuiltModel built = buildCached(model, options.compile);
+  const BuiltModel built = options.library.empty() ? buildCached(model, options.compile)
+                                                   : prebuilt(options);
   driver::LoadedModel loaded(built.library, built.prefix);
+  if (!options.library.empty()) requireSameModel(model, loaded, options);
   driver::progress(options.compile, "running on " + loaded.placement());
   setInputs(model, loaded, options.inputsDir, options.fillMissingInputs);
 

@@ -24,9 +24,25 @@ struct RunOptions {
   int benchRuns = 0;
   std::string profileOut;
   std::string traceOut;
+  /// --library: run the model from this shared library (`cgc build` of the
+  /// model's `cgc compile --name` output) instead of building it; the class
+  /// name (--name) gives the symbols' prefix.
+  std::string library;
 };
 
 int run(const RunOptions& options);
+
+struct BuildOptions {
+  std::vector<std::string> sources;  // NAME.cpp files written by cgc compile
+  std::string library;               // -o
+  bool verify = false;
+  bool quiet = false;
+  int optLevel = 2;  // -O
+};
+
+/// `cgc build`: several compiled models into one shared library
+/// (driver::buildLibrary).
+int build(const BuildOptions& options);
 
 /// A compiled model built into a shared library (cached by content under
 /// driver::cacheDirectory()), ready for driver::LoadedModel.

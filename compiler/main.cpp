@@ -129,6 +129,36 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
                       "else of one cold run");
   command->add_flag("--verify", run.compile.verify,
                     "Parse the generated code with Clang before building it");
+  CLI::Option* library =
+      command->add_option("--library", run.library,
+                          "Run the model from this library (cgc build of the model's cgc "
+                          "compile --name output, compiled with the same options) instead of "
+                          "building it")
+          ->check(CLI::ExistingFile);
+  CLI::Option* name = command->add_option(
+      "--name", run.compile.className, "With --library: the model's class name (cgc compile --name)");
+  library->needs(name);
+  name->needs(library);
+  return command;
+}
+
+CLI::App* addBuild(CLI::App& app, cgc::commands::BuildOptions& build) {
+  CLI::App* command = app.add_subcommand(
+      "build", "Build the NAME.cpp files of several compiled models (cgc compile, each with "
+               "its own --name and --namespace) into one shared library, as one translation "
+               "unit; run one with cgc run --library LIB --name NAME");
+  command->add_option("SOURCES", build.sources, "Generated NAME.cpp files")->required();
+  command->add_option("-o,--output", build.library, "The shared library to write")->required();
+  command->add_flag("--verify", build.verify,
+                    "Parse the translation unit with Clang first and fail on any error or "
+                    "warning");
+  command->add_flag("-q,--quiet", build.quiet, "No progress lines on stderr");
+  command->add_option("-O,--opt-level", build.optLevel,
+                      "The C++ compiler's optimisation level for the generated code (the "
+                      "kernels are prebuilt in the runtime library at theirs): lower builds "
+                      "faster, runs the glue between kernels more slowly")
+      ->check(CLI::Range(0, 3))
+      ->capture_default_str();
   return command;
 }
 
@@ -178,6 +208,7 @@ int main(int argc, char** argv) {
   CompileOptions compileOptions, inspectOptions;
   cgc::commands::RunOptions runOptions;
   cgc::tune::TuneOptions tuneOptions;
+  cgc::commands::BuildOptions buildOptions;
   ModelArgs compileArgs{&compileOptions}, runArgs{&runOptions.compile},
       tuneArgs{&tuneOptions.compile}, inspectArgs{&inspectOptions};
   std::string weightsMode = "embed";
@@ -185,6 +216,7 @@ int main(int argc, char** argv) {
   CLI::App* compile = addCompile(app, compileArgs, weightsMode);
   CLI::App* run = addRun(app, runArgs, runOptions);
   CLI::App* tune = addTune(app, tuneArgs, tuneOptions);
+  CLI::App* build = addBuild(app, buildOptions);
   CLI::App* inspect = app.add_subcommand(
       "inspect", "Report MODEL's inputs and outputs, its ops, what cgc cannot compile yet and "
                  "what to try, and the memory plan");
@@ -206,6 +238,7 @@ int main(int argc, char** argv) {
       runArgs.parse();
       return cgc::commands::run(runOptions);
     }
+    if (*build) return cgc::commands::build(buildOptions);
     if (*tune) {
       tuneArgs.parse();
       return cgc::tune::tune(tuneOptions);

@@ -13,14 +13,25 @@
 namespace cgc::driver {
 
 /// Compiler command for generated code of `target`: "c++ -std=c++20 -O2
-/// -march=x86-64-v3 ...".
-std::string generatedCodeFlags(const std::string& target);
+/// -march=x86-64-v3 ...", with -O`optLevel`.
+std::string generatedCodeFlags(const std::string& target, int optLevel = 2);
 
 /// Builds `files` into `<dir>/<base>.so` unless that library already exists.
 /// Returns its path. Throws CompileError with the compiler's output if the
 /// build fails.
 std::string buildSharedLibrary(const WrittenFiles& files,
                                const CompileOptions& options);
+
+/// Builds several generated sources (from `cgc compile`, each with its own
+/// --name and --namespace) into one shared library `library`, compiled as a
+/// single translation unit (`library`.unity.cpp includes each): the runtime's
+/// headers are parsed once for all of them. With `verify`, Clang parses that
+/// unit first (as `cgc compile --verify` does one source). `optLevel` is
+/// the C++ compiler's -O for the generated code (the kernels are prebuilt
+/// in the runtime library either way). Throws InternalError with the
+/// compiler's output if the build fails.
+void buildLibrary(const std::vector<std::string>& sources, const std::string& library,
+                  bool verify, int optLevel, const CompileOptions& options);
 
 /// A compiled model loaded with dlopen, driven through its C interface.
 class LoadedModel {

@@ -1,7 +1,8 @@
 // Node -> KernelCall: the op's lowerer (one file per op family registers
-// them: lower_elementwise.cpp, lower_nn.cpp, lower_tensor.cpp), then one
-// check for every call against the kernel table: the kernel is instantiated
-// for the call's element type, and every argument's element type is the one
+// them: lower_elementwise.cpp, lower_nn.cpp, lower_tensor.cpp, lower_math.cpp,
+// lower_indexing.cpp, lower_signal.cpp), then one check for every call
+// against the kernel table: the kernel is instantiated for the call's
+// element type, and every argument's element type is the one
 // the kernel's signature takes. The frontend has already resolved every
 // shape-determining input and attribute (auto_pad, Slice starts, Softmax's
 // legacy axis), so lowering only translates.
@@ -32,6 +33,9 @@ const std::map<std::string, OpLowerer>& opLowerers() {
     registerNeuralNetLowerers(t);
     registerTensorLowerers(t);
     registerQuantizationLowerers(t);
+    registerMathLowerers(t);
+    registerIndexingLowerers(t);
+    registerSignalLowerers(t);
     for (const char* op : {"If", "Loop", "Scan"}) t[op] = lowerControl;
     registerDynamicLowerers(t);
     return t;

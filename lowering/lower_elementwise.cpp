@@ -55,7 +55,19 @@ const std::map<std::string, rt::CompareOp>& compareOps() {
   return table;
 }
 
+/// Clip with a bound computed at run time (inputs x, min, max; -1 where the
+/// bound is the attribute).
+Lowered lowerClipTensor(const Graph& g, const Node& n) {
+  const ir::TensorType& t = g.value(n.outputs[0]).type;
+  rt::ClipParams p{t.numElements(), n.getFloat("min", -std::numeric_limits<double>::infinity()),
+                   n.getFloat("max", std::numeric_limits<double>::infinity())};
+  auto input = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
+  return KernelCall{Kernel::kClip, kernelType(t.dtype), p, {n.inputs[0], input(1), input(2)},
+                    {n.outputs[0]}};
+}
+
 Lowered lowerUnary(const Graph& g, const Node& n) {
+  if (n.op == "Clip" && n.numPresentInputs() > 1) return lowerClipTensor(g, n);
   const rt::UnaryOp op = unaryOps().at(n.op);
   const ir::TensorType& t = g.value(n.outputs[0]).type;
   rt::UnaryParams p{op, t.numElements(), 0.f, 0.f};

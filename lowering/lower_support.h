@@ -28,6 +28,9 @@ void registerElementwiseLowerers(std::map<std::string, OpLowerer>& table);
 void registerNeuralNetLowerers(std::map<std::string, OpLowerer>& table);
 void registerTensorLowerers(std::map<std::string, OpLowerer>& table);
 void registerQuantizationLowerers(std::map<std::string, OpLowerer>& table);
+void registerMathLowerers(std::map<std::string, OpLowerer>& table);
+void registerIndexingLowerers(std::map<std::string, OpLowerer>& table);
+void registerSignalLowerers(std::map<std::string, OpLowerer>& table);
 
 template <typename... Args>
 Unsupported unsupported(fmt::format_string<Args...> format, Args&&... args) {

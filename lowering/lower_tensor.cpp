@@ -71,7 +71,9 @@ Lowered lowerIndexMap(const Graph& g, const Node& n) {
   p.pad_begin = perDim<int64_t>(n.getInts("pads", Shape(2 * x.size(), 0)));
   p.value = n.getFloat("value", 0.0);
   p.dtype = out.dtype;
-  return KernelCall{Kernel::kIndexMap, out.dtype, p, {n.inputs[0]}, {n.outputs[0]}};
+  // Pad's constant value computed at run time is input 1.
+  const int value = n.op == "Pad" && n.inputs.size() > 1 ? n.inputs[1] : -1;
+  return KernelCall{Kernel::kIndexMap, out.dtype, p, {n.inputs[0], value}, {n.outputs[0]}};
 }
 
 /// Resize with attrs mode, nearest_mode, coordinate_transformation_mode,

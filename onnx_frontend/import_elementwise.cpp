@@ -45,19 +45,32 @@ void importIdentity(OpContext& ctx) {
   }
 }
 
+/// Clip: constant bounds become attributes (a Clip with only those can fuse
+/// into its producer); a bound computed at run time stays an input (inputs
+/// x, min, max, -1 where absent or constant).
 void importClip(OpContext& ctx) {
   ctx.requireInputs(1, 3);
   double lo = -std::numeric_limits<double>::infinity();
   double hi = std::numeric_limits<double>::infinity();
+  std::vector<int> inputs = {ctx.inputs[0]};
   if (ctx.opset < 11) {
     lo = ctx.attrFloat("min", -std::numeric_limits<float>::infinity());
     hi = ctx.attrFloat("max", std::numeric_limits<float>::infinity());
   } else {
-    if (ctx.hasInput(1)) lo = ctx.constantScalar(1, "min");
-    if (ctx.hasInput(2)) hi = ctx.constantScalar(2, "max");
+    for (size_t i = 1; i < 3; ++i) {
+      if (!ctx.hasInput(i)) continue;
+      if (ctx.inputType(i) != ctx.inputType(0) || ctx.input(i).type.numElements() != 1)
+        ctx.fail(fmt::format("{} must be one {} value", i == 1 ? "min" : "max",
+                             dtypeName(ctx.inputType(0))));
+      if (!ctx.input(i).isConstant()) {
+        inputs.resize(i + 1, -1);
+        inputs[i] = ctx.inputs[i];
+        continue;
+      }
+      (i == 1 ? lo : hi) = ctx.input(i).doubleValues().at(0);
+    }
   }
-  ctx.emit("Clip", {ctx.inputs[0]}, {ctx.input(0).type},
-           {{"min", lo}, {"max", hi}});
+  ctx.emit("Clip", inputs, {ctx.input(0).type}, {{"min", lo}, {"max", hi}});
 }
 
 void importBinary(OpContext& ctx) {

@@ -439,6 +439,7 @@ void importPad(OpContext& ctx) {
   const Shape& x = ctx.inputShape(0);
   std::vector<int64_t> pads;
   double value = 0.0;
+  std::vector<int> inputs = {ctx.inputs[0]};
   if (ctx.opset < 11) {
     ctx.requireInputs(1, 1);
     pads = ctx.attrInts("pads", ctx.attrInts("paddings"));
@@ -446,7 +447,15 @@ void importPad(OpContext& ctx) {
   } else {
     ctx.requireInputs(2, 4);
     pads = ctx.constantInts(1, "pads");
-    if (ctx.hasInput(2)) value = ctx.constantScalar(2, "constant_value");
+    if (ctx.hasInput(2)) {
+      // The value decides no shape: a run-time one stays an input.
+      if (ctx.inputType(2) != ctx.inputType(0) || ctx.input(2).type.numElements() != 1)
+        ctx.fail(fmt::format("constant_value must be one {} value", dtypeName(ctx.inputType(0))));
+      if (ctx.input(2).isConstant())
+        value = ctx.input(2).doubleValues().at(0);
+      else
+        inputs.push_back(ctx.inputs[2]);
+    }
     if (ctx.hasInput(3)) ctx.fail("the axes input of Pad is not supported");
   }
   std::string mode = ctx.attrString("mode", "constant");
@@ -461,7 +470,7 @@ void importPad(OpContext& ctx) {
     if (mode != "constant" && x[d] == 0 && out[d] > 0)
       ctx.fail("cannot reflect or extend an empty axis");
   }
-  ctx.emit("Pad", {ctx.inputs[0]}, {{ctx.inputType(0), out}},
+  ctx.emit("Pad", inputs, {{ctx.inputType(0), out}},
            {{"pads", pads}, {"mode", mode}, {"value", value}});
 }
 

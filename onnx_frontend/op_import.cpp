@@ -209,6 +209,9 @@ const std::map<std::string, OpImporter>& opImporters() {
     registerImageOps(t);
     registerQuantizationOps(t);
     registerDynamicOps(t);
+    registerMathOps(t);
+    registerIndexingOps(t);
+    registerSignalOps(t);
     return t;
   }();
   return table;

@@ -119,6 +119,9 @@ ir::Shape convWindow(const OpContext& ctx, const ir::Shape& x, const ir::Shape& 
                      std::map<std::string, ir::Attribute>& attrs);
 /// Ops of data-dependent output size, and TopK (import_dynamic.cpp).
 void registerDynamicOps(std::map<std::string, OpImporter>& table);
+void registerMathOps(std::map<std::string, OpImporter>& table);
+void registerIndexingOps(std::map<std::string, OpImporter>& table);
+void registerSignalOps(std::map<std::string, OpImporter>& table);
 
 /// `text` with control characters replaced by '?'.
 std::string printableAttr(const std::string& text);

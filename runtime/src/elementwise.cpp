@@ -124,6 +124,46 @@ void forEachBroadcast(const BroadcastParams& p, const T* a, const T* b, Out* y,
   }
 }
 
+/// The trigonometric and hyperbolic functions, Sign, Round and the rarer
+/// activations: computed in double, then stored as T.
+template <typename T>
+void unaryMath(UnaryOp op, int64_t n, const T* x, T* y, double alpha, double beta) {
+  auto viaDouble = [&](auto f) {
+    map(n, x, y, [&](T v) { return fromDouble<T>(f(static_cast<double>(v))); });
+  };
+  switch (op) {
+    case UnaryOp::kCos: viaDouble([](double v) { return std::cos(v); }); break;
+    case UnaryOp::kSin: viaDouble([](double v) { return std::sin(v); }); break;
+    case UnaryOp::kTan: viaDouble([](double v) { return std::tan(v); }); break;
+    case UnaryOp::kAcos: viaDouble([](double v) { return std::acos(v); }); break;
+    case UnaryOp::kAsin: viaDouble([](double v) { return std::asin(v); }); break;
+    case UnaryOp::kAtan: viaDouble([](double v) { return std::atan(v); }); break;
+    case UnaryOp::kCosh: viaDouble([](double v) { return std::cosh(v); }); break;
+    case UnaryOp::kSinh: viaDouble([](double v) { return std::sinh(v); }); break;
+    case UnaryOp::kAcosh: viaDouble([](double v) { return std::acosh(v); }); break;
+    case UnaryOp::kAsinh: viaDouble([](double v) { return std::asinh(v); }); break;
+    case UnaryOp::kAtanh: viaDouble([](double v) { return std::atanh(v); }); break;
+    case UnaryOp::kSign:
+      map(n, x, y, [](T v) { return static_cast<T>(v > T(0) ? 1 : v < T(0) ? -1 : 0); });
+      break;
+    case UnaryOp::kRound:
+      // The default rounding mode rounds half to even, as ONNX asks.
+      viaDouble([](double v) { return std::nearbyint(v); });
+      break;
+    case UnaryOp::kSelu:
+      viaDouble([&](double v) { return beta * (v > 0 ? v : alpha * std::expm1(v)); });
+      break;
+    case UnaryOp::kThresholdedRelu:
+      viaDouble([&](double v) { return v > alpha ? v : 0.0; });
+      break;
+    case UnaryOp::kShrink:
+      viaDouble([&](double v) { return v < -alpha ? v + beta : v > alpha ? v - beta : 0.0; });
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -241,6 +281,8 @@ void unary(const UnaryParams& p, const T* x, T* y, const Team& team) {
     case UnaryOp::kNot:
       map(n, x, y, [](T v) { return static_cast<T>(v == T(0)); });
       break;
+    default:
+      unaryMath(p.op, n, x, y, alpha, beta);
   }
 }
 

@@ -117,9 +117,12 @@ int64_t sourceIndex(IndexMapMode mode, int64_t o, int64_t padBegin, int64_t dim)
 
 }  // namespace
 
-void index_map(const IndexMapParams& p, const void* x, void* y) {
+void index_map(const IndexMapParams& p, const void* x, const void* value, void* y) {
   std::vector<uint8_t> fill(static_cast<size_t>(p.elem_bytes), 0);
-  cast({DType::kF64, p.dtype, 1}, &p.value, fill.data());
+  if (value)
+    std::memcpy(fill.data(), value, fill.size());
+  else
+    cast({DType::kF64, p.dtype, 1}, &p.value, fill.data());
   std::vector<int64_t> inStrides(static_cast<size_t>(p.rank), 1);
   for (int d = p.rank - 2; d >= 0; --d)
     inStrides[d] = inStrides[d + 1] * p.in_shape[d + 1];

@@ -57,6 +57,10 @@ expect q_zero_type "q_zero_type.onnx" "node 'bad_zero_type' (DequantizeLinear)" 
 expect q_scale_zero "q_scale_zero.onnx" "node 'bad_scale_zero' (QuantizeLinear)" "y_scale is 0" -- "$cgc" compile "$work/q_scale_zero.onnx" -o "$work/out" --quiet
 expect q_scale_nan "q_scale_nan.onnx" "node 'bad_scale_nan' (DequantizeLinear)" "x_scale is NaN" -- "$cgc" compile "$work/q_scale_nan.onnx" -o "$work/out" --quiet
 expect q_axis_length "q_axis_length.onnx" "node 'bad_axis_scales' (DequantizeLinear)" "has 3 values; it needs 1 or 4" -- "$cgc" compile "$work/q_axis_length.onnx" -o "$work/out" --quiet
+# cgc build and cgc run --library: a missing source, a file that is no library.
+expect build_missing_source "missing.cpp" "no such generated source" -- "$cgc" build -o "$work/lib.so" "$work/missing.cpp" --quiet
+echo "not a library" >"$work/not_a_library.so"
+expect run_not_a_library "not_a_library.so" "cannot load" -- "$cgc" run "$model" --library "$work/not_a_library.so" --name TinyCnn --quiet
 
 # Hostile models (issue 22, tests/fuzz/regressions): sizes beyond the limits
 # and importer crashes are one-line errors naming the tensor or node.

@@ -272,6 +272,23 @@ double referenceUnary(UnaryOp op, double v, double alpha, double beta) {
       return v / (1 + std::fabs(v));
     case UnaryOp::kNot:
       return v == 0;
+    // Issue 19's ops: against reference loops in op_kernel_tests.cpp.
+    case UnaryOp::kCos: return std::cos(v);
+    case UnaryOp::kSin: return std::sin(v);
+    case UnaryOp::kTan: return std::tan(v);
+    case UnaryOp::kAcos: return std::acos(v);
+    case UnaryOp::kAsin: return std::asin(v);
+    case UnaryOp::kAtan: return std::atan(v);
+    case UnaryOp::kCosh: return std::cosh(v);
+    case UnaryOp::kSinh: return std::sinh(v);
+    case UnaryOp::kAcosh: return std::acosh(v);
+    case UnaryOp::kAsinh: return std::asinh(v);
+    case UnaryOp::kAtanh: return std::atanh(v);
+    case UnaryOp::kSign: return (v > 0) - (v < 0);
+    case UnaryOp::kRound: return std::nearbyint(v);
+    case UnaryOp::kSelu: return beta * (v > 0 ? v : alpha * std::expm1(v));
+    case UnaryOp::kThresholdedRelu: return v > alpha ? v : 0;
+    case UnaryOp::kShrink: return v < -alpha ? v + beta : v > alpha ? v - beta : 0;
   }
   return 0;
 }

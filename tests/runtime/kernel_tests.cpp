@@ -433,19 +433,19 @@ TEST_CASE("index_map pads (constant, reflect, edge) and tiles") {
   p.dtype = cgc::DType::kF32;
   std::vector<float> y(14);
   p.mode = IndexMapMode::kConstant;
-  index_map(p, x.data(), y.data());
+  index_map(p, x.data(), nullptr, y.data());
   CHECK(y == std::vector<float>{9, 9, 1, 2, 3, 9, 9, 9, 9, 4, 5, 6, 9, 9});
   p.mode = IndexMapMode::kReflect;
-  index_map(p, x.data(), y.data());
+  index_map(p, x.data(), nullptr, y.data());
   CHECK(y == std::vector<float>{3, 2, 1, 2, 3, 2, 1, 6, 5, 4, 5, 6, 5, 4});
   p.mode = IndexMapMode::kEdge;
-  index_map(p, x.data(), y.data());
+  index_map(p, x.data(), nullptr, y.data());
   CHECK(y == std::vector<float>{1, 1, 1, 2, 3, 3, 3, 4, 4, 4, 5, 6, 6, 6});
   p.mode = IndexMapMode::kTile;
   p.out_shape[0] = 4; p.out_shape[1] = 6;
   p.out_count = 24;
   std::vector<float> t(24);
-  index_map(p, x.data(), t.data());
+  index_map(p, x.data(), nullptr, t.data());
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 6; ++c) CHECK(t[r * 6 + c] == x[(r % 2) * 3 + c % 3]);
 }

@@ -25,3 +25,8 @@
 #include "cgc/kernels/pool.h"
 #include "cgc/kernels/quant.h"
 #include "cgc/kernels/rnn.h"
+#include "cgc/kernels/indexing.h"
+#include "cgc/kernels/math.h"
+#include "cgc/kernels/random.h"
+#include "cgc/kernels/sampling.h"
+#include "cgc/kernels/signal.h"

@@ -63,7 +63,9 @@ struct IndexMapParams {
               value, dtype)
 };
 
-void index_map(const IndexMapParams& p, const void* x, void* y);
+/// `value`: the constant pad value as a one-element tensor of x's type, read
+/// at run time; null takes the parameter's `value`.
+void index_map(const IndexMapParams& p, const void* x, const void* value, void* y);
 
 CGC_ENUM(ResizeMode, kNearest, kLinear, kCubic)
 CGC_ENUM(NearestMode, kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil)

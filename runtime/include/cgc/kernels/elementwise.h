@@ -26,7 +26,14 @@ CGC_ENUM(UnaryOp,
          kSoftplus,
          kElu,  // alpha
          kSoftsign,
-         kNot)  // logical not of a bool (stored as uint8)
+         kNot,  // logical not of a bool (stored as uint8)
+         kCos, kSin, kTan, kAcos, kAsin, kAtan,
+         kCosh, kSinh, kAcosh, kAsinh, kAtanh,
+         kSign,
+         kRound,            // half to even
+         kSelu,             // alpha, beta = gamma
+         kThresholdedRelu,  // x > alpha ? x : 0
+         kShrink)           // alpha = lambd, beta = bias
 
 struct UnaryParams {
   UnaryOp op;
