@@ -108,8 +108,10 @@ Lowered lowerReverseSequence(const Graph& g, const Node& n) {
 
 Lowered lowerMaxUnpool(const Graph& g, const Node& n) {
   const DType t = elementType(g, n.outputs[0]);
-  rt::MaxUnpoolParams p{g.value(n.inputs[0]).type.numElements(),
-                        g.value(n.outputs[0]).type.numElements(), dtypeSize(t)};
+  rt::MaxUnpoolParams p{};
+  p.in_count = g.value(n.inputs[0]).type.numElements();
+  p.out_count = g.value(n.outputs[0]).type.numElements();
+  p.elem_bytes = dtypeSize(t);
   const Shape& out = g.value(n.outputs[0]).type.shape;
   const Shape indexShape = n.getInts("index_shape", out);
   if (indexShape != out) {

@@ -20,6 +20,12 @@ using cgc::test::randomFloats;
 
 namespace {
 
+MaxUnpoolParams unpoolParams(int64_t in, int64_t out, int64_t bytes) {
+  MaxUnpoolParams p{};
+  p.in_count = in, p.out_count = out, p.elem_bytes = bytes;
+  return p;
+}
+
 BroadcastParams broadcast(const std::vector<int64_t>& out, const std::vector<int64_t>& a,
                           const std::vector<int64_t>& b) {
   auto strides = [&](const std::vector<int64_t>& in) {
@@ -405,13 +411,13 @@ TEST_CASE("max_unpool places values at flat indices and rejects bad ones") {
   const std::vector<float> x = {5, 6, 7};
   const std::vector<int64_t> indices = {3, 0, 9};
   std::vector<float> y(9, -1.f);
-  REQUIRE(max_unpool({3, 9, 4}, x.data(), indices.data(), y.data()) == Status::kIndexOutOfRange);
+  REQUIRE(max_unpool(unpoolParams(3, 9, 4), x.data(), indices.data(), y.data()) == Status::kIndexOutOfRange);
   REQUIRE(y == std::vector<float>{6, 0, 0, 5, 0, 0, 0, 0, 0});
 }
 
 TEST_CASE("max_unpool with an output_shape keeps each index's coordinates") {
   // Indices over [1, 1, 4, 4] (MaxPool 2x2 stride 2 of 4x4), output 5x5.
-  MaxUnpoolParams p{4, 25, 4};
+  MaxUnpoolParams p = unpoolParams(4, 25, 4);
   p.rank = 4;
   p.index_shape = {1, 1, 4, 4};
   p.out_shape = {1, 1, 5, 5};
