@@ -8,6 +8,9 @@ include("${CMAKE_CURRENT_LIST_DIR}/cgcTargets.cmake")
 # Runtimes built standalone for other processor families (cmake -S runtime
 # with a toolchain file, e.g. cgc::cgc_runtime_aarch64).
 file(GLOB _cgc_runtimes "${CMAKE_CURRENT_LIST_DIR}/cgcRuntime-*.cmake")
+# Each export file includes its own per-configuration files itself.
+list(FILTER _cgc_runtimes EXCLUDE REGEX
+     "-(release|debug|relwithdebinfo|minsizerel|noconfig)\\.cmake$")
 foreach(_cgc_runtime IN LISTS _cgc_runtimes)
   include("${_cgc_runtime}")
 endforeach()
