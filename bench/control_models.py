@@ -251,7 +251,9 @@ def topp_sampling_head(path):
             cumulative = torch.softmax(best, dim=1).cumsum(dim=1)
             drop = (cumulative - torch.softmax(best, dim=1)) > 0.8
             kept = best.masked_fill(drop, float("-inf"))
-            rows = torch.arange(logits.shape[0]).unsqueeze(1).expand_as(at)
+            # A batch of 2 traced as a constant: tracing logits.shape[0]
+            # makes torch 1.13's ONNX shape inference reject the Expand.
+            rows = torch.arange(2).unsqueeze(1).repeat(1, 16)
             out = torch.full_like(logits, float("-inf"))
             out[rows, at] = kept
             again = torch.gather(logits, 1, at)

@@ -3,6 +3,7 @@
 // codegen, write, and optionally verify with Clang.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -82,5 +83,7 @@ WrittenFiles writeModel(codegen::EmittedModel emitted,
 
 /// Progress line on stderr unless quiet: "cgc: <text>".
 void progress(const CompileOptions& options, const std::string& text);
+/// Seconds since `start`, for progress lines.
+double secondsSince(std::chrono::steady_clock::time_point start);
 
 }  // namespace cgc::driver

@@ -1,7 +1,8 @@
-// libFuzzer target over everything `cgc compile` does before the C++ build:
-// the ONNX loader (from memory), the importers and their folding, the pass
-// pipeline, the schedule, the memory plan and their verifiers, and code
-// emission (unformatted: Clang's formatter is a third-party library and
+// libFuzzer target over everything `cgc compile` does before the C++ build,
+// through the driver's own pipeline (compiler/pipeline.cpp): the ONNX loader
+// (from memory), the importers and their folding, the passes, lowering, the
+// schedule, the memory plan and their verifiers, control-flow bodies, and
+// code emission (unformatted: Clang's formatter is a third-party library and
 // slow). A model cgc rejects must be rejected with a CompileError whose
 // message is one line naming the file; anything else that leaves the
 // pipeline (InternalError, std::bad_alloc, ...) and any sanitizer report is
@@ -13,14 +14,9 @@
 #include <string>
 #include <string_view>
 
-#include "codegen/model_emitter.h"
+#include "compiler/driver.h"
 #include "ir/diagnostics.h"
 #include "onnx_frontend/onnx_loader.h"
-#include "passes/cost_model.h"
-#include "passes/memory_plan.h"
-#include "passes/partition.h"
-#include "passes/pass_manager.h"
-#include "passes/schedule.h"
 
 namespace {
 
@@ -41,25 +37,20 @@ uint64_t hashBytes(std::string_view bytes) {
 
 void compile(std::string_view bytes) {
   uint64_t h = hashBytes(bytes);
-  cgc::ir::Graph graph = cgc::frontend::loadOnnxFromBytes(bytes, kModelName);
-  cgc::passes::PipelineOptions pipeline;
+  cgc::driver::CompileOptions options;
+  options.modelPath = kModelName;
+  options.quiet = true;
   if (h & 1)  // as tests/CMakeLists.txt's conformance_fusion_off
-    pipeline.disabled = {"fold-conv-batchnorm", "fuse-matmuls",
-                         "fuse-epilogues",      "fuse-conv-maxpool",
-                         "pack-conv-weights",   "block-activations",
-                         "pack-rnn-weights"};
-  cgc::passes::runPipeline(graph, pipeline);
-  int executors = 1 + static_cast<int>((h >> 1) % 3);
-  int threads = 1 + static_cast<int>((h >> 3) % 2);
-  cgc::passes::Schedule schedule = cgc::passes::partitionGraph(
-      graph, cgc::passes::estimateCosts(graph), executors, threads);
-  cgc::passes::verifySchedule(graph, schedule);
-  cgc::passes::MemoryPlan plan = cgc::passes::planMemory(graph, schedule);
-  cgc::passes::verifyMemoryPlan(graph, schedule, plan);
-  cgc::codegen::EmitOptions emit;
-  emit.embedWeights = (h >> 4) & 1;
-  emit.weightsPath = "/nonexistent/fuzz.weights.bin";
-  cgc::codegen::emitModel(graph, schedule, plan, emit);
+    options.disabledPasses = {"fold-conv-batchnorm", "fuse-matmuls",     "fuse-epilogues",
+                              "fuse-conv-maxpool",   "pack-conv-weights", "block-activations",
+                              "pack-rnn-weights"};
+  options.executors = 1 + static_cast<int>((h >> 1) % 3);
+  options.threadsPerExecutor = 1 + static_cast<int>((h >> 3) % 2);
+  options.embedWeights = (h >> 4) & 1;
+  options.target = "x86-64-v3";  // a fixed target: native reads the machine
+  cgc::ir::Graph graph = cgc::frontend::loadOnnxFromBytes(bytes, kModelName);
+  const cgc::driver::CompiledModel model = cgc::driver::compileGraph(std::move(graph), options);
+  cgc::driver::emitModel(model, options);
 }
 
 }  // namespace

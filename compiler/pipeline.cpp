@@ -1,0 +1,202 @@
+// The compile pipeline up to emitted source: the frontend's graph through
+// the passes, lowering, the schedule and the memory plan (each verified), the
+// bodies of control-flow nodes compiled the same way, and the emitter. No
+// files and no Clang here: the CLI, the tests and the fuzz target share it
+// (driver.cpp writes the files and verifies them).
+#include "compiler/driver.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cgc/team.h"
+#include "compiler/targets.h"
+#include "passes/cost_model.h"
+#include "passes/pass_manager.h"
+#include "passes/partition.h"
+#include "ir/conventions.h"
+#include "ir/printer.h"
+
+namespace cgc::driver {
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+void progress(const CompileOptions& options, const std::string& text) {
+  if (!options.quiet) std::cerr << "cgc: " << text << std::endl;
+}
+
+namespace {
+
+/// What a tuned profile fixes besides the costs (cgc tune writes these).
+struct TunedConfig {
+  int executors = 0, threads = 0;
+  std::map<std::string, int> nodeThreads;  // by node name
+};
+
+TunedConfig readTunedConfig(const std::string& path) {
+  TunedConfig config;
+  std::ifstream in(path);
+  nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) return config;  // costsFromProfile reports the error
+  config.executors = json.value("executors", 0);
+  config.threads = json.value("threads", 0);
+  if (json.contains("node_threads") && json["node_threads"].is_object())
+    for (auto& [name, threads] : json["node_threads"].items())
+      if (threads.is_number_integer()) config.nodeThreads[name] = threads.get<int>();
+  return config;
+}
+
+/// Executors and threads: the command line's, else a tuned profile's, else
+/// one executor whose team is every core the process may use when the model
+/// is created (the compiler's own core count only weighs the costs).
+passes::Schedule scheduleGraph(const ir::Graph& graph, const lowering::KernelCalls& calls,
+                               const CompileOptions& options) {
+  TunedConfig tuned;
+  if (!options.profilePath.empty()) tuned = readTunedConfig(options.profilePath);
+  const int cores = available_cpus();
+  const int executors = options.executors > 0 ? options.executors
+                        : tuned.executors > 0 ? tuned.executors
+                                              : 1;
+  const int fixedThreads = options.threadsPerExecutor > 0                     ? options.threadsPerExecutor
+                           : options.executors <= 0 && tuned.threads > 0 ? tuned.threads
+                                                                          : 0;
+  const int threads = fixedThreads > 0 ? fixedThreads : std::max(1, cores / executors);
+  passes::CostModel costs = options.profilePath.empty()
+                                ? passes::estimateCosts(graph, calls)
+                                : passes::costsFromProfile(graph, calls, options.profilePath);
+  std::vector<int> nodeThreads;
+  if (threads > 1 && !tuned.nodeThreads.empty() && options.threadsPerExecutor <= 0) {
+    nodeThreads.assign(graph.numNodeSlots(), 0);
+    for (int id : graph.liveNodes()) {
+      auto it = tuned.nodeThreads.find(graph.node(id).name);
+      if (it != tuned.nodeThreads.end()) nodeThreads[id] = std::clamp(it->second, 1, threads);
+    }
+  }
+  passes::Schedule schedule =
+      passes::partitionGraph(graph, costs, executors, threads, std::move(nodeThreads));
+  schedule.threadsAtRunTime = fixedThreads == 0;
+  if (fixedThreads > 0 && executors * threads > cores)
+    progress(options, fmt::format("note: {} executor(s) x {} thread(s) is more threads than the "
+                                  "{} core(s) available here; the model runs, unpinned and more "
+                                  "slowly",
+                                  executors, threads, cores));
+  return schedule;
+}
+
+/// The pipeline's options, with --print-ir-after's printer.
+passes::PipelineOptions pipelineOptions(const CompileOptions& options) {
+  passes::PipelineOptions pipeline;
+  pipeline.disabled = options.disabledPasses;
+  pipeline.vectorLanes = findTarget(options.target).lanes;
+  const auto names = passes::passNames();
+  for (const auto& name : options.printIrAfter)
+    if (name != "all" && std::find(names.begin(), names.end(), name) == names.end())
+      throw CompileError(fmt::format("cgc: error: --print-ir-after: unknown pass '{}' (passes: {})",
+                                     name, fmt::join(names, ", ")));
+  if (options.printIrAfter.empty()) return pipeline;
+  pipeline.afterPass = [&options](const std::string& name, bool changed, const ir::Graph& graph) {
+    const auto& wanted = options.printIrAfter;
+    if (std::find(wanted.begin(), wanted.end(), name) == wanted.end() &&
+        std::find(wanted.begin(), wanted.end(), "all") == wanted.end())
+      return;
+    std::cout << fmt::format("// IR after {}{}\n{}", name, changed ? "" : " (unchanged)",
+                             ir::printGraph(graph))
+              << std::flush;
+  };
+  return pipeline;
+}
+
+}  // namespace
+
+CompiledModel compileGraph(const CompileOptions& options) {
+  findTarget(options.target);  // an unknown target before the model loads
+  const auto start = std::chrono::steady_clock::now();
+  ir::Graph graph = frontend::loadOnnx(options.modelPath, options.load);
+  progress(options, fmt::format("loaded {}: {} nodes after import ({:.2f} s)", options.modelPath,
+                                graph.liveNodes().size(), secondsSince(start)));
+  return compileGraph(std::move(graph), options);
+}
+
+codegen::ModelToEmit CompiledModel::toEmit() const {
+  codegen::ModelToEmit emit{graph, schedule, plan, calls};
+  for (const auto& [node, bodies] : subgraphs)
+    for (const CompiledModel& body : bodies) emit.subgraphs[node].push_back(body.toEmit());
+  return emit;
+}
+
+namespace {
+
+/// Compiles every subgraph of the graph's control-flow nodes for the team
+/// of the executor that runs the node (one executor, the same threads), and
+/// gives the node the scratch its largest subgraph's arena needs.
+void compileSubgraphs(CompiledModel& model, const CompileOptions& options) {
+  CompileOptions inner = options;
+  inner.executors = 1;
+  inner.threadsPerExecutor =
+      model.schedule.threadsAtRunTime ? 0 : model.schedule.threadsPerExecutor;
+  inner.profilePath.clear();
+  inner.printIrAfter.clear();
+  inner.quiet = true;
+  for (int id : model.graph.liveNodes()) {
+    const ir::Node& node = model.graph.node(id);
+    if (node.subgraphs.empty()) continue;
+    int64_t scratch = 0;
+    auto& compiled = model.subgraphs[id];
+    for (const auto& body : node.subgraphs) {
+      compiled.push_back(body ? compileGraph(*body, inner) : CompiledModel{});
+      scratch = std::max(scratch, compiled.back().plan.arenaBytes);
+    }
+    model.calls.setScratch(id, scratch);
+    if (node.has(ir::conventions::kFailedBranch))
+      progress(options, fmt::format("note: {} (If): the {} branch cannot be compiled for these "
+                                    "shapes; taking it is an error at run time: {}",
+                                    node.name,
+                                    node.getInt(ir::conventions::kFailedBranch, 0) == 0 ? "then"
+                                                                                        : "else",
+                                    node.getString(ir::conventions::kFailedBranchReason, "")));
+  }
+}
+
+}  // namespace
+
+CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
+  lowering::checkLowerable(graph);
+  CompiledModel model;
+  model.importedNodes = static_cast<int>(graph.liveNodes().size());
+  model.graph = std::move(graph);
+  passes::runPipeline(model.graph, pipelineOptions(options));
+  model.calls = lowering::lowerGraph(model.graph);
+  model.schedule = scheduleGraph(model.graph, model.calls, options);
+  compileSubgraphs(model, options);
+  passes::verifySchedule(model.graph, model.schedule);
+  model.plan = passes::planMemory(model.graph, model.calls, model.schedule);
+  passes::verifyMemoryPlan(model.graph, model.calls, model.schedule, model.plan);
+  progress(options, fmt::format("planned {} kernels; arena {} bytes ({} without reuse), "
+                                "weights {} bytes",
+                                model.graph.liveNodes().size(), model.plan.arenaBytes,
+                                model.plan.bytesWithoutReuse, ir::constantBytes(model.graph)));
+  return model;
+}
+
+codegen::EmittedModel emitModel(const CompiledModel& model, const CompileOptions& options) {
+  codegen::EmitOptions emit;
+  emit.className = options.className;
+  if (!options.className.empty()) emit.symbolPrefix = codegen::toSymbolPrefix(options.className);
+  emit.nameSpace = options.nameSpace;
+  emit.embedWeights = options.embedWeights;
+  const Target target = findTarget(options.target);
+  emit.target = target.name;
+  emit.cpuFeatures = target.features;
+  if (target.xsmmArch != "none") emit.xsmmTarget = target.xsmmArch;
+  return codegen::emitModel(model.toEmit(), emit);
+}
+
+}  // namespace cgc::driver
