@@ -84,19 +84,6 @@ Lowered lowerUnary(const Graph& g, const Node& n) {
   return KernelCall{Kernel::kUnary, kernelType(t.dtype), p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
-/// The output shape with each operand's broadcast strides, or why not.
-std::variant<rt::BroadcastParams, Unsupported> broadcastOf(const Graph& g, const Node& n) {
-  const Shape& out = shapeOf(g, n.outputs[0]);
-  if (auto problem = checkRank(out.size())) return *problem;
-  rt::BroadcastParams bc{};
-  bc.rank = static_cast<int32_t>(out.size());
-  bc.count = ir::numElements(out);
-  bc.shape = perDim<int64_t>(out);
-  bc.a_strides = perDim<int64_t>(broadcastStrides(shapeOf(g, n.inputs[0]), out));
-  bc.b_strides = perDim<int64_t>(broadcastStrides(shapeOf(g, n.inputs[1]), out));
-  return bc;
-}
-
 Lowered lowerBinary(const Graph& g, const Node& n) {
   auto bc = broadcastOf(g, n);
   if (auto* problem = std::get_if<Unsupported>(&bc)) return *problem;
@@ -139,6 +126,18 @@ Lowered lowerCast(const Graph& g, const Node& n) {
 }
 
 }  // namespace
+
+std::variant<rt::BroadcastParams, Unsupported> broadcastOf(const Graph& g, const Node& n) {
+  const Shape& out = shapeOf(g, n.outputs[0]);
+  if (auto problem = checkRank(out.size())) return *problem;
+  rt::BroadcastParams bc{};
+  bc.rank = static_cast<int32_t>(out.size());
+  bc.count = ir::numElements(out);
+  bc.shape = perDim<int64_t>(out);
+  bc.a_strides = perDim<int64_t>(broadcastStrides(shapeOf(g, n.inputs[0]), out));
+  bc.b_strides = perDim<int64_t>(broadcastStrides(shapeOf(g, n.inputs[1]), out));
+  return bc;
+}
 
 void registerElementwiseLowerers(std::map<std::string, OpLowerer>& table) {
   for (const auto& [op, unused] : unaryOps()) table[op] = lowerUnary;

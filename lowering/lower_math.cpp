@@ -53,18 +53,6 @@ Lowered lowerClassify(const Graph& g, const Node& n) {
   return KernelCall{Kernel::kClassify, x.dtype, p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
-std::variant<rt::BroadcastParams, Unsupported> broadcastOf(const Graph& g, const Node& n) {
-  const Shape& out = shapeOf(g, n.outputs[0]);
-  if (auto problem = checkRank(out.size())) return *problem;
-  rt::BroadcastParams bc{};
-  bc.rank = static_cast<int32_t>(out.size());
-  bc.count = ir::numElements(out);
-  bc.shape = perDim<int64_t>(out);
-  bc.a_strides = perDim<int64_t>(broadcastStrides(shapeOf(g, n.inputs[0]), out));
-  bc.b_strides = perDim<int64_t>(broadcastStrides(shapeOf(g, n.inputs[1]), out));
-  return bc;
-}
-
 /// Mod and BitShift: untyped kernels that dispatch on the element type.
 Lowered lowerIntegerBinary(const Graph& g, const Node& n) {
   auto bc = broadcastOf(g, n);

@@ -54,6 +54,9 @@ std::vector<int64_t> broadcastStrides(const Shape& in, const Shape& out);
 
 /// "rank 9 exceeds the supported maximum of 8", or nothing.
 std::optional<Unsupported> checkRank(size_t rank);
+/// A binary node's output shape with each operand's broadcast strides, or
+/// why not (lower_elementwise.cpp).
+std::variant<rt::BroadcastParams, Unsupported> broadcastOf(const Graph& g, const Node& n);
 
 /// `values` into a PerDim array (values.size() <= kMaxRank).
 template <typename T, typename V>
