@@ -7,6 +7,7 @@
 #include <map>
 
 #include "graph_builder.h"
+#include "interpret.h"
 #include "ir/verifier.h"
 #include "lowering/kernel_call.h"
 #include "passes/pass_manager.h"
@@ -22,33 +23,6 @@ std::vector<float> values(size_t n, float scale) {
   for (size_t i = 0; i < n; ++i)
     v[i] = scale * static_cast<float>(static_cast<int>((i * 7919) % 23) - 11) / 11.f;
   return v;
-}
-
-/// Every graph output, interpreted node by node with the runtime kernels.
-std::vector<std::vector<float>> interpret(const ir::Graph& g,
-                                          const std::vector<float>& x) {
-  std::map<int, std::vector<uint8_t>> buffers;
-  auto data = [&](int v) -> const void* {
-    if (g.value(v).isConstant()) return g.value(v).data->data();
-    return buffers.at(v).data();
-  };
-  buffers[g.inputs[0]].resize(x.size() * sizeof(float));
-  std::memcpy(buffers[g.inputs[0]].data(), x.data(), x.size() * sizeof(float));
-  for (int id : g.topologicalOrder()) {
-    auto call = cgc::lowering::lowerNode(g, g.node(id));
-    int out = g.node(id).outputs[0];
-    buffers[out].resize(g.value(out).type.bytes());
-    std::vector<const void*> ins;
-    for (int in : call.inputs) ins.push_back(in >= 0 ? data(in) : nullptr);
-    cgc::lowering::evaluate(call, ins, {buffers[out].data()});
-  }
-  std::vector<std::vector<float>> result;
-  for (int v : g.outputs) {
-    const auto& bytes = buffers.at(v);
-    result.emplace_back(bytes.size() / sizeof(float));
-    std::memcpy(result.back().data(), bytes.data(), bytes.size());
-  }
-  return result;
 }
 
 /// y[m, n] = sum_k x[m, k] w[k, n] (+ bias[n]); `transposed` reads w as [n, k].
@@ -92,7 +66,7 @@ TEST_CASE("fuse-matmuls joins MatMuls that share their left operand") {
   ir::verifyGraph(b.graph);
   CHECK(b.graph.countOps("MatMul") == 1);
   CHECK(b.graph.countOps("Slice") == 3);
-  auto outputs = interpret(b.graph, input);
+  auto outputs = cgc::testing::interpretAll(b.graph, input);
   for (int i = 0; i < 3; ++i) {
     auto expected = reference(input, ws[i], {}, batch * m, k, ns[i], false);
     for (auto& v : expected) v = std::max(v, 0.f);
@@ -121,7 +95,7 @@ TEST_CASE("fuse-matmuls joins Gemms with transB and per-column biases") {
   REQUIRE(passes::fuseMatMuls(b.graph));
   ir::verifyGraph(b.graph);
   CHECK(b.graph.countOps("Gemm") == 2);
-  auto outputs = interpret(b.graph, input);
+  auto outputs = cgc::testing::interpretAll(b.graph, input);
   requireNear(outputs[0], reference(input, w0, c0, m, k, 5, false));
   requireNear(outputs[1], reference(input, w1, {}, m, k, 4, true));
 }

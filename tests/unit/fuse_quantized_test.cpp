@@ -9,6 +9,7 @@
 #include <map>
 
 #include "graph_builder.h"
+#include "interpret.h"
 #include "ir/verifier.h"
 #include "ir_check.h"
 #include "lowering/kernel_call.h"
@@ -17,6 +18,7 @@
 using cgc::DType;
 using cgc::testing::checkIr;
 using cgc::testing::GraphBuilder;
+using cgc::testing::interpret;
 namespace ir = cgc::ir;
 namespace passes = cgc::passes;
 
@@ -71,33 +73,6 @@ std::pair<int, int> convWeights(GraphBuilder& b, const std::string& name, ir::Sh
   const int bs = b.constant(name + "_bs", {cOut}, biasScales);
   const int db = b.node("DequantizeLinear", name + "_bdq", {bq, bs, -1}, {cOut}, axis);
   return {dw, db};
-}
-
-/// Every graph output (float), interpreted node by node with the kernels.
-std::vector<float> interpret(const ir::Graph& g, const std::vector<float>& x) {
-  std::map<int, std::vector<uint8_t>> buffers;
-  auto data = [&](int v) -> const void* {
-    if (g.value(v).isConstant()) return g.value(v).data->data();
-    return buffers.at(v).data();
-  };
-  buffers[g.inputs[0]].resize(x.size() * sizeof(float));
-  std::memcpy(buffers[g.inputs[0]].data(), x.data(), x.size() * sizeof(float));
-  for (int id : g.topologicalOrder()) {
-    auto call = cgc::lowering::lowerNode(g, g.node(id));
-    const int out = g.node(id).outputs[0];
-    buffers[out].resize(g.value(out).type.bytes());
-    if (call.kernel == cgc::lowering::Kernel::kView) {
-      std::memcpy(buffers[out].data(), data(call.inputs[0]), buffers[out].size());
-      continue;
-    }
-    std::vector<const void*> ins;
-    for (int in : call.inputs) ins.push_back(in >= 0 ? data(in) : nullptr);
-    cgc::lowering::evaluate(call, ins, {buffers[out].data()});
-  }
-  const auto& bytes = buffers.at(g.outputs[0]);
-  std::vector<float> y(bytes.size() / sizeof(float));
-  std::memcpy(y.data(), bytes.data(), bytes.size());
-  return y;
 }
 
 std::vector<float> image(size_t n) {

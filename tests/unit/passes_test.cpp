@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "graph_builder.h"
+#include "interpret.h"
 #include "ir_check.h"
 #include "ir/verifier.h"
 #include "lowering/kernel_call.h"
@@ -17,36 +18,6 @@ using cgc::testing::GraphBuilder;
 namespace ir = cgc::ir;
 namespace passes = cgc::passes;
 
-namespace {
-
-std::vector<float> runSingleInput(const ir::Graph& g, const std::vector<float>& x) {
-  // Interprets the graph node by node with the runtime kernels.
-  std::map<int, std::vector<uint8_t>> buffers;
-  auto data = [&](int v) -> const void* {
-    if (g.value(v).isConstant()) return g.value(v).data->data();
-    return buffers.at(v).data();
-  };
-  buffers[g.inputs[0]].resize(x.size() * sizeof(float));
-  std::memcpy(buffers[g.inputs[0]].data(), x.data(), x.size() * sizeof(float));
-  for (int id : g.topologicalOrder()) {
-    auto call = cgc::lowering::lowerNode(g, g.node(id));
-    int out = g.node(id).outputs[0];
-    buffers[out].resize(g.value(out).type.bytes());
-    if (call.kernel == cgc::lowering::Kernel::kView) {
-      std::memcpy(buffers[out].data(), data(call.inputs[0]), buffers[out].size());
-      continue;
-    }
-    std::vector<const void*> ins;
-    for (int in : call.inputs) ins.push_back(in >= 0 ? data(in) : nullptr);
-    cgc::lowering::evaluate(call, ins, {buffers[out].data()});
-  }
-  const auto& bytes = buffers.at(g.outputs[0]);
-  std::vector<float> y(bytes.size() / sizeof(float));
-  std::memcpy(y.data(), bytes.data(), bytes.size());
-  return y;
-}
-
-}  // namespace
 
 TEST_CASE("canonicalize removes Identity and collapses Reshape chains") {
   GraphBuilder b("canon");
@@ -107,7 +78,7 @@ TEST_CASE("fold-conv-batchnorm removes BatchNormalization and keeps results") {
 
   std::vector<float> input(32);
   for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
-  auto before = runSingleInput(b.graph, input);
+  auto before = cgc::testing::interpret(b.graph, input);
   REQUIRE(passes::foldConvBatchNorm(b.graph));
   passes::eliminateDeadCode(b.graph);
   ir::verifyGraph(b.graph);
@@ -115,7 +86,7 @@ TEST_CASE("fold-conv-batchnorm removes BatchNormalization and keeps results") {
                     "%conv_bn_bias = constant float32[3]",
                     "conv = Conv(%x, %conv_bn_weights, %conv_bn_bias) -> %bn_out float32[1,3,4,4]",
                     "NOT: BatchNormalization"});
-  auto after = runSingleInput(b.graph, input);
+  auto after = cgc::testing::interpret(b.graph, input);
   REQUIRE(before.size() == after.size());
   for (size_t i = 0; i < before.size(); ++i)
     CHECK(after[i] == Approx(before[i]).epsilon(1e-5).margin(1e-5));
@@ -191,7 +162,7 @@ TEST_CASE("fuse-epilogues folds Add and Relu into Conv, Add and Clip into MatMul
 
   std::vector<float> input(32);
   for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
-  auto before = runSingleInput(b.graph, input);
+  auto before = cgc::testing::interpret(b.graph, input);
   REQUIRE(passes::fuseEpilogues(b.graph));
   passes::eliminateDeadCode(b.graph);
   ir::verifyGraph(b.graph);
@@ -202,7 +173,7 @@ TEST_CASE("fuse-epilogues folds Add and Relu into Conv, Add and Clip into MatMul
                     "mm = MatMul(%relu_out, %m, %bias) -> %clip_out float32[1,2,4,3] "
                     "{cgc_act_max = 1, cgc_act_min = -0.5, cgc_activation = \"Clip\"}",
                     "NOT: = "});
-  auto after = runSingleInput(b.graph, input);
+  auto after = cgc::testing::interpret(b.graph, input);
   REQUIRE(before.size() == after.size());
   for (size_t i = 0; i < before.size(); ++i)
     CHECK(after[i] == Approx(before[i]).epsilon(1e-5).margin(1e-5));
@@ -233,7 +204,7 @@ TEST_CASE("fuse-conv-maxpool stores a stem's 3x3 stride-2 max pooling from the C
 
   std::vector<float> input(3 * 40 * 36);
   for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.11f * i);
-  auto before = runSingleInput(b.graph, input);
+  auto before = cgc::testing::interpret(b.graph, input);
   REQUIRE(passes::fuseEpilogues(b.graph));
   REQUIRE(passes::fuseConvMaxPool(b.graph));
   passes::eliminateDeadCode(b.graph);
@@ -246,7 +217,7 @@ TEST_CASE("fuse-conv-maxpool stores a stem's 3x3 stride-2 max pooling from the C
                     "stem2 = Conv(%x, %w) -> %stem2_out float32[1,8,19,17] {kernel_shape",
                     "pool2 = MaxPool(%stem2_out) -> %pool2_out float32[1,8,10,9]"});
   CHECK(b.graph.liveNodes().size() == 3);
-  auto after = runSingleInput(b.graph, input);
+  auto after = cgc::testing::interpret(b.graph, input);
   REQUIRE(before.size() == after.size());
   for (size_t i = 0; i < before.size(); ++i)
     CHECK(after[i] == Approx(before[i]).epsilon(1e-5).margin(1e-5));
@@ -294,7 +265,7 @@ TEST_CASE("pack-rnn-weights packs constant W and R once and keeps the results") 
 
   std::vector<float> in(seq * batch * input);
   for (size_t i = 0; i < in.size(); ++i) in[i] = std::sin(0.21f * i);
-  auto before = runSingleInput(b.graph, in);
+  auto before = cgc::testing::interpret(b.graph, in);
   REQUIRE(passes::packRecurrentWeights(b.graph));
   ir::verifyGraph(b.graph);
   // 20 units pad to two blocks of 16: W 2 x 32 x 3 gates x 5, R 2 x 32 x 3 x 20.
@@ -302,7 +273,7 @@ TEST_CASE("pack-rnn-weights packs constant W and R once and keeps the results") 
                     "gru = GRU(%x, %w_packed, %r_packed, %b) -> %gru_out float32[3,2,2,20] {",
                     "SAME: cgc_packed_weights = 1, hidden_size = 20"});
   CHECK_FALSE(passes::packRecurrentWeights(b.graph));  // packed once
-  auto after = runSingleInput(b.graph, in);
+  auto after = cgc::testing::interpret(b.graph, in);
   REQUIRE(before.size() == after.size());
   for (size_t i = 0; i < before.size(); ++i) CHECK(after[i] == Approx(before[i]).margin(1e-6));
 
@@ -353,7 +324,7 @@ TEST_CASE("block-activations blocks what passes between packed convolutions") {
     GraphBuilder b = convChain(pooledA, side);
     std::vector<float> input(16 * side * side);
     for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
-    const auto before = runSingleInput(b.graph, input);
+    const auto before = cgc::testing::interpret(b.graph, input);
     REQUIRE(passes::fuseEpilogues(b.graph));
     passes::eliminateDeadCode(b.graph);
     REQUIRE(passes::packConvolutionWeights(b.graph));
@@ -389,7 +360,7 @@ TEST_CASE("block-activations blocks what passes between packed convolutions") {
     for (int v = 0; v < b.graph.numValues(); ++v)
       blocked += b.graph.value(v).layout == ir::Layout::kChannelBlocked;
     CHECK(blocked == (pooledA ? 0 : 2));
-    const auto after = runSingleInput(b.graph, input);
+    const auto after = cgc::testing::interpret(b.graph, input);
     REQUIRE(before.size() == after.size());
     for (size_t i = 0; i < before.size(); ++i)
       CHECK(after[i] == Approx(before[i]).epsilon(1e-5).margin(1e-5));
