@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 
 packages=(build-essential cmake libonnx-dev libprotobuf-dev protobuf-compiler
           libfmt-dev libxsmm-dev libomp-dev libclang-dev llvm-dev clang-14
-          libclang-rt-14-dev
+          libclang-rt-14-dev clang-format-14
           catch2 nlohmann-json3-dev libcli11-dev libonnx-testdata
           python3-torch python3-torchvision python3-onnx python3-numpy
           g++-aarch64-linux-gnu qemu-user binutils)

@@ -18,8 +18,7 @@ std::string formatCpp(const std::string& code, const std::string& fileName) {
   clang::format::FormatStyle style =
       clang::format::getGoogleStyle(clang::format::FormatStyle::LK_Cpp);
   clang::tooling::Replacements replacements = clang::format::reformat(
-      style, code,
-      {clang::tooling::Range(0, static_cast<unsigned>(code.size()))}, fileName);
+      style, code, {clang::tooling::Range(0, static_cast<unsigned>(code.size()))}, fileName);
   auto formatted = clang::tooling::applyAllReplacements(code, replacements);
   if (!formatted) {
     llvm::consumeError(formatted.takeError());
@@ -30,8 +29,7 @@ std::string formatCpp(const std::string& code, const std::string& fileName) {
 
 VerifyResult verifyTranslationUnit(const std::string& sourcePath,
                                    const std::vector<std::string>& includeDirs) {
-  std::vector<std::string> args = {"clang-tool", "-fsyntax-only", "-std=c++20",
-                                   "-Wall", "-Wextra",
+  std::vector<std::string> args = {"clang-tool", "-fsyntax-only", "-std=c++20", "-Wall", "-Wextra",
                                    // no "N warnings generated." on stderr
                                    "-fno-caret-diagnostics", "-resource-dir",
                                    CGC_CLANG_RESOURCE_DIR};
@@ -42,10 +40,9 @@ VerifyResult verifyTranslationUnit(const std::string& sourcePath,
   llvm::raw_string_ostream stream(text);
   auto options = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
   clang::TextDiagnosticPrinter printer(stream, options.get());
-  auto files = llvm::makeIntrusiveRefCnt<clang::FileManager>(
-      clang::FileSystemOptions());
-  clang::tooling::ToolInvocation invocation(
-      args, std::make_unique<clang::SyntaxOnlyAction>(), files.get());
+  auto files = llvm::makeIntrusiveRefCnt<clang::FileManager>(clang::FileSystemOptions());
+  clang::tooling::ToolInvocation invocation(args, std::make_unique<clang::SyntaxOnlyAction>(),
+                                            files.get());
   invocation.setDiagnosticConsumer(&printer);
   VerifyResult result;
   bool ran = invocation.run();

@@ -92,11 +92,14 @@ void emitLoop(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   const ir::Graph& sub = body.graph();
   const size_t carried = static_cast<size_t>(node.getInt(conv::kLoopCarried, 0));
   const size_t scans = node.outputs.size() - carried;
-  w.line("const int64_t trips = {};", node.inputs[0] >= 0 ? fmt::format("*{}", outer.at(node.inputs[0]))
-                                                         : "std::numeric_limits<int64_t>::max()");
-  w.line("bool going = {};", node.inputs[1] >= 0 ? fmt::format("*{} != 0", outer.at(node.inputs[1])) : "true");
+  w.line("const int64_t trips = {};", node.inputs[0] >= 0
+                                          ? fmt::format("*{}", outer.at(node.inputs[0]))
+                                          : "std::numeric_limits<int64_t>::max()");
+  w.line("bool going = {};",
+         node.inputs[1] >= 0 ? fmt::format("*{} != 0", outer.at(node.inputs[1])) : "true");
   threadZero(w, [&] {
-    for (size_t i = 0; i < carried; ++i) copy(w, inner, sub.inputs[2 + i], outer, node.inputs[2 + i]);
+    for (size_t i = 0; i < carried; ++i)
+      copy(w, inner, sub.inputs[2 + i], outer, node.inputs[2 + i]);
     bindInputs(w, outer, node, 0, inner);
   });
   w.line("int64_t i = 0;");
@@ -109,10 +112,8 @@ void emitLoop(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
     w.close();
   }
   threadZero(w, [&] {
-    if (!inner.graph.valueNames[sub.inputs[0]].empty())
-      w.line("*{} = i;", inner.at(sub.inputs[0]));
-    if (!inner.graph.valueNames[sub.inputs[1]].empty())
-      w.line("*{} = 1;", inner.at(sub.inputs[1]));
+    if (!inner.graph.valueNames[sub.inputs[0]].empty()) w.line("*{} = i;", inner.at(sub.inputs[0]));
+    if (!inner.graph.valueNames[sub.inputs[1]].empty()) w.line("*{} = 1;", inner.at(sub.inputs[1]));
   });
   w.line("{}(team);", body.function);
   w.line("team.barrier();");
@@ -123,9 +124,10 @@ void emitLoop(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   threadZero(w, [&] {
     for (size_t s = 0; s < scans; ++s) {
       const int out = node.outputs[carried + s], slice = sub.outputs[1 + carried + s];
-      w.line("std::memmove({} + i * {}, {}, {});", outer.at(out), inner.bytes(slice) /
-             std::max<int64_t>(1, dtypeSize(graph.graph().value(out).type.dtype)),
-             inner.at(slice), inner.bytes(slice));
+      w.line(
+          "std::memmove({} + i * {}, {}, {});", outer.at(out),
+          inner.bytes(slice) / std::max<int64_t>(1, dtypeSize(graph.graph().value(out).type.dtype)),
+          inner.at(slice), inner.bytes(slice));
     }
     for (size_t i = 0; i < carried; ++i)
       if (sub.outputs[1 + i] != sub.inputs[2 + i])
@@ -162,8 +164,10 @@ void emitScan(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   size_t formals = 0;
   while (formals < bindings.size() && bindings[formals] < 0) ++formals;
   const size_t states = formals - scanInputs;
-  const auto inAxes = node.getInts("scan_input_axes"), inDirs = node.getInts("scan_input_directions");
-  const auto outAxes = node.getInts("scan_output_axes"), outDirs = node.getInts("scan_output_directions");
+  const auto inAxes = node.getInts("scan_input_axes"),
+             inDirs = node.getInts("scan_input_directions");
+  const auto outAxes = node.getInts("scan_output_axes"),
+             outDirs = node.getInts("scan_output_directions");
   const ir::TensorType& first = graph.graph().value(node.inputs[states]).type;
   const int64_t length = first.shape[static_cast<size_t>(inAxes[0])];
   threadZero(w, [&] {
@@ -176,8 +180,8 @@ void emitScan(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
       const int in = node.inputs[states + j];
       w.line("cgc::rt::read_slice({}, {}, {}, {});",
              sliceParams(graph.graph().value(in).type, inAxes[j]),
-             inDirs.size() > j && inDirs[j] ? fmt::format("{} - t", length - 1) : "t",
-             outer.at(in), inner.at(sub.inputs[states + j]));
+             inDirs.size() > j && inDirs[j] ? fmt::format("{} - t", length - 1) : "t", outer.at(in),
+             inner.at(sub.inputs[states + j]));
     }
   });
   w.line("{}(team);", body.function);
@@ -210,10 +214,17 @@ void emitControl(CodeWriter& w, const ModelLayout& layout, const GraphLayout& gr
   w.line("[[maybe_unused]] const unsigned char* const weights = runtime_.weights();");
   w.line("team.barrier();");
   switch (graph.call(id).kernel) {
-    case lowering::Kernel::kIf: emitIf(w, layout, graph, node, index); break;
-    case lowering::Kernel::kLoop: emitLoop(w, layout, graph, node, index); break;
-    case lowering::Kernel::kScan: emitScan(w, layout, graph, node); break;
-    default: CGC_ASSERT(false, "node '{}' is not control flow", node.name);
+    case lowering::Kernel::kIf:
+      emitIf(w, layout, graph, node, index);
+      break;
+    case lowering::Kernel::kLoop:
+      emitLoop(w, layout, graph, node, index);
+      break;
+    case lowering::Kernel::kScan:
+      emitScan(w, layout, graph, node);
+      break;
+    default:
+      CGC_ASSERT(false, "node '{}' is not control flow", node.name);
   }
   w.line("team.barrier();");
 }

@@ -44,7 +44,8 @@ std::string functionName(const GraphLayout& graph, int executor, size_t part) {
 std::string describeValues(const ir::Graph& graph, const std::vector<int>& ids) {
   std::vector<std::string> parts;
   for (int v : ids)
-    if (v >= 0) parts.push_back(fmt::format("{} {}", graph.value(v).name, graph.value(v).type.str()));
+    if (v >= 0)
+      parts.push_back(fmt::format("{} {}", graph.value(v).name, graph.value(v).type.str()));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -57,9 +58,15 @@ void emitCall(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   size_t in = 0, out = 0;
   for (ArgKind kind : info.args) {
     switch (kind) {
-      case ArgKind::kInput: args.push_back(layout.pointer(graph, call.inputs[in++])); break;
-      case ArgKind::kOutput: args.push_back(layout.pointer(graph, call.outputs[out++])); break;
-      case ArgKind::kTeam: args.push_back(team); break;
+      case ArgKind::kInput:
+        args.push_back(layout.pointer(graph, call.inputs[in++]));
+        break;
+      case ArgKind::kOutput:
+        args.push_back(layout.pointer(graph, call.outputs[out++]));
+        break;
+      case ArgKind::kTeam:
+        args.push_back(team);
+        break;
       case ArgKind::kExtents: {
         const ir::Value& out = graph.graph().value(call.outputs.at(0));
         CGC_ASSERT(!out.dynamic.empty(), "{} writes extents, but its output is static", info.name);
@@ -103,7 +110,10 @@ void emitKernel(CodeWriter& w, const ModelLayout& layout, const GraphLayout& gra
   const int teamSize = layout.teamSize();
   const bool split = lowering::takesTeam(call);
   w.line("cgc::NodeTimer timer(profiler, kInfo, /*node=*/{}, /*executor=*/{}, /*threads=*/{});",
-         index, executor, !split ? "1" : fixed ? std::to_string(threads) : "team.size()");
+         index, executor,
+         !split  ? "1"
+         : fixed ? std::to_string(threads)
+                 : "team.size()");
   if (split && (!fixed || threads == teamSize)) {
     emitCall(w, layout, graph, call, "team", index);
   } else if (split) {
@@ -168,9 +178,10 @@ void emitNode(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
 void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph, int executor,
               size_t part, const std::map<int, std::vector<int>>& waits) {
   const std::vector<int>& ops = graph.model->schedule.ops[executor];
-  const auto first = ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), part * kNodesPerFunction));
-  const auto last =
-      ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), (part + 1) * kNodesPerFunction));
+  const auto first =
+      ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), part * kNodesPerFunction));
+  const auto last = ops.begin() + static_cast<std::ptrdiff_t>(
+                                      std::min(ops.size(), (part + 1) * kNodesPerFunction));
   const bool teamOfOne = layout.fixedTeam() && layout.model.schedule.threadsPerExecutor == 1;
   bool anyKernel = false, readsArena = false, readsWeights = false, usesTeam = false;
   for (auto it = first; it != last; ++it) {
@@ -192,8 +203,9 @@ void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   if (readsArena) w.line("unsigned char* const arena = runtime_.arena();");
   if (readsWeights) w.line("const unsigned char* const weights = runtime_.weights();");
   if (anyKernel)
-    w.line("cgc::Profiler* const profiler = {};",
-           teamOfOne ? "runtime_.profiler()" : "team.thread() == 0 ? runtime_.profiler() : nullptr");
+    w.line(
+        "cgc::Profiler* const profiler = {};",
+        teamOfOne ? "runtime_.profiler()" : "team.thread() == 0 ? runtime_.profiler() : nullptr");
   for (auto it = first; it != last; ++it) emitNode(w, layout, graph, *it, executor, waits);
   w.close();
 }

@@ -12,7 +12,8 @@
 namespace cgc::codegen {
 namespace {
 
-constexpr const char* kEmbeddedWeights = R"(// Weights ({{BYTES}} bytes), embedded from {{PREFIX}}.weights.bin by the
+constexpr const char* kEmbeddedWeights =
+    R"(// Weights ({{BYTES}} bytes), embedded from {{PREFIX}}.weights.bin by the
 // assembler (compile with -Wa,-I<directory of the file>).
 __asm__(".section .rodata\n"
         ".balign 64\n"
@@ -38,7 +39,8 @@ const T* at(const unsigned char* base, int64_t offset) {
 
 // GCC's -Wextra counts a member left out of a designated initializer as
 // missing; here that is the point.
-constexpr const char* kDefaultFields = R"(// Kernel parameters list only the fields that differ from their defaults;
+constexpr const char* kDefaultFields =
+    R"(// Kernel parameters list only the fields that differ from their defaults;
 // the fields left out keep them.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -362,7 +364,8 @@ std::string emitSource(const ModelLayout& layout) {
   w.line("#include <limits>");
   w.line("#include <string>");
   w.blank();
-  if (layout.options.embedWeights && !layout.weights.empty()) w.raw(expand(kEmbeddedWeights, names));
+  if (layout.options.embedWeights && !layout.weights.empty())
+    w.raw(expand(kEmbeddedWeights, names));
   w.raw(kDefaultFields);
   w.open("namespace {} {{", layout.options.nameSpace);
   w.open("namespace {{");

@@ -50,10 +50,10 @@ std::string withCommas(int64_t n) {
 
 std::string describeSchedule(const ModelLayout& layout) {
   const passes::Schedule& schedule = layout.model.schedule;
-  return layout.fixedTeam() ? fmt::format("{} executor(s) x {} thread(s)", schedule.executors,
-                                          schedule.threadsPerExecutor)
-                            : fmt::format("{} executor(s) x all cores (at run time)",
-                                          schedule.executors);
+  return layout.fixedTeam()
+             ? fmt::format("{} executor(s) x {} thread(s)", schedule.executors,
+                           schedule.threadsPerExecutor)
+             : fmt::format("{} executor(s) x all cores (at run time)", schedule.executors);
 }
 
 std::string sourceName(const ModelLayout& layout) {

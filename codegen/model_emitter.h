@@ -23,7 +23,7 @@ struct EmitOptions {
   std::string className;     // "TinyCnn"; derived from the graph name if empty
   std::string symbolPrefix;  // "tiny_cnn"; C prefix and file base name
   std::string nameSpace = "cgc_models";
-  bool embedWeights = true;  // .incbin; otherwise read at construction
+  bool embedWeights = true;       // .incbin; otherwise read at construction
   std::string target = "native";  // what the code is compiled for
   /// CPU features the code needs (GCC's __builtin_cpu_supports names); the
   /// runtime checks them when an instance is created.

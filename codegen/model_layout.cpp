@@ -38,7 +38,8 @@ int GraphLayout::nodeIndex(int node) const {
 
 std::string ModelLayout::take(const std::string& base) {
   std::string candidate = base;
-  for (int i = 2; !usedNames_.insert(candidate).second; ++i) candidate = fmt::format("{}{}", base, i);
+  for (int i = 2; !usedNames_.insert(candidate).second; ++i)
+    candidate = fmt::format("{}{}", base, i);
   return candidate;
 }
 
@@ -53,7 +54,8 @@ ModelLayout::ModelLayout(const ModelToEmit& model, const EmitOptions& options)
   std::set<std::string> accessors;
   auto accessor = [&](const std::string& name) {
     std::string base = sanitize(name) + "_data", candidate = base;
-    for (int i = 1; !accessors.insert(candidate).second; ++i) candidate = fmt::format("{}{}", base, i);
+    for (int i = 1; !accessors.insert(candidate).second; ++i)
+      candidate = fmt::format("{}{}", base, i);
     return candidate;
   };
   for (int in : graph.inputs) inputAccessors.push_back(accessor(graph.value(in).name));
@@ -130,11 +132,11 @@ void ModelLayout::nameOffsets(GraphLayout& layout, const std::string& scope) {
     }
     if (!plan.hasStorage(v)) return;
     layout.valueNames[v] = take(fmt::format("k{}", toClassName(scope + value.name)));
-    const std::string role = value.kind == ir::ValueKind::kInput
-                                 ? (layout.isTop() ? ", input" : ", subgraph input")
-                             : graph.isGraphOutput(v) ? (layout.isTop() ? ", output" : ", subgraph output")
-                             : value.layout == ir::Layout::kChannelBlocked ? ", channel-blocked"
-                                                                           : "";
+    const std::string role =
+        value.kind == ir::ValueKind::kInput ? (layout.isTop() ? ", input" : ", subgraph input")
+        : graph.isGraphOutput(v)            ? (layout.isTop() ? ", output" : ", subgraph output")
+        : value.layout == ir::Layout::kChannelBlocked ? ", channel-blocked"
+                                                      : "";
     arenaOffsets.push_back({layout.valueNames[v], layout.base + plan.offsetOf(v),
                             fmt::format("'{}' {}{}", value.name, value.type.str(), role)});
   };

@@ -29,10 +29,10 @@ struct NamedOffset {
 /// control-flow node (planned in that node's scratch region).
 struct GraphLayout {
   const ModelToEmit* model = nullptr;
-  int64_t base = 0;          // its arena's offset in the model's arena
-  std::string function;      // the member function that runs it ("" at the top)
-  std::vector<int> order;    // its nodes, executor by executor
-  int firstNodeIndex = 0;    // order[0]'s index in ModelInfo::node_names
+  int64_t base = 0;            // its arena's offset in the model's arena
+  std::string function;        // the member function that runs it ("" at the top)
+  std::vector<int> order;      // its nodes, executor by executor
+  int firstNodeIndex = 0;      // order[0]'s index in ModelInfo::node_names
   std::map<int, int> signals;  // producer node -> cross-executor signal (top)
   /// Control-flow node -> the indices of its subgraphs in
   /// ModelLayout::graphs (-1 for a failed If branch).
@@ -55,13 +55,13 @@ class ModelLayout {
   std::string prefix;     // "tiny_cnn": C symbols and file names
   std::string graphHash;  // passes::graphHash: keys profiles
   std::vector<uint8_t> weights;
-  std::vector<NamedOffset> arenaOffsets;   // one per buffer (and slice)
-  std::vector<NamedOffset> weightOffsets;  // one per constant
+  std::vector<NamedOffset> arenaOffsets;                     // one per buffer (and slice)
+  std::vector<NamedOffset> weightOffsets;                    // one per constant
   std::vector<std::string> inputAccessors, outputAccessors;  // "input_data"
   /// graphs[0] is the top level; then every subgraph, depth first.
   std::vector<GraphLayout> graphs;
-  int numNodes = 0;              // in every graph together
-  int64_t sizeSlotsOffset = 0;   // the dynamic extents' slots (kSizeSlots)
+  int numNodes = 0;             // in every graph together
+  int64_t sizeSlotsOffset = 0;  // the dynamic extents' slots (kSizeSlots)
   int numSizeSlots = 0;
 
   const GraphLayout& top() const { return graphs.front(); }

@@ -41,7 +41,9 @@ template <typename T, size_t N>
 struct IsStdArray<std::array<T, N>> : std::true_type {};
 
 template <typename T>
-constexpr bool kIsStruct = requires { T::kFieldCount; };
+constexpr bool kIsStruct = requires {
+  T::kFieldCount;
+};
 
 template <typename... Ps>
 constexpr bool allReflected(std::variant<Ps...>*) {
@@ -82,7 +84,8 @@ std::vector<std::string> fields(const T& v) {
   std::vector<std::string> out;
   const T defaults{};
   std::vector<std::string> defaultTexts;
-  defaults.forEachField([&](const char*, const auto& field) { defaultTexts.push_back(value(field)); });
+  defaults.forEachField(
+      [&](const char*, const auto& field) { defaultTexts.push_back(value(field)); });
   size_t i = 0;
   v.forEachField([&](const char* name, const auto& field) {
     std::string text = value(field);
@@ -97,8 +100,8 @@ std::string value(const T& v) {
   if constexpr (std::is_same_v<T, bool>) {
     return v ? "true" : "false";
   } else if constexpr (std::is_enum_v<T>) {
-    return fmt::format("{}{}::{}", std::is_same_v<T, DType> ? "cgc::" : "cgc::rt::",
-                       enumTypeName(v), enumName(v));
+    return fmt::format(
+        "{}{}::{}", std::is_same_v<T, DType> ? "cgc::" : "cgc::rt::", enumTypeName(v), enumName(v));
   } else if constexpr (std::is_floating_point_v<T>) {
     return floating(v);
   } else if constexpr (std::is_integral_v<T>) {

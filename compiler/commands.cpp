@@ -2,7 +2,6 @@
 #include "compiler/commands.h"
 
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "compiler/model_runner.h"
 #include "onnx_frontend/tensor_proto.h"
@@ -28,8 +28,7 @@ uint64_t fnv1a(const void* data, size_t bytes, uint64_t h = 1469598103934665603u
 }
 
 ir::TensorType typeOf(const cgc_tensor_info& info) {
-  return {static_cast<DType>(info.dtype),
-          ir::Shape(info.shape, info.shape + info.rank)};
+  return {static_cast<DType>(info.dtype), ir::Shape(info.shape, info.shape + info.rank)};
 }
 
 /// Deterministic input data: uniform in [-1, 1) for floats, 0..9 for
@@ -71,9 +70,8 @@ void loadInput(const std::string& path, const cgc_tensor_info& info, void* data)
   frontend::HostTensor tensor = frontend::readTensorFile(path);
   ir::TensorType expected = typeOf(info);
   if (tensor.type.dtype != expected.dtype || tensor.type.shape != expected.shape)
-    userError({path, "", ""},
-              "tensor '{}' is {} but input '{}' of the model is {}",
-              tensor.name, tensor.type.str(), info.name, expected.str());
+    userError({path, "", ""}, "tensor '{}' is {} but input '{}' of the model is {}", tensor.name,
+              tensor.type.str(), info.name, expected.str());
   std::memcpy(data, tensor.bytes.data(), tensor.bytes.size());
 }
 
@@ -123,9 +121,8 @@ std::string preview(const frontend::HostTensor& t) {
   auto [lo, hi] = std::minmax_element(values.begin(), values.end());
   double sum = 0;
   for (double v : values) sum += v;
-  return fmt::format("{}{}  (min {:.6g}, max {:.6g}, mean {:.6g})",
-                     fmt::join(shown, " "), n > 6 ? " ..." : "", *lo, *hi,
-                     sum / static_cast<double>(n));
+  return fmt::format("{}{}  (min {:.6g}, max {:.6g}, mean {:.6g})", fmt::join(shown, " "),
+                     n > 6 ? " ..." : "", *lo, *hi, sum / static_cast<double>(n));
 }
 
 /// Compares against DIR/output_i.pb (a sequence output's file against its
@@ -145,9 +142,8 @@ bool checkOutputs(const std::string& dir, const std::string& modelPath,
     const frontend::HostTensor& expected = expectedOutputs[i];
     frontend::HostTensor actual = outputTensor(model, i);
     if (expected.type != actual.type) {
-      std::cout << fmt::format("check: output '{}' is {} but {} holds {}\n",
-                               info.outputs[i].name, actual.type.str(), dir,
-                               expected.type.str());
+      std::cout << fmt::format("check: output '{}' is {} but {} holds {}\n", info.outputs[i].name,
+                               actual.type.str(), dir, expected.type.str());
       allMatch = false;
       continue;
     }
@@ -165,12 +161,12 @@ bool checkOutputs(const std::string& dir, const std::string& modelPath,
         ++bad;
       }
     }
-    std::cout << fmt::format(
-        "check: output '{}': max abs error {:.3g}, max rel error {:.3g}: {}\n",
-        info.outputs[i].name, maxAbs, maxRel,
-        bad == 0 ? "ok"
-                 : fmt::format("{} of {} elements differ (first at {}: {} vs {})",
-                               bad, e.size(), firstBad, a[firstBad], e[firstBad]));
+    std::cout << fmt::format("check: output '{}': max abs error {:.3g}, max rel error {:.3g}: {}\n",
+                             info.outputs[i].name, maxAbs, maxRel,
+                             bad == 0
+                                 ? "ok"
+                                 : fmt::format("{} of {} elements differ (first at {}: {} vs {})",
+                                               bad, e.size(), firstBad, a[firstBad], e[firstBad]));
     allMatch &= bad == 0;
   }
   return allMatch;
@@ -206,12 +202,12 @@ void requireRepeatable(driver::LoadedModel& model,
   const auto first = snapshot(model, false);
   const Status status = model.run();
   if (!status.ok())
-    throw InternalError(fmt::format("internal error: run() failed on its second call: {}",
-                                    status.message()));
+    throw InternalError(
+        fmt::format("internal error: run() failed on its second call: {}", status.message()));
   const auto second = snapshot(model, false);
   for (int i = 0; i < info.num_outputs; ++i)
-    differs("gave another answer on its second call for output", info.outputs[i].name,
-            first[i], second[i]);
+    differs("gave another answer on its second call for output", info.outputs[i].name, first[i],
+            second[i]);
 }
 
 double median(std::vector<double> values) {
@@ -228,8 +224,8 @@ std::vector<std::pair<std::string, ir::Shape>> parseShapeBindings(
   for (const auto& text : texts) {
     size_t eq = text.rfind('=');
     if (eq == std::string::npos || eq == 0)
-      throw CompileError(fmt::format(
-          "cgc: error: --shape '{}' is not of the form NAME=1x3x224x224", text));
+      throw CompileError(
+          fmt::format("cgc: error: --shape '{}' is not of the form NAME=1x3x224x224", text));
     bindings.emplace_back(text.substr(0, eq), frontend::parseShape(text.substr(eq + 1)));
   }
   return bindings;
@@ -247,8 +243,8 @@ std::map<std::string, int64_t> parseBounds(const std::vector<std::string>& texts
     }
     if (eq == std::string::npos || eq == 0 || used == 0 || used != text.size() - eq - 1 ||
         value < 0 || value > ir::kMaxTensorBytes)
-      throw CompileError(fmt::format(
-          "cgc: error: --bound '{}' is not of the form NAME=N (0 <= N <= 2^40)", text));
+      throw CompileError(
+          fmt::format("cgc: error: --bound '{}' is not of the form NAME=N (0 <= N <= 2^40)", text));
     bounds[text.substr(0, eq)] = value;
   }
   return bounds;
@@ -260,8 +256,8 @@ std::vector<std::pair<std::string, std::string>> parseNamedFiles(
   for (const auto& text : texts) {
     size_t eq = text.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-      throw CompileError(fmt::format(
-          "cgc: error: --constant '{}' is not of the form NAME=FILE.pb", text));
+      throw CompileError(
+          fmt::format("cgc: error: --constant '{}' is not of the form NAME=FILE.pb", text));
     pairs.emplace_back(text.substr(0, eq), text.substr(eq + 1));
   }
   return pairs;
@@ -274,8 +270,7 @@ int compile(const driver::CompileOptions& options) {
   return 0;
 }
 
-BuiltModel buildCached(const driver::CompiledModel& model,
-                       const driver::CompileOptions& options) {
+BuiltModel buildCached(const driver::CompiledModel& model, const driver::CompileOptions& options) {
   auto emitted = driver::emitModel(model, options);
   uint64_t key = fnv1a(emitted.header.data(), emitted.header.size());
   key = fnv1a(emitted.source.data(), emitted.source.size(), key);
@@ -345,7 +340,8 @@ void bench(driver::LoadedModel& loaded, const RunOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     runOnce(loaded, options.compile.modelPath);
     times.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
   }
   const auto& info = loaded.info();
   const nlohmann::json line = {{"model", info.name},
@@ -409,15 +405,14 @@ void requireSameModel(const driver::CompiledModel& model, const driver::LoadedMo
 int build(const BuildOptions& options) {
   driver::CompileOptions compile;
   compile.quiet = options.quiet;
-  driver::buildLibrary(options.sources, options.library, options.verify, options.optLevel,
-                       compile);
+  driver::buildLibrary(options.sources, options.library, options.verify, options.optLevel, compile);
   return 0;
 }
 
 int run(const RunOptions& options) {
   const auto model = driver::compileGraph(options.compile);
-  const BuiltModel built = options.library.empty() ? buildCached(model, options.compile)
-                                                   : prebuilt(options);
+  const BuiltModel built =
+      options.library.empty() ? buildCached(model, options.compile) : prebuilt(options);
   driver::LoadedModel loaded(built.library, built.prefix);
   if (!options.library.empty()) requireSameModel(model, loaded, options);
   driver::progress(options.compile, "running on " + loaded.placement());
@@ -428,8 +423,9 @@ int run(const RunOptions& options) {
   Profiler profiler;
   const bool profiling = !options.profileOut.empty() || !options.traceOut.empty();
   if (profiling && options.benchRuns == 0) {
-    driver::progress(options.compile, "note: the profile records one cold run (--bench N "
-                                      "records N warm runs)");
+    driver::progress(options.compile,
+                     "note: the profile records one cold run (--bench N "
+                     "records N warm runs)");
     loaded.setProfiler(&profiler);
   }
   const std::vector<std::vector<uint8_t>> inputsBefore = snapshot(loaded, true);
@@ -438,8 +434,8 @@ int run(const RunOptions& options) {
   requireRepeatable(loaded, inputsBefore);
   printOutputs(loaded, options.outputsDir);
   const bool matches =
-      options.checkDir.empty() || checkOutputs(options.checkDir, options.compile.modelPath, loaded,
-                                                options.rtol, options.atol);
+      options.checkDir.empty() ||
+      checkOutputs(options.checkDir, options.compile.modelPath, loaded, options.rtol, options.atol);
   if (profiling && options.benchRuns > 0) loaded.setProfiler(&profiler);
   if (options.benchRuns > 0) bench(loaded, options);
   loaded.setProfiler(nullptr);

@@ -50,8 +50,7 @@ struct BuiltModel {
   std::string library;
   std::string prefix;  // the C ABI's symbol prefix
 };
-BuiltModel buildCached(const driver::CompiledModel& model,
-                       const driver::CompileOptions& options);
+BuiltModel buildCached(const driver::CompiledModel& model, const driver::CompileOptions& options);
 
 /// Fills the model's inputs from DIR/input_N.pb (ONNX test-data numbering).
 /// A missing or empty directory or a missing file is a CompileError, unless

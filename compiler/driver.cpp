@@ -2,6 +2,7 @@
 // (the pipeline itself is pipeline.cpp).
 #include "compiler/driver.h"
 
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -9,9 +10,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-
-#include <fmt/ranges.h>
-
 #include <nlohmann/json.hpp>
 
 #include "cgc/team.h"
@@ -40,22 +38,19 @@ RuntimePaths runtimePaths(const std::string& target) {
     fs::path prefix = exe.parent_path().parent_path();
     if (fs::exists(prefix / "include/cgc/runtime.h") &&
         fs::exists(prefix / CGC_INSTALL_LIBDIR / "libcgc_runtime.a"))
-      return {(prefix / "include").string(),
-              (prefix / CGC_INSTALL_LIBDIR / library).string()};
+      return {(prefix / "include").string(), (prefix / CGC_INSTALL_LIBDIR / library).string()};
   }
   return {CGC_BUILD_RUNTIME_INCLUDE_DIR, (fs::path(CGC_BUILD_RUNTIME_DIR) / library).string()};
 }
 
-WrittenFiles writeModel(codegen::EmittedModel emitted,
-                        const std::string& outDirName,
+WrittenFiles writeModel(codegen::EmittedModel emitted, const std::string& outDirName,
                         const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
   fs::path outDir = outDirName;
   std::error_code error;
   fs::create_directories(outDir, error);
   if (error)
-    userError({outDir.string(), "", ""},
-              "cannot create the output directory: {}", error.message());
+    userError({outDir.string(), "", ""}, "cannot create the output directory: {}", error.message());
   WrittenFiles files;
   files.emitted = std::move(emitted);
   const auto& e = files.emitted;
@@ -65,19 +60,19 @@ WrittenFiles writeModel(codegen::EmittedModel emitted,
   writeFile(files.headerPath, e.header.data(), e.header.size());
   writeFile(files.sourcePath, e.source.data(), e.source.size());
   writeFile(files.weightsPath, e.weights.data(), e.weights.size());
-  progress(options, fmt::format("wrote {}, {} and {} ({:.2f} s)",
-                                files.headerPath, files.sourcePath,
-                                files.weightsPath, secondsSince(start)));
+  progress(options, fmt::format("wrote {}, {} and {} ({:.2f} s)", files.headerPath,
+                                files.sourcePath, files.weightsPath, secondsSince(start)));
   if (options.verify) {
     start = std::chrono::steady_clock::now();
-    auto result = codegen::verifyTranslationUnit(
-        files.sourcePath, {runtimePaths().includeDir, outDir.string()});
+    auto result = codegen::verifyTranslationUnit(files.sourcePath,
+                                                 {runtimePaths().includeDir, outDir.string()});
     if (!result.ok)
-      throw InternalError(fmt::format(
-          "{}: internal error: the generated code does not pass Clang ({} errors, {} warnings):\n{}",
-          files.sourcePath, result.errors, result.warnings, result.diagnostics));
-    progress(options, fmt::format("verified {} with Clang ({:.2f} s)",
-                                  files.sourcePath, secondsSince(start)));
+      throw InternalError(
+          fmt::format("{}: internal error: the generated code does not pass Clang ({} errors, {} "
+                      "warnings):\n{}",
+                      files.sourcePath, result.errors, result.warnings, result.diagnostics));
+    progress(options, fmt::format("verified {} with Clang ({:.2f} s)", files.sourcePath,
+                                  secondsSince(start)));
   }
   return files;
 }

@@ -29,10 +29,10 @@ struct CompileOptions {
   /// Print the IR on stdout after these passes ("all": after every one).
   std::vector<std::string> printIrAfter;
   std::string target = "native";  // --target: a name in cmake/targets.def
-  int executors = 0;           // --executors; 0: 1, or the profile's
-  int threadsPerExecutor = 0;  // --threads; 0: the profile's, else at run time
-  std::string profilePath;  // --profile: measured costs for levels/partition
-  bool quiet = false;  // no progress lines on stderr
+  int executors = 0;              // --executors; 0: 1, or the profile's
+  int threadsPerExecutor = 0;     // --threads; 0: the profile's, else at run time
+  std::string profilePath;        // --profile: measured costs for levels/partition
+  bool quiet = false;             // no progress lines on stderr
 };
 
 /// The compiled model in memory (before anything is written).
@@ -77,8 +77,7 @@ codegen::EmittedModel emitModel(const CompiledModel& model, const CompileOptions
 /// Writes the emitted files into `outDir`; with options.verify, parses the
 /// result with Clang and throws InternalError carrying Clang's diagnostics
 /// if it is not clean (generated code that does not compile is cgc's fault).
-WrittenFiles writeModel(codegen::EmittedModel emitted,
-                        const std::string& outDir,
+WrittenFiles writeModel(codegen::EmittedModel emitted, const std::string& outDir,
                         const CompileOptions& options);
 
 /// Progress line on stderr unless quiet: "cgc: <text>".

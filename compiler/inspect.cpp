@@ -4,15 +4,14 @@
 // first nodes), and either the compiled plan (kernels, memory) or why it
 // does not compile and what to try next.
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "cgc/kernels.h"
 #include "compiler/commands.h"
 #include "ir/conventions.h"
-
 
 namespace cgc::commands {
 namespace {
@@ -142,8 +141,8 @@ int inspect(const driver::CompileOptions& options, bool json) {
                            {"opset", summary.opset},
                            {"nodes", summary.nodes},
                            {"ops", summary.opCounts}};
-  for (const auto& [side, tensors] : {std::pair{"inputs", &summary.inputs},
-                                      std::pair{"outputs", &summary.outputs}}) {
+  for (const auto& [side, tensors] :
+       {std::pair{"inputs", &summary.inputs}, std::pair{"outputs", &summary.outputs}}) {
     report[side] = nlohmann::json::array();
     for (const auto& t : *tensors) report[side].push_back({{"name", t.name}, {"type", t.type}});
   }

@@ -1,7 +1,6 @@
 // cgc: the command line. Exit codes: 0 success, 1 a problem in the model or
 // the arguments (the diagnostic names file, node and op), 2 an internal error.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "compiler/commands.h"
@@ -47,29 +46,33 @@ void addModelOptions(CLI::App& command, ModelArgs& args) {
   command.add_option("--disable-pass", options.disabledPasses,
                      "Skip a graph pass (repeatable): " +
                          fmt::format("{}", fmt::join(cgc::passes::passNames(), ", ")));
-  command.add_option("--target", options.target,
-                     "What the generated code is compiled for: " +
-                         fmt::format("{}", fmt::join(cgc::driver::targetNames(), ", ")) +
-                         " (default: native, this machine's CPU; README \"Targets\")")
+  command
+      .add_option("--target", options.target,
+                  "What the generated code is compiled for: " +
+                      fmt::format("{}", fmt::join(cgc::driver::targetNames(), ", ")) +
+                      " (default: native, this machine's CPU; README \"Targets\")")
       ->capture_default_str();
   command.add_flag("-q,--quiet", options.quiet, "No progress lines on stderr");
 }
 
 /// How the model runs: executors, threads, measured costs.
 void addScheduleOptions(CLI::App& command, CompileOptions& options) {
-  command.add_option("--executors", options.executors,
-                     "Executors that run independent ops concurrently (default: 1, or the "
-                     "profile's)")
+  command
+      .add_option("--executors", options.executors,
+                  "Executors that run independent ops concurrently (default: 1, or the "
+                  "profile's)")
       ->check(CLI::Range(1, 1024));
-  command.add_option("--threads", options.threadsPerExecutor,
-                     "Threads per executor; each op splits over them (default: the profile's, "
-                     "else decided when the model is created: every core the process may use, "
-                     "divided by the executors)")
+  command
+      .add_option("--threads", options.threadsPerExecutor,
+                  "Threads per executor; each op splits over them (default: the profile's, "
+                  "else decided when the model is created: every core the process may use, "
+                  "divided by the executors)")
       ->check(CLI::Range(1, 1024));
-  command.add_option("--profile", options.profilePath,
-                     "Profile JSON (cgc run --profile-out, cgc tune): its measured costs drive "
-                     "the schedule, and a tuned profile's executors, threads and per-op thread "
-                     "counts are used unless given here")
+  command
+      .add_option("--profile", options.profilePath,
+                  "Profile JSON (cgc run --profile-out, cgc tune): its measured costs drive "
+                  "the schedule, and a tuned profile's executors, threads and per-op thread "
+                  "counts are used unless given here")
       ->check(CLI::ExistingFile);
 }
 
@@ -86,9 +89,10 @@ CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
                       "names are its snake_case form");
   compile->add_option("--namespace", options.nameSpace,
                       "C++ namespace of the class (default: cgc_models)");
-  compile->add_option("--weights", weightsMode,
-                      "embed: weights inside the object file (.incbin); file: read "
-                      "NAME.weights.bin at construction (by default from next to the binary)")
+  compile
+      ->add_option("--weights", weightsMode,
+                   "embed: weights inside the object file (.incbin); file: read "
+                   "NAME.weights.bin at construction (by default from next to the binary)")
       ->check(CLI::IsMember({"embed", "file"}));
   compile->add_flag("--verify", options.verify,
                     "Parse the generated code with Clang in process and fail on any error or "
@@ -100,8 +104,9 @@ CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
 
 CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run) {
   CLI::App* command = app.add_subcommand(
-      "run", "Compile MODEL, build it with the C++ compiler (cached), run it and print its "
-             "outputs");
+      "run",
+      "Compile MODEL, build it with the C++ compiler (cached), run it and print its "
+      "outputs");
   addModelOptions(*command, args);
   addScheduleOptions(*command, run.compile);
   command->add_option("--inputs", run.inputsDir,
@@ -114,12 +119,11 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
                       "Directory to write output_0.pb, output_1.pb, ... into");
   command->add_option("--check", run.checkDir,
                       "Compare the outputs with DIR/output_N.pb (exit 1 if they differ)");
-  command->add_option("--rtol", run.rtol, "Relative tolerance for --check")
-      ->capture_default_str();
-  command->add_option("--atol", run.atol, "Absolute tolerance for --check")
-      ->capture_default_str();
-  command->add_option("--bench", run.benchRuns,
-                      "Time N inferences after warm-up; print a JSON line last")
+  command->add_option("--rtol", run.rtol, "Relative tolerance for --check")->capture_default_str();
+  command->add_option("--atol", run.atol, "Absolute tolerance for --check")->capture_default_str();
+  command
+      ->add_option("--bench", run.benchRuns,
+                   "Time N inferences after warm-up; print a JSON line last")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--profile-out", run.profileOut,
                       "Write per-node timings (profile JSON): of the --bench runs, else of one "
@@ -130,13 +134,15 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
   command->add_flag("--verify", run.compile.verify,
                     "Parse the generated code with Clang before building it");
   CLI::Option* library =
-      command->add_option("--library", run.library,
-                          "Run the model from this library (cgc build of the model's cgc "
-                          "compile --name output, compiled with the same options) instead of "
-                          "building it")
+      command
+          ->add_option("--library", run.library,
+                       "Run the model from this library (cgc build of the model's cgc "
+                       "compile --name output, compiled with the same options) instead of "
+                       "building it")
           ->check(CLI::ExistingFile);
-  CLI::Option* name = command->add_option(
-      "--name", run.compile.className, "With --library: the model's class name (cgc compile --name)");
+  CLI::Option* name =
+      command->add_option("--name", run.compile.className,
+                          "With --library: the model's class name (cgc compile --name)");
   library->needs(name);
   name->needs(library);
   return command;
@@ -144,19 +150,21 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
 
 CLI::App* addBuild(CLI::App& app, cgc::commands::BuildOptions& build) {
   CLI::App* command = app.add_subcommand(
-      "build", "Build the NAME.cpp files of several compiled models (cgc compile, each with "
-               "its own --name and --namespace) into one shared library, as one translation "
-               "unit; run one with cgc run --library LIB --name NAME");
+      "build",
+      "Build the NAME.cpp files of several compiled models (cgc compile, each with "
+      "its own --name and --namespace) into one shared library, as one translation "
+      "unit; run one with cgc run --library LIB --name NAME");
   command->add_option("SOURCES", build.sources, "Generated NAME.cpp files")->required();
   command->add_option("-o,--output", build.library, "The shared library to write")->required();
   command->add_flag("--verify", build.verify,
                     "Parse the translation unit with Clang first and fail on any error or "
                     "warning");
   command->add_flag("-q,--quiet", build.quiet, "No progress lines on stderr");
-  command->add_option("-O,--opt-level", build.optLevel,
-                      "The C++ compiler's optimisation level for the generated code (the "
-                      "kernels are prebuilt in the runtime library at theirs): lower builds "
-                      "faster, runs the glue between kernels more slowly")
+  command
+      ->add_option("-O,--opt-level", build.optLevel,
+                   "The C++ compiler's optimisation level for the generated code (the "
+                   "kernels are prebuilt in the runtime library at theirs): lower builds "
+                   "faster, runs the glue between kernels more slowly")
       ->check(CLI::Range(0, 3))
       ->capture_default_str();
   return command;
@@ -164,8 +172,9 @@ CLI::App* addBuild(CLI::App& app, cgc::commands::BuildOptions& build) {
 
 CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) {
   CLI::App* command = app.add_subcommand(
-      "tune", "Measure executor configurations and per-op thread counts; write the fastest as "
-              "DIR/<model>.profile.json for --profile");
+      "tune",
+      "Measure executor configurations and per-op thread counts; write the fastest as "
+      "DIR/<model>.profile.json for --profile");
   addModelOptions(*command, args);
   command->add_option("-o,--output", tune.outDir,
                       "Directory for the profile (default: current directory)");
@@ -218,8 +227,9 @@ int main(int argc, char** argv) {
   CLI::App* tune = addTune(app, tuneArgs, tuneOptions);
   CLI::App* build = addBuild(app, buildOptions);
   CLI::App* inspect = app.add_subcommand(
-      "inspect", "Report MODEL's inputs and outputs, its ops, what cgc cannot compile yet and "
-                 "what to try, and the memory plan");
+      "inspect",
+      "Report MODEL's inputs and outputs, its ops, what cgc cannot compile yet and "
+      "what to try, and the memory plan");
   addModelOptions(*inspect, inspectArgs);
   inspect->add_flag("--json", json, "Print the report as JSON");
 

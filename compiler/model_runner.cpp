@@ -14,7 +14,6 @@
 #include <fstream>
 
 #include "codegen/clang_tools.h"
-
 #include "compiler/targets.h"
 #include "compiler_config.h"
 
@@ -35,8 +34,7 @@ int runCommand(const std::string& command, std::string& output) {
   if (!pipe) return -1;
   std::array<char, 4096> buffer;
   size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    output.append(buffer.data(), n);
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
   int status = pclose(pipe);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -44,8 +42,7 @@ int runCommand(const std::string& command, std::string& output) {
 template <typename F>
 F symbol(void* handle, const std::string& name, const std::string& library) {
   void* address = dlsym(handle, name.c_str());
-  if (!address)
-    userError({library, "", ""}, "symbol {} is missing from the library", name);
+  if (!address) userError({library, "", ""}, "symbol {} is missing from the library", name);
   return reinterpret_cast<F>(address);
 }
 
@@ -89,8 +86,7 @@ void compileShared(const fs::path& source, const std::vector<std::string>& dirs,
   auto start = std::chrono::steady_clock::now();
   RuntimePaths runtime = runtimePaths(target.name);
   if (!fs::exists(runtime.library))
-    userError({runtime.library, "", ""}, "the runtime for target {} is not installed",
-              target.name);
+    userError({runtime.library, "", ""}, "the runtime for target {} is not installed", target.name);
   std::string includes;
   for (const auto& dir : dirs) includes += fmt::format(" -I{0} -Wa,-I{0}", shellQuote(dir));
   fs::path temporary = library.string() + fmt::format(".tmp{}", getpid());
@@ -98,28 +94,25 @@ void compileShared(const fs::path& source, const std::vector<std::string>& dirs,
       // The runtime's GEMMs call LIBXSMM (static, PIC), which needs dl.
       "{} -shared -I{}{} {} {} -lxsmm -lxsmmnoblas -lpthread -ldl -o {}",
       generatedCodeFlags(target.name, optLevel), shellQuote(runtime.includeDir), includes,
-      shellQuote(source.string()), shellQuote(runtime.library),
-      shellQuote(temporary.string()));
+      shellQuote(source.string()), shellQuote(runtime.library), shellQuote(temporary.string()));
   std::string output;
   int status = runCommand(command, output);
   if (status != 0 || !output.empty()) {
     std::error_code ignored;
     fs::remove(temporary, ignored);
-    throw InternalError(fmt::format(
-        "internal error: the generated code does not build {}:\n{}\n{}",
-        status != 0 ? "" : "warning-free", command, output));
+    throw InternalError(fmt::format("internal error: the generated code does not build {}:\n{}\n{}",
+                                    status != 0 ? "" : "warning-free", command, output));
   }
   fs::rename(temporary, library);
-  progress(options, fmt::format("built {} ({:.2f} s)", library.string(),
-                                std::chrono::duration<double>(
-                                    std::chrono::steady_clock::now() - start)
-                                    .count()));
+  progress(
+      options,
+      fmt::format("built {} ({:.2f} s)", library.string(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
 }
 
 }  // namespace
 
-std::string buildSharedLibrary(const WrittenFiles& files,
-                               const CompileOptions& options) {
+std::string buildSharedLibrary(const WrittenFiles& files, const CompileOptions& options) {
   fs::path source = files.sourcePath;
   fs::path library = source.parent_path() / (files.emitted.baseName + ".so");
   if (fs::exists(library)) return library.string();
@@ -128,8 +121,8 @@ std::string buildSharedLibrary(const WrittenFiles& files,
   return library.string();
 }
 
-void buildLibrary(const std::vector<std::string>& sources, const std::string& library,
-                  bool verify, int optLevel, const CompileOptions& options) {
+void buildLibrary(const std::vector<std::string>& sources, const std::string& library, bool verify,
+                  int optLevel, const CompileOptions& options) {
   if (sources.empty()) throw CompileError("cgc: error: build needs at least one source");
   const Target target = loadableTarget(options);
   std::vector<std::string> dirs;
@@ -149,13 +142,14 @@ void buildLibrary(const std::vector<std::string>& sources, const std::string& li
     includeDirs.insert(includeDirs.end(), dirs.begin(), dirs.end());
     const auto result = codegen::verifyTranslationUnit(unityPath.string(), includeDirs);
     if (!result.ok)
-      throw InternalError(fmt::format(
-          "{}: internal error: the generated code does not pass Clang ({} errors, {} "
-          "warnings):\n{}",
-          unityPath.string(), result.errors, result.warnings, result.diagnostics));
-    progress(options, fmt::format("verified {} with Clang ({:.2f} s)", unityPath.string(),
-                                  std::chrono::duration<double>(
-                                      std::chrono::steady_clock::now() - start).count()));
+      throw InternalError(
+          fmt::format("{}: internal error: the generated code does not pass Clang ({} errors, {} "
+                      "warnings):\n{}",
+                      unityPath.string(), result.errors, result.warnings, result.diagnostics));
+    progress(options,
+             fmt::format(
+                 "verified {} with Clang ({:.2f} s)", unityPath.string(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
   }
   compileShared(unityPath, dirs, library, target, optLevel, options);
 }

@@ -19,8 +19,7 @@ std::string generatedCodeFlags(const std::string& target, int optLevel = 2);
 /// Builds `files` into `<dir>/<base>.so` unless that library already exists.
 /// Returns its path. Throws CompileError with the compiler's output if the
 /// build fails.
-std::string buildSharedLibrary(const WrittenFiles& files,
-                               const CompileOptions& options);
+std::string buildSharedLibrary(const WrittenFiles& files, const CompileOptions& options);
 
 /// Builds several generated sources (from `cgc compile`, each with its own
 /// --name and --namespace) into one shared library `library`, compiled as a
@@ -30,8 +29,8 @@ std::string buildSharedLibrary(const WrittenFiles& files,
 /// the C++ compiler's -O for the generated code (the kernels are prebuilt
 /// in the runtime library either way). Throws InternalError with the
 /// compiler's output if the build fails.
-void buildLibrary(const std::vector<std::string>& sources, const std::string& library,
-                  bool verify, int optLevel, const CompileOptions& options);
+void buildLibrary(const std::vector<std::string>& sources, const std::string& library, bool verify,
+                  int optLevel, const CompileOptions& options);
 
 /// A compiled model loaded with dlopen, driven through its C interface.
 class LoadedModel {

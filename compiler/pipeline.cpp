@@ -3,30 +3,27 @@
 // bodies of control-flow nodes compiled the same way, and the emitter. No
 // files and no Clang here: the CLI, the tests and the fuzz target share it
 // (driver.cpp writes the files and verifies them).
-#include "compiler/driver.h"
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <fstream>
 #include <iostream>
 #include <map>
-
-#include <fmt/ranges.h>
-
 #include <nlohmann/json.hpp>
 
 #include "cgc/team.h"
+#include "compiler/driver.h"
 #include "compiler/targets.h"
-#include "passes/cost_model.h"
-#include "passes/pass_manager.h"
-#include "passes/partition.h"
 #include "ir/conventions.h"
 #include "ir/printer.h"
+#include "passes/cost_model.h"
+#include "passes/partition.h"
+#include "passes/pass_manager.h"
 
 namespace cgc::driver {
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 void progress(const CompileOptions& options, const std::string& text) {
@@ -65,9 +62,9 @@ passes::Schedule scheduleGraph(const ir::Graph& graph, const lowering::KernelCal
   const int executors = options.executors > 0 ? options.executors
                         : tuned.executors > 0 ? tuned.executors
                                               : 1;
-  const int fixedThreads = options.threadsPerExecutor > 0                     ? options.threadsPerExecutor
+  const int fixedThreads = options.threadsPerExecutor > 0 ? options.threadsPerExecutor
                            : options.executors <= 0 && tuned.threads > 0 ? tuned.threads
-                                                                          : 0;
+                                                                         : 0;
   const int threads = fixedThreads > 0 ? fixedThreads : std::max(1, cores / executors);
   passes::CostModel costs = options.profilePath.empty()
                                 ? passes::estimateCosts(graph, calls)
@@ -156,12 +153,12 @@ void compileSubgraphs(CompiledModel& model, const CompileOptions& options) {
     }
     model.calls.setScratch(id, scratch);
     if (node.has(ir::conventions::kFailedBranch))
-      progress(options, fmt::format("note: {} (If): the {} branch cannot be compiled for these "
-                                    "shapes; taking it is an error at run time: {}",
-                                    node.name,
-                                    node.getInt(ir::conventions::kFailedBranch, 0) == 0 ? "then"
-                                                                                        : "else",
-                                    node.getString(ir::conventions::kFailedBranchReason, "")));
+      progress(options,
+               fmt::format("note: {} (If): the {} branch cannot be compiled for these "
+                           "shapes; taking it is an error at run time: {}",
+                           node.name,
+                           node.getInt(ir::conventions::kFailedBranch, 0) == 0 ? "then" : "else",
+                           node.getString(ir::conventions::kFailedBranchReason, "")));
   }
 }
 

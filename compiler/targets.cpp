@@ -1,13 +1,11 @@
 // See targets.h. The table is cmake/targets.def, read here as an X-macro.
 #include "compiler/targets.h"
 
+#include <fmt/ranges.h>
 #include <sys/utsname.h>
 
 #include <algorithm>
-
 #include <sstream>
-
-#include <fmt/ranges.h>
 
 #include "cgc/runtime.h"
 #include "compiler_config.h"
@@ -23,7 +21,8 @@ struct TableRow {
 };
 
 constexpr TableRow kTable[] = {
-#define CGC_TARGET(name, arch, flags, features, lanes, xsmm) {name, arch, flags, features, lanes, xsmm},
+#define CGC_TARGET(name, arch, flags, features, lanes, xsmm) \
+  {name, arch, flags, features, lanes, xsmm},
 #include "cmake/targets.def"
 #undef CGC_TARGET
 };

@@ -13,12 +13,12 @@
 namespace cgc::driver {
 
 struct Target {
-  std::string name;      // "x86-64-v3"
-  std::string arch;      // "x86_64", "aarch64"
-  std::string flags;     // "-march=x86-64-v3"
+  std::string name;                   // "x86-64-v3"
+  std::string arch;                   // "x86_64", "aarch64"
+  std::string flags;                  // "-march=x86-64-v3"
   std::vector<std::string> features;  // the ModelSpec's CPU features
-  int lanes = 0;         // floats per vector register
-  std::string xsmmArch;  // libxsmm_set_target_arch name; "" LIBXSMM's choice; "none"
+  int lanes = 0;                      // floats per vector register
+  std::string xsmmArch;               // libxsmm_set_target_arch name; "" LIBXSMM's choice; "none"
 
   bool isNative() const { return name == "native"; }
   /// The C++ compiler for generated code of this target ("aarch64-linux-gnu-g++"

@@ -3,10 +3,8 @@
 // schedule is the one timed (and the one a user gets with --profile).
 #include "compiler/tune.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +14,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "cgc/team.h"
 #include "compiler/commands.h"
@@ -62,9 +61,8 @@ std::vector<std::pair<int, int>> configurations(int cpus) {
     full.emplace_back(e, most);
     for (int t = 1; t < most; t *= 2) partial.emplace_back(e, t);
   }
-  std::stable_sort(partial.begin(), partial.end(), [](auto a, auto b) {
-    return a.first * a.second > b.first * b.second;
-  });
+  std::stable_sort(partial.begin(), partial.end(),
+                   [](auto a, auto b) { return a.first * a.second > b.first * b.second; });
   full.insert(full.end(), partial.begin(), partial.end());
   return full;
 }
@@ -96,7 +94,8 @@ class Tuner {
     auto model = driver::compileGraph(compile);
     auto built = commands::buildCached(model, compile);
     driver::LoadedModel loaded(built.library, built.prefix);
-    commands::setInputs(model, loaded, options_.inputsDir, /*fillMissing=*/options_.inputsDir.empty());
+    commands::setInputs(model, loaded, options_.inputsDir,
+                        /*fillMissing=*/options_.inputsDir.empty());
     const std::string& path0 = compile.modelPath;
 
     auto start = Clock::now();
@@ -158,8 +157,8 @@ int tune(const TuneOptions& options) {
   Tuner tuner(options, work);
   std::vector<Try> tries;
   auto line = [](const std::string& text) { std::cout << "tune: " << text << std::endl; };
-  line(fmt::format("{} on {} cores, {} rounds per try, budget {:.0f} s",
-                   options.compile.modelPath, cpus, options.rounds, options.budgetSeconds));
+  line(fmt::format("{} on {} cores, {} rounds per try, budget {:.0f} s", options.compile.modelPath,
+                   cpus, options.rounds, options.budgetSeconds));
 
   // Stage 1: executors x threads.
   int bestE = 0, bestT = 0;
@@ -175,8 +174,8 @@ int tune(const TuneOptions& options) {
       std::string profile = tuner.writeProfile(estimated.profile, {});
       Measurement measured = tuner.measure(e, t, profile);
       bool better = measured.ms < best.ms;
-      line(fmt::format("{:<6} estimated costs {:.3f} ms, measured costs {:.3f} ms{}",
-                       config, estimated.ms, measured.ms, better ? " (best)" : ""));
+      line(fmt::format("{:<6} estimated costs {:.3f} ms, measured costs {:.3f} ms{}", config,
+                       estimated.ms, measured.ms, better ? " (best)" : ""));
       tries.push_back({config, measured.ms, better ? "best so far" : ""});
       if (better) {
         best = std::move(measured);
@@ -210,8 +209,8 @@ int tune(const TuneOptions& options) {
         if (candidate < 1 || candidate > bestT || overBudget()) continue;
         auto trial = nodeThreads;
         trial[name] = candidate;
-        std::string config = fmt::format("{}x{} {}: {} thread{}", bestE, bestT, name,
-                                         candidate, candidate == 1 ? "" : "s");
+        std::string config = fmt::format("{}x{} {}: {} thread{}", bestE, bestT, name, candidate,
+                                         candidate == 1 ? "" : "s");
         Measurement m = tuner.measure(bestE, bestT, tuner.writeProfile(best.profile, trial));
         bool kept = m.ms < best.ms * 0.98;
         line(fmt::format("{:<6} {:.3f} ms{}", config, m.ms, kept ? " (best)" : ""));
@@ -231,17 +230,19 @@ int tune(const TuneOptions& options) {
   result["node_threads"] = nodeThreads;
   result["tuned_ms"] = best.ms;
   fs::create_directories(options.outDir);
-  std::string out = (fs::path(options.outDir) /
-                     (modelName(options.compile.modelPath) + ".profile.json")).string();
+  std::string out =
+      (fs::path(options.outDir) / (modelName(options.compile.modelPath) + ".profile.json"))
+          .string();
   writeJson(out, result);
   fs::remove_all(work);
 
   std::cout << fmt::format("\n{:<48} {:>10}  {}\n", "tried", "median ms", "");
   for (const auto& t : tries)
     std::cout << fmt::format("{:<48} {:>10.3f}  {}\n", t.config, t.ms, t.outcome);
-  line(fmt::format("best {}x{} ({} ops with their own thread count): {:.3f} ms; "
-                   "wrote {} ({:.0f} s)",
-                   bestE, bestT, nodeThreads.size(), best.ms, out, msSince(start) / 1000));
+  line(
+      fmt::format("best {}x{} ({} ops with their own thread count): {:.3f} ms; "
+                  "wrote {} ({:.0f} s)",
+                  bestE, bestT, nodeThreads.size(), best.ms, out, msSince(start) / 1000));
   return 0;
 }
 

@@ -15,10 +15,10 @@ namespace cgc::tune {
 
 struct TuneOptions {
   driver::CompileOptions compile;
-  std::string outDir = ".";   // where <model>.profile.json goes
-  std::string inputsDir;      // input_N.pb; deterministic data if empty
-  int rounds = 5;             // timed rounds per try (median)
-  double budgetSeconds = 120; // no new try starts after this
+  std::string outDir = ".";    // where <model>.profile.json goes
+  std::string inputsDir;       // input_N.pb; deterministic data if empty
+  int rounds = 5;              // timed rounds per try (median)
+  double budgetSeconds = 120;  // no new try starts after this
 };
 
 /// The model's name for the profile file: the file's stem, or its

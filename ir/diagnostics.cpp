@@ -3,8 +3,7 @@
 
 namespace cgc {
 
-std::string formatDiagnostic(const DiagLocation& where,
-                             const std::string& message) {
+std::string formatDiagnostic(const DiagLocation& where, const std::string& message) {
   std::string text = where.file.empty() ? "cgc" : where.file;
   text += ": error: ";
   if (!where.node.empty() || !where.op.empty())
@@ -13,8 +12,7 @@ std::string formatDiagnostic(const DiagLocation& where,
 }
 
 void internalError(const char* file, int line, const std::string& message) {
-  throw InternalError(
-      fmt::format("internal error at {}:{}: {}", file, line, message));
+  throw InternalError(fmt::format("internal error at {}:{}: {}", file, line, message));
 }
 
 }  // namespace cgc

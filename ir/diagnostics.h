@@ -31,26 +31,21 @@ struct DiagLocation {
 };
 
 /// "model.onnx: error: node 'conv1' (Conv): <message>".
-std::string formatDiagnostic(const DiagLocation& where,
-                             const std::string& message);
+std::string formatDiagnostic(const DiagLocation& where, const std::string& message);
 
 template <typename... Args>
-[[noreturn]] void userError(const DiagLocation& where,
-                            fmt::format_string<Args...> format,
+[[noreturn]] void userError(const DiagLocation& where, fmt::format_string<Args...> format,
                             Args&&... args) {
-  throw CompileError(formatDiagnostic(
-      where, fmt::format(format, std::forward<Args>(args)...)));
+  throw CompileError(formatDiagnostic(where, fmt::format(format, std::forward<Args>(args)...)));
 }
 
-[[noreturn]] void internalError(const char* file, int line,
-                                const std::string& message);
+[[noreturn]] void internalError(const char* file, int line, const std::string& message);
 
 }  // namespace cgc
 
-#define CGC_ASSERT(cond, ...)                                         \
-  do {                                                                \
-    if (!(cond))                                                      \
-      ::cgc::internalError(__FILE__, __LINE__,                        \
-                           "assertion '" #cond "' failed: " +         \
-                               ::fmt::format(__VA_ARGS__));           \
+#define CGC_ASSERT(cond, ...)                                                              \
+  do {                                                                                     \
+    if (!(cond))                                                                           \
+      ::cgc::internalError(__FILE__, __LINE__,                                             \
+                           "assertion '" #cond "' failed: " + ::fmt::format(__VA_ARGS__)); \
   } while (false)

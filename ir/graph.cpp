@@ -11,9 +11,7 @@
 
 namespace cgc::ir {
 
-std::string shapeString(const Shape& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ","));
-}
+std::string shapeString(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
 
 namespace {
 
@@ -25,16 +23,13 @@ std::string limitString(int64_t bytes) {
 
 }  // namespace
 
-std::string checkShape(const Shape& shape, int64_t elementBytes,
-                       int64_t limitBytes) {
+std::string checkShape(const Shape& shape, int64_t elementBytes, int64_t limitBytes) {
   // volume <= limitBytes throughout, so volume * d is only formed when it
   // cannot overflow.
   int64_t volume = std::max<int64_t>(elementBytes, 1);
   for (size_t i = 0; i < shape.size(); ++i) {
     int64_t d = shape[i];
-    if (d < 0)
-      return fmt::format("dimension {} of shape {} is negative", i,
-                         shapeString(shape));
+    if (d < 0) return fmt::format("dimension {} of shape {} is negative", i, shapeString(shape));
     if (d > 1 && volume > limitBytes / d)
       return fmt::format(
           "shape {} with {}-byte elements exceeds the limit of {} bytes per "
@@ -43,8 +38,8 @@ std::string checkShape(const Shape& shape, int64_t elementBytes,
     volume *= std::max<int64_t>(d, 1);
   }
   if (volume > limitBytes)
-    return fmt::format("{}-byte elements exceed the limit of {} bytes",
-                       elementBytes, limitString(limitBytes));
+    return fmt::format("{}-byte elements exceed the limit of {} bytes", elementBytes,
+                       limitString(limitBytes));
   return "";
 }
 
@@ -70,9 +65,7 @@ std::string TensorType::checkSize(int64_t limitBytes) const {
   return checkShape(shape, dtypeSize(dtype), limitBytes);
 }
 
-std::string TensorType::str() const {
-  return std::string(dtypeName(dtype)) + shapeString(shape);
-}
+std::string TensorType::str() const { return std::string(dtypeName(dtype)) + shapeString(shape); }
 
 namespace {
 
@@ -91,48 +84,61 @@ std::vector<Out> convertConstant(const Value& v) {
     }
   };
   switch (v.type.dtype) {
-    case DType::kF32: read(float{}); break;
-    case DType::kF64: read(double{}); break;
-    case DType::kI64: read(int64_t{}); break;
-    case DType::kI32: read(int32_t{}); break;
-    case DType::kI16: read(int16_t{}); break;
-    case DType::kI8: read(int8_t{}); break;
+    case DType::kF32:
+      read(float{});
+      break;
+    case DType::kF64:
+      read(double{});
+      break;
+    case DType::kI64:
+      read(int64_t{});
+      break;
+    case DType::kI32:
+      read(int32_t{});
+      break;
+    case DType::kI16:
+      read(int16_t{});
+      break;
+    case DType::kI8:
+      read(int8_t{});
+      break;
     case DType::kU8:
-    case DType::kBool: read(uint8_t{}); break;
-    case DType::kU16: read(uint16_t{}); break;
-    case DType::kU32: read(uint32_t{}); break;
-    case DType::kU64: read(uint64_t{}); break;
+    case DType::kBool:
+      read(uint8_t{});
+      break;
+    case DType::kU16:
+      read(uint16_t{});
+      break;
+    case DType::kU32:
+      read(uint32_t{});
+      break;
+    case DType::kU64:
+      read(uint64_t{});
+      break;
     case DType::kF16:
     case DType::kBF16: {
       const auto* halves = reinterpret_cast<const uint16_t*>(raw);
       for (int64_t i = 0; i < n; ++i)
-        out[i] = static_cast<Out>(v.type.dtype == DType::kF16
-                                      ? half_to_float(halves[i])
-                                      : bfloat16_to_float(halves[i]));
+        out[i] = static_cast<Out>(v.type.dtype == DType::kF16 ? half_to_float(halves[i])
+                                                              : bfloat16_to_float(halves[i]));
       break;
     }
     default:
-      CGC_ASSERT(false, "cannot read constant '{}' of type {}", v.name,
-                 v.type.str());
+      CGC_ASSERT(false, "cannot read constant '{}' of type {}", v.name, v.type.str());
   }
   return out;
 }
 
 }  // namespace
 
-std::vector<int64_t> Value::intValues() const {
-  return convertConstant<int64_t>(*this);
-}
-std::vector<double> Value::doubleValues() const {
-  return convertConstant<double>(*this);
-}
+std::vector<int64_t> Value::intValues() const { return convertConstant<int64_t>(*this); }
+std::vector<double> Value::doubleValues() const { return convertConstant<double>(*this); }
 
 int64_t Node::getInt(const std::string& attr, int64_t fallback) const {
   auto it = attrs.find(attr);
   if (it == attrs.end()) return fallback;
   if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
-  if (auto* v = std::get_if<double>(&it->second))
-    return static_cast<int64_t>(*v);
+  if (auto* v = std::get_if<double>(&it->second)) return static_cast<int64_t>(*v);
   CGC_ASSERT(false, "attribute '{}' of node '{}' is not an int", attr, name);
 }
 
@@ -140,13 +146,11 @@ double Node::getFloat(const std::string& attr, double fallback) const {
   auto it = attrs.find(attr);
   if (it == attrs.end()) return fallback;
   if (auto* v = std::get_if<double>(&it->second)) return *v;
-  if (auto* v = std::get_if<int64_t>(&it->second))
-    return static_cast<double>(*v);
+  if (auto* v = std::get_if<int64_t>(&it->second)) return static_cast<double>(*v);
   CGC_ASSERT(false, "attribute '{}' of node '{}' is not a float", attr, name);
 }
 
-std::string Node::getString(const std::string& attr,
-                            const std::string& fallback) const {
+std::string Node::getString(const std::string& attr, const std::string& fallback) const {
   auto it = attrs.find(attr);
   if (it == attrs.end()) return fallback;
   auto* v = std::get_if<std::string>(&it->second);
@@ -154,22 +158,19 @@ std::string Node::getString(const std::string& attr,
   return *v;
 }
 
-std::vector<int64_t> Node::getInts(const std::string& attr,
-                                   std::vector<int64_t> fallback) const {
+std::vector<int64_t> Node::getInts(const std::string& attr, std::vector<int64_t> fallback) const {
   auto it = attrs.find(attr);
   if (it == attrs.end()) return fallback;
   if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return *v;
   if (auto* v = std::get_if<int64_t>(&it->second)) return {*v};
-  CGC_ASSERT(false, "attribute '{}' of node '{}' is not a list of ints", attr,
-             name);
+  CGC_ASSERT(false, "attribute '{}' of node '{}' is not a list of ints", attr, name);
 }
 
 std::vector<double> Node::getFloats(const std::string& attr) const {
   auto it = attrs.find(attr);
   if (it == attrs.end()) return {};
   if (auto* v = std::get_if<std::vector<double>>(&it->second)) return *v;
-  CGC_ASSERT(false, "attribute '{}' of node '{}' is not a list of floats",
-             attr, name);
+  CGC_ASSERT(false, "attribute '{}' of node '{}' is not a list of floats", attr, name);
 }
 
 int Node::numPresentInputs() const {
@@ -189,20 +190,16 @@ int Graph::addValue(std::string valueName, TensorType type, ValueKind kind) {
   return values_.back().id;
 }
 
-int Graph::addConstant(std::string valueName, TensorType type,
-                       std::vector<uint8_t> bytes) {
+int Graph::addConstant(std::string valueName, TensorType type, std::vector<uint8_t> bytes) {
   CGC_ASSERT(static_cast<int64_t>(bytes.size()) == type.bytes(),
-             "constant '{}' has {} bytes for type {}", valueName, bytes.size(),
-             type.str());
+             "constant '{}' has {} bytes for type {}", valueName, bytes.size(), type.str());
   int id = addValue(std::move(valueName), std::move(type), ValueKind::kConstant);
-  values_[id].data =
-      std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  values_[id].data = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
   return id;
 }
 
-int Graph::addNode(std::string op, std::string nodeName,
-                   std::vector<int> nodeInputs, std::vector<int> nodeOutputs,
-                   std::map<std::string, Attribute> attrs) {
+int Graph::addNode(std::string op, std::string nodeName, std::vector<int> nodeInputs,
+                   std::vector<int> nodeOutputs, std::map<std::string, Attribute> attrs) {
   Node n;
   n.id = static_cast<int>(nodes_.size());
   n.op = std::move(op);
@@ -211,8 +208,7 @@ int Graph::addNode(std::string op, std::string nodeName,
   n.outputs = std::move(nodeOutputs);
   n.attrs = std::move(attrs);
   for (int out : n.outputs) {
-    CGC_ASSERT(values_.at(out).producer < 0 ||
-                   nodes_.at(values_.at(out).producer).dead,
+    CGC_ASSERT(values_.at(out).producer < 0 || nodes_.at(values_.at(out).producer).dead,
                "value '{}' already has a producer", values_.at(out).name);
     values_.at(out).producer = n.id;
   }
@@ -253,8 +249,7 @@ std::vector<int> Graph::topologicalOrder() const {
       for (int user : users[out])
         if (--pending[user] == 0) ready.insert(user);
   }
-  CGC_ASSERT(order.size() == liveNodes().size(), "graph '{}' has a cycle",
-             name);
+  CGC_ASSERT(order.size() == liveNodes().size(), "graph '{}' has a cycle", name);
   return order;
 }
 
@@ -297,8 +292,8 @@ void Graph::removeNode(int id) {
 
 void Graph::setNodeOutput(int node, size_t index, int value) {
   Value& v = values_.at(value);
-  CGC_ASSERT(v.producer < 0 || nodes_.at(v.producer).dead,
-             "value '{}' still has a producer", v.name);
+  CGC_ASSERT(v.producer < 0 || nodes_.at(v.producer).dead, "value '{}' still has a producer",
+             v.name);
   int& slot = nodes_.at(node).outputs.at(index);
   values_.at(slot).producer = -1;
   slot = value;
@@ -313,9 +308,7 @@ std::string Graph::uniqueValueName(const std::string& base) {
   }
 }
 
-DiagLocation Graph::where(const Node& node) const {
-  return {sourceFile, node.name, node.op};
-}
+DiagLocation Graph::where(const Node& node) const { return {sourceFile, node.name, node.op}; }
 
 int Graph::countOps(const std::string& op) const {
   int n = 0;
@@ -329,13 +322,11 @@ int64_t constantBytes(const Graph& graph) {
   for (int id : graph.liveNodes()) {
     for (int in : graph.node(id).inputs) {
       if (in < 0 || !graph.value(in).isConstant()) continue;
-      if (seen.insert(graph.value(in).data.get()).second)
-        bytes += graph.value(in).type.bytes();
+      if (seen.insert(graph.value(in).data.get()).second) bytes += graph.value(in).type.bytes();
     }
   }
   for (int out : graph.outputs)
-    if (graph.value(out).isConstant() &&
-        seen.insert(graph.value(out).data.get()).second)
+    if (graph.value(out).isConstant() && seen.insert(graph.value(out).data.get()).second)
       bytes += graph.value(out).type.bytes();
   return bytes;
 }

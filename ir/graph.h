@@ -123,8 +123,8 @@ struct Value {
   std::vector<double> doubleValues() const;
 };
 
-using Attribute = std::variant<int64_t, double, std::string,
-                               std::vector<int64_t>, std::vector<double>>;
+using Attribute =
+    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
 
 class Graph;
 
@@ -145,10 +145,8 @@ struct Node {
   bool has(const std::string& attr) const { return attrs.count(attr) != 0; }
   int64_t getInt(const std::string& attr, int64_t fallback) const;
   double getFloat(const std::string& attr, double fallback) const;
-  std::string getString(const std::string& attr,
-                        const std::string& fallback) const;
-  std::vector<int64_t> getInts(const std::string& attr,
-                               std::vector<int64_t> fallback = {}) const;
+  std::string getString(const std::string& attr, const std::string& fallback) const;
+  std::vector<int64_t> getInts(const std::string& attr, std::vector<int64_t> fallback = {}) const;
   std::vector<double> getFloats(const std::string& attr) const;
   /// Inputs that are present (not -1).
   int numPresentInputs() const;
@@ -156,9 +154,9 @@ struct Node {
 
 class Graph {
  public:
-  std::string name;        // model name (from the file name unless given)
-  std::string sourceFile;  // for diagnostics
-  std::vector<int> inputs;   // graph inputs, in ONNX order
+  std::string name;         // model name (from the file name unless given)
+  std::string sourceFile;   // for diagnostics
+  std::vector<int> inputs;  // graph inputs, in ONNX order
   /// Every ONNX graph input that is not an initializer, in ONNX order,
   /// including those bound to constants at compile time (test-data files
   /// input_N.pb are numbered in this order).
@@ -178,12 +176,9 @@ class Graph {
     return first;
   }
 
-  int addValue(std::string name, TensorType type,
-               ValueKind kind = ValueKind::kIntermediate);
-  int addConstant(std::string name, TensorType type,
-                  std::vector<uint8_t> bytes);
-  int addNode(std::string op, std::string name, std::vector<int> inputs,
-              std::vector<int> outputs,
+  int addValue(std::string name, TensorType type, ValueKind kind = ValueKind::kIntermediate);
+  int addConstant(std::string name, TensorType type, std::vector<uint8_t> bytes);
+  int addNode(std::string op, std::string name, std::vector<int> inputs, std::vector<int> outputs,
               std::map<std::string, Attribute> attrs = {});
 
   Value& value(int id) { return values_.at(id); }

@@ -43,7 +43,8 @@ std::string printNode(const Graph& graph, const Node& node) {
   std::vector<std::string> inputs, outputs, attrs;
   for (int in : node.inputs) inputs.push_back(in >= 0 ? "%" + graph.value(in).name : "none");
   for (int out : node.outputs)
-    if (out >= 0) outputs.push_back(fmt::format("%{} {}", graph.value(out).name, typeText(graph.value(out))));
+    if (out >= 0)
+      outputs.push_back(fmt::format("%{} {}", graph.value(out).name, typeText(graph.value(out))));
   for (const auto& [name, value] : node.attrs)
     attrs.push_back(fmt::format("{} = {}", name, attributeText(value)));
   std::string line = fmt::format("{} = {}({}) -> {}", node.name, node.op, fmt::join(inputs, ", "),
@@ -57,7 +58,8 @@ std::string printGraph(const Graph& graph) {
   for (int in : graph.inputs)
     inputs.push_back(fmt::format("%{} {}", graph.value(in).name, typeText(graph.value(in))));
   for (size_t i = 0; i < graph.outputs.size(); ++i)
-    outputs.push_back(fmt::format("{} = %{}", graph.outputNames[i], graph.value(graph.outputs[i]).name));
+    outputs.push_back(
+        fmt::format("{} = %{}", graph.outputNames[i], graph.value(graph.outputs[i]).name));
   std::string text = fmt::format("graph {} (inputs: {}; outputs: {})\n", graph.name,
                                  fmt::join(inputs, ", "), fmt::join(outputs, ", "));
   const std::vector<int> order = graph.topologicalOrder();

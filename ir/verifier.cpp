@@ -26,16 +26,16 @@ void checkLayouts(const Graph& graph, const std::function<void(std::string)>& pr
         problem(fmt::format("node '{}' ({}) reads channel-blocked '{}' as plain", n.name, n.op,
                             graph.value(n.inputs[i]).name));
       if (!blocked && reads && i == conv::kConvResidual)
-        problem(fmt::format("node '{}' writes a channel-blocked output but reads plain residual '{}'",
-                            n.name, graph.value(n.inputs[i]).name));
+        problem(
+            fmt::format("node '{}' writes a channel-blocked output but reads plain residual '{}'",
+                        n.name, graph.value(n.inputs[i]).name));
     }
     for (int out : n.outputs) {
       if (out < 0 || out >= graph.numValues()) continue;
       const Value& v = graph.value(out);
       if (v.layout != Layout::kChannelBlocked) continue;
       if (!conv::isPackedConv(n) || v.type.rank() < 3 ||
-          v.type.shape[1] % conv::kChannelBlock != 0 ||
-          graph.isGraphOutput(out))
+          v.type.shape[1] % conv::kChannelBlock != 0 || graph.isGraphOutput(out))
         problem(fmt::format("value '{}' ({}) of node '{}' ({}) cannot be channel-blocked", v.name,
                             v.type.str(), n.name, n.op));
     }
@@ -61,16 +61,15 @@ void verifyGraph(const Graph& graph) {
         continue;
       }
       if (producerOf[out] >= 0)
-        problem(fmt::format("value '{}' is written by '{}' and '{}'",
-                            graph.value(out).name,
+        problem(fmt::format("value '{}' is written by '{}' and '{}'", graph.value(out).name,
                             graph.node(producerOf[out]).name, n.name));
       producerOf[out] = id;
       if (graph.value(out).producer != id)
-        problem(fmt::format("value '{}' does not name its producer '{}'",
-                            graph.value(out).name, n.name));
+        problem(fmt::format("value '{}' does not name its producer '{}'", graph.value(out).name,
+                            n.name));
       if (graph.value(out).kind != ValueKind::kIntermediate)
-        problem(fmt::format("node '{}' writes non-intermediate value '{}'",
-                            n.name, graph.value(out).name));
+        problem(fmt::format("node '{}' writes non-intermediate value '{}'", n.name,
+                            graph.value(out).name));
     }
   }
 
@@ -79,8 +78,8 @@ void verifyGraph(const Graph& graph) {
       if (in < 0 || in >= graph.numValues()) continue;
       const Value& v = graph.value(in);
       if (v.kind == ValueKind::kIntermediate && producerOf[in] < 0)
-        problem(fmt::format("node '{}' reads '{}', which nothing produces",
-                            graph.node(id).name, v.name));
+        problem(fmt::format("node '{}' reads '{}', which nothing produces", graph.node(id).name,
+                            v.name));
     }
   }
 
@@ -92,13 +91,11 @@ void verifyGraph(const Graph& graph) {
       problem(fmt::format("value '{}' has no element type", value.name));
     for (int64_t d : value.type.shape)
       if (d < 0)
-        problem(fmt::format("value '{}' has a negative dimension in {}",
-                            value.name, value.type.str()));
+        problem(
+            fmt::format("value '{}' has a negative dimension in {}", value.name, value.type.str()));
     if (value.isConstant() &&
-        (!value.data ||
-         static_cast<int64_t>(value.data->size()) != value.type.bytes()))
-      problem(fmt::format("constant '{}' has no data of {} bytes", value.name,
-                          value.type.bytes()));
+        (!value.data || static_cast<int64_t>(value.data->size()) != value.type.bytes()))
+      problem(fmt::format("constant '{}' has no data of {} bytes", value.name, value.type.bytes()));
   }
 
   for (int out : graph.outputs) {
@@ -122,8 +119,7 @@ void verifyGraph(const Graph& graph) {
   }
   if (!problems.empty())
     internalError(__FILE__, __LINE__,
-                  fmt::format("IR verification failed:\n  {}",
-                              fmt::join(problems, "\n  ")));
+                  fmt::format("IR verification failed:\n  {}", fmt::join(problems, "\n  ")));
 }
 
 }  // namespace cgc::ir

@@ -58,12 +58,11 @@ std::vector<int> foldNode(ir::Graph& graph, int nodeId) {
   if (!call || (isStructural(call->kernel) && call->kernel != Kernel::kView)) return {};
   // A view or an op that only passes a run-time extent on (its input is a
   // constant now, so it would be a source of one) is left to the passes.
-  const bool sized = !node.outputs.empty() && node.outputs[0] >= 0 &&
-                     !graph.value(node.outputs[0]).dynamic.empty() &&
-                     call->kernel != Kernel::kView &&
-                     std::find(kernelInfo(call->kernel).args.begin(),
-                               kernelInfo(call->kernel).args.end(),
-                               ArgKind::kExtents) != kernelInfo(call->kernel).args.end();
+  const bool sized =
+      !node.outputs.empty() && node.outputs[0] >= 0 &&
+      !graph.value(node.outputs[0]).dynamic.empty() && call->kernel != Kernel::kView &&
+      std::find(kernelInfo(call->kernel).args.begin(), kernelInfo(call->kernel).args.end(),
+                ArgKind::kExtents) != kernelInfo(call->kernel).args.end();
   // A sized node folds before anything reads it (on import): readers
   // already imported carry its extent on.
   for (int v : node.outputs)

@@ -59,9 +59,8 @@ struct Signature<R (*)(const P&, Args...)> {
   static std::vector<ArgKind> args() { return {kArgs.begin(), kArgs.end()}; }
   static std::vector<DType> types() { return {argType<Args>()...}; }
 
-  static rt::Status call(R (*fn)(const P&, Args...), const P& p,
-                         const std::vector<const void*>& in, const std::vector<void*>& out,
-                         rt::Extents* extents) {
+  static rt::Status call(R (*fn)(const P&, Args...), const P& p, const std::vector<const void*>& in,
+                         const std::vector<void*>& out, rt::Extents* extents) {
     return callWith(fn, p, in, out, extents, std::index_sequence_for<Args...>{});
   }
 
@@ -76,8 +75,8 @@ struct Signature<R (*)(const P&, Args...)> {
 
   template <size_t I>
   static std::tuple_element_t<I, std::tuple<Args...>> arg(const std::vector<const void*>& in,
-                                                         const std::vector<void*>& out,
-                                                         rt::Extents* extents) {
+                                                          const std::vector<void*>& out,
+                                                          rt::Extents* extents) {
     using A = std::tuple_element_t<I, std::tuple<Args...>>;
     constexpr size_t n = rankOf<I>();
     if constexpr (kArgs[I] == ArgKind::kTeam)
@@ -139,28 +138,35 @@ std::vector<std::vector<DType>> instanceTypes(F&& f, std::type_identity<std::tup
 }
 
 /// The table's parameter struct is the one the function takes.
-#define CGC_CHECK_PARAMS(ParamsType, ...)                                             \
+#define CGC_CHECK_PARAMS(ParamsType, ...)                                                 \
   static_assert(std::is_same_v<Signature<decltype(__VA_ARGS__)>::Params, rt::ParamsType>, \
                 #__VA_ARGS__ " does not take " #ParamsType);
 
 const std::vector<KernelInfo>& table() {
   static const std::vector<KernelInfo> entries = {
-#define CGC_KERNEL(Name, function, Params, flags)                                         \
-  {#Name, #function, #Params, ((flags)&kInPlace) != 0, false, {},                          \
-   Signature<decltype(&rt::function)>::args(),                                             \
-   {Signature<decltype(&rt::function)>::types()},                                          \
+#define CGC_KERNEL(Name, function, Params, flags) \
+  {#Name,                                         \
+   #function,                                     \
+   #Params,                                       \
+   ((flags)&kInPlace) != 0,                       \
+   false,                                         \
+   {},                                            \
+   Signature<decltype(&rt::function)>::args(),    \
+   {Signature<decltype(&rt::function)>::types()}, \
    Signature<decltype(&rt::function)>::kFallible},
-#define CGC_TYPED_KERNEL(Name, function, Params, flags, ...)                              \
-  {#Name,                                                                                  \
-   #function,                                                                              \
-   #Params,                                                                                \
-   ((flags)&kInPlace) != 0,                                                                \
-   true,                                                                                   \
-   dtypesOf<__VA_ARGS__>(),                                                                \
-   Signature<decltype(&rt::function<First<__VA_ARGS__>>)>::args(),                          \
-   instanceTypes([]<typename T>(std::type_identity<T>) {                                   \
-     return Signature<decltype(&rt::function<T>)>::types();                                \
-   }, std::type_identity<std::tuple<__VA_ARGS__>>{}),                                      \
+#define CGC_TYPED_KERNEL(Name, function, Params, flags, ...)       \
+  {#Name,                                                          \
+   #function,                                                      \
+   #Params,                                                        \
+   ((flags)&kInPlace) != 0,                                        \
+   true,                                                           \
+   dtypesOf<__VA_ARGS__>(),                                        \
+   Signature<decltype(&rt::function<First<__VA_ARGS__>>)>::args(), \
+   instanceTypes(                                                  \
+       []<typename T>(std::type_identity<T>) {                     \
+         return Signature<decltype(&rt::function<T>)>::types();    \
+       },                                                          \
+       std::type_identity<std::tuple<__VA_ARGS__>>{}),             \
    Signature<decltype(&rt::function<First<__VA_ARGS__>>)>::kFallible},
 #include "lowering/kernels.def"
 #undef CGC_KERNEL
@@ -213,20 +219,32 @@ const std::vector<DType>& kernelArgTypes(Kernel kernel, DType type) {
 
 std::string cppType(DType type) {
   switch (type) {
-    case DType::kF32: return "float";
-    case DType::kF64: return "double";
-    case DType::kI64: return "int64_t";
-    case DType::kI32: return "int32_t";
-    case DType::kI16: return "int16_t";
-    case DType::kI8: return "int8_t";
-    case DType::kU8: return "uint8_t";
+    case DType::kF32:
+      return "float";
+    case DType::kF64:
+      return "double";
+    case DType::kI64:
+      return "int64_t";
+    case DType::kI32:
+      return "int32_t";
+    case DType::kI16:
+      return "int16_t";
+    case DType::kI8:
+      return "int8_t";
+    case DType::kU8:
+      return "uint8_t";
     case DType::kU16:
     case DType::kF16:
-    case DType::kBF16: return "uint16_t";
-    case DType::kU32: return "uint32_t";
-    case DType::kU64: return "uint64_t";
-    case DType::kBool: return "uint8_t";  // one byte, 0 or 1
-    case DType::kUndefined: break;
+    case DType::kBF16:
+      return "uint16_t";
+    case DType::kU32:
+      return "uint32_t";
+    case DType::kU64:
+      return "uint64_t";
+    case DType::kBool:
+      return "uint8_t";  // one byte, 0 or 1
+    case DType::kUndefined:
+      break;
   }
   CGC_ASSERT(false, "no C++ type for {}", dtypeName(type));
 }
@@ -248,12 +266,11 @@ rt::Status evaluate(const KernelCall& call, const std::vector<const void*>& in,
 #define CGC_KERNEL(Name, function, Params, flags) \
   case Kernel::k##Name:                           \
     return invoke<&rt::function>(params, in, out, sizes);
-#define CGC_TYPED_KERNEL(Name, function, Params, flags, ...)                     \
-  case Kernel::k##Name:                                                          \
-    return dispatchType<__VA_ARGS__>(call.dtype, #Name,                          \
-                                     [&]<typename T>(std::type_identity<T>) {    \
-                                       return invoke<&rt::function<T>>(params, in, out, sizes); \
-                                     });
+#define CGC_TYPED_KERNEL(Name, function, Params, flags, ...)                                     \
+  case Kernel::k##Name:                                                                          \
+    return dispatchType<__VA_ARGS__>(call.dtype, #Name, [&]<typename T>(std::type_identity<T>) { \
+      return invoke<&rt::function<T>>(params, in, out, sizes);                                   \
+    });
 #include "lowering/kernels.def"
 #undef CGC_KERNEL
 #undef CGC_TYPED_KERNEL

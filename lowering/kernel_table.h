@@ -41,9 +41,9 @@ struct Dedupe {
 };
 template <typename... Seen, typename T, typename... Rest>
 struct Dedupe<std::variant<Seen...>, T, Rest...> {
-  using type = typename std::conditional_t<
-      (std::is_same_v<T, Seen> || ...), Dedupe<std::variant<Seen...>, Rest...>,
-      Dedupe<std::variant<Seen..., T>, Rest...>>::type;
+  using type = typename std::conditional_t<(std::is_same_v<T, Seen> || ...),
+                                           Dedupe<std::variant<Seen...>, Rest...>,
+                                           Dedupe<std::variant<Seen..., T>, Rest...>>::type;
 };
 }  // namespace detail
 
@@ -58,11 +58,11 @@ using KernelParams = detail::Dedupe<std::variant<>, ViewParams
 
 /// How the kernel takes each argument after its parameter struct.
 enum class ArgKind {
-  kInput,      // const T*: the next of KernelCall::inputs (-1: nullptr)
-  kOutput,     // T*: the next of KernelCall::outputs
-  kInputList,  // const void* const*: every input, as an array
-  kTeam,       // const rt::Team&: the kernel splits its work over a team
-  kExtents,    // rt::Extents*: the size slots of the output's dynamic extents
+  kInput,         // const T*: the next of KernelCall::inputs (-1: nullptr)
+  kOutput,        // T*: the next of KernelCall::outputs
+  kInputList,     // const void* const*: every input, as an array
+  kTeam,          // const rt::Team&: the kernel splits its work over a team
+  kExtents,       // rt::Extents*: the size slots of the output's dynamic extents
   kInputExtents,  // const rt::Extents*: the first input's, or null when it is static
 };
 
@@ -104,15 +104,24 @@ std::string cppType(DType type);
 /// The element type of a C++ type (cppType's inverse).
 template <typename T>
 constexpr DType dtypeOf() {
-  if constexpr (std::is_same_v<T, float>) return DType::kF32;
-  else if constexpr (std::is_same_v<T, double>) return DType::kF64;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::kI32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::kI64;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::kI8;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::kU8;
-  else if constexpr (std::is_same_v<T, int16_t>) return DType::kI16;
-  else if constexpr (std::is_same_v<T, uint16_t>) return DType::kU16;
-  else static_assert(sizeof(T) == 0, "no DType for this type");
+  if constexpr (std::is_same_v<T, float>)
+    return DType::kF32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::kF64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::kI32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::kI64;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::kI8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::kU8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DType::kI16;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return DType::kU16;
+  else
+    static_assert(sizeof(T) == 0, "no DType for this type");
 }
 
 }  // namespace cgc::lowering

@@ -93,12 +93,12 @@ std::optional<Unsupported> checkArguments(const Graph& g, const KernelCall& call
                input ? "an input" : "an output");
     const int v = values[index];
     if (v >= 0 && !passes(elementType(g, v), types[a]))
-      return unsupported("{} {} ('{}') is {}; the {} kernel takes {}",
-                         input ? "input" : "output", index, g.value(v).name,
-                         dtypeName(elementType(g, v)), info.function, dtypeName(types[a]));
+      return unsupported("{} {} ('{}') is {}; the {} kernel takes {}", input ? "input" : "output",
+                         index, g.value(v).name, dtypeName(elementType(g, v)), info.function,
+                         dtypeName(types[a]));
   }
-  const bool list = std::find(info.args.begin(), info.args.end(), ArgKind::kInputList) !=
-                    info.args.end();
+  const bool list =
+      std::find(info.args.begin(), info.args.end(), ArgKind::kInputList) != info.args.end();
   CGC_ASSERT(list || (in == call.inputs.size() && out == call.outputs.size()),
              "{} takes {} inputs and {} outputs, the call has {} and {}", info.name, in, out,
              call.inputs.size(), call.outputs.size());

@@ -23,8 +23,8 @@ Lowered lowerNonZero(const Graph& g, const Node& n) {
   p.count = ir::numElements(x);
   p.shape = perDim<int64_t>(x);
   p.bound = boundOf(g, n);
-  return KernelCall{Kernel::kNonZero, kernelType(elementType(g, n.inputs[0])), p, {n.inputs[0]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kNonZero, kernelType(elementType(g, n.inputs[0])), p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
 Lowered lowerCompress(const Graph& g, const Node& n) {
@@ -49,8 +49,8 @@ Lowered lowerUnique(const Graph& g, const Node& n) {
   p.inner = axis < 0 ? 1 : product(x, static_cast<size_t>(axis) + 1, x.size());
   p.bound = boundOf(g, n);
   p.sorted = n.getInt("sorted", 1) != 0;
-  return KernelCall{Kernel::kUnique, kernelType(elementType(g, n.inputs[0])), p, {n.inputs[0]},
-                    n.outputs};
+  return KernelCall{
+      Kernel::kUnique, kernelType(elementType(g, n.inputs[0])), p, {n.inputs[0]}, n.outputs};
 }
 
 Lowered lowerTopKDynamic(const Graph& g, const Node& n) {
@@ -75,8 +75,8 @@ Lowered lowerTopK(const Graph& g, const Node& n) {
   p.inner = product(x, axis + 1, x.size());
   p.k = n.getInt("k", 0);
   p.largest = n.getInt("largest", 1) != 0;
-  return KernelCall{Kernel::kTopK, kernelType(elementType(g, n.inputs[0])), p, {n.inputs[0]},
-                    n.outputs};
+  return KernelCall{
+      Kernel::kTopK, kernelType(elementType(g, n.inputs[0])), p, {n.inputs[0]}, n.outputs};
 }
 
 Lowered lowerNonMaxSuppression(const Graph& g, const Node& n) {

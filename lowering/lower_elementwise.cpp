@@ -9,38 +9,26 @@ namespace {
 
 const std::map<std::string, rt::UnaryOp>& unaryOps() {
   static const std::map<std::string, rt::UnaryOp> table = {
-      {"Relu", rt::UnaryOp::kRelu},
-      {"LeakyRelu", rt::UnaryOp::kLeakyRelu},
-      {"Clip", rt::UnaryOp::kClip},
-      {"Sigmoid", rt::UnaryOp::kSigmoid},
-      {"Tanh", rt::UnaryOp::kTanh},
-      {"HardSigmoid", rt::UnaryOp::kHardSigmoid},
-      {"Sqrt", rt::UnaryOp::kSqrt},
-      {"Exp", rt::UnaryOp::kExp},
-      {"Log", rt::UnaryOp::kLog},
-      {"Neg", rt::UnaryOp::kNeg},
-      {"Abs", rt::UnaryOp::kAbs},
-      {"Reciprocal", rt::UnaryOp::kReciprocal},
-      {"Floor", rt::UnaryOp::kFloor},
-      {"Ceil", rt::UnaryOp::kCeil},
-      {"Identity", rt::UnaryOp::kIdentity},
-      {"Erf", rt::UnaryOp::kErf},
-      {"Softplus", rt::UnaryOp::kSoftplus},
-      {"Elu", rt::UnaryOp::kElu},
-      {"Softsign", rt::UnaryOp::kSoftsign},
-      {"Not", rt::UnaryOp::kNot},
+      {"Relu", rt::UnaryOp::kRelu},         {"LeakyRelu", rt::UnaryOp::kLeakyRelu},
+      {"Clip", rt::UnaryOp::kClip},         {"Sigmoid", rt::UnaryOp::kSigmoid},
+      {"Tanh", rt::UnaryOp::kTanh},         {"HardSigmoid", rt::UnaryOp::kHardSigmoid},
+      {"Sqrt", rt::UnaryOp::kSqrt},         {"Exp", rt::UnaryOp::kExp},
+      {"Log", rt::UnaryOp::kLog},           {"Neg", rt::UnaryOp::kNeg},
+      {"Abs", rt::UnaryOp::kAbs},           {"Reciprocal", rt::UnaryOp::kReciprocal},
+      {"Floor", rt::UnaryOp::kFloor},       {"Ceil", rt::UnaryOp::kCeil},
+      {"Identity", rt::UnaryOp::kIdentity}, {"Erf", rt::UnaryOp::kErf},
+      {"Softplus", rt::UnaryOp::kSoftplus}, {"Elu", rt::UnaryOp::kElu},
+      {"Softsign", rt::UnaryOp::kSoftsign}, {"Not", rt::UnaryOp::kNot},
   };
   return table;
 }
 
 const std::map<std::string, rt::BinaryOp>& binaryOps() {
   static const std::map<std::string, rt::BinaryOp> table = {
-      {"Add", rt::BinaryOp::kAdd},     {"Sub", rt::BinaryOp::kSub},
-      {"Mul", rt::BinaryOp::kMul},     {"Div", rt::BinaryOp::kDiv},
-      {"Pow", rt::BinaryOp::kPow},     {"Min", rt::BinaryOp::kMin},
-      {"Max", rt::BinaryOp::kMax},     {"PRelu", rt::BinaryOp::kPRelu},
-      {"And", rt::BinaryOp::kAnd},     {"Or", rt::BinaryOp::kOr},
-      {"Xor", rt::BinaryOp::kXor},
+      {"Add", rt::BinaryOp::kAdd}, {"Sub", rt::BinaryOp::kSub},     {"Mul", rt::BinaryOp::kMul},
+      {"Div", rt::BinaryOp::kDiv}, {"Pow", rt::BinaryOp::kPow},     {"Min", rt::BinaryOp::kMin},
+      {"Max", rt::BinaryOp::kMax}, {"PRelu", rt::BinaryOp::kPRelu}, {"And", rt::BinaryOp::kAnd},
+      {"Or", rt::BinaryOp::kOr},   {"Xor", rt::BinaryOp::kXor},
   };
   return table;
 }
@@ -62,8 +50,8 @@ Lowered lowerClipTensor(const Graph& g, const Node& n) {
   rt::ClipParams p{t.numElements(), n.getFloat("min", -std::numeric_limits<double>::infinity()),
                    n.getFloat("max", std::numeric_limits<double>::infinity())};
   auto input = [&](size_t i) { return i < n.inputs.size() ? n.inputs[i] : -1; };
-  return KernelCall{Kernel::kClip, kernelType(t.dtype), p, {n.inputs[0], input(1), input(2)},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kClip, kernelType(t.dtype), p, {n.inputs[0], input(1), input(2)}, {n.outputs[0]}};
 }
 
 Lowered lowerUnary(const Graph& g, const Node& n) {
@@ -87,17 +75,21 @@ Lowered lowerUnary(const Graph& g, const Node& n) {
 Lowered lowerBinary(const Graph& g, const Node& n) {
   auto bc = broadcastOf(g, n);
   if (auto* problem = std::get_if<Unsupported>(&bc)) return *problem;
-  return KernelCall{Kernel::kBinary, kernelType(elementType(g, n.outputs[0])),
+  return KernelCall{Kernel::kBinary,
+                    kernelType(elementType(g, n.outputs[0])),
                     rt::BinaryParams{binaryOps().at(n.op), std::get<rt::BroadcastParams>(bc)},
-                    {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
+                    {n.inputs[0], n.inputs[1]},
+                    {n.outputs[0]}};
 }
 
 Lowered lowerCompare(const Graph& g, const Node& n) {
   auto bc = broadcastOf(g, n);
   if (auto* problem = std::get_if<Unsupported>(&bc)) return *problem;
-  return KernelCall{Kernel::kCompare, kernelType(elementType(g, n.inputs[0])),
+  return KernelCall{Kernel::kCompare,
+                    kernelType(elementType(g, n.inputs[0])),
                     rt::CompareParams{compareOps().at(n.op), std::get<rt::BroadcastParams>(bc)},
-                    {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
+                    {n.inputs[0], n.inputs[1]},
+                    {n.outputs[0]}};
 }
 
 Lowered lowerWhere(const Graph& g, const Node& n) {
@@ -111,8 +103,8 @@ Lowered lowerWhere(const Graph& g, const Node& n) {
   p.cond_strides = perDim<int64_t>(broadcastStrides(shapeOf(g, n.inputs[0]), out.shape));
   p.a_strides = perDim<int64_t>(broadcastStrides(shapeOf(g, n.inputs[1]), out.shape));
   p.b_strides = perDim<int64_t>(broadcastStrides(shapeOf(g, n.inputs[2]), out.shape));
-  return KernelCall{Kernel::kWhere, out.dtype, p, {n.inputs[0], n.inputs[1], n.inputs[2]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kWhere, out.dtype, p, {n.inputs[0], n.inputs[1], n.inputs[2]}, {n.outputs[0]}};
 }
 
 Lowered lowerCast(const Graph& g, const Node& n) {
@@ -120,9 +112,11 @@ Lowered lowerCast(const Graph& g, const Node& n) {
   for (DType t : {from, to})
     if (t == DType::kUndefined || dtypeSize(t) == 0)
       return unsupported("casts involving {} are not supported", dtypeName(t));
-  return KernelCall{Kernel::kCast, to,
+  return KernelCall{Kernel::kCast,
+                    to,
                     rt::CastParams{from, to, g.value(n.outputs[0]).type.numElements()},
-                    {n.inputs[0]}, {n.outputs[0]}};
+                    {n.inputs[0]},
+                    {n.outputs[0]}};
 }
 
 }  // namespace

@@ -8,7 +8,7 @@ namespace {
 
 rt::ScatterReduction reductionOf(const Node& n) {
   const std::string r = n.getString("reduction", "none");
-  return r == "add" ? rt::ScatterReduction::kAdd
+  return r == "add"   ? rt::ScatterReduction::kAdd
          : r == "mul" ? rt::ScatterReduction::kMul
                       : rt::ScatterReduction::kNone;
 }
@@ -22,8 +22,11 @@ Lowered lowerGatherElements(const Graph& g, const Node& n) {
   p.elem_bytes = dtypeSize(elementType(g, n.inputs[0]));
   p.data_shape = perDim<int64_t>(data);
   p.index_shape = perDim<int64_t>(shapeOf(g, n.inputs[1]));
-  return KernelCall{Kernel::kGatherElements, elementType(g, n.inputs[1]), p,
-                    {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
+  return KernelCall{Kernel::kGatherElements,
+                    elementType(g, n.inputs[1]),
+                    p,
+                    {n.inputs[0], n.inputs[1]},
+                    {n.outputs[0]}};
 }
 
 Lowered lowerScatterElements(const Graph& g, const Node& n) {
@@ -38,8 +41,11 @@ Lowered lowerScatterElements(const Graph& g, const Node& n) {
   p.index_shape = perDim<int64_t>(shapeOf(g, n.inputs[1]));
   if (p.reduction != rt::ScatterReduction::kNone && p.dtype == DType::kBool)
     return unsupported("a reduction on bool elements is not supported");
-  return KernelCall{Kernel::kScatterElements, elementType(g, n.inputs[1]), p,
-                    {n.inputs[0], n.inputs[1], n.inputs[2]}, {n.outputs[0]}};
+  return KernelCall{Kernel::kScatterElements,
+                    elementType(g, n.inputs[1]),
+                    p,
+                    {n.inputs[0], n.inputs[1], n.inputs[2]},
+                    {n.outputs[0]}};
 }
 
 Lowered lowerGatherND(const Graph& g, const Node& n) {
@@ -54,7 +60,10 @@ Lowered lowerGatherND(const Graph& g, const Node& n) {
   p.k = static_cast<int32_t>(k);
   p.slice_bytes = product(data, b + k, data.size()) * dtypeSize(elementType(g, n.inputs[0]));
   p.index_dims = perDim<int64_t>(Shape(data.begin() + b, data.begin() + b + k));
-  return KernelCall{Kernel::kGatherNd, elementType(g, n.inputs[0]), p, {n.inputs[0], n.inputs[1]},
+  return KernelCall{Kernel::kGatherNd,
+                    elementType(g, n.inputs[0]),
+                    p,
+                    {n.inputs[0], n.inputs[1]},
                     {n.outputs[0]}};
 }
 
@@ -73,8 +82,8 @@ Lowered lowerScatterND(const Graph& g, const Node& n) {
   p.index_dims = perDim<int64_t>(Shape(data.begin(), data.begin() + k));
   if (p.reduction != rt::ScatterReduction::kNone && p.dtype == DType::kBool)
     return unsupported("a reduction on bool elements is not supported");
-  return KernelCall{Kernel::kScatterNd, p.dtype, p, {n.inputs[0], n.inputs[1], n.inputs[2]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kScatterNd, p.dtype, p, {n.inputs[0], n.inputs[1], n.inputs[2]}, {n.outputs[0]}};
 }
 
 Lowered lowerOneHot(const Graph& g, const Node& n) {
@@ -83,17 +92,21 @@ Lowered lowerOneHot(const Graph& g, const Node& n) {
   rt::OneHotParams p{product(indices, 0, axis), n.getInt("depth", 1),
                      product(indices, axis, indices.size()),
                      dtypeSize(elementType(g, n.outputs[0]))};
-  return KernelCall{Kernel::kOneHot, elementType(g, n.inputs[0]), p, {n.inputs[0], n.inputs[1]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kOneHot, elementType(g, n.inputs[0]), p, {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
 }
 
 Lowered lowerTrilu(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
-  rt::TriluParams p{product(x, 0, x.size() - 2), x[x.size() - 2], x.back(),
-                    dtypeSize(elementType(g, n.inputs[0])), 0, n.getInt("upper", 1) != 0};
+  rt::TriluParams p{product(x, 0, x.size() - 2),
+                    x[x.size() - 2],
+                    x.back(),
+                    dtypeSize(elementType(g, n.inputs[0])),
+                    0,
+                    n.getInt("upper", 1) != 0};
   const int k = n.inputs.size() > 1 ? n.inputs[1] : -1;
-  return KernelCall{Kernel::kTrilu, elementType(g, n.outputs[0]), p, {n.inputs[0], k},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kTrilu, elementType(g, n.outputs[0]), p, {n.inputs[0], k}, {n.outputs[0]}};
 }
 
 Lowered lowerReverseSequence(const Graph& g, const Node& n) {
@@ -102,8 +115,11 @@ Lowered lowerReverseSequence(const Graph& g, const Node& n) {
   rt::ReverseSequenceParams p{timeMajor ? x[0] : x[1], timeMajor ? x[1] : x[0],
                               product(x, 2, x.size()) * dtypeSize(elementType(g, n.inputs[0])),
                               timeMajor};
-  return KernelCall{Kernel::kReverseSequence, elementType(g, n.outputs[0]), p,
-                    {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
+  return KernelCall{Kernel::kReverseSequence,
+                    elementType(g, n.outputs[0]),
+                    p,
+                    {n.inputs[0], n.inputs[1]},
+                    {n.outputs[0]}};
 }
 
 Lowered lowerMaxUnpool(const Graph& g, const Node& n) {

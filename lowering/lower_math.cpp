@@ -11,13 +11,20 @@ namespace {
 
 const std::map<std::string, rt::UnaryOp>& mathUnaryOps() {
   static const std::map<std::string, rt::UnaryOp> table = {
-      {"Cos", rt::UnaryOp::kCos},     {"Sin", rt::UnaryOp::kSin},
-      {"Tan", rt::UnaryOp::kTan},     {"Acos", rt::UnaryOp::kAcos},
-      {"Asin", rt::UnaryOp::kAsin},   {"Atan", rt::UnaryOp::kAtan},
-      {"Cosh", rt::UnaryOp::kCosh},   {"Sinh", rt::UnaryOp::kSinh},
-      {"Acosh", rt::UnaryOp::kAcosh}, {"Asinh", rt::UnaryOp::kAsinh},
-      {"Atanh", rt::UnaryOp::kAtanh}, {"Sign", rt::UnaryOp::kSign},
-      {"Round", rt::UnaryOp::kRound}, {"Selu", rt::UnaryOp::kSelu},
+      {"Cos", rt::UnaryOp::kCos},
+      {"Sin", rt::UnaryOp::kSin},
+      {"Tan", rt::UnaryOp::kTan},
+      {"Acos", rt::UnaryOp::kAcos},
+      {"Asin", rt::UnaryOp::kAsin},
+      {"Atan", rt::UnaryOp::kAtan},
+      {"Cosh", rt::UnaryOp::kCosh},
+      {"Sinh", rt::UnaryOp::kSinh},
+      {"Acosh", rt::UnaryOp::kAcosh},
+      {"Asinh", rt::UnaryOp::kAsinh},
+      {"Atanh", rt::UnaryOp::kAtanh},
+      {"Sign", rt::UnaryOp::kSign},
+      {"Round", rt::UnaryOp::kRound},
+      {"Selu", rt::UnaryOp::kSelu},
       {"ThresholdedRelu", rt::UnaryOp::kThresholdedRelu},
       {"Shrink", rt::UnaryOp::kShrink}};
   return table;
@@ -47,8 +54,8 @@ Lowered lowerClassify(const Graph& g, const Node& n) {
   const ir::TensorType& x = g.value(n.inputs[0]).type;
   if (!isFloatingPoint(x.dtype))
     return unsupported("element type {} is not supported", dtypeName(x.dtype));
-  rt::ClassifyParams p{n.op == "IsNaN" ? rt::ClassifyOp::kIsNaN : rt::ClassifyOp::kIsInf,
-                       x.dtype, x.numElements(), n.getInt("detect_positive", 1) != 0,
+  rt::ClassifyParams p{n.op == "IsNaN" ? rt::ClassifyOp::kIsNaN : rt::ClassifyOp::kIsInf, x.dtype,
+                       x.numElements(), n.getInt("detect_positive", 1) != 0,
                        n.getInt("detect_negative", 1) != 0};
   return KernelCall{Kernel::kClassify, x.dtype, p, {n.inputs[0]}, {n.outputs[0]}};
 }
@@ -62,16 +69,22 @@ Lowered lowerIntegerBinary(const Graph& g, const Node& n) {
     return unsupported("element type {} is not supported", dtypeName(t));
   const auto& b = std::get<rt::BroadcastParams>(bc);
   if (n.op == "Mod")
-    return KernelCall{Kernel::kMod, t, rt::ModParams{b, t, n.getInt("fmod", 0) != 0},
-                      {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
-  return KernelCall{Kernel::kBitShift, t, rt::BitShiftParams{b, t, n.getInt("left", 1) != 0},
-                    {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
+    return KernelCall{Kernel::kMod,
+                      t,
+                      rt::ModParams{b, t, n.getInt("fmod", 0) != 0},
+                      {n.inputs[0], n.inputs[1]},
+                      {n.outputs[0]}};
+  return KernelCall{Kernel::kBitShift,
+                    t,
+                    rt::BitShiftParams{b, t, n.getInt("left", 1) != 0},
+                    {n.inputs[0], n.inputs[1]},
+                    {n.outputs[0]}};
 }
 
 Lowered lowerHardmax(const Graph& g, const Node& n) {
   rt::HardmaxParams p{n.getInt("outer", 1), n.getInt("middle", 1), n.getInt("inner", 1)};
-  return KernelCall{Kernel::kHardmax, elementType(g, n.outputs[0]), p, {n.inputs[0]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kHardmax, elementType(g, n.outputs[0]), p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
 Lowered lowerCumSum(const Graph& g, const Node& n) {
@@ -83,16 +96,18 @@ Lowered lowerCumSum(const Graph& g, const Node& n) {
   p.axis_type = elementType(g, n.inputs[1]);
   p.exclusive = n.getInt("exclusive", 0) != 0;
   p.reverse = n.getInt("reverse", 0) != 0;
-  return KernelCall{Kernel::kCumSum, kernelType(elementType(g, n.outputs[0])), p,
-                    {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
+  return KernelCall{Kernel::kCumSum,
+                    kernelType(elementType(g, n.outputs[0])),
+                    p,
+                    {n.inputs[0], n.inputs[1]},
+                    {n.outputs[0]}};
 }
 
 Lowered lowerDet(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const int64_t m = x.back();
   rt::DetParams p{product(x, 0, x.size() - 2), m};
-  return KernelCall{Kernel::kDet, elementType(g, n.outputs[0]), p, {n.inputs[0]},
-                    {n.outputs[0]}};
+  return KernelCall{Kernel::kDet, elementType(g, n.outputs[0]), p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
 Lowered lowerLrn(const Graph& g, const Node& n) {
@@ -104,8 +119,7 @@ Lowered lowerLrn(const Graph& g, const Node& n) {
                   static_cast<float>(n.getFloat("alpha", 1e-4)),
                   static_cast<float>(n.getFloat("beta", 0.75)),
                   static_cast<float>(n.getFloat("bias", 1.0))};
-  return KernelCall{Kernel::kLrn, elementType(g, n.outputs[0]), p, {n.inputs[0]},
-                    {n.outputs[0]}};
+  return KernelCall{Kernel::kLrn, elementType(g, n.outputs[0]), p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
 }  // namespace

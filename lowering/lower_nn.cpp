@@ -19,8 +19,8 @@ struct Spatial3d {
   std::array<int64_t, 3> kernel, strides, dilations, padBegin;
 };
 
-std::array<int64_t, 3> rightAligned(const std::vector<int64_t>& values, size_t from,
-                                    size_t count, int64_t unit) {
+std::array<int64_t, 3> rightAligned(const std::vector<int64_t>& values, size_t from, size_t count,
+                                    int64_t unit) {
   std::array<int64_t, 3> out = {unit, unit, unit};
   for (size_t i = 0; i < count; ++i) out[3 - count + i] = values.at(from + i);
   return out;
@@ -51,10 +51,10 @@ void setActivation(const Node& n, P& p) {
     return;
   }
   p.activation = rt::Activation::kClip;
-  p.act_min = static_cast<float>(
-      n.getFloat(conv::kActivationMin, -std::numeric_limits<float>::infinity()));
-  p.act_max = static_cast<float>(
-      n.getFloat(conv::kActivationMax, std::numeric_limits<float>::infinity()));
+  p.act_min =
+      static_cast<float>(n.getFloat(conv::kActivationMin, -std::numeric_limits<float>::infinity()));
+  p.act_max =
+      static_cast<float>(n.getFloat(conv::kActivationMax, std::numeric_limits<float>::infinity()));
 }
 
 /// The max pooling fuse-conv-maxpool put on a Conv, checked against the
@@ -101,12 +101,11 @@ void setPackingAndLayouts(const Graph& g, const Node& n, rt::ConvParams& p) {
              n.name, rt::winogradWeightCount(p));
   p.blocked_input = g.value(n.inputs[0]).layout == ir::Layout::kChannelBlocked;
   p.blocked_output = g.value(n.outputs[0]).layout == ir::Layout::kChannelBlocked;
-  CGC_ASSERT(!(p.blocked_input || p.blocked_output) ||
-                 ((p.packed_weights || p.winograd) &&
-                  (!p.blocked_input || rt::convTakesBlockedInput(p)) &&
-                  (!p.blocked_output || rt::convTakesBlockedOutput(p))),
-             "node '{}': the runtime cannot run this Conv on channel-blocked activations",
-             n.name);
+  CGC_ASSERT(
+      !(p.blocked_input || p.blocked_output) ||
+          ((p.packed_weights || p.winograd) && (!p.blocked_input || rt::convTakesBlockedInput(p)) &&
+           (!p.blocked_output || rt::convTakesBlockedOutput(p))),
+      "node '{}': the runtime cannot run this Conv on channel-blocked activations", n.name);
 }
 
 Lowered lowerConv(const Graph& g, const Node& n) {
@@ -120,22 +119,22 @@ Lowered lowerConv(const Graph& g, const Node& n) {
   const Spatial3d& s = std::get<Spatial3d>(spatial);
   auto in = rightAligned(x, 2, x.size() - 2, 1);
   auto out = rightAligned(y, 2, y.size() - 2, 1);
-  rt::ConvParams p{x[0], x[1], in[0], in[1], in[2], y[1], out[0], out[1], out[2],
-                   n.getInt("group", 1),
-                   s.kernel[0], s.kernel[1], s.kernel[2],
-                   s.strides[0], s.strides[1], s.strides[2],
-                   s.padBegin[0], s.padBegin[1], s.padBegin[2],
-                   s.dilations[0], s.dilations[1], s.dilations[2]};
+  rt::ConvParams p{
+      x[0],           x[1],          in[0],         in[1],         in[2],
+      y[1],           out[0],        out[1],        out[2],        n.getInt("group", 1),
+      s.kernel[0],    s.kernel[1],   s.kernel[2],   s.strides[0],  s.strides[1],
+      s.strides[2],   s.padBegin[0], s.padBegin[1], s.padBegin[2], s.dilations[0],
+      s.dilations[1], s.dilations[2]};
   const int bias = n.inputs.size() > 2 ? n.inputs[2] : -1;
   if (transpose)
-    return KernelCall{Kernel::kConvTranspose, DType::kF32, p, {n.inputs[0], n.inputs[1], bias},
-                      {n.outputs[0]}};
+    return KernelCall{
+        Kernel::kConvTranspose, DType::kF32, p, {n.inputs[0], n.inputs[1], bias}, {n.outputs[0]}};
   setActivation(n, p);
   setPackingAndLayouts(g, n, p);
   const int residual = n.inputs.size() > conv::kConvResidual ? n.inputs[conv::kConvResidual] : -1;
   if (pooled) setPool(g, n, residual, p);
-  return KernelCall{Kernel::kConv, DType::kF32, p, {n.inputs[0], n.inputs[1], bias, residual},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kConv, DType::kF32, p, {n.inputs[0], n.inputs[1], bias, residual}, {n.outputs[0]}};
 }
 
 Lowered lowerPool(const Graph& g, const Node& n) {
@@ -148,31 +147,42 @@ Lowered lowerPool(const Graph& g, const Node& n) {
   const Spatial3d& s = std::get<Spatial3d>(spatial);
   auto in = rightAligned(x, 2, x.size() - 2, 1);
   auto out = rightAligned(y, 2, y.size() - 2, 1);
-  rt::PoolParams p{x[0] * x[1], in[0], in[1], in[2], out[0], out[1], out[2],
-                   s.kernel[0], s.kernel[1], s.kernel[2],
-                   s.strides[0], s.strides[1], s.strides[2],
-                   s.padBegin[0], s.padBegin[1], s.padBegin[2],
-                   s.dilations[0], s.dilations[1], s.dilations[2],
-                   n.getInt("count_include_pad", 0) != 0};
-  return KernelCall{n.op == "MaxPool" ? Kernel::kMaxPool : Kernel::kAvgPool, DType::kF32, p,
-                    {n.inputs[0]}, {n.outputs[0]}};
+  rt::PoolParams p{
+      x[0] * x[1],    in[0],          in[1],          in[2],
+      out[0],         out[1],         out[2],         s.kernel[0],
+      s.kernel[1],    s.kernel[2],    s.strides[0],   s.strides[1],
+      s.strides[2],   s.padBegin[0],  s.padBegin[1],  s.padBegin[2],
+      s.dilations[0], s.dilations[1], s.dilations[2], n.getInt("count_include_pad", 0) != 0};
+  return KernelCall{n.op == "MaxPool" ? Kernel::kMaxPool : Kernel::kAvgPool,
+                    DType::kF32,
+                    p,
+                    {n.inputs[0]},
+                    {n.outputs[0]}};
 }
 
 Lowered lowerGlobalAvgPool(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const bool blocked = g.value(n.inputs[0]).layout == ir::Layout::kChannelBlocked;
-  return KernelCall{Kernel::kGlobalAvgPool, DType::kF32,
+  return KernelCall{Kernel::kGlobalAvgPool,
+                    DType::kF32,
                     rt::GlobalPoolParams{product(x, 0, 2), product(x, 2, x.size()), blocked},
-                    {n.inputs[0]}, {n.outputs[0]}};
+                    {n.inputs[0]},
+                    {n.outputs[0]}};
 }
 
 Lowered lowerGemm(const Graph& g, const Node& n) {
   const Shape& y = shapeOf(g, n.outputs[0]);
   const bool transA = n.getInt("transA", 0), transB = n.getInt("transB", 0);
   const Shape& a = shapeOf(g, n.inputs[0]);
-  rt::GemmParams p{y[0], y[1], transA ? a[0] : a[1], transA, transB,
+  rt::GemmParams p{y[0],
+                   y[1],
+                   transA ? a[0] : a[1],
+                   transA,
+                   transB,
                    static_cast<float>(n.getFloat("alpha", 1.0)),
-                   static_cast<float>(n.getFloat("beta", 1.0)), 0, 0};
+                   static_cast<float>(n.getFloat("beta", 1.0)),
+                   0,
+                   0};
   const int c = n.inputs.size() > 2 ? n.inputs[2] : -1;
   if (c >= 0) {
     auto strides = broadcastStrides(shapeOf(g, c), y);
@@ -180,8 +190,7 @@ Lowered lowerGemm(const Graph& g, const Node& n) {
     p.c_stride_n = strides[1];
   }
   setActivation(n, p);
-  return KernelCall{Kernel::kGemm, DType::kF32, p, {n.inputs[0], n.inputs[1], c},
-                    {n.outputs[0]}};
+  return KernelCall{Kernel::kGemm, DType::kF32, p, {n.inputs[0], n.inputs[1], c}, {n.outputs[0]}};
 }
 
 Lowered lowerMatMul(const Graph& g, const Node& n) {
@@ -212,15 +221,20 @@ Lowered lowerMatMul(const Graph& g, const Node& n) {
   }
   setActivation(n, p);
   const int bias = n.inputs.size() > conv::kMatMulBias ? n.inputs[conv::kMatMulBias] : -1;
-  return KernelCall{Kernel::kMatMul, elementType(g, n.outputs[0]), p,
-                    {n.inputs[0], n.inputs[1], bias}, {n.outputs[0]}};
+  return KernelCall{Kernel::kMatMul,
+                    elementType(g, n.outputs[0]),
+                    p,
+                    {n.inputs[0], n.inputs[1], bias},
+                    {n.outputs[0]}};
 }
 
 Lowered lowerBatchNorm(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   rt::BatchNormParams p{x[0], x.size() > 1 ? x[1] : 1, product(x, 2, x.size()),
                         static_cast<float>(n.getFloat("epsilon", 1e-5))};
-  return KernelCall{Kernel::kBatchNorm, DType::kF32, p,
+  return KernelCall{Kernel::kBatchNorm,
+                    DType::kF32,
+                    p,
                     {n.inputs[0], n.inputs[1], n.inputs[2], n.inputs[3], n.inputs[4]},
                     {n.outputs[0]}};
 }
@@ -229,8 +243,11 @@ Lowered lowerInstanceNorm(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   rt::InstanceNormParams p{x[0], x[1], product(x, 2, x.size()),
                            static_cast<float>(n.getFloat("epsilon", 1e-5))};
-  return KernelCall{Kernel::kInstanceNorm, DType::kF32, p,
-                    {n.inputs[0], n.inputs[1], n.inputs[2]}, {n.outputs[0]}};
+  return KernelCall{Kernel::kInstanceNorm,
+                    DType::kF32,
+                    p,
+                    {n.inputs[0], n.inputs[1], n.inputs[2]},
+                    {n.outputs[0]}};
 }
 
 /// Outputs Y, Mean, InvStdDev (the frontend always defines all three).
@@ -241,8 +258,8 @@ Lowered lowerLayerNorm(const Graph& g, const Node& n) {
   rt::LayerNormParams p{product(x, 0, axis), product(x, axis, x.size()),
                         static_cast<float>(n.getFloat("epsilon", 1e-5))};
   const int bias = n.inputs.size() > 2 ? n.inputs[2] : -1;
-  return KernelCall{Kernel::kLayerNorm, DType::kF32, p, {n.inputs[0], n.inputs[1], bias},
-                    n.outputs};
+  return KernelCall{
+      Kernel::kLayerNorm, DType::kF32, p, {n.inputs[0], n.inputs[1], bias}, n.outputs};
 }
 
 Lowered lowerSoftmax(const Graph& g, const Node& n) {
@@ -268,7 +285,9 @@ Lowered lowerRecurrent(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const bool batchMajor = n.getInt("batch_major", 0) != 0;
   rt::RnnParams p{};
-  p.cell = n.op == "LSTM" ? rt::RnnCell::kLstm : n.op == "GRU" ? rt::RnnCell::kGru : rt::RnnCell::kRnn;
+  p.cell = n.op == "LSTM"  ? rt::RnnCell::kLstm
+           : n.op == "GRU" ? rt::RnnCell::kGru
+                           : rt::RnnCell::kRnn;
   p.seq_length = batchMajor ? x[1] : x[0];
   p.batch = batchMajor ? x[0] : x[1];
   p.input_size = x[2];

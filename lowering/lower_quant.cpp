@@ -64,8 +64,8 @@ rt::QEpilogue epilogueOf(const Graph& g, const Node& n, int residual) {
 
 /// What pack-quantized-weights decided (kNone: ONNX's layout); the
 /// weights' signedness from the attribute, or their type when unpacked.
-void setPacking(const Graph& g, const Node& n, int weights, rt::QPacking& packing,
-                int64_t& nb, bool& wSigned) {
+void setPacking(const Graph& g, const Node& n, int weights, rt::QPacking& packing, int64_t& nb,
+                bool& wSigned) {
   packing = static_cast<rt::QPacking>(n.getInt(conv::kPackedWeights, 0));
   nb = n.getInt(conv::kQPackBlock, 0);
   wSigned = packing == rt::QPacking::kNone ? elementType(g, weights) == DType::kI8
@@ -86,14 +86,19 @@ Lowered lowerQuantize(const Graph& g, const Node& n) {
   } else {
     p.inner = product(x, 0, x.size());
   }
-  return KernelCall{quantize ? Kernel::kQuantizeLinear : Kernel::kDequantizeLinear, DType::kF32,
-                    p, {n.inputs[0], n.inputs[1], inputOr(n, 2)}, {n.outputs[0]}};
+  return KernelCall{quantize ? Kernel::kQuantizeLinear : Kernel::kDequantizeLinear,
+                    DType::kF32,
+                    p,
+                    {n.inputs[0], n.inputs[1], inputOr(n, 2)},
+                    {n.outputs[0]}};
 }
 
 Lowered lowerDynamicQuantize(const Graph& g, const Node& n) {
-  return KernelCall{Kernel::kDynamicQuantizeLinear, DType::kF32,
+  return KernelCall{Kernel::kDynamicQuantizeLinear,
+                    DType::kF32,
                     rt::DynamicQuantizeParams{g.value(n.inputs[0]).type.numElements()},
-                    {n.inputs[0]}, n.outputs};
+                    {n.inputs[0]},
+                    n.outputs};
 }
 
 /// QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B[,
@@ -130,7 +135,9 @@ Lowered lowerQuantizedConv(const Graph& g, const Node& n) {
   } else {
     p.out = epilogueOf(g, n, residual);
   }
-  return KernelCall{Kernel::kQConv, DType::kF32, p,
+  return KernelCall{Kernel::kQConv,
+                    DType::kF32,
+                    p,
                     {n.inputs[xIn], n.inputs[wIn], integer ? -1 : n.inputs[wScale],
                      inputOr(n, wZero), integer ? -1 : inputOr(n, 8), residual},
                     {n.outputs[0]}};
@@ -153,8 +160,7 @@ Lowered lowerQuantizedMatMul(const Graph& g, const Node& n) {
   if (b.size() == 1) b.push_back(1);
   const size_t batchRank = std::max(a.size(), b.size()) - 2;
   if (auto problem = checkRank(batchRank)) return *problem;
-  if (count(g, n, aZero) != 1)
-    return unsupported("a zero point per row of A is not supported");
+  if (count(g, n, aZero) != 1) return unsupported("a zero point per row of A is not supported");
   p.m = a[a.size() - 2], p.k = a.back(), p.n = b.back();
   Shape aBatch(a.begin(), a.end() - 2), bBatch(b.begin(), b.end() - 2), batch(batchRank, 1);
   for (size_t d = 0; d < batchRank; ++d) {
@@ -184,11 +190,13 @@ Lowered lowerQuantizedMatMul(const Graph& g, const Node& n) {
   } else {
     p.out = epilogueOf(g, n, residual);
   }
-  return KernelCall{Kernel::kQGemm, DType::kF32, p,
-                    {n.inputs[aIn], aZeroInput, n.inputs[bIn], integer ? -1 : n.inputs[4],
-                     inputOr(n, bZero), integer ? -1 : inputOr(n, conv::kQLinearMatMulBias),
-                     residual},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kQGemm,
+      DType::kF32,
+      p,
+      {n.inputs[aIn], aZeroInput, n.inputs[bIn], integer ? -1 : n.inputs[4], inputOr(n, bZero),
+       integer ? -1 : inputOr(n, conv::kQLinearMatMulBias), residual},
+      {n.outputs[0]}};
 }
 
 /// QLinearAdd (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp), same
@@ -222,8 +230,8 @@ Lowered lowerMaxPoolInt8(const Graph& g, const Node& n) {
   p.stride_h = two ? strides[0] : 1, p.stride_w = strides.back();
   p.dilation_h = two ? dilations[0] : 1, p.dilation_w = dilations.back();
   p.pad_top = two ? pads[0] : 0, p.pad_left = pads[two ? 1 : 0];
-  return KernelCall{Kernel::kMaxPoolInt8, elementType(g, n.inputs[0]), p, {n.inputs[0]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kMaxPoolInt8, elementType(g, n.inputs[0]), p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
 /// QLinearGlobalAveragePool (x, x_scale, x_zp, y_scale, y_zp).

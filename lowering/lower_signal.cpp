@@ -10,20 +10,20 @@ Lowered lowerDft(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const Shape& y = shapeOf(g, n.outputs[0]);
   const size_t axis = static_cast<size_t>(n.getInt("axis", 1));
-  rt::DftParams p{product(x, 0, axis), x[axis], product(x, axis + 1, x.size() - 1),
-                  n.getInt("n", x[axis]), y[axis], x.back() == 2, n.getInt("inverse", 0) != 0};
-  return KernelCall{Kernel::kDft, elementType(g, n.outputs[0]), p, {n.inputs[0]},
-                    {n.outputs[0]}};
+  rt::DftParams p{product(x, 0, axis),        x[axis], product(x, axis + 1, x.size() - 1),
+                  n.getInt("n", x[axis]),     y[axis], x.back() == 2,
+                  n.getInt("inverse", 0) != 0};
+  return KernelCall{Kernel::kDft, elementType(g, n.outputs[0]), p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
 Lowered lowerStft(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const Shape& y = shapeOf(g, n.outputs[0]);
-  rt::StftParams p{x[0], x[1], y[1], n.getInt("frame_length", 1), n.getInt("step", 1), y[2],
-                   x[2] == 2};
+  rt::StftParams p{x[0], x[1],     y[1], n.getInt("frame_length", 1), n.getInt("step", 1),
+                   y[2], x[2] == 2};
   const int window = n.inputs.size() > 1 ? n.inputs[1] : -1;
-  return KernelCall{Kernel::kStft, elementType(g, n.outputs[0]), p, {n.inputs[0], window},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kStft, elementType(g, n.outputs[0]), p, {n.inputs[0], window}, {n.outputs[0]}};
 }
 
 Lowered lowerMelWeightMatrix(const Graph& g, const Node& n) {
@@ -34,8 +34,8 @@ Lowered lowerMelWeightMatrix(const Graph& g, const Node& n) {
       return unsupported("element type {} is not supported", dtypeName(t));
   rt::MelWeightMatrixParams p{n.getInt("num_mel_bins", 1), n.getInt("dft_length", 1), rate, edge,
                               out};
-  return KernelCall{Kernel::kMelWeightMatrix, out, p, {n.inputs[0], n.inputs[1], n.inputs[2]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kMelWeightMatrix, out, p, {n.inputs[0], n.inputs[1], n.inputs[2]}, {n.outputs[0]}};
 }
 
 Lowered lowerGridSample(const Graph& g, const Node& n) {
@@ -57,8 +57,8 @@ Lowered lowerGridSample(const Graph& g, const Node& n) {
   p.in_w = x[3];
   p.out_h = y[2];
   p.out_w = y[3];
-  return KernelCall{Kernel::kGridSample, DType::kF32, p, {n.inputs[0], n.inputs[1]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kGridSample, DType::kF32, p, {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
 }
 
 Lowered lowerRoiAlign(const Graph& g, const Node& n) {
@@ -75,8 +75,8 @@ Lowered lowerRoiAlign(const Graph& g, const Node& n) {
   p.out_w = n.getInt("output_width", 1);
   p.sampling_ratio = n.getInt("sampling_ratio", 0);
   p.spatial_scale = static_cast<float>(n.getFloat("spatial_scale", 1.0));
-  return KernelCall{Kernel::kRoiAlign, DType::kF32, p, {n.inputs[0], n.inputs[1], n.inputs[2]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kRoiAlign, DType::kF32, p, {n.inputs[0], n.inputs[1], n.inputs[2]}, {n.outputs[0]}};
 }
 
 Lowered lowerRandom(const Graph& g, const Node& n) {

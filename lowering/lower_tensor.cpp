@@ -9,8 +9,8 @@ namespace cgc::lowering {
 namespace {
 
 Lowered lowerView(const Graph& g, const Node& n) {
-  return KernelCall{Kernel::kView, elementType(g, n.outputs[0]), ViewParams{}, {n.inputs[0]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kView, elementType(g, n.outputs[0]), ViewParams{}, {n.inputs[0]}, {n.outputs[0]}};
 }
 
 Lowered lowerReduce(const Graph& g, const Node& n) {
@@ -40,8 +40,8 @@ Lowered lowerReduce(const Graph& g, const Node& n) {
     p.out_strides[d] = reduced ? 0 : stride;
     if (!reduced) stride *= x[d];
   }
-  return KernelCall{Kernel::kReduce, elementType(g, n.outputs[0]), p, {n.inputs[0]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kReduce, elementType(g, n.outputs[0]), p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
 Lowered lowerArgReduce(const Graph& g, const Node& n) {
@@ -59,10 +59,10 @@ Lowered lowerIndexMap(const Graph& g, const Node& n) {
   if (auto problem = checkRank(x.size())) return *problem;
   rt::IndexMapParams p{};
   const std::string mode = n.getString("mode", "constant");
-  p.mode = n.op == "Tile"         ? rt::IndexMapMode::kTile
-           : mode == "reflect"    ? rt::IndexMapMode::kReflect
-           : mode == "edge"       ? rt::IndexMapMode::kEdge
-                                  : rt::IndexMapMode::kConstant;
+  p.mode = n.op == "Tile"      ? rt::IndexMapMode::kTile
+           : mode == "reflect" ? rt::IndexMapMode::kReflect
+           : mode == "edge"    ? rt::IndexMapMode::kEdge
+                               : rt::IndexMapMode::kConstant;
   p.rank = static_cast<int32_t>(x.size());
   p.elem_bytes = dtypeSize(out.dtype);
   p.out_count = out.numElements();
@@ -84,10 +84,9 @@ Lowered lowerResize(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const Shape& y = shapeOf(g, n.outputs[0]);
   if (auto problem = checkRank(x.size())) return *problem;
-  static const std::map<std::string, rt::ResizeMode> modes = {
-      {"nearest", rt::ResizeMode::kNearest},
-      {"linear", rt::ResizeMode::kLinear},
-      {"cubic", rt::ResizeMode::kCubic}};
+  static const std::map<std::string, rt::ResizeMode> modes = {{"nearest", rt::ResizeMode::kNearest},
+                                                              {"linear", rt::ResizeMode::kLinear},
+                                                              {"cubic", rt::ResizeMode::kCubic}};
   static const std::map<std::string, rt::NearestMode> nearestModes = {
       {"round_prefer_floor", rt::NearestMode::kRoundPreferFloor},
       {"round_prefer_ceil", rt::NearestMode::kRoundPreferCeil},
@@ -131,8 +130,8 @@ Lowered stridedCopy(const Graph& g, const Node& n, const Shape& outShape,
   p.offset = offset;
   p.shape = perDim<int64_t>(outShape);
   p.in_strides = perDim<int64_t>(inStrides);
-  return KernelCall{Kernel::kStridedCopy, elementType(g, n.outputs[0]), p, {n.inputs[0]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kStridedCopy, elementType(g, n.outputs[0]), p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
 Lowered lowerTranspose(const Graph& g, const Node& n) {
@@ -172,10 +171,12 @@ Lowered lowerConcat(const Graph& g, const Node& n) {
     const Shape& s = shapeOf(g, in);
     partBytes.push_back(product(s, axis, s.size()) * elem);
   }
-  KernelCall call{Kernel::kConcat, elementType(g, n.outputs[0]),
-                  rt::ConcatParams{product(y, 0, axis), static_cast<int32_t>(n.inputs.size()),
-                                   nullptr},
-                  n.inputs, {n.outputs[0]}};
+  KernelCall call{
+      Kernel::kConcat,
+      elementType(g, n.outputs[0]),
+      rt::ConcatParams{product(y, 0, axis), static_cast<int32_t>(n.inputs.size()), nullptr},
+      n.inputs,
+      {n.outputs[0]}};
   call.arrays["part_bytes"] = std::move(partBytes);
   return call;
 }
@@ -186,8 +187,8 @@ Lowered lowerGather(const Graph& g, const Node& n) {
   rt::GatherParams p{product(data, 0, axis), data[axis],
                      product(data, axis + 1, data.size()) * dtypeSize(elementType(g, n.inputs[0])),
                      g.value(n.inputs[1]).type.numElements()};
-  return KernelCall{Kernel::kGather, elementType(g, n.inputs[1]), p, {n.inputs[0], n.inputs[1]},
-                    {n.outputs[0]}};
+  return KernelCall{
+      Kernel::kGather, elementType(g, n.inputs[1]), p, {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
 }
 
 }  // namespace

@@ -41,16 +41,18 @@ using Extent = std::optional<ir::DynamicExtent>;
 
 const std::set<std::string>& sameShapeOps() {
   static const std::set<std::string> ops = {
-      "Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Sqrt", "Exp", "Log", "Neg", "Abs",
-      "Reciprocal", "Floor", "Ceil", "Identity", "Erf", "Softplus", "Elu", "Softsign", "Not",
-      "Cast", "Clip", "Sin", "Cos", "Tan", "Sign", "Round", "IsNaN", "IsInf", "CumSum"};
+      "Relu", "LeakyRelu", "Sigmoid",    "Tanh",  "HardSigmoid", "Sqrt",     "Exp", "Log",
+      "Neg",  "Abs",       "Reciprocal", "Floor", "Ceil",        "Identity", "Erf", "Softplus",
+      "Elu",  "Softsign",  "Not",        "Cast",  "Clip",        "Sin",      "Cos", "Tan",
+      "Sign", "Round",     "IsNaN",      "IsInf", "CumSum"};
   return ops;
 }
 
 const std::set<std::string>& binaryOps() {
-  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Pow", "Min", "Max",
-                                            "And", "Or", "Xor", "Equal", "Greater", "Less",
-                                            "GreaterOrEqual", "LessOrEqual", "Where", "Mod"};
+  static const std::set<std::string> ops = {
+      "Add",         "Sub",   "Mul", "Div",   "Pow",     "Min",  "Max",
+      "And",         "Or",    "Xor", "Equal", "Greater", "Less", "GreaterOrEqual",
+      "LessOrEqual", "Where", "Mod"};
   return ops;
 }
 
@@ -118,7 +120,8 @@ int reshapedDim(const ir::Shape& in, const ir::Shape& out, int d) {
 int reducedDim(const std::vector<int64_t>& axes, bool keepDims, int d) {
   if (std::find(axes.begin(), axes.end(), d) != axes.end()) return -1;
   if (keepDims) return d;
-  return d - static_cast<int>(std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < d; }));
+  return d - static_cast<int>(
+                 std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return a < d; }));
 }
 
 /// Readers that move or keep one dynamic dimension of one input.
@@ -132,7 +135,8 @@ Extent movingExtent(const ir::Graph& g, const ir::Node& n) {
   const bool keepDims = out.size() == x.size();
   if (n.op == "Reshape" && first) return moved(in->dynamic, reshapedDim(x, out, d));
   if (n.op == "Slice" && first) {
-    const bool whole = n.getInts("starts").at(d) == 0 && n.getInts("steps").at(d) == 1 && out[d] == x[d];
+    const bool whole =
+        n.getInts("starts").at(d) == 0 && n.getInts("steps").at(d) == 1 && out[d] == x[d];
     return whole ? in->dynamic : Extent();
   }
   if (n.op == "Gather" && first) {
@@ -141,7 +145,8 @@ Extent movingExtent(const ir::Graph& g, const ir::Node& n) {
     return d == axis ? Extent() : moved(in->dynamic, d < axis ? d : d - 1 + indexRank);
   }
   if ((n.op == "GatherElements" && !first) || (n.op == "GatherND" && !first)) {
-    const bool batch = n.op == "GatherND" && (d < n.getInt("batch_dims", 0) || d + 1 == in->type.rank());
+    const bool batch =
+        n.op == "GatherND" && (d < n.getInt("batch_dims", 0) || d + 1 == in->type.rank());
     return batch ? Extent() : in->dynamic;
   }
   if ((n.op == "MatMul" || (n.op == "Gemm" && n.getInt("transA", 0) == 0)) && first) {
@@ -171,19 +176,22 @@ Extent concatExtent(const ir::Graph& g, const ir::Node& n) {
   const int axis = static_cast<int>(n.getInt("axis", 0));
   for (int in : n.inputs)
     if (!(g.value(in).dynamic == first)) return std::nullopt;
-  if (std::find(first.dims.begin(), first.dims.end(), axis) != first.dims.end()) return std::nullopt;
+  if (std::find(first.dims.begin(), first.dims.end(), axis) != first.dims.end())
+    return std::nullopt;
   return first;
 }
 
 Extent outputExtent(const ir::Graph& g, const ir::Node& n) {
   const ir::Value& first = g.value(n.inputs[0]);
-  if (sameShapeOps().count(n.op)) return soleDynamicInput(g, n) == &first ? first.dynamic : Extent();
+  if (sameShapeOps().count(n.op))
+    return soleDynamicInput(g, n) == &first ? first.dynamic : Extent();
   if (binaryOps().count(n.op)) return broadcastExtent(g, n);
   if (n.op == "Transpose") {
     const auto perm = n.getInts("perm");
     ir::DynamicExtent extent{{}, first.dynamic.sizeSlot};
     for (int d : first.dynamic.dims)
-      extent.dims.push_back(static_cast<int>(std::find(perm.begin(), perm.end(), d) - perm.begin()));
+      extent.dims.push_back(
+          static_cast<int>(std::find(perm.begin(), perm.end(), d) - perm.begin()));
     if (extent.dims.size() > 1 && extent.dims[0] > extent.dims[1]) return std::nullopt;
     return extent;
   }

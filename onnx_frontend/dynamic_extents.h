@@ -12,8 +12,8 @@ namespace cgc::frontend {
 /// read values of data-dependent size get their extent; a node that cannot
 /// read such a value, or an ONNX node that used one at compile time (Shape,
 /// Size), is a CompileError at `where`.
-void propagateDynamicExtents(ir::Graph& graph, int firstNewNode,
-                             const std::vector<int>& onnxInputs, const std::vector<int>& results,
-                             const std::string& op, const DiagLocation& where);
+void propagateDynamicExtents(ir::Graph& graph, int firstNewNode, const std::vector<int>& onnxInputs,
+                             const std::vector<int>& results, const std::string& op,
+                             const DiagLocation& where);
 
 }  // namespace cgc::frontend

@@ -1,6 +1,5 @@
 // See graph_import.h.
 #include "onnx_frontend/graph_import.h"
-#include "onnx_frontend/graph_importer.h"
 
 #include <fmt/ranges.h>
 #include <onnx/defs/schema.h>
@@ -10,6 +9,7 @@
 #include <set>
 
 #include "lowering/kernel_call.h"
+#include "onnx_frontend/graph_importer.h"
 #include "onnx_frontend/op_import.h"
 #include "onnx_frontend/tensor_proto.h"
 
@@ -18,9 +18,8 @@ namespace {
 
 using namespace detail;
 
-void collectUnsupported(const onnx::ModelProto& model, const NodeList& nodes,
-                        int opset, const std::string& prefix,
-                        std::set<std::string>& visitedFunctions,
+void collectUnsupported(const onnx::ModelProto& model, const NodeList& nodes, int opset,
+                        const std::string& prefix, std::set<std::string>& visitedFunctions,
                         std::vector<UnsupportedNode>& result) {
   for (int i = 0; i < nodes.size(); ++i) {
     const auto& node = nodes.Get(i);
@@ -30,22 +29,20 @@ void collectUnsupported(const onnx::ModelProto& model, const NodeList& nodes,
         (node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan")) {
       for (const auto& attr : node.attribute())
         if (attr.has_g())
-          collectUnsupported(model, attr.g().node(), opset,
-                             label + "/" + attr.name() + "/", visitedFunctions,
-                             result);
+          collectUnsupported(model, attr.g().node(), opset, label + "/" + attr.name() + "/",
+                             visitedFunctions, result);
       continue;
     }
     if (const auto* function = localFunction(model, node)) {
       if (visitedFunctions.insert(function->domain() + "." + function->name()).second)
-        collectUnsupported(model, function->node(),
-                           defaultOpset(function->opset_import(), opset),
+        collectUnsupported(model, function->node(), defaultOpset(function->opset_import(), opset),
                            label + "/", visitedFunctions, result);
       continue;
     }
     if (const auto* schema = schemaWithBody(node, opset)) {
       if (schema->HasFunction())
-        collectUnsupported(model, schema->GetFunction()->node(), opset,
-                           label + "/", visitedFunctions, result);
+        collectUnsupported(model, schema->GetFunction()->node(), opset, label + "/",
+                           visitedFunctions, result);
       continue;
     }
     result.push_back({label, node.op_type(), node.domain()});
@@ -54,9 +51,7 @@ void collectUnsupported(const onnx::ModelProto& model, const NodeList& nodes,
 
 }  // namespace
 
-int modelOpset(const onnx::ModelProto& model) {
-  return defaultOpset(model.opset_import(), 1);
-}
+int modelOpset(const onnx::ModelProto& model) { return defaultOpset(model.opset_import(), 1); }
 
 std::string describeUnsupported(const std::vector<UnsupportedNode>& nodes, size_t shown) {
   std::map<std::string, std::vector<std::string>> byOp;
@@ -76,15 +71,13 @@ std::string describeUnsupported(const std::vector<UnsupportedNode>& nodes, size_
 std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model) {
   std::vector<UnsupportedNode> result;
   std::set<std::string> visitedFunctions;
-  collectUnsupported(model, model.graph().node(),
-                     modelOpset(model), "", visitedFunctions, result);
+  collectUnsupported(model, model.graph().node(), modelOpset(model), "", visitedFunctions, result);
   return result;
 }
 
 std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
-    const std::unordered_map<std::string, int>& names,
-    const std::map<std::string, int64_t>& bounds,
+    const std::unordered_map<std::string, int>& names, const std::map<std::string, int64_t>& bounds,
     const std::map<std::string, CompositeTensors>& composites) {
   Scope scope;
   for (const auto& [name, id] : names) scope.define(name, id);
@@ -96,8 +89,7 @@ std::vector<DefinedValue> importGraphNodes(
     composite.elemType = value.elemType;
     for (size_t i = 0; i < value.tensors.size(); ++i) {
       const HostTensor& t = value.tensors[i];
-      composite.items.push_back(
-          graph.addConstant(fmt::format("{}[{}]", name, i), t.type, t.bytes));
+      composite.items.push_back(graph.addConstant(fmt::format("{}[{}]", name, i), t.type, t.bytes));
     }
     scope.defineComposite(name, std::move(composite));
   }

@@ -61,8 +61,7 @@ struct DefinedValue {
 /// `composites`, by name (they become constants).
 std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
-    const std::unordered_map<std::string, int>& names,
-    const std::map<std::string, int64_t>& bounds,
+    const std::unordered_map<std::string, int>& names, const std::map<std::string, int64_t>& bounds,
     const std::map<std::string, CompositeTensors>& composites = {});
 
 }  // namespace cgc::frontend

@@ -23,31 +23,27 @@
 
 namespace cgc::frontend::detail {
 
-
 using NodeList = google::protobuf::RepeatedPtrField<onnx::NodeProto>;
 
 inline bool isDefaultDomain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
 }
 
-inline int defaultOpset(
-    const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& opsets,
-    int fallback) {
+inline int defaultOpset(const google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>& opsets,
+                        int fallback) {
   for (const auto& opset : opsets)
     if (isDefaultDomain(opset.domain())) return static_cast<int>(opset.version());
   return fallback;
 }
 
 inline std::string nodeLabel(const onnx::NodeProto& node, int index) {
-  return node.name().empty() ? fmt::format("{}_{}", node.op_type(), index)
-                             : node.name();
+  return node.name().empty() ? fmt::format("{}_{}", node.op_type(), index) : node.name();
 }
 
 inline const onnx::FunctionProto* localFunction(const onnx::ModelProto& model,
-                                         const onnx::NodeProto& node) {
+                                                const onnx::NodeProto& node) {
   for (const auto& function : model.functions())
-    if (function.name() == node.op_type() && function.domain() == node.domain())
-      return &function;
+    if (function.name() == node.op_type() && function.domain() == node.domain()) return &function;
   return nullptr;
 }
 
@@ -56,8 +52,7 @@ inline const onnx::FunctionProto* localFunction(const onnx::ModelProto& model,
 inline const onnx::OpSchema* schemaWithBody(const onnx::NodeProto& node, int opset) {
   if (!isDefaultDomain(node.domain())) return nullptr;
   const auto* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "");
-  if (schema && (schema->HasFunction() || schema->HasContextDependentFunction()))
-    return schema;
+  if (schema && (schema->HasFunction() || schema->HasContextDependentFunction())) return schema;
   return nullptr;
 }
 
@@ -72,17 +67,17 @@ inline bool hasImporter(const onnx::NodeProto& node) {
 struct Composite {
   enum class Kind { kSequence, kOptional };
   Kind kind = Kind::kSequence;
-  std::vector<int> items;      // a sequence's tensors; what a present optional holds
-  bool present = true;         // optionals only
-  bool holdsSequence = false;  // optionals only: a sequence (else one tensor)
+  std::vector<int> items;              // a sequence's tensors; what a present optional holds
+  bool present = true;                 // optionals only
+  bool holdsSequence = false;          // optionals only: a sequence (else one tensor)
   DType elemType = DType::kUndefined;  // the tensors' type, known also when there are none
 
   /// "a sequence of 3 tensors", "an empty optional".
   std::string describe() const;
   /// The same kind, presence and length (the types of the items aside).
   bool sameStructure(const Composite& other) const {
-    return kind == other.kind && present == other.present &&
-           holdsSequence == other.holdsSequence && items.size() == other.items.size();
+    return kind == other.kind && present == other.present && holdsSequence == other.holdsSequence &&
+           items.size() == other.items.size();
   }
 };
 
@@ -113,9 +108,7 @@ class Scope {
     if (entry.composite) return defineComposite(name, *entry.composite);
     define(name, entry.tensor);
   }
-  void setCapture(std::function<int(const std::string&)> capture) {
-    capture_ = std::move(capture);
-  }
+  void setCapture(std::function<int(const std::string&)> capture) { capture_ = std::move(capture); }
   void setCompositeCapture(std::function<std::optional<Composite>(const std::string&)> capture) {
     compositeCapture_ = std::move(capture);
   }
@@ -176,8 +169,7 @@ class GraphImporter {
   /// The values the main graph's nodes defined so far.
   std::vector<DefinedValue> takeDefined() { return std::move(defined_); }
 
-  void importNodes(const NodeList& nodes, Scope& scope, int opset,
-                   const std::string& prefix) {
+  void importNodes(const NodeList& nodes, Scope& scope, int opset, const std::string& prefix) {
     for (int i = 0; i < nodes.size(); ++i) {
       const auto& node = nodes.Get(i);
       std::string label = prefix + nodeLabel(node, i);
@@ -191,8 +183,7 @@ class GraphImporter {
     return {graph_.sourceFile, label, node.op_type()};
   }
 
-  void importNode(const onnx::NodeProto& node, const std::string& label,
-                  Scope& scope, int opset) {
+  void importNode(const onnx::NodeProto& node, const std::string& label, Scope& scope, int opset) {
     std::vector<Entry> entries;
     std::vector<int> inputs;
     bool composite = false;
@@ -214,22 +205,18 @@ class GraphImporter {
     const auto* schema = schemaWithBody(node, opset);
     if (composite && !function && !schema) rejectComposites(node, label, entries);
     if (hasImporter(node)) return importOp(node, label, inputs, scope, opset);
-    if (standard && node.op_type() == "If")
-      return importIf(node, label, inputs, scope, opset);
-    if (standard && node.op_type() == "Loop")
-      return importLoop(node, label, inputs, scope, opset);
-    if (standard && node.op_type() == "Scan")
-      return importScan(node, label, inputs, scope, opset);
+    if (standard && node.op_type() == "If") return importIf(node, label, inputs, scope, opset);
+    if (standard && node.op_type() == "Loop") return importLoop(node, label, inputs, scope, opset);
+    if (standard && node.op_type() == "Scan") return importScan(node, label, inputs, scope, opset);
     if (function)
       return inlineFunction(node, label, entries, *function, nullptr, scope,
                             defaultOpset(function->opset_import(), opset));
     if (schema) {
       if (schema->HasFunction())
-        return inlineFunction(node, label, entries, *schema->GetFunction(),
-                              schema, scope, opset);
+        return inlineFunction(node, label, entries, *schema->GetFunction(), schema, scope, opset);
       std::vector<onnx::TypeProto> types;
       for (const Entry& entry : entries)
-        types.push_back(entry.composite  ? compositeTypeProto(*entry.composite)
+        types.push_back(entry.composite    ? compositeTypeProto(*entry.composite)
                         : entry.tensor < 0 ? onnx::TypeProto()
                                            : typeProto(graph_.value(entry.tensor).type));
       onnx::FunctionBodyBuildContextImpl context(node, types);
@@ -238,11 +225,9 @@ class GraphImporter {
       try {
         built = schema->BuildContextDependentFunction(context, body);
       } catch (const std::exception& e) {
-        userError(where(label, node), "ONNX cannot expand this op: {}",
-                  e.what());
+        userError(where(label, node), "ONNX cannot expand this op: {}", e.what());
       }
-      if (!built)
-        userError(where(label, node), "ONNX cannot expand this op for its inputs");
+      if (!built) userError(where(label, node), "ONNX cannot expand this op for its inputs");
       return inlineFunction(node, label, entries, body, schema, scope, opset);
     }
     userError(where(label, node), "unsupported op");
@@ -251,12 +236,11 @@ class GraphImporter {
   /// One op through its importer; the new nodes are folded at once, unless
   /// their outputs would exceed ir::kMaxFoldBytes or what is left of
   /// ir::kMaxGeneratedBytes (they run at run time).
-  void importOp(const onnx::NodeProto& node, const std::string& label,
-                std::vector<int> inputs, Scope& scope, int opset) {
+  void importOp(const onnx::NodeProto& node, const std::string& label, std::vector<int> inputs,
+                Scope& scope, int opset) {
     OpContext ctx(graph_, node, opset, label, std::move(inputs));
     ctx.results.assign(node.output_size(), -1);
-    ctx.generateBudget =
-        std::min(ir::kMaxFoldBytes, ir::kMaxGeneratedBytes - generated_);
+    ctx.generateBudget = std::min(ir::kMaxFoldBytes, ir::kMaxGeneratedBytes - generated_);
     ctx.bounds = &bounds_;
     const int64_t budget = ctx.generateBudget;
     int firstNewNode = graph_.numNodeSlots();
@@ -269,10 +253,8 @@ class GraphImporter {
     // it was made (emit checks its outputs, some importers add values
     // themselves).
     for (int id = firstNewValue; id < graph_.numValues(); ++id)
-      ctx.checkType(graph_.value(id).type,
-                    fmt::format("value '{}'", graph_.value(id).name));
-    if (graph_.numNodeSlots() > ir::kMaxNodes ||
-        graph_.numValues() > ir::kMaxValues)
+      ctx.checkType(graph_.value(id).type, fmt::format("value '{}'", graph_.value(id).name));
+    if (graph_.numNodeSlots() > ir::kMaxNodes || graph_.numValues() > ir::kMaxValues)
       userError(where(label, node),
                 "the model has more than {} nodes or {} "
                 "values after inlining its functions",
@@ -299,8 +281,7 @@ class GraphImporter {
       const std::string& name = node.output(o);
       if (name.empty()) continue;
       int value = o < static_cast<int>(results.size()) ? results[o] : -1;
-      if (value < 0)
-        userError(where(label, node), "output '{}' is not supported", name);
+      if (value < 0) userError(where(label, node), "output '{}' is not supported", name);
       if (&scope == mainScope_) defined_.push_back({name, value, where(label, node)});
       scope.define(name, value);
     }
@@ -315,8 +296,10 @@ class GraphImporter {
       const bool composite = o < static_cast<int>(results.size()) && results[o].composite;
       tensorsOnly.add_output(composite ? "" : node.output(o));
       if (node.output(o).empty() || o >= static_cast<int>(results.size())) continue;
-      if (composite) scope.defineComposite(node.output(o), *results[o].composite);
-      else tensors[o] = results[o].tensor;
+      if (composite)
+        scope.defineComposite(node.output(o), *results[o].composite);
+      else
+        tensors[o] = results[o].tensor;
     }
     tensorsOnly.set_op_type(node.op_type());
     defineOutputs(tensorsOnly, label, tensors, scope);
@@ -383,17 +366,15 @@ class GraphImporter {
   /// attribute references take the call's attributes (or the schema's
   /// defaults).
   void inlineFunction(const onnx::NodeProto& call, const std::string& label,
-                      const std::vector<Entry>& inputs,
-                      const onnx::FunctionProto& function,
+                      const std::vector<Entry>& inputs, const onnx::FunctionProto& function,
                       const onnx::OpSchema* schema, Scope& scope, int opset) {
-    if (call.input_size() > function.input_size() ||
-        call.output_size() > function.output_size())
-      userError(where(label, call), "has more inputs or outputs than function "
-                "'{}' declares", function.name());
-    if (std::find(inlining_.begin(), inlining_.end(), &function) !=
-        inlining_.end())
-      userError(where(label, call), "function '{}' calls itself",
+    if (call.input_size() > function.input_size() || call.output_size() > function.output_size())
+      userError(where(label, call),
+                "has more inputs or outputs than function "
+                "'{}' declares",
                 function.name());
+    if (std::find(inlining_.begin(), inlining_.end(), &function) != inlining_.end())
+      userError(where(label, call), "function '{}' calls itself", function.name());
     std::map<std::string, onnx::AttributeProto> attributes;
     if (schema)
       for (const auto& [name, attr] : schema->attributes())
@@ -434,7 +415,7 @@ class GraphImporter {
   const Scope* mainScope_;
   const std::map<std::string, int64_t>& bounds_;
   std::vector<DefinedValue> defined_;  // by the main graph's nodes
-  int64_t generated_ = 0;  // constant bytes computed so far (folds, fills)
+  int64_t generated_ = 0;              // constant bytes computed so far (folds, fills)
   std::set<std::string> usedLabels_;
   std::vector<const onnx::FunctionProto*> inlining_;  // the calls being inlined
 };

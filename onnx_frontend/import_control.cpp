@@ -73,8 +73,8 @@ GraphImporter::Subgraph GraphImporter::importSubgraph(const onnx::GraphProto& bo
               formals.size());
   Scope scope;
   for (size_t i = 0; i < formals.size(); ++i) {
-    const int id = sub.addValue(body.input(static_cast<int>(i)).name(), formals[i],
-                                ir::ValueKind::kInput);
+    const int id =
+        sub.addValue(body.input(static_cast<int>(i)).name(), formals[i], ir::ValueKind::kInput);
     sub.inputs.push_back(id);
     scope.define(body.input(static_cast<int>(i)).name(), id);
   }
@@ -167,8 +167,8 @@ std::vector<int> GraphImporter::emitControl(const onnx::NodeProto& node, const s
   }
   std::vector<int> outputs;
   for (size_t o = 0; o < outputTypes.size(); ++o) {
-    const bool named = static_cast<int>(o) < node.output_size() &&
-                       !node.output(static_cast<int>(o)).empty();
+    const bool named =
+        static_cast<int>(o) < node.output_size() && !node.output(static_cast<int>(o)).empty();
     const std::string name = o < outputNames.size() ? outputNames[o]
                              : named                ? node.output(static_cast<int>(o))
                                                     : fmt::format("{}_out{}", label, o);
@@ -201,7 +201,8 @@ void checkBranchComposites(const ir::Graph& graph, const DiagLocation& where, in
 }
 
 /// Loop and Scan bodies compiled once output tensors only.
-void rejectCompositeOutputs(const DiagLocation& where, const std::vector<std::optional<Composite>>& outputs) {
+void rejectCompositeOutputs(const DiagLocation& where,
+                            const std::vector<std::optional<Composite>>& outputs) {
   for (size_t o = 0; o < outputs.size(); ++o)
     if (outputs[o])
       userError(where,
@@ -261,8 +262,8 @@ void GraphImporter::importIf(const onnx::NodeProto& node, const std::string& lab
     checkBranchComposites(graph_, where(label, node), inputs[0], bodies[0].composites,
                           bodies[1].composites);
   if (taken.composites.size() != static_cast<size_t>(node.output_size()))
-    userError(where(label, node), "the branch has {} outputs, the node {}",
-              taken.composites.size(), node.output_size());
+    userError(where(label, node), "the branch has {} outputs, the node {}", taken.composites.size(),
+              node.output_size());
   std::vector<ir::TensorType> types;
   const ir::Graph& first = *taken.graph;
   for (size_t o = 0; o < first.outputs.size(); ++o) {
@@ -359,8 +360,8 @@ void GraphImporter::importLoop(const onnx::NodeProto& node, const std::string& l
     if (v >= 0 && graph_.value(v).type.numElements() != 1)
       userError(where(label, node), "M and cond must be single values");
   const size_t carried = inputs.size() - 2;
-  std::vector<ir::TensorType> formals = {
-      declaredOr(body->input(0), {DType::kI64, {}}), declaredOr(body->input(1), {DType::kBool, {}})};
+  std::vector<ir::TensorType> formals = {declaredOr(body->input(0), {DType::kI64, {}}),
+                                         declaredOr(body->input(1), {DType::kBool, {}})};
   std::vector<int> bindings = {-1, -1};
   for (size_t i = 0; i < carried; ++i) {
     if (inputs[2 + i] < 0) userError(where(label, node), "loop-carried value {} is missing", i);
@@ -368,8 +369,8 @@ void GraphImporter::importLoop(const onnx::NodeProto& node, const std::string& l
     bindings.push_back(-1);
   }
   if (body->input_size() != static_cast<int>(formals.size()))
-    userError(where(label, node), "the body takes {} inputs, the node gives {}",
-              body->input_size(), formals.size());
+    userError(where(label, node), "the body takes {} inputs, the node gives {}", body->input_size(),
+              formals.size());
   Subgraph sub = importSubgraph(*body, formals, scope, opset, label + "/body/");
   rejectCompositeOutputs(where(label, node), sub.composites);
   rejectDynamicOutputs(where(label, node), sub.graph.get());
@@ -426,7 +427,8 @@ void GraphImporter::importScan(const onnx::NodeProto& node, const std::string& l
     return values;
   };
   std::vector<int64_t> ranks;
-  for (size_t i = states; i < inputs.size(); ++i) ranks.push_back(graph_.value(inputs[i]).type.rank());
+  for (size_t i = states; i < inputs.size(); ++i)
+    ranks.push_back(graph_.value(inputs[i]).type.rank());
   const auto inputAxes = axes("scan_input_axes", scanInputs, ranks);
   const int64_t length = graph_.value(inputs[states]).type.shape.at(inputAxes[0]);
   std::vector<ir::TensorType> formals;
@@ -436,7 +438,8 @@ void GraphImporter::importScan(const onnx::NodeProto& node, const std::string& l
     if (i >= states) {
       const int64_t axis = inputAxes[i - states];
       if (type.shape[axis] != length)
-        userError(where(label, node), "scan inputs have lengths {} and {}", length, type.shape[axis]);
+        userError(where(label, node), "scan inputs have lengths {} and {}", length,
+                  type.shape[axis]);
       type.shape.erase(type.shape.begin() + axis);
     }
     formals.push_back(type);

@@ -55,8 +55,8 @@ void rejectDynamicInputs(const OpContext& ctx, std::initializer_list<size_t> all
 void requireScalar(const OpContext& ctx, size_t i, DType type, const char* role) {
   const ir::TensorType& t = ctx.input(i).type;
   if (t.dtype != type || t.numElements() != 1 || t.rank() > 1)
-    ctx.fail(fmt::format("{} must be one {} (a scalar or [1]), is {}", role, dtypeName(type),
-                         t.str()));
+    ctx.fail(
+        fmt::format("{} must be one {} (a scalar or [1]), is {}", role, dtypeName(type), t.str()));
 }
 
 void importNonZero(OpContext& ctx) {
@@ -99,16 +99,17 @@ void importUnique(OpContext& ctx) {
   // (its zero tails would count as values); its inverse indices have that
   // extent.
   if (!inputExtent.empty() && x.rank() != 1)
-    ctx.fail(fmt::format("input '{}' has a size known only at run time; Unique reads such an "
-                         "input only when it is 1-D",
-                         ctx.input(0).name));
+    ctx.fail(
+        fmt::format("input '{}' has a size known only at run time; Unique reads such an "
+                    "input only when it is 1-D",
+                    ctx.input(0).name));
   const int64_t sorted = ctx.attrInt("sorted", 1);
   if (!ctx.hasAttr("axis") || !inputExtent.empty()) {
     const int64_t n = x.numElements(), bound = sizeBound(ctx, n);
-    ctx.emit("Unique", {ctx.inputs[0]},
-             {{x.dtype, {bound}}, {DType::kI64, {bound}}, {DType::kI64, {n}},
-              {DType::kI64, {bound}}},
-             {{"axis", int64_t{-1}}, {"sorted", sorted}});
+    ctx.emit(
+        "Unique", {ctx.inputs[0]},
+        {{x.dtype, {bound}}, {DType::kI64, {bound}}, {DType::kI64, {n}}, {DType::kI64, {bound}}},
+        {{"axis", int64_t{-1}}, {"sorted", sorted}});
     markDynamic(ctx, {{0, 0}, {1, 0}, {3, 0}});
     const ir::Node& node = ctx.graph.node(ctx.graph.numNodeSlots() - 1);
     ctx.graph.value(node.outputs[2]).dynamic = inputExtent;
@@ -119,8 +120,7 @@ void importUnique(OpContext& ctx) {
   Shape y = x.shape;
   y[axis] = bound;
   ctx.emit("Unique", {ctx.inputs[0]},
-           {{x.dtype, y}, {DType::kI64, {bound}}, {DType::kI64, {slices}},
-            {DType::kI64, {bound}}},
+           {{x.dtype, y}, {DType::kI64, {bound}}, {DType::kI64, {slices}}, {DType::kI64, {bound}}},
            {{"axis", axis}, {"sorted", sorted}});
   markDynamic(ctx, {{0, static_cast<int>(axis)}, {1, 0}, {3, 0}});
 }
@@ -147,7 +147,8 @@ void importTopK(OpContext& ctx) {
       k = ctx.input(1).intValues()[0];
     }
     if (k < 0 || k > x.shape[axis])
-      ctx.fail(fmt::format("k {} is outside [0, {}] (the size of axis {})", k, x.shape[axis], axis));
+      ctx.fail(
+          fmt::format("k {} is outside [0, {}] (the size of axis {})", k, x.shape[axis], axis));
     out[axis] = k;
     ctx.emit("TopK", {ctx.inputs[0]}, {{x.dtype, out}, {DType::kI64, out}},
              {{"axis", axis}, {"largest", largest}, {"k", k}});
@@ -175,18 +176,20 @@ void importNonMaxSuppression(OpContext& ctx) {
                          scoresExtent.dims == std::vector<int>{2} &&
                          boxesExtent.sizeSlot == scoresExtent.sizeSlot;
     if (!counted)
-      ctx.fail(fmt::format("boxes '{}' and scores '{}' have sizes known only at run time; "
-                           "NonMaxSuppression reads them only when their number of boxes is "
-                           "that one run-time size",
-                           ctx.input(0).name, ctx.input(1).name));
+      ctx.fail(
+          fmt::format("boxes '{}' and scores '{}' have sizes known only at run time; "
+                      "NonMaxSuppression reads them only when their number of boxes is "
+                      "that one run-time size",
+                      ctx.input(0).name, ctx.input(1).name));
   }
   if (boxes.dtype != DType::kF32 || scores.dtype != DType::kF32)
     ctx.fail("boxes and scores must be float32");
   if (boxes.rank() != 3 || boxes.shape[2] != 4 || scores.rank() != 3 ||
       scores.shape[0] != boxes.shape[0] || scores.shape[2] != boxes.shape[1])
-    ctx.fail(fmt::format("boxes must be [batches, boxes, 4] and scores [batches, classes, boxes], "
-                         "are {} and {}",
-                         boxes.str(), scores.str()));
+    ctx.fail(
+        fmt::format("boxes must be [batches, boxes, 4] and scores [batches, classes, boxes], "
+                    "are {} and {}",
+                    boxes.str(), scores.str()));
   const int64_t centerPointBox = ctx.attrInt("center_point_box", 0);
   if (centerPointBox != 0 && centerPointBox != 1) ctx.fail("center_point_box must be 0 or 1");
   // Boxes per class: at most max_output_boxes_per_class where it is a
@@ -195,7 +198,8 @@ void importNonMaxSuppression(OpContext& ctx) {
   if (!ctx.hasInput(2)) perClass = 0;
   if (ctx.hasInput(2)) {
     requireScalar(ctx, 2, DType::kI64, "max_output_boxes_per_class");
-    if (ctx.input(2).isConstant()) perClass = std::clamp<int64_t>(ctx.input(2).intValues()[0], 0, perClass);
+    if (ctx.input(2).isConstant())
+      perClass = std::clamp<int64_t>(ctx.input(2).intValues()[0], 0, perClass);
   }
   if (ctx.hasInput(3)) requireScalar(ctx, 3, DType::kF32, "iou_threshold");
   if (ctx.hasInput(4)) requireScalar(ctx, 4, DType::kF32, "score_threshold");

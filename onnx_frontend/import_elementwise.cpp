@@ -3,7 +3,6 @@
 #include <limits>
 
 #include "cgc/kernels.h"
-
 #include "onnx_frontend/op_import.h"
 
 namespace cgc::frontend {
@@ -15,8 +14,7 @@ void importUnary(OpContext& ctx) {
   const std::string& op = ctx.proto.op_type();
   if (op == "LeakyRelu") attrs["alpha"] = double{ctx.attrFloat("alpha", 0.01f)};
   if (op == "Elu") attrs["alpha"] = double{ctx.attrFloat("alpha", 1.0f)};
-  if (op == "Not" && ctx.inputType(0) != DType::kBool)
-    ctx.fail("Not needs a bool input");
+  if (op == "Not" && ctx.inputType(0) != DType::kBool) ctx.fail("Not needs a bool input");
   if (op == "HardSigmoid") {
     attrs["alpha"] = double{ctx.attrFloat("alpha", 0.2f)};
     attrs["beta"] = double{ctx.attrFloat("beta", 0.5f)};
@@ -81,17 +79,15 @@ void importBinary(OpContext& ctx) {
   int rhs = ctx.inputs[1];
   if (ctx.inputType(0) != ctx.inputType(1)) {
     if (op != "Pow")
-      ctx.fail(fmt::format("operand types {} and {} differ",
-                           dtypeName(ctx.inputType(0)),
+      ctx.fail(fmt::format("operand types {} and {} differ", dtypeName(ctx.inputType(0)),
                            dtypeName(ctx.inputType(1))));
     // Pow allows an exponent of another type; compute in the base's type.
     ir::TensorType castType{ctx.inputType(0), ctx.inputShape(1)};
     rhs = ctx.graph.addValue(ctx.input(1).name + "_as_base", castType);
-    ctx.graph.addNode("Cast", ctx.nodeName + "/cast_exponent", {ctx.inputs[1]},
-                      {rhs}, {{"to", int64_t(castType.dtype)}});
+    ctx.graph.addNode("Cast", ctx.nodeName + "/cast_exponent", {ctx.inputs[1]}, {rhs},
+                      {{"to", int64_t(castType.dtype)}});
   }
-  ir::Shape shape =
-      broadcastShapes(ctx, ctx.inputShape(0), ctx.inputShape(1));
+  ir::Shape shape = broadcastShapes(ctx, ctx.inputShape(0), ctx.inputShape(1));
   ctx.emit(op, {ctx.inputs[0], rhs}, {{ctx.inputType(0), shape}});
 }
 
@@ -115,18 +111,16 @@ void importVariadic(OpContext& ctx) {
       ctx.emit(binaryOp, {acc, ctx.inputs[i]}, {{type, shape}});
       return;
     }
-    int next = ctx.graph.addValue(fmt::format("{}_partial{}", ctx.nodeName, i),
-                                  {type, shape});
-    ctx.graph.addNode(binaryOp, fmt::format("{}/{}", ctx.nodeName, i),
-                      {acc, ctx.inputs[i]}, {next});
+    int next = ctx.graph.addValue(fmt::format("{}_partial{}", ctx.nodeName, i), {type, shape});
+    ctx.graph.addNode(binaryOp, fmt::format("{}/{}", ctx.nodeName, i), {acc, ctx.inputs[i]},
+                      {next});
     acc = next;
   }
   if (divide) {
     std::vector<uint8_t> count(dtypeSize(type));
     double n = static_cast<double>(ctx.inputs.size());
     rt::cast({DType::kF64, type, 1}, &n, count.data());
-    int divisor = ctx.graph.addConstant(ctx.nodeName + "_count", {type, {}},
-                                        std::move(count));
+    int divisor = ctx.graph.addConstant(ctx.nodeName + "_count", {type, {}}, std::move(count));
     ctx.emit("Div", {acc, divisor}, {{type, shape}});
     return;
   }
@@ -144,8 +138,8 @@ void importLogical(OpContext& ctx) {
 void importCompare(OpContext& ctx) {
   ctx.requireInputs(2, 2);
   if (ctx.inputType(0) != ctx.inputType(1))
-    ctx.fail(fmt::format("operand types {} and {} differ",
-                         dtypeName(ctx.inputType(0)), dtypeName(ctx.inputType(1))));
+    ctx.fail(fmt::format("operand types {} and {} differ", dtypeName(ctx.inputType(0)),
+                         dtypeName(ctx.inputType(1))));
   ctx.emit(ctx.proto.op_type(), {ctx.inputs[0], ctx.inputs[1]},
            {{DType::kBool, broadcastShapes(ctx, ctx.inputShape(0), ctx.inputShape(1))}});
 }
@@ -162,9 +156,8 @@ void importWhere(OpContext& ctx) {
   ctx.requireInputs(3, 3);
   if (ctx.inputType(0) != DType::kBool) ctx.fail("condition must be bool");
   if (ctx.inputType(1) != ctx.inputType(2)) ctx.fail("X and Y types differ");
-  ir::Shape shape = broadcastShapes(
-      ctx, broadcastShapes(ctx, ctx.inputShape(0), ctx.inputShape(1)),
-      ctx.inputShape(2));
+  ir::Shape shape = broadcastShapes(ctx, broadcastShapes(ctx, ctx.inputShape(0), ctx.inputShape(1)),
+                                    ctx.inputShape(2));
   ctx.emit("Where", ctx.inputs, {{ctx.inputType(1), shape}});
 }
 
@@ -172,19 +165,16 @@ void importCast(OpContext& ctx) {
   ctx.requireInputs(1, 1);
   auto to = static_cast<DType>(ctx.attrInt("to", 0));
   if (dtypeSize(to) == 0)
-    ctx.fail(fmt::format("Cast to element type {} is not supported",
-                         static_cast<int>(to)));
-  ctx.emit("Cast", {ctx.inputs[0]}, {{to, ctx.inputShape(0)}},
-           {{"to", int64_t(to)}});
+    ctx.fail(fmt::format("Cast to element type {} is not supported", static_cast<int>(to)));
+  ctx.emit("Cast", {ctx.inputs[0]}, {{to, ctx.inputShape(0)}}, {{"to", int64_t(to)}});
 }
 
 }  // namespace
 
 void registerElementwiseOps(std::map<std::string, OpImporter>& table) {
-  for (const char* op : {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid",
-                         "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal",
-                         "Floor", "Ceil", "Erf", "Softplus", "Softsign", "Elu",
-                         "Not"})
+  for (const char* op :
+       {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "Sqrt", "Exp", "Log", "Neg", "Abs",
+        "Reciprocal", "Floor", "Ceil", "Erf", "Softplus", "Softsign", "Elu", "Not"})
     table[op] = importUnary;
   for (const char* op : {"Min", "Max", "Sum", "Mean"}) table[op] = importVariadic;
   for (const char* op : {"And", "Or", "Xor"}) table[op] = importLogical;
@@ -192,8 +182,7 @@ void registerElementwiseOps(std::map<std::string, OpImporter>& table) {
     table[op] = importCompare;
   table["PRelu"] = importPRelu;
   table["Where"] = importWhere;
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow"})
-    table[op] = importBinary;
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow"}) table[op] = importBinary;
   table["Clip"] = importClip;
   table["Identity"] = importIdentity;
   table["Dropout"] = importIdentity;

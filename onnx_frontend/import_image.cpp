@@ -32,8 +32,7 @@ bool hasValues(const OpContext& ctx, size_t i) {
   return ctx.hasInput(i) && ctx.input(i).type.numElements() > 0;
 }
 
-void requireOneOf(const OpContext& ctx, const char* what,
-                  const std::string& value,
+void requireOneOf(const OpContext& ctx, const char* what, const std::string& value,
                   std::initializer_list<const char*> allowed) {
   for (const char* a : allowed)
     if (value == a) return;
@@ -49,19 +48,16 @@ struct ResizeSpec {
 };
 
 /// Output size floor(input * scale) per axis, as ONNX defines it.
-Shape scaledShape(const OpContext& ctx, const Shape& x,
-                  const std::vector<double>& scales) {
+Shape scaledShape(const OpContext& ctx, const Shape& x, const std::vector<double>& scales) {
   if (scales.size() != x.size())
-    ctx.fail(fmt::format("scales has {} values for an input of rank {}",
-                         scales.size(), x.size()));
+    ctx.fail(fmt::format("scales has {} values for an input of rank {}", scales.size(), x.size()));
   Shape out(x.size());
   for (size_t d = 0; d < x.size(); ++d) {
     if (!(scales[d] > 0)) ctx.fail(fmt::format("scale {} is not positive", scales[d]));
     double size = std::floor(scales[d] * static_cast<double>(x[d]));
     // Infinity and sizes beyond the limit fail before the cast to int64.
     if (!(size <= static_cast<double>(ir::kMaxTensorBytes)))
-      ctx.fail(fmt::format("scale {} makes axis {} of size {} too large",
-                           scales[d], d, x[d]));
+      ctx.fail(fmt::format("scale {} makes axis {} of size {} too large", scales[d], d, x[d]));
     out[d] = static_cast<int64_t>(size);
   }
   return out;
@@ -118,8 +114,7 @@ void importResize(OpContext& ctx) {
                {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
                 "tf_half_pixel_for_nn", "tf_crop_and_resize"});
   bool haveScales = hasValues(ctx, 2), haveSizes = hasValues(ctx, 3);
-  if (haveScales == haveSizes)
-    ctx.fail("exactly one of scales and sizes must be given");
+  if (haveScales == haveSizes) ctx.fail("exactly one of scales and sizes must be given");
   Shape out;
   if (haveScales) {
     spec.scales = ctx.constantDoubles(2, "scales");
@@ -127,21 +122,19 @@ void importResize(OpContext& ctx) {
   } else {
     out = ctx.constantInts(3, "sizes");
     if (out.size() != x.size())
-      ctx.fail(fmt::format("sizes has {} values for an input of rank {}",
-                           out.size(), x.size()));
+      ctx.fail(fmt::format("sizes has {} values for an input of rank {}", out.size(), x.size()));
     for (size_t d = 0; d < x.size(); ++d) {
       if (out[d] < 0) ctx.fail("sizes must not be negative");
       spec.scales.push_back(x[d] == 0 ? 1.0
-                                      : static_cast<double>(out[d]) /
-                                            static_cast<double>(x[d]));
+                                      : static_cast<double>(out[d]) / static_cast<double>(x[d]));
     }
   }
   if (spec.coordinates == "tf_crop_and_resize") {
     if (!hasValues(ctx, 1)) ctx.fail("tf_crop_and_resize needs the roi input");
     spec.roi = ctx.constantDoubles(1, "roi");
     if (spec.roi.size() != 2 * x.size())
-      ctx.fail(fmt::format("roi has {} values; an input of rank {} needs {}",
-                           spec.roi.size(), x.size(), 2 * x.size()));
+      ctx.fail(fmt::format("roi has {} values; an input of rank {} needs {}", spec.roi.size(),
+                           x.size(), 2 * x.size()));
   }
   emitResize(ctx, spec, out);
 }
@@ -199,9 +192,10 @@ void importLayerNorm(OpContext& ctx) {
   }
   for (size_t i = 1; i < 3; ++i)
     if (ctx.hasInput(i) && ctx.input(i).type.numElements() != inner)
-      ctx.fail(fmt::format("input {} has shape {}; it must hold the {} values of "
-                           "the normalised axes",
-                           i, ir::shapeString(ctx.inputShape(i)), inner));
+      ctx.fail(
+          fmt::format("input {} has shape {}; it must hold the {} values of "
+                      "the normalised axes",
+                      i, ir::shapeString(ctx.inputShape(i)), inner));
   ctx.emit("LayerNormalization", ctx.inputs,
            {ctx.input(0).type, {DType::kF32, statistics}, {DType::kF32, statistics}},
            {{"axis", axis}, {"epsilon", double{ctx.attrFloat("epsilon", 1e-5f)}}});
@@ -215,9 +209,8 @@ struct Equation {
   std::string a, b, out;
 };
 
-std::string expandEllipsis(const OpContext& ctx, const std::string& term,
-                           int64_t ellipsisRank, bool isOutput,
-                           int64_t maxEllipsis) {
+std::string expandEllipsis(const OpContext& ctx, const std::string& term, int64_t ellipsisRank,
+                           bool isOutput, int64_t maxEllipsis) {
   size_t at = term.find("...");
   std::string letters = at == std::string::npos ? term : term.substr(0, at) + term.substr(at + 3);
   for (char c : letters)
@@ -226,8 +219,7 @@ std::string expandEllipsis(const OpContext& ctx, const std::string& term,
   if (at == std::string::npos) return term;
   int64_t count = isOutput ? maxEllipsis : ellipsisRank;
   std::string digits;
-  for (int64_t i = maxEllipsis - count; i < maxEllipsis; ++i)
-    digits += static_cast<char>('0' + i);
+  for (int64_t i = maxEllipsis - count; i < maxEllipsis; ++i) digits += static_cast<char>('0' + i);
   return term.substr(0, at) + digits + term.substr(at + 3);
 }
 
@@ -237,8 +229,10 @@ Equation parseEquation(const OpContext& ctx, std::string text) {
   std::string lhs = text.substr(0, arrow);
   size_t comma = lhs.find(',');
   if (comma == std::string::npos || lhs.find(',', comma + 1) != std::string::npos)
-    ctx.fail(fmt::format("equation '{}' is not a product of two operands; only "
-                         "batched matrix products are supported", text));
+    ctx.fail(
+        fmt::format("equation '{}' is not a product of two operands; only "
+                    "batched matrix products are supported",
+                    text));
   std::string terms[2] = {lhs.substr(0, comma), lhs.substr(comma + 1)};
   int64_t ellipsis[2], maxEllipsis = 0;
   for (size_t i = 0; i < 2; ++i) {
@@ -247,8 +241,8 @@ Equation parseEquation(const OpContext& ctx, std::string text) {
     ellipsis[i] = static_cast<int64_t>(ctx.inputShape(i).size()) - letters;
     bool hasEllipsis = terms[i].find("...") != std::string::npos;
     if (ellipsis[i] < 0 || (!hasEllipsis && ellipsis[i] != 0))
-      ctx.fail(fmt::format("term '{}' does not match input {} of shape {}",
-                           terms[i], i, ir::shapeString(ctx.inputShape(i))));
+      ctx.fail(fmt::format("term '{}' does not match input {} of shape {}", terms[i], i,
+                           ir::shapeString(ctx.inputShape(i))));
     if (ellipsis[i] > 9) ctx.fail("an ellipsis may stand for at most 9 axes");
     maxEllipsis = std::max(maxEllipsis, ellipsis[i]);
   }
@@ -262,23 +256,23 @@ Equation parseEquation(const OpContext& ctx, std::string text) {
     std::string all = eq.a + eq.b;
     std::string once;
     for (char c : all)
-      if (std::isalpha(static_cast<unsigned char>(c)) &&
-          std::count(all.begin(), all.end(), c) == 1)
+      if (std::isalpha(static_cast<unsigned char>(c)) && std::count(all.begin(), all.end(), c) == 1)
         once += c;
     std::sort(once.begin(), once.end());
     eq.out += once;
   }
   for (const std::string* term : {&eq.a, &eq.b, &eq.out})
     if (std::set<char>(term->begin(), term->end()).size() != term->size())
-      ctx.fail(fmt::format("equation '{}' repeats a subscript within a term "
-                           "(diagonals are not supported)", text));
+      ctx.fail(
+          fmt::format("equation '{}' repeats a subscript within a term "
+                      "(diagonals are not supported)",
+                      text));
   return eq;
 }
 
 /// Adds an intermediate node of the decomposition and returns its output.
-int addStep(OpContext& ctx, const std::string& op, std::vector<int> inputs,
-            ir::TensorType type, const std::string& suffix,
-            std::map<std::string, ir::Attribute> attrs = {}) {
+int addStep(OpContext& ctx, const std::string& op, std::vector<int> inputs, ir::TensorType type,
+            const std::string& suffix, std::map<std::string, ir::Attribute> attrs = {}) {
   std::string name = fmt::format("{}/{}", ctx.nodeName, suffix);
   int value = ctx.graph.addValue(name, std::move(type));
   ctx.graph.addNode(op, name, std::move(inputs), {value}, std::move(attrs));
@@ -287,9 +281,8 @@ int addStep(OpContext& ctx, const std::string& op, std::vector<int> inputs,
 
 /// Transposes operand `value` (subscripts `term`) into the subscript order
 /// `order`, then views it as batch dims + [rows, cols].
-int arrangeOperand(OpContext& ctx, int value, const std::string& term,
-                   const std::string& order, size_t batch, size_t rowLetters,
-                   const std::string& suffix) {
+int arrangeOperand(OpContext& ctx, int value, const std::string& term, const std::string& order,
+                   size_t batch, size_t rowLetters, const std::string& suffix) {
   const Shape shape = ctx.graph.value(value).type.shape;
   std::vector<int64_t> perm;
   Shape permuted;
@@ -299,15 +292,17 @@ int arrangeOperand(OpContext& ctx, int value, const std::string& term,
   }
   DType type = ctx.graph.value(value).type.dtype;
   bool identity = true;
-  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity = identity && perm[i] == static_cast<int64_t>(i);
   if (!identity)
     value = addStep(ctx, "Transpose", {value}, {type, permuted}, suffix + "_transpose",
                     {{"perm", perm}});
   Shape matrix(permuted.begin(), permuted.begin() + static_cast<int64_t>(batch));
-  matrix.push_back(ir::numElements(Shape(permuted.begin() + static_cast<int64_t>(batch),
-                                         permuted.begin() + static_cast<int64_t>(batch + rowLetters))));
-  matrix.push_back(ir::numElements(Shape(permuted.begin() + static_cast<int64_t>(batch + rowLetters),
-                                         permuted.end())));
+  matrix.push_back(
+      ir::numElements(Shape(permuted.begin() + static_cast<int64_t>(batch),
+                            permuted.begin() + static_cast<int64_t>(batch + rowLetters))));
+  matrix.push_back(ir::numElements(
+      Shape(permuted.begin() + static_cast<int64_t>(batch + rowLetters), permuted.end())));
   if (matrix == permuted) return value;
   return addStep(ctx, "Reshape", {value}, {type, matrix}, suffix + "_matrix");
 }
@@ -315,13 +310,16 @@ int arrangeOperand(OpContext& ctx, int value, const std::string& term,
 void importEinsum(OpContext& ctx) {
   std::string text = ctx.attrString("equation", "");
   if (ctx.inputs.size() != 2 || !ctx.hasInput(0) || !ctx.hasInput(1))
-    ctx.fail(fmt::format("equation '{}' is not a product of two operands; only "
-                         "batched matrix products are supported", text));
+    ctx.fail(
+        fmt::format("equation '{}' is not a product of two operands; only "
+                    "batched matrix products are supported",
+                    text));
   DType type = ctx.inputType(0);
   if ((type != DType::kF32 && type != DType::kF64) || ctx.inputType(1) != type)
-    ctx.fail(fmt::format("operand types {} and {} are not supported (float32 or "
-                         "float64, both the same)",
-                         dtypeName(type), dtypeName(ctx.inputType(1))));
+    ctx.fail(
+        fmt::format("operand types {} and {} are not supported (float32 or "
+                    "float64, both the same)",
+                    dtypeName(type), dtypeName(ctx.inputType(1))));
   Equation eq = parseEquation(ctx, text);
   const Shape a = ctx.inputShape(0), b = ctx.inputShape(1);
   std::string batch, rows, cols, inner;
@@ -334,8 +332,10 @@ void importEinsum(OpContext& ctx) {
   for (char c : eq.a + eq.b)
     if (eq.out.find(c) == std::string::npos) {
       if (eq.a.find(c) == std::string::npos || eq.b.find(c) == std::string::npos)
-        ctx.fail(fmt::format("equation '{}' sums over subscript '{}' of one operand; "
-                             "only batched matrix products are supported", text, c));
+        ctx.fail(
+            fmt::format("equation '{}' sums over subscript '{}' of one operand; "
+                        "only batched matrix products are supported",
+                        text, c));
       if (inner.find(c) == std::string::npos) inner += c;
     }
   // Batch subscripts may broadcast (size 1 against n), as MatMul does.
@@ -345,10 +345,10 @@ void importEinsum(OpContext& ctx) {
     if (da != db && !broadcasts)
       ctx.fail(fmt::format("subscript '{}' has sizes {} and {}", c, da, db));
   }
-  int lhs = arrangeOperand(ctx, ctx.inputs[0], eq.a, batch + rows + inner,
-                           batch.size(), rows.size(), "a");
-  int rhs = arrangeOperand(ctx, ctx.inputs[1], eq.b, batch + inner + cols,
-                           batch.size(), inner.size(), "b");
+  int lhs = arrangeOperand(ctx, ctx.inputs[0], eq.a, batch + rows + inner, batch.size(),
+                           rows.size(), "a");
+  int rhs = arrangeOperand(ctx, ctx.inputs[1], eq.b, batch + inner + cols, batch.size(),
+                           inner.size(), "b");
   Shape product;
   for (char c : batch) product.push_back(std::max(a[eq.a.find(c)], b[eq.b.find(c)]));
   Shape unflattened = product;

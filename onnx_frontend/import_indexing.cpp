@@ -7,7 +7,6 @@
 #include <cstring>
 
 #include "cgc/kernels.h"
-
 #include "onnx_frontend/op_import.h"
 
 namespace cgc::frontend {
@@ -49,8 +48,8 @@ void importGatherElements(OpContext& ctx) {
   const Shape& data = ctx.inputShape(0);
   const int64_t axis = checkElementIndices(ctx, data, ctx.inputShape(1));
   checkConstantIndices(ctx, 1, data[axis]);
-  ctx.emit("GatherElements", {ctx.inputs[0], ctx.inputs[1]}, {{ctx.inputType(0), ctx.inputShape(1)}},
-           {{"axis", axis}});
+  ctx.emit("GatherElements", {ctx.inputs[0], ctx.inputs[1]},
+           {{ctx.inputType(0), ctx.inputShape(1)}}, {{"axis", axis}});
 }
 
 /// ScatterElements (reduction none/add/mul) and Scatter (opset 9-10).
@@ -80,8 +79,8 @@ void importGatherND(OpContext& ctx) {
     ctx.fail(fmt::format("batch_dims {} does not fit data {} and indices {}", b,
                          ir::shapeString(data), ir::shapeString(indices)));
   const int64_t k = indices.back();
-  if (k < 1 || k > r - b) ctx.fail(fmt::format("index tuples of {} do not fit data {}", k,
-                                               ir::shapeString(data)));
+  if (k < 1 || k > r - b)
+    ctx.fail(fmt::format("index tuples of {} do not fit data {}", k, ir::shapeString(data)));
   for (int64_t d = 0; d < b; ++d)
     if (indices[d] != data[d]) ctx.fail("the batch dimensions of data and indices differ");
   Shape out(indices.begin(), indices.end() - 1);
@@ -119,7 +118,8 @@ void importOneHot(OpContext& ctx) {
   const int64_t depth = static_cast<int64_t>(depthValues[0]);
   if (ctx.input(2).type.numElements() != 2) ctx.fail("values must hold [off, on]");
   Shape out = ctx.inputShape(0);
-  const int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", -1), static_cast<int64_t>(out.size()) + 1);
+  const int64_t axis =
+      ctx.normalizeAxis(ctx.attrInt("axis", -1), static_cast<int64_t>(out.size()) + 1);
   out.insert(out.begin() + axis, depth);
   ctx.emit("OneHot", {ctx.inputs[0], ctx.inputs[2]}, {{ctx.inputType(2), out}},
            {{"axis", axis}, {"depth", depth}});
@@ -143,8 +143,8 @@ void importEyeLike(OpContext& ctx) {
   ctx.requireInputs(1, 1);
   const Shape& x = ctx.inputShape(0);
   if (x.size() != 2) ctx.fail("EyeLike needs a 2-D input");
-  const DType type = ctx.hasAttr("dtype") ? static_cast<DType>(ctx.attrInt("dtype", 1))
-                                          : ctx.inputType(0);
+  const DType type =
+      ctx.hasAttr("dtype") ? static_cast<DType>(ctx.attrInt("dtype", 1)) : ctx.inputType(0);
   if (dtypeSize(type) == 0) ctx.fail("dtype is not supported");
   const int64_t k = ctx.attrInt("k", 0);
   ir::TensorType out{type, x};
@@ -228,9 +228,11 @@ void importBlockRearrange(OpContext& ctx) {
   const DType type = ctx.inputType(0);
   Shape moved;
   for (int64_t p : perm) moved.push_back(split[p]);
-  const int a = ctx.graph.addValue(ctx.graph.uniqueValueName(ctx.nodeName + "_blocks"), {type, split});
+  const int a =
+      ctx.graph.addValue(ctx.graph.uniqueValueName(ctx.nodeName + "_blocks"), {type, split});
   ctx.graph.addNode("Reshape", ctx.nodeName + "/split", {ctx.inputs[0]}, {a});
-  const int t = ctx.graph.addValue(ctx.graph.uniqueValueName(ctx.nodeName + "_moved"), {type, moved});
+  const int t =
+      ctx.graph.addValue(ctx.graph.uniqueValueName(ctx.nodeName + "_moved"), {type, moved});
   ctx.graph.addNode("Transpose", ctx.nodeName + "/move", {a}, {t}, {{"perm", perm}});
   ctx.emit("Reshape", {t}, {{type, out}});
 }

@@ -57,8 +57,8 @@ void importIntegerBinary(OpContext& ctx) {
   std::map<std::string, ir::Attribute> attrs;
   if (ctx.proto.op_type() == "Mod") {
     const int64_t fmod = ctx.attrInt("fmod", 0);
-    const bool floating = t == DType::kF32 || t == DType::kF64 || t == DType::kF16 ||
-                          t == DType::kBF16;
+    const bool floating =
+        t == DType::kF32 || t == DType::kF64 || t == DType::kF16 || t == DType::kBF16;
     if (floating && fmod == 0) ctx.fail("Mod of floating-point values needs fmod=1");
     attrs["fmod"] = fmod;
   } else {
@@ -133,8 +133,10 @@ std::pair<std::vector<int64_t>, Shape> reduction(const OpContext& ctx, const Sha
   Shape out;
   for (size_t d = 0; d < x.size(); ++d) {
     if (reduced[d]) normalized.push_back(static_cast<int64_t>(d));
-    if (!reduced[d]) out.push_back(x[d]);
-    else if (keepDims) out.push_back(1);
+    if (!reduced[d])
+      out.push_back(x[d]);
+    else if (keepDims)
+      out.push_back(1);
   }
   return {normalized, out};
 }

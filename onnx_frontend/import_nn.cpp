@@ -14,8 +14,7 @@ struct Window {
 
 Window readWindow(const OpContext& ctx, const Shape& kernel) {
   size_t n = kernel.size();
-  Window w{kernel, ctx.attrInts("strides", Shape(n, 1)),
-           ctx.attrInts("dilations", Shape(n, 1)),
+  Window w{kernel, ctx.attrInts("strides", Shape(n, 1)), ctx.attrInts("dilations", Shape(n, 1)),
            ctx.attrInts("pads", Shape(2 * n, 0))};
   if (w.strides.size() != n || w.dilations.size() != n || w.pads.size() != 2 * n)
     ctx.fail("kernel_shape, strides, dilations and pads disagree in rank");
@@ -33,8 +32,7 @@ int64_t windowExtent(const OpContext& ctx, const Window& w, size_t i) {
 }
 
 /// Output spatial sizes for Conv and pooling; rewrites pads for SAME.
-Shape windowOutput(const OpContext& ctx, const Shape& in, Window& w,
-                   bool ceilMode) {
+Shape windowOutput(const OpContext& ctx, const Shape& in, Window& w, bool ceilMode) {
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
   size_t n = in.size();
   Shape out(n);
@@ -43,33 +41,31 @@ Shape windowOutput(const OpContext& ctx, const Shape& in, Window& w,
     if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
       out[i] = in[i] == 0 ? 0 : (in[i] - 1) / w.strides[i] + 1;
       int64_t total = std::max<int64_t>(
-          0,
-          ctx.addSizes(ctx.mulSizes(out[i] - 1, w.strides[i]), extent) - in[i]);
+          0, ctx.addSizes(ctx.mulSizes(out[i] - 1, w.strides[i]), extent) - in[i]);
       int64_t small = total / 2;
       w.pads[i] = autoPad == "SAME_UPPER" ? small : total - small;
       w.pads[i + n] = total - w.pads[i];
       continue;
     }
-    if (autoPad == "VALID") w.pads[i] = w.pads[i + n] = 0;
+    if (autoPad == "VALID")
+      w.pads[i] = w.pads[i + n] = 0;
     else if (autoPad != "NOTSET")
       ctx.fail(fmt::format("unknown auto_pad '{}'", autoPad));
-    int64_t span =
-        ctx.addSizes(in[i], ctx.addSizes(w.pads[i], w.pads[i + n])) - extent;
+    int64_t span = ctx.addSizes(in[i], ctx.addSizes(w.pads[i], w.pads[i + n])) - extent;
     if (span < 0)
-      ctx.fail(fmt::format("window of extent {} does not fit input size {}",
-                           extent, in[i]));
-    out[i] =
-        (ceilMode && span % w.strides[i] ? 1 : 0) + span / w.strides[i] + 1;
+      ctx.fail(fmt::format("window of extent {} does not fit input size {}", extent, in[i]));
+    out[i] = (ceilMode && span % w.strides[i] ? 1 : 0) + span / w.strides[i] + 1;
     // A window that would start inside the end padding is dropped.
-    if (ceilMode && ctx.mulSizes(out[i] - 1, w.strides[i]) >= in[i] + w.pads[i])
-      --out[i];
+    if (ceilMode && ctx.mulSizes(out[i] - 1, w.strides[i]) >= in[i] + w.pads[i]) --out[i];
   }
   return out;
 }
 
 std::map<std::string, ir::Attribute> windowAttrs(const Window& w) {
-  return {{"kernel_shape", w.kernel}, {"strides", w.strides},
-          {"dilations", w.dilations}, {"pads", w.pads}};
+  return {{"kernel_shape", w.kernel},
+          {"strides", w.strides},
+          {"dilations", w.dilations},
+          {"pads", w.pads}};
 }
 
 Shape spatialDims(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
@@ -86,19 +82,19 @@ void importConv(OpContext& ctx) {
   const Shape& x = ctx.inputShape(0);
   const Shape& wShape = ctx.inputShape(1);
   if (x.size() < 3 || wShape.size() != x.size())
-    ctx.fail(fmt::format("input {} and weights {} do not form a convolution",
-                         ir::shapeString(x), ir::shapeString(wShape)));
+    ctx.fail(fmt::format("input {} and weights {} do not form a convolution", ir::shapeString(x),
+                         ir::shapeString(wShape)));
   int64_t group = ctx.attrInt("group", 1);
   if (group <= 0) ctx.fail(fmt::format("group {} is not positive", group));
   if (x[1] != ctx.mulSizes(wShape[1], group) || wShape[0] % group != 0)
-    ctx.fail(fmt::format("input has {} channels but weights {} with group {} "
-                         "expect {}",
-                         x[1], ir::shapeString(wShape), group, wShape[1] * group));
+    ctx.fail(
+        fmt::format("input has {} channels but weights {} with group {} "
+                    "expect {}",
+                    x[1], ir::shapeString(wShape), group, wShape[1] * group));
   if (ctx.hasInput(2) && ctx.inputShape(2) != Shape{wShape[0]})
     ctx.fail("bias must have one value per output channel");
   Window w = readWindow(ctx, ctx.attrInts("kernel_shape", spatialDims(wShape)));
-  if (w.kernel != spatialDims(wShape))
-    ctx.fail("kernel_shape disagrees with the weights");
+  if (w.kernel != spatialDims(wShape)) ctx.fail("kernel_shape disagrees with the weights");
   Shape out = windowOutput(ctx, spatialDims(x), w, false);
   out.insert(out.begin(), {x[0], wShape[0]});
   auto attrs = windowAttrs(w);
@@ -114,23 +110,21 @@ void importConvTranspose(OpContext& ctx) {
   const Shape& x = ctx.inputShape(0);
   const Shape& wShape = ctx.inputShape(1);
   int64_t group = ctx.attrInt("group", 1);
-  if (x.size() < 3 || wShape.size() != x.size() || group <= 0 ||
-      wShape[0] != x[1] || x[1] % group != 0)
-    ctx.fail(fmt::format("input {} and weights {} do not form a transposed "
-                         "convolution",
-                         ir::shapeString(x), ir::shapeString(wShape)));
+  if (x.size() < 3 || wShape.size() != x.size() || group <= 0 || wShape[0] != x[1] ||
+      x[1] % group != 0)
+    ctx.fail(
+        fmt::format("input {} and weights {} do not form a transposed "
+                    "convolution",
+                    ir::shapeString(x), ir::shapeString(wShape)));
   size_t n = x.size() - 2;
   Window w = readWindow(ctx, ctx.attrInts("kernel_shape", spatialDims(wShape)));
-  if (w.kernel != spatialDims(wShape))
-    ctx.fail("kernel_shape disagrees with the weights");
+  if (w.kernel != spatialDims(wShape)) ctx.fail("kernel_shape disagrees with the weights");
   Shape outputPadding = ctx.attrInts("output_padding", Shape(n, 0));
   Shape outputShape = ctx.attrInts("output_shape");
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
   if (outputShape.size() == n + 2) outputShape.erase(outputShape.begin(), outputShape.begin() + 2);
-  if (outputPadding.size() != n ||
-      (!outputShape.empty() && outputShape.size() != n))
-    ctx.fail(
-        "output_padding and output_shape must have one value per spatial axis");
+  if (outputPadding.size() != n || (!outputShape.empty() && outputShape.size() != n))
+    ctx.fail("output_padding and output_shape must have one value per spatial axis");
   for (int64_t p : outputPadding)
     if (p < 0) ctx.fail("output_padding must not be negative");
   Shape out(n);
@@ -139,8 +133,7 @@ void importConvTranspose(OpContext& ctx) {
     int64_t full = ctx.addSizes(ctx.mulSizes(w.strides[i], x[i + 2] - 1),
                                 ctx.addSizes(outputPadding[i], extent));
     if (!outputShape.empty() || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      out[i] = outputShape.empty() ? ctx.mulSizes(x[i + 2], w.strides[i])
-                                   : outputShape[i];
+      out[i] = outputShape.empty() ? ctx.mulSizes(x[i + 2], w.strides[i]) : outputShape[i];
       // A negative total (output_shape beyond `full`) pads the end.
       int64_t total = ctx.addSizes(full, -std::max<int64_t>(out[i], 0));
       bool upper = autoPad != "SAME_LOWER";
@@ -168,11 +161,9 @@ void importPool(OpContext& ctx) {
   const Shape& x = ctx.inputShape(0);
   if (x.size() < 3) ctx.fail("pooling needs an N x C x spatial input");
   if (!ctx.hasAttr("kernel_shape")) ctx.fail("kernel_shape is required");
-  if (ctx.attrInt("storage_order", 0) != 0)
-    ctx.fail("storage_order 1 is not supported");
+  if (ctx.attrInt("storage_order", 0) != 0) ctx.fail("storage_order 1 is not supported");
   Window w = readWindow(ctx, ctx.attrInts("kernel_shape"));
-  if (w.kernel.size() != x.size() - 2)
-    ctx.fail("kernel_shape rank does not match the input");
+  if (w.kernel.size() != x.size() - 2) ctx.fail("kernel_shape rank does not match the input");
   Shape out = windowOutput(ctx, spatialDims(x), w, ctx.attrInt("ceil_mode", 0));
   out.insert(out.begin(), {x[0], x[1]});
   auto attrs = windowAttrs(w);
@@ -197,20 +188,20 @@ void importGemm(OpContext& ctx) {
   const Shape& a = ctx.inputShape(0);
   const Shape& b = ctx.inputShape(1);
   if (a.size() != 2 || b.size() != 2)
-    ctx.fail(fmt::format("Gemm needs 2-D operands, has {} and {}",
-                         ir::shapeString(a), ir::shapeString(b)));
+    ctx.fail(fmt::format("Gemm needs 2-D operands, has {} and {}", ir::shapeString(a),
+                         ir::shapeString(b)));
   bool transA = ctx.attrInt("transA", 0), transB = ctx.attrInt("transB", 0);
   int64_t m = transA ? a[1] : a[0], k = transA ? a[0] : a[1];
   int64_t kb = transB ? b[1] : b[0], n = transB ? b[0] : b[1];
-  if (k != kb)
-    ctx.fail(fmt::format("inner dimensions {} and {} differ", k, kb));
+  if (k != kb) ctx.fail(fmt::format("inner dimensions {} and {} differ", k, kb));
   Shape out = {m, n};
   if (ctx.hasInput(2) && broadcastShapes(ctx, ctx.inputShape(2), out) != out)
     ctx.fail("C does not broadcast to the output");
   std::vector<int> inputs = {ctx.inputs[0], ctx.inputs[1]};
   if (ctx.hasInput(2)) inputs.push_back(ctx.inputs[2]);
   ctx.emit("Gemm", inputs, {{DType::kF32, out}},
-           {{"transA", int64_t{transA}}, {"transB", int64_t{transB}},
+           {{"transA", int64_t{transA}},
+            {"transB", int64_t{transB}},
             {"alpha", double{ctx.attrFloat("alpha", 1.f)}},
             {"beta", double{ctx.attrFloat("beta", 1.f)}}});
 }
@@ -219,19 +210,18 @@ void importMatMul(OpContext& ctx) {
   ctx.requireInputs(2, 2);
   DType type = ctx.inputType(0);
   if ((type != DType::kF32 && type != DType::kF64) || ctx.inputType(1) != type)
-    ctx.fail(fmt::format("operand types {} and {} are not supported (float32 or "
-                         "float64, both the same)",
-                         dtypeName(type), dtypeName(ctx.inputType(1))));
+    ctx.fail(
+        fmt::format("operand types {} and {} are not supported (float32 or "
+                    "float64, both the same)",
+                    dtypeName(type), dtypeName(ctx.inputType(1))));
   Shape a = ctx.inputShape(0), b = ctx.inputShape(1);
   if (a.empty() || b.empty()) ctx.fail("MatMul operands must have rank >= 1");
   bool vecA = a.size() == 1, vecB = b.size() == 1;
   if (vecA) a.insert(a.begin(), 1);
   if (vecB) b.push_back(1);
   if (a.back() != b[b.size() - 2])
-    ctx.fail(fmt::format("inner dimensions {} and {} differ",
-                         a.back(), b[b.size() - 2]));
-  Shape out = broadcastShapes(ctx, Shape(a.begin(), a.end() - 2),
-                              Shape(b.begin(), b.end() - 2));
+    ctx.fail(fmt::format("inner dimensions {} and {} differ", a.back(), b[b.size() - 2]));
+  Shape out = broadcastShapes(ctx, Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2));
   if (!vecA) out.push_back(a[a.size() - 2]);
   if (!vecB) out.push_back(b.back());
   ctx.emit("MatMul", {ctx.inputs[0], ctx.inputs[1]}, {{type, out}});
@@ -281,24 +271,25 @@ void importReduce(OpContext& ctx) {
   std::vector<int64_t> normalized;
   for (size_t d = 0; d < x.size(); ++d) {
     if (reduced[d]) normalized.push_back(static_cast<int64_t>(d));
-    if (!reduced[d]) out.push_back(x[d]);
-    else if (keepDims) out.push_back(1);
+    if (!reduced[d])
+      out.push_back(x[d]);
+    else if (keepDims)
+      out.push_back(1);
   }
-  ctx.emit(ctx.proto.op_type(), {ctx.inputs[0]}, {{ctx.inputType(0), out}},
-           {{"axes", normalized}});
+  ctx.emit(ctx.proto.op_type(), {ctx.inputs[0]}, {{ctx.inputType(0), out}}, {{"axes", normalized}});
 }
 
 void importArgReduce(OpContext& ctx) {
   ctx.requireInputs(1, 1);
   requireFloat(ctx, 0);
   Shape out = ctx.inputShape(0);
-  int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0),
-                                   static_cast<int64_t>(out.size()));
-  if (ctx.attrInt("keepdims", 1)) out[axis] = 1;
-  else out.erase(out.begin() + axis);
+  int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(out.size()));
+  if (ctx.attrInt("keepdims", 1))
+    out[axis] = 1;
+  else
+    out.erase(out.begin() + axis);
   ctx.emit(ctx.proto.op_type(), {ctx.inputs[0]}, {{DType::kI64, out}},
-           {{"axis", axis},
-            {"select_last_index", ctx.attrInt("select_last_index", 0)}});
+           {{"axis", axis}, {"select_last_index", ctx.attrInt("select_last_index", 0)}});
 }
 
 }  // namespace
@@ -323,9 +314,8 @@ void registerNeuralNetOps(std::map<std::string, OpImporter>& table) {
   table["BatchNormalization"] = importBatchNorm;
   table["Softmax"] = importSoftmax;
   table["LogSoftmax"] = importSoftmax;
-  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-                         "ReduceProd", "ReduceSumSquare", "ReduceL1", "ReduceL2",
-                         "ReduceLogSumExp"})
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                         "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSumExp"})
     table[op] = importReduce;
   table["ArgMax"] = importArgReduce;
   table["ArgMin"] = importArgReduce;

@@ -68,7 +68,8 @@ void requireConstant(const OpContext& ctx, size_t i, const char* role) {
 }
 
 /// The per-axis attributes of QuantizeLinear and DequantizeLinear.
-std::map<std::string, ir::Attribute> axisAttrs(const OpContext& ctx, const Shape& x, int64_t& count) {
+std::map<std::string, ir::Attribute> axisAttrs(const OpContext& ctx, const Shape& x,
+                                               int64_t& count) {
   const int64_t rank = static_cast<int64_t>(x.size());
   // One value is per tensor, as ONNX Runtime reads it, even as a 1-D tensor.
   const bool perAxis = ctx.input(1).type.numElements() != 1;
@@ -106,8 +107,7 @@ void importDequantizeLinear(OpContext& ctx) {
   if (type == DType::kI32 && ctx.hasInput(2) && ctx.input(2).isConstant())
     for (int64_t z : ctx.input(2).intValues())
       if (z != 0) ctx.fail("x_zero_point of an int32 x must be 0");
-  ctx.emit("DequantizeLinear",
-           {ctx.inputs[0], ctx.inputs[1], ctx.hasInput(2) ? ctx.inputs[2] : -1},
+  ctx.emit("DequantizeLinear", {ctx.inputs[0], ctx.inputs[1], ctx.hasInput(2) ? ctx.inputs[2] : -1},
            {{DType::kF32, ctx.inputShape(0)}}, attrs);
 }
 
@@ -130,8 +130,8 @@ void importQuantizedConv(OpContext& ctx) {
   const Shape& x = ctx.inputShape(xIn);
   const Shape& w = ctx.inputShape(wIn);
   if (x.size() < 3 || w.size() != x.size())
-    ctx.fail(fmt::format("input {} and weights {} do not form a convolution",
-                         ir::shapeString(x), ir::shapeString(w)));
+    ctx.fail(fmt::format("input {} and weights {} do not form a convolution", ir::shapeString(x),
+                         ir::shapeString(w)));
   const int64_t group = ctx.attrInt("group", 1);
   if (group <= 0 || x[1] != w[1] * group || w[0] % group != 0)
     ctx.fail(fmt::format("input has {} channels but weights {} with group {} expect {}", x[1],
@@ -164,8 +164,12 @@ void importQuantizedConv(OpContext& ctx) {
   checkZeroPoint(ctx, 5, "w_zero_point", ctx.inputType(3), 4, "w");
   checkScale(ctx, 6, "y_scale", 0);
   checkZeroPoint(ctx, 7, "y_zero_point", DType::kUndefined, 6, "y");
-  for (auto [i, role] : {std::pair{1, "x_scale"}, {2, "x_zero_point"}, {4, "w_scale"},
-                         {5, "w_zero_point"}, {6, "y_scale"}, {7, "y_zero_point"}})
+  for (auto [i, role] : {std::pair{1, "x_scale"},
+                         {2, "x_zero_point"},
+                         {4, "w_scale"},
+                         {5, "w_zero_point"},
+                         {6, "y_scale"},
+                         {7, "y_zero_point"}})
     requireConstant(ctx, static_cast<size_t>(i), role);
   if (ctx.hasInput(8) && (ctx.inputType(8) != DType::kI32 || ctx.inputShape(8) != Shape{w[0]}))
     ctx.fail(fmt::format("B must be int32 with {} values (one per output channel), is {}", w[0],
@@ -201,8 +205,12 @@ void importQLinearMatMul(OpContext& ctx) {
   checkZeroPoint(ctx, 5, "b_zero_point", ctx.inputType(3), 4, "b");
   checkScale(ctx, 6, "y_scale", 0);
   checkZeroPoint(ctx, 7, "y_zero_point", DType::kUndefined, 6, "y");
-  for (auto [i, role] : {std::pair{1, "a_scale"}, {2, "a_zero_point"}, {4, "b_scale"},
-                         {5, "b_zero_point"}, {6, "y_scale"}, {7, "y_zero_point"}})
+  for (auto [i, role] : {std::pair{1, "a_scale"},
+                         {2, "a_zero_point"},
+                         {4, "b_scale"},
+                         {5, "b_zero_point"},
+                         {6, "y_scale"},
+                         {7, "y_zero_point"}})
     requireConstant(ctx, static_cast<size_t>(i), role);
   ctx.emit("QLinearMatMul", ctx.inputs, {{ctx.inputType(7), out}});
 }

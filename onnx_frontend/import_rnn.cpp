@@ -51,8 +51,7 @@ std::vector<std::string> attrStrings(const OpContext& ctx, const char* name) {
   for (const auto& a : ctx.proto.attribute())
     if (a.name() == name) {
       std::vector<std::string> strings;
-      for (const auto& text : a.strings())
-        strings.push_back(printableAttr(text));
+      for (const auto& text : a.strings()) strings.push_back(printableAttr(text));
       return strings;
     }
   return {};
@@ -67,8 +66,7 @@ std::vector<double> attrFloats(const OpContext& ctx, const char* name) {
 /// Resolves `activations` into three codes per direction (unused slots stay
 /// Tanh), with the alpha / beta lists consumed in order by the functions that
 /// take them, as ONNX Runtime does.
-void resolveActivations(const OpContext& ctx, const CellInfo& cell,
-                        int64_t dirs,
+void resolveActivations(const OpContext& ctx, const CellInfo& cell, int64_t dirs,
                         std::map<std::string, ir::Attribute>& attrs) {
   size_t perDir = cell.defaultActivations.size();
   std::vector<std::string> names = attrStrings(ctx, "activations");
@@ -79,9 +77,10 @@ void resolveActivations(const OpContext& ctx, const CellInfo& cell,
     names.insert(names.end(), forward.begin(), forward.end());
   }
   if (names.size() != perDir * dirs)
-    ctx.fail(fmt::format("activations lists {} functions; {} expects {} per "
-                         "direction",
-                         names.size(), ctx.proto.op_type(), perDir));
+    ctx.fail(
+        fmt::format("activations lists {} functions; {} expects {} per "
+                    "direction",
+                    names.size(), ctx.proto.op_type(), perDir));
   std::vector<double> alphas = attrFloats(ctx, "activation_alpha");
   std::vector<double> betas = attrFloats(ctx, "activation_beta");
   size_t nextAlpha = 0, nextBeta = 0;
@@ -94,9 +93,7 @@ void resolveActivations(const OpContext& ctx, const CellInfo& cell,
     const ActivationInfo* info = nullptr;
     for (const auto& a : kActivations)
       if (lower == a.name) info = &a;
-    if (!info)
-      ctx.fail(fmt::format("activation function '{}' is not supported",
-                           names[i]));
+    if (!info) ctx.fail(fmt::format("activation function '{}' is not supported", names[i]));
     size_t slot = 3 * (i / perDir) + i % perDir;
     codes[slot] = static_cast<int64_t>(info->fn);
     slotAlpha[slot] = info->alpha;
@@ -109,12 +106,10 @@ void resolveActivations(const OpContext& ctx, const CellInfo& cell,
   attrs["activation_beta"] = slotBeta;
 }
 
-void requireShape(const OpContext& ctx, size_t input, const char* role,
-                  const Shape& expected) {
+void requireShape(const OpContext& ctx, size_t input, const char* role, const Shape& expected) {
   if (ctx.hasInput(input) && ctx.inputShape(input) != expected)
     ctx.fail(fmt::format("{} has shape {}, expected {}", role,
-                         ir::shapeString(ctx.inputShape(input)),
-                         ir::shapeString(expected)));
+                         ir::shapeString(ctx.inputShape(input)), ir::shapeString(expected)));
 }
 
 void importRecurrent(OpContext& ctx) {
@@ -125,17 +120,14 @@ void importRecurrent(OpContext& ctx) {
     if (i != 4 && ctx.hasInput(i) && ctx.inputType(i) != DType::kF32)
       ctx.fail(fmt::format("input {} has element type {} (float32 only)", i,
                            dtypeName(ctx.inputType(i))));
-  if (ctx.hasInput(4) && ctx.inputType(4) != DType::kI32)
-    ctx.fail("sequence_lens must be int32");
+  if (ctx.hasInput(4) && ctx.inputType(4) != DType::kI32) ctx.fail("sequence_lens must be int32");
 
   std::string direction = ctx.attrString("direction", "forward");
-  if (direction != "forward" && direction != "reverse" &&
-      direction != "bidirectional")
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
     ctx.fail(fmt::format("unknown direction '{}'", direction));
   int64_t dirs = direction == "bidirectional" ? 2 : 1;
   int64_t layout = ctx.opset >= 14 ? ctx.attrInt("layout", 0) : 0;
-  if (layout != 0 && layout != 1)
-    ctx.fail(fmt::format("layout must be 0 or 1, is {}", layout));
+  if (layout != 0 && layout != 1) ctx.fail(fmt::format("layout must be 0 or 1, is {}", layout));
 
   const Shape& x = ctx.inputShape(0);
   if (x.size() != 3) ctx.fail("X must have rank 3");
@@ -168,8 +160,7 @@ void importRecurrent(OpContext& ctx) {
   }
   resolveActivations(ctx, cell, dirs, attrs);
 
-  Shape y = layout ? Shape{batch, seq, dirs, hidden}
-                   : Shape{seq, dirs, batch, hidden};
+  Shape y = layout ? Shape{batch, seq, dirs, hidden} : Shape{seq, dirs, batch, hidden};
   std::vector<ir::TensorType> outputs = {{DType::kF32, y}, {DType::kF32, state}};
   if (op == "LSTM") outputs.push_back({DType::kF32, state});
   std::vector<int> inputs = ctx.inputs;

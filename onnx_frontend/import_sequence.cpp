@@ -19,9 +19,9 @@ namespace cgc::frontend::detail {
 
 bool isCompositeOp(const onnx::NodeProto& node) {
   static const std::set<std::string> ops = {
-      "SequenceEmpty",   "SequenceConstruct",  "SequenceInsert", "SequenceAt",
-      "SequenceErase",   "SequenceLength",     "SplitToSequence", "ConcatFromSequence",
-      "Optional",        "OptionalHasElement", "OptionalGetElement"};
+      "SequenceEmpty", "SequenceConstruct",  "SequenceInsert",    "SequenceAt",
+      "SequenceErase", "SequenceLength",     "SplitToSequence",   "ConcatFromSequence",
+      "Optional",      "OptionalHasElement", "OptionalGetElement"};
   return isDefaultDomain(node.domain()) && ops.count(node.op_type()) != 0;
 }
 
@@ -72,7 +72,8 @@ struct Site {
   bool has(size_t i) const { return i < inputs.size() && inputs[i].defined(); }
   const Composite& composite(size_t i, Composite::Kind kind) const {
     if (!has(i) || !inputs[i].composite || inputs[i].composite->kind != kind)
-      fail("input {} must be {}", i, kind == Composite::Kind::kSequence ? "a sequence" : "an optional");
+      fail("input {} must be {}", i,
+           kind == Composite::Kind::kSequence ? "a sequence" : "an optional");
     return *inputs[i].composite;
   }
   const Composite& sequence(size_t i) const { return composite(i, Composite::Kind::kSequence); }
@@ -84,10 +85,11 @@ struct Site {
   int64_t constantInt(size_t i, const char* role) const {
     const ir::Value& v = graph.value(tensor(i));
     if (!v.isConstant())
-      fail("input '{}' ({}) must be a compile-time constant: the length of a sequence is fixed "
-           "when cgc compiles; bind the graph input it depends on ('{}') with --constant "
-           "NAME=FILE.pb",
-           v.name, role, inputBehind(graph, v.id));
+      fail(
+          "input '{}' ({}) must be a compile-time constant: the length of a sequence is fixed "
+          "when cgc compiles; bind the graph input it depends on ('{}') with --constant "
+          "NAME=FILE.pb",
+          v.name, role, inputBehind(graph, v.id));
     const auto values = v.intValues();
     if (values.size() != 1) fail("{} must hold one value, holds {}", role, values.size());
     return values[0];
@@ -105,8 +107,10 @@ struct Site {
   int constant(DType type, const std::vector<int64_t>& values, ir::Shape shape) const {
     std::vector<uint8_t> bytes(values.size() * static_cast<size_t>(dtypeSize(type)));
     for (size_t i = 0; i < values.size(); ++i) {
-      if (type == DType::kBool) bytes[i] = values[i] != 0;
-      else std::memcpy(bytes.data() + i * 8, &values[i], 8);
+      if (type == DType::kBool)
+        bytes[i] = values[i] != 0;
+      else
+        std::memcpy(bytes.data() + i * 8, &values[i], 8);
     }
     return graph.addConstant(graph.uniqueValueName(node.output_size() ? node.output(0) : "c"),
                              {type, std::move(shape)}, std::move(bytes));
@@ -164,7 +168,8 @@ Entry sequenceOp(const Site& site) {
   const int item = site.tensor(1);
   checkItemType(site, seq, item);
   const int64_t at = site.has(2) ? site.constantInt(2, "position") : static_cast<int64_t>(n);
-  seq.items.insert(seq.items.begin() + static_cast<std::ptrdiff_t>(position(site, at, n, true)), item);
+  seq.items.insert(seq.items.begin() + static_cast<std::ptrdiff_t>(position(site, at, n, true)),
+                   item);
   seq.elemType = site.graph.value(item).type.dtype;
   return {-1, seq};
 }
@@ -187,8 +192,9 @@ Entry optionalOp(const Site& site) {
     if (!type || !type->has_tp()) site.fail("an empty Optional needs its type attribute");
     opt.present = false;
     opt.holdsSequence = type->tp().has_sequence_type();
-    const auto& tensorType = opt.holdsSequence ? type->tp().sequence_type().elem_type().tensor_type()
-                                               : type->tp().tensor_type();
+    const auto& tensorType = opt.holdsSequence
+                                 ? type->tp().sequence_type().elem_type().tensor_type()
+                                 : type->tp().tensor_type();
     opt.elemType = static_cast<DType>(tensorType.elem_type());
     return {-1, opt};
   }
@@ -204,7 +210,8 @@ Entry optionalOp(const Site& site) {
   if (!optional) return in;
   if (!in.composite->present)
     site.fail("the optional '{}' is empty here (known at compile time)", site.node.input(0));
-  if (in.composite->holdsSequence) return {-1, sequenceOf(in.composite->items, in.composite->elemType)};
+  if (in.composite->holdsSequence)
+    return {-1, sequenceOf(in.composite->items, in.composite->elemType)};
   return {in.composite->items.at(0), std::nullopt};
 }
 
@@ -224,14 +231,16 @@ void GraphImporter::importCompositeOp(const onnx::NodeProto& node, const std::st
     std::vector<int> items = seq.items;
     if (site.attrInt("new_axis", 0) != 0) {
       const int axes = site.constant(DType::kI64, {axis}, {1});
-      for (int& item : items) item = importSynthetic("Unsqueeze", label, {item, axes}, 1, {}, scope)[0];
+      for (int& item : items)
+        item = importSynthetic("Unsqueeze", label, {item, axes}, 1, {}, scope)[0];
     }
     result.tensor = importSynthetic("Concat", label, items, 1, {{"axis", axis}}, scope)[0];
   } else if (op == "SplitToSequence") {
     const ir::TensorType x = graph_.value(site.tensor(0)).type;
     if (x.rank() == 0) site.fail("cannot split a scalar");
     const int64_t rank = x.rank(), rawAxis = site.attrInt("axis", 0);
-    if (rawAxis < -rank || rawAxis >= rank) site.fail("axis {} is out of range for rank {}", rawAxis, rank);
+    if (rawAxis < -rank || rawAxis >= rank)
+      site.fail("axis {} is out of range for rank {}", rawAxis, rank);
     const int64_t axis = rawAxis < 0 ? rawAxis + rank : rawAxis, dim = x.shape[axis];
     std::vector<int64_t> sizes;
     if (!site.has(1)) {
@@ -248,12 +257,13 @@ void GraphImporter::importCompositeOp(const onnx::NodeProto& node, const std::st
     std::vector<int> items;
     if (!sizes.empty()) {
       const int splits = site.constant(DType::kI64, sizes, {static_cast<int64_t>(sizes.size())});
-      items = importSynthetic("Split", label, {site.tensor(0), splits}, static_cast<int>(sizes.size()),
-                              {{"axis", axis}}, scope);
+      items = importSynthetic("Split", label, {site.tensor(0), splits},
+                              static_cast<int>(sizes.size()), {{"axis", axis}}, scope);
     }
     if (!site.has(1) && site.attrInt("keepdims", 1) == 0) {
       const int axes = site.constant(DType::kI64, {axis}, {1});
-      for (int& item : items) item = importSynthetic("Squeeze", label, {item, axes}, 1, {}, scope)[0];
+      for (int& item : items)
+        item = importSynthetic("Squeeze", label, {item, axes}, 1, {}, scope)[0];
     }
     result = {-1, sequenceOf(items, x.dtype)};
   } else {
@@ -343,11 +353,13 @@ void GraphImporter::unrollLoop(const onnx::NodeProto& node, const std::string& l
   // A Loop with neither M nor cond runs until its body's condition, known
   // at compile time, says stop; kMaxIterations guards against forever.
   constexpr int64_t kMaxIterations = 1 << 12;
-  const int64_t trips = site.has(0) ? site.constantInt(0, "the trip count of a Loop that "
-                                                         "carries or reads a sequence")
+  const int64_t trips = site.has(0) ? site.constantInt(0,
+                                                       "the trip count of a Loop that "
+                                                       "carries or reads a sequence")
                                     : kMaxIterations + 1;
-  bool going = !site.has(1) || site.constantInt(1, "the condition of a Loop that carries or "
-                                                   "reads a sequence") != 0;
+  bool going = !site.has(1) || site.constantInt(1,
+                                                "the condition of a Loop that carries or "
+                                                "reads a sequence") != 0;
   std::vector<Entry> state(inputs.begin() + 2, inputs.end());
   std::vector<int> initializers;
   for (const auto& init : body->initializer()) {
@@ -368,8 +380,9 @@ void GraphImporter::unrollLoop(const onnx::NodeProto& node, const std::string& l
     importNodes(body->node(), iteration, opset, fmt::format("{}/iteration{}/", label, i));
     const int cond = iteration.find(body->output(0).name());
     if (cond < 0 || !graph_.value(cond).isConstant())
-      site.fail("its condition depends on run-time data; cgc unrolls a Loop that carries or "
-                "reads a sequence only when its iterations are known at compile time");
+      site.fail(
+          "its condition depends on run-time data; cgc unrolls a Loop that carries or "
+          "reads a sequence only when its iterations are known at compile time");
     going = graph_.value(cond).doubleValues().at(0) != 0;
     for (size_t k = 0; k < carried; ++k) {
       state[k] = iteration.lookup(body->output(static_cast<int>(1 + k)).name());
@@ -385,7 +398,8 @@ void GraphImporter::unrollLoop(const onnx::NodeProto& node, const std::string& l
   for (size_t s = 0; s < scanCount; ++s) {
     if (scans[s].empty()) site.fail("no iteration runs, so scan output {} has no shape", s);
     const int axes = site.constant(DType::kI64, {0}, {1});
-    for (int& item : scans[s]) item = importSynthetic("Unsqueeze", label, {item, axes}, 1, {}, scope)[0];
+    for (int& item : scans[s])
+      item = importSynthetic("Unsqueeze", label, {item, axes}, 1, {}, scope)[0];
     results.push_back({importSynthetic("Concat", label, scans[s], 1, {{"axis", 0}}, scope)[0], {}});
   }
   defineEntries(node, label, results, scope);

@@ -9,7 +9,6 @@
 // of the name), so two unseeded nodes differ and every compile of the model
 // gives the same values (cgc/kernels/random.h).
 #include "cgc/kernels.h"
-
 #include "onnx_frontend/op_import.h"
 
 namespace cgc::frontend {
@@ -89,7 +88,8 @@ void importMelWeightMatrix(OpContext& ctx) {
   const auto type = static_cast<DType>(ctx.attrInt("output_datatype", 1));
   if (dtypeSize(type) == 0) ctx.fail("output_datatype is not supported");
   ctx.emit("MelWeightMatrix", {ctx.inputs[2], ctx.inputs[3], ctx.inputs[4]},
-           {{type, {dftLength / 2 + 1, mels}}}, {{"num_mel_bins", mels}, {"dft_length", dftLength}});
+           {{type, {dftLength / 2 + 1, mels}}},
+           {{"num_mel_bins", mels}, {"dft_length", dftLength}});
 }
 
 void importGridSample(OpContext& ctx) {
@@ -107,8 +107,11 @@ void importGridSample(OpContext& ctx) {
     ctx.fail(fmt::format("unknown mode '{}'", mode));
   if (padding != "zeros" && padding != "border" && padding != "reflection")
     ctx.fail(fmt::format("unknown padding_mode '{}'", padding));
-  ctx.emit("GridSample", {ctx.inputs[0], ctx.inputs[1]}, {{DType::kF32, {x[0], x[1], grid[1], grid[2]}}},
-           {{"mode", mode}, {"padding_mode", padding}, {"align_corners", ctx.attrInt("align_corners", 0)}});
+  ctx.emit("GridSample", {ctx.inputs[0], ctx.inputs[1]},
+           {{DType::kF32, {x[0], x[1], grid[1], grid[2]}}},
+           {{"mode", mode},
+            {"padding_mode", padding},
+            {"align_corners", ctx.attrInt("align_corners", 0)}});
 }
 
 void importRoiAlign(OpContext& ctx) {
@@ -191,8 +194,8 @@ void registerSignalOps(std::map<std::string, OpImporter>& table) {
   table["MelWeightMatrix"] = importMelWeightMatrix;
   table["GridSample"] = importGridSample;
   table["RoiAlign"] = importRoiAlign;
-  for (const char* op : {"RandomUniform", "RandomUniformLike", "RandomNormal", "RandomNormalLike",
-                         "Bernoulli"})
+  for (const char* op :
+       {"RandomUniform", "RandomUniformLike", "RandomNormal", "RandomNormalLike", "Bernoulli"})
     table[op] = importRandom;
 }
 

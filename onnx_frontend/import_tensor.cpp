@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "cgc/kernels.h"
-
 #include "onnx_frontend/op_import.h"
 #include "onnx_frontend/tensor_proto.h"
 
@@ -65,21 +64,18 @@ void importShape(OpContext& ctx) {
   int64_t end = clampAxis(ctx.attrInt("end", rank));
   std::vector<int64_t> dims;
   for (int64_t i = start; i < end; ++i) dims.push_back(x[i]);
-  ctx.defineConstant(0, {DType::kI64, {static_cast<int64_t>(dims.size())}},
-                     int64Bytes(dims));
+  ctx.defineConstant(0, {DType::kI64, {static_cast<int64_t>(dims.size())}}, int64Bytes(dims));
 }
 
 void importSize(OpContext& ctx) {
   ctx.requireInputs(1, 1);
-  ctx.defineConstant(0, {DType::kI64, {}},
-                     int64Bytes({ctx.input(0).type.numElements()}));
+  ctx.defineConstant(0, {DType::kI64, {}}, int64Bytes({ctx.input(0).type.numElements()}));
 }
 
 void emitView(OpContext& ctx, Shape shape) {
   ctx.checkType({ctx.inputType(0), shape}, "the target shape");
   if (ir::numElements(shape) != ctx.input(0).type.numElements())
-    ctx.fail(fmt::format("cannot reshape {} to {}",
-                         ir::shapeString(ctx.inputShape(0)),
+    ctx.fail(fmt::format("cannot reshape {} to {}", ir::shapeString(ctx.inputShape(0)),
                          ir::shapeString(shape)));
   ctx.emit("Reshape", {ctx.inputs[0]}, {{ctx.inputType(0), std::move(shape)}});
 }
@@ -114,8 +110,7 @@ void importReshape(OpContext& ctx) {
   if (inferred >= 0) {
     int64_t total = ctx.input(0).type.numElements();
     if (known == 0 || total % known != 0)
-      ctx.fail(fmt::format("cannot reshape {} to {}", ir::shapeString(x),
-                           ir::shapeString(target)));
+      ctx.fail(fmt::format("cannot reshape {} to {}", ir::shapeString(x), ir::shapeString(target)));
     target[inferred] = total / known;
   }
   emitView(ctx, target);
@@ -144,8 +139,7 @@ void importSqueeze(OpContext& ctx) {
   auto axes = axesOf(ctx);
   for (int64_t a : axes) {
     int64_t axis = ctx.normalizeAxis(a, static_cast<int64_t>(x.size()));
-    if (x[axis] != 1)
-      ctx.fail(fmt::format("cannot squeeze axis {} of size {}", a, x[axis]));
+    if (x[axis] != 1) ctx.fail(fmt::format("cannot squeeze axis {} of size {}", a, x[axis]));
     drop[axis] = true;
   }
   Shape out;
@@ -167,8 +161,7 @@ void importUnsqueeze(OpContext& ctx) {
   }
   Shape out;
   size_t next = 0;
-  for (int64_t i = 0; i < rank; ++i)
-    out.push_back(inserted[i] ? 1 : x.at(next++));
+  for (int64_t i = 0; i < rank; ++i) out.push_back(inserted[i] ? 1 : x.at(next++));
   emitView(ctx, out);
 }
 
@@ -177,8 +170,7 @@ void importTranspose(OpContext& ctx) {
   const Shape& x = ctx.inputShape(0);
   std::vector<int64_t> perm = ctx.attrInts("perm");
   if (perm.empty())
-    for (int64_t i = static_cast<int64_t>(x.size()) - 1; i >= 0; --i)
-      perm.push_back(i);
+    for (int64_t i = static_cast<int64_t>(x.size()) - 1; i >= 0; --i) perm.push_back(i);
   if (perm.size() != x.size()) ctx.fail("perm does not match the input rank");
   Shape out;
   std::vector<bool> seen(x.size(), false);
@@ -188,15 +180,13 @@ void importTranspose(OpContext& ctx) {
     seen[p] = true;
     out.push_back(x[p]);
   }
-  ctx.emit("Transpose", {ctx.inputs[0]}, {{ctx.inputType(0), out}},
-           {{"perm", perm}});
+  ctx.emit("Transpose", {ctx.inputs[0]}, {{ctx.inputType(0), out}}, {{"perm", perm}});
 }
 
 void importConcat(OpContext& ctx) {
   if (ctx.inputs.empty()) ctx.fail("Concat needs at least one input");
   Shape out = ctx.inputShape(0);
-  int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0),
-                                   static_cast<int64_t>(out.size()));
+  int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(out.size()));
   std::vector<int> inputs;
   out[axis] = 0;
   for (size_t i = 0; i < ctx.inputs.size(); ++i) {
@@ -206,8 +196,7 @@ void importConcat(OpContext& ctx) {
     for (size_t d = 0; compatible && d < s.size(); ++d)
       compatible = d == static_cast<size_t>(axis) || s[d] == out[d];
     if (!compatible)
-      ctx.fail(fmt::format("input {} has shape {}, incompatible with {}", i,
-                           ir::shapeString(s),
+      ctx.fail(fmt::format("input {} has shape {}, incompatible with {}", i, ir::shapeString(s),
                            ir::shapeString(ctx.inputShape(0))));
     out[axis] = ctx.addSizes(out[axis], s[axis]);
     inputs.push_back(ctx.inputs[i]);
@@ -219,21 +208,18 @@ void importGather(OpContext& ctx) {
   ctx.requireInputs(2, 2);
   const Shape& data = ctx.inputShape(0);
   if (data.empty()) ctx.fail("Gather needs data of rank >= 1");
-  int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0),
-                                   static_cast<int64_t>(data.size()));
+  int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(data.size()));
   if (ctx.inputType(1) != DType::kI32 && ctx.inputType(1) != DType::kI64)
-    ctx.fail(fmt::format("indices must be int32 or int64, are {}",
-                         dtypeName(ctx.inputType(1))));
+    ctx.fail(fmt::format("indices must be int32 or int64, are {}", dtypeName(ctx.inputType(1))));
   if (ctx.input(1).isConstant())
     for (int64_t i : ctx.input(1).intValues())
       if (i < -data[axis] || i >= data[axis])
-        ctx.fail(fmt::format("index {} is out of range for axis {} of size {}",
-                             i, axis, data[axis]));
+        ctx.fail(
+            fmt::format("index {} is out of range for axis {} of size {}", i, axis, data[axis]));
   Shape out(data.begin(), data.begin() + axis);
   for (int64_t d : ctx.inputShape(1)) out.push_back(d);
   out.insert(out.end(), data.begin() + axis + 1, data.end());
-  ctx.emit("Gather", {ctx.inputs[0], ctx.inputs[1]}, {{ctx.inputType(0), out}},
-           {{"axis", axis}});
+  ctx.emit("Gather", {ctx.inputs[0], ctx.inputs[1]}, {{ctx.inputType(0), out}}, {{"axis", axis}});
 }
 
 void importSlice(OpContext& ctx) {
@@ -255,8 +241,7 @@ void importSlice(OpContext& ctx) {
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (steps.empty()) steps.assign(starts.size(), 1);
-  if (ends.size() != starts.size() || axes.size() != starts.size() ||
-      steps.size() != starts.size())
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     ctx.fail("starts, ends, axes and steps differ in length");
   std::vector<int64_t> allStarts(rank, 0), allSteps(rank, 1);
   Shape out = x;
@@ -281,9 +266,7 @@ void importSlice(OpContext& ctx) {
       start = std::clamp<int64_t>(start, 0, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
       int64_t distance = start - end - 1;  // -step overflows for INT64_MIN
-      out[axis] = start <= end       ? 0
-                  : step < -distance ? 1
-                                     : distance / -step + 1;
+      out[axis] = start <= end ? 0 : step < -distance ? 1 : distance / -step + 1;
     }
     allStarts[axis] = out[axis] > 0 ? start : 0;
     // With one element or none the step is never taken: 1 keeps the
@@ -324,8 +307,8 @@ void integerRange(OpContext& ctx, DType type) {
   for (size_t i = 0; i < 3; ++i) {
     std::vector<int64_t> values = ctx.constantInts(i, roles[i]);
     if (values.empty())
-      ctx.fail(fmt::format("input '{}' ({}) is empty; it must hold a value",
-                           ctx.input(i).name, roles[i]));
+      ctx.fail(fmt::format("input '{}' ({}) is empty; it must hold a value", ctx.input(i).name,
+                           roles[i]));
     bounds[i] = values[0];
   }
   auto [start, limit, delta] = bounds;
@@ -335,8 +318,7 @@ void integerRange(OpContext& ctx, DType type) {
   __int128 count = span / delta;
   if (span % delta != 0 && (span < 0) == (delta < 0)) ++count;
   if (count > ctx.generateBudget)
-    ctx.fail(fmt::format("Range of {} to {} by {} has too many elements", start,
-                         limit, delta));
+    ctx.fail(fmt::format("Range of {} to {} by {} has too many elements", start, limit, delta));
   int64_t n = static_cast<int64_t>(std::max<__int128>(count, 0));
   ir::TensorType out{type, {n}};
   // The int64 values below are the largest copy.
@@ -367,16 +349,14 @@ void importRange(OpContext& ctx) {
   // NaN and counts beyond the limit fail here, negative ones are empty, all
   // before the cast to int64.
   if (!(count <= static_cast<double>(ctx.generateBudget)))
-    ctx.fail(fmt::format("Range of {} to {} by {} has too many elements", start,
-                         limit, delta));
+    ctx.fail(fmt::format("Range of {} to {} by {} has too many elements", start, limit, delta));
   int64_t n = static_cast<int64_t>(std::max(0.0, count));
   ir::TensorType out{type, {n}};
   // The doubles below are the largest copy.
   ctx.checkType({DType::kF64, {n}}, "the output", ctx.generateBudget);
   ctx.generateBudget -= out.bytes();
   std::vector<double> values(n);
-  for (int64_t i = 0; i < n; ++i)
-    values[i] = start + static_cast<double>(i) * delta;
+  for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * delta;
   std::vector<uint8_t> bytes(out.bytes());
   rt::cast({DType::kF64, type, n}, values.data(), bytes.data());
   ctx.defineConstant(0, out, std::move(bytes));
@@ -402,8 +382,7 @@ void importSplit(OpContext& ctx) {
     negative |= s < 0;
     if (!negative) total = ctx.addSizes(total, s);
   }
-  if (negative || static_cast<int64_t>(sizes.size()) != parts ||
-      total != x[axis])
+  if (negative || static_cast<int64_t>(sizes.size()) != parts || total != x[axis])
     ctx.fail(fmt::format("split sizes {} do not divide axis {} of size {} into {} outputs",
                          ir::shapeString(sizes), axis, x[axis], parts));
   int64_t offset = 0;
@@ -414,10 +393,8 @@ void importSplit(OpContext& ctx) {
     starts[axis] = offset;
     offset += sizes[i];
     if (ctx.proto.output(static_cast<int>(i)).empty()) continue;
-    int value = ctx.graph.addValue(ctx.proto.output(static_cast<int>(i)),
-                                   {ctx.inputType(0), out});
-    ctx.graph.addNode("Slice", fmt::format("{}/{}", ctx.nodeName, i),
-                      {ctx.inputs[0]}, {value},
+    int value = ctx.graph.addValue(ctx.proto.output(static_cast<int>(i)), {ctx.inputType(0), out});
+    ctx.graph.addNode("Slice", fmt::format("{}/{}", ctx.nodeName, i), {ctx.inputs[0]}, {value},
                       {{"starts", starts}, {"steps", steps}});
     ctx.results[i] = value;
   }

@@ -36,8 +36,7 @@ onnx::ModelProto parseModel(std::string_view bytes, const std::string& path) {
               "not a valid ONNX model: the protobuf does not parse (truncated "
               "or not an ONNX file)");
   if (!model.has_graph() || model.ir_version() <= 0)
-    userError({path, "", ""},
-              "not a valid ONNX model: no graph or no IR version");
+    userError({path, "", ""}, "not a valid ONNX model: no graph or no IR version");
   return model;
 }
 
@@ -47,20 +46,18 @@ onnx::ModelProto parseModel(std::string_view bytes, const std::string& path) {
 std::string printable(const std::string& text) {
   std::string out;
   for (unsigned char c : text)
-    out += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c)
-                                 : std::string(1, static_cast<char>(c));
+    out +=
+        c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
   return out;
 }
 
 /// Names reach diagnostics (one line each) and comments in the generated
 /// code, where a line break would end the comment and let the rest of the
 /// name be compiled: no control characters.
-void checkName(const DiagLocation& where, const char* what,
-               const std::string& name) {
+void checkName(const DiagLocation& where, const char* what, const std::string& name) {
   for (unsigned char c : name)
     if (c < 0x20 || c == 0x7f)
-      userError(where, "{} '{}' contains a control character", what,
-                printable(name));
+      userError(where, "{} '{}' contains a control character", what, printable(name));
 }
 
 void checkGraphProto(const std::string& path, const onnx::GraphProto& graph);
@@ -95,12 +92,9 @@ void checkGraphProto(const std::string& path, const onnx::GraphProto& graph) {
   DiagLocation where{path, "", ""};
   if (graph.sparse_initializer_size() > 0)
     userError(where, "sparse initializers are not supported");
-  for (const auto& info : graph.input())
-    checkName(where, "graph input", info.name());
-  for (const auto& info : graph.output())
-    checkName(where, "graph output", info.name());
-  for (const auto& info : graph.value_info())
-    checkName(where, "value", info.name());
+  for (const auto& info : graph.input()) checkName(where, "graph input", info.name());
+  for (const auto& info : graph.output()) checkName(where, "graph output", info.name());
+  for (const auto& info : graph.value_info()) checkName(where, "value", info.name());
   for (const auto& init : graph.initializer()) {
     checkName(where, "initializer", init.name());
     checkTensorSizes(init, where);
@@ -114,10 +108,8 @@ void checkModelProto(const std::string& path, const onnx::ModelProto& model) {
   for (const auto& function : model.functions()) {
     checkName(where, "function", function.name());
     checkName(where, "function domain", function.domain());
-    for (const auto& name : function.input())
-      checkName(where, "function input", name);
-    for (const auto& name : function.output())
-      checkName(where, "function output", name);
+    for (const auto& name : function.input()) checkName(where, "function input", name);
+    for (const auto& name : function.output()) checkName(where, "function output", name);
     for (const auto& node : function.node()) checkNodeProto(path, node);
   }
 }
@@ -127,16 +119,14 @@ std::string functionKey(const std::string& domain, const std::string& name) {
 }
 
 /// Local functions called in `nodes` (and in graphs nested in them), by index.
-void collectCalls(
-    const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
-    const std::map<std::string, int>& functions, std::set<int>& calls) {
+void collectCalls(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
+                  const std::map<std::string, int>& functions, std::set<int>& calls) {
   for (const auto& node : nodes) {
     auto it = functions.find(functionKey(node.domain(), node.op_type()));
     if (it != functions.end()) calls.insert(it->second);
     for (const auto& attr : node.attribute()) {
       if (attr.has_g()) collectCalls(attr.g().node(), functions, calls);
-      for (const auto& g : attr.graphs())
-        collectCalls(g.node(), functions, calls);
+      for (const auto& g : attr.graphs()) collectCalls(g.node(), functions, calls);
     }
   }
 }
@@ -144,13 +134,11 @@ void collectCalls(
 /// Local functions may neither call themselves (directly or through others)
 /// nor nest deeper than kMaxFunctionDepth: ONNX's shape inference and the
 /// importer inline them recursively, and would run out of stack.
-void checkFunctionCalls(const std::string& path,
-                        const onnx::ModelProto& model) {
+void checkFunctionCalls(const std::string& path, const onnx::ModelProto& model) {
   constexpr int kMaxFunctionDepth = 64;
   std::map<std::string, int> index;
   for (int f = 0; f < model.functions_size(); ++f)
-    index.emplace(
-        functionKey(model.functions(f).domain(), model.functions(f).name()), f);
+    index.emplace(functionKey(model.functions(f).domain(), model.functions(f).name()), f);
   std::vector<std::set<int>> calls(model.functions_size());
   for (int f = 0; f < model.functions_size(); ++f)
     collectCalls(model.functions(f).node(), index, calls[f]);
@@ -170,8 +158,7 @@ void checkFunctionCalls(const std::string& path,
     ready.pop_back();
     ++done;
     if (depth[f] > kMaxFunctionDepth)
-      userError({path, "", ""}, "functions nest more than {} deep",
-                kMaxFunctionDepth);
+      userError({path, "", ""}, "functions nest more than {} deep", kMaxFunctionDepth);
     for (int caller : callers[f]) {
       depth[caller] = std::max(depth[caller], depth[f] + 1);
       if (--pending[caller] == 0) ready.push_back(caller);
@@ -180,9 +167,8 @@ void checkFunctionCalls(const std::string& path,
   if (done == n) return;
   // What is left calls into a cycle; n steps along calls still pending end
   // on one.
-  int f = static_cast<int>(std::find_if(pending.begin(), pending.end(),
-                                        [](int p) { return p > 0; }) -
-                           pending.begin());
+  int f = static_cast<int>(
+      std::find_if(pending.begin(), pending.end(), [](int p) { return p > 0; }) - pending.begin());
   for (int step = 0; step < n; ++step)
     for (int callee : calls[f])
       if (pending[callee] > 0) {
@@ -210,8 +196,7 @@ std::string oneLine(const std::string& text) {
 void rejectUnsupported(const std::string& path, const onnx::ModelProto& model) {
   auto unsupported = unsupportedNodes(model);
   if (unsupported.empty()) return;
-  userError({path, "", ""}, "{} (cgc inspect lists them all)",
-            describeUnsupported(unsupported, 3));
+  userError({path, "", ""}, "{} (cgc inspect lists them all)", describeUnsupported(unsupported, 3));
 }
 
 std::set<std::string> initializerNames(const onnx::GraphProto& graph) {
@@ -231,13 +216,12 @@ void freezeConstantInputs(const std::string& path, onnx::GraphProto& graph,
     auto& inputs = *graph.mutable_input();
     auto it = std::find_if(inputs.begin(), inputs.end(),
                            [&](const auto& in) { return in.name() == name; });
-    if (it == inputs.end())
-      userError({path, "", ""}, "--constant names unknown input '{}'", name);
+    if (it == inputs.end()) userError({path, "", ""}, "--constant names unknown input '{}'", name);
     HostTensor tensor = readTensorFile(file);
     auto declared = static_cast<DType>(it->type().tensor_type().elem_type());
     if (declared != tensor.type.dtype)
-      userError({file, "", ""}, "tensor is {} but input '{}' is {}",
-                tensor.type.str(), name, dtypeName(declared));
+      userError({file, "", ""}, "tensor is {} but input '{}' is {}", tensor.type.str(), name,
+                dtypeName(declared));
     tensor.name = name;
     *graph.add_initializer() = tensorToProto(tensor);
     inputs.erase(it);
@@ -271,8 +255,8 @@ std::map<std::string, int64_t> boundSymbols(const std::string& path, const onnx:
 /// file (cgc's generated code takes tensors only). Returns them, and the
 /// bindings left for tensors.
 std::map<std::string, CompositeTensors> takeCompositeInputs(const std::string& path,
-                                                           onnx::GraphProto& graph,
-                                                           LoadOptions& options) {
+                                                            onnx::GraphProto& graph,
+                                                            LoadOptions& options) {
   std::map<std::string, CompositeTensors> composites;
   auto& inputs = *graph.mutable_input();
   for (int i = inputs.size() - 1; i >= 0; --i) {
@@ -298,11 +282,9 @@ std::map<std::string, CompositeTensors> takeCompositeInputs(const std::string& p
 /// Writes the --shape bindings into the graph inputs, binds the symbolic
 /// dimensions they name in every other input, and checks that every input
 /// dimension is then known.
-void bindInputShapes(const std::string& path, onnx::GraphProto& graph,
-                     const LoadOptions& options) {
+void bindInputShapes(const std::string& path, onnx::GraphProto& graph, const LoadOptions& options) {
   auto initializers = initializerNames(graph);
-  std::map<std::string, ir::Shape> bindings(options.shapes.begin(),
-                                            options.shapes.end());
+  std::map<std::string, ir::Shape> bindings(options.shapes.begin(), options.shapes.end());
   const std::map<std::string, int64_t> symbols = boundSymbols(path, graph, bindings);
   std::vector<std::string> inputNames;
   std::set<std::string> unbound;
@@ -315,10 +297,8 @@ void bindInputShapes(const std::string& path, onnx::GraphProto& graph,
     if (binding != bindings.end()) {
       const ir::Shape& wanted = binding->second;
       if (tensorType->has_shape() && shape->dim_size() != static_cast<int>(wanted.size()))
-        userError({path, "", ""},
-                  "--shape {}={} has rank {}, but the model declares rank {}",
-                  input.name(), fmt::join(wanted, "x"), wanted.size(),
-                  shape->dim_size());
+        userError({path, "", ""}, "--shape {}={} has rank {}, but the model declares rank {}",
+                  input.name(), fmt::join(wanted, "x"), wanted.size(), shape->dim_size());
       if (!tensorType->has_shape() || shape->dim_size() == 0) {
         shape->clear_dim();
         for (size_t i = 0; i < wanted.size(); ++i) shape->add_dim();
@@ -326,8 +306,7 @@ void bindInputShapes(const std::string& path, onnx::GraphProto& graph,
       for (int d = 0; d < shape->dim_size(); ++d) {
         auto* dim = shape->mutable_dim(d);
         if (dim->has_dim_value() && dim->dim_value() != wanted[d])
-          userError({path, "", ""},
-                    "--shape {}={} contradicts the model: dimension {} is {}",
+          userError({path, "", ""}, "--shape {}={} contradicts the model: dimension {} is {}",
                     input.name(), fmt::join(wanted, "x"), d, dim->dim_value());
         dim->set_dim_value(wanted[d]);
       }
@@ -351,8 +330,7 @@ void bindInputShapes(const std::string& path, onnx::GraphProto& graph,
     // Before ONNX shape inference multiplies them.
     auto dtype = static_cast<DType>(tensorType->elem_type());
     std::string tooLarge = ir::checkShape(dims, dtypeSize(dtype));
-    if (!tooLarge.empty())
-      userError({path, "", ""}, "input '{}': {}", input.name(), tooLarge);
+    if (!tooLarge.empty()) userError({path, "", ""}, "input '{}': {}", input.name(), tooLarge);
   }
   if (!bindings.empty())
     userError({path, "", ""}, "--shape names unknown input '{}' (inputs: {})",
@@ -365,12 +343,10 @@ void bindInputShapes(const std::string& path, onnx::GraphProto& graph,
 }
 
 /// Fully static shapes that ONNX shape inference found, by value name.
-std::unordered_map<std::string, ir::Shape> staticShapes(
-    const onnx::GraphProto& graph) {
+std::unordered_map<std::string, ir::Shape> staticShapes(const onnx::GraphProto& graph) {
   std::unordered_map<std::string, ir::Shape> shapes;
   auto add = [&](const onnx::ValueInfoProto& info) {
-    if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape())
-      return;
+    if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return;
     ir::Shape shape;
     for (const auto& dim : info.type().tensor_type().shape().dim()) {
       if (!dim.has_dim_value()) return;
@@ -416,8 +392,8 @@ void checkInferredShapes(const ir::Graph& graph, onnx::ModelProto& model,
     if (expected != inferred.end() && expected->second.size() == shape.size())
       for (int dim : value.dynamic.dims) shape[dim] = expected->second[dim];
     if (expected != inferred.end() && expected->second != shape)
-      userError(d.where, "output '{}' has shape {}, but ONNX shape inference says {}",
-                d.name, ir::shapeString(shape), ir::shapeString(expected->second));
+      userError(d.where, "output '{}' has shape {}, but ONNX shape inference says {}", d.name,
+                ir::shapeString(shape), ir::shapeString(expected->second));
   }
 }
 
@@ -441,8 +417,8 @@ ir::Shape parseShape(const std::string& text) {
     } catch (const std::exception&) {
     }
     if (part.empty() || used != part.size() || d < 0)
-      throw CompileError(fmt::format(
-          "cgc: error: shape '{}' is not of the form 1x3x224x224", text));
+      throw CompileError(
+          fmt::format("cgc: error: shape '{}' is not of the form 1x3x224x224", text));
     shape.push_back(d);
   }
   return shape;
@@ -458,7 +434,7 @@ static std::string describeType(const onnx::TypeProto& type) {
   for (const auto& dim : tensor.shape().dim())
     dims.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
                    : dim.has_dim_param() && !dim.dim_param().empty() ? dim.dim_param()
-                                                                       : "?");
+                                                                     : "?");
   return fmt::format("{}[{}]", element, fmt::join(dims, ","));
 }
 
@@ -491,14 +467,12 @@ ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
-    userError({path, "", ""}, "the ONNX checker rejects the model: {}",
-              oneLine(e.what()));
+    userError({path, "", ""}, "the ONNX checker rejects the model: {}", oneLine(e.what()));
   }
   std::vector<std::string> onnxInputNames;
   auto declaredInitializers = initializerNames(model.graph());
   for (const auto& input : model.graph().input())
-    if (!declaredInitializers.count(input.name()))
-      onnxInputNames.push_back(input.name());
+    if (!declaredInitializers.count(input.name())) onnxInputNames.push_back(input.name());
   LoadOptions tensorOptions = options;
   const auto composites = takeCompositeInputs(path, *model.mutable_graph(), tensorOptions);
   freezeConstantInputs(path, *model.mutable_graph(), tensorOptions);
@@ -521,13 +495,11 @@ ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
     const auto& tensorType = input.type().tensor_type();
     ir::TensorType type{static_cast<DType>(tensorType.elem_type()), {}};
     if (dtypeSize(type.dtype) == 0)
-      userError(where, "input '{}' has unsupported element type {}",
-                input.name(), tensorType.elem_type());
-    for (const auto& dim : tensorType.shape().dim())
-      type.shape.push_back(dim.dim_value());
+      userError(where, "input '{}' has unsupported element type {}", input.name(),
+                tensorType.elem_type());
+    for (const auto& dim : tensorType.shape().dim()) type.shape.push_back(dim.dim_value());
     std::string tooLarge = type.checkSize();
-    if (!tooLarge.empty())
-      userError(where, "input '{}': {}", input.name(), tooLarge);
+    if (!tooLarge.empty()) userError(where, "input '{}': {}", input.name(), tooLarge);
     int id = graph.addValue(input.name(), type, ir::ValueKind::kInput);
     graph.inputs.push_back(id);
     byName[input.name()] = id;

@@ -7,40 +7,34 @@
 
 namespace cgc::frontend {
 
-DiagLocation OpContext::where() const {
-  return {graph.sourceFile, nodeName, proto.op_type()};
-}
+DiagLocation OpContext::where() const { return {graph.sourceFile, nodeName, proto.op_type()}; }
 
-void OpContext::fail(const std::string& message) const {
-  userError(where(), "{}", message);
-}
+void OpContext::fail(const std::string& message) const { userError(where(), "{}", message); }
 
 const ir::Value& OpContext::input(size_t i) const {
   if (!hasInput(i)) fail(fmt::format("input {} is required", i));
   return graph.value(inputs[i]);
 }
 
-static void requireConstant(const OpContext& ctx, const ir::Value& v,
-                            const char* role) {
+static void requireConstant(const OpContext& ctx, const ir::Value& v, const char* role) {
   if (!v.isConstant())
-    ctx.fail(fmt::format("input '{}' ({}) must be a compile-time constant; it "
-                         "depends on a graph input (bind one with --constant "
-                         "NAME=FILE.pb)",
-                         v.name, role));
+    ctx.fail(
+        fmt::format("input '{}' ({}) must be a compile-time constant; it "
+                    "depends on a graph input (bind one with --constant "
+                    "NAME=FILE.pb)",
+                    v.name, role));
 }
 
 std::vector<int64_t> OpContext::constantInts(size_t i, const char* role) const {
   requireConstant(*this, input(i), role);
   DType type = inputType(i);
-  if (type == DType::kF32 || type == DType::kF64 || type == DType::kF16 ||
-      type == DType::kBF16)
-    fail(fmt::format("input '{}' ({}) must be an integer tensor, is {}",
-                     input(i).name, role, dtypeName(type)));
+  if (type == DType::kF32 || type == DType::kF64 || type == DType::kF16 || type == DType::kBF16)
+    fail(fmt::format("input '{}' ({}) must be an integer tensor, is {}", input(i).name, role,
+                     dtypeName(type)));
   return input(i).intValues();
 }
 
-std::vector<double> OpContext::constantDoubles(size_t i,
-                                               const char* role) const {
+std::vector<double> OpContext::constantDoubles(size_t i, const char* role) const {
   requireConstant(*this, input(i), role);
   return input(i).doubleValues();
 }
@@ -48,22 +42,18 @@ std::vector<double> OpContext::constantDoubles(size_t i,
 void OpContext::requireInputs(size_t min, size_t max) const {
   size_t n = inputs.size();
   while (n > 0 && inputs[n - 1] < 0) --n;
-  if (n < min || n > max)
-    fail(fmt::format("expects {} to {} inputs, has {}", min, max, n));
+  if (n < min || n > max) fail(fmt::format("expects {} to {} inputs, has {}", min, max, n));
   for (size_t i = 0; i < min; ++i)
     if (inputs[i] < 0) fail(fmt::format("input {} is required", i));
 }
 
-static const onnx::AttributeProto* findAttr(const onnx::NodeProto& proto,
-                                            const char* name) {
+static const onnx::AttributeProto* findAttr(const onnx::NodeProto& proto, const char* name) {
   for (const auto& a : proto.attribute())
     if (a.name() == name) return &a;
   return nullptr;
 }
 
-bool OpContext::hasAttr(const char* name) const {
-  return findAttr(proto, name) != nullptr;
-}
+bool OpContext::hasAttr(const char* name) const { return findAttr(proto, name) != nullptr; }
 
 int64_t OpContext::attrInt(const char* name, int64_t fallback) const {
   const auto* a = findAttr(proto, name);
@@ -82,14 +72,12 @@ std::string printableAttr(const std::string& text) {
   return out;
 }
 
-std::string OpContext::attrString(const char* name,
-                                  const std::string& fallback) const {
+std::string OpContext::attrString(const char* name, const std::string& fallback) const {
   const auto* a = findAttr(proto, name);
   return a ? printableAttr(a->s()) : fallback;
 }
 
-std::vector<int64_t> OpContext::attrInts(const char* name,
-                                         std::vector<int64_t> fallback) const {
+std::vector<int64_t> OpContext::attrInts(const char* name, std::vector<int64_t> fallback) const {
   const auto* a = findAttr(proto, name);
   if (!a) return fallback;
   return {a->ints().begin(), a->ints().end()};
@@ -103,8 +91,7 @@ const onnx::TensorProto* OpContext::attrTensor(const char* name) const {
 double OpContext::constantScalar(size_t i, const char* role) const {
   std::vector<double> values = constantDoubles(i, role);
   if (values.empty())
-    fail(fmt::format("input '{}' ({}) is empty; it must hold a value",
-                     input(i).name, role));
+    fail(fmt::format("input '{}' ({}) is empty; it must hold a value", input(i).name, role));
   return values[0];
 }
 
@@ -139,26 +126,23 @@ void OpContext::emit(const std::string& op, std::vector<int> irInputs,
                      std::map<std::string, ir::Attribute> attrs) {
   std::vector<int> outputs;
   for (size_t i = 0; i < outputTypes.size(); ++i) {
-    bool named = i < static_cast<size_t>(proto.output_size()) &&
-                 !proto.output(static_cast<int>(i)).empty();
-    std::string name = named ? proto.output(static_cast<int>(i))
-                             : fmt::format("{}_out{}", nodeName, i);
+    bool named =
+        i < static_cast<size_t>(proto.output_size()) && !proto.output(static_cast<int>(i)).empty();
+    std::string name =
+        named ? proto.output(static_cast<int>(i)) : fmt::format("{}_out{}", nodeName, i);
     checkType(outputTypes[i], fmt::format("output '{}'", name));
     outputs.push_back(graph.addValue(name, outputTypes[i]));
     if (i < results.size()) results[i] = named ? outputs.back() : -1;
   }
-  graph.addNode(op, nodeName, std::move(irInputs), std::move(outputs),
-                std::move(attrs));
+  graph.addNode(op, nodeName, std::move(irInputs), std::move(outputs), std::move(attrs));
 }
 
-void OpContext::defineConstant(size_t index, ir::TensorType type,
-                               std::vector<uint8_t> bytes) {
+void OpContext::defineConstant(size_t index, ir::TensorType type, std::vector<uint8_t> bytes) {
   if (index >= results.size()) fail(fmt::format("output {} is missing", index));
-  checkType(type,
-            fmt::format("output '{}'", proto.output(static_cast<int>(index))),
+  checkType(type, fmt::format("output '{}'", proto.output(static_cast<int>(index))),
             ir::kMaxConstantBytes);
-  results.at(index) = graph.addConstant(proto.output(static_cast<int>(index)),
-                                        std::move(type), std::move(bytes));
+  results.at(index) =
+      graph.addConstant(proto.output(static_cast<int>(index)), std::move(type), std::move(bytes));
 }
 
 void OpContext::defineFilled(size_t index, const ir::TensorType& type,
@@ -175,25 +159,21 @@ void OpContext::defineFilled(size_t index, const ir::TensorType& type,
     generateBudget -= type.bytes();
     return defineConstant(index, type, std::move(bytes));
   }
-  int fill = graph.addConstant(nodeName + "_fill", {type.dtype, {}},
-                               std::move(element));
+  int fill = graph.addConstant(nodeName + "_fill", {type.dtype, {}}, std::move(element));
   results[index] = graph.addValue(name, type);
-  graph.addNode(
-      "Expand",
-      index == 0 ? nodeName : fmt::format("{}/out{}", nodeName, index), {fill},
-      {results[index]});
+  graph.addNode("Expand", index == 0 ? nodeName : fmt::format("{}/out{}", nodeName, index), {fill},
+                {results[index]});
 }
 
-ir::Shape broadcastShapes(const OpContext& ctx, const ir::Shape& a,
-                          const ir::Shape& b) {
+ir::Shape broadcastShapes(const OpContext& ctx, const ir::Shape& a, const ir::Shape& b) {
   size_t rank = std::max(a.size(), b.size());
   ir::Shape out(rank);
   for (size_t i = 0; i < rank; ++i) {
     int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
     int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1)
-      ctx.fail(fmt::format("shapes {} and {} cannot be broadcast",
-                           ir::shapeString(a), ir::shapeString(b)));
+      ctx.fail(fmt::format("shapes {} and {} cannot be broadcast", ir::shapeString(a),
+                           ir::shapeString(b)));
     out[i] = da == 1 ? db : da;
   }
   return out;

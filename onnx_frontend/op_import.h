@@ -15,8 +15,8 @@ namespace cgc::frontend {
 
 class OpContext {
  public:
-  OpContext(ir::Graph& graph, const onnx::NodeProto& proto, int opset,
-            std::string nodeName, std::vector<int> inputs)
+  OpContext(ir::Graph& graph, const onnx::NodeProto& proto, int opset, std::string nodeName,
+            std::vector<int> inputs)
       : graph(graph),
         proto(proto),
         opset(opset),
@@ -58,8 +58,7 @@ class OpContext {
   /// Control characters read as '?' (no valid value has any, and the
   /// string may end up in a one-line diagnostic).
   std::string attrString(const char* name, const std::string& fallback) const;
-  std::vector<int64_t> attrInts(const char* name,
-                                std::vector<int64_t> fallback = {}) const;
+  std::vector<int64_t> attrInts(const char* name, std::vector<int64_t> fallback = {}) const;
   const onnx::TensorProto* attrTensor(const char* name) const;
 
   /// Input i's first value, as a double; fails unless it is a compile-time
@@ -91,12 +90,10 @@ class OpContext {
   /// Defines ONNX output `index` as `type` filled with `element` (one
   /// element's bytes): a constant within generateBudget, else an Expand of
   /// the element that fills it at run time.
-  void defineFilled(size_t index, const ir::TensorType& type,
-                    std::vector<uint8_t> element);
+  void defineFilled(size_t index, const ir::TensorType& type, std::vector<uint8_t> element);
   /// Defines ONNX output `index` as a new constant; `type` must have been
   /// checked against ir::kMaxConstantBytes before `bytes` were allocated.
-  void defineConstant(size_t index, ir::TensorType type,
-                      std::vector<uint8_t> bytes);
+  void defineConstant(size_t index, ir::TensorType type, std::vector<uint8_t> bytes);
 };
 
 using OpImporter = void (*)(OpContext&);
@@ -127,7 +124,6 @@ void registerSignalOps(std::map<std::string, OpImporter>& table);
 std::string printableAttr(const std::string& text);
 
 /// Numpy broadcast of two shapes; fails naming the node when incompatible.
-ir::Shape broadcastShapes(const OpContext& ctx, const ir::Shape& a,
-                          const ir::Shape& b);
+ir::Shape broadcastShapes(const OpContext& ctx, const ir::Shape& a, const ir::Shape& b);
 
 }  // namespace cgc::frontend

@@ -27,10 +27,8 @@ void copyField(const Field& field, int64_t count, std::vector<uint8_t>& out) {
 
 /// The number of elements the proto stores in the field its type reads
 /// (raw_data in bytes, else the typed field).
-int64_t storedElements(const onnx::TensorProto& proto, DType dtype,
-                       int64_t elem) {
-  if (proto.has_raw_data())
-    return static_cast<int64_t>(proto.raw_data().size()) / elem;
+int64_t storedElements(const onnx::TensorProto& proto, DType dtype, int64_t elem) {
+  if (proto.has_raw_data()) return static_cast<int64_t>(proto.raw_data().size()) / elem;
   switch (dtype) {
     case DType::kF32:
       return proto.float_data_size();
@@ -48,8 +46,7 @@ int64_t storedElements(const onnx::TensorProto& proto, DType dtype,
 
 }  // namespace
 
-ir::TensorType checkTensorSizes(const onnx::TensorProto& proto,
-                                const DiagLocation& where) {
+ir::TensorType checkTensorSizes(const onnx::TensorProto& proto, const DiagLocation& where) {
   ir::TensorType type;
   type.dtype = static_cast<DType>(proto.data_type());
   const std::string& name = proto.name();
@@ -58,8 +55,7 @@ ir::TensorType checkTensorSizes(const onnx::TensorProto& proto,
     type.shape.push_back(d);
   }
   int64_t elem = dtypeSize(type.dtype);
-  if (elem == 0 || proto.data_location() == onnx::TensorProto::EXTERNAL)
-    return type;
+  if (elem == 0 || proto.data_location() == onnx::TensorProto::EXTERNAL) return type;
   // Within the tensor limit first, so that the element count below cannot
   // overflow; then the stored data must match the dims before anything is
   // allocated for it.
@@ -67,31 +63,26 @@ ir::TensorType checkTensorSizes(const onnx::TensorProto& proto,
   if (!tooLarge.empty()) userError(where, "tensor '{}': {}", name, tooLarge);
   int64_t count = type.numElements();
   bool rawMismatch =
-      proto.has_raw_data() &&
-      static_cast<int64_t>(proto.raw_data().size()) != count * elem;
+      proto.has_raw_data() && static_cast<int64_t>(proto.raw_data().size()) != count * elem;
   int64_t stored = storedElements(proto, type.dtype, elem);
   if (rawMismatch || stored != count)
-    userError(where, "tensor '{}' of shape {} holds {} elements", name,
-              ir::shapeString(type.shape), stored);
+    userError(where, "tensor '{}' of shape {} holds {} elements", name, ir::shapeString(type.shape),
+              stored);
   tooLarge = type.checkSize(ir::kMaxConstantBytes);
-  if (!tooLarge.empty())
-    userError(where, "tensor '{}': {} for constant data", name, tooLarge);
+  if (!tooLarge.empty()) userError(where, "tensor '{}': {} for constant data", name, tooLarge);
   return type;
 }
 
-ir::TensorType checkTensorProto(const onnx::TensorProto& proto,
-                                const DiagLocation& where) {
+ir::TensorType checkTensorProto(const onnx::TensorProto& proto, const DiagLocation& where) {
   if (dtypeSize(static_cast<DType>(proto.data_type())) == 0)
-    userError(where, "tensor '{}' has unsupported element type {}",
-              proto.name(), proto.data_type());
+    userError(where, "tensor '{}' has unsupported element type {}", proto.name(),
+              proto.data_type());
   if (proto.data_location() == onnx::TensorProto::EXTERNAL)
-    userError(where, "tensor '{}' uses external data, which is not supported",
-              proto.name());
+    userError(where, "tensor '{}' uses external data, which is not supported", proto.name());
   return checkTensorSizes(proto, where);
 }
 
-HostTensor tensorFromProto(const onnx::TensorProto& proto,
-                           const DiagLocation& where) {
+HostTensor tensorFromProto(const onnx::TensorProto& proto, const DiagLocation& where) {
   HostTensor t;
   t.name = proto.name();
   t.type = checkTensorProto(proto, where);
@@ -99,8 +90,7 @@ HostTensor tensorFromProto(const onnx::TensorProto& proto,
   int64_t count = t.type.numElements();
   t.bytes.assign(count * elem, 0);
   if (proto.has_raw_data()) {
-    if (!t.bytes.empty())
-      std::memcpy(t.bytes.data(), proto.raw_data().data(), t.bytes.size());
+    if (!t.bytes.empty()) std::memcpy(t.bytes.data(), proto.raw_data().data(), t.bytes.size());
     return t;
   }
   switch (t.type.dtype) {
@@ -200,13 +190,18 @@ CompositeTensors readCompositeFile(const std::string& path, bool optional) {
   onnx::OptionalProto proto;
   if (!proto.ParseFromString(bytes)) userError({path, "", ""}, "not a serialized OptionalProto");
   switch (proto.elem_type()) {
-    case onnx::OptionalProto::UNDEFINED: out.present = false; break;
+    case onnx::OptionalProto::UNDEFINED:
+      out.present = false;
+      break;
     case onnx::OptionalProto::TENSOR:
       out.tensors.push_back(tensorFromProto(proto.tensor_value(), {path, "", ""}));
       out.elemType = out.tensors[0].type.dtype;
       break;
-    case onnx::OptionalProto::SEQUENCE: readSequence(proto.sequence_value(), path, out); break;
-    default: userError({path, "", ""}, "only optional tensors and sequences are supported");
+    case onnx::OptionalProto::SEQUENCE:
+      readSequence(proto.sequence_value(), path, out);
+      break;
+    default:
+      userError({path, "", ""}, "only optional tensors and sequences are supported");
   }
   return out;
 }

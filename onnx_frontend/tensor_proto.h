@@ -18,19 +18,16 @@ struct HostTensor {
 
 /// Throws CompileError (located at `where`) for external data, unsupported
 /// element types or a payload that does not match the dims.
-HostTensor tensorFromProto(const onnx::TensorProto& proto,
-                           const DiagLocation& where);
+HostTensor tensorFromProto(const onnx::TensorProto& proto, const DiagLocation& where);
 /// The checks of tensorFromProto without reading the data: a supported
 /// element type, no external data, dims within ir::kMaxTensorBytes, the
 /// stored data matching them, and at most ir::kMaxConstantBytes of it.
 /// Returns the tensor's type.
-ir::TensorType checkTensorProto(const onnx::TensorProto& proto,
-                                const DiagLocation& where);
+ir::TensorType checkTensorProto(const onnx::TensorProto& proto, const DiagLocation& where);
 /// Only the size checks of checkTensorProto (for tensors of a supported
 /// element type, stored in the file), which must hold before ONNX's checker
 /// and shape inference read a tensor.
-ir::TensorType checkTensorSizes(const onnx::TensorProto& proto,
-                                const DiagLocation& where);
+ir::TensorType checkTensorSizes(const onnx::TensorProto& proto, const DiagLocation& where);
 onnx::TensorProto tensorToProto(const HostTensor& tensor);
 
 /// Reads a serialized TensorProto file; CompileError if unreadable.

@@ -20,8 +20,8 @@
 #include <set>
 
 #include "cgc/kernels.h"
-#include "lowering/kernel_call.h"
 #include "ir/conventions.h"
+#include "lowering/kernel_call.h"
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {

@@ -29,19 +29,18 @@ double product(const ir::Shape& shape) {
   return n;
 }
 
-double flopsOf(const ir::Graph& graph, const ir::Node& node,
-               const lowering::KernelCall& call) {
+double flopsOf(const ir::Graph& graph, const ir::Node& node, const lowering::KernelCall& call) {
   using lowering::Kernel;
   switch (call.kernel) {
     case Kernel::kConv: {
       const auto& p = std::get<rt::ConvParams>(call.params);
-      return 2.0 * p.n * p.c_out * p.d_out * p.h_out * p.w_out *
-             (p.c_in / p.groups) * p.k_d * p.k_h * p.k_w;
+      return 2.0 * p.n * p.c_out * p.d_out * p.h_out * p.w_out * (p.c_in / p.groups) * p.k_d *
+             p.k_h * p.k_w;
     }
     case Kernel::kConvTranspose: {  // every input pixel scatters a kernel
       const auto& p = std::get<rt::ConvParams>(call.params);
-      return 2.0 * p.n * p.c_in * p.d_in * p.h_in * p.w_in *
-             (p.c_out / p.groups) * p.k_d * p.k_h * p.k_w;
+      return 2.0 * p.n * p.c_in * p.d_in * p.h_in * p.w_in * (p.c_out / p.groups) * p.k_d * p.k_h *
+             p.k_w;
     }
     case Kernel::kGemm: {
       const auto& p = std::get<rt::GemmParams>(call.params);
@@ -55,20 +54,16 @@ double flopsOf(const ir::Graph& graph, const ir::Node& node,
     }
     case Kernel::kRnn: {
       const auto& p = std::get<rt::RnnParams>(call.params);
-      double gates = p.cell == rt::RnnCell::kLstm  ? 4
-                     : p.cell == rt::RnnCell::kGru ? 3
-                                                   : 1;
+      double gates = p.cell == rt::RnnCell::kLstm ? 4 : p.cell == rt::RnnCell::kGru ? 3 : 1;
       // Input and recurrent MMs per step, plus ~10 ops per gate element.
-      double perStep = 2.0 * p.batch * gates * p.hidden_size *
-                           (p.input_size + p.hidden_size) +
+      double perStep = 2.0 * p.batch * gates * p.hidden_size * (p.input_size + p.hidden_size) +
                        10.0 * p.batch * gates * p.hidden_size;
       return perStep * p.seq_length * p.num_directions;
     }
     case Kernel::kMaxPool:
     case Kernel::kAvgPool: {
       const auto& p = std::get<rt::PoolParams>(call.params);
-      return product(graph.value(node.outputs[0]).type.shape) * p.k_d * p.k_h *
-             p.k_w;
+      return product(graph.value(node.outputs[0]).type.shape) * p.k_d * p.k_h * p.k_w;
     }
     default: {  // elementwise-like: one op per element of the largest tensor
       double elements = 0;
@@ -94,16 +89,14 @@ double estimateNode(const ir::Graph& graph, const ir::Node& node,
                     const lowering::KernelCall& call) {
   if (call.kernel == lowering::Kernel::kView) return 0.0;
   const double flops = flopsOf(graph, node, call);
-  return std::max(flops / kFlopsPerMicro, bytesOf(graph, node) / kBytesPerMicro) +
-         kOverheadMicros;
+  return std::max(flops / kFlopsPerMicro, bytesOf(graph, node) / kBytesPerMicro) + kOverheadMicros;
 }
 
 std::string describeOutputs(const ir::Graph& graph, const ir::Node& node) {
   std::vector<std::string> parts;
   for (int v : node.outputs)
     if (v >= 0)
-      parts.push_back(fmt::format("{} {}", graph.value(v).name,
-                                  graph.value(v).type.str()));
+      parts.push_back(fmt::format("{} {}", graph.value(v).name, graph.value(v).type.str()));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
@@ -132,8 +125,7 @@ std::string graphHash(const ir::Graph& graph) {
   std::string description;
   for (int id : graph.topologicalOrder()) {
     const ir::Node& node = graph.node(id);
-    description += fmt::format("{}|{}|{}\n", node.name, node.op,
-                               describeOutputs(graph, node));
+    description += fmt::format("{}|{}|{}\n", node.name, node.op, describeOutputs(graph, node));
   }
   uint64_t hash = 1469598103934665603ull;
   for (unsigned char c : description) hash = (hash ^ c) * 1099511628211ull;
@@ -157,10 +149,10 @@ CostModel costsFromProfile(const ir::Graph& graph, const lowering::KernelCalls& 
   std::string measuredOn = profile["graph_hash"].get<std::string>();
   std::string ours = graphHash(graph);
   if (measuredOn != ours)
-    profileError(path, fmt::format(
-        "profile {} was measured on a different graph (hash {}, this model has "
-        "{}); re-run cgc run --profile-out or cgc tune",
-        path, measuredOn, ours));
+    profileError(
+        path, fmt::format("profile {} was measured on a different graph (hash {}, this model has "
+                          "{}); re-run cgc run --profile-out or cgc tune",
+                          path, measuredOn, ours));
 
   std::map<std::string, int> byName;
   for (int id : graph.liveNodes()) byName[graph.node(id).name] = id;

@@ -24,9 +24,7 @@ struct CostModel {
   std::vector<int> threads;
   bool measured = false;  // some cost came from a profile
 
-  double of(int node) const {
-    return node < static_cast<int>(micros.size()) ? micros[node] : 0.0;
-  }
+  double of(int node) const { return node < static_cast<int>(micros.size()) ? micros[node] : 0.0; }
 };
 
 /// Speedup of one op run by a team of `threads`. Sublinear (threads^0.8):

@@ -27,8 +27,7 @@ bool foldConvBatchNorm(ir::Graph& graph) {
     int convOut = bn.inputs[0];
     int convId = graph.value(convOut).producer;
     if (convId < 0 || graph.node(convId).op != "Conv") continue;
-    if (graph.consumers(convOut).size() != 1 || graph.isGraphOutput(convOut))
-      continue;
+    if (graph.consumers(convOut).size() != 1 || graph.isGraphOutput(convOut)) continue;
     ir::Node& conv = graph.node(convId);
     if (!allConstant(graph, {conv.inputs.begin() + 1, conv.inputs.end()}) ||
         !allConstant(graph, {bn.inputs.begin() + 1, bn.inputs.end()}))
@@ -53,8 +52,7 @@ bool foldConvBatchNorm(ir::Graph& graph) {
     for (int64_t o = 0; o < outChannels; ++o) {
       double s = scale[o] / std::sqrt(var[o] + epsilon);
       for (int64_t i = 0; i < perChannel; ++i)
-        newWeights[o * perChannel + i] =
-            static_cast<float>(w[o * perChannel + i] * s);
+        newWeights[o * perChannel + i] = static_cast<float>(w[o * perChannel + i] * s);
       newBias[o] = static_cast<float>((bias[o] - mean[o]) * s + beta[o]);
     }
     std::string base = conv.name;

@@ -11,8 +11,8 @@
 // commute with it, being non-decreasing), and a Conv with a residual is
 // left alone, as the residual is added before the activation.
 #include "cgc/kernels.h"
-#include "lowering/kernel_call.h"
 #include "ir/conventions.h"
+#include "lowering/kernel_call.h"
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {
@@ -41,7 +41,8 @@ bool fuseConvMaxPool(ir::Graph& graph) {
     const int poolId = readers[0], pooled = pool.outputs[0];
     ir::Node& fused = graph.node(id);
     fused.attrs[ir::conventions::kConvShape] = graph.value(out).type.shape;
-    fused.attrs[ir::conventions::kPoolPads] = std::vector<int64_t>{poolParams.pad_top, poolParams.pad_left};
+    fused.attrs[ir::conventions::kPoolPads] =
+        std::vector<int64_t>{poolParams.pad_top, poolParams.pad_left};
     graph.removeNode(poolId);
     graph.setNodeOutput(id, 0, pooled);
     changed = true;

@@ -25,8 +25,7 @@ namespace cgc::passes {
 namespace {
 
 bool isFusible(const ir::Graph& graph, const ir::Node& node) {
-  if (node.op != "Conv" && node.op != "Gemm" && node.op != "MatMul")
-    return false;
+  if (node.op != "Conv" && node.op != "Gemm" && node.op != "MatMul") return false;
   return graph.value(node.outputs[0]).type.dtype == DType::kF32;
 }
 
@@ -70,12 +69,13 @@ bool fuseNext(ir::Graph& graph, int id) {
     node.attrs[ir::conventions::kActivation] = std::string("Relu");
   } else if (next.op == "Clip" && next.numPresentInputs() == 1) {
     node.attrs[ir::conventions::kActivation] = std::string("Clip");
-    node.attrs[ir::conventions::kActivationMin] = next.getFloat("min", -std::numeric_limits<double>::infinity());
-    node.attrs[ir::conventions::kActivationMax] = next.getFloat("max", std::numeric_limits<double>::infinity());
+    node.attrs[ir::conventions::kActivationMin] =
+        next.getFloat("min", -std::numeric_limits<double>::infinity());
+    node.attrs[ir::conventions::kActivationMax] =
+        next.getFloat("max", std::numeric_limits<double>::infinity());
   } else if (next.op == "Add" && next.inputs.size() == 2) {
     const int other = next.inputs[0] == out ? next.inputs[1] : next.inputs[0];
-    if (!absorbAdd(graph, node, out, other, graph.value(next.outputs[0]).type))
-      return false;
+    if (!absorbAdd(graph, node, out, other, graph.value(next.outputs[0]).type)) return false;
   } else {
     return false;
   }

@@ -35,8 +35,7 @@ using FusedConstants = std::map<std::vector<int64_t>, std::pair<int, int>>;
 bool isPlainConstant2d(const ir::Graph& g, int v) {
   if (v < 0) return false;
   const ir::Value& value = g.value(v);
-  return value.isConstant() && value.type.dtype == DType::kF32 &&
-         value.type.rank() == 2;
+  return value.isConstant() && value.type.dtype == DType::kF32 && value.type.rank() == 2;
 }
 
 std::optional<Candidate> matMulCandidate(const ir::Graph& g, const ir::Node& n) {
@@ -45,20 +44,25 @@ std::optional<Candidate> matMulCandidate(const ir::Graph& g, const ir::Node& n) 
   const ir::Value& b = g.value(n.inputs[1]);
   const float* w = b.dataAs<float>();
   int64_t k = b.type.shape[0], cols = b.type.shape[1];
-  return Candidate{n.id, cols, std::vector<float>(w, w + k * cols),
-                   std::vector<float>(cols, 0.f), {n.inputs[1], -1, 0}};
+  return Candidate{n.id,
+                   cols,
+                   std::vector<float>(w, w + k * cols),
+                   std::vector<float>(cols, 0.f),
+                   {n.inputs[1], -1, 0}};
 }
 
 std::optional<Candidate> gemmCandidate(const ir::Graph& g, const ir::Node& n) {
   if (n.getInt("transA", 0) != 0 || n.getFloat("alpha", 1.0) != 1.0 ||
-      n.getFloat("beta", 1.0) != 1.0 || n.inputs.size() < 2 ||
-      !isPlainConstant2d(g, n.inputs[1]))
+      n.getFloat("beta", 1.0) != 1.0 || n.inputs.size() < 2 || !isPlainConstant2d(g, n.inputs[1]))
     return {};
   const ir::Value& b = g.value(n.inputs[1]);
   bool transB = n.getInt("transB", 0) != 0;
   int64_t k = b.type.shape[transB ? 1 : 0], cols = b.type.shape[transB ? 0 : 1];
   int cv = n.inputs.size() > 2 ? n.inputs[2] : -1;
-  Candidate c{n.id, cols, std::vector<float>(k * cols), std::vector<float>(cols, 0.f),
+  Candidate c{n.id,
+              cols,
+              std::vector<float>(k * cols),
+              std::vector<float>(cols, 0.f),
               {n.inputs[1], cv, transB ? 1 : 0}};
   const float* w = b.dataAs<float>();
   for (int64_t p = 0; p < k; ++p)
@@ -69,8 +73,8 @@ std::optional<Candidate> gemmCandidate(const ir::Graph& g, const ir::Node& n) {
     if (!bias.isConstant() || bias.type.dtype != DType::kF32) return {};
     // Only a bias per column broadcasts the same way after concatenation.
     const ir::Shape& s = bias.type.shape;
-    bool perColumn = (s.size() == 1 && s[0] == cols) ||
-                     (s.size() == 2 && s[0] == 1 && s[1] == cols);
+    bool perColumn =
+        (s.size() == 1 && s[0] == cols) || (s.size() == 2 && s[0] == 1 && s[1] == cols);
     bool scalar = bias.type.numElements() == 1;
     if (!perColumn && !scalar) return {};
     const float* cb = bias.dataAs<float>();
@@ -80,8 +84,8 @@ std::optional<Candidate> gemmCandidate(const ir::Graph& g, const ir::Node& n) {
 }
 
 /// Replaces the products in `group` (all reading `a`) by one, plus Slices.
-void fuse(ir::Graph& g, int a, const std::string& op,
-          const std::vector<Candidate>& group, FusedConstants& fused) {
+void fuse(ir::Graph& g, int a, const std::string& op, const std::vector<Candidate>& group,
+          FusedConstants& fused) {
   int64_t k = g.value(a).type.shape.back(), total = 0;
   std::vector<int64_t> sources;
   for (const auto& c : group) {
@@ -100,8 +104,7 @@ void fuse(ir::Graph& g, int a, const std::string& op,
     int64_t offset = 0;
     for (const auto& c : group) {
       for (int64_t p = 0; p < k; ++p)
-        std::memcpy(&weights[p * total + offset], &c.weights[p * c.n],
-                    c.n * sizeof(float));
+        std::memcpy(&weights[p * total + offset], &c.weights[p * c.n], c.n * sizeof(float));
       bias.insert(bias.end(), c.bias.begin(), c.bias.end());
       offset += c.n;
     }
@@ -122,8 +125,7 @@ void fuse(ir::Graph& g, int a, const std::string& op,
     starts.back() = offset;
     offset += c.n;
     g.removeNode(c.node);
-    g.addNode("Slice", name + "_slice", {y}, {out},
-              {{"starts", starts}, {"steps", steps}});
+    g.addNode("Slice", name + "_slice", {y}, {out}, {{"starts", starts}, {"steps", steps}});
   }
 }
 
@@ -158,8 +160,10 @@ bool fuseMatMuls(ir::Graph& graph) {
     const ir::Node& n = graph.node(id);
     if (graph.value(n.outputs[0]).type.dtype != DType::kF32) continue;
     std::optional<Candidate> c;
-    if (n.op == "MatMul") c = matMulCandidate(graph, n);
-    else if (n.op == "Gemm") c = gemmCandidate(graph, n);
+    if (n.op == "MatMul")
+      c = matMulCandidate(graph, n);
+    else if (n.op == "Gemm")
+      c = gemmCandidate(graph, n);
     if (c) groups[{n.inputs[0], n.op}].push_back(std::move(*c));
   }
   bool changed = false;

@@ -142,8 +142,8 @@ int replaceChain(Graph& g, const Chain& c, std::string op, std::string name,
   g.removeNode(c.q);
   if (c.act >= 0) g.removeNode(c.act);
   g.removeNode(c.head);
-  const int id = g.addNode(std::move(op), std::move(name), std::move(inputs), {out},
-                           std::move(attrs));
+  const int id =
+      g.addNode(std::move(op), std::move(name), std::move(inputs), {out}, std::move(attrs));
   setClamp(g, c, id);
   return id;
 }
@@ -181,8 +181,7 @@ int dequantizedWeights(const Graph& g, int v, int64_t axis) {
 /// The int32 bias a DQ of int32 describes for scales x_scale * w_scale[c]
 /// (within float rounding), as a new constant; -1 where there is none, -2
 /// where the bias does not fit.
-int int32Bias(Graph& g, int v, float xScale, const std::vector<double>& wScales,
-              int64_t channels) {
+int int32Bias(Graph& g, int v, float xScale, const std::vector<double>& wScales, int64_t channels) {
   if (v < 0) return -1;
   const int dq = producer(g, v, "DequantizeLinear");
   if (dq < 0) return -2;
@@ -195,7 +194,8 @@ int int32Bias(Graph& g, int v, float xScale, const std::vector<double>& wScales,
   const auto scales = g.value(n.inputs[1]).doubleValues();
   std::vector<int32_t> out(values.size());
   for (size_t c = 0; c < values.size(); ++c) {
-    const double want = static_cast<double>(xScale * static_cast<float>(wScales[wScales.size() > 1 ? c : 0]));
+    const double want =
+        static_cast<double>(xScale * static_cast<float>(wScales[wScales.size() > 1 ? c : 0]));
     const double have = scales[scales.size() > 1 ? c : 0];
     if (std::abs(have - want) > 1e-6 * std::abs(want)) return -2;
     out[c] = static_cast<int32_t>(std::nearbyint(static_cast<double>(values[c]) * have / want));
@@ -214,10 +214,11 @@ bool fuseProduct(Graph& g, const Chain& c) {
   if (!x) return false;
   const bool isConv = head.op == "Conv", isGemm = head.op == "Gemm";
   const bool transB = isGemm && head.getInt("transB", 0) != 0;
-  if (isConv && (g.value(head.inputs[0]).type.rank() < 3 || g.value(head.inputs[0]).type.rank() > 4))
+  if (isConv &&
+      (g.value(head.inputs[0]).type.rank() < 3 || g.value(head.inputs[0]).type.rank() > 4))
     return false;
-  if (isGemm && (head.getInt("transA", 0) || head.getFloat("alpha", 1) != 1 ||
-                 head.getFloat("beta", 1) != 1))
+  if (isGemm &&
+      (head.getInt("transA", 0) || head.getFloat("alpha", 1) != 1 || head.getFloat("beta", 1) != 1))
     return false;
   const int64_t rankB = g.value(head.inputs[1]).type.rank();
   const int wq = dequantizedWeights(g, head.inputs[1], isConv || transB ? 0 : 1);
@@ -229,13 +230,20 @@ bool fuseProduct(Graph& g, const Chain& c) {
   }
   const int wDq = wq >= 0 ? wq : runtimeB->first;
   const Node& w = g.node(wDq);
-  const int64_t channels = g.value(head.outputs[0]).type.shape[isConv ? 1 : g.value(head.outputs[0]).type.rank() - 1];
+  const int64_t channels =
+      g.value(head.outputs[0]).type.shape[isConv ? 1 : g.value(head.outputs[0]).type.rank() - 1];
   const int bias = int32Bias(g, head.inputs.size() > 2 ? head.inputs[2] : -1, x->second.scaleValue,
                              g.value(w.inputs[1]).doubleValues(), channels);
   if (bias == -2) return false;
   const int wZero = w.inputs.size() > 2 ? w.inputs[2] : -1;
-  std::vector<int> inputs = {g.node(x->first).inputs[0], x->second.scale, x->second.zero,
-                             w.inputs[0], w.inputs[1], wZero, c.out.scale, c.out.zero};
+  std::vector<int> inputs = {g.node(x->first).inputs[0],
+                             x->second.scale,
+                             x->second.zero,
+                             w.inputs[0],
+                             w.inputs[1],
+                             wZero,
+                             c.out.scale,
+                             c.out.zero};
   std::map<std::string, ir::Attribute> attrs;
   if (isConv) {
     inputs.push_back(bias);
@@ -267,8 +275,8 @@ bool absorbAdd(Graph& g, const Chain& c, size_t side) {
   if (p < 0) p = producer(g, qMid, "QLinearMatMul");
   if (p < 0 || !readOnlyBy(g, qMid, mid->first)) return false;
   Node& product = g.node(p);
-  const size_t slot = product.op == "QLinearConv" ? conv::kQLinearConvResidual
-                                                  : conv::kQLinearMatMulResidual;
+  const size_t slot =
+      product.op == "QLinearConv" ? conv::kQLinearConvResidual : conv::kQLinearMatMulResidual;
   if (product.inputs.size() > slot && product.inputs[slot] >= 0) return false;
   // The product requantises to mid with its own y params: the DQ must agree.
   auto own = paramsOf(g, qMid, product.inputs[6], product.inputs[7]);
@@ -309,10 +317,10 @@ bool fuseAdd(Graph& g, const Chain& c) {
   if (!a || !b || g.value(add.inputs[0]).type.shape != shape ||
       g.value(add.inputs[1]).type.shape != shape)
     return false;
-  replaceChain(g, c, "QLinearAdd", add.name,
-               {g.node(a->first).inputs[0], a->second.scale, a->second.zero,
-                g.node(b->first).inputs[0], b->second.scale, b->second.zero, c.out.scale,
-                c.out.zero});
+  replaceChain(
+      g, c, "QLinearAdd", add.name,
+      {g.node(a->first).inputs[0], a->second.scale, a->second.zero, g.node(b->first).inputs[0],
+       b->second.scale, b->second.zero, c.out.scale, c.out.zero});
   removeIfUnused(g, a->first);
   removeIfUnused(g, b->first);
   return true;
@@ -331,8 +339,7 @@ bool fuseMove(Graph& g, const Chain& c) {
     inputs[i] = g.node(x->first).inputs[0];
     dqs.push_back(x->first);
   }
-  replaceChain(g, c, head.op == "MaxPool" ? "MaxPoolInt8" : head.op, head.name, inputs,
-               head.attrs);
+  replaceChain(g, c, head.op == "MaxPool" ? "MaxPoolInt8" : head.op, head.name, inputs, head.attrs);
   for (int dq : dqs) removeIfUnused(g, dq);
   return true;
 }
@@ -341,9 +348,9 @@ bool fuseGlobalAveragePool(Graph& g, const Chain& c) {
   const Node& head = g.node(c.head);
   auto x = dequantized(g, head.inputs[0]);
   if (c.act >= 0 || !x || g.value(head.inputs[0]).type.rank() < 3) return false;
-  replaceChain(g, c, "QLinearGlobalAveragePool", head.name,
-               {g.node(x->first).inputs[0], x->second.scale, x->second.zero, c.out.scale,
-                c.out.zero});
+  replaceChain(
+      g, c, "QLinearGlobalAveragePool", head.name,
+      {g.node(x->first).inputs[0], x->second.scale, x->second.zero, c.out.scale, c.out.zero});
   removeIfUnused(g, x->first);
   return true;
 }

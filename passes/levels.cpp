@@ -15,8 +15,7 @@ NodeEdges nodeEdges(const ir::Graph& graph) {
       if (in < 0) continue;
       int p = graph.value(in).producer;
       if (p < 0 || graph.node(p).dead) continue;
-      if (std::find(producers.begin(), producers.end(), p) != producers.end())
-        continue;
+      if (std::find(producers.begin(), producers.end(), p) != producers.end()) continue;
       producers.push_back(p);
       edges.consumers[p].push_back(id);
     }

@@ -17,8 +17,7 @@ namespace cgc::passes {
 namespace {
 
 int64_t alignUp(int64_t bytes) {
-  return (bytes + MemoryPlan::kAlignment - 1) / MemoryPlan::kAlignment *
-         MemoryPlan::kAlignment;
+  return (bytes + MemoryPlan::kAlignment - 1) / MemoryPlan::kAlignment * MemoryPlan::kAlignment;
 }
 
 /// Live nodes reading each value, by value id.
@@ -26,8 +25,7 @@ std::vector<std::vector<int>> readersByValue(const ir::Graph& graph) {
   std::vector<std::vector<int>> readers(graph.numValues());
   for (int id : graph.liveNodes())
     for (int in : graph.node(id).inputs)
-      if (in >= 0 && (readers[in].empty() || readers[in].back() != id))
-        readers[in].push_back(id);
+      if (in >= 0 && (readers[in].empty() || readers[in].back() != id)) readers[in].push_back(id);
   return readers;
 }
 
@@ -39,8 +37,7 @@ struct Accesses {
   std::vector<int> nodes;
   bool atEntry = false, atExit = false;
 
-  void add(const ir::Graph& graph, const std::vector<std::vector<int>>& readers,
-           int value) {
+  void add(const ir::Graph& graph, const std::vector<std::vector<int>>& readers, int value) {
     const ir::Value& v = graph.value(value);
     if (v.producer >= 0) nodes.push_back(v.producer);
     nodes.insert(nodes.end(), readers[value].begin(), readers[value].end());
@@ -138,8 +135,7 @@ class Planner {
   MemoryPlan run() {
     assign();
     place();
-    for (int id : hb_.order())
-      plan_.concatInPlace[id] = inputsInSlices(calls_.of(id), plan_);
+    for (int id : hb_.order()) plan_.concatInPlace[id] = inputsInSlices(calls_.of(id), plan_);
     for (const auto& buffer : plan_.buffers)
       if (buffer.scratchFor >= 0) plan_.scratchOffset[buffer.scratchFor] = buffer.offset;
     return std::move(plan_);
@@ -249,8 +245,7 @@ class Planner {
         newBuffer(out);
       }
       for (size_t o = 1; o < node.outputs.size(); ++o)
-        if (node.outputs[o] >= 0 && plan_.bufferOf[node.outputs[o]] < 0)
-          newBuffer(node.outputs[o]);
+        if (node.outputs[o] >= 0 && plan_.bufferOf[node.outputs[o]] < 0) newBuffer(node.outputs[o]);
       if (call.scratchBytes > 0) newScratch(id, call.scratchBytes);
     }
   }
@@ -261,8 +256,8 @@ class Planner {
     if (access_[a].atExit) return false;
     const auto& nodes = access_[a].nodes;
     return std::all_of(writers_[b].begin(), writers_[b].end(), [&](int writer) {
-      return writer >= 0 && std::all_of(nodes.begin(), nodes.end(),
-                                         [&](int n) { return hb_.before(n, writer); });
+      return writer >= 0 &&
+             std::all_of(nodes.begin(), nodes.end(), [&](int n) { return hb_.before(n, writer); });
     });
   }
 
@@ -271,9 +266,8 @@ class Planner {
   void place() {
     std::vector<int> bySize(plan_.buffers.size());
     for (size_t i = 0; i < bySize.size(); ++i) bySize[i] = static_cast<int>(i);
-    std::stable_sort(bySize.begin(), bySize.end(), [&](int a, int b) {
-      return plan_.buffers[a].bytes > plan_.buffers[b].bytes;
-    });
+    std::stable_sort(bySize.begin(), bySize.end(),
+                     [&](int a, int b) { return plan_.buffers[a].bytes > plan_.buffers[b].bytes; });
     std::vector<int> placed;
     for (int index : bySize) {
       MemoryPlan::Buffer& buffer = plan_.buffers[index];
@@ -327,9 +321,12 @@ namespace {
 /// graph, the calls and the schedule (never from the planner's state).
 class PlanVerifier {
  public:
-  PlanVerifier(const ir::Graph& graph, const lowering::KernelCalls& calls,
-               const Schedule& schedule, const MemoryPlan& plan)
-      : graph_(graph), calls_(calls), plan_(plan), hb_(graph, schedule),
+  PlanVerifier(const ir::Graph& graph, const lowering::KernelCalls& calls, const Schedule& schedule,
+               const MemoryPlan& plan)
+      : graph_(graph),
+        calls_(calls),
+        plan_(plan),
+        hb_(graph, schedule),
         readers_(readersByValue(graph)) {
     CGC_ASSERT(hb_.order().size() == graph.liveNodes().size(),
                "verifying memory for a schedule that misses nodes");
@@ -486,11 +483,14 @@ class PlanVerifier {
           bool ok = !pinned[before] && writer >= 0, inPlace = false;
           for (size_t k = 0; ok && k < touchedBy[before].size(); ++k) {
             const int n = touchedBy[before][k];
-            if (n == writer) inPlace = true;
-            else ok = hb_.before(n, writer);
+            if (n == writer)
+              inPlace = true;
+            else
+              ok = hb_.before(n, writer);
           }
           if (ok && inPlace) ok = lowering::mayRunInPlace(calls_.of(writer));
-          if (!ok) problem("'{}' overwrites '{}' while it is still needed", name(after), name(before));
+          if (!ok)
+            problem("'{}' overwrites '{}' while it is still needed", name(after), name(before));
         }
     }
   }
@@ -510,8 +510,9 @@ void verifyMemoryPlan(const ir::Graph& graph, const lowering::KernelCalls& calls
                       const Schedule& schedule, const MemoryPlan& plan) {
   const std::vector<std::string> problems = PlanVerifier(graph, calls, schedule, plan).run();
   if (!problems.empty())
-    internalError(__FILE__, __LINE__,
-                  fmt::format("memory plan verification failed:\n  {}", fmt::join(problems, "\n  ")));
+    internalError(
+        __FILE__, __LINE__,
+        fmt::format("memory plan verification failed:\n  {}", fmt::join(problems, "\n  ")));
 }
 
 }  // namespace cgc::passes

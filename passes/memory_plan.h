@@ -34,7 +34,7 @@ struct MemoryPlan {
   };
 
   std::vector<Buffer> buffers;
-  std::vector<int> bufferOf;  // per value id; -1 for constants and unused
+  std::vector<int> bufferOf;            // per value id; -1 for constants and unused
   std::vector<int64_t> offsetInBuffer;  // per value id: a Concat's part's slice
   int64_t arenaBytes = 0;
   int64_t bytesWithoutReuse = 0;  // every non-view tensor in its own buffer

@@ -12,8 +12,8 @@
 // doing it in the model constructor would hold two copies of them.
 // Runs after fold-conv-batchnorm, which rewrites the weights it packs.
 #include "cgc/kernels.h"
-#include "lowering/kernel_call.h"
 #include "ir/conventions.h"
+#include "lowering/kernel_call.h"
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {
@@ -22,7 +22,9 @@ bool packConvolutionWeights(ir::Graph& graph) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     const ir::Node& conv = graph.node(id);
-    if (conv.op != "Conv" || ir::conventions::convPacking(conv) != ir::conventions::ConvPacking::kNone) continue;
+    if (conv.op != "Conv" ||
+        ir::conventions::convPacking(conv) != ir::conventions::ConvPacking::kNone)
+      continue;
     const ir::Value& w = graph.value(conv.inputs[1]);
     if (!w.isConstant() || w.type.dtype != DType::kF32) continue;
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
@@ -41,9 +43,8 @@ bool packConvolutionWeights(ir::Graph& graph) {
         addFloatConstant(graph, w.name + (winograd ? "_winograd" : "_packed"), {count}, packed);
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedId;
-    node.attrs[ir::conventions::kPackedWeights] =
-        static_cast<int64_t>(winograd ? ir::conventions::ConvPacking::kWinograd
-                                      : ir::conventions::ConvPacking::kPanels);
+    node.attrs[ir::conventions::kPackedWeights] = static_cast<int64_t>(
+        winograd ? ir::conventions::ConvPacking::kWinograd : ir::conventions::ConvPacking::kPanels);
     changed = true;
   }
   return changed;

@@ -55,7 +55,8 @@ bool packQuantizedWeights(ir::Graph& graph) {
     const auto plan = planFor(graph, node, w);
     if (!plan) continue;
     const void* zeros = zero >= 0 ? graph.value(zero).data->data() : nullptr;
-    const rt::QPackInfo info = rt::planQWeights(plan->shape, w.data->data(), zeros, plan->preferred);
+    const rt::QPackInfo info =
+        rt::planQWeights(plan->shape, w.data->data(), zeros, plan->preferred);
     std::vector<uint8_t> packed(static_cast<size_t>(info.bytes));
     rt::packQWeights(plan->shape, info, w.data->data(), zeros, packed.data());
     const int packedId = graph.addConstant(graph.uniqueValueName(w.name + "_packed"),

@@ -7,8 +7,8 @@
 // (reading them and the cache's copy: 12% of a 1024-unit LSTM at batch 1)
 // and each thread would hold two more copies of its weights.
 #include "cgc/kernels.h"
-#include "lowering/kernel_call.h"
 #include "ir/conventions.h"
+#include "lowering/kernel_call.h"
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {

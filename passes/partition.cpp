@@ -16,11 +16,10 @@ double durationOf(const CostModel& costs, const Schedule& schedule, int node) {
 
 }  // namespace
 
-Schedule partitionGraph(const ir::Graph& graph, const CostModel& costs,
-                        int executors, int threadsPerExecutor,
-                        std::vector<int> nodeThreads) {
-  CGC_ASSERT(executors >= 1 && threadsPerExecutor >= 1,
-             "{} executors x {} threads", executors, threadsPerExecutor);
+Schedule partitionGraph(const ir::Graph& graph, const CostModel& costs, int executors,
+                        int threadsPerExecutor, std::vector<int> nodeThreads) {
+  CGC_ASSERT(executors >= 1 && threadsPerExecutor >= 1, "{} executors x {} threads", executors,
+             threadsPerExecutor);
   Schedule schedule;
   schedule.executors = executors;
   schedule.threadsPerExecutor = threadsPerExecutor;
@@ -96,8 +95,7 @@ Schedule partitionGraph(const ir::Graph& graph, const CostModel& costs,
   return schedule;
 }
 
-double simulatedMakespan(const ir::Graph& graph, const CostModel& costs,
-                         const Schedule& schedule) {
+double simulatedMakespan(const ir::Graph& graph, const CostModel& costs, const Schedule& schedule) {
   HappensBefore hb(graph, schedule);
   std::vector<int> executorOf(graph.numNodeSlots(), -1), previous(graph.numNodeSlots(), -1);
   for (size_t e = 0; e < schedule.ops.size(); ++e)
@@ -106,8 +104,7 @@ double simulatedMakespan(const ir::Graph& graph, const CostModel& costs,
       if (i > 0) previous[schedule.ops[e][i]] = schedule.ops[e][i - 1];
     }
   std::vector<std::vector<int>> waitsOn(graph.numNodeSlots());
-  for (const auto& dep : schedule.crossDependencies)
-    waitsOn[dep.consumer].push_back(dep.producer);
+  for (const auto& dep : schedule.crossDependencies) waitsOn[dep.consumer].push_back(dep.producer);
   std::vector<double> finish(graph.numNodeSlots(), 0.0);
   double makespan = 0;
   for (int id : hb.order()) {  // producers and predecessors first

@@ -27,14 +27,12 @@ inline constexpr double kCrossExecutorMicros = 1.0;
 /// into the schedule and used in the simulation; `cgc tune` varies it. One
 /// executor gets the topological order: on one executor every order takes
 /// the same time, and that one is what the memory plan was tuned on.
-Schedule partitionGraph(const ir::Graph& graph, const CostModel& costs,
-                        int executors, int threadsPerExecutor,
-                        std::vector<int> nodeThreads = {});
+Schedule partitionGraph(const ir::Graph& graph, const CostModel& costs, int executors,
+                        int threadsPerExecutor, std::vector<int> nodeThreads = {});
 
 /// Predicted microseconds for one run of a (verified) schedule: executors run
 /// their lists in order, a node starts when its executor is free and its
 /// cross-executor inputs are signalled, and takes cost / parallelSpeedup.
-double simulatedMakespan(const ir::Graph& graph, const CostModel& costs,
-                         const Schedule& schedule);
+double simulatedMakespan(const ir::Graph& graph, const CostModel& costs, const Schedule& schedule);
 
 }  // namespace cgc::passes

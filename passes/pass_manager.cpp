@@ -45,10 +45,10 @@ void runPipeline(ir::Graph& graph, const PipelineOptions& options) {
                options.disabled.end() &&
            passForTarget(name, options.vectorLanes);
   };
-#define CGC_RUN_PASS(name, function)                          \
-  if (enabled(name)) {                                        \
-    bool changed = function(graph);                           \
-    ir::verifyGraph(graph);                                   \
+#define CGC_RUN_PASS(name, function)                                \
+  if (enabled(name)) {                                              \
+    bool changed = function(graph);                                 \
+    ir::verifyGraph(graph);                                         \
     if (options.afterPass) options.afterPass(name, changed, graph); \
   }
   CGC_GRAPH_PASSES(CGC_RUN_PASS)

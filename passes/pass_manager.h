@@ -12,19 +12,19 @@
 namespace cgc::passes {
 
 // X-macro list of the graph passes, in pipeline order: (name, function).
-#define CGC_GRAPH_PASSES(X)                       \
-  X("canonicalize", canonicalize)                 \
-  X("fuse-quantized", fuseQuantized)              \
-  X("pack-quantized-weights", packQuantizedWeights) \
-  X("fold-constants", foldConstants)              \
-  X("fold-conv-batchnorm", foldConvBatchNorm)     \
-  X("fuse-matmuls", fuseMatMuls)                  \
-  X("fuse-epilogues", fuseEpilogues)              \
-  X("fuse-conv-maxpool", fuseConvMaxPool)         \
+#define CGC_GRAPH_PASSES(X)                               \
+  X("canonicalize", canonicalize)                         \
+  X("fuse-quantized", fuseQuantized)                      \
+  X("pack-quantized-weights", packQuantizedWeights)       \
+  X("fold-constants", foldConstants)                      \
+  X("fold-conv-batchnorm", foldConvBatchNorm)             \
+  X("fuse-matmuls", fuseMatMuls)                          \
+  X("fuse-epilogues", fuseEpilogues)                      \
+  X("fuse-conv-maxpool", fuseConvMaxPool)                 \
   X("pretranspose-gemm-weights", pretransposeGemmWeights) \
-  X("pack-conv-weights", packConvolutionWeights)  \
-  X("block-activations", blockActivations)        \
-  X("pack-rnn-weights", packRecurrentWeights)     \
+  X("pack-conv-weights", packConvolutionWeights)          \
+  X("block-activations", blockActivations)                \
+  X("pack-rnn-weights", packRecurrentWeights)             \
   X("dead-code", eliminateDeadCode)
 
 #define CGC_DECLARE_PASS(name, function) bool function(ir::Graph& graph);

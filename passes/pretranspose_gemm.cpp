@@ -14,8 +14,7 @@ bool pretransposeGemmWeights(ir::Graph& graph) {
     ir::Node& gemm = graph.node(id);
     if (gemm.op != "Gemm" || gemm.getInt("transB", 0) == 0) continue;
     const ir::Value& b = graph.value(gemm.inputs[1]);
-    if (!b.isConstant() || b.type.dtype != DType::kF32 || b.type.rank() != 2)
-      continue;
+    if (!b.isConstant() || b.type.dtype != DType::kF32 || b.type.rank() != 2) continue;
     const int64_t n = b.type.shape[0], k = b.type.shape[1];
     const float* src = b.dataAs<float>();
     std::vector<float> transposed(static_cast<size_t>(n * k));

@@ -26,8 +26,7 @@ struct ExecutionEdges {
       int previous = -1;
       for (size_t i = 0; i < schedule.ops[e].size(); ++i) {
         int id = schedule.ops[e][i];
-        if (id < 0 || id >= graph.numNodeSlots() || graph.node(id).dead ||
-            executor[id] >= 0)
+        if (id < 0 || id >= graph.numNodeSlots() || graph.node(id).dead || executor[id] >= 0)
           continue;
         executor[id] = static_cast<int>(e);
         index[id] = static_cast<int>(i);
@@ -36,8 +35,7 @@ struct ExecutionEdges {
       }
     }
     for (const auto& dep : schedule.crossDependencies)
-      if (scheduled(dep.producer) && scheduled(dep.consumer))
-        add(dep.producer, dep.consumer);
+      if (scheduled(dep.producer) && scheduled(dep.consumer)) add(dep.producer, dep.consumer);
   }
 
   bool scheduled(int id) const {
@@ -94,9 +92,10 @@ std::string describeCycle(const ir::Graph& graph, const std::vector<int>& cycle)
   std::vector<std::string> names;
   for (int id : cycle) names.push_back(fmt::format("'{}'", graph.node(id).name));
   names.push_back(names.front());
-  return fmt::format("the schedule can deadlock: executors wait on each other "
-                     "around {}",
-                     fmt::join(names, " -> "));
+  return fmt::format(
+      "the schedule can deadlock: executors wait on each other "
+      "around {}",
+      fmt::join(names, " -> "));
 }
 
 }  // namespace
@@ -142,11 +141,10 @@ void verifySchedule(const ir::Graph& graph, const Schedule& schedule) {
   std::vector<int> executorOf(graph.numNodeSlots(), -1);
   std::vector<int> position(graph.numNodeSlots(), -1);
   if (static_cast<int>(schedule.ops.size()) != schedule.executors)
-    problems.push_back(fmt::format("{} op lists for {} executors",
-                                   schedule.ops.size(), schedule.executors));
+    problems.push_back(
+        fmt::format("{} op lists for {} executors", schedule.ops.size(), schedule.executors));
   if (schedule.threadsPerExecutor < 1)
-    problems.push_back(fmt::format("{} threads per executor",
-                                   schedule.threadsPerExecutor));
+    problems.push_back(fmt::format("{} threads per executor", schedule.threadsPerExecutor));
   for (size_t e = 0; e < schedule.ops.size(); ++e) {
     for (size_t i = 0; i < schedule.ops[e].size(); ++i) {
       int id = schedule.ops[e][i];
@@ -155,8 +153,7 @@ void verifySchedule(const ir::Graph& graph, const Schedule& schedule) {
         continue;
       }
       if (executorOf[id] >= 0)
-        problems.push_back(fmt::format("node '{}' is scheduled twice",
-                                       graph.node(id).name));
+        problems.push_back(fmt::format("node '{}' is scheduled twice", graph.node(id).name));
       executorOf[id] = static_cast<int>(e);
       position[id] = static_cast<int>(i);
     }
@@ -164,8 +161,7 @@ void verifySchedule(const ir::Graph& graph, const Schedule& schedule) {
   std::set<std::pair<int, int>> declared, real;
   for (int id : graph.liveNodes()) {
     if (executorOf[id] < 0) {
-      problems.push_back(fmt::format("node '{}' is not scheduled",
-                                     graph.node(id).name));
+      problems.push_back(fmt::format("node '{}' is not scheduled", graph.node(id).name));
       continue;
     }
     for (int in : graph.node(id).inputs) {
@@ -178,33 +174,31 @@ void verifySchedule(const ir::Graph& graph, const Schedule& schedule) {
   for (const auto& dep : schedule.crossDependencies) {
     declared.insert({dep.producer, dep.consumer});
     auto name = [&](int id) {
-      return id >= 0 && id < graph.numNodeSlots() ? graph.node(id).name
-                                                  : std::to_string(id);
+      return id >= 0 && id < graph.numNodeSlots() ? graph.node(id).name : std::to_string(id);
     };
     if (!real.count({dep.producer, dep.consumer})) {
-      problems.push_back(fmt::format("cross dependency '{}' -> '{}' is not a data "
-                                     "dependency",
-                                     name(dep.producer), name(dep.consumer)));
+      problems.push_back(
+          fmt::format("cross dependency '{}' -> '{}' is not a data "
+                      "dependency",
+                      name(dep.producer), name(dep.consumer)));
     } else if (executorOf[dep.producer] == executorOf[dep.consumer] ||
                dep.fromExecutor != executorOf[dep.producer] ||
                dep.toExecutor != executorOf[dep.consumer]) {
-      problems.push_back(fmt::format(
-          "cross dependency '{}' -> '{}' names executors {} -> {}, they run on "
-          "{} and {}",
-          name(dep.producer), name(dep.consumer), dep.fromExecutor,
-          dep.toExecutor, executorOf[dep.producer], executorOf[dep.consumer]));
+      problems.push_back(
+          fmt::format("cross dependency '{}' -> '{}' names executors {} -> {}, they run on "
+                      "{} and {}",
+                      name(dep.producer), name(dep.consumer), dep.fromExecutor, dep.toExecutor,
+                      executorOf[dep.producer], executorOf[dep.consumer]));
     }
   }
   for (auto [producer, id] : real) {
     if (executorOf[producer] == executorOf[id]) {
       if (position[producer] >= position[id])
         problems.push_back(fmt::format("node '{}' runs before its producer '{}'",
-                                       graph.node(id).name,
-                                       graph.node(producer).name));
+                                       graph.node(id).name, graph.node(producer).name));
     } else if (!declared.count({producer, id})) {
-      problems.push_back(fmt::format(
-          "dependency '{}' -> '{}' crosses executors undeclared",
-          graph.node(producer).name, graph.node(id).name));
+      problems.push_back(fmt::format("dependency '{}' -> '{}' crosses executors undeclared",
+                                     graph.node(producer).name, graph.node(id).name));
     }
   }
   for (size_t id = 0; id < schedule.nodeThreads.size(); ++id) {
@@ -212,8 +206,7 @@ void verifySchedule(const ir::Graph& graph, const Schedule& schedule) {
     if (threads < 0 || threads > schedule.threadsPerExecutor)
       problems.push_back(fmt::format(
           "node {} runs on {} threads, its executor has {}",
-          id < static_cast<size_t>(graph.numNodeSlots()) ? graph.node(id).name
-                                                         : std::to_string(id),
+          id < static_cast<size_t>(graph.numNodeSlots()) ? graph.node(id).name : std::to_string(id),
           threads, schedule.threadsPerExecutor));
   }
   std::vector<int> cycle;
@@ -221,8 +214,7 @@ void verifySchedule(const ir::Graph& graph, const Schedule& schedule) {
   if (!cycle.empty()) problems.push_back(describeCycle(graph, cycle));
   if (!problems.empty())
     internalError(__FILE__, __LINE__,
-                  fmt::format("schedule verification failed:\n  {}",
-                              fmt::join(problems, "\n  ")));
+                  fmt::format("schedule verification failed:\n  {}", fmt::join(problems, "\n  ")));
 }
 
 }  // namespace cgc::passes

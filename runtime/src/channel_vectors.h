@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "gemm_core.h"
+#include "simd.h"
 
 namespace cgc::rt::detail {
 
@@ -29,8 +30,11 @@ struct Window2d {
 
 class ChannelVectors {
  public:
-  static constexpr int64_t kLanes = 16;
-  typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+  static constexpr int64_t kLanes = 16;  // planes in a block
+  /// A register's share of a block's lanes (simd.h): the part-th of
+  /// kParts, lanes part * simd::kLanes on.
+  using Lanes = simd::Floats;
+  static constexpr int kParts = simd::kPerBlock;
 
   explicit ChannelVectors(const Window2d& g) : g_(g) {
     padRows_ = (g.h_out - 1) * g.stride_h + (g.k_h - 1) * g.dilation_h + 1;
@@ -52,14 +56,13 @@ class ChannelVectors {
 
   /// Sets the padding of the buffers in `scratch` (once per kernel call:
   /// blocks overwrite only the inside).
-  void prepare(float padding, float* scratch) const {
-    std::fill_n(scratch, padded_, padding);
-  }
+  void prepare(float padding, float* scratch) const { std::fill_n(scratch, padded_, padding); }
 
   /// For the 16 planes of x (inStride apart) into those of y (outStride
-  /// apart): op.start(out), then op(out, input, tap) for every tap
-  /// t = kh * k_w + kw, where op.tap(t, tap) sets what the op needs of the
-  /// tap (its weights, say) once per 8 outputs, then op.finish(out).
+  /// apart), a register's part of the lanes at a time: op.start(part, out),
+  /// then op(out, input, tap) for every tap t = kh * k_w + kw, where
+  /// op.tap(t, part, tap) sets what the op needs of the tap (its weights,
+  /// say) once per kPositions outputs, then op.finish(part, out).
   template <typename Op>
   void run(const float* x, int64_t inStride, const Op& op, float* y, int64_t outStride,
            float* scratch) const {
@@ -80,49 +83,57 @@ class ChannelVectors {
   }
 
  private:
-  static constexpr int64_t kPositions = 8;  // outputs of a row at once
+  // Outputs of a row at once: 8 sums, 10 inputs and 3 taps at 3 wide fit
+  // AVX-512's 32 registers, 4 (13 in all) AVX2's 16.
+  static constexpr int64_t kPositions = simd::kRegisters >= 32 ? 8 : 4;
 
-  /// Every output of the padded block into out ([position][16]), 8 of a row
-  /// at a time. With the window's width kW and stride kStride fixed at
-  /// compile time (0: g_'s at run time), the inputs a row of taps shares
-  /// are loaded once: 10 loads for 24 FMAs at 3 wide, stride 1, instead of
-  /// 24 (the loads, not the FMAs, bounded the kernel).
+  /// Every output of the padded block into out ([position][16]), kPositions
+  /// of a row at a time. With the window's width kW and stride kStride
+  /// fixed at compile time (0: g_'s at run time), the inputs a row of taps
+  /// shares are loaded once: 10 loads for 24 FMAs at 3 wide, stride 1,
+  /// instead of 24 (the loads, not the FMAs, bounded the kernel).
   template <int64_t kW, int64_t kStride, typename Op>
   void sweep(const float* padded, const Op& op, float* out) const {
     const int64_t kw = kW ? kW : g_.k_w, stride = kStride ? kStride : g_.stride_w;
     const int64_t dilation = kW ? 1 : g_.dilation_w;
     for (int64_t oh = 0; oh < g_.h_out; ++oh)
-      for (int64_t ow0 = 0; ow0 < g_.w_out; ow0 += kPositions) {
-        Lanes acc[kPositions];
-        for (Lanes& v : acc) op.start(v);
-        for (int64_t kh = 0; kh < g_.k_h; ++kh) {
-          const float* row = padded + (oh * g_.stride_h + kh * g_.dilation_h) * padCols_ * kLanes +
-                             ow0 * stride * kLanes;
-          if constexpr (kW > 0) {
-            constexpr int64_t kInputs = (kPositions - 1) * kStride + kW;
-            Lanes in[kInputs], taps[kW];
-            for (int64_t j = 0; j < kInputs; ++j)
-              std::memcpy(&in[j], row + j * kLanes, sizeof(Lanes));
-            for (int64_t t = 0; t < kW; ++t) op.tap(kh * kW + t, taps[t]);
-            for (int64_t t = 0; t < kW; ++t)
-              for (int64_t i = 0; i < kPositions; ++i) op(acc[i], in[i * kStride + t], taps[t]);
-          } else {
-            for (int64_t t = 0; t < kw; ++t) {
-              Lanes tap;
-              op.tap(kh * kw + t, tap);
-              for (int64_t i = 0; i < kPositions; ++i) {
-                Lanes in;
-                std::memcpy(&in, row + (i * stride + t * dilation) * kLanes, sizeof in);
-                op(acc[i], in, tap);
-              }
-            }
+      for (int64_t ow0 = 0; ow0 < g_.w_out; ow0 += kPositions)
+        for (int part = 0; part < kParts; ++part)
+          sweepPart<kW, kStride>(padded, op, out, oh, ow0, part, kw, stride, dilation);
+  }
+
+  template <int64_t kW, int64_t kStride, typename Op>
+  void sweepPart(const float* padded, const Op& op, float* out, int64_t oh, int64_t ow0, int part,
+                 int64_t kw, int64_t stride, int64_t dilation) const {
+    Lanes acc[kPositions];
+    for (Lanes& v : acc) op.start(part, v);
+    for (int64_t kh = 0; kh < g_.k_h; ++kh) {
+      const float* row = padded + (oh * g_.stride_h + kh * g_.dilation_h) * padCols_ * kLanes +
+                         ow0 * stride * kLanes + part * simd::kLanes;
+      if constexpr (kW > 0) {
+        constexpr int64_t kInputs = (kPositions - 1) * kStride + kW;
+        Lanes in[kInputs], taps[kW];
+        for (int64_t j = 0; j < kInputs; ++j) std::memcpy(&in[j], row + j * kLanes, sizeof(Lanes));
+        for (int64_t t = 0; t < kW; ++t) op.tap(kh * kW + t, part, taps[t]);
+        for (int64_t t = 0; t < kW; ++t)
+          for (int64_t i = 0; i < kPositions; ++i) op(acc[i], in[i * kStride + t], taps[t]);
+      } else {
+        for (int64_t t = 0; t < kw; ++t) {
+          Lanes tap;
+          op.tap(kh * kw + t, part, tap);
+          for (int64_t i = 0; i < kPositions; ++i) {
+            Lanes in;
+            std::memcpy(&in, row + (i * stride + t * dilation) * kLanes, sizeof in);
+            op(acc[i], in, tap);
           }
         }
-        for (Lanes& v : acc) op.finish(v);
-        const int64_t count = std::min(kPositions, g_.w_out - ow0);
-        for (int64_t i = 0; i < count; ++i)  // not one memcpy: a libc call
-          std::memcpy(out + (oh * g_.w_out + ow0 + i) * kLanes, &acc[i], sizeof(Lanes));
       }
+    }
+    for (Lanes& v : acc) op.finish(part, v);
+    const int64_t count = std::min(kPositions, g_.w_out - ow0);
+    for (int64_t i = 0; i < count; ++i)  // not one memcpy: a libc call
+      std::memcpy(out + (oh * g_.w_out + ow0 + i) * kLanes + part * simd::kLanes, &acc[i],
+                  sizeof(Lanes));
   }
 
   Window2d g_;

@@ -48,18 +48,17 @@ using detail::packedChannels;
 using detail::scratch;
 
 bool isPointwise(const ConvParams& p) {
-  return p.k_d == 1 && p.k_h == 1 && p.k_w == 1 && p.stride_d == 1 &&
-         p.stride_h == 1 && p.stride_w == 1 && p.pad_front == 0 &&
-         p.pad_top == 0 && p.pad_left == 0 && p.d_in == p.d_out &&
-         p.h_in == p.h_out && p.w_in == p.w_out;
+  return p.k_d == 1 && p.k_h == 1 && p.k_w == 1 && p.stride_d == 1 && p.stride_h == 1 &&
+         p.stride_w == 1 && p.pad_front == 0 && p.pad_top == 0 && p.pad_left == 0 &&
+         p.d_in == p.d_out && p.h_in == p.h_out && p.w_in == p.w_out;
 }
 
 /// Visits every (kernel tap, output position) pair with the input position
 /// it reads: f(tap, outIndex, inIndex), inIndex = -1 in the padding.
 /// `in` sizes are the image side, `out` the GEMM side of the lowering.
 template <typename F>
-void forEachTap(const ConvParams& p, int64_t inD, int64_t inH, int64_t inW,
-                int64_t outD, int64_t outH, int64_t outW, F f) {
+void forEachTap(const ConvParams& p, int64_t inD, int64_t inH, int64_t inW, int64_t outD,
+                int64_t outH, int64_t outW, F f) {
   int64_t tap = 0;
   for (int64_t kd = 0; kd < p.k_d; ++kd)
     for (int64_t kh = 0; kh < p.k_h; ++kh)
@@ -91,8 +90,7 @@ namespace {
 
 /// Output positions [lo, hi) whose input column ow * stride + offset lies in
 /// [0, width).
-Range validColumns(int64_t outWidth, int64_t width, int64_t stride,
-                   int64_t offset) {
+Range validColumns(int64_t outWidth, int64_t width, int64_t stride, int64_t offset) {
   int64_t lo = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
   int64_t last = width - offset - 1;
   int64_t hi = last < 0 ? 0 : last / stride + 1;
@@ -103,8 +101,8 @@ Range validColumns(int64_t outWidth, int64_t width, int64_t stride,
 /// col[(c * taps + tap) * cols + s - s0] = x[c] at the input position that
 /// output position s (flattened (od, oh, ow), s0 <= s < s1) reads with that
 /// tap, 0 in the padding.
-void im2col(const ConvParams& p, const float* xg, int64_t channels, int64_t s0,
-            int64_t s1, float* col) {
+void im2col(const ConvParams& p, const float* xg, int64_t channels, int64_t s0, int64_t s1,
+            float* col) {
   const int64_t cols = s1 - s0;
   const int64_t taps = p.k_d * p.k_h * p.k_w;
   const int64_t inSpatial = p.d_in * p.h_in * p.w_in;
@@ -190,20 +188,18 @@ bool convTakesBlockedInput(const ConvParams& p) {
 }
 
 bool convTakesBlockedOutput(const ConvParams& p) {
-  return p.groups == 1 && p.c_out % kChannelBlock == 0 && !isFewChannels(p) &&
-         p.pool_h_out == 0;
+  return p.groups == 1 && p.c_out % kChannelBlock == 0 && !isFewChannels(p) && p.pool_h_out == 0;
 }
 
 bool convFusesMaxPool(const ConvParams& conv, const PoolParams& pool) {
-  return isFewChannels(conv) && conv.d_out == 1 && pool.d_out == 1 &&
-         pool.k_d == 1 && pool.k_h == 3 && pool.k_w == 3 && pool.stride_h == 2 &&
-         pool.stride_w == 2 && pool.dilation_h == 1 && pool.dilation_w == 1 &&
-         pool.n_c == conv.n * conv.c_out && pool.h_in == conv.h_out && pool.w_in == conv.w_out;
+  return isFewChannels(conv) && conv.d_out == 1 && pool.d_out == 1 && pool.k_d == 1 &&
+         pool.k_h == 3 && pool.k_w == 3 && pool.stride_h == 2 && pool.stride_w == 2 &&
+         pool.dilation_h == 1 && pool.dilation_w == 1 && pool.n_c == conv.n * conv.c_out &&
+         pool.h_in == conv.h_out && pool.w_in == conv.w_out;
 }
 
-void conv(const ConvParams& p, const float* x, const float* w,
-          const float* bias, const float* residual, float* y,
-          const Team& team) {
+void conv(const ConvParams& p, const float* x, const float* w, const float* bias,
+          const float* residual, float* y, const Team& team) {
   if (p.winograd) {
     detail::convWinograd(p, x, w, bias, residual, y, team);
     return;
@@ -239,8 +235,8 @@ void conv(const ConvParams& p, const float* x, const float* w,
   // already counts.
   detail::Block blk{{0, coutG}, {0, spatial}};
   if (team.size() > 1)
-    blk = detail::blockOf(detail::splitOutput(coutG, spatial, kSize, team.size()),
-                          coutG, spatial, team.thread());
+    blk = detail::blockOf(detail::splitOutput(coutG, spatial, kSize, team.size()), coutG, spatial,
+                          team.thread());
   if (blk.rows.size() <= 0 || blk.cols.size() <= 0) return;
   const int64_t chunk = std::min(columnChunk(kSize), blk.cols.size());
   float* col = scratch(kSize * chunk);
@@ -253,15 +249,14 @@ void conv(const ConvParams& p, const float* x, const float* w,
       for (int64_t s0 = blk.cols.begin; s0 < blk.cols.end; s0 += chunk) {
         const int64_t s1 = std::min(blk.cols.end, s0 + chunk);
         im2col(p, xg, cinG, s0, s1, col);
-        detail::gemmRows(blk.rows.size(), s1 - s0, kSize, wg, kSize, col,
-                         s1 - s0, yg + blk.rows.begin * spatial + s0, spatial,
-                         e.at(blk.rows.begin, s0));
+        detail::gemmRows(blk.rows.size(), s1 - s0, kSize, wg, kSize, col, s1 - s0,
+                         yg + blk.rows.begin * spatial + s0, spatial, e.at(blk.rows.begin, s0));
       }
     }
 }
 
-void conv_transpose(const ConvParams& p, const float* x, const float* w,
-                    const float* bias, float* y, const Team& team) {
+void conv_transpose(const ConvParams& p, const float* x, const float* w, const float* bias,
+                    float* y, const Team& team) {
   const int64_t cinG = p.c_in / p.groups, coutG = p.c_out / p.groups;
   const int64_t taps = p.k_d * p.k_h * p.k_w;
   const int64_t rows = coutG * taps;
@@ -277,8 +272,8 @@ void conv_transpose(const ConvParams& p, const float* x, const float* w,
       // col = W_g^T x_g for this thread's channels, W_g viewed as [cinG, rows].
       const float* wg = w + g * cinG * rows + channels.begin * taps;
       const float* xg = x + (n * p.c_in + g * cinG) * inSpatial;
-      detail::gemmRowsTransposedA(channels.size() * taps, inSpatial, cinG, wg, rows, xg,
-                                  inSpatial, col, inSpatial);
+      detail::gemmRowsTransposedA(channels.size() * taps, inSpatial, cinG, wg, rows, xg, inSpatial,
+                                  col, inSpatial);
       float* yg = y + (n * p.c_out + g * coutG) * outSpatial;
       std::fill(yg + channels.begin * outSpatial, yg + channels.end * outSpatial, 0.0f);
       // Scatter: input position i with tap t lands on output position o,
@@ -291,8 +286,8 @@ void conv_transpose(const ConvParams& p, const float* x, const float* w,
                      if (out >= 0) plane[out] += colRows[tap * inSpatial + in];
                    });
       }
-      addBias(bias ? bias + g * coutG + channels.begin : nullptr, channels.size(),
-              outSpatial, yg + channels.begin * outSpatial);
+      addBias(bias ? bias + g * coutG + channels.begin : nullptr, channels.size(), outSpatial,
+              yg + channels.begin * outSpatial);
     }
   }
 }

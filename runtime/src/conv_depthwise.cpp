@@ -27,6 +27,7 @@
 #include "plane_phases.h"
 #include "row_blocks.h"
 #include "scratch.h"
+#include "simd.h"
 
 namespace cgc::rt {
 namespace {
@@ -39,8 +40,8 @@ using detail::scratch;
 using detail::storeWithEpilogue;
 
 detail::Window2d windowOf(const ConvParams& p) {
-  return {p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w, p.stride_h, p.stride_w,
-          p.dilation_h, p.dilation_w, p.pad_top, p.pad_left};
+  return {p.h_in,     p.w_in,     p.h_out,      p.w_out,      p.k_h,     p.k_w,
+          p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.pad_top, p.pad_left};
 }
 
 /// ChannelVectors' op for depthwise convolution: sum = bias, sum += w[tap]
@@ -48,13 +49,16 @@ detail::Window2d windowOf(const ConvParams& p) {
 struct MultiplyAdd {
   using Lanes = detail::ChannelVectors::Lanes;
   const float* weights;  // [tap][16 channels]
-  Lanes bias, low, high;
-  void start(Lanes& sum) const { sum = bias; }
-  void tap(int64_t t, Lanes& w) const {
-    std::memcpy(&w, weights + t * detail::ChannelVectors::kLanes, sizeof w);
+  float bias[detail::ChannelVectors::kLanes];
+  Lanes low, high;
+  void start(int part, Lanes& sum) const {
+    std::memcpy(&sum, bias + part * simd::kLanes, sizeof sum);
+  }
+  void tap(int64_t t, int part, Lanes& w) const {
+    std::memcpy(&w, weights + t * detail::ChannelVectors::kLanes + part * simd::kLanes, sizeof w);
   }
   void operator()(Lanes& sum, const Lanes& in, const Lanes& w) const { sum += w * in; }
-  void finish(Lanes& sum) const {  // std::clamp, lane by lane
+  void finish(int, Lanes& sum) const {  // std::clamp, lane by lane
     sum = sum < low ? low : sum;
     sum = high < sum ? high : sum;
   }
@@ -62,9 +66,9 @@ struct MultiplyAdd {
 
 /// Depthwise convolution on blocks of 16 channels in the vector lanes
 /// (channel_vectors.h), the epilogue fused unless there is a residual.
-void depthwiseVectors(const detail::ChannelVectors& vectors, const ConvParams& p,
-                      const float* x, const float* w, const float* bias,
-                      const float* residual, float* y, const Team& team) {
+void depthwiseVectors(const detail::ChannelVectors& vectors, const ConvParams& p, const float* x,
+                      const float* w, const float* bias, const float* residual, float* y,
+                      const Team& team) {
   constexpr int64_t kLanes = detail::ChannelVectors::kLanes;
   using Lanes = MultiplyAdd::Lanes;
   const int64_t taps = p.k_h * p.k_w;
@@ -75,7 +79,7 @@ void depthwiseVectors(const detail::ChannelVectors& vectors, const ConvParams& p
   const float inf = std::numeric_limits<float>::infinity();
   const bool fused = residual == nullptr;
   const Bounds bounds = fused ? activationBounds(p) : Bounds{-inf, inf};
-  MultiplyAdd op{weights, Lanes{}, bounds.low - Lanes{}, bounds.high - Lanes{}};
+  MultiplyAdd op{weights, {}, bounds.low - Lanes{}, bounds.high - Lanes{}};
   const int64_t blocks = p.c_out / kLanes;
   const Range work = team.split(p.n * blocks);
   for (int64_t item = work.begin; item < work.end; ++item) {
@@ -93,13 +97,12 @@ void depthwiseVectors(const detail::ChannelVectors& vectors, const ConvParams& p
 /// One channel plane per work item, split over the team; each plane goes
 /// through PlanePhases, and each block of outputs through every tap while
 /// its sums stay in registers.
-void depthwise(const ConvParams& p, const float* x, const float* w,
-               const float* bias, const float* residual, float* y,
-               const Team& team) {
+void depthwise(const ConvParams& p, const float* x, const float* w, const float* bias,
+               const float* residual, float* y, const Team& team) {
   using detail::PlanePhases;
-  const PlanePhases phases(p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w, p.stride_h,
-                           p.stride_w, p.dilation_h, p.dilation_w, p.pad_top, p.pad_left);
-  typedef float Lanes __attribute__((vector_size(PlanePhases::kLanes * sizeof(float))));
+  const PlanePhases phases(p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w, p.stride_h, p.stride_w,
+                           p.dilation_h, p.dilation_w, p.pad_top, p.pad_left);
+  using Lanes = simd::Floats;
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
   float* buffer = scratch(phases.scratchSize());
   float* acc = phases.outputs(buffer);
@@ -111,7 +114,8 @@ void depthwise(const ConvParams& p, const float* x, const float* w,
     const float* wc = w + c * p.k_h * p.k_w;
     const float b = bias ? bias[c] : 0.0f;
     // Each sum is a chain of dependent FMAs, one per tap: two blocks at a
-    // time keep 8 chains in flight, enough to cover the FMA latency.
+    // time keep 8 chains in flight, enough to cover the FMA latency, where
+    // the registers hold them (simd.h); one block of 8 registers on AVX2.
     auto block = [&]<int kVectors>(int64_t j) {
       Lanes sum[kVectors];
       for (Lanes& v : sum) v = b - Lanes{};
@@ -120,17 +124,19 @@ void depthwise(const ConvParams& p, const float* x, const float* w,
         const float wv = wc[t];
         for (int v = 0; v < kVectors; ++v) {
           Lanes in;
-          std::memcpy(&in, src + v * PlanePhases::kLanes, sizeof in);
+          std::memcpy(&in, src + v * simd::kLanes, sizeof in);
           sum[v] += wv * in;
         }
       }
       std::memcpy(acc + j, sum, sizeof sum);
     };
+    constexpr int64_t kSlack = PlanePhases::kSlack;  // floats of a block
+    constexpr int64_t kWide =
+        2 * kSlack / simd::kLanes <= simd::kRegisters / 2 ? 2 * kSlack : kSlack;
     int64_t j = 0;
-    for (; j + 2 * PlanePhases::kSlack <= phases.length(); j += 2 * PlanePhases::kSlack)
-      block.template operator()<2 * PlanePhases::kBlock>(j);
-    for (; j < phases.length(); j += PlanePhases::kSlack)
-      block.template operator()<PlanePhases::kBlock>(j);
+    for (; j + kWide <= phases.length(); j += kWide)
+      block.template operator()<kWide / simd::kLanes>(j);
+    for (; j < phases.length(); j += kSlack) block.template operator()<kSlack / simd::kLanes>(j);
     storeWithEpilogue(p, phases, acc, 0.0f, residual ? residual + plane * spatial : nullptr,
                       y + plane * spatial);
   }
@@ -177,7 +183,8 @@ void depthwiseRows(const ConvParams& p, const float* x, const float* w, const fl
   const Bounds bounds = activationBounds(p);
   const __m512 lo = _mm512_set1_ps(bounds.low), hi = _mm512_set1_ps(bounds.high);
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
-  const std::vector<detail::RowBlock> blocks = detail::rowBlocks(p.w_out, p.w_in, kStride, p.pad_left);
+  const std::vector<detail::RowBlock> blocks =
+      detail::rowBlocks(p.w_out, p.w_in, kStride, p.pad_left);
   const Range planes = team.split(p.n * p.c_out);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const int64_t c = plane % p.c_out;
@@ -200,8 +207,10 @@ void depthwiseRows(const ConvParams& p, const float* x, const float* w, const fl
           __m512 t0, t1, t2;
           if constexpr (kStride == 1) {
             t0 = v0;
-            t1 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v1), _mm512_castps_si512(v0), 1));
-            t2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v1), _mm512_castps_si512(v0), 2));
+            t1 = _mm512_castsi512_ps(
+                _mm512_alignr_epi32(_mm512_castps_si512(v1), _mm512_castps_si512(v0), 1));
+            t2 = _mm512_castsi512_ps(
+                _mm512_alignr_epi32(_mm512_castps_si512(v1), _mm512_castps_si512(v0), 2));
           } else {
             const __m512 v2 = _mm512_maskz_loadu_ps(block.lanes[2], row + first + 32);
             detail::strideTwoTaps(v0, v1, v2, t0, t1, t2);
@@ -232,8 +241,10 @@ void convDepthwise(const ConvParams& p, const float* x, const float* w, const fl
   const detail::ChannelVectors vectors(windowOf(p));
 #ifdef __AVX512F__
   if (prefersDepthwiseRows(p, vectors.fits(p.c_out))) {
-    if (p.stride_w == 1) depthwiseRows<1>(p, x, w, bias, residual, y, team);
-    else depthwiseRows<2>(p, x, w, bias, residual, y, team);
+    if (p.stride_w == 1)
+      depthwiseRows<1>(p, x, w, bias, residual, y, team);
+    else
+      depthwiseRows<2>(p, x, w, bias, residual, y, team);
     return;
   }
 #endif

@@ -33,9 +33,8 @@ namespace detail {
 /// are, the epilogue applied in registers; an NCHW one gets them in scratch
 /// laid out [position][channel], transposed into y with the epilogue while
 /// the block is still in L1.
-void convPacked(const ConvParams& p, const float* x, const float* w,
-                const float* bias, const float* residual, float* y,
-                const Team& team) {
+void convPacked(const ConvParams& p, const float* x, const float* w, const float* bias,
+                const float* residual, float* y, const Team& team) {
   const int64_t taps = p.k_d * p.k_h * p.k_w, kSize = p.c_in * taps;
   const int64_t inSpatial = p.d_in * p.h_in * p.w_in;
   const int64_t outPlane = p.h_out * p.w_out, spatial = p.d_out * outPlane;
@@ -50,8 +49,8 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
   const int64_t d = (p.d_out - 1) * p.stride_d + (p.k_d - 1) * p.dilation_d + 1;
   const int64_t h = (p.h_out - 1) * p.stride_h + (p.k_h - 1) * p.dilation_h + 1;
   const int64_t wd = (p.w_out - 1) * p.stride_w + (p.k_w - 1) * p.dilation_w + 1;
-  const bool inPlace = p.pad_front == 0 && p.pad_top == 0 && p.pad_left == 0 &&
-                       d <= p.d_in && h <= p.h_in && wd <= p.w_in;
+  const bool inPlace = p.pad_front == 0 && p.pad_top == 0 && p.pad_left == 0 && d <= p.d_in &&
+                       h <= p.h_in && wd <= p.w_in;
   // Where the team splits only channels, every thread reads the whole
   // padded image: they pad it once, together, into thread 0's scratch
   // (each its share of the channels), instead of each all of it (4-6% of a
@@ -71,12 +70,14 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
     for (int64_t kd = 0; kd < p.k_d; ++kd)
       for (int64_t kh = 0; kh < p.k_h; ++kh)
         for (int64_t kw = 0; kw < p.k_w; ++kw)
-          offsets[i++] = c / lanes * volume * lanes + c % lanes +
-                         ((kd * p.dilation_d * rows + kh * p.dilation_h) * cols +
-                          kw * p.dilation_w) * lanes;
+          offsets[i++] =
+              c / lanes * volume * lanes + c % lanes +
+              ((kd * p.dilation_d * rows + kh * p.dilation_h) * cols + kw * p.dilation_w) * lanes;
   for (int64_t s = blk.cols.begin; s < blk.cols.end; ++s)
-    positions[s] = ((s / outPlane * p.stride_d * rows + s % outPlane / p.w_out * p.stride_h) *
-                        cols + s % p.w_out * p.stride_w) * lanes;
+    positions[s] =
+        ((s / outPlane * p.stride_d * rows + s % outPlane / p.w_out * p.stride_h) * cols +
+         s % p.w_out * p.stride_w) *
+        lanes;
 
   // What this thread pads: its planes of the whole image when shared,
   // else all planes of the rows its positions read.
@@ -84,13 +85,13 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
   if (sharedPadding) {
     padPlanes = team.split(planes);
   } else if (d == 1) {
-    padRows = {blk.cols.begin / p.w_out * p.stride_h,
-               std::min(h, (blk.cols.end - 1) / p.w_out * p.stride_h +
-                               (p.k_h - 1) * p.dilation_h + 1)};
+    padRows = {
+        blk.cols.begin / p.w_out * p.stride_h,
+        std::min(h, (blk.cols.end - 1) / p.w_out * p.stride_h + (p.k_h - 1) * p.dilation_h + 1)};
   }
   constexpr int64_t kChunk = 96;  // positions: 64 x 96 floats of result fit L1
-  float* transposed = scratch<float>(kChunk * detail::kPackedPanel +
-                                     (inPlace ? 0 : p.c_in * volume));
+  float* transposed =
+      scratch<float>(kChunk * detail::kPackedPanel + (inPlace ? 0 : p.c_in * volume));
   float* padded = transposed + kChunk * detail::kPackedPanel;
   if (sharedPadding) padded = team.shareFromFirst(padded);
   for (int64_t n = 0; n < p.n; ++n) {
@@ -108,17 +109,19 @@ void convPacked(const ConvParams& p, const float* x, const float* w,
     for (int64_t s0 = blk.cols.begin; s0 < blk.cols.end; s0 += kChunk) {
       const int64_t count = std::min(blk.cols.end, s0 + kChunk) - s0;
       for (int64_t o = o0; o < o1;) {
-        const int64_t end =
-            std::min(o1, (o / detail::kPackedPanel + 1) * detail::kPackedPanel);
+        const int64_t end = std::min(o1, (o / detail::kPackedPanel + 1) * detail::kPackedPanel);
         const int64_t width = end - o, real = std::min(end, p.c_out) - o;
         // Channel block o / 16 at position s0: o * spatial + 16 s0 in
         // either layout.
         const int64_t first = o * spatial + s0 * (p.blocked_output ? kChannelBlock : 1);
         if (p.blocked_output) {
-          const detail::PackedOutput out{yn + first, kChannelBlock, spatial * kChannelBlock,
+          const detail::PackedOutput out{yn + first,
+                                         kChannelBlock,
+                                         spatial * kChannelBlock,
                                          bias ? bias + o : nullptr,
                                          e.residual ? e.residual + first : nullptr,
-                                         bounds.low, bounds.high};
+                                         bounds.low,
+                                         bounds.high};
           detail::gemmPacked(channels, kSize, w, o, end, count, in, offsets, positions + s0, out);
         } else {
           detail::gemmPacked(channels, kSize, w, o, end, count, in, offsets, positions + s0,

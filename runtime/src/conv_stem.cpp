@@ -19,6 +19,7 @@
 #include "plane_phases.h"
 #include "row_blocks.h"
 #include "scratch.h"
+#include "simd.h"
 
 namespace cgc::rt {
 namespace {
@@ -27,27 +28,28 @@ using detail::activationBounds;
 using detail::Bounds;
 
 /// sums[o * ldSums + i] = sum over input planes c and taps t of
-/// weights[(c * taps + t) * C + o] * planes[c * planeSize + tapOffsets[t] + i],
-/// for C channels and i < 16 V.
+/// weights[(c * taps + t) * ldw + o] * planes[c * planeSize + tapOffsets[t] + i],
+/// for C channels and i < V registers of positions (simd.h).
 template <int C, int V>
 void fewChannelsBlock(const float* planes, int64_t planeSize, int64_t inChannels,
-                      const int64_t* tapOffsets, int64_t taps, const float* weights,
+                      const int64_t* tapOffsets, int64_t taps, const float* weights, int64_t ldw,
                       float* sums, int64_t ldSums) {
-  typedef float Lanes __attribute__((vector_size(16 * sizeof(float))));
-  Lanes sum[C][V];
+  using simd::kLanes;
+  simd::Floats sum[C][V];
   for (int o = 0; o < C; ++o)
-    for (int v = 0; v < V; ++v) sum[o][v] = Lanes{};
+    for (int v = 0; v < V; ++v) sum[o][v] = simd::Floats{};
   for (int64_t c = 0; c < inChannels; ++c)
     for (int64_t t = 0; t < taps; ++t) {
       const float* src = planes + c * planeSize + tapOffsets[t];
-      Lanes in[V];
-      for (int v = 0; v < V; ++v) std::memcpy(&in[v], src + v * 16, sizeof(Lanes));
-      const float* wk = weights + (c * taps + t) * C;
+      simd::Floats in[V];
+      for (int v = 0; v < V; ++v) std::memcpy(&in[v], src + v * kLanes, sizeof(simd::Floats));
+      const float* wk = weights + (c * taps + t) * ldw;
       for (int o = 0; o < C; ++o)
         for (int v = 0; v < V; ++v) sum[o][v] += wk[o] * in[v];
     }
   for (int o = 0; o < C; ++o)
-    for (int v = 0; v < V; ++v) std::memcpy(sums + o * ldSums + v * 16, &sum[o][v], sizeof(Lanes));
+    for (int v = 0; v < V; ++v)
+      std::memcpy(sums + o * ldSums + v * kLanes, &sum[o][v], sizeof(simd::Floats));
 }
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which
@@ -64,7 +66,9 @@ struct StemPool {
   int64_t rows() const { return on() ? p.pool_h_out : p.h_out; }
   int64_t spatial() const { return on() ? p.pool_h_out * p.pool_w_out : p.h_out * p.w_out; }
   /// The most convolution rows that `band` rows of y read.
-  int64_t convolutionRows(int64_t band) const { return on() ? std::min(p.h_out, 2 * band + 1) : band; }
+  int64_t convolutionRows(int64_t band) const {
+    return on() ? std::min(p.h_out, 2 * band + 1) : band;
+  }
   /// The convolution rows that rows [r0, r1) of y read.
   Range convolutionRows(int64_t r0, int64_t r1) const {
     if (!on()) return {r0, r1};
@@ -76,8 +80,8 @@ struct StemPool {
   /// rows in `sums` (from row `first`, `stride` apart), then adds `bias`
   /// and applies the activation: both commute with the maximum, as the
   /// activations are non-decreasing.
-  void store(const float* sums, int64_t first, int64_t stride, int64_t r0, int64_t r1,
-             float bias, float* out) const {
+  void store(const float* sums, int64_t first, int64_t stride, int64_t r0, int64_t r1, float bias,
+             float* out) const {
     const Bounds bounds = activationBounds(p);
     const float lo = bounds.low, hi = bounds.high;
 #ifdef __AVX512F__
@@ -126,18 +130,21 @@ namespace detail {
 /// instead. When every thread copied the whole image and then split the
 /// channels, ResNet-50's stem on 2 threads ran 15% slower, on an image fresh
 /// from memory.
-void convFewChannels(const ConvParams& p, const float* x, const float* w,
-                     const float* bias, const float* residual, float* y,
-                     const Team& team) {
+void convFewChannels(const ConvParams& p, const float* x, const float* w, const float* bias,
+                     const float* residual, float* y, const Team& team) {
   using detail::PlanePhases;
+  // Blocks of 8 channels x 32 positions, summed in register tiles of 8 or
+  // 4 channels (as the registers allow: simd.h) x 2 registers of positions.
   constexpr int64_t kLanes = PlanePhases::kLanes, kVectors = 2, kChannels = 8;
+  constexpr int kTileChannels = simd::kRegisters >= 32 ? 8 : 4, kTileVectors = 2;
+  constexpr int64_t kTilePositions = kTileVectors * simd::kLanes;
   // Rows of y per band: about 16 rows of convolution either way; pooled
   // bands recompute the row they share, so they are as large as L2 allows.
   const StemPool pool{p};
   const int64_t bandRows = pool.on() ? 32 : 16;
   auto phasesOf = [&](Range convolutionRows) {
-    return PlanePhases(p.h_in, p.w_in, convolutionRows.size(), p.w_out, p.k_h, p.k_w,
-                       p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
+    return PlanePhases(p.h_in, p.w_in, convolutionRows.size(), p.w_out, p.k_h, p.k_w, p.stride_h,
+                       p.stride_w, p.dilation_h, p.dilation_w,
                        p.pad_top - convolutionRows.begin * p.stride_h, p.pad_left);
   };
   const int64_t inSpatial = p.h_in * p.w_in, spatial = pool.spatial();
@@ -147,10 +154,9 @@ void convFewChannels(const ConvParams& p, const float* x, const float* w,
   const Range rows = splitRows ? team.split(pool.rows()) : Range{0, pool.rows()};
   const Range channelBlocks = splitRows ? Range{0, blocks} : team.split(blocks);
   if (rows.size() <= 0 || channelBlocks.size() <= 0) return;
-  const PlanePhases largest =
-      phasesOf({0, pool.convolutionRows(std::min(bandRows, rows.size()))});
-  float* weights = scratch(channelBlocks.size() * depth * kChannels +
-                           p.c_in * largest.fillSize() + kChannels * largest.length());
+  const PlanePhases largest = phasesOf({0, pool.convolutionRows(std::min(bandRows, rows.size()))});
+  float* weights = scratch(channelBlocks.size() * depth * kChannels + p.c_in * largest.fillSize() +
+                           kChannels * largest.length());
   float* planes = weights + channelBlocks.size() * depth * kChannels;
   float* sums = planes + p.c_in * largest.fillSize();  // [8 channels][length]
   // weights[(block * depth + c * taps + t) * 8 + o]
@@ -175,9 +181,11 @@ void convFewChannels(const ConvParams& p, const float* x, const float* w,
         const int64_t o0 = block * kChannels, count = std::min(kChannels, p.c_out - o0);
         const float* packed = weights + (block - channelBlocks.begin) * depth * kChannels;
         auto sumBlocks = [&](int64_t j) {
-          fewChannelsBlock<kChannels, kVectors>(planes + j, planeSize, p.c_in, taps.data(),
-                                                static_cast<int64_t>(taps.size()), packed,
-                                                sums + j, phases.length());
+          for (int64_t o = 0; o < kChannels; o += kTileChannels)
+            for (int64_t i = j; i < j + kVectors * kLanes; i += kTilePositions)
+              fewChannelsBlock<kTileChannels, kTileVectors>(
+                  planes + i, planeSize, p.c_in, taps.data(), static_cast<int64_t>(taps.size()),
+                  packed + o, kChannels, sums + o * phases.length() + i, phases.length());
         };
         if (pool.on()) {
           for (int64_t j = 0; j < phases.length(); j += kVectors * kLanes) sumBlocks(j);

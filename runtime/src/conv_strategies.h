@@ -17,8 +17,7 @@ namespace cgc::rt::detail {
 
 /// Depthwise 2-D convolution: groups == c_in == c_out, unit depth.
 inline bool isDepthwise2d(const ConvParams& p) {
-  return p.groups == p.c_in && p.groups == p.c_out && p.k_d == 1 &&
-         p.d_in == 1 && p.d_out == 1;
+  return p.groups == p.c_in && p.groups == p.c_out && p.k_d == 1 && p.d_in == 1 && p.d_out == 1;
 }
 
 /// Few input channels on a large image (stem layers: RGB in, depth 27 to
@@ -28,9 +27,8 @@ inline bool isDepthwise2d(const ConvParams& p) {
 /// phases the direct loop would mostly compute and drop.
 inline bool isFewChannels(const ConvParams& p) {
   constexpr int64_t kMaxChannels = 4, kMinPositions = 256;
-  return p.groups == 1 && p.c_in <= kMaxChannels && p.k_d == 1 && p.d_in == 1 &&
-         p.d_out == 1 && p.stride_h <= 2 && p.stride_w <= 2 &&
-         p.h_out * p.w_out >= kMinPositions;
+  return p.groups == 1 && p.c_in <= kMaxChannels && p.k_d == 1 && p.d_in == 1 && p.d_out == 1 &&
+         p.stride_h <= 2 && p.stride_w <= 2 && p.h_out * p.w_out >= kMinPositions;
 }
 
 /// Output channels the packed kernel computes: c_out rounded up to 16 (the
@@ -40,16 +38,18 @@ inline int64_t packedChannels(const ConvParams& p) { return (p.c_out + 15) / 16 
 /// Stores PlanePhases' output rows `rows` into the plane `out` with the
 /// epilogue: act(v + bias + residual) (a copy and then applyEpilogue per
 /// plane cost more than the taps).
-inline void storeWithEpilogue(const ConvParams& p, const PlanePhases& phases,
-                              const float* rows, float bias, const float* residual, float* out,
-                              int64_t begin = 0, int64_t end = -1) {
+inline void storeWithEpilogue(const ConvParams& p, const PlanePhases& phases, const float* rows,
+                              float bias, const float* residual, float* out, int64_t begin = 0,
+                              int64_t end = -1) {
   const Bounds bounds = activationBounds(p);
   const float lo = bounds.low, hi = bounds.high;
   if (residual)
-    phases.store(rows, out, [&](float v, int64_t i) { return std::clamp(v + bias + residual[i], lo, hi); },
-                 begin, end);
+    phases.store(
+        rows, out, [&](float v, int64_t i) { return std::clamp(v + bias + residual[i], lo, hi); },
+        begin, end);
   else
-    phases.store(rows, out, [&](float v, int64_t) { return std::clamp(v + bias, lo, hi); }, begin, end);
+    phases.store(
+        rows, out, [&](float v, int64_t) { return std::clamp(v + bias, lo, hi); }, begin, end);
 }
 
 /// Depthwise 2-D convolution (isDepthwise2d), conv_depthwise.cpp.

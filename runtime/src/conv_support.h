@@ -25,16 +25,19 @@ struct Bounds {
 inline Bounds activationBounds(const ConvParams& p) {
   const float inf = std::numeric_limits<float>::infinity();
   switch (p.activation) {
-    case Activation::kRelu: return {0.0f, inf};
-    case Activation::kClip: return {p.act_min, p.act_max};
-    default: return {-inf, inf};
+    case Activation::kRelu:
+      return {0.0f, inf};
+    case Activation::kClip:
+      return {p.act_min, p.act_max};
+    default:
+      return {-inf, inf};
   }
 }
 
 /// The epilogue of group g of image n (its output channels are rows of the
 /// block).
-inline Epilogue epilogueOf(const ConvParams& p, const float* bias, const float* residual,
-                           int64_t n, int64_t g) {
+inline Epilogue epilogueOf(const ConvParams& p, const float* bias, const float* residual, int64_t n,
+                           int64_t g) {
   const int64_t coutG = p.c_out / p.groups;
   const int64_t spatial = p.d_out * p.h_out * p.w_out;
   Epilogue e;

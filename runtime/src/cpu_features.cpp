@@ -18,10 +18,10 @@ namespace cgc {
 namespace {
 
 #if defined(__x86_64__) || defined(__i386__)
-constexpr const char* kCheckable[] = {
-    "popcnt",  "ssse3",    "sse4.1",   "sse4.2",   "avx",      "avx2",       "fma",
-    "bmi2",    "f16c",     "avx512f",  "avx512bw", "avx512cd", "avx512dq",   "avx512vl",
-    "avx512vnni", "avxvnni", nullptr};
+constexpr const char* kCheckable[] = {"popcnt",   "ssse3",    "sse4.1",   "sse4.2",   "avx",
+                                      "avx2",     "fma",      "bmi2",     "f16c",     "avx512f",
+                                      "avx512bw", "avx512cd", "avx512dq", "avx512vl", "avx512vnni",
+                                      "avxvnni",  nullptr};
 
 /// __builtin_cpu_supports takes only a literal, hence one call per name.
 int x86Has(const char* feature) {

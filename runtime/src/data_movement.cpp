@@ -94,20 +94,43 @@ void convert(int64_t n, const From* x, To* y) {
 template <typename F>
 void withType(DType t, F&& f) {
   switch (t) {
-    case DType::kF32: f(static_cast<float*>(nullptr)); break;
-    case DType::kF64: f(static_cast<double*>(nullptr)); break;
-    case DType::kI64: f(static_cast<int64_t*>(nullptr)); break;
-    case DType::kI32: f(static_cast<int32_t*>(nullptr)); break;
-    case DType::kI16: f(static_cast<int16_t*>(nullptr)); break;
-    case DType::kI8: f(static_cast<int8_t*>(nullptr)); break;
-    case DType::kU8: f(static_cast<uint8_t*>(nullptr)); break;
-    case DType::kU16: f(static_cast<uint16_t*>(nullptr)); break;
-    case DType::kU32: f(static_cast<uint32_t*>(nullptr)); break;
-    case DType::kU64: f(static_cast<uint64_t*>(nullptr)); break;
-    case DType::kBool: f(static_cast<bool*>(nullptr)); break;
+    case DType::kF32:
+      f(static_cast<float*>(nullptr));
+      break;
+    case DType::kF64:
+      f(static_cast<double*>(nullptr));
+      break;
+    case DType::kI64:
+      f(static_cast<int64_t*>(nullptr));
+      break;
+    case DType::kI32:
+      f(static_cast<int32_t*>(nullptr));
+      break;
+    case DType::kI16:
+      f(static_cast<int16_t*>(nullptr));
+      break;
+    case DType::kI8:
+      f(static_cast<int8_t*>(nullptr));
+      break;
+    case DType::kU8:
+      f(static_cast<uint8_t*>(nullptr));
+      break;
+    case DType::kU16:
+      f(static_cast<uint16_t*>(nullptr));
+      break;
+    case DType::kU32:
+      f(static_cast<uint32_t*>(nullptr));
+      break;
+    case DType::kU64:
+      f(static_cast<uint64_t*>(nullptr));
+      break;
+    case DType::kBool:
+      f(static_cast<bool*>(nullptr));
+      break;
     case DType::kF16:
     case DType::kBF16:
-    case DType::kUndefined: break;
+    case DType::kUndefined:
+      break;
   }
 }
 
@@ -115,11 +138,20 @@ void withType(DType t, F&& f) {
 
 void strided_copy(const StridedCopyParams& p, const void* x, void* y, const Team& team) {
   switch (p.elem_bytes) {
-    case 1: stridedCopyWords(p, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y), team); break;
-    case 2: stridedCopyWords(p, static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), team); break;
-    case 4: stridedCopyWords(p, static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), team); break;
-    case 8: stridedCopyWords(p, static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), team); break;
-    default: break;
+    case 1:
+      stridedCopyWords(p, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y), team);
+      break;
+    case 2:
+      stridedCopyWords(p, static_cast<const uint16_t*>(x), static_cast<uint16_t*>(y), team);
+      break;
+    case 4:
+      stridedCopyWords(p, static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y), team);
+      break;
+    case 8:
+      stridedCopyWords(p, static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y), team);
+      break;
+    default:
+      break;
   }
 }
 

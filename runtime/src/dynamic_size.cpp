@@ -1,8 +1,8 @@
 // NonZero, Compress, Unique and TopK with a run-time k (cgc/kernels/dynamic.h):
 // outputs stored at a compile-time bound, their actual size written to the
-// extents, zeros past it; and TopK with a constant k, of static size. Each runs on one thread: they are found in the
-// post-processing of models, on small tensors, and their output positions
-// depend on everything before them.
+// extents, zeros past it; and TopK with a constant k, of static size. Each runs on one thread: they
+// are found in the post-processing of models, on small tensors, and their output positions depend
+// on everything before them.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -81,8 +81,8 @@ struct SliceOrder {
 }  // namespace
 
 template <typename T>
-Status unique(const UniqueParams& p, const T* x, const Extents* x_extents, T* y,
-              int64_t* indices, int64_t* inverse, int64_t* counts, Extents* extents) {
+Status unique(const UniqueParams& p, const T* x, const Extents* x_extents, T* y, int64_t* indices,
+              int64_t* inverse, int64_t* counts, Extents* extents) {
   const SliceOrder<T> order{p, x};
   const int64_t slices =
       x_extents ? std::clamp<int64_t>(x_extents->dims[0], 0, p.axis_dim) : p.axis_dim;
@@ -110,7 +110,8 @@ Status unique(const UniqueParams& p, const T* x, const Extents* x_extents, T* y,
     std::iota(byFirst.begin(), byFirst.end(), int64_t{0});
     std::sort(byFirst.begin(), byFirst.end(),
               [&](int64_t a, int64_t b) { return groups[a].first < groups[b].first; });
-    for (size_t r = 0; r < byFirst.size(); ++r) rank[static_cast<size_t>(byFirst[r])] = static_cast<int64_t>(r);
+    for (size_t r = 0; r < byFirst.size(); ++r)
+      rank[static_cast<size_t>(byFirst[r])] = static_cast<int64_t>(r);
   }
   const int64_t found = static_cast<int64_t>(groups.size());
   const int64_t kept = std::min(found, p.bound);
@@ -181,12 +182,12 @@ Status top_k_dynamic(const TopKDynamicParams& p, const T* x, const int64_t* k, T
   return status;
 }
 
-#define CGC_DYNAMIC_INSTANCES(T)                                                             \
-  template Status non_zero(const NonZeroParams&, const T*, int64_t*, Extents*);              \
-  template Status unique(const UniqueParams&, const T*, const Extents*, T*, int64_t*,        \
-                         int64_t*, int64_t*, Extents*);                                      \
-  template Status top_k_dynamic(const TopKDynamicParams&, const T*, const int64_t*, T*,      \
-                                int64_t*, Extents*);                                         \
+#define CGC_DYNAMIC_INSTANCES(T)                                                                  \
+  template Status non_zero(const NonZeroParams&, const T*, int64_t*, Extents*);                   \
+  template Status unique(const UniqueParams&, const T*, const Extents*, T*, int64_t*, int64_t*,   \
+                         int64_t*, Extents*);                                                     \
+  template Status top_k_dynamic(const TopKDynamicParams&, const T*, const int64_t*, T*, int64_t*, \
+                                Extents*);                                                        \
   template void top_k(const TopKParams&, const T*, T*, int64_t*);
 CGC_DYNAMIC_INSTANCES(float)
 CGC_DYNAMIC_INSTANCES(double)

@@ -70,8 +70,8 @@ void row(int64_t n, const T* a, int64_t as, const T* b, int64_t bs, Out* y, F f)
 }
 
 template <typename T, typename Out, typename F>
-void forEachBroadcast(const BroadcastParams& p, const T* a, const T* b, Out* y,
-                      F f, const Team& team = Team::serial()) {
+void forEachBroadcast(const BroadcastParams& p, const T* a, const T* b, Out* y, F f,
+                      const Team& team = Team::serial()) {
   const int rank = p.rank;
   if (rank == 0) {
     if (team.thread() == 0) y[0] = f(a[0], b[0]);
@@ -91,8 +91,8 @@ void forEachBroadcast(const BroadcastParams& p, const T* a, const T* b, Out* y,
   const int64_t n = p.count;
   if ((aDense || aScalar) && (bDense || bScalar)) {
     Range r = team.split(n, kLine<Out>);
-    row(r.size(), aDense ? a + r.begin : a, aDense ? 1 : 0,
-        bDense ? b + r.begin : b, bDense ? 1 : 0, y + r.begin, f);
+    row(r.size(), aDense ? a + r.begin : a, aDense ? 1 : 0, bDense ? b + r.begin : b,
+        bDense ? 1 : 0, y + r.begin, f);
     return;
   }
   // General case: odometer over the outer dims, tight loop over the last;
@@ -132,17 +132,39 @@ void unaryMath(UnaryOp op, int64_t n, const T* x, T* y, double alpha, double bet
     map(n, x, y, [&](T v) { return fromDouble<T>(f(static_cast<double>(v))); });
   };
   switch (op) {
-    case UnaryOp::kCos: viaDouble([](double v) { return std::cos(v); }); break;
-    case UnaryOp::kSin: viaDouble([](double v) { return std::sin(v); }); break;
-    case UnaryOp::kTan: viaDouble([](double v) { return std::tan(v); }); break;
-    case UnaryOp::kAcos: viaDouble([](double v) { return std::acos(v); }); break;
-    case UnaryOp::kAsin: viaDouble([](double v) { return std::asin(v); }); break;
-    case UnaryOp::kAtan: viaDouble([](double v) { return std::atan(v); }); break;
-    case UnaryOp::kCosh: viaDouble([](double v) { return std::cosh(v); }); break;
-    case UnaryOp::kSinh: viaDouble([](double v) { return std::sinh(v); }); break;
-    case UnaryOp::kAcosh: viaDouble([](double v) { return std::acosh(v); }); break;
-    case UnaryOp::kAsinh: viaDouble([](double v) { return std::asinh(v); }); break;
-    case UnaryOp::kAtanh: viaDouble([](double v) { return std::atanh(v); }); break;
+    case UnaryOp::kCos:
+      viaDouble([](double v) { return std::cos(v); });
+      break;
+    case UnaryOp::kSin:
+      viaDouble([](double v) { return std::sin(v); });
+      break;
+    case UnaryOp::kTan:
+      viaDouble([](double v) { return std::tan(v); });
+      break;
+    case UnaryOp::kAcos:
+      viaDouble([](double v) { return std::acos(v); });
+      break;
+    case UnaryOp::kAsin:
+      viaDouble([](double v) { return std::asin(v); });
+      break;
+    case UnaryOp::kAtan:
+      viaDouble([](double v) { return std::atan(v); });
+      break;
+    case UnaryOp::kCosh:
+      viaDouble([](double v) { return std::cosh(v); });
+      break;
+    case UnaryOp::kSinh:
+      viaDouble([](double v) { return std::sinh(v); });
+      break;
+    case UnaryOp::kAcosh:
+      viaDouble([](double v) { return std::acosh(v); });
+      break;
+    case UnaryOp::kAsinh:
+      viaDouble([](double v) { return std::asinh(v); });
+      break;
+    case UnaryOp::kAtanh:
+      viaDouble([](double v) { return std::atanh(v); });
+      break;
     case UnaryOp::kSign:
       map(n, x, y, [](T v) { return static_cast<T>(v > T(0) ? 1 : v < T(0) ? -1 : 0); });
       break;
@@ -241,9 +263,7 @@ void unary(const UnaryParams& p, const T* x, T* y, const Team& team) {
         viaDouble([](double v) { return std::log(v); });
       break;
     case UnaryOp::kNeg:
-      map(n, x, y, [](T v) {
-        return wrapping(T(0), v, [](auto u, auto w) { return u - w; });
-      });
+      map(n, x, y, [](T v) { return wrapping(T(0), v, [](auto u, auto w) { return u - w; }); });
       break;
     case UnaryOp::kAbs:
       map(n, x, y, [](T v) {
@@ -289,8 +309,7 @@ void unary(const UnaryParams& p, const T* x, T* y, const Team& team) {
 template <typename T>
 void binary(const BinaryParams& p, const T* a, const T* b, T* y, const Team& team) {
   // Every case below passes `team` as forEachBroadcast's last argument.
-  auto forEachBroadcast = [&](const BroadcastParams& bc, const T* u, const T* v,
-                              T* out, auto f) {
+  auto forEachBroadcast = [&](const BroadcastParams& bc, const T* u, const T* v, T* out, auto f) {
     cgc::rt::forEachBroadcast(bc, u, v, out, f, team);
   };
   switch (p.op) {
@@ -385,8 +404,7 @@ void compare(const CompareParams& p, const T* a, const T* b, uint8_t* y) {
 namespace {
 
 template <typename W>
-void whereWords(const WhereParams& p, const uint8_t* cond, const W* a, const W* b,
-                W* y) {
+void whereWords(const WhereParams& p, const uint8_t* cond, const W* a, const W* b, W* y) {
   int64_t index[kMaxRank] = {};
   int64_t c = 0, ia = 0, ib = 0;
   for (int64_t i = 0; i < p.count; ++i) {
@@ -406,8 +424,7 @@ void whereWords(const WhereParams& p, const uint8_t* cond, const W* a, const W* 
 
 }  // namespace
 
-void where(const WhereParams& p, const uint8_t* cond, const void* a,
-           const void* b, void* y) {
+void where(const WhereParams& p, const uint8_t* cond, const void* a, const void* b, void* y) {
   switch (p.elem_bytes) {
     case 1:
       whereWords(p, cond, static_cast<const uint8_t*>(a), static_cast<const uint8_t*>(b),
@@ -430,8 +447,8 @@ void where(const WhereParams& p, const uint8_t* cond, const void* a,
   }
 }
 
-#define CGC_INSTANTIATE(T)                                          \
-  template void unary<T>(const UnaryParams&, const T*, T*, const Team&); \
+#define CGC_INSTANTIATE(T)                                                           \
+  template void unary<T>(const UnaryParams&, const T*, T*, const Team&);             \
   template void binary<T>(const BinaryParams&, const T*, const T*, T*, const Team&); \
   template void compare<T>(const CompareParams&, const T*, const T*, uint8_t*);
 CGC_INSTANTIATE(float)

@@ -29,8 +29,8 @@ constexpr int64_t kKc = 256;
 constexpr int64_t kMc = 64;
 
 /// Writes (or adds) the rows x cols corner of the kMr x kNr tile `acc`.
-void storeTile(const float (&acc)[kMr][kNr], float* y, int64_t ldy, int64_t rows,
-               int64_t cols, bool add) {
+void storeTile(const float (&acc)[kMr][kNr], float* y, int64_t ldy, int64_t rows, int64_t cols,
+               bool add) {
   for (int64_t r = 0; r < rows; ++r) {
     float* out = y + r * ldy;
     if (add)
@@ -41,8 +41,8 @@ void storeTile(const float (&acc)[kMr][kNr], float* y, int64_t ldy, int64_t rows
 }
 
 #ifdef CGC_NO_LIBXSMM
-void microKernel(int64_t kc, const float* ap, const float* bp, float* y,
-                 int64_t ldy, int64_t rows, int64_t cols, bool add) {
+void microKernel(int64_t kc, const float* ap, const float* bp, float* y, int64_t ldy, int64_t rows,
+                 int64_t cols, bool add) {
   typedef float Lanes __attribute__((vector_size(16)));
   constexpr int kVectors = kNr / 4;
   Lanes sum[kMr][kVectors] = {};
@@ -59,8 +59,8 @@ void microKernel(int64_t kc, const float* ap, const float* bp, float* y,
   storeTile(acc, y, ldy, rows, cols, add);
 }
 #else
-void microKernel(int64_t kc, const float* ap, const float* bp, float* y,
-                 int64_t ldy, int64_t rows, int64_t cols, bool add) {
+void microKernel(int64_t kc, const float* ap, const float* bp, float* y, int64_t ldy, int64_t rows,
+                 int64_t cols, bool add) {
   float acc[kMr][kNr] = {};
   for (int64_t p = 0; p < kc; ++p) {
     const float* brow = bp + p * kNr;
@@ -75,9 +75,8 @@ void microKernel(int64_t kc, const float* ap, const float* bp, float* y,
 
 }  // namespace
 
-void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
-           int64_t a_col, const float* b, int64_t b_row, int64_t b_col,
-           float* y, int64_t ldy, bool accumulate) {
+void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col,
+           const float* b, int64_t b_row, int64_t b_col, float* y, int64_t ldy, bool accumulate) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     if (!accumulate)
@@ -116,9 +115,8 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
         const int64_t j0 = jp * kNr, cols = std::min(kNr, n - j0);
         for (int64_t s = 0; s < slivers; ++s) {
           const int64_t i0 = ic + s * kMr, rows = std::min(kMr, m - i0);
-          microKernel(kc, aPack.data() + s * kc * kMr,
-                      bPack.data() + jp * kc * kNr, y + i0 * ldy + j0, ldy,
-                      rows, cols, add);
+          microKernel(kc, aPack.data() + s * kc * kMr, bPack.data() + jp * kc * kNr,
+                      y + i0 * ldy + j0, ldy, rows, cols, add);
         }
       }
     }
@@ -131,27 +129,28 @@ namespace {
 
 /// Per-thread scratch that only grows: no allocation once a model has run.
 float* scratch(std::vector<float>& buffer, int64_t count) {
-  if (static_cast<int64_t>(buffer.size()) < count)
-    buffer.resize(static_cast<size_t>(count));
+  if (static_cast<int64_t>(buffer.size()) < count) buffer.resize(static_cast<size_t>(count));
   return buffer.data();
 }
 
 float activate(const GemmParams& p, float v) {
   switch (p.activation) {
-    case Activation::kRelu: return v > 0.0f ? v : 0.0f;
-    case Activation::kClip: return std::min(std::max(v, p.act_min), p.act_max);
-    default: return v;
+    case Activation::kRelu:
+      return v > 0.0f ? v : 0.0f;
+    case Activation::kClip:
+      return std::min(std::max(v, p.act_min), p.act_max);
+    default:
+      return v;
   }
 }
 
 }  // namespace
 
-void gemm(const GemmParams& p, const float* a, const float* b, const float* c,
-          float* y, const Team& team) {
+void gemm(const GemmParams& p, const float* a, const float* b, const float* c, float* y,
+          const Team& team) {
   detail::Block blk{{0, p.m}, {0, p.n}};
   if (team.size() > 1)
-    blk = detail::blockOf(detail::splitOutput(p.m, p.n, p.k, team.size()), p.m,
-                          p.n, team.thread());
+    blk = detail::blockOf(detail::splitOutput(p.m, p.n, p.k, team.size()), p.m, p.n, team.thread());
   const int64_t rows = blk.rows.size(), cols = blk.cols.size();
   if (rows <= 0 || cols <= 0) return;
   const int64_t r0 = blk.rows.begin, c0 = blk.cols.begin;
@@ -219,8 +218,7 @@ int64_t batchCount(const MatMulParams& p) {
 }
 
 /// Element offsets of batch `batch` in A and B.
-void batchOffsets(const MatMulParams& p, int64_t batch, int64_t& aOff,
-                  int64_t& bOff) {
+void batchOffsets(const MatMulParams& p, int64_t batch, int64_t& aOff, int64_t& bOff) {
   aOff = bOff = 0;
   for (int d = p.batch_rank - 1; d >= 0; --d) {
     const int64_t index = batch % p.batch_shape[d];
@@ -265,8 +263,7 @@ void matmul(const MatMulParams& p, const float* a, const float* b, const float* 
   e.act_max = p.act_max;
   const int64_t batches = batchCount(p);
   if (stacksIntoOneGemm(p)) {
-    detail::gemmRowsTeam(batches * p.m, p.n, p.k, a, p.k, b, p.n, y, p.n, e,
-                         team);
+    detail::gemmRowsTeam(batches * p.m, p.n, p.k, a, p.k, b, p.n, y, p.n, e, team);
     return;
   }
   if (team.size() > 1 && batches >= team.size()) {
@@ -274,21 +271,20 @@ void matmul(const MatMulParams& p, const float* a, const float* b, const float* 
     for (int64_t batch = mine.begin; batch < mine.end; ++batch) {
       int64_t aOff, bOff;
       batchOffsets(p, batch, aOff, bOff);
-      detail::gemmRows(p.m, p.n, p.k, a + aOff, p.k, b + bOff, p.n,
-                       y + batch * p.m * p.n, p.n, e);
+      detail::gemmRows(p.m, p.n, p.k, a + aOff, p.k, b + bOff, p.n, y + batch * p.m * p.n, p.n, e);
     }
     return;
   }
   forEachBatch(p, [&](int64_t aOff, int64_t bOff, int64_t batch) {
-    detail::gemmRowsTeam(p.m, p.n, p.k, a + aOff, p.k, b + bOff, p.n,
-                         y + batch * p.m * p.n, p.n, e, team);
+    detail::gemmRowsTeam(p.m, p.n, p.k, a + aOff, p.k, b + bOff, p.n, y + batch * p.m * p.n, p.n, e,
+                         team);
   });
 }
 // float64 models are rare (test and scientific graphs): plain loops on one
 // thread suffice.
 template <>
-void matmul(const MatMulParams& p, const double* a, const double* b, const double* bias,
-            double* y, const Team& team) {
+void matmul(const MatMulParams& p, const double* a, const double* b, const double* bias, double* y,
+            const Team& team) {
   if (team.thread() != 0) return;
   forEachBatch(p, [&](int64_t aOff, int64_t bOff, int64_t batch) {
     double* out = y + batch * p.m * p.n;

@@ -17,9 +17,8 @@ namespace cgc::rt::detail {
 /// The portable packed core: A(i, p) = a[i * a_row + p * a_col];
 /// B(p, j) = b[p * b_row + j * b_col]; Y(i, j) = y[i * ldy + j]. With
 /// accumulate, adds to Y instead of storing.
-void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row,
-           int64_t a_col, const float* b, int64_t b_row, int64_t b_col,
-           float* y, int64_t ldy, bool accumulate);
+void sgemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col,
+           const float* b, int64_t b_row, int64_t b_col, float* y, int64_t ldy, bool accumulate);
 
 /// What is applied to Y(i, j) after the product, in this order:
 /// + row_bias[i] + col_bias[j] + residual[i * ld_residual + j], activation.
@@ -32,8 +31,7 @@ struct Epilogue {
   float act_min = 0.0f, act_max = 0.0f;
 
   bool empty() const {
-    return !row_bias && !col_bias && !residual &&
-           activation == Activation::kNone;
+    return !row_bias && !col_bias && !residual && activation == Activation::kNone;
   }
   /// The same epilogue for the block of Y starting at (i, j).
   Epilogue at(int64_t i, int64_t j) const {
@@ -51,14 +49,12 @@ struct Epilogue {
 void limitXsmmTarget(const char* arch);
 
 /// Applies `e` to the rows x cols block y (rows ldy apart).
-void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y,
-                   int64_t ldy);
+void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y, int64_t ldy);
 
 /// Y[m, n] = epilogue(A[m, k] B[k, n]); rows of A, B and Y are lda, ldb and
 /// ldy elements apart, columns contiguous. One thread.
-void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float* y, int64_t ldy,
-              const Epilogue& e = {});
+void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+              int64_t ldb, float* y, int64_t ldy, const Epilogue& e = {});
 
 /// Output channels per panel of weights packed by packConvWeights.
 constexpr int64_t kPackedPanel = 64;
@@ -84,22 +80,21 @@ struct PackedOutput {
 /// the m x k matrix that packConvWeights stored in `packed` and B is read
 /// in place, B(p, j) = b[offsets[p] + positions[j]] (im2col without the
 /// copy). One thread.
-void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
-                int64_t o1, int64_t n, const float* b, const int64_t* offsets,
-                const int64_t* positions, const PackedOutput& out);
+void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0, int64_t o1, int64_t n,
+                const float* b, const int64_t* offsets, const int64_t* positions,
+                const PackedOutput& out);
 
 /// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (16 x 16
 /// tiles in registers where the CPU has AVX-512), then `e` applied to the
 /// cols x rows block dst, in the same registers. Turns gemmPacked's result
 /// back into rows of channels, and planes into vectors of channels.
-void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols,
-               float* dst, int64_t ldd, const Epilogue& e = {});
+void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd,
+               const Epilogue& e = {});
 
 /// gemmRows with A stored transposed, A(i, p) = a[p * lda + i] (LIBXSMM's
 /// transposed-B kernels, with the operands swapped as in gemmRows).
-void gemmRowsTransposedA(int64_t m, int64_t n, int64_t k, const float* a,
-                         int64_t lda, const float* b, int64_t ldb, float* y,
-                         int64_t ldy);
+void gemmRowsTransposedA(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                         const float* b, int64_t ldb, float* y, int64_t ldy);
 
 /// How a team of `threads` splits an m x n output (inner dimension k):
 /// ti row blocks x tj column blocks, ti * tj = threads.
@@ -117,8 +112,7 @@ struct Block {
 Block blockOf(const OutputSplit& split, int64_t m, int64_t n, int thread);
 
 /// gemmRows with the output split over the team (no barrier at the end).
-void gemmRowsTeam(int64_t m, int64_t n, int64_t k, const float* a,
-                  int64_t lda, const float* b, int64_t ldb, float* y,
-                  int64_t ldy, const Epilogue& e, const Team& team);
+void gemmRowsTeam(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float* y, int64_t ldy, const Epilogue& e, const Team& team);
 
 }  // namespace cgc::rt::detail

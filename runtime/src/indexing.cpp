@@ -99,11 +99,10 @@ Status gather_elements(const GatherElementsParams& p, const void* data, const In
   int64_t count = 1;
   for (int d = 0; d < p.rank; ++d) count *= p.index_shape[d];
   if (count > 0) std::memset(out, 0, static_cast<size_t>(count) * bytes);
-  return forEachElementIndex(p.rank, p.axis, p.data_shape, p.index_shape, indices,
-                             [&](int64_t i, int64_t offset) {
-                               std::memcpy(out + i * p.elem_bytes, in + offset * p.elem_bytes,
-                                           bytes);
-                             });
+  return forEachElementIndex(
+      p.rank, p.axis, p.data_shape, p.index_shape, indices, [&](int64_t i, int64_t offset) {
+        std::memcpy(out + i * p.elem_bytes, in + offset * p.elem_bytes, bytes);
+      });
 }
 
 template <typename Index>
@@ -112,10 +111,9 @@ Status scatter_elements(const ScatterElementsParams& p, const void* data, const 
   int64_t count = 1;
   for (int d = 0; d < p.rank; ++d) count *= p.data_shape[d];
   if (count > 0 && y != data) std::memcpy(y, data, static_cast<size_t>(count * dtypeSize(p.dtype)));
-  return forEachElementIndex(p.rank, p.axis, p.data_shape, p.index_shape, indices,
-                             [&](int64_t i, int64_t offset) {
-                               combine(p.reduction, p.dtype, y, offset, updates, i);
-                             });
+  return forEachElementIndex(
+      p.rank, p.axis, p.data_shape, p.index_shape, indices,
+      [&](int64_t i, int64_t offset) { combine(p.reduction, p.dtype, y, offset, updates, i); });
 }
 
 Status gather_nd(const GatherNDParams& p, const void* data, const int64_t* indices, void* y) {

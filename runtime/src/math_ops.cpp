@@ -94,9 +94,8 @@ void mod(const ModParams& p, const void* a, const void* b, void* y) {
   if (p.dtype == DType::kF64) {
     const auto *u = static_cast<const double*>(a), *v = static_cast<const double*>(b);
     auto* out = static_cast<double*>(y);
-    forEachBroadcastIndex(p.bc, [&](int64_t i, int64_t ia, int64_t ib) {
-      out[i] = floatMod(u[ia], v[ib], p.fmod);
-    });
+    forEachBroadcastIndex(
+        p.bc, [&](int64_t i, int64_t ia, int64_t ib) { out[i] = floatMod(u[ia], v[ib], p.fmod); });
     return;
   }
   // float, float16 and bfloat16 in float.
@@ -224,7 +223,7 @@ void lrn(const LrnParams& p, const float* x, float* y) {
       }
 }
 
-#define CGC_INSTANTIATE(T)                                                                  \
+#define CGC_INSTANTIATE(T)                                                                 \
   template void clip<T>(const ClipParams&, const T*, const T*, const T*, T*, const Team&); \
   template Status cumsum<T>(const CumSumParams&, const T*, const void*, T*);
 CGC_INSTANTIATE(float)

@@ -13,9 +13,8 @@
 
 namespace cgc::rt {
 
-void batch_norm(const BatchNormParams& p, const float* x, const float* scale,
-                const float* bias, const float* mean, const float* var,
-                float* y, const Team& team) {
+void batch_norm(const BatchNormParams& p, const float* x, const float* scale, const float* bias,
+                const float* mean, const float* var, float* y, const Team& team) {
   const Range planes = team.split(p.n * p.c);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const int64_t c = plane % p.c, base = plane * p.spatial;
@@ -42,8 +41,8 @@ Moments momentsOf(const float* x, int64_t count) {
 
 }  // namespace
 
-void instance_norm(const InstanceNormParams& p, const float* x,
-                   const float* scale, const float* bias, float* y) {
+void instance_norm(const InstanceNormParams& p, const float* x, const float* scale,
+                   const float* bias, float* y) {
   for (int64_t n = 0; n < p.n; ++n)
     for (int64_t c = 0; c < p.c; ++c) {
       const int64_t base = (n * p.c + c) * p.spatial;
@@ -54,17 +53,16 @@ void instance_norm(const InstanceNormParams& p, const float* x,
     }
 }
 
-void layer_norm(const LayerNormParams& p, const float* x, const float* scale,
-                const float* bias, float* y, float* mean, float* inv_std_dev,
-                const Team& team) {
+void layer_norm(const LayerNormParams& p, const float* x, const float* scale, const float* bias,
+                float* y, float* mean, float* inv_std_dev, const Team& team) {
   const Range rows = team.split(p.outer);
   for (int64_t o = rows.begin; o < rows.end; ++o) {
     const float* row = x + o * p.inner;
     const Moments m = momentsOf(row, p.inner);
     const double inv = 1.0 / std::sqrt(m.variance + p.epsilon);
     for (int64_t i = 0; i < p.inner; ++i)
-      y[o * p.inner + i] = static_cast<float>(
-          (row[i] - m.mean) * inv * scale[i] + (bias ? bias[i] : 0.0f));
+      y[o * p.inner + i] =
+          static_cast<float>((row[i] - m.mean) * inv * scale[i] + (bias ? bias[i] : 0.0f));
     if (mean) mean[o] = static_cast<float>(m.mean);
     if (inv_std_dev) inv_std_dev[o] = static_cast<float>(inv);
   }

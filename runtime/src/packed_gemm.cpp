@@ -8,11 +8,12 @@
 // The NCHW GEMM (xsmm_gemm.cpp) vectorises along output positions. A 7x7
 // output (49 positions) fills 4 vectors of 16 with 49 lanes, and LIBXSMM 1.17
 // has no transposed-A kernel that would vectorise along channels instead.
-// Here a register tile is 6 positions x up to 4 vectors of channels (24
-// sums); each step of the depth loads the panel's next 64 weights
-// (contiguous, as packed) and broadcasts 6 inputs. Measured on one Zen 5
-// core against gemmRows on the same products: 512x49x4608 198 vs 171
-// GFLOP/s, 2048x49x512 215 vs 188, 256x196x2304 229 vs 218.
+// Here a register tile is 6 positions x up to 4 registers of channels (24
+// sums; simd.h: 64 channels on AVX-512, 16 on AVX2); each step of the depth
+// loads the panel's next weights (contiguous, as packed) and broadcasts 6
+// inputs. Measured on one Zen 5 core against gemmRows on the same products:
+// 512x49x4608 198 vs 171 GFLOP/s, 2048x49x512 215 vs 188, 256x196x2304 229
+// vs 218. On one Zen 3 core (AVX2, peak 82): 43, 54 and 56 GFLOP/s.
 #include <array>
 #include <cstring>
 #include <utility>
@@ -22,28 +23,37 @@
 #endif
 
 #include "gemm_core.h"
+#include "simd.h"
 
 namespace cgc::rt::detail {
 namespace {
 
-constexpr int kLanes = 16;
-constexpr int kTile = 6;              // positions per register tile
-constexpr int kMaxVectors = kPackedPanel / kLanes;
+using simd::kLanes;
+constexpr int kTile = 6;  // positions per register tile
+/// Vectors of channels per register tile: kTile x kTileVectors sums, the
+/// tile's weights and a broadcast fill the registers (4 on AVX-512 and
+/// NEON, 2 on AVX2 and SSE). A panel wider than a tile takes several.
+constexpr int kTileVectors = (simd::kRegisters - 1) / (kTile + 1);
 // Depth per pass: the panel's slice (256 KiB) stays in L2 across the tiles;
 // 512 and 4096 were 3-10% slower on ResNet-50 and GoogLeNet.
 constexpr int64_t kDepthStep = 1024;
-typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+using Lanes = simd::Floats;
 
 /// out(j, o) (+)= sum_p b[offsets[p] + positions[j]] * a[p * lda + o] for
-/// j < J, o < 16 V, through out's epilogue when `last`; prefetches `lines`
-/// cache lines from `prefetch` into L2 on the way, one per depth step.
+/// j < J, o < kLanes V, through out's epilogue when `last`; prefetches
+/// `lines` cache lines from `prefetch` into L2 on the way, one per depth
+/// step.
 template <int V, int J>
-void tile(int64_t k, const float* __restrict a, int64_t lda,
-          const float* __restrict b, const int64_t* __restrict offsets,
-          const int64_t* __restrict positions, const PackedOutput& out, bool accumulate,
-          bool last, const char* prefetch, int64_t lines) {
+void tile(int64_t k, const float* __restrict a, int64_t lda, const float* __restrict b,
+          const int64_t* __restrict offsets, const int64_t* __restrict positions,
+          const PackedOutput& out, bool accumulate, bool last, const char* prefetch,
+          int64_t lines) {
   float* __restrict c = out.y;
-  auto at = [&](int j, int v) { return j * out.ld_position + v * out.ld_vector; };
+  // Vector v holds channels kLanes v to kLanes (v + 1) - 1: in block
+  // kLanes v / 16 of out, from lane kLanes v % 16.
+  auto at = [&](int j, int v) {
+    return j * out.ld_position + v * kLanes / 16 * out.ld_vector + v * kLanes % 16;
+  };
   Lanes sum[J][V];
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) {
@@ -57,8 +67,7 @@ void tile(int64_t k, const float* __restrict a, int64_t lda,
   for (int64_t p = 0; p < k; ++p) {
     if (p < lines) __builtin_prefetch(prefetch + p * 64, 0, 2);
     Lanes w[V];
-    for (int v = 0; v < V; ++v)
-      std::memcpy(&w[v], a + p * lda + v * kLanes, sizeof(Lanes));
+    for (int v = 0; v < V; ++v) std::memcpy(&w[v], a + p * lda + v * kLanes, sizeof(Lanes));
     const float* row = b + offsets[p];
     for (int j = 0; j < J; ++j) {
       const float in = row[from[j]];
@@ -88,8 +97,7 @@ void tile(int64_t k, const float* __restrict a, int64_t lda,
 }
 
 using TileFn = void (*)(int64_t, const float*, int64_t, const float*, const int64_t*,
-                        const int64_t*, const PackedOutput&, bool, bool, const char*,
-                        int64_t);
+                        const int64_t*, const PackedOutput&, bool, bool, const char*, int64_t);
 
 template <int V, int... J>
 constexpr std::array<TileFn, kTile> tilesOf(std::integer_sequence<int, J...>) {
@@ -97,22 +105,22 @@ constexpr std::array<TileFn, kTile> tilesOf(std::integer_sequence<int, J...>) {
 }
 
 template <int... V>
-constexpr std::array<std::array<TileFn, kTile>, kMaxVectors> tileTable(
+constexpr std::array<std::array<TileFn, kTile>, kTileVectors> tileTable(
     std::integer_sequence<int, V...>) {
   return {tilesOf<V + 1>(std::make_integer_sequence<int, kTile>{})...};
 }
 
 /// kTiles[V - 1][J - 1]: the tile of V vectors of channels x J positions.
-constexpr auto kTiles = tileTable(std::make_integer_sequence<int, kMaxVectors>{});
+constexpr auto kTiles = tileTable(std::make_integer_sequence<int, kTileVectors>{});
 
 }  // namespace
 
-void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
-                int64_t o1, int64_t n, const float* b, const int64_t* offsets,
-                const int64_t* positions, const PackedOutput& out) {
+void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0, int64_t o1, int64_t n,
+                const float* b, const int64_t* offsets, const int64_t* positions,
+                const PackedOutput& out) {
   const int64_t panel = o0 / kPackedPanel * kPackedPanel;
   const int64_t width = std::min(kPackedPanel, m - panel);
-  const auto& tiles = kTiles[(o1 - o0) / kLanes - 1];
+  const int vectors = static_cast<int>((o1 - o0) / kLanes);
   const float* a = packed + panel * k + (o0 - panel);
   const int64_t steps = (k + kDepthStep - 1) / kDepthStep;
   const int64_t step = (k + steps - 1) / steps;
@@ -130,14 +138,22 @@ void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0,
     const int64_t nextLines =
         std::min(kc * width, m * k - nextAt) * static_cast<int64_t>(sizeof(float)) / 64;
     const int64_t share = (nextLines + tileCount - 1) / tileCount;
-    PackedOutput tileOut = out;
-    for (int64_t j = 0, t = 0; j < n; j += kTile, ++t) {
-      const int64_t first = std::min(nextLines, t * share);
-      tileOut.y = out.y + j * out.ld_position;
-      if (out.residual) tileOut.residual = out.residual + j * out.ld_position;
-      tiles[std::min<int64_t>(kTile, n - j) - 1](
-          kc, a + pc * width, width, b, offsets + pc, positions + j, tileOut, pc > 0, pc + kc == k,
-          next + first * 64, std::min(nextLines, first + share) - first);
+    // Tiles of kTileVectors vectors of channels (kTileVectors kLanes is
+    // a multiple of 16): the first group's tiles prefetch.
+    for (int v0 = 0; v0 < vectors; v0 += kTileVectors) {
+      const auto& tiles = kTiles[std::min(kTileVectors, vectors - v0) - 1];
+      const int64_t channel = v0 * kLanes, at = channel / 16 * out.ld_vector;
+      PackedOutput tileOut = out;
+      if (out.bias) tileOut.bias = out.bias + channel;
+      for (int64_t j = 0, t = 0; j < n; j += kTile, ++t) {
+        const int64_t first = std::min(nextLines, t * share);
+        const int64_t lines = v0 == 0 ? std::min(nextLines, first + share) - first : 0;
+        tileOut.y = out.y + j * out.ld_position + at;
+        if (out.residual) tileOut.residual = out.residual + j * out.ld_position + at;
+        tiles[std::min<int64_t>(kTile, n - j) - 1](kc, a + pc * width + channel, width, b,
+                                                   offsets + pc, positions + j, tileOut, pc > 0,
+                                                   pc + kc == k, next + first * 64, lines);
+      }
     }
   }
 }
@@ -203,8 +219,8 @@ void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd, int row
 #pragma GCC diagnostic pop
 #endif
 
-void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
-               int64_t ldd, const Epilogue& e) {
+void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd,
+               const Epilogue& e) {
 #ifdef __AVX512F__
   if (!e.col_bias) {
     const bool epilogue = !e.empty();
@@ -213,11 +229,11 @@ void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float*
         const int tileRows = static_cast<int>(std::min<int64_t>(16, rows - r0));
         const int tileCols = static_cast<int>(std::min<int64_t>(16, cols - c0));
         if (epilogue)
-          transpose16<true>(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd, tileRows,
-                            tileCols, e.at(c0, r0));
+          transpose16<true>(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd, tileRows, tileCols,
+                            e.at(c0, r0));
         else
-          transpose16<false>(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd, tileRows,
-                             tileCols, e);
+          transpose16<false>(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd, tileRows, tileCols,
+                             e);
       }
     return;
   }

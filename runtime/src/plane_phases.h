@@ -24,8 +24,14 @@ class PlanePhases {
   PlanePhases(int64_t hIn, int64_t wIn, int64_t hOut, int64_t wOut, int64_t kH, int64_t kW,
               int64_t strideH, int64_t strideW, int64_t dilationH, int64_t dilationW,
               int64_t padTop, int64_t padLeft)
-      : hIn_(hIn), wIn_(wIn), hOut_(hOut), wOut_(wOut), sh_(strideH), sw_(strideW),
-        padTop_(padTop), padLeft_(padLeft) {
+      : hIn_(hIn),
+        wIn_(wIn),
+        hOut_(hOut),
+        wOut_(wOut),
+        sh_(strideH),
+        sw_(strideW),
+        padTop_(padTop),
+        padLeft_(padLeft) {
     paddedRows_ = sh_ * (hOut - 1) + (kH - 1) * dilationH + 1;
     const int64_t paddedCols = sw_ * (wOut - 1) + (kW - 1) * dilationW + 1;
     const int64_t hq = (paddedRows_ + sh_ - 1) / sh_;
@@ -64,8 +70,7 @@ class PlanePhases {
       const float* row = in + ih * wIn_;  // padded column c is row[c - padLeft]
       float* rowPhases = scratch + (r % sh_) * sw_ * phaseSize_ + (r / sh_) * wq_;
       if (sw_ == 1) {
-        std::copy(row + (colBegin_ - padLeft_), row + (colEnd_ - padLeft_),
-                  rowPhases + colBegin_);
+        std::copy(row + (colBegin_ - padLeft_), row + (colEnd_ - padLeft_), rowPhases + colBegin_);
         continue;
       }
       for (int64_t b = 0; b < sw_; ++b) {  // padded columns q * sw + b

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "cgc/kernels.h"
 #include "channel_vectors.h"
 #include "row_blocks.h"
 #include "scratch.h"
+#include "simd.h"
 
 namespace cgc::rt {
 namespace {
@@ -83,24 +85,31 @@ void avgPool2d(const PoolParams& p, const float* in, float* out) {
   }
 }
 
-constexpr int64_t kLanes = 16;
-typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+// Rows of positions in registers of the native width (simd.h).
+constexpr int64_t kLanes = simd::kLanes;
+using Lanes = simd::Floats;
 
 // Lanes pass by reference: by value they change the ABI where AVX-512 is
 // off (GCC's -Wpsabi, an error in the sanitizer builds).
 void maximum(Lanes& m, const Lanes& v) { m = m < v ? v : m; }  // std::max, lane by lane
 
-/// v[i] = src[i * kStride] for the 16 lanes i; kStride 2 reads src[0, 32).
+/// The even lanes of two registers: {0, 2, 4, ..., 2 kLanes - 2}.
+template <int... I>
+Lanes evenLanes(const Lanes& low, const Lanes& high, std::integer_sequence<int, I...>) {
+  return __builtin_shuffle(low, high, simd::Ints{(2 * I)...});
+}
+
+/// v[i] = src[i * kStride] for the kLanes lanes i; kStride 2 reads
+/// src[0, 2 kLanes).
 template <int64_t kStride>
 void stridedLoad(const float* src, int64_t stride, Lanes& v) {
   if constexpr (kStride == 1) {
     std::memcpy(&v, src, sizeof v);
   } else if constexpr (kStride == 2) {
-    typedef int32_t Indices __attribute__((vector_size(kLanes * sizeof(int32_t))));
     Lanes low, high;
     std::memcpy(&low, src, sizeof low);
     std::memcpy(&high, src + kLanes, sizeof high);
-    v = __builtin_shuffle(low, high, Indices{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30});
+    v = evenLanes(low, high, std::make_integer_sequence<int, kLanes>{});
   } else {
     float lanes[kLanes];
     for (int64_t i = 0; i < kLanes; ++i) lanes[i] = src[i * stride];
@@ -157,11 +166,20 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
       }
     };
     switch (rows) {
-      case 0: return false;
-      case 1: reduce.template operator()<1>(); break;
-      case 2: reduce.template operator()<2>(); break;
-      case 3: reduce.template operator()<3>(); break;
-      default: reduce.template operator()<0>(); break;
+      case 0:
+        return false;
+      case 1:
+        reduce.template operator()<1>();
+        break;
+      case 2:
+        reduce.template operator()<2>();
+        break;
+      case 3:
+        reduce.template operator()<3>();
+        break;
+      default:
+        reduce.template operator()<0>();
+        break;
     }
     return true;
   };
@@ -187,7 +205,8 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
       }
       for (int64_t ow = p.w_out < kLanes && reduced ? 0 : p.w_out; ow < p.w_out; ++ow) {
         float m = row[ow * stride];
-        for (int64_t kw = 1; kw < p.k_w; ++kw) m = std::max(m, row[ow * stride + kw * p.dilation_w]);
+        for (int64_t kw = 1; kw < p.k_w; ++kw)
+          m = std::max(m, row[ow * stride + kw * p.dilation_w]);
         out[ow] = m;
       }
       reduced = nextReduced;
@@ -274,23 +293,24 @@ void maxPool3x3(const PoolParams& p, const float* x, float* y, Range planes) {
 /// ChannelVectors' op for max pooling (padding is -inf).
 struct Maximum {
   using Lanes = detail::ChannelVectors::Lanes;
-  void start(Lanes& m) const { m = -std::numeric_limits<float>::infinity() - Lanes{}; }
-  void tap(int64_t, Lanes&) const {}
+  void start(int, Lanes& m) const { m = -std::numeric_limits<float>::infinity() - Lanes{}; }
+  void tap(int64_t, int, Lanes&) const {}
   void operator()(Lanes& m, const Lanes& in, const Lanes&) const { m = m < in ? in : m; }
-  void finish(Lanes&) const {}
+  void finish(int, Lanes&) const {}
 };
 
 /// 2-D max pooling on blocks of 16 planes in the vector lanes.
-void maxPoolVectors(const detail::ChannelVectors& vectors, const PoolParams& p,
-                    const float* x, float* y, const Team& team) {
+void maxPoolVectors(const detail::ChannelVectors& vectors, const PoolParams& p, const float* x,
+                    float* y, const Team& team) {
   const float lowest = -std::numeric_limits<float>::infinity();
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
   float* buffer = detail::scratch(vectors.scratchSize());
   vectors.prepare(lowest, buffer);
-  const Range blocks = team.split(p.n_c / kLanes);
+  constexpr int64_t kBlock = detail::ChannelVectors::kLanes;
+  const Range blocks = team.split(p.n_c / kBlock);
   for (int64_t b = blocks.begin; b < blocks.end; ++b)
-    vectors.run(x + b * kLanes * inSpatial, inSpatial, Maximum{}, y + b * kLanes * spatial,
-                spatial, buffer);
+    vectors.run(x + b * kBlock * inSpatial, inSpatial, Maximum{}, y + b * kBlock * spatial, spatial,
+                buffer);
 }
 
 template <bool kMax>
@@ -313,12 +333,14 @@ void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
       if (p.k_h == 3 && p.k_w == 3 && p.dilation_w == 1 && (p.stride_w == 1 || p.stride_w == 2))
         return p.stride_w == 1 ? maxPool3x3<1>(p, x, y, planes) : maxPool3x3<2>(p, x, y, planes);
 #endif
-      if (vectors.fits(p.n_c))
-        return maxPoolVectors(vectors, p, x, y, team);
+      if (vectors.fits(p.n_c)) return maxPoolVectors(vectors, p, x, y, team);
       switch (p.stride_w) {
-        case 1: return maxPoolRows<1>(p, x, y, planes);
-        case 2: return maxPoolRows<2>(p, x, y, planes);
-        default: return maxPoolRows<0>(p, x, y, planes);
+        case 1:
+          return maxPoolRows<1>(p, x, y, planes);
+        case 2:
+          return maxPoolRows<2>(p, x, y, planes);
+        default:
+          return maxPoolRows<0>(p, x, y, planes);
       }
     }
   }
@@ -349,8 +371,7 @@ void avg_pool(const PoolParams& p, const float* x, float* y, const Team& team) {
 
 namespace {
 
-void globalAvgPoolPlain(int64_t n_c, int64_t spatial, const float* x, float* y,
-                        const Team& team) {
+void globalAvgPoolPlain(int64_t n_c, int64_t spatial, const float* x, float* y, const Team& team) {
   // A float sum over a large plane drifts by 1e-4, a double one is a
   // latency-bound scalar chain (1.3 ms of PaddleOCR's 34; 45 us for
   // SqueezeNet's 1000 13x13 planes): float vectors sum blocks of up to 1024
@@ -380,42 +401,42 @@ void globalAvgPoolPlain(int64_t n_c, int64_t spatial, const float* x, float* y,
       for (int64_t l = 0; l < kLanes; ++l) sum += total[l];
     }
     for (; s < spatial; ++s) sum += plane[s];
-    y[i] = spatial > 0 ? static_cast<float>(sum / static_cast<double>(spatial))
-                       : 0.0f;
+    y[i] = spatial > 0 ? static_cast<float>(sum / static_cast<double>(spatial)) : 0.0f;
   }
 }
 
 void globalAvgPoolBlocked(int64_t n_c, int64_t spatial, const float* x, float* y,
                           const Team& team) {
-  static_assert(kLanes == kChannelBlock);
-  // A position is a vector of 16 channels: runs of up to 64 positions sum
-  // in float vectors, two chains at a time, and the runs in double (the
-  // drift bound of globalAvgPoolPlain).
+  // A position is a vector of 16 channels (simd::kPerBlock registers):
+  // runs of up to 64 positions sum in float vectors, two chains at a time,
+  // and the runs in double (the drift bound of globalAvgPoolPlain).
   constexpr int64_t kRun = 64;
   const Range blocks = team.split(n_c / kChannelBlock);
   for (int64_t b = blocks.begin; b < blocks.end; ++b) {
-    const float* block = x + b * spatial * kChannelBlock;
-    double sum[kLanes] = {};
-    for (int64_t s0 = 0; s0 < spatial; s0 += kRun) {
-      const int64_t s1 = std::min(spatial, s0 + kRun);
-      Lanes lanes[2] = {};
-      int64_t s = s0;
-      for (; s + 2 <= s1; s += 2)
-        for (int v = 0; v < 2; ++v) {
+    double sum[kChannelBlock] = {};
+    for (int part = 0; part < simd::kPerBlock; ++part) {
+      const float* block = x + b * spatial * kChannelBlock + part * kLanes;
+      for (int64_t s0 = 0; s0 < spatial; s0 += kRun) {
+        const int64_t s1 = std::min(spatial, s0 + kRun);
+        Lanes lanes[2] = {};
+        int64_t s = s0;
+        for (; s + 2 <= s1; s += 2)
+          for (int v = 0; v < 2; ++v) {
+            Lanes in;
+            std::memcpy(&in, block + (s + v) * kChannelBlock, sizeof in);
+            lanes[v] += in;
+          }
+        if (s < s1) {
           Lanes in;
-          std::memcpy(&in, block + (s + v) * kLanes, sizeof in);
-          lanes[v] += in;
+          std::memcpy(&in, block + s * kChannelBlock, sizeof in);
+          lanes[0] += in;
         }
-      if (s < s1) {
-        Lanes in;
-        std::memcpy(&in, block + s * kLanes, sizeof in);
-        lanes[0] += in;
+        const Lanes total = lanes[0] + lanes[1];
+        for (int64_t l = 0; l < kLanes; ++l) sum[part * kLanes + l] += total[l];
       }
-      const Lanes total = lanes[0] + lanes[1];
-      for (int64_t l = 0; l < kLanes; ++l) sum[l] += total[l];
     }
-    for (int64_t l = 0; l < kLanes; ++l)
-      y[b * kLanes + l] =
+    for (int64_t l = 0; l < kChannelBlock; ++l)
+      y[b * kChannelBlock + l] =
           spatial > 0 ? static_cast<float>(sum[l] / static_cast<double>(spatial)) : 0.0f;
   }
 }

@@ -78,8 +78,7 @@ bool Profiler::write_profile(const std::string& path) const {
   file.put("{\n  \"model\": " + quoted(model_ ? model_->name : "") +
            ",\n  \"graph_hash\": " + quoted(model_ ? model_->graph_hash : "") +
            ",\n  \"executors\": " + std::to_string(model_ ? model_->executors : 1) +
-           ",\n  \"threads\": " +
-           std::to_string(model_ ? model_->threads_per_executor : 1) +
+           ",\n  \"threads\": " + std::to_string(model_ ? model_->threads_per_executor : 1) +
            ",\n  \"runs\": " + std::to_string(runs_) + ",\n  \"nodes\": [");
   bool first = true;
   for (auto& [node, events] : byNode) {
@@ -88,16 +87,14 @@ bool Profiler::write_profile(const std::string& path) const {
     std::sort(durations.begin(), durations.end());
     const size_t mid = durations.size() / 2;
     const double median =
-        (durations.size() % 2 ? durations[mid]
-                              : (durations[mid - 1] + durations[mid]) / 2.0) /
+        (durations.size() % 2 ? durations[mid] : (durations[mid - 1] + durations[mid]) / 2.0) /
         1000.0;
     bool known = model_ && node >= 0 && node < model_->num_nodes;
     char number[64];
     std::snprintf(number, sizeof number, "%.3f", median);
-    file.put(std::string(first ? "\n" : ",\n") + "    {\"name\": " +
-             quoted(known ? model_->node_names[node] : "?") +
-             ", \"op\": " + quoted(known ? model_->node_ops[node] : "?") +
-             ", \"median_us\": " + number +
+    file.put(std::string(first ? "\n" : ",\n") +
+             "    {\"name\": " + quoted(known ? model_->node_names[node] : "?") + ", \"op\": " +
+             quoted(known ? model_->node_ops[node] : "?") + ", \"median_us\": " + number +
              ", \"executor\": " + std::to_string(events.front()->executor) +
              ", \"threads\": " + std::to_string(events.front()->threads) + "}");
     first = false;
@@ -119,12 +116,10 @@ bool Profiler::write_trace(const std::string& path) const {
     std::snprintf(buffer, sizeof buffer,
                   ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 0, "
                   "\"tid\": %d}",
-                  e.start_ns / 1000.0, (e.end_ns - e.start_ns) / 1000.0,
-                  e.executor);
-    file.put(std::string(first ? "\n" : ",\n") + "{\"name\": " +
-             quoted(known ? model_->node_names[e.node] : "?") +
-             ", \"cat\": " + quoted(known ? model_->node_ops[e.node] : "?") +
-             buffer);
+                  e.start_ns / 1000.0, (e.end_ns - e.start_ns) / 1000.0, e.executor);
+    file.put(std::string(first ? "\n" : ",\n") +
+             "{\"name\": " + quoted(known ? model_->node_names[e.node] : "?") +
+             ", \"cat\": " + quoted(known ? model_->node_ops[e.node] : "?") + buffer);
     first = false;
   }
   for (auto& [executor, unused] : executors) {

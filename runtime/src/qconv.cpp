@@ -158,8 +158,7 @@ struct Weights {
   const uint8_t* packed;
 };
 
-Weights weightsOf(const QConvParams& p, const ConvGeometry& g, const void* w,
-                  const void* w_zero) {
+Weights weightsOf(const QConvParams& p, const ConvGeometry& g, const void* w, const void* w_zero) {
   Weights out{{p.groups, g.coutG, g.depth, true, p.w_signed, p.per_channel}, {}, nullptr};
   if (p.packing != QPacking::kNone) {
     out.info = {p.packing, p.pack_nb, 0, p.split_entries};
@@ -178,7 +177,8 @@ Weights weightsOf(const QConvParams& p, const ConvGeometry& g, const void* w,
 void qconv(const QConvParams& p, const void* x, const void* w, const float* w_scale,
            const void* w_zero, const int32_t* bias, const void* residual, void* y,
            const Team& team) {
-  if (qconvRunsDepthwise(p)) return qconvDepthwise(p, x, w, w_scale, w_zero, bias, residual, y, team);
+  if (qconvRunsDepthwise(p))
+    return qconvDepthwise(p, x, w, w_scale, w_zero, bias, residual, y, team);
   const ConvGeometry g = geometryOf(p);
   const Weights weights = weightsOf(p, g, w, w_zero);
   const detail::QPackLayout layout = detail::qPackLayout(weights.shape, weights.info);
@@ -192,8 +192,8 @@ void qconv(const QConvParams& p, const void* x, const void* w, const float* w_sc
       std::min(layout.blocks, std::max<int64_t>(1, (2 * team.size() + bands - 1) / bands));
   const int64_t blocksPerChunk = (layout.blocks + chunks - 1) / chunks;
   const Range items = team.split(bands * chunks);
-  uint8_t* a = reinterpret_cast<uint8_t*>(
-      detail::scratch<uint8_t>(g.bandTiles * g.quads * kQTile * kQuad));
+  uint8_t* a =
+      reinterpret_cast<uint8_t*>(detail::scratch<uint8_t>(g.bandTiles * g.quads * kQTile * kQuad));
   int64_t packedBand = -1, termsGroup = -1;
   detail::ChannelTerms terms{};
   for (int64_t item = items.begin; item < items.end; ++item) {
@@ -206,20 +206,25 @@ void qconv(const QConvParams& p, const void* x, const void* w, const float* w_sc
       packedBand = band;
     }
     if (group != termsGroup) {
-      terms = detail::channelTerms(p.out, group * g.coutG, g.coutG, sums, activationZero,
-                                   w_scale, p.per_channel, bias);
+      terms = detail::channelTerms(p.out, group * g.coutG, g.coutG, sums, activationZero, w_scale,
+                                   p.per_channel, bias);
       termsGroup = group;
     }
     const int64_t first = (n * p.c_out + group * g.coutG) * g.positions;
     const detail::QProduct q{
-        g.depth, g.coutG,
+        g.depth,
+        g.coutG,
         weights.packed + group * layout.blocks * g.quads * weights.info.nb * kQuad *
                              (weights.info.packing == QPacking::kWide ? 2 : 1),
         weights.info,
         reinterpret_cast<const int32_t*>(weights.packed + layout.splitOffset) + group * g.coutG,
-        weights.packed + layout.entriesOffset, terms, &p.out,
+        weights.packed + layout.entriesOffset,
+        terms,
+        &p.out,
         static_cast<uint8_t*>(y) + first * ySize,
-        residual ? static_cast<const uint8_t*>(residual) + first : nullptr, g.positions, 1};
+        residual ? static_cast<const uint8_t*>(residual) + first : nullptr,
+        g.positions,
+        1};
     const int64_t b0 = chunk * blocksPerChunk, b1 = std::min(layout.blocks, b0 + blocksPerChunk);
     for (int64_t t = 0; t < count; ++t) {
       const int64_t m0 = (t0 + t) * kQTile;

@@ -6,9 +6,9 @@
 // columns; the taps of an output row that fall inside the image go in
 // pairs through vpmaddwd ((x0, x1) . (w0, w1) into int32: exact, |x - zx|,
 // |w - zw| <= 255), the sums of 16 columns stay in registers over the
-// whole window, and the row ends in the requantising epilogue (finishRow). Weights: OIHW as the model
-// has them, or packQWeights' kWide form with one channel per block (int16
-// w - w_zero, taps padded to a multiple of 4). The team splits the planes.
+// whole window, and the row ends in the requantising epilogue (finishRow). Weights: OIHW as the
+// model has them, or packQWeights' kWide form with one channel per block (int16 w - w_zero, taps
+// padded to a multiple of 4). The team splits the planes.
 #include "cgc/kernels.h"
 #include "quant_support.h"
 #include "scratch.h"
@@ -62,8 +62,8 @@ void widenRow(const QConvParams& p, const RowSizes& s, const T* row, int16_t* ou
     // ix = i * stride + ph - pad_left lies in [0, w_in) for i in [first, last).
     const int64_t first =
         std::clamp<int64_t>((p.pad_left - ph + stride - 1) / stride, 0, s.phaseLength);
-    const int64_t last = std::clamp<int64_t>((p.w_in + p.pad_left - ph + stride - 1) / stride,
-                                             first, s.phaseLength);
+    const int64_t last =
+        std::clamp<int64_t>((p.w_in + p.pad_left - ph + stride - 1) / stride, first, s.phaseLength);
     std::fill(o, o + first, int16_t{0});
     const T* src = row + (first * stride + ph - p.pad_left);
     if (stride == 1) {
@@ -101,7 +101,8 @@ void pairTaps(const QConvParams& p, const RowSizes& s, const int16_t* plane, int
     if (iy < 0 || iy >= p.h_in) continue;
     for (int64_t kw = 0; kw < p.k_w; ++kw) {
       const int64_t o = kw * p.dilation_w;
-      const int16_t* source = plane + (iy * p.stride_w + o % p.stride_w) * s.phaseLength + o / p.stride_w;
+      const int16_t* source =
+          plane + (iy * p.stride_w + o % p.stride_w) * s.phaseLength + o / p.stride_w;
       const auto weight = static_cast<uint16_t>(w[kh * p.k_w + kw]);
       if (pending < 0) {
         pending = pairs.count++;
@@ -124,13 +125,17 @@ void rowSums(const RowSizes& s, const TapPairs& pairs, int32_t* acc) {
     __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
     for (int64_t t = 0; t < pairs.count; ++t) {
       const __m256i wp = _mm256_set1_epi32(pairs.weights[t]);
-      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pairs.source[0][t] + c));
-      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pairs.source[1][t] + c));
+      const __m256i a =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pairs.source[0][t] + c));
+      const __m256i b =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pairs.source[1][t] + c));
       lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), wp));
       hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), wp));
     }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + c), _mm256_permute2x128_si256(lo, hi, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + c + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + c),
+                        _mm256_permute2x128_si256(lo, hi, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + c + 8),
+                        _mm256_permute2x128_si256(lo, hi, 0x31));
   }
 #endif
   for (; c < s.columns; ++c) {

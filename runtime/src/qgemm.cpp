@@ -96,12 +96,18 @@ void qgemm(const QGemmParams& given, const void* a, const void* a_zero_point, co
     packRows(p, static_cast<const uint8_t*>(a) + batchOffset(p, batch, p.a_batch_strides), m0,
              tile);
     const int64_t first = batch * p.m * p.n;
-    const detail::QProduct q{p.k, p.n, weights, info,
+    const detail::QProduct q{p.k,
+                             p.n,
+                             weights,
+                             info,
                              reinterpret_cast<const int32_t*>(weights + layout.splitOffset),
-                             weights + layout.entriesOffset, terms, &p.out,
+                             weights + layout.entriesOffset,
+                             terms,
+                             &p.out,
                              static_cast<uint8_t*>(y) + first * ySize,
                              residual ? static_cast<const uint8_t*>(residual) + first : nullptr,
-                             1, p.n};
+                             1,
+                             p.n};
     const int64_t b0 = chunk * blocksPerChunk, b1 = std::min(layout.blocks, b0 + blocksPerChunk);
     detail::qProductTile(q, tile, m0, std::min(kQTile, p.m - m0), b0, b1);
   }

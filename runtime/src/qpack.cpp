@@ -30,8 +30,8 @@ int32_t weightAt(const QWeightShape& s, const void* w, const void* w_zero, int64
                  int64_t d) {
   const int64_t channel = g * s.channels + c;
   const int64_t index = s.transposed ? channel * s.depth + d : d * s.groups * s.channels + channel;
-  const int32_t zero = detail::zeroPoint(w_zero, s.w_signed ? DType::kI8 : DType::kU8,
-                                         s.per_channel ? channel : 0);
+  const int32_t zero =
+      detail::zeroPoint(w_zero, s.w_signed ? DType::kI8 : DType::kU8, s.per_channel ? channel : 0);
   return detail::loadQ(w, index, s.w_signed) - zero;
 }
 
@@ -132,8 +132,8 @@ QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero,
   return info;
 }
 
-void packQWeights(const QWeightShape& s, const QPackInfo& info, const void* w,
-                  const void* w_zero, uint8_t* packed) {
+void packQWeights(const QWeightShape& s, const QPackInfo& info, const void* w, const void* w_zero,
+                  uint8_t* packed) {
   const detail::QPackLayout l = detail::qPackLayout(s, info);
   std::memset(packed, 0, static_cast<size_t>(info.bytes));
   auto* sums = reinterpret_cast<int32_t*>(packed + l.sumsOffset);

@@ -12,8 +12,7 @@ namespace {
 
 /// The sums of one block for `lanes` positions: the packing's kernel, or
 /// the portable loops.
-void blockSums(const QProduct& q, const uint8_t* a, int64_t block, int64_t lanes,
-               int32_t* acc) {
+void blockSums(const QProduct& q, const uint8_t* a, int64_t block, int64_t lanes, int32_t* acc) {
   const int64_t nb = q.pack.nb;
   const QPackLayout l{0, (q.depth + kQuad - 1) / kQuad, 0, 0, 0, 0};
   const int64_t quads = l.quads;
@@ -33,18 +32,21 @@ void blockSums(const QProduct& q, const uint8_t* a, int64_t block, int64_t lanes
 #endif
   if (nb == kAvx2Block && exact) {
     switch ((lanes + 7) / 8) {
-      case 1: return productAvx2<1>(a, w, quads, acc);
-      case 2: return productAvx2<2>(a, w, quads, acc);
-      case 3: return productAvx2<3>(a, w, quads, acc);
-      default: return productAvx2<4>(a, w, quads, acc);
+      case 1:
+        return productAvx2<1>(a, w, quads, acc);
+      case 2:
+        return productAvx2<2>(a, w, quads, acc);
+      case 3:
+        return productAvx2<3>(a, w, quads, acc);
+      default:
+        return productAvx2<4>(a, w, quads, acc);
     }
   }
 #endif
   productPortable(a, w, quads, nb, lanes, acc);
 }
 
-void addSplits(const QProduct& q, const uint8_t* a, int64_t channel, int64_t lanes,
-               int32_t* acc) {
+void addSplits(const QProduct& q, const uint8_t* a, int64_t channel, int64_t lanes, int32_t* acc) {
   const int32_t first = q.splitOffsets[channel], last = q.splitOffsets[channel + 1];
   if (first == last) return;
 #if defined(__AVX2__)
@@ -90,9 +92,11 @@ void finish8(const QEpilogue& e, const int32_t* acc, int32_t bias, float multipl
     q = roundClamp8(scaled, e.y_zero, e.y_min, e.y_max);
   } else {
     const __m256i mid = roundClamp8(scaled, e.mid_zero, e.mid_min, e.mid_max);
-    const __m256 a = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(mid, _mm256_set1_epi32(e.mid_zero))),
-                                   _mm256_set1_ps(e.mid_scale));
-    const __m256i r = _mm256_sub_epi32(loadResidual8(residual, e.r_signed), _mm256_set1_epi32(e.r_zero));
+    const __m256 a =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(mid, _mm256_set1_epi32(e.mid_zero))),
+                      _mm256_set1_ps(e.mid_scale));
+    const __m256i r =
+        _mm256_sub_epi32(loadResidual8(residual, e.r_signed), _mm256_set1_epi32(e.r_zero));
     const __m256 b = _mm256_mul_ps(_mm256_cvtepi32_ps(r), _mm256_set1_ps(e.r_scale));
     q = roundClamp8(_mm256_div_ps(_mm256_add_ps(a, b), _mm256_set1_ps(e.y_scale)), e.y_zero,
                     e.y_min, e.y_max);
@@ -179,8 +183,8 @@ void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, con
 }
 
 ChannelTerms channelTerms(const QEpilogue& e, int64_t first, int64_t channels,
-                          const int32_t* weightSums, int32_t activationZero,
-                          const float* w_scale, bool perChannel, const int32_t* bias) {
+                          const int32_t* weightSums, int32_t activationZero, const float* w_scale,
+                          bool perChannel, const int32_t* bias) {
   int32_t* sums = scratch<int32_t>(channels);
   float* multipliers = scratch<float>(channels);
   const float divisor = e.kind == QOutput::kRequantAdd ? e.mid_scale : e.y_scale;

@@ -134,7 +134,8 @@ void qadd(const QAddParams& p, const void* a, const void* b, void* y, const Team
   for (int64_t i = r.begin; i < r.end; ++i) {
     const float fa = static_cast<float>(detail::loadQ(a, i, p.a_signed) - p.a_zero) * p.a_scale;
     const float fb = static_cast<float>(detail::loadQ(b, i, p.b_signed) - p.b_zero) * p.b_scale;
-    detail::storeQ(y, i, p.y_type, detail::roundClamp((fa + fb) / p.y_scale, p.y_zero, p.y_min, p.y_max));
+    detail::storeQ(y, i, p.y_type,
+                   detail::roundClamp((fa + fb) / p.y_scale, p.y_zero, p.y_min, p.y_max));
   }
 }
 
@@ -164,8 +165,8 @@ void qglobal_avg_pool(const QGlobalPoolParams& p, const void* x, void* y, const 
     for (int64_t i = 0; i < p.spatial; ++i) sum += detail::loadQ(x, c * p.spatial + i, p.x_signed);
     const int32_t centred = sum - static_cast<int32_t>(p.spatial) * p.x_zero;
     detail::storeQ(y, c, p.y_type,
-                   detail::roundClamp(static_cast<float>(centred) * scale, p.y_zero,
-                                      qmin(p.y_type), qmax(p.y_type)));
+                   detail::roundClamp(static_cast<float>(centred) * scale, p.y_zero, qmin(p.y_type),
+                                      qmax(p.y_type)));
   }
 }
 

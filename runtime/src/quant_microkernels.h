@@ -116,14 +116,16 @@ template <int NA>
 void addSplitEntriesAvx2(const uint8_t* a, const uint8_t* entries, int64_t count, int32_t* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i c[NA];
-  for (int i = 0; i < NA; ++i) c[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + 8 * i));
+  for (int i = 0; i < NA; ++i)
+    c[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + 8 * i));
   for (int64_t e = 0; e < count; ++e, entries += 8) {
     int32_t quad;
     std::memcpy(&quad, entries, 4);
     const __m256i b = broadcastQuad(reinterpret_cast<const int8_t*>(entries + 4));
     const uint8_t* aq = a + quad * kQTile * kQuad;
     for (int i = 0; i < NA; ++i)
-      c[i] = dotQuads(c[i], _mm256_load_si256(reinterpret_cast<const __m256i*>(aq + 32 * i)), b, ones);
+      c[i] =
+          dotQuads(c[i], _mm256_load_si256(reinterpret_cast<const __m256i*>(aq + 32 * i)), b, ones);
   }
   for (int i = 0; i < NA; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + 8 * i), c[i]);
 }
@@ -131,10 +133,14 @@ void addSplitEntriesAvx2(const uint8_t* a, const uint8_t* entries, int64_t count
 inline void addSplitEntries(const uint8_t* a, const uint8_t* entries, int64_t count, int64_t lanes,
                             int32_t* acc) {
   switch ((lanes + 7) / 8) {
-    case 1: return addSplitEntriesAvx2<1>(a, entries, count, acc);
-    case 2: return addSplitEntriesAvx2<2>(a, entries, count, acc);
-    case 3: return addSplitEntriesAvx2<3>(a, entries, count, acc);
-    default: return addSplitEntriesAvx2<4>(a, entries, count, acc);
+    case 1:
+      return addSplitEntriesAvx2<1>(a, entries, count, acc);
+    case 2:
+      return addSplitEntriesAvx2<2>(a, entries, count, acc);
+    case 3:
+      return addSplitEntriesAvx2<3>(a, entries, count, acc);
+    default:
+      return addSplitEntriesAvx2<4>(a, entries, count, acc);
   }
 }
 #endif
@@ -148,8 +154,8 @@ inline void addSplitEntriesPortable(const uint8_t* a, const uint8_t* entries, in
     const auto* w = reinterpret_cast<const int8_t*>(entries + 4);
     const uint8_t* aq = a + quad * kQTile * kQuad;
     for (int64_t m = 0; m < lanes; ++m)
-      acc[m] += aq[m * 4] * w[0] + aq[m * 4 + 1] * w[1] + aq[m * 4 + 2] * w[2] +
-                aq[m * 4 + 3] * w[3];
+      acc[m] +=
+          aq[m * 4] * w[0] + aq[m * 4 + 1] * w[1] + aq[m * 4 + 2] * w[2] + aq[m * 4 + 3] * w[3];
   }
 }
 

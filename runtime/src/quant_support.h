@@ -21,12 +21,8 @@ inline constexpr int64_t kQTile = 32;
 inline constexpr int64_t kQuad = 4;
 inline constexpr int64_t kMaxBlock = 8;
 
-inline int32_t qmin(DType t) {
-  return t == DType::kI8 ? -128 : t == DType::kU8 ? 0 : INT32_MIN;
-}
-inline int32_t qmax(DType t) {
-  return t == DType::kI8 ? 127 : t == DType::kU8 ? 255 : INT32_MAX;
-}
+inline int32_t qmin(DType t) { return t == DType::kI8 ? -128 : t == DType::kU8 ? 0 : INT32_MIN; }
+inline int32_t qmax(DType t) { return t == DType::kI8 ? 127 : t == DType::kU8 ? 255 : INT32_MAX; }
 
 /// An int8 or uint8 element as int32.
 inline int32_t loadQ(const void* p, int64_t i, bool isSigned) {
@@ -37,18 +33,28 @@ inline int32_t loadQ(const void* p, int64_t i, bool isSigned) {
 inline int32_t zeroPoint(const void* zero, DType t, int64_t i) {
   if (!zero) return 0;
   switch (t) {
-    case DType::kI8: return static_cast<const int8_t*>(zero)[i];
-    case DType::kU8: return static_cast<const uint8_t*>(zero)[i];
-    case DType::kI32: return static_cast<const int32_t*>(zero)[i];
-    default: return 0;
+    case DType::kI8:
+      return static_cast<const int8_t*>(zero)[i];
+    case DType::kU8:
+      return static_cast<const uint8_t*>(zero)[i];
+    case DType::kI32:
+      return static_cast<const int32_t*>(zero)[i];
+    default:
+      return 0;
   }
 }
 
 inline void storeQ(void* p, int64_t i, DType t, int32_t v) {
   switch (t) {
-    case DType::kI8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v); break;
-    case DType::kU8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v); break;
-    default: static_cast<int32_t*>(p)[i] = v; break;
+    case DType::kI8:
+      static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v);
+      break;
+    case DType::kU8:
+      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v);
+      break;
+    default:
+      static_cast<int32_t*>(p)[i] = v;
+      break;
   }
 }
 
@@ -61,8 +67,7 @@ inline int32_t roundClamp(float v, int32_t zero, int32_t lo, int32_t hi) {
 
 /// The epilogue of one sum, scalar (the vector epilogues compute the same).
 /// `bias` already holds the zero-point compensation; `r` is the residual.
-inline int32_t finishQ(const QEpilogue& e, int32_t acc, int32_t bias, float multiplier,
-                       int32_t r) {
+inline int32_t finishQ(const QEpilogue& e, int32_t acc, int32_t bias, float multiplier, int32_t r) {
   if (e.kind == QOutput::kInt32) return acc + bias;
   const float scaled = static_cast<float>(acc + bias) * multiplier;
   if (e.kind == QOutput::kRequant) return roundClamp(scaled, e.y_zero, e.y_min, e.y_max);
@@ -121,7 +126,7 @@ void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, con
 /// The epilogue terms for `channels` output channels of one group
 /// (`first`: the group's first channel among all) into per-thread scratch.
 ChannelTerms channelTerms(const QEpilogue& e, int64_t first, int64_t channels,
-                          const int32_t* weightSums, int32_t activationZero,
-                          const float* w_scale, bool perChannel, const int32_t* bias);
+                          const int32_t* weightSums, int32_t activationZero, const float* w_scale,
+                          bool perChannel, const int32_t* bias);
 
 }  // namespace cgc::rt::detail

@@ -124,8 +124,7 @@ void index_map(const IndexMapParams& p, const void* x, const void* value, void* 
   else
     cast({DType::kF64, p.dtype, 1}, &p.value, fill.data());
   std::vector<int64_t> inStrides(static_cast<size_t>(p.rank), 1);
-  for (int d = p.rank - 2; d >= 0; --d)
-    inStrides[d] = inStrides[d + 1] * p.in_shape[d + 1];
+  for (int d = p.rank - 2; d >= 0; --d) inStrides[d] = inStrides[d + 1] * p.in_shape[d + 1];
   const auto* in = static_cast<const uint8_t*>(x);
   auto* out = static_cast<uint8_t*>(y);
   int64_t index[kMaxRank] = {};
@@ -135,8 +134,7 @@ void index_map(const IndexMapParams& p, const void* x, const void* value, void* 
       int64_t i = sourceIndex(p.mode, index[d], p.pad_begin[d], p.in_shape[d]);
       source = i < 0 ? -1 : source + i * inStrides[d];
     }
-    std::memcpy(out + o * p.elem_bytes,
-                source < 0 ? fill.data() : in + source * p.elem_bytes,
+    std::memcpy(out + o * p.elem_bytes, source < 0 ? fill.data() : in + source * p.elem_bytes,
                 static_cast<size_t>(p.elem_bytes));
     for (int d = p.rank - 1; d >= 0; --d) {
       if (++index[d] < p.out_shape[d]) break;

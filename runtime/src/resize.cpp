@@ -44,9 +44,8 @@ double sourceCoordinate(const ResizeParams& p, int d, int64_t x) {
     case ResizeCoordinates::kTfCropAndResize: {
       // The ROI difference is float32 in the reference; the rest is double.
       const double extent = static_cast<double>(p.roi_end[d] - p.roi_start[d]);
-      double xo = outWidth == 1
-                      ? extent * static_cast<double>(in - 1) / 2
-                      : xd * extent * static_cast<double>(in - 1) / (outWidth - 1);
+      double xo = outWidth == 1 ? extent * static_cast<double>(in - 1) / 2
+                                : xd * extent * static_cast<double>(in - 1) / (outWidth - 1);
       xo += static_cast<double>(p.roi_start[d]) * static_cast<double>(in - 1);
       if (xo < 0 || xo > static_cast<double>(in - 1)) return std::nan("");
       return xo;
@@ -63,17 +62,24 @@ double sourceCoordinate(const ResizeParams& p, int d, int64_t x) {
 
 /// Weights of the neighbours at floor-ish positions; `ratio` is in (0, 1],
 /// 1 for an integral coordinate (the reference prefers the left pixel).
-std::vector<double> coefficients(const ResizeParams& p, double ratio,
-                                 bool integral) {
+std::vector<double> coefficients(const ResizeParams& p, double ratio, bool integral) {
   switch (p.mode) {
     case ResizeMode::kNearest: {
       if (integral) return {0.0, 1.0};
       bool right = false;
       switch (p.nearest_mode) {
-        case NearestMode::kRoundPreferFloor: right = ratio > 0.5; break;
-        case NearestMode::kRoundPreferCeil: right = ratio >= 0.5; break;
-        case NearestMode::kFloor: right = false; break;
-        case NearestMode::kCeil: right = true; break;
+        case NearestMode::kRoundPreferFloor:
+          right = ratio > 0.5;
+          break;
+        case NearestMode::kRoundPreferCeil:
+          right = ratio >= 0.5;
+          break;
+        case NearestMode::kFloor:
+          right = false;
+          break;
+        case NearestMode::kCeil:
+          right = true;
+          break;
       }
       return {right ? 0.0 : 1.0, right ? 1.0 : 0.0};
     }
@@ -82,8 +88,7 @@ std::vector<double> coefficients(const ResizeParams& p, double ratio,
     case ResizeMode::kCubic: {
       const double a = p.cubic_coeff_a, r = ratio, s = 1 - ratio;
       return {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
-              ((a + 2) * r - (a + 3)) * r * r + 1,
-              ((a + 2) * s - (a + 3)) * s * s + 1,
+              ((a + 2) * r - (a + 3)) * r * r + 1, ((a + 2) * s - (a + 3)) * s * s + 1,
               ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
     }
   }
@@ -126,14 +131,13 @@ AxisTaps axisTaps(const ResizeParams& p, int d, int64_t stride) {
   return axis;
 }
 
-double interpolate(const std::vector<AxisTaps>& axes, const int64_t* index,
-                   size_t d, int64_t offset, const float* x) {
+double interpolate(const std::vector<AxisTaps>& axes, const int64_t* index, size_t d,
+                   int64_t offset, const float* x) {
   if (d == axes.size()) return x[offset];
   double sum = 0;
   const AxisTaps& axis = axes[d];
   for (int64_t t = axis.first[index[d]]; t < axis.first[index[d] + 1]; ++t)
-    sum += axis.taps[t].weight *
-           interpolate(axes, index, d + 1, offset + axis.taps[t].offset, x);
+    sum += axis.taps[t].weight * interpolate(axes, index, d + 1, offset + axis.taps[t].offset, x);
   return sum;
 }
 
@@ -143,14 +147,12 @@ double interpolate(const std::vector<AxisTaps>& axes, const int64_t* index,
 /// before where consecutive rows read the same input row (upsampling).
 /// Evaluating each element through interpolate() in double took 72 of
 /// PaddleOCR's 127 ms. Returns false, doing nothing, otherwise.
-bool copyRows(const std::vector<AxisTaps>& axes, const ResizeParams& p, const float* x,
-              float* y) {
+bool copyRows(const std::vector<AxisTaps>& axes, const ResizeParams& p, const float* x, float* y) {
   if (p.rank == 0) return false;
   for (const AxisTaps& axis : axes) {
     if (axis.taps.size() + 1 != axis.first.size()) return false;
     for (size_t t = 0; t < axis.taps.size(); ++t)
-      if (axis.first[t] != static_cast<int64_t>(t) || axis.taps[t].weight != 1.0 ||
-          axis.outside[t])
+      if (axis.first[t] != static_cast<int64_t>(t) || axis.taps[t].weight != 1.0 || axis.outside[t])
         return false;
   }
   const int last = p.rank - 1;
@@ -198,8 +200,7 @@ void resize(const ResizeParams& p, const float* x, float* y) {
     for (int d = 0; d < p.rank; ++d) outside = outside || axes[d].outside[index[d]];
     y[i] = outside ? p.extrapolation_value
                    : static_cast<float>(interpolate(axes, index.data(), 0, 0, x));
-    for (int d = p.rank - 1; d >= 0 && ++index[d] == p.out_shape[d]; --d)
-      index[d] = 0;
+    for (int d = p.rank - 1; d >= 0 && ++index[d] == p.out_shape[d]; --d) index[d] = 0;
   }
 }
 

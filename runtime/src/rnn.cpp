@@ -31,6 +31,7 @@
 #include "fast_math.h"
 #include "gemm_core.h"
 #include "rnn_support.h"
+#include "simd.h"
 
 namespace cgc::rt {
 namespace {
@@ -58,8 +59,7 @@ void activate(const RnnActivationParams& a, float clip, float* v, int64_t n = kU
       for (int64_t u = 0; u < n; ++u) v[u] = std::max(v[u], 0.f);
       return;
     case RnnActivation::kHardSigmoid:
-      for (int64_t u = 0; u < n; ++u)
-        v[u] = std::clamp(a.alpha * v[u] + a.beta, 0.f, 1.f);
+      for (int64_t u = 0; u < n; ++u) v[u] = std::clamp(a.alpha * v[u] + a.beta, 0.f, 1.f);
       return;
     case RnnActivation::kLeakyRelu:
       for (int64_t u = 0; u < n; ++u) v[u] = v[u] < 0.f ? a.alpha * v[u] : v[u];
@@ -74,8 +74,7 @@ void activate(const RnnActivationParams& a, float clip, float* v, int64_t n = kU
       for (int64_t u = 0; u < n; ++u) v[u] = v[u] > a.alpha ? v[u] : 0.f;
       return;
     case RnnActivation::kElu:
-      for (int64_t u = 0; u < n; ++u)
-        v[u] = v[u] < 0.f ? a.alpha * std::expm1(v[u]) : v[u];
+      for (int64_t u = 0; u < n; ++u) v[u] = v[u] < 0.f ? a.alpha * std::expm1(v[u]) : v[u];
       return;
     case RnnActivation::kSoftsign:
       for (int64_t u = 0; u < n; ++u) v[u] = v[u] / (1.f + std::fabs(v[u]));
@@ -86,50 +85,56 @@ void activate(const RnnActivationParams& a, float clip, float* v, int64_t n = kU
   }
 }
 
-/// 16 floats: one AVX-512 register (two AVX2 ones). Spelled as a vector
-/// type because plain float arrays of this size get spilled to the stack.
-typedef float Vec __attribute__((vector_size(64), aligned(4)));
+/// One register (simd.h), kParts to a block of kUnits units. Spelled as a
+/// vector type because plain float arrays get spilled to the stack; of
+/// alignment 4, as it is read from any float.
+typedef float Vec __attribute__((vector_size(simd::kLanes * sizeof(float)), aligned(4)));
+constexpr int kParts = kUnits / simd::kLanes;
+/// Registers a product's sums may take: 24 of AVX-512's 32, 12 of AVX2's 16.
+constexpr int kSumRegisters = simd::kRegisters * 3 / 4;
 
 /// acc[b][G * kUnits] = h[b] . packed block for `rows` (<= BB) batch rows;
 /// h rows past `rows` repeat the last one so the loop has fixed bounds.
 template <int G, int BB>
-void blockProduct(int64_t hidden, const float* packed, const float* h,
-                  int64_t ldh, int rows, float* acc, int64_t ldo) {
-  static_assert(kUnits * sizeof(float) == sizeof(Vec));
+void blockProduct(int64_t hidden, const float* packed, const float* h, int64_t ldh, int rows,
+                  float* acc, int64_t ldo) {
+  static_assert(kUnits * sizeof(float) == kParts * sizeof(Vec));
+  constexpr int R = G * kParts;  // registers of a row's gates
   const float* hr[BB];
   for (int b = 0; b < BB; ++b) hr[b] = h + std::min(b, rows - 1) * ldh;
   // Few accumulators make each k wait for the previous FMA's result (4
   // cycles): batch-1 products then alternate two sets over even and odd k.
-  constexpr int kChains = BB * G <= 8 ? 2 : 1;
-  Vec sum[kChains][BB][G] = {};
+  constexpr int kChains = 2 * BB * R <= kSumRegisters / 3 * 2 ? 2 : 1;
+  Vec sum[kChains][BB][R] = {};
   const Vec* w = reinterpret_cast<const Vec*>(packed);
   int64_t k = 0;
-  for (; k + kChains <= hidden; k += kChains, w += kChains * G)
+  for (; k + kChains <= hidden; k += kChains, w += kChains * R)
     for (int c = 0; c < kChains; ++c)
       for (int b = 0; b < BB; ++b) {
         const float hv = hr[b][k + c];
-        for (int g = 0; g < G; ++g) sum[c][b][g] += hv * w[c * G + g];
+        for (int g = 0; g < R; ++g) sum[c][b][g] += hv * w[c * R + g];
       }
-  for (; k < hidden; ++k, w += G)
+  for (; k < hidden; ++k, w += R)
     for (int b = 0; b < BB; ++b) {
       const float hv = hr[b][k];
-      for (int g = 0; g < G; ++g) sum[0][b][g] += hv * w[g];
+      for (int g = 0; g < R; ++g) sum[0][b][g] += hv * w[g];
     }
   for (int b = 0; b < rows; ++b) {
     Vec* out = reinterpret_cast<Vec*>(acc + b * ldo);
-    for (int g = 0; g < G; ++g) {
+    for (int g = 0; g < R; ++g) {
       out[g] = sum[0][b][g];
       for (int c = 1; c < kChains; ++c) out[g] += sum[c][b][g];
     }
   }
 }
 
-/// Most batch rows per register block for G gates: BB x G accumulators plus
-/// a broadcast fit AVX-512's 32 registers, and every pass over the rows
-/// streams the weight block once more. (The accumulators stay in registers
-/// only with GCC's sra-max-scalarization-size raised: runtime/CMakeLists.txt.)
+/// Most batch rows per register block for G gates: BB x G x kParts
+/// accumulators plus a broadcast fit the registers, and every pass over
+/// the rows streams the weight block once more. (The accumulators stay in
+/// registers only with GCC's sra-max-scalarization-size raised:
+/// runtime/CMakeLists.txt.)
 template <int G>
-constexpr int kMaxBlockRows = 24 / G;
+constexpr int kMaxBlockRows = std::max(1, kSumRegisters / (G * kParts));
 
 template <int G, int BB = kMaxBlockRows<G>>
 void blockProductOf(int rowsInBlock, int64_t hidden, const float* packed, const float* h,
@@ -144,32 +149,36 @@ void blockProductOf(int rowsInBlock, int64_t hidden, const float* packed, const 
 /// All `rows` in as few passes as registers allow, of near-equal size
 /// (10 rows as 5 + 5, not 6 + 4: a short pass does a long one's loads).
 template <int G>
-void product(int64_t hidden, const float* packed, const float* h, int64_t ldh,
-             int64_t rows, float* acc, int64_t ldo) {
+void product(int64_t hidden, const float* packed, const float* h, int64_t ldh, int64_t rows,
+             float* acc, int64_t ldo) {
   const int64_t passes = (rows + kMaxBlockRows<G> - 1) / kMaxBlockRows<G>;
   for (int64_t pass = 0, b = 0; pass < passes; ++pass) {
     const int64_t count = (rows - b) / (passes - pass);
-    blockProductOf<G>(static_cast<int>(count), hidden, packed, h + b * ldh, ldh,
-                      acc + b * ldo, ldo);
+    blockProductOf<G>(static_cast<int>(count), hidden, packed, h + b * ldh, ldh, acc + b * ldo,
+                      ldo);
     b += count;
   }
 }
 
 /// out[row * ldo + g * kUnits + u] = in[row] . packed block, for `rows` rows
 /// of `in` (ldi apart) and `gates` (1..4) packed gates.
-void blockRows(int gates, int64_t k, const float* packed, const float* in,
-               int64_t ldi, int64_t rows, float* out, int64_t ldo) {
+void blockRows(int gates, int64_t k, const float* packed, const float* in, int64_t ldi,
+               int64_t rows, float* out, int64_t ldo) {
   switch (gates) {
-    case 1: return product<1>(k, packed, in, ldi, rows, out, ldo);
-    case 2: return product<2>(k, packed, in, ldi, rows, out, ldo);
-    case 3: return product<3>(k, packed, in, ldi, rows, out, ldo);
-    default: return product<4>(k, packed, in, ldi, rows, out, ldo);
+    case 1:
+      return product<1>(k, packed, in, ldi, rows, out, ldo);
+    case 2:
+      return product<2>(k, packed, in, ldi, rows, out, ldo);
+    case 3:
+      return product<3>(k, packed, in, ldi, rows, out, ldo);
+    default:
+      return product<4>(k, packed, in, ldi, rows, out, ldo);
   }
 }
 
 /// acc[batch][g * kUnits] for `gates` packed gates of R.
-void recurrentProduct(int gates, int64_t hidden, const float* packed,
-                      const float* h, int64_t batch, float* acc) {
+void recurrentProduct(int gates, int64_t hidden, const float* packed, const float* h, int64_t batch,
+                      float* acc) {
   blockRows(gates, hidden, packed, h, hidden, batch, acc, gates * kUnits);
 }
 
@@ -178,8 +187,7 @@ void recurrentProduct(int gates, int64_t hidden, const float* packed,
 /// concurrent calls never alias, else they would race on them anyway).
 class SharedScratch {
  public:
-  SharedScratch(const Team& team, const void* key, size_t n)
-      : team_(team), key_(key) {
+  SharedScratch(const Team& team, const void* key, size_t n) : team_(team), key_(key) {
     if (team.size() == 1) {
       thread_local std::vector<float> own;
       data_ = privateBuffer(own, n);
@@ -219,9 +227,7 @@ class SharedScratch {
 
 /// Floats of the scratch a team shares: the double-buffered h and GRU's
 /// r * h_{t-1} (Direction's constructor lays them out).
-size_t stateFloats(const RnnParams& p) {
-  return static_cast<size_t>(3 * p.batch * p.hidden_size);
-}
+size_t stateFloats(const RnnParams& p) { return static_cast<size_t>(3 * p.batch * p.hidden_size); }
 
 struct Inputs {
   const float *x, *w, *r, *b;
@@ -234,15 +240,19 @@ struct Inputs {
 /// the first runs the steps, a chunk of steps ahead of it (rnn() says when).
 struct ProjectionPipeline {
   static constexpr int64_t kChunkSteps = 8;
-  float* xw[2];                        // per direction, as Direction::project lays it out
-  std::atomic<int64_t> projected[2];   // steps ready, in processing order
+  float* xw[2];                       // per direction, as Direction::project lays it out
+  std::atomic<int64_t> projected[2];  // steps ready, in processing order
 };
 
 /// One direction, this thread's units [u0, u0 + units).
 class Direction {
  public:
   Direction(const RnnParams& p, int32_t d, const Team& team, float* shared)
-      : p_(p), d_(d), team_(team), h_(p.hidden_size), g_(gatesOf(p.cell)),
+      : p_(p),
+        d_(d),
+        team_(team),
+        h_(p.hidden_size),
+        g_(gatesOf(p.cell)),
         act_(p.activations.data() + 3 * d) {
     int64_t blocks = (h_ + kUnits - 1) / kUnits;
     Range mine = team.split(blocks);
@@ -276,8 +286,7 @@ class Direction {
                           : ((t * dirs + d_) * p_.batch + b) * h_;
   }
   int64_t stateOffset(int64_t b) const {
-    return p_.batch_major ? (b * p_.num_directions + d_) * h_
-                          : (d_ * p_.batch + b) * h_;
+    return p_.batch_major ? (b * p_.num_directions + d_) * h_ : (d_ * p_.batch + b) * h_;
   }
   bool splitGru() const { return splitsGru(p_); }
   void project(const Inputs& in);
@@ -379,18 +388,21 @@ void Direction::lstmEpilogue(int64_t t, const float* hPrev, float* hNext, const 
     for (int64_t blk = 0; blk < blocks_; ++blk) {
       const float* a = acc_ + b * ld + blk * 4 * kUnits;
       const float* xw = xw_ + row(t, b) * ld + blk * 4 * kUnits;
-      const int64_t u = blk * kUnits, j = b * pad_ + u;
-      Vec cu, sum, term;
-      load(c + u, cu);
-      for (int gate = 0; gate < 4; ++gate) {
-        load(a + gate * kUnits, sum);
-        load(xw + gate * kUnits, term);
-        sum += term;
-        if (peepholes[gate]) {
-          load(peepholes[gate] + u, term);
-          sum += term * cu;
+      for (int part = 0; part < kParts; ++part) {
+        const int64_t at = part * simd::kLanes;  // in the block
+        const int64_t u = blk * kUnits + at, j = b * pad_ + u;
+        Vec cu, sum, term;
+        load(c + u, cu);
+        for (int gate = 0; gate < 4; ++gate) {
+          load(a + gate * kUnits + at, sum);
+          load(xw + gate * kUnits + at, term);
+          sum += term;
+          if (peepholes[gate]) {
+            load(peepholes[gate] + u, term);
+            sum += term * cu;
+          }
+          store(gates[gate] + j, sum);
         }
-        store(gates[gate] + j, sum);
       }
     }
   }
@@ -402,7 +414,7 @@ void Direction::lstmEpilogue(int64_t t, const float* hPrev, float* hNext, const 
   activate(act_[1], p_.clip, g, n);
   for (int64_t b = 0; b < B; ++b) {
     const float* c = c_ + b * pad_;
-    for (int64_t u = 0; u < pad_; u += kUnits) {
+    for (int64_t u = 0; u < pad_; u += simd::kLanes) {
       const int64_t j = b * pad_ + u;
       Vec fv, cv, iv, gv, ov, pv;
       load(f + j, fv);
@@ -448,8 +460,7 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
   if (p_.cell == RnnCell::kLstm) {
     for (int64_t i = 0; i < blocks_; ++i) {
       const int64_t blk = blockAt(i);
-      blockRows(4, h_, packed_ + blk * h_ * 4 * kUnits, hPrev, h_, B,
-                acc_ + blk * 4 * kUnits, ldx);
+      blockRows(4, h_, packed_ + blk * h_ * 4 * kUnits, hPrev, h_, B, acc_ + blk * 4 * kUnits, ldx);
     }
     lstmEpilogue(t, hPrev, hNext, in);
     team_.barrier();  // h_t complete before step t + 1 reads it
@@ -488,8 +499,7 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
     if (splitGru())
       recurrentProduct(1, h_, packedH_ + blk * h_ * kUnits, rh_, B, acc_);
     else
-      recurrentProduct(static_cast<int>(g_), h_, packed_ + blk * h_ * g_ * kUnits,
-                       hPrev, B, acc_);
+      recurrentProduct(static_cast<int>(g_), h_, packed_ + blk * h_ * g_ * kUnits, hPrev, B, acc_);
     for (int64_t b = 0; b < B; ++b) {
       const float* hp = hPrev + b * h_ + first;
       float* hn = hNext + b * h_ + first;
@@ -532,8 +542,7 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
               cand[u] = xw[2 * kUnits + u] + r[u] * (a[2 * kUnits + u] + rb[u]);
           }
           activate(act_[1], p_.clip, cand);
-          for (int u = 0; u < kUnits; ++u)
-            cand[u] = (1.f - z[u]) * cand[u] + z[u] * hpad[u];
+          for (int u = 0; u < kUnits; ++u) cand[u] = (1.f - z[u]) * cand[u] + z[u] * hpad[u];
           std::copy_n(cand, count, hn);
           break;
         }
@@ -546,8 +555,10 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
 
 void Direction::run(const Inputs& in, const ProjectionPipeline* pipeline) {
   const int64_t B = p_.batch;
-  if (pipeline) xw_ = pipeline->xw[d_];
-  else project(in);
+  if (pipeline)
+    xw_ = pipeline->xw[d_];
+  else
+    project(in);
   thread_local std::vector<float> cBuf, zBuf, accBuf, peepBuf, rbBuf, gateBuf;
   if (splitGru()) {
     packed_ = pack(in.r, h_, 0, 2);
@@ -567,21 +578,21 @@ void Direction::run(const Inputs& in, const ProjectionPipeline* pipeline) {
   for (int64_t u = 0; u < units_; ++u) {
     if (in.peephole)
       for (int k = 0; k < 3; ++k) peep_[k * pad_ + u] = in.peephole[k * h_ + u0_ + u];
-    if (in.b && p_.cell == RnnCell::kGru)
-      rbh_[u] = in.b[5 * h_ + u0_ + u];
+    if (in.b && p_.cell == RnnCell::kGru) rbh_[u] = in.b[5 * h_ + u0_ + u];
   }
   for (int64_t b = 0; b < B; ++b) {
     float* h = hbuf_[0] + b * h_ + u0_;
-    if (in.h0) std::copy_n(in.h0 + stateOffset(b) + u0_, units_, h);
-    else std::fill_n(h, units_, 0.f);
+    if (in.h0)
+      std::copy_n(in.h0 + stateOffset(b) + u0_, units_, h);
+    else
+      std::fill_n(h, units_, 0.f);
     if (in.c0) std::copy_n(in.c0 + stateOffset(b) + u0_, units_, c_ + b * pad_);
   }
   team_.barrier();
   bool backward = p_.reverse || d_ == 1;
   for (int64_t s = 0; s < p_.seq_length; ++s) {
     int64_t t = backward ? p_.seq_length - 1 - s : s;
-    if (pipeline)
-      rt::wait_until(pipeline->projected[d_], [s](int64_t ready) { return ready > s; });
+    if (pipeline) rt::wait_until(pipeline->projected[d_], [s](int64_t ready) { return ready > s; });
     step(t, hbuf_[s % 2], hbuf_[(s + 1) % 2], in);
   }
   const float* hLast = hbuf_[p_.seq_length % 2];
@@ -634,23 +645,27 @@ void pipelinedRnn(const RnnParams& p, const Inputs* in, const void* key, const T
 
 }  // namespace
 
-void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
-         const float* b, const int32_t* sequence_lens, const float* initial_h,
-         const float* initial_c, const float* peephole, float* y, float* y_h,
-         float* y_c, const Team& team) {
+void rnn(const RnnParams& p, const float* x, const float* w, const float* r, const float* b,
+         const int32_t* sequence_lens, const float* initial_h, const float* initial_c,
+         const float* peephole, float* y, float* y_h, float* y_c, const Team& team) {
   int64_t g = gatesOf(p.cell), h = p.hidden_size;
   bool lstm = p.cell == RnnCell::kLstm;
   Inputs in[2];
   const int64_t wSize = p.packed_weights ? packedDirectionSize(p, false) : g * h * p.input_size;
   const int64_t rSize = p.packed_weights ? packedDirectionSize(p, true) : g * h * h;
   for (int32_t d = 0; d < p.num_directions; ++d)
-    in[d] = Inputs{x, w + d * wSize, r + d * rSize,
-                   b ? b + d * 2 * g * h : nullptr, sequence_lens, initial_h,
+    in[d] = Inputs{x,
+                   w + d * wSize,
+                   r + d * rSize,
+                   b ? b + d * 2 * g * h : nullptr,
+                   sequence_lens,
+                   initial_h,
                    lstm ? initial_c : nullptr,
-                   lstm && peephole ? peephole + d * 3 * h : nullptr, y, y_h,
+                   lstm && peephole ? peephole + d * 3 * h : nullptr,
+                   y,
+                   y_h,
                    lstm ? y_c : nullptr};
-  const void* key = y ? static_cast<const void*>(y)
-                      : y_h ? static_cast<const void*>(y_h) : y_c;
+  const void* key = y ? static_cast<const void*>(y) : y_h ? static_cast<const void*>(y_h) : y_c;
   // A step is one barrier apart from the next: below this many multiply-adds
   // per step the barrier costs more than a second thread saves (LSTM hidden
   // 64 at batch 1 runs faster on one thread).
@@ -665,8 +680,7 @@ void rnn(const RnnParams& p, const float* x, const float* w, const float* r,
     return;
   }
   SharedScratch shared(team, key, stateFloats(p));
-  for (int32_t d = 0; d < p.num_directions; ++d)
-    Direction(p, d, team, shared.data()).run(in[d]);
+  for (int32_t d = 0; d < p.num_directions; ++d) Direction(p, d, team, shared.data()).run(in[d]);
 }
 
 }  // namespace cgc::rt

@@ -25,8 +25,8 @@ using detail::splitsGru;
 /// [gates x hidden, k] matrix m as blocks of kUnits units, each laid out
 /// [k][gates][kUnits] and zero-padded past the last unit: the order in
 /// which the recurrent product and the input projection read them.
-void packBlocks(const float* m, int64_t hidden, int64_t k, int64_t firstGate, int gates,
-                int64_t u0, int64_t units, float* out) {
+void packBlocks(const float* m, int64_t hidden, int64_t k, int64_t firstGate, int gates, int64_t u0,
+                int64_t units, float* out) {
   const int64_t blocks = (units + kUnits - 1) / kUnits;
   const int64_t cols = gates * kUnits, blockSize = k * cols;
   std::fill_n(out, blocks * blockSize, 0.f);

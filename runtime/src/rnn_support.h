@@ -12,13 +12,16 @@
 
 namespace cgc::rt::detail {
 
-constexpr int kUnits = 16;     // hidden units per packed block
+constexpr int kUnits = 16;  // hidden units per packed block
 
 inline int64_t gatesOf(RnnCell cell) {
   switch (cell) {
-    case RnnCell::kRnn: return 1;
-    case RnnCell::kGru: return 3;
-    case RnnCell::kLstm: return 4;
+    case RnnCell::kRnn:
+      return 1;
+    case RnnCell::kGru:
+      return 3;
+    case RnnCell::kLstm:
+      return 4;
   }
   return 1;
 }

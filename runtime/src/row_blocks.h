@@ -35,8 +35,7 @@ struct RowBlock {
 /// The blocks covering a row of wOut outputs at `stride`; the last overlaps
 /// the one before it (its outputs are computed twice, the same), and a row
 /// of fewer than 16 is one block that stores wOut lanes.
-inline std::vector<RowBlock> rowBlocks(int64_t wOut, int64_t wIn, int64_t stride,
-                                       int64_t padLeft) {
+inline std::vector<RowBlock> rowBlocks(int64_t wOut, int64_t wIn, int64_t stride, int64_t padLeft) {
   std::vector<RowBlock> blocks;
   for (int64_t ow0 = 0; ow0 < wOut; ow0 += 16) {
     RowBlock b{std::max<int64_t>(0, std::min(ow0, wOut - 16)), 0, {}, 0};
@@ -53,7 +52,8 @@ inline std::vector<RowBlock> rowBlocks(int64_t wOut, int64_t wIn, int64_t stride
 /// three taps read, 2i, 2i + 1 and 2i + 2.
 inline void strideTwoTaps(__m512 v0, __m512 v1, __m512 v2, __m512& even, __m512& odd,
                           __m512& nextEven) {
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i evens =
+      _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   even = _mm512_permutex2var_ps(v0, evens, v1);
   odd = _mm512_permutex2var_ps(v0, _mm512_add_epi32(evens, _mm512_set1_epi32(1)), v1);
   nextEven = _mm512_castsi512_ps(
@@ -96,8 +96,7 @@ inline void maxPoolRow3x3Stride1(const float* const* rows, int count,
     const __m512i low = _mm512_castps_si512(v0), high = _mm512_castps_si512(v1);
     const __m512 next = _mm512_castsi512_ps(_mm512_alignr_epi32(high, low, 1));
     const __m512 afterNext = _mm512_castsi512_ps(_mm512_alignr_epi32(high, low, 2));
-    _mm512_mask_storeu_ps(out + b.ow, b.outputs,
-                          _mm512_max_ps(_mm512_max_ps(v0, next), afterNext));
+    _mm512_mask_storeu_ps(out + b.ow, b.outputs, _mm512_max_ps(_mm512_max_ps(v0, next), afterNext));
   }
 }
 

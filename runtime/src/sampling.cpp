@@ -49,8 +49,7 @@ struct Plane {
   const float* data;
   int64_t h, w;
   double at(double y, double x) const {
-    if (!(y >= 0 && y < static_cast<double>(h) && x >= 0 && x < static_cast<double>(w)))
-      return 0;
+    if (!(y >= 0 && y < static_cast<double>(h) && x >= 0 && x < static_cast<double>(w))) return 0;
     return data[static_cast<int64_t>(y) * w + static_cast<int64_t>(x)];
   }
 };
@@ -84,10 +83,10 @@ double sample(const GridSampleParams& p, const Plane& plane, double gx, double g
       }
     return sum;
   }
-  const double x = padCoordinate(unnormalize(gx, p.in_w, p.align_corners), p.in_w, p.padding,
-                                 p.align_corners);
-  const double y = padCoordinate(unnormalize(gy, p.in_h, p.align_corners), p.in_h, p.padding,
-                                 p.align_corners);
+  const double x =
+      padCoordinate(unnormalize(gx, p.in_w, p.align_corners), p.in_w, p.padding, p.align_corners);
+  const double y =
+      padCoordinate(unnormalize(gy, p.in_h, p.align_corners), p.in_h, p.padding, p.align_corners);
   if (!(std::fabs(x) < 1e9 && std::fabs(y) < 1e9)) return 0;
   if (p.mode == GridSampleMode::kNearest) return plane.at(std::nearbyint(y), std::nearbyint(x));
   const double x0 = std::floor(x), y0 = std::floor(y);

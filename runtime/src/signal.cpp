@@ -98,8 +98,7 @@ void mel_weight_matrix(const MelWeightMatrixParams& p, const void* sample_rate,
     const double bin = std::floor(static_cast<double>(p.dft_length + 1) * hertz / rate);
     // A rate of 0 or absurd edges give bins no row holds; clamp before the
     // conversion, the rows outside are skipped below.
-    edges[i] = std::isfinite(bin) ? static_cast<int64_t>(std::max(-1.0, std::min(bin, 1e12)))
-                                  : -1;
+    edges[i] = std::isfinite(bin) ? static_cast<int64_t>(std::max(-1.0, std::min(bin, 1e12))) : -1;
   }
   auto set = [&](int64_t row, int64_t column, double value) {
     if (row >= 0 && row < bins) detail::storeDouble(p.out_type, y, row * mels + column, value);

@@ -18,16 +18,33 @@ namespace cgc::rt::detail {
 template <typename F>
 bool withIntegerType(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::kI8: f(int8_t{}); return true;
+    case DType::kI8:
+      f(int8_t{});
+      return true;
     case DType::kU8:
-    case DType::kBool: f(uint8_t{}); return true;
-    case DType::kI16: f(int16_t{}); return true;
-    case DType::kU16: f(uint16_t{}); return true;
-    case DType::kI32: f(int32_t{}); return true;
-    case DType::kU32: f(uint32_t{}); return true;
-    case DType::kI64: f(int64_t{}); return true;
-    case DType::kU64: f(uint64_t{}); return true;
-    default: return false;
+    case DType::kBool:
+      f(uint8_t{});
+      return true;
+    case DType::kI16:
+      f(int16_t{});
+      return true;
+    case DType::kU16:
+      f(uint16_t{});
+      return true;
+    case DType::kI32:
+      f(int32_t{});
+      return true;
+    case DType::kU32:
+      f(uint32_t{});
+      return true;
+    case DType::kI64:
+      f(int64_t{});
+      return true;
+    case DType::kU64:
+      f(uint64_t{});
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -78,9 +95,10 @@ inline void storeDouble(DType dtype, void* data, int64_t i, double v) {
     } else {
       constexpr double kLo = static_cast<double>(std::numeric_limits<T>::min());
       constexpr double kHi = static_cast<double>(std::numeric_limits<T>::max());
-      out = v != v ? T(0) : v <= kLo ? std::numeric_limits<T>::min()
-                          : v >= kHi ? std::numeric_limits<T>::max()
-                                     : static_cast<T>(v);
+      out = v != v     ? T(0)
+            : v <= kLo ? std::numeric_limits<T>::min()
+            : v >= kHi ? std::numeric_limits<T>::max()
+                       : static_cast<T>(v);
     }
     static_cast<T*>(data)[i] = out;
   });

@@ -30,6 +30,7 @@
 
 #include "conv_support.h"
 #include "scratch.h"
+#include "simd.h"
 
 namespace cgc::rt {
 namespace {
@@ -43,7 +44,9 @@ constexpr int64_t kChunkFloats = 128 * 1024;
 // planes have 16, 13x13 and 14x14 ones 49.
 constexpr int64_t kMinTiles = 49;
 
-typedef float Lanes __attribute__((vector_size(kChannelBlock * sizeof(float))));
+// A register of a channel block's lanes (simd.h); a block is kPerBlock.
+using Lanes = simd::Floats;
+using simd::kPerBlock;
 
 // Vectors pass by reference: by value they change the ABI where AVX-512 is
 // off (the sanitizer builds).
@@ -54,34 +57,35 @@ void store(float* to, const Lanes& v) { std::memcpy(to, &v, sizeof v); }
 /// tile row) and the 16 channels of one block, whose padded copy is
 /// `padded` (pw vectors per row); V_xi[t] lies at v + xi * xiStride + t *
 /// tileStride.
-void transformInput(const float* padded, int64_t pw, int64_t tw, int64_t firstTile,
-                    int64_t tiles, float* v, int64_t xiStride, int64_t tileStride) {
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t i = (firstTile + t) / tw, j = (firstTile + t) % tw;
-    const float* patch = padded + (2 * i * pw + 2 * j) * kChannelBlock;
-    Lanes d[4][4];
-    for (int r = 0; r < 4; ++r)
-      for (int c = 0; c < 4; ++c) load(patch + (r * pw + c) * kChannelBlock, d[r][c]);
-    // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], down the columns, then
-    // along the rows.
-    Lanes bd[4][4];
-    for (int c = 0; c < 4; ++c) {
-      bd[0][c] = d[0][c] - d[2][c];
-      bd[1][c] = d[1][c] + d[2][c];
-      bd[2][c] = d[2][c] - d[1][c];
-      bd[3][c] = d[1][c] - d[3][c];
+void transformInput(const float* padded, int64_t pw, int64_t tw, int64_t firstTile, int64_t tiles,
+                    float* v, int64_t xiStride, int64_t tileStride) {
+  for (int64_t t = 0; t < tiles; ++t)
+    for (int part = 0; part < kPerBlock; ++part) {
+      const int64_t i = (firstTile + t) / tw, j = (firstTile + t) % tw;
+      const float* patch = padded + (2 * i * pw + 2 * j) * kChannelBlock + part * simd::kLanes;
+      Lanes d[4][4];
+      for (int r = 0; r < 4; ++r)
+        for (int c = 0; c < 4; ++c) load(patch + (r * pw + c) * kChannelBlock, d[r][c]);
+      // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], down the columns, then
+      // along the rows.
+      Lanes bd[4][4];
+      for (int c = 0; c < 4; ++c) {
+        bd[0][c] = d[0][c] - d[2][c];
+        bd[1][c] = d[1][c] + d[2][c];
+        bd[2][c] = d[2][c] - d[1][c];
+        bd[3][c] = d[1][c] - d[3][c];
+      }
+      float* out = v + t * tileStride + part * simd::kLanes;
+      for (int r = 0; r < 4; ++r) {
+        store(out + (4 * r + 0) * xiStride, bd[r][0] - bd[r][2]);
+        store(out + (4 * r + 1) * xiStride, bd[r][1] + bd[r][2]);
+        store(out + (4 * r + 2) * xiStride, bd[r][2] - bd[r][1]);
+        store(out + (4 * r + 3) * xiStride, bd[r][1] - bd[r][3]);
+      }
     }
-    float* out = v + t * tileStride;
-    for (int r = 0; r < 4; ++r) {
-      store(out + (4 * r + 0) * xiStride, bd[r][0] - bd[r][2]);
-      store(out + (4 * r + 1) * xiStride, bd[r][1] + bd[r][2]);
-      store(out + (4 * r + 2) * xiStride, bd[r][2] - bd[r][1]);
-      store(out + (4 * r + 3) * xiStride, bd[r][1] - bd[r][3]);
-    }
-  }
 }
 
-/// The 2x2 outputs A^T M A of one tile for 16 output channels, from
+/// The 2x2 outputs A^T M A of one tile for a register of output channels, from
 /// M_xi at m + xi * xiStride; A^T = [1 1 1 0; 0 1 -1 -1].
 void transformOutput(const float* m, int64_t xiStride, Lanes (&out)[2][2]) {
   Lanes am[2][4];
@@ -103,10 +107,9 @@ void transformOutput(const float* m, int64_t xiStride, Lanes (&out)[2][2]) {
 }  // namespace
 
 bool convTakesWinograd(const ConvParams& p) {
-  return p.groups == 1 && p.k_d == 1 && p.d_in == 1 && p.d_out == 1 && p.k_h == 3 &&
-         p.k_w == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 &&
-         p.dilation_w == 1 && p.c_in % kChannelBlock == 0 && p.c_out % kChannelBlock == 0 &&
-         p.pool_h_out == 0;
+  return p.groups == 1 && p.k_d == 1 && p.d_in == 1 && p.d_out == 1 && p.k_h == 3 && p.k_w == 3 &&
+         p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 &&
+         p.c_in % kChannelBlock == 0 && p.c_out % kChannelBlock == 0 && p.pool_h_out == 0;
 }
 
 bool convPrefersWinograd(const ConvParams& p) {
@@ -138,7 +141,7 @@ namespace detail {
 void convWinograd(const ConvParams& p, const float* x, const float* u, const float* bias,
                   const float* residual, float* y, const Team& team) {
   const int64_t th = (p.h_out + 1) / 2, tw = (p.w_out + 1) / 2;  // tiles
-  const int64_t ph = 2 * th + 2, pw = 2 * tw + 2;  // the padded input they read
+  const int64_t ph = 2 * th + 2, pw = 2 * tw + 2;                // the padded input they read
   const int64_t blocksIn = p.c_in / kChannelBlock, blocksOut = p.c_out / kChannelBlock;
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
   const int64_t chunkTiles = std::max<int64_t>(1, kChunkFloats / (kXi * (p.c_in + p.c_out)));
@@ -169,36 +172,39 @@ void convWinograd(const ConvParams& p, const float* x, const float* u, const flo
         transformInput(padded + cb * ph * pw * kChannelBlock, pw, tw, t0, tiles,
                        v + cb * kChannelBlock, tiles * p.c_in, p.c_in);
       for (int64_t xi = 0; xi < kXi; ++xi)
-        gemmRows(tiles, p.c_out, p.c_in, v + xi * tiles * p.c_in, p.c_in,
-                 u + xi * p.c_in * p.c_out, p.c_out, m + xi * tiles * p.c_out, p.c_out);
+        gemmRows(tiles, p.c_out, p.c_in, v + xi * tiles * p.c_in, p.c_in, u + xi * p.c_in * p.c_out,
+                 p.c_out, m + xi * tiles * p.c_out, p.c_out);
       const int64_t firstRow = 2 * (t0 / tw);
       for (int64_t t = 0; t < tiles; ++t)
-        for (int64_t ob = 0; ob < blocksOut; ++ob) {
-          Lanes out[2][2];
-          transformOutput(m + t * p.c_out + ob * kChannelBlock, tiles * p.c_out, out);
-          const int64_t oh0 = 2 * ((t0 + t) / tw), ow0 = 2 * ((t0 + t) % tw);
-          for (int64_t oh = oh0; oh < std::min(oh0 + 2, p.h_out); ++oh)
-            for (int64_t ow = ow0; ow < std::min(ow0 + 2, p.w_out); ++ow) {
-              Lanes& o = out[oh - oh0][ow - ow0];
-              if (!p.blocked_output) {  // the epilogue comes with the transpose
-                store(rows + ((oh - firstRow) * p.w_out + ow) * p.c_out + ob * kChannelBlock, o);
-                continue;
+        for (int64_t ob = 0; ob < blocksOut; ++ob)
+          for (int part = 0; part < kPerBlock; ++part) {
+            const int64_t c0 = ob * kChannelBlock + part * simd::kLanes;  // first channel
+            Lanes out[2][2];
+            transformOutput(m + t * p.c_out + c0, tiles * p.c_out, out);
+            const int64_t oh0 = 2 * ((t0 + t) / tw), ow0 = 2 * ((t0 + t) % tw);
+            for (int64_t oh = oh0; oh < std::min(oh0 + 2, p.h_out); ++oh)
+              for (int64_t ow = ow0; ow < std::min(ow0 + 2, p.w_out); ++ow) {
+                Lanes& o = out[oh - oh0][ow - ow0];
+                if (!p.blocked_output) {  // the epilogue comes with the transpose
+                  store(rows + ((oh - firstRow) * p.w_out + ow) * p.c_out + c0, o);
+                  continue;
+                }
+                const int64_t at =
+                    (ob * spatial + oh * p.w_out + ow) * kChannelBlock + part * simd::kLanes;
+                Lanes term;
+                if (bias) {
+                  load(bias + c0, term);
+                  o += term;
+                }
+                if (e.residual) {
+                  load(e.residual + at, term);
+                  o += term;
+                }
+                o = o < low ? low : o;  // a NaN stays NaN, as in std::clamp
+                o = high < o ? high : o;
+                store(yn + at, o);
               }
-              const int64_t at = (ob * spatial + oh * p.w_out + ow) * kChannelBlock;
-              Lanes term;
-              if (bias) {
-                load(bias + ob * kChannelBlock, term);
-                o += term;
-              }
-              if (e.residual) {
-                load(e.residual + at, term);
-                o += term;
-              }
-              o = o < low ? low : o;  // a NaN stays NaN, as in std::clamp
-              o = high < o ? high : o;
-              store(yn + at, o);
-            }
-        }
+          }
       if (p.blocked_output) continue;
       // Each output row's columns that this chunk's tiles cover, into the
       // NCHW planes with the epilogue.

@@ -26,12 +26,13 @@
 #include <unordered_map>
 
 #include "gemm_core.h"
+#include "simd.h"
 
 namespace cgc::rt::detail {
 namespace {
 
-constexpr int64_t kNc = 64;   // columns of Y per block (the kernel's m')
-constexpr int64_t kMc = 64;   // rows of Y per block (the kernel's n')
+constexpr int64_t kNc = 64;    // columns of Y per block (the kernel's m')
+constexpr int64_t kMc = 64;    // rows of Y per block (the kernel's n')
 constexpr int64_t kKc = 1024;  // most depth per block
 
 struct KernelKey {
@@ -57,8 +58,7 @@ BlockKernel kernelFor(const KernelKey&) { return nullptr; }
 #else
 /// The JIT kernel for a column-major block, or null where LIBXSMM has none.
 libxsmm_smmfunction kernelFor(const KernelKey& key) {
-  thread_local std::unordered_map<KernelKey, libxsmm_smmfunction, KernelKeyHash>
-      cache;
+  thread_local std::unordered_map<KernelKey, libxsmm_smmfunction, KernelKeyHash> cache;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   static const bool initialised = (libxsmm_init(), true);
@@ -68,8 +68,7 @@ libxsmm_smmfunction kernelFor(const KernelKey& key) {
   const int flags = key.transB ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
   const int prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
   libxsmm_smmfunction f =
-      libxsmm_smmdispatch(key.m, key.n, key.k, &lda, &ldb, &ldc, &alpha, &beta,
-                          &flags, &prefetch);
+      libxsmm_smmdispatch(key.m, key.n, key.k, &lda, &ldb, &ldc, &alpha, &beta, &flags, &prefetch);
   cache.emplace(key, f);
   return f;
 }
@@ -84,8 +83,7 @@ Range part(int64_t n, int parts, int index, int64_t grain) {
 /// vectorised pass (a loop testing optional terms at run time compiled into
 /// a loop-carried chain 20x slower than the GEMM itself).
 template <bool kRowBias, bool kColBias, bool kResidual, Activation kActivation>
-void epilogueRows(const Epilogue& e, int64_t rows, int64_t cols, float* y,
-                  int64_t ldy) {
+void epilogueRows(const Epilogue& e, int64_t rows, int64_t cols, float* y, int64_t ldy) {
   const float lo = e.act_min, hi = e.act_max;
   for (int64_t i = 0; i < rows; ++i) {
     float* __restrict row = y + i * ldy;
@@ -109,9 +107,12 @@ using EpilogueFn = void (*)(const Epilogue&, int64_t, int64_t, float*, int64_t);
 template <bool kRowBias, bool kColBias, bool kResidual>
 EpilogueFn epilogueFor(Activation activation) {
   switch (activation) {
-    case Activation::kRelu: return &epilogueRows<kRowBias, kColBias, kResidual, Activation::kRelu>;
-    case Activation::kClip: return &epilogueRows<kRowBias, kColBias, kResidual, Activation::kClip>;
-    default: return &epilogueRows<kRowBias, kColBias, kResidual, Activation::kNone>;
+    case Activation::kRelu:
+      return &epilogueRows<kRowBias, kColBias, kResidual, Activation::kRelu>;
+    case Activation::kClip:
+      return &epilogueRows<kRowBias, kColBias, kResidual, Activation::kClip>;
+    default:
+      return &epilogueRows<kRowBias, kColBias, kResidual, Activation::kNone>;
   }
 }
 
@@ -134,8 +135,7 @@ void limitXsmmTarget(const char* arch) {
 #endif
 }
 
-void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y,
-                   int64_t ldy) {
+void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y, int64_t ldy) {
   if (e.empty()) return;
   static constexpr EpilogueFn (*kTable[8])(Activation) = {
       &epilogueFor<false, false, false>, &epilogueFor<false, false, true>,
@@ -149,9 +149,8 @@ void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y,
 namespace {
 
 /// gemmRows, with A stored transposed where aTransposed: A(i, p) = a[p * lda + i].
-void gemmBlocks(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-                bool aTransposed, const float* b, int64_t ldb, float* y,
-                int64_t ldy, const Epilogue& e) {
+void gemmBlocks(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool aTransposed,
+                const float* b, int64_t ldb, float* y, int64_t ldy, const Epilogue& e) {
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(y + i * ldy, y + i * ldy + n, 0.0f);
@@ -194,14 +193,15 @@ void gemmBlocks(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
   }
 }
 
-/// y[0, n) = a[0, k) B for one row of Y (batch-1 classifier heads): 128
-/// columns at a time, their sums in registers down all k rows of B, each
-/// row's segment prefetched 8 rows ahead (the weights come from memory
-/// once per inference); the last columns one at a time with y in L1.
+/// y[0, n) = a[0, k) B for one row of Y (batch-1 classifier heads): 8
+/// registers of columns at a time (128 on AVX-512, 64 on AVX2: simd.h),
+/// their sums in registers down all k rows of B, each row's segment
+/// prefetched 8 rows ahead (the weights come from memory once per
+/// inference); the last columns one at a time with y in L1.
 void gemvRow(int64_t n, int64_t k, const float* __restrict a, const float* __restrict b,
              int64_t ldb, float* __restrict y) {
-  constexpr int kLanes = 16, kVectors = 8, kAhead = 8;
-  typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+  constexpr int kLanes = simd::kLanes, kVectors = 8, kAhead = 8;
+  using Lanes = simd::Floats;
   int64_t j0 = 0;
   for (; j0 + kVectors * kLanes <= n; j0 += kVectors * kLanes) {
     Lanes sum[kVectors] = {};
@@ -224,9 +224,8 @@ void gemvRow(int64_t n, int64_t k, const float* __restrict a, const float* __res
 
 }  // namespace
 
-void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float* y, int64_t ldy,
-              const Epilogue& e) {
+void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+              int64_t ldb, float* y, int64_t ldy, const Epilogue& e) {
   // LIBXSMM's blocks read B 64 columns of every row at a time: 1.6-2x
   // slower on a 1024 x 1000 head whose weights come from memory, 1.2x in
   // cache.
@@ -238,9 +237,8 @@ void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
   gemmBlocks(m, n, k, a, lda, false, b, ldb, y, ldy, e);
 }
 
-void gemmRowsTransposedA(int64_t m, int64_t n, int64_t k, const float* a,
-                         int64_t lda, const float* b, int64_t ldb, float* y,
-                         int64_t ldy) {
+void gemmRowsTransposedA(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                         const float* b, int64_t ldb, float* y, int64_t ldy) {
   gemmBlocks(m, n, k, a, lda, true, b, ldb, y, ldy, {});
 }
 
@@ -274,13 +272,11 @@ OutputSplit splitOutput(int64_t m, int64_t n, int64_t k, int threads) {
 }
 
 Block blockOf(const OutputSplit& split, int64_t m, int64_t n, int thread) {
-  return {part(m, split.ti, thread / split.tj, 1),
-          part(n, split.tj, thread % split.tj, 16)};
+  return {part(m, split.ti, thread / split.tj, 1), part(n, split.tj, thread % split.tj, 16)};
 }
 
-void gemmRowsTeam(int64_t m, int64_t n, int64_t k, const float* a,
-                  int64_t lda, const float* b, int64_t ldb, float* y,
-                  int64_t ldy, const Epilogue& e, const Team& team) {
+void gemmRowsTeam(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                  int64_t ldb, float* y, int64_t ldy, const Epilogue& e, const Team& team) {
   // A block of one row takes gemmRows' GEMV path, which sums in another
   // order than the blocks do: the path follows the whole GEMM's shape, so
   // that the result does not depend on the team's size.
@@ -294,8 +290,8 @@ void gemmRowsTeam(int64_t m, int64_t n, int64_t k, const float* a,
   if (m == 1)
     gemmRows(1, blk.cols.size(), k, aBlock, lda, b + blk.cols.begin, ldb, yBlock, ldy, eBlock);
   else
-    gemmBlocks(blk.rows.size(), blk.cols.size(), k, aBlock, lda, false, b + blk.cols.begin,
-               ldb, yBlock, ldy, eBlock);
+    gemmBlocks(blk.rows.size(), blk.cols.size(), k, aBlock, lda, false, b + blk.cols.begin, ldb,
+               yBlock, ldy, eBlock);
 }
 
 }  // namespace cgc::rt::detail

@@ -16,8 +16,7 @@ int main() {
 
   // A smooth synthetic image, the same on every run.
   float* pixels = static_cast<float*>(model.input(0));
-  for (int64_t i = 0; i < input.bytes / 4; ++i)
-    pixels[i] = std::sin(0.05f * static_cast<float>(i));
+  for (int64_t i = 0; i < input.bytes / 4; ++i) pixels[i] = std::sin(0.05f * static_cast<float>(i));
 
   if (const cgc::Status status = model.run(); !status.ok()) {
     std::fprintf(stderr, "run failed: %s\n", status.message().c_str());
@@ -25,8 +24,7 @@ int main() {
   }
   const float* probs = static_cast<const float*>(model.output(0));
   int64_t classes = output.bytes / 4;
-  std::printf("%s: %d kernels, arena %lld bytes (%lld without reuse)\n",
-              info.name, info.num_nodes,
+  std::printf("%s: %d kernels, arena %lld bytes (%lld without reuse)\n", info.name, info.num_nodes,
               static_cast<long long>(info.arena_bytes),
               static_cast<long long>(info.arena_bytes_no_reuse));
   for (int64_t c = 0; c < classes; ++c)
@@ -38,8 +36,8 @@ int main() {
   for (int run = 0; run < 200; ++run) {
     auto start = std::chrono::steady_clock::now();
     if (!model.run().ok()) return 1;
-    ms.push_back(std::chrono::duration<double, std::milli>(
-                     std::chrono::steady_clock::now() - start).count());
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
   }
   std::sort(ms.begin(), ms.end());
   std::printf("latency: median %.4f ms over %zu runs\n", ms[ms.size() / 2], ms.size());

@@ -23,8 +23,8 @@ bool check(Model& model, const std::string& dir) {
   for (int i = 0; i < info.num_inputs; ++i) {
     auto data = readRaw(dir + "/input_" + std::to_string(i) + ".raw");
     if (static_cast<int64_t>(data.size()) != info.inputs[i].bytes) {
-      std::printf("%s: input %d has %zu bytes, expected %lld\n", info.name, i,
-                  data.size(), static_cast<long long>(info.inputs[i].bytes));
+      std::printf("%s: input %d has %zu bytes, expected %lld\n", info.name, i, data.size(),
+                  static_cast<long long>(info.inputs[i].bytes));
       return false;
     }
     std::copy(data.begin(), data.end(), static_cast<char*>(model.input(i)));
@@ -41,12 +41,10 @@ bool check(Model& model, const std::string& dir) {
     size_t n = expected.size() / sizeof(float);
     double worst = 0;
     for (size_t k = 0; k < n; ++k)
-      worst = std::fmax(worst, std::fabs(actual[k] - want[k]) /
-                                   (1e-4 + 1e-3 * std::fabs(want[k])));
-    std::printf("%s output '%s': worst error %.3f of tolerance\n", info.name,
-                info.outputs[i].name, worst);
-    ok = ok && worst <= 1.0 &&
-         static_cast<int64_t>(expected.size()) == info.outputs[i].bytes;
+      worst = std::fmax(worst, std::fabs(actual[k] - want[k]) / (1e-4 + 1e-3 * std::fabs(want[k])));
+    std::printf("%s output '%s': worst error %.3f of tolerance\n", info.name, info.outputs[i].name,
+                worst);
+    ok = ok && worst <= 1.0 && static_cast<int64_t>(expected.size()) == info.outputs[i].bytes;
   }
   return ok;
 }
@@ -63,7 +61,6 @@ int main(int argc, char** argv) {
   consumer::Mlp mlp;
   bool ok = check(cnn, dir + "/tiny_cnn");
   ok = check(mlp, dir + "/mlp") && ok;
-  std::printf(ok ? "consumer: both models match PyTorch\n"
-                 : "consumer: MISMATCH\n");
+  std::printf(ok ? "consumer: both models match PyTorch\n" : "consumer: MISMATCH\n");
   return ok ? 0 : 1;
 }

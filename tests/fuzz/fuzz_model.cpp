@@ -41,7 +41,7 @@ void compile(std::string_view bytes) {
   options.modelPath = kModelName;
   options.quiet = true;
   if (h & 1)  // as tests/CMakeLists.txt's conformance_fusion_off
-    options.disabledPasses = {"fold-conv-batchnorm", "fuse-matmuls",     "fuse-epilogues",
+    options.disabledPasses = {"fold-conv-batchnorm", "fuse-matmuls",      "fuse-epilogues",
                               "fuse-conv-maxpool",   "pack-conv-weights", "block-activations",
                               "pack-rnn-weights"};
   options.executors = 1 + static_cast<int>((h >> 1) % 3);
@@ -65,8 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string message = e.what();
     if (verbose) std::fprintf(stderr, "rejected: %s\n", message.c_str());
     std::string prefix = std::string(kModelName) + ": error: ";
-    if (message.compare(0, prefix.size(), prefix) != 0 ||
-        message.find('\n') != std::string::npos)
+    if (message.compare(0, prefix.size(), prefix) != 0 || message.find('\n') != std::string::npos)
       finding("diagnostic not one line naming the model", message);
   } catch (const cgc::InternalError& e) {
     finding("internal error", e.what());

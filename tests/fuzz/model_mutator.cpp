@@ -236,8 +236,7 @@ double specialFloat(Rng& rng) {
 }
 
 int specialElemType(Rng& rng) {
-  const int values[] = {0,  1,  2,  3,  5,  6,  7,  8,   9,
-                        10, 11, 12, 13, 14, 16, 17, 100, -1};
+  const int values[] = {0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 17, 100, -1};
   return pick(rng, values);
 }
 
@@ -325,8 +324,7 @@ void mutateTensor(onnx::TensorProto& t, Rng& rng) {
         size_t at = (rng() % (t.raw_data().size() / 4)) * 4;
         std::memcpy(&(*t.mutable_raw_data())[at], &v, 4);
       } else if (t.int64_data_size() > 0) {
-        t.set_int64_data(static_cast<int>(rng() % t.int64_data_size()),
-                         specialInt(rng));
+        t.set_int64_data(static_cast<int>(rng() % t.int64_data_size()), specialInt(rng));
       } else if (t.float_data_size() > 0) {
         t.set_float_data(static_cast<int>(rng() % t.float_data_size()),
                          static_cast<float>(specialFloat(rng)));
@@ -380,18 +378,14 @@ void mutateNodeAttributes(onnx::NodeProto& node, Rng& rng) {
     auto* a = node.add_attribute();
     a->set_name(pick(rng, kAttrNames));
     mutateAttribute(*a, rng);
-    if (a->type() == onnx::AttributeProto::UNDEFINED)
-      a->set_type(onnx::AttributeProto::INT);
+    if (a->type() == onnx::AttributeProto::UNDEFINED) a->set_type(onnx::AttributeProto::INT);
     return;
   }
   if (chance(rng, 8)) {
-    node.mutable_attribute()->DeleteSubrange(
-        static_cast<int>(rng() % node.attribute_size()), 1);
+    node.mutable_attribute()->DeleteSubrange(static_cast<int>(rng() % node.attribute_size()), 1);
     return;
   }
-  mutateAttribute(
-      *node.mutable_attribute(static_cast<int>(rng() % node.attribute_size())),
-      rng);
+  mutateAttribute(*node.mutable_attribute(static_cast<int>(rng() % node.attribute_size())), rng);
 }
 
 /// Re-wires one edge: to another value (possibly produced later: a cycle or
@@ -400,9 +394,7 @@ void mutateEdge(onnx::GraphProto& graph, Rng& rng) {
   if (graph.node_size() == 0) return;
   auto& node = *graph.mutable_node(static_cast<int>(rng() % graph.node_size()));
   std::vector<std::string> names = valueNames(graph);
-  std::string target = chance(rng, 6)   ? ""
-                       : chance(rng, 6) ? "dangling"
-                                        : pick(rng, names);
+  std::string target = chance(rng, 6) ? "" : chance(rng, 6) ? "dangling" : pick(rng, names);
   switch (rng() % 5) {
     case 0:
     case 1:
@@ -467,8 +459,7 @@ void insertConstant(onnx::GraphProto& graph, Rng& rng) {
   a->set_name("value");
   a->set_type(onnx::AttributeProto::TENSOR);
   auto* t = a->mutable_t();
-  t->set_data_type(chance(rng, 3) ? onnx::TensorProto::FLOAT
-                                  : onnx::TensorProto::INT64);
+  t->set_data_type(chance(rng, 3) ? onnx::TensorProto::FLOAT : onnx::TensorProto::INT64);
   int n = static_cast<int>(rng() % 5);
   t->add_dims(n);
   for (int k = 0; k < n; ++k) {
@@ -484,18 +475,15 @@ void insertConstant(onnx::GraphProto& graph, Rng& rng) {
     user.add_input(name);
   *graph.add_node() = constant;
   // Constant first, so that a valid model stays topologically sorted.
-  for (int k = graph.node_size() - 1; k > at; --k)
-    graph.mutable_node()->SwapElements(k, k - 1);
+  for (int k = graph.node_size() - 1; k > at; --k) graph.mutable_node()->SwapElements(k, k - 1);
 }
 
 void mutateOpsets(onnx::ModelProto& model, Rng& rng) {
   switch (rng() % 4) {
     case 0: {
-      const int64_t versions[] = {1,  5,  6,  7,  9, 10, 11,  12,
-                                  13, 14, 17, 18, 0, -1, 1000};
-      auto* opset = model.opset_import_size() > 0
-                        ? model.mutable_opset_import(0)
-                        : model.add_opset_import();
+      const int64_t versions[] = {1, 5, 6, 7, 9, 10, 11, 12, 13, 14, 17, 18, 0, -1, 1000};
+      auto* opset =
+          model.opset_import_size() > 0 ? model.mutable_opset_import(0) : model.add_opset_import();
       opset->set_version(pick(rng, versions));
       break;
     }
@@ -518,11 +506,9 @@ void mutateOpsets(onnx::ModelProto& model, Rng& rng) {
 
 /// Moves a node into a local function and calls it, or makes a function
 /// call itself.
-void mutateFunctions(onnx::ModelProto& model, onnx::GraphProto& graph,
-                     Rng& rng) {
+void mutateFunctions(onnx::ModelProto& model, onnx::GraphProto& graph, Rng& rng) {
   if (model.functions_size() > 0 && chance(rng, 2)) {
-    auto& f = *model.mutable_functions(
-        static_cast<int>(rng() % model.functions_size()));
+    auto& f = *model.mutable_functions(static_cast<int>(rng() % model.functions_size()));
     if (f.node_size() > 0) {
       auto& n = *f.mutable_node(static_cast<int>(rng() % f.node_size()));
       n.set_op_type(f.name());
@@ -551,8 +537,7 @@ void mutateFunctions(onnx::ModelProto& model, onnx::GraphProto& graph,
   call.set_domain(f.domain());
   call.clear_attribute();
   bool known = false;
-  for (const auto& opset : model.opset_import())
-    known |= opset.domain() == "fuzz.local";
+  for (const auto& opset : model.opset_import()) known |= opset.domain() == "fuzz.local";
   if (!known) {
     auto* opset = model.add_opset_import();
     opset->set_domain("fuzz.local");
@@ -584,16 +569,13 @@ void mutateModel(onnx::ModelProto& model, Rng& rng) {
     case 2:
     case 3:
       if (graph.initializer_size() > 0)
-        mutateTensor(*graph.mutable_initializer(
-                         static_cast<int>(rng() % graph.initializer_size())),
+        mutateTensor(*graph.mutable_initializer(static_cast<int>(rng() % graph.initializer_size())),
                      rng);
       break;
     case 4:
     case 5:
       if (graph.node_size() > 0)
-        mutateNodeAttributes(
-            *graph.mutable_node(static_cast<int>(rng() % graph.node_size())),
-            rng);
+        mutateNodeAttributes(*graph.mutable_node(static_cast<int>(rng() % graph.node_size())), rng);
       break;
     case 6:
       mutateEdge(graph, rng);
@@ -612,8 +594,7 @@ void mutateModel(onnx::ModelProto& model, Rng& rng) {
       break;
     default:  // rarely: a node of another domain is mostly just unsupported
       if (graph.node_size() > 0 && chance(rng, 4)) {
-        auto& node =
-            *graph.mutable_node(static_cast<int>(rng() % graph.node_size()));
+        auto& node = *graph.mutable_node(static_cast<int>(rng() % graph.node_size()));
         const char* domains[] = {"", "ai.onnx", "com.microsoft", "fuzz.local"};
         node.set_domain(pick(rng, domains));
       }
@@ -621,25 +602,21 @@ void mutateModel(onnx::ModelProto& model, Rng& rng) {
   }
 }
 
-size_t writeModel(const onnx::ModelProto& model, uint8_t* data,
-                  size_t maxSize) {
+size_t writeModel(const onnx::ModelProto& model, uint8_t* data, size_t maxSize) {
   std::string bytes;
-  if (!model.SerializeToString(&bytes) || bytes.empty() ||
-      bytes.size() > maxSize)
-    return 0;
+  if (!model.SerializeToString(&bytes) || bytes.empty() || bytes.size() > maxSize) return 0;
   std::memcpy(data, bytes.data(), bytes.size());
   return bytes.size();
 }
 
 }  // namespace
 
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size,
-                                          size_t maxSize, unsigned int seed) {
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t maxSize,
+                                          unsigned int seed) {
   Rng rng(seed);
   onnx::ModelProto model;
   if (!chance(rng, 4) && model.ParseFromArray(data, static_cast<int>(size))) {
-    for (int i = 0, n = 1 + static_cast<int>(rng() % 3); i < n; ++i)
-      mutateModel(model, rng);
+    for (int i = 0, n = 1 + static_cast<int>(rng() % 3); i < n; ++i) mutateModel(model, rng);
     if (size_t written = writeModel(model, data, maxSize)) return written;
   }
   return LLVMFuzzerMutate(data, size, maxSize);
@@ -647,14 +624,12 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size,
 
 /// Grafts nodes and initializers of the second model into the first.
 extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* data1, size_t size1,
-                                            const uint8_t* data2, size_t size2,
-                                            uint8_t* out, size_t maxOutSize,
-                                            unsigned int seed) {
+                                            const uint8_t* data2, size_t size2, uint8_t* out,
+                                            size_t maxOutSize, unsigned int seed) {
   Rng rng(seed);
   onnx::ModelProto a, b;
   if (!a.ParseFromArray(data1, static_cast<int>(size1)) ||
-      !b.ParseFromArray(data2, static_cast<int>(size2)) ||
-      b.graph().node_size() == 0)
+      !b.ParseFromArray(data2, static_cast<int>(size2)) || b.graph().node_size() == 0)
     return 0;
   int first = static_cast<int>(rng() % b.graph().node_size());
   int count = 1 + static_cast<int>(rng() % 4);
@@ -666,8 +641,7 @@ extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* data1, size_t size1,
   for (const auto& function : b.functions()) *a.add_functions() = function;
   for (const auto& opset : b.opset_import()) {
     bool known = false;
-    for (const auto& have : a.opset_import())
-      known |= have.domain() == opset.domain();
+    for (const auto& have : a.opset_import()) known |= have.domain() == opset.domain();
     if (!known) *a.add_opset_import() = opset;
   }
   if (chance(rng, 2) && b.graph().output_size() > 0)

@@ -55,8 +55,7 @@ int main(int argc, char** argv) {
   /* Row r of the table is {10 r, 10 r + 1}; rows 2, 3 and 0. */
   const float want[3][2] = {{20, 21}, {30, 31}, {0, 1}};
   expect(memcmp(rows, want, sizeof want) == 0, "the rows picked");
-  expect(embed_output(model, 0) != NULL && embed_output(model, 1) == NULL,
-         "outputs by index");
+  expect(embed_output(model, 0) != NULL && embed_output(model, 1) == NULL, "outputs by index");
   embed_destroy(model);
   free(arena);
   printf("c_program: %s\n", failures ? "FAILED" : "the C interface behaves as documented");

@@ -3,10 +3,9 @@
 // it up to the bound, the extent written, and a bound smaller than the data
 // needs: kSizeBeyondBound, the first `bound` results, and nothing written
 // past the buffers (a guard of sentinel values after each).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <array>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -68,11 +67,11 @@ TEST_CASE("non_zero lists coordinates column by column, up to its bound") {
     const Status status = non_zero<float>(p, x.data(), y.data(), extentsOf(extent));
     const int64_t kept = std::min<int64_t>(bound, ref.size());
     INFO("bound " << bound);
-    REQUIRE(status == (bound < static_cast<int64_t>(ref.size()) ? Status::kSizeBeyondBound : Status::kOk));
+    REQUIRE(status ==
+            (bound < static_cast<int64_t>(ref.size()) ? Status::kSizeBeyondBound : Status::kOk));
     REQUIRE(extent == kept);
     for (int64_t d = 0; d < 3; ++d)
-      for (int64_t j = 0; j < bound; ++j)
-        REQUIRE(y[d * bound + j] == (j < kept ? ref[j][d] : 0));
+      for (int64_t j = 0; j < bound; ++j) REQUIRE(y[d * bound + j] == (j < kept ? ref[j][d] : 0));
     requireGuardIntact(y);
   }
 }
@@ -115,7 +114,8 @@ TEST_CASE("compress keeps the selected slices, with and without an axis") {
     for (int64_t o = 0; o < 2; ++o)
       for (int64_t j = 0; j < bound; ++j)
         for (int64_t i = 0; i < 3; ++i)
-          REQUIRE(y[(o * bound + j) * 3 + i] == (j < extent ? x[(o * 5 + picked[j]) * 3 + i] : 0.0f));
+          REQUIRE(y[(o * bound + j) * 3 + i] ==
+                  (j < extent ? x[(o * 5 + picked[j]) * 3 + i] : 0.0f));
     requireGuardIntact(y);
   }
   // Flattened: a condition longer than the input is cut to its length.
@@ -162,7 +162,8 @@ UniqueRef uniqueReference(const std::vector<int64_t>& x, int64_t outer, int64_t 
     ref.counts.push_back(std::count(slices.begin(), slices.end(), slices[u]));
   }
   for (int64_t s = 0; s < axis; ++s)
-    ref.inverse.push_back(std::find(ref.values.begin(), ref.values.end(), slices[s]) - ref.values.begin());
+    ref.inverse.push_back(std::find(ref.values.begin(), ref.values.end(), slices[s]) -
+                          ref.values.begin());
   return ref;
 }
 
@@ -183,9 +184,10 @@ TEST_CASE("unique matches a brute-force reference, sorted and unsorted, with an 
         auto indices = guarded<int64_t>(bound), counts = guarded<int64_t>(bound);
         auto inverse = guarded<int64_t>(c.axis);
         int64_t extent = -1;
-        const Status status = unique<int64_t>(p, x.data(), nullptr, y.data(), indices.data(), inverse.data(),
-                                              counts.data(), extentsOf(extent));
-        INFO("axis " << c.axis << " inner " << c.inner << " sorted " << sorted << " bound " << bound);
+        const Status status = unique<int64_t>(p, x.data(), nullptr, y.data(), indices.data(),
+                                              inverse.data(), counts.data(), extentsOf(extent));
+        INFO("axis " << c.axis << " inner " << c.inner << " sorted " << sorted << " bound "
+                     << bound);
         REQUIRE(status == (bound < found ? Status::kSizeBeyondBound : Status::kOk));
         REQUIRE(extent == std::min(bound, found));
         for (int64_t u = 0; u < bound; ++u) {
@@ -209,8 +211,14 @@ TEST_CASE("top_k_dynamic takes k at run time: values in order, ties by index, k 
   std::vector<float> x;
   for (int64_t v : randomInts(42, 4, 41)) x.push_back(static_cast<float>(v));
   for (bool largest : {true, false})
-    for (auto [k, bound] : {std::pair<int64_t, int64_t>{0, 7}, {1, 7}, {4, 7}, {7, 7}, {8, 7},
-                            {-1, 7}, {5, 4}, {4, 4}}) {
+    for (auto [k, bound] : {std::pair<int64_t, int64_t>{0, 7},
+                            {1, 7},
+                            {4, 7},
+                            {7, 7},
+                            {8, 7},
+                            {-1, 7},
+                            {5, 4},
+                            {4, 4}}) {
       TopKDynamicParams p{2, 7, 3, bound, largest};
       auto values = guarded<float>(2 * bound * 3);
       auto indices = guarded<int64_t>(2 * bound * 3);
@@ -219,8 +227,8 @@ TEST_CASE("top_k_dynamic takes k at run time: values in order, ties by index, k 
           top_k_dynamic<float>(p, x.data(), &k, values.data(), indices.data(), extentsOf(extent));
       INFO("k " << k << " largest " << largest);
       REQUIRE(status == (k < 0 || k > 7 ? Status::kValueOutOfRange
-                         : k > bound        ? Status::kSizeBeyondBound
-                                            : Status::kOk));
+                         : k > bound    ? Status::kSizeBeyondBound
+                                        : Status::kOk));
       REQUIRE(extent == std::clamp<int64_t>(k, 0, bound));
       for (int64_t o = 0; o < 2; ++o)
         for (int64_t i = 0; i < 3; ++i) {
@@ -280,8 +288,10 @@ namespace {
 float iou(const float* a, const float* b, bool center) {
   auto box = [&](const float* v) {
     std::array<float, 4> r;  // x0, y0, x1, y1
-    if (center) r = {v[0] - v[2] / 2, v[1] - v[3] / 2, v[0] + v[2] / 2, v[1] + v[3] / 2};
-    else r = {std::min(v[1], v[3]), std::min(v[0], v[2]), std::max(v[1], v[3]), std::max(v[0], v[2])};
+    if (center)
+      r = {v[0] - v[2] / 2, v[1] - v[3] / 2, v[0] + v[2] / 2, v[1] + v[3] / 2};
+    else
+      r = {std::min(v[1], v[3]), std::min(v[0], v[2]), std::max(v[1], v[3]), std::max(v[0], v[2])};
     return r;
   };
   const auto p = box(a), q = box(b);
@@ -354,9 +364,9 @@ TEST_CASE("non_max_suppression matches a greedy reference in both box formats") 
           NmsParams p{batches, classes, n, bound, center};
           auto selected = guarded<int64_t>(bound * 3);
           int64_t extent = -1;
-          const Status status = non_max_suppression(p, boxes.data(), nullptr, scores.data(), &maxOut,
-                                                    &iouThreshold, &scoreThreshold,
-                                                    selected.data(), extentsOf(extent));
+          const Status status =
+              non_max_suppression(p, boxes.data(), nullptr, scores.data(), &maxOut, &iouThreshold,
+                                  &scoreThreshold, selected.data(), extentsOf(extent));
           INFO("center " << center << " max " << maxOut << " iou " << iouThreshold << " bound "
                          << bound);
           REQUIRE(status == (bound < found ? Status::kSizeBeyondBound : Status::kOk));

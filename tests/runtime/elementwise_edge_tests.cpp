@@ -21,12 +21,11 @@
 #include "test_data.h"
 
 using namespace cgc::rt;
-using cgc::DType;
 using cgc::bfloat16_to_float;
+using cgc::DType;
 using cgc::float_to_bfloat16;
 using cgc::float_to_half;
 using cgc::half_to_float;
-
 
 namespace {
 
@@ -118,8 +117,7 @@ std::vector<T> operand(size_t n, uint32_t seed, BinaryOp op, bool exponent) {
     std::vector<T> v(n);
     auto f = cgc::test::randomFloats(n, seed);
     for (size_t i = 0; i < n; ++i)
-      v[i] = op == BinaryOp::kPow && !exponent ? T(std::fabs(f[i]) + 0.5f)
-                                               : T(f[i] * 3);
+      v[i] = op == BinaryOp::kPow && !exponent ? T(std::fabs(f[i]) + 0.5f) : T(f[i] * 3);
     return v;
   }
 }
@@ -137,18 +135,16 @@ void checkBroadcasts() {
       {{4, 5}, {1, 5}, {4, 5}},
       {{2, 3, 4, 5, 6}, {2, 1, 4, 1, 6}, {1, 3, 1, 5, 1}},
       {{2, 3, 4, 5, 1}, {1, 3, 4, 5, 1}, {2, 1, 1, 1, 1}},
-      {{2, 1, 2, 1, 2, 1, 2, 3},
-       {2, 1, 1, 1, 2, 1, 2, 1},
-       {1, 1, 2, 1, 1, 1, 2, 3}},
+      {{2, 1, 2, 1, 2, 1, 2, 3}, {2, 1, 1, 1, 2, 1, 2, 1}, {1, 1, 2, 1, 1, 1, 2, 3}},
       {{3, 0, 2}, {3, 0, 2}, {1, 1, 2}},
   };
   uint32_t seed = 600;
-  for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kMin, BinaryOp::kMax, BinaryOp::kPRelu, BinaryOp::kAnd, BinaryOp::kOr, BinaryOp::kXor,
-                      BinaryOp::kDiv, BinaryOp::kPow}) {
+  for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kMin,
+                      BinaryOp::kMax, BinaryOp::kPRelu, BinaryOp::kAnd, BinaryOp::kOr,
+                      BinaryOp::kXor, BinaryOp::kDiv, BinaryOp::kPow}) {
     for (const BroadcastCase& c : cases) {
       const BinaryParams p = binaryParams(op, c);
-      INFO("op " << static_cast<int>(op) << " rank " << p.bc.rank << " count "
-                 << p.bc.count);
+      INFO("op " << static_cast<int>(op) << " rank " << p.bc.rank << " count " << p.bc.count);
       int64_t aCount = 1, bCount = 1;
       for (int64_t v : c.a) aCount *= v;
       for (int64_t v : c.b) bCount *= v;
@@ -210,8 +206,7 @@ TEST_CASE("integer binary corner cases do not trap") {
     std::vector<int32_t> y(6);
     p.op = BinaryOp::kDiv;
     binary<int32_t>(p, a.data(), b.data(), y.data());
-    CHECK(std::vector<int32_t>(y.begin(), y.begin() + 5) ==
-          std::vector<int32_t>{3, -3, -3, 3, 0});
+    CHECK(std::vector<int32_t>(y.begin(), y.begin() + 5) == std::vector<int32_t>{3, -3, -3, 3, 0});
     CHECK(y[5] == lo);  // wraps, as two's complement negation
   }
   SECTION("int64 INT_MIN / -1 and pow") {
@@ -223,8 +218,7 @@ TEST_CASE("integer binary corner cases do not trap") {
     CHECK(y[0] == lo);
     p.op = BinaryOp::kPow;
     binary<int64_t>(p, a.data(), b.data(), y.data());
-    CHECK(std::vector<int64_t>(y.begin() + 1, y.end()) ==
-          std::vector<int64_t>{1024, -8, 1, 0, 1});
+    CHECK(std::vector<int64_t>(y.begin() + 1, y.end()) == std::vector<int64_t>{1024, -8, 1, 0, 1});
   }
 }
 
@@ -273,38 +267,51 @@ double referenceUnary(UnaryOp op, double v, double alpha, double beta) {
     case UnaryOp::kNot:
       return v == 0;
     // Issue 19's ops: against reference loops in op_kernel_tests.cpp.
-    case UnaryOp::kCos: return std::cos(v);
-    case UnaryOp::kSin: return std::sin(v);
-    case UnaryOp::kTan: return std::tan(v);
-    case UnaryOp::kAcos: return std::acos(v);
-    case UnaryOp::kAsin: return std::asin(v);
-    case UnaryOp::kAtan: return std::atan(v);
-    case UnaryOp::kCosh: return std::cosh(v);
-    case UnaryOp::kSinh: return std::sinh(v);
-    case UnaryOp::kAcosh: return std::acosh(v);
-    case UnaryOp::kAsinh: return std::asinh(v);
-    case UnaryOp::kAtanh: return std::atanh(v);
-    case UnaryOp::kSign: return (v > 0) - (v < 0);
-    case UnaryOp::kRound: return std::nearbyint(v);
-    case UnaryOp::kSelu: return beta * (v > 0 ? v : alpha * std::expm1(v));
-    case UnaryOp::kThresholdedRelu: return v > alpha ? v : 0;
-    case UnaryOp::kShrink: return v < -alpha ? v + beta : v > alpha ? v - beta : 0;
+    case UnaryOp::kCos:
+      return std::cos(v);
+    case UnaryOp::kSin:
+      return std::sin(v);
+    case UnaryOp::kTan:
+      return std::tan(v);
+    case UnaryOp::kAcos:
+      return std::acos(v);
+    case UnaryOp::kAsin:
+      return std::asin(v);
+    case UnaryOp::kAtan:
+      return std::atan(v);
+    case UnaryOp::kCosh:
+      return std::cosh(v);
+    case UnaryOp::kSinh:
+      return std::sinh(v);
+    case UnaryOp::kAcosh:
+      return std::acosh(v);
+    case UnaryOp::kAsinh:
+      return std::asinh(v);
+    case UnaryOp::kAtanh:
+      return std::atanh(v);
+    case UnaryOp::kSign:
+      return (v > 0) - (v < 0);
+    case UnaryOp::kRound:
+      return std::nearbyint(v);
+    case UnaryOp::kSelu:
+      return beta * (v > 0 ? v : alpha * std::expm1(v));
+    case UnaryOp::kThresholdedRelu:
+      return v > alpha ? v : 0;
+    case UnaryOp::kShrink:
+      return v < -alpha ? v + beta : v > alpha ? v - beta : 0;
   }
   return 0;
 }
 
 const UnaryOp kAllUnary[] = {
-    UnaryOp::kRelu,    UnaryOp::kLeakyRelu, UnaryOp::kClip,
-    UnaryOp::kSigmoid, UnaryOp::kTanh,      UnaryOp::kHardSigmoid,
-    UnaryOp::kSqrt,    UnaryOp::kExp,       UnaryOp::kLog,
-    UnaryOp::kNeg,     UnaryOp::kAbs,       UnaryOp::kReciprocal,
-    UnaryOp::kFloor,   UnaryOp::kCeil,      UnaryOp::kIdentity,
-    UnaryOp::kErf,     UnaryOp::kSoftplus,  UnaryOp::kElu,
-    UnaryOp::kSoftsign, UnaryOp::kNot};
+    UnaryOp::kRelu,     UnaryOp::kLeakyRelu,   UnaryOp::kClip,     UnaryOp::kSigmoid,
+    UnaryOp::kTanh,     UnaryOp::kHardSigmoid, UnaryOp::kSqrt,     UnaryOp::kExp,
+    UnaryOp::kLog,      UnaryOp::kNeg,         UnaryOp::kAbs,      UnaryOp::kReciprocal,
+    UnaryOp::kFloor,    UnaryOp::kCeil,        UnaryOp::kIdentity, UnaryOp::kErf,
+    UnaryOp::kSoftplus, UnaryOp::kElu,         UnaryOp::kSoftsign, UnaryOp::kNot};
 
 bool positiveOnly(UnaryOp op) {
-  return op == UnaryOp::kSqrt || op == UnaryOp::kLog ||
-         op == UnaryOp::kReciprocal;
+  return op == UnaryOp::kSqrt || op == UnaryOp::kLog || op == UnaryOp::kReciprocal;
 }
 
 }  // namespace
@@ -344,8 +351,8 @@ TEST_CASE("unary ops for int32 and int64 compute exactly and cast back") {
   }
   SECTION("values beyond 2^53 survive the native ops") {
     const int64_t big = (int64_t{1} << 60) + 1;
-    for (UnaryOp op : {UnaryOp::kRelu, UnaryOp::kNeg, UnaryOp::kAbs,
-                       UnaryOp::kIdentity, UnaryOp::kClip}) {
+    for (UnaryOp op :
+         {UnaryOp::kRelu, UnaryOp::kNeg, UnaryOp::kAbs, UnaryOp::kIdentity, UnaryOp::kClip}) {
       INFO("op " << static_cast<int>(op));
       int64_t x[2] = {big, -big}, y[2];
       const float inf = std::numeric_limits<float>::infinity();
@@ -379,8 +386,7 @@ TEST_CASE("strided copy: every element size, rank 0 to 8, negative strides") {
     p.rank = 5;
     p.offset = 2 * dense[0] + 4 * dense[3] + 5 * dense[4];
     const int64_t shape[5] = {3, 2, 2, 3, 4};
-    const int64_t strides[5] = {-dense[0], 2 * dense[1], 0, -dense[3],
-                                -dense[4]};
+    const int64_t strides[5] = {-dense[0], 2 * dense[1], 0, -dense[3], -dense[4]};
     for (int d = 0; d < 5; ++d) {
       p.shape[d] = shape[d];
       p.in_strides[d] = strides[d];
@@ -397,8 +403,8 @@ TEST_CASE("strided copy: every element size, rank 0 to 8, negative strides") {
           for (int64_t i2 = 0; i2 < 2; ++i2)
             for (int64_t i3 = 0; i3 < 3; ++i3)
               for (int64_t i4 = 0; i4 < 4; ++i4)
-                ref[at++] = x[(2 - i0) * dense[0] + 2 * i1 * dense[1] +
-                              (4 - i3) * dense[3] + (5 - i4)];
+                ref[at++] =
+                    x[(2 - i0) * dense[0] + 2 * i1 * dense[1] + (4 - i3) * dense[3] + (5 - i4)];
       strided_copy(p, x.data(), y.data());
       CHECK(y == ref);
     };
@@ -481,10 +487,9 @@ TEST_CASE("concat with empty parts and gather with odd block sizes") {
 
 namespace {
 
-const DType kCastTypes[] = {DType::kF32, DType::kF64, DType::kI8,   DType::kU8,
-                            DType::kI16, DType::kU16, DType::kI32,  DType::kI64,
-                            DType::kU32, DType::kU64, DType::kBool, DType::kF16,
-                            DType::kBF16};
+const DType kCastTypes[] = {DType::kF32,  DType::kF64, DType::kI8,  DType::kU8,  DType::kI16,
+                            DType::kU16,  DType::kI32, DType::kI64, DType::kU32, DType::kU64,
+                            DType::kBool, DType::kF16, DType::kBF16};
 
 /// Writes the small non-negative integer v as an element of type t.
 void store(DType t, double v, void* out, int64_t i) {
@@ -548,8 +553,7 @@ TEST_CASE("cast between every pair of element types") {
   for (DType from : kCastTypes)
     for (DType to : kCastTypes) {
       INFO(cgc::dtypeName(from) << " -> " << cgc::dtypeName(to));
-      std::vector<unsigned char> x(count * 8), y(count * 8, 0xcd),
-          want(count * 8, 0xcd);
+      std::vector<unsigned char> x(count * 8), y(count * 8, 0xcd), want(count * 8, 0xcd);
       for (int64_t i = 0; i < count; ++i) {
         const double v = from == DType::kBool ? values[i] != 0 : values[i];
         store(from, v, x.data(), i);
@@ -564,10 +568,8 @@ TEST_CASE("cast between every pair of element types") {
     uint8_t b[5];
     cast({DType::kF32, DType::kI8, 5}, f, i8);
     cast({DType::kF32, DType::kBool, 5}, f, b);
-    CHECK(std::vector<int8_t>(i8, i8 + 5) ==
-          std::vector<int8_t>{2, -2, 0, 0, -128});
-    CHECK(std::vector<uint8_t>(b, b + 5) ==
-          std::vector<uint8_t>{1, 1, 0, 1, 1});
+    CHECK(std::vector<int8_t>(i8, i8 + 5) == std::vector<int8_t>{2, -2, 0, 0, -128});
+    CHECK(std::vector<uint8_t>(b, b + 5) == std::vector<uint8_t>{1, 1, 0, 1, 1});
     const double d[] = {-7.99, 1e10};
     int64_t i64[2];
     cast({DType::kF64, DType::kI64, 2}, d, i64);

@@ -1,9 +1,8 @@
 // gemm, matmul and conv (the LIBXSMM paths, their fallbacks, the team
 // splits and the fused epilogues) against plain reference loops in double,
 // over awkward shapes, each run serially and by teams of 2 and 3 threads.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <vector>
 
 #include "cgc/kernels.h"
@@ -26,9 +25,8 @@ struct Act {
   Activation kind;
   float lo, hi;
 };
-const Act kActs[] = {{Activation::kNone, 0, 0},
-                     {Activation::kRelu, 0, 0},
-                     {Activation::kClip, -0.25f, 0.5f}};
+const Act kActs[] = {
+    {Activation::kNone, 0, 0}, {Activation::kRelu, 0, 0}, {Activation::kClip, -0.25f, 0.5f}};
 
 std::vector<float> referenceGemm(const GemmParams& p, const std::vector<float>& a,
                                  const std::vector<float>& b, const float* c) {
@@ -49,10 +47,12 @@ std::vector<float> referenceGemm(const GemmParams& p, const std::vector<float>& 
 }  // namespace
 
 TEST_CASE("gemm matches a reference loop: shapes, transposes, C forms, epilogues, teams") {
-  struct Shape { int64_t m, n, k; };
+  struct Shape {
+    int64_t m, n, k;
+  };
   // Odd sizes, M = 1, N = 1, K = 1, and sizes past every cache block
   // (64 rows, 64 columns, 1024 deep) so edge blocks and k steps run.
-  const Shape shapes[] = {{1, 1, 1}, {1, 37, 5}, {7, 1, 9}, {5, 9, 1}, {3, 17, 33},
+  const Shape shapes[] = {{1, 1, 1},       {1, 37, 5},   {7, 1, 9},    {5, 9, 1},   {3, 17, 33},
                           {33, 130, 1100}, {70, 20, 64}, {130, 70, 9}, {2, 300, 40}};
   for (Shape s : shapes)
     for (int trans = 0; trans < 4; ++trans)
@@ -61,21 +61,29 @@ TEST_CASE("gemm matches a reference loop: shapes, transposes, C forms, epilogues
         const int64_t strides[5][2] = {{0, 0}, {0, 1}, {1, 0}, {s.n, 1}, {0, 0}};
         for (float alpha : {1.0f, 0.5f})
           for (const Act& act : kActs) {
-            GemmParams p{s.m, s.n, s.k, (trans & 1) != 0, (trans & 2) != 0, alpha,
-                         cForm == 3 ? 1.0f : 0.75f, strides[cForm][0], strides[cForm][1],
-                         act.kind, act.lo, act.hi};
+            GemmParams p{s.m,
+                         s.n,
+                         s.k,
+                         (trans & 1) != 0,
+                         (trans & 2) != 0,
+                         alpha,
+                         cForm == 3 ? 1.0f : 0.75f,
+                         strides[cForm][0],
+                         strides[cForm][1],
+                         act.kind,
+                         act.lo,
+                         act.hi};
             auto a = randomFloats(s.m * s.k, 1), b = randomFloats(s.k * s.n, 2);
             auto c = randomFloats(s.m * s.n, 3);
             const float* cp = cForm == 0 ? nullptr : c.data();
             auto expected = referenceGemm(p, a, b, cp);
             for (int threads : {1, 2, 3}) {
-              INFO("m " << s.m << " n " << s.n << " k " << s.k << " trans " << trans
-                        << " C " << cForm << " alpha " << alpha << " act "
-                        << static_cast<int>(act.kind) << " threads " << threads);
+              INFO("m " << s.m << " n " << s.n << " k " << s.k << " trans " << trans << " C "
+                        << cForm << " alpha " << alpha << " act " << static_cast<int>(act.kind)
+                        << " threads " << threads);
               std::vector<float> y(s.m * s.n, 123.0f);
-              onTeam(threads, [&](const Team& team) {
-                gemm(p, a.data(), b.data(), cp, y.data(), team);
-              });
+              onTeam(threads,
+                     [&](const Team& team) { gemm(p, a.data(), b.data(), cp, y.data(), team); });
               requireClose(y, expected, 1e-4);
             }
           }
@@ -83,7 +91,10 @@ TEST_CASE("gemm matches a reference loop: shapes, transposes, C forms, epilogues
 }
 
 TEST_CASE("matmul with broadcast batches, bias and activation, teams") {
-  struct Case { std::vector<int64_t> batch, aStride, bStride; int64_t m, n, k; };
+  struct Case {
+    std::vector<int64_t> batch, aStride, bStride;
+    int64_t m, n, k;
+  };
   // aStride / bStride in units of one matrix (0 broadcasts).
   const Case cases[] = {
       {{}, {}, {}, 1, 1000, 64},             // a vector times a matrix
@@ -133,8 +144,8 @@ TEST_CASE("matmul with broadcast batches, bias and activation, teams") {
             }
         }
         for (int threads : {1, 2, 3}) {
-          INFO("case m " << c.m << " n " << c.n << " k " << c.k << " bias " << withBias
-                         << " act " << static_cast<int>(act.kind) << " threads " << threads);
+          INFO("case m " << c.m << " n " << c.n << " k " << c.k << " bias " << withBias << " act "
+                         << static_cast<int>(act.kind) << " threads " << threads);
           std::vector<float> y(expected.size(), 123.0f);
           onTeam(threads, [&](const Team& team) {
             matmul(p, a.data(), b.data(), withBias ? bias.data() : nullptr, y.data(), team);
@@ -158,16 +169,28 @@ ConvParams paramsOf(const ConvCase& c) {
     return (in + b + e - ((k - 1) * dil + 1)) / s + 1;
   };
   ConvParams p{};
-  p.n = c.n; p.c_in = c.cin; p.d_in = c.d; p.h_in = c.h; p.w_in = c.w;
+  p.n = c.n;
+  p.c_in = c.cin;
+  p.d_in = c.d;
+  p.h_in = c.h;
+  p.w_in = c.w;
   p.c_out = c.cout;
   p.d_out = out(c.d, c.kd, c.sd, c.dd, c.pf, c.pbk);
   p.h_out = out(c.h, c.kh, c.sh, c.dh, c.pt, c.pb);
   p.w_out = out(c.w, c.kw, c.sw, c.dw, c.pl, c.pr);
   p.groups = c.groups;
-  p.k_d = c.kd; p.k_h = c.kh; p.k_w = c.kw;
-  p.stride_d = c.sd; p.stride_h = c.sh; p.stride_w = c.sw;
-  p.pad_front = c.pf; p.pad_top = c.pt; p.pad_left = c.pl;
-  p.dilation_d = c.dd; p.dilation_h = c.dh; p.dilation_w = c.dw;
+  p.k_d = c.kd;
+  p.k_h = c.kh;
+  p.k_w = c.kw;
+  p.stride_d = c.sd;
+  p.stride_h = c.sh;
+  p.stride_w = c.sw;
+  p.pad_front = c.pf;
+  p.pad_top = c.pt;
+  p.pad_left = c.pl;
+  p.dilation_d = c.dd;
+  p.dilation_h = c.dh;
+  p.dilation_w = c.dw;
   return p;
 }
 
@@ -191,15 +214,15 @@ std::vector<float> referenceConv(const ConvParams& p, const std::vector<float>& 
                     const int64_t id = od * p.stride_d - p.pad_front + kd * p.dilation_d;
                     const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
                     const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-                    if (id < 0 || id >= p.d_in || ih < 0 || ih >= p.h_in || iw < 0 ||
-                        iw >= p.w_in)
+                    if (id < 0 || id >= p.d_in || ih < 0 || ih >= p.h_in || iw < 0 || iw >= p.w_in)
                       continue;
                     sum += double{x[(((n * p.c_in + g * cinG + ci) * p.d_in + id) * p.h_in + ih) *
-                                        p.w_in + iw]} *
+                                        p.w_in +
+                                    iw]} *
                            w[(((o * cinG + ci) * p.k_d + kd) * p.k_h + kh) * p.k_w + kw];
                   }
-            const int64_t at = ((n * p.c_out + o) * p.d_out + od) * p.h_out * p.w_out +
-                               oh * p.w_out + ow;
+            const int64_t at =
+                ((n * p.c_out + o) * p.d_out + od) * p.h_out * p.w_out + oh * p.w_out + ow;
             if (residual) sum += residual[at];
             y[at] = static_cast<float>(activate(p.activation, p.act_min, p.act_max, sum));
           }
@@ -208,17 +231,21 @@ std::vector<float> referenceConv(const ConvParams& p, const std::vector<float>& 
 
 /// NCHW values of n images of c channels in the channel-blocked layout
 /// (ConvParams::blocked_input), or back with `inverse`.
-std::vector<float> blocked(const std::vector<float>& v, int64_t n, int64_t c, bool inverse = false) {
+std::vector<float> blocked(const std::vector<float>& v, int64_t n, int64_t c,
+                           bool inverse = false) {
   const int64_t spatial = static_cast<int64_t>(v.size()) / (n * c);
   std::vector<float> out(v.size());
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t s = 0; s < spatial; ++s) {
         const int64_t plain = (i * c + ch) * spatial + s;
-        const int64_t block = ((i * c + ch / kChannelBlock * kChannelBlock) * spatial +
-                               s * kChannelBlock) + ch % kChannelBlock;
-        if (inverse) out[plain] = v[block];
-        else out[block] = v[plain];
+        const int64_t block =
+            ((i * c + ch / kChannelBlock * kChannelBlock) * spatial + s * kChannelBlock) +
+            ch % kChannelBlock;
+        if (inverse)
+          out[plain] = v[block];
+        else
+          out[block] = v[plain];
       }
   return out;
 }
@@ -259,17 +286,16 @@ void checkConv(const ConvCase& c, Weights form = Weights::kPlain) {
       for (int layouts = 0; layouts < 4; ++layouts) {  // input blocked?, output blocked?
         p.blocked_input = layouts & 1;
         p.blocked_output = layouts & 2;
-        if (layouts != 0 && (form == Weights::kPlain ||
-                             (p.blocked_input && c.cin % kChannelBlock != 0) ||
-                             (p.blocked_output && c.cout % kChannelBlock != 0)))
+        if (layouts != 0 &&
+            (form == Weights::kPlain || (p.blocked_input && c.cin % kChannelBlock != 0) ||
+             (p.blocked_output && c.cout % kChannelBlock != 0)))
           continue;
         const auto input = p.blocked_input ? blocked(x, c.n, c.cin) : x;
         const auto res = p.blocked_output ? blocked(residual, c.n, c.cout) : residual;
         for (int threads : {1, 2, 3}) {
-          INFO("cin " << c.cin << " cout " << c.cout << " groups " << c.groups << " k "
-                      << c.kh << "x" << c.kw << " terms " << terms << " act "
-                      << static_cast<int>(act.kind) << " layouts " << layouts << " threads "
-                      << threads);
+          INFO("cin " << c.cin << " cout " << c.cout << " groups " << c.groups << " k " << c.kh
+                      << "x" << c.kw << " terms " << terms << " act " << static_cast<int>(act.kind)
+                      << " layouts " << layouts << " threads " << threads);
           std::vector<float> y(outCount, 123.0f);
           onTeam(threads, [&](const Team& team) {
             conv(p, input.data(), kernelWeights.data(), b, r ? res.data() : nullptr, y.data(),
@@ -287,44 +313,56 @@ void checkConv(const ConvCase& c, Weights form = Weights::kPlain) {
 TEST_CASE("conv strategies match a direct loop, with epilogues and teams") {
   // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
   const ConvCase cases[] = {
-      {2, 5, 1, 6, 7, 9, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},     // pointwise
-      {1, 4, 1, 7, 9, 3, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},     // strided 1x1
-      {1, 3, 1, 9, 11, 5, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // 3x3 pad 1
-      {2, 4, 1, 8, 8, 6, 2, 1, 3, 2, 1, 2, 3, 0, 0, 1, 0, 2, 0, 1, 1, 1},     // groups, odd pads
-      {1, 2, 1, 9, 9, 2, 1, 1, 3, 3, 1, 1, 2, 0, 2, 2, 0, 2, 2, 1, 2, 3},     // dilated
-      {1, 6, 1, 9, 10, 6, 6, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // depthwise
-      {2, 5, 1, 11, 12, 5, 5, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // depthwise s2
-      {1, 3, 1, 8, 9, 3, 3, 1, 5, 3, 1, 1, 2, 0, 2, 0, 0, 2, 3, 1, 2, 2},     // depthwise dilated
+      {2, 5, 1, 6, 7, 9, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // pointwise
+      {1, 4, 1, 7, 9, 3, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // strided 1x1
+      {1, 3, 1, 9, 11, 5, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 3x3 pad 1
+      {2, 4, 1, 8, 8, 6, 2, 1, 3, 2, 1, 2, 3, 0, 0, 1, 0, 2, 0, 1, 1, 1},    // groups, odd pads
+      {1, 2, 1, 9, 9, 2, 1, 1, 3, 3, 1, 1, 2, 0, 2, 2, 0, 2, 2, 1, 2, 3},    // dilated
+      {1, 6, 1, 9, 10, 6, 6, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // depthwise
+      {2, 5, 1, 11, 12, 5, 5, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // depthwise s2
+      {1, 3, 1, 8, 9, 3, 3, 1, 5, 3, 1, 1, 2, 0, 2, 0, 0, 2, 3, 1, 2, 2},    // depthwise dilated
       {1, 4, 1, 13, 14, 4, 4, 1, 3, 3, 1, 3, 3, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // depthwise s3
-      {1, 3, 1, 6, 37, 3, 3, 1, 5, 5, 1, 1, 2, 0, 2, 2, 0, 2, 0, 1, 1, 1},    // depthwise wide, sh != sw
-      {1, 2, 1, 7, 7, 2, 2, 1, 3, 3, 1, 2, 1, 0, 0, 3, 0, 1, 0, 1, 2, 1},     // depthwise sh 2, pads > kernel reach
+      {1, 3, 1, 6, 37, 3, 3, 1, 5, 5, 1,
+       1, 2, 0, 2, 2,  0, 2, 0, 1, 1, 1},  // depthwise wide, sh != sw
+      {1, 2, 1, 7, 7, 2, 2, 1, 3, 3, 1,
+       2, 1, 0, 0, 3, 0, 1, 0, 1, 2, 1},  // depthwise sh 2, pads > kernel reach
       // Depthwise with channels in 16s and small planes: 16 channels per vector.
-      {1, 16, 1, 9, 10, 16, 16, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // vectors, 3x3 pad 1
-      {2, 32, 1, 11, 12, 32, 32, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // vectors, s2, batch 2
-      {1, 16, 1, 8, 9, 16, 16, 1, 5, 3, 1, 1, 2, 0, 2, 0, 0, 2, 3, 1, 2, 2},    // vectors, dilated, one-sided pads
+      {1, 16, 1, 9, 10, 16, 16, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // vectors, 3x3 pad 1
+      {2, 32, 1, 11, 12, 32, 32, 1, 3, 3, 1,
+       2, 2,  0, 1,  1,  0,  1,  1, 1, 1, 1},  // vectors, s2, batch 2
+      {1, 16, 1, 8, 9, 16, 16, 1, 5, 3, 1,
+       1, 2,  0, 2, 0, 0,  2,  3, 1, 2, 2},  // vectors, dilated, one-sided pads
       {1, 16, 1, 13, 14, 16, 16, 1, 3, 3, 1, 3, 3, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // vectors, s3
-      {1, 16, 1, 7, 7, 16, 16, 1, 3, 3, 1, 2, 1, 0, 0, 3, 0, 1, 0, 1, 2, 1},    // vectors, pads > kernel reach
-      {1, 16, 1, 3, 20, 16, 16, 1, 1, 7, 1, 1, 1, 0, 0, 3, 0, 0, 3, 1, 1, 1},   // vectors, 1x7, rows past 8 outputs
+      {1, 16, 1, 7, 7, 16, 16, 1, 3, 3, 1,
+       2, 1,  0, 0, 3, 0,  1,  0, 1, 2, 1},  // vectors, pads > kernel reach
+      {1, 16, 1, 3, 20, 16, 16, 1, 1, 7, 1,
+       1, 1,  0, 0, 3,  0,  0,  3, 1, 1, 1},  // vectors, 1x7, rows past 8 outputs
       // Depthwise 3x3 rows of 16 outputs or more: blocks of 16 in registers,
       // the last overlapping, masked loads at the edges.
-      {1, 3, 1, 9, 40, 3, 3, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},      // s2, pads 1, 20 wide
-      {2, 2, 1, 7, 37, 2, 2, 1, 3, 3, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, 1, 1},      // s2, pads at the end only
-      {1, 16, 1, 6, 35, 16, 16, 1, 3, 3, 1, 2, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1},   // s2, 16 channels
-      {1, 5, 1, 8, 33, 5, 5, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},      // s1, pads 1, 33 wide
-      {1, 2, 1, 4, 16, 2, 2, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},      // s1, one block exactly
-      {1, 3, 1, 6, 14, 3, 3, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},      // s1, 14 outputs: masked
-      {2, 2, 1, 9, 25, 2, 2, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},      // s2, 13 outputs: masked
-      {1, 2, 4, 5, 6, 3, 1, 2, 2, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 2, 1, 1},     // 3-D
-      {1, 3, 1, 1, 17, 4, 1, 1, 1, 4, 1, 1, 3, 0, 0, 2, 0, 0, 1, 1, 1, 1},    // 1-D
-      {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},     // 1x1x1
-      {1, 64, 1, 30, 30, 17, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1}, // several column chunks
-      {1, 40, 1, 7, 7, 70, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // pointwise, more rows than columns
+      {1, 3, 1, 9, 40, 3, 3, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s2, pads 1, 20 wide
+      {2, 2, 1, 7, 37, 2, 2, 1, 3, 3, 1,
+       2, 2, 0, 0, 0,  0, 1, 1, 1, 1, 1},  // s2, pads at the end only
+      {1, 16, 1, 6, 35, 16, 16, 1, 3, 3, 1, 2, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1},  // s2, 16 channels
+      {1, 5, 1, 8, 33, 5, 5, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s1, pads 1, 33 wide
+      {1, 2, 1, 4, 16, 2, 2, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s1, one block exactly
+      {1, 3, 1, 6, 14, 3, 3, 1, 3, 3, 1,
+       1, 1, 0, 1, 1,  0, 1, 1, 1, 1, 1},  // s1, 14 outputs: masked
+      {2, 2, 1, 9, 25, 2, 2, 1, 3, 3, 1,
+       2, 2, 0, 1, 1,  0, 1, 1, 1, 1, 1},                                  // s2, 13 outputs: masked
+      {1, 2, 4, 5, 6, 3, 1, 2, 2, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 2, 1, 1},  // 3-D
+      {1, 3, 1, 1, 17, 4, 1, 1, 1, 4, 1, 1, 3, 0, 0, 2, 0, 0, 1, 1, 1, 1},  // 1-D
+      {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // 1x1x1
+      {1, 64, 1, 30, 30, 17, 1, 1, 3, 3, 1,
+       1, 1,  0, 1,  1,  0,  1, 1, 1, 1, 1},  // several column chunks
+      {1, 40, 1, 7, 7, 70, 1, 1, 1, 1, 1,
+       1, 1,  0, 0, 0, 0,  0, 0, 1, 1, 1},  // pointwise, more rows than columns
       // Few input channels on 256+ positions (stems): blocks of 8 output
       // channels, the last partial.
-      {2, 3, 1, 40, 38, 20, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1},   // 7x7 s2, 8 + 8 + 4
-      {1, 3, 1, 34, 36, 16, 1, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 0, 0, 1, 1, 1},   // 3x3 s2, one-sided pads
-      {1, 4, 1, 20, 37, 9, 1, 1, 3, 2, 1, 1, 2, 0, 2, 1, 0, 2, 0, 1, 2, 2},    // 4 channels, dilated
-      {1, 2, 1, 1, 300, 12, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},   // 1-D, 300 positions
+      {2, 3, 1, 40, 38, 20, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1},  // 7x7 s2, 8 + 8 + 4
+      {1, 3, 1, 34, 36, 16, 1, 1, 3, 3, 1,
+       2, 2, 0, 1,  1,  0,  0, 0, 1, 1, 1},  // 3x3 s2, one-sided pads
+      {1, 4, 1, 20, 37, 9, 1, 1, 3, 2, 1, 1, 2, 0, 2, 1, 0, 2, 0, 1, 2, 2},   // 4 channels, dilated
+      {1, 2, 1, 1, 300, 12, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},  // 1-D, 300 positions
   };
   for (const ConvCase& c : cases) checkConv(c);
 }
@@ -340,20 +378,25 @@ TEST_CASE("conv on packed weights matches a direct loop") {
       {2, 20, 1, 9, 11, 80, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 64 + 16
       {1, 70, 1, 6, 5, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // depth 630
       {1, 9, 1, 13, 14, 144, 1, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 64 + 64 + 16, s2
-      {1, 5, 1, 17, 19, 32, 1, 1, 5, 3, 1, 1, 2, 0, 2, 0, 0, 0, 1, 1, 2, 1},   // one-sided pads, dilated
-      {1, 3, 1, 40, 12, 96, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // no pads, 380 positions
-      {1, 40, 1, 7, 7, 112, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // pointwise 7x7
-      {1, 24, 1, 9, 9, 16, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // strided 1x1
-      {1, 4, 3, 5, 6, 32, 1, 2, 3, 3, 1, 1, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1},     // 3-D
-      {1, 6, 1, 1, 23, 16, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},    // 1-D
-      {1, 2, 1, 1, 1, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},     // one position
-      {1, 12, 1, 9, 8, 24, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // 24 channels: 8 dropped
-      {2, 7, 1, 6, 7, 72, 1, 1, 3, 3, 1, 2, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},     // 64 + 8 of 16
+      {1, 5, 1, 17, 19, 32, 1, 1, 5, 3, 1,
+       1, 2, 0, 2,  0,  0,  0, 1, 1, 2, 1},  // one-sided pads, dilated
+      {1, 3, 1, 40, 12, 96, 1, 1, 3, 3, 1,
+       1, 1, 0, 0,  0,  0,  0, 0, 1, 1, 1},  // no pads, 380 positions
+      {1, 40, 1, 7, 7, 112, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // pointwise 7x7
+      {1, 24, 1, 9, 9, 16, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // strided 1x1
+      {1, 4, 3, 5, 6, 32, 1, 2, 3, 3, 1, 1, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1},    // 3-D
+      {1, 6, 1, 1, 23, 16, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},   // 1-D
+      {1, 2, 1, 1, 1, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // one position
+      {1, 12, 1, 9, 8, 24, 1, 1, 3, 3, 1,
+       1, 1,  0, 1, 1, 0,  1, 1, 1, 1, 1},  // 24 channels: 8 dropped
+      {2, 7, 1, 6, 7, 72, 1, 1, 3, 3, 1, 2, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 64 + 8 of 16
       // Channels in 16s, so also from and into the channel-blocked layout.
-      {2, 32, 1, 9, 11, 80, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 3x3 pad 1, batch 2
-      {1, 48, 1, 10, 13, 32, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // pointwise, 130 positions
-      {1, 32, 1, 9, 9, 64, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // strided 1x1
-      {1, 128, 1, 5, 6, 16, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // depth 1152: two depth steps
+      {2, 32, 1, 9, 11, 80, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 3x3 pad 1, batch 2
+      {1, 48, 1, 10, 13, 32, 1, 1, 1, 1, 1,
+       1, 1,  0, 0,  0,  0,  0, 0, 1, 1, 1},  // pointwise, 130 positions
+      {1, 32, 1, 9, 9, 64, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // strided 1x1
+      {1, 128, 1, 5, 6, 16, 1, 1, 3, 3, 1,
+       1, 1,   0, 1, 1, 0,  1, 1, 1, 1, 1},  // depth 1152: two depth steps
       {1, 16, 1, 12, 11, 32, 1, 1, 3, 3, 1, 2, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1},  // s2, one-sided pads
       {1, 16, 3, 4, 5, 16, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},    // 3-D
   };
@@ -366,12 +409,13 @@ TEST_CASE("conv on Winograd weights matches a direct loop") {
   // tiles split rows between chunks and threads.
   // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
   const ConvCase cases[] = {
-      {1, 16, 1, 5, 5, 16, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // 5x5: 3x3 tiles
-      {2, 32, 1, 7, 9, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // batch 2, 7x9
-      {1, 16, 1, 6, 6, 32, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // no pads: 4x4
-      {1, 16, 1, 8, 7, 16, 1, 1, 3, 3, 1, 1, 1, 0, 2, 1, 0, 0, 2, 1, 1, 1},    // one-sided pads
-      {1, 48, 1, 3, 20, 16, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // one output row
-      {1, 64, 1, 23, 21, 64, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 132 tiles, chunks of 64
+      {1, 16, 1, 5, 5, 16, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 5x5: 3x3 tiles
+      {2, 32, 1, 7, 9, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // batch 2, 7x9
+      {1, 16, 1, 6, 6, 32, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // no pads: 4x4
+      {1, 16, 1, 8, 7, 16, 1, 1, 3, 3, 1, 1, 1, 0, 2, 1, 0, 0, 2, 1, 1, 1},   // one-sided pads
+      {1, 48, 1, 3, 20, 16, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // one output row
+      {1, 64, 1, 23, 21, 64, 1, 1, 3, 3, 1,
+       1, 1,  0, 1,  1,  0,  1, 1, 1, 1, 1},  // 132 tiles, chunks of 64
   };
   for (const ConvCase& c : cases) checkConv(c, Weights::kWinograd);
 }
@@ -396,8 +440,9 @@ TEST_CASE("stem conv with a fused 3x3 stride-2 max pooling matches conv then poo
   };
   for (const PoolCase& c : cases) {
     ConvParams p = paramsOf(c.conv);
-    const PoolParams pool{p.n * p.c_out, 1, p.h_out, p.w_out, 1, c.hOut, c.wOut, 1, 3, 3, 1, 2, 2,
-                          0, c.padTop, c.padLeft, 1, 1, 1, false};
+    const PoolParams pool{
+        p.n * p.c_out, 1,         p.h_out, p.w_out, 1, c.hOut, c.wOut, 1, 3, 3, 1, 2, 2, 0,
+        c.padTop,      c.padLeft, 1,       1,       1, false};
     REQUIRE(convFusesMaxPool(p, pool));
     // The last window starts inside the convolution output (ONNX's ceil mode).
     REQUIRE(2 * (c.hOut - 1) - c.padTop < p.h_out);
@@ -405,7 +450,8 @@ TEST_CASE("stem conv with a fused 3x3 stride-2 max pooling matches conv then poo
     auto x = randomFloats(c.conv.n * c.conv.cin * c.conv.h * c.conv.w, 11);
     auto w = randomFloats(p.c_out * p.c_in * p.k_h * p.k_w, 12);
     auto bias = randomFloats(p.c_out, 13);
-    for (const float* b : {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())})
+    for (const float* b :
+         {static_cast<const float*>(nullptr), static_cast<const float*>(bias.data())})
       for (const Act& act : kActs) {
         p.activation = act.kind;
         p.act_min = act.lo;

@@ -1,10 +1,9 @@
 // Resize, InstanceNormalization and LayerNormalization kernels (and the
-// float64 matmul that float64 Einsum lowers to) against plain reference loops written from the textbook formulas (rounding rules, the
-// bilinear and trilinear corner sums, Keys' cubic kernel by distance), not
-// from the kernel's own tap tables: awkward shapes, 1x1, downsampling,
-// non-integer scales, 3-D and 5-D tensors.
+// float64 matmul that float64 Einsum lowers to) against plain reference loops written from the
+// textbook formulas (rounding rules, the bilinear and trilinear corner sums, Keys' cubic kernel by
+// distance), not from the kernel's own tap tables: awkward shapes, 1x1, downsampling, non-integer
+// scales, 3-D and 5-D tensors.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <vector>
 
@@ -25,8 +24,7 @@ int64_t countOf(const std::vector<int64_t>& shape) {
 
 /// Params for in -> out with scales out / in unless given.
 ResizeParams resizeParams(ResizeMode mode, ResizeCoordinates coordinates,
-                          const std::vector<int64_t>& in,
-                          const std::vector<int64_t>& out,
+                          const std::vector<int64_t>& in, const std::vector<int64_t>& out,
                           std::vector<double> scales = {}) {
   ResizeParams p{};
   p.mode = mode;
@@ -36,8 +34,8 @@ ResizeParams resizeParams(ResizeMode mode, ResizeCoordinates coordinates,
   for (size_t d = 0; d < in.size(); ++d) {
     p.in_shape[d] = in[d];
     p.out_shape[d] = out[d];
-    p.scales[d] = scales.empty() ? static_cast<double>(out[d]) / static_cast<double>(in[d])
-                                 : scales[d];
+    p.scales[d] =
+        scales.empty() ? static_cast<double>(out[d]) / static_cast<double>(in[d]) : scales[d];
     p.roi_start[d] = 0.f;
     p.roi_end[d] = 1.f;
   }
@@ -51,13 +49,16 @@ ResizeParams resizeParams(ResizeMode mode, ResizeCoordinates coordinates,
 double source(const ResizeParams& p, int d, int64_t x) {
   double s = p.scales[d], in = static_cast<double>(p.in_shape[d]), outWidth = s * in;
   switch (p.coordinates) {
-    case ResizeCoordinates::kHalfPixel: return (x + 0.5) / s - 0.5;
+    case ResizeCoordinates::kHalfPixel:
+      return (x + 0.5) / s - 0.5;
     case ResizeCoordinates::kPytorchHalfPixel:
       return outWidth != 1 ? (x + 0.5) / s - 0.5 : -0.5;
     case ResizeCoordinates::kAlignCorners:
       return outWidth != 1 ? x * (in - 1) / (outWidth - 1) : 0.0;
-    case ResizeCoordinates::kAsymmetric: return x / s;
-    case ResizeCoordinates::kTfHalfPixelForNn: return (x + 0.5) / s;
+    case ResizeCoordinates::kAsymmetric:
+      return x / s;
+    case ResizeCoordinates::kTfHalfPixelForNn:
+      return (x + 0.5) / s;
     case ResizeCoordinates::kTfCropAndResize: {
       double begin = p.roi_start[d] * (in - 1), end = p.roi_end[d] * (in - 1);
       return outWidth != 1 ? begin + x * (end - begin) / (outWidth - 1) : (begin + end) / 2;
@@ -74,10 +75,18 @@ int64_t nearestIndex(const ResizeParams& p, int d, int64_t x) {
   double c = source(p, d, x);
   double i = 0;
   switch (p.nearest_mode) {
-    case NearestMode::kRoundPreferFloor: i = std::ceil(c - 0.5); break;
-    case NearestMode::kRoundPreferCeil: i = std::floor(c + 0.5); break;
-    case NearestMode::kFloor: i = std::floor(c); break;
-    case NearestMode::kCeil: i = std::ceil(c); break;
+    case NearestMode::kRoundPreferFloor:
+      i = std::ceil(c - 0.5);
+      break;
+    case NearestMode::kRoundPreferCeil:
+      i = std::floor(c + 0.5);
+      break;
+    case NearestMode::kFloor:
+      i = std::floor(c);
+      break;
+    case NearestMode::kCeil:
+      i = std::ceil(c);
+      break;
   }
   return clampIndex(i, p.in_shape[d]);
 }
@@ -169,13 +178,15 @@ std::vector<float> runResize(const ResizeParams& p, const std::vector<float>& x)
 }  // namespace
 
 TEST_CASE("nearest resize matches the rounding rules of every nearest_mode") {
-  struct Case { std::vector<int64_t> in, out; };
+  struct Case {
+    std::vector<int64_t> in, out;
+  };
   for (const Case& c : {Case{{1, 1, 1, 1}, {1, 1, 3, 5}}, Case{{2, 3, 5, 4}, {2, 3, 1, 1}},
                         Case{{1, 2, 7, 5}, {1, 2, 4, 3}}, Case{{2, 1, 3, 4}, {2, 1, 8, 9}},
                         Case{{1, 1, 5, 5}, {1, 1, 5, 5}}})
-    for (auto coordinates : {ResizeCoordinates::kHalfPixel, ResizeCoordinates::kAsymmetric,
-                             ResizeCoordinates::kAlignCorners,
-                             ResizeCoordinates::kTfHalfPixelForNn})
+    for (auto coordinates :
+         {ResizeCoordinates::kHalfPixel, ResizeCoordinates::kAsymmetric,
+          ResizeCoordinates::kAlignCorners, ResizeCoordinates::kTfHalfPixelForNn})
       for (auto mode : {NearestMode::kRoundPreferFloor, NearestMode::kRoundPreferCeil,
                         NearestMode::kFloor, NearestMode::kCeil}) {
         ResizeParams p = resizeParams(ResizeMode::kNearest, coordinates, c.in, c.out);
@@ -196,7 +207,10 @@ TEST_CASE("nearest resize with non-integer scales uses the given scales") {
 }
 
 TEST_CASE("bilinear resize matches the four-corner formula") {
-  struct Case { std::vector<int64_t> in, out; std::vector<double> scales; };
+  struct Case {
+    std::vector<int64_t> in, out;
+    std::vector<double> scales;
+  };
   for (const Case& c : {Case{{1, 1, 1, 1}, {1, 1, 4, 3}, {}}, Case{{2, 3, 4, 5}, {2, 3, 8, 10}, {}},
                         Case{{1, 2, 7, 5}, {1, 2, 4, 3}, {1.0, 1.0, 0.6, 0.6}},
                         Case{{1, 1, 5, 4}, {1, 1, 1, 1}, {}},
@@ -249,7 +263,10 @@ TEST_CASE("linear resize of a 3-D tensor along one axis") {
 }
 
 TEST_CASE("bicubic resize matches Keys' kernel, with and without exclude_outside") {
-  struct Case { std::vector<int64_t> in, out; std::vector<double> scales; };
+  struct Case {
+    std::vector<int64_t> in, out;
+    std::vector<double> scales;
+  };
   for (const Case& c : {Case{{4, 4}, {8, 8}, {}}, Case{{5, 7}, {4, 5}, {0.8, 0.8}},
                         Case{{1, 1}, {3, 2}, {}}, Case{{6, 3}, {13, 7}, {}}})
     for (auto coordinates : {ResizeCoordinates::kHalfPixel, ResizeCoordinates::kAlignCorners,
@@ -292,7 +309,9 @@ TEST_CASE("tf_crop_and_resize crops the region and extrapolates outside it") {
 }
 
 TEST_CASE("instance_norm normalises every (n, c) plane") {
-  struct Case { int64_t n, c, spatial; };
+  struct Case {
+    int64_t n, c, spatial;
+  };
   for (Case k : {Case{1, 1, 1}, Case{2, 3, 7}, Case{3, 5, 64}, Case{1, 2, 1000}}) {
     auto x = randomFloats(k.n * k.c * k.spatial, 8);
     for (auto& v : x) v = v * 3 + 5;  // an offset that a naive one-pass variance would lose
@@ -308,14 +327,18 @@ TEST_CASE("instance_norm normalises every (n, c) plane") {
         for (int64_t i = 0; i < k.spatial; ++i)
           var += (plane[i] - mean) * (plane[i] - mean) / static_cast<double>(k.spatial);
         for (int64_t i = 0; i < k.spatial; ++i)
-          ref.push_back(static_cast<float>((plane[i] - mean) / std::sqrt(var + 1e-5) * scale[c] + bias[c]));
+          ref.push_back(
+              static_cast<float>((plane[i] - mean) / std::sqrt(var + 1e-5) * scale[c] + bias[c]));
       }
     requireClose(y, ref, 1e-5);
   }
 }
 
 TEST_CASE("layer_norm normalises rows and reports mean and inverse deviation") {
-  struct Case { int64_t outer, inner; bool bias; };
+  struct Case {
+    int64_t outer, inner;
+    bool bias;
+  };
   for (Case k : {Case{1, 1, true}, Case{5, 7, true}, Case{3, 129, false}, Case{1, 64, true}}) {
     auto x = randomFloats(k.outer * k.inner, 11);
     auto scale = randomFloats(k.inner, 12), bias = randomFloats(k.inner, 13);
@@ -371,7 +394,8 @@ TEST_CASE("float64 matmul broadcasts batch dimensions") {
       for (int64_t r = 0; r < m; ++r)
         for (int64_t c = 0; c < n; ++c) {
           double sum = 0;
-          for (int64_t q = 0; q < k; ++q) sum += a[i * m * k + r * k + q] * b[j * k * n + q * n + c];
+          for (int64_t q = 0; q < k; ++q)
+            sum += a[i * m * k + r * k + q] * b[j * k * n + q * n + c];
           REQUIRE(y[((i * 3 + j) * m + r) * n + c] == Approx(sum).epsilon(1e-12));
         }
 }

@@ -21,19 +21,17 @@
 #include "test_data.h"
 
 using namespace cgc::rt;
-using cgc::DType;
 using cgc::bfloat16_to_float;
+using cgc::DType;
 using cgc::float_to_bfloat16;
 using cgc::float_to_half;
 using cgc::half_to_float;
-
 
 using cgc::test::requireClose;
 
 namespace {
 
-int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t padBegin,
-                int64_t padEnd) {
+int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t padBegin, int64_t padEnd) {
   return (in + padBegin + padEnd - ((k - 1) * d + 1)) / s + 1;
 }
 
@@ -44,12 +42,11 @@ struct Axis {
   int64_t out() const { return outSize(in, k, s, d, padBegin, padEnd); }
 };
 
-ConvParams convParams(int64_t n, int64_t cin, int64_t cout, int64_t groups,
-                      Axis d, Axis h, Axis w) {
-  return ConvParams{
-      n,          cin,        d.in,       h.in, w.in, cout, d.out(), h.out(),
-      w.out(),    groups,     d.k,        h.k,  w.k,  d.s,  h.s,     w.s,
-      d.padBegin, h.padBegin, w.padBegin, d.d,  h.d,  w.d};
+ConvParams convParams(int64_t n, int64_t cin, int64_t cout, int64_t groups, Axis d, Axis h,
+                      Axis w) {
+  return ConvParams{n,          cin,        d.in,       h.in, w.in, cout, d.out(), h.out(),
+                    w.out(),    groups,     d.k,        h.k,  w.k,  d.s,  h.s,     w.s,
+                    d.padBegin, h.padBegin, w.padBegin, d.d,  h.d,  w.d};
 }
 
 /// The definition: a 9-deep loop in double.
@@ -69,23 +66,15 @@ std::vector<float> naiveConv(const ConvParams& p, const std::vector<float>& x,
               for (int64_t kd = 0; kd < p.k_d; ++kd)
                 for (int64_t kh = 0; kh < p.k_h; ++kh)
                   for (int64_t kw = 0; kw < p.k_w; ++kw) {
-                    const int64_t id =
-                        od * p.stride_d - p.pad_front + kd * p.dilation_d;
-                    const int64_t ih =
-                        oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-                    const int64_t iw =
-                        ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-                    if (id < 0 || id >= p.d_in || ih < 0 || ih >= p.h_in ||
-                        iw < 0 || iw >= p.w_in)
+                    const int64_t id = od * p.stride_d - p.pad_front + kd * p.dilation_d;
+                    const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+                    const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+                    if (id < 0 || id >= p.d_in || ih < 0 || ih >= p.h_in || iw < 0 || iw >= p.w_in)
                       continue;
                     const int64_t ci = g * cinG + c;
                     sum +=
-                        double(x[(((n * p.c_in + ci) * p.d_in + id) * p.h_in +
-                                  ih) *
-                                     p.w_in +
-                                 iw]) *
-                        w[(((o * cinG + c) * p.k_d + kd) * p.k_h + kh) * p.k_w +
-                          kw];
+                        double(x[(((n * p.c_in + ci) * p.d_in + id) * p.h_in + ih) * p.w_in + iw]) *
+                        w[(((o * cinG + c) * p.k_d + kd) * p.k_h + kh) * p.k_w + kw];
                   }
             y[at++] = static_cast<float>(sum);
           }
@@ -93,10 +82,8 @@ std::vector<float> naiveConv(const ConvParams& p, const std::vector<float>& x,
 }
 
 /// Transposed convolution as the scatter it is defined by.
-std::vector<float> naiveConvTranspose(const ConvParams& p,
-                                      const std::vector<float>& x,
-                                      const std::vector<float>& w,
-                                      const float* bias) {
+std::vector<float> naiveConvTranspose(const ConvParams& p, const std::vector<float>& x,
+                                      const std::vector<float>& w, const float* bias) {
   const int64_t cinG = p.c_in / p.groups, coutG = p.c_out / p.groups;
   const int64_t outSpatial = p.d_out * p.h_out * p.w_out;
   std::vector<double> y(p.n * p.c_out * outSpatial, 0.0);
@@ -109,25 +96,16 @@ std::vector<float> naiveConvTranspose(const ConvParams& p,
               for (int64_t kd = 0; kd < p.k_d; ++kd)
                 for (int64_t kh = 0; kh < p.k_h; ++kh)
                   for (int64_t kw = 0; kw < p.k_w; ++kw) {
-                    const int64_t od =
-                        id * p.stride_d - p.pad_front + kd * p.dilation_d;
-                    const int64_t oh =
-                        ih * p.stride_h - p.pad_top + kh * p.dilation_h;
-                    const int64_t ow =
-                        iw * p.stride_w - p.pad_left + kw * p.dilation_w;
-                    if (od < 0 || od >= p.d_out || oh < 0 || oh >= p.h_out ||
-                        ow < 0 || ow >= p.w_out)
+                    const int64_t od = id * p.stride_d - p.pad_front + kd * p.dilation_d;
+                    const int64_t oh = ih * p.stride_h - p.pad_top + kh * p.dilation_h;
+                    const int64_t ow = iw * p.stride_w - p.pad_left + kw * p.dilation_w;
+                    if (od < 0 || od >= p.d_out || oh < 0 || oh >= p.h_out || ow < 0 ||
+                        ow >= p.w_out)
                       continue;
                     const int64_t o = (ci / cinG) * coutG + oc;
-                    y[(n * p.c_out + o) * outSpatial +
-                      (od * p.h_out + oh) * p.w_out + ow] +=
-                        double(x[(((n * p.c_in + ci) * p.d_in + id) * p.h_in +
-                                  ih) *
-                                     p.w_in +
-                                 iw]) *
-                        w[(((ci * coutG + oc) * p.k_d + kd) * p.k_h + kh) *
-                              p.k_w +
-                          kw];
+                    y[(n * p.c_out + o) * outSpatial + (od * p.h_out + oh) * p.w_out + ow] +=
+                        double(x[(((n * p.c_in + ci) * p.d_in + id) * p.h_in + ih) * p.w_in + iw]) *
+                        w[(((ci * coutG + oc) * p.k_d + kd) * p.k_h + kh) * p.k_w + kw];
                   }
   std::vector<float> out(y.size());
   for (size_t i = 0; i < y.size(); ++i) {
@@ -147,32 +125,27 @@ TEST_CASE("conv: 3-D, 1-D, strided 1x1, depthwise and GEMM-block sizes") {
   };
   const Axis unit{1, 1, 1, 0, 0, 1};
   const Case cases[] = {
-      {"3-D groups, strides, asymmetric pads, dilation", 2, 4, 6, 2,
-       Axis{5, 3, 2, 1, 0, 1}, Axis{6, 2, 1, 0, 1, 2}, Axis{7, 3, 3, 2, 1, 1}},
+      {"3-D groups, strides, asymmetric pads, dilation", 2, 4, 6, 2, Axis{5, 3, 2, 1, 0, 1},
+       Axis{6, 2, 1, 0, 1, 2}, Axis{7, 3, 3, 2, 1, 1}},
       {"1-D", 2, 3, 5, 1, unit, unit, Axis{11, 4, 3, 2, 1, 2}},
-      {"1x1 stride 2", 1, 5, 7, 1, unit, Axis{9, 1, 2, 0, 0, 1},
-       Axis{8, 1, 2, 0, 0, 1}},
-      {"1x1 padded", 1, 3, 2, 1, unit, Axis{4, 1, 1, 1, 1, 1},
-       Axis{3, 1, 1, 0, 2, 1}},
-      {"1x1x1 pointwise 3-D", 2, 6, 4, 1, Axis{3, 1, 1, 0, 0, 1},
-       Axis{4, 1, 1, 0, 0, 1}, Axis{5, 1, 1, 0, 0, 1}},
-      {"depthwise, multiplier 2, stride 3", 2, 5, 10, 5, unit,
-       Axis{10, 3, 3, 1, 2, 1}, Axis{11, 3, 3, 0, 1, 1}},
-      {"kernel as large as the padded input", 1, 2, 3, 1, unit,
-       Axis{3, 5, 1, 1, 1, 1}, Axis{2, 4, 1, 2, 0, 1}},
-      {"k > 256, m > 64, odd spatial", 1, 35, 70, 1, unit,
-       Axis{13, 3, 1, 1, 1, 1}, Axis{11, 3, 1, 1, 1, 1}},
-      {"grouped 1x1", 3, 8, 12, 4, unit, Axis{5, 1, 1, 0, 0, 1},
-       Axis{7, 1, 1, 0, 0, 1}},
+      {"1x1 stride 2", 1, 5, 7, 1, unit, Axis{9, 1, 2, 0, 0, 1}, Axis{8, 1, 2, 0, 0, 1}},
+      {"1x1 padded", 1, 3, 2, 1, unit, Axis{4, 1, 1, 1, 1, 1}, Axis{3, 1, 1, 0, 2, 1}},
+      {"1x1x1 pointwise 3-D", 2, 6, 4, 1, Axis{3, 1, 1, 0, 0, 1}, Axis{4, 1, 1, 0, 0, 1},
+       Axis{5, 1, 1, 0, 0, 1}},
+      {"depthwise, multiplier 2, stride 3", 2, 5, 10, 5, unit, Axis{10, 3, 3, 1, 2, 1},
+       Axis{11, 3, 3, 0, 1, 1}},
+      {"kernel as large as the padded input", 1, 2, 3, 1, unit, Axis{3, 5, 1, 1, 1, 1},
+       Axis{2, 4, 1, 2, 0, 1}},
+      {"k > 256, m > 64, odd spatial", 1, 35, 70, 1, unit, Axis{13, 3, 1, 1, 1, 1},
+       Axis{11, 3, 1, 1, 1, 1}},
+      {"grouped 1x1", 3, 8, 12, 4, unit, Axis{5, 1, 1, 0, 0, 1}, Axis{7, 1, 1, 0, 0, 1}},
   };
   uint32_t seed = 100;
   for (const Case& c : cases) {
     INFO(c.name);
-    const ConvParams p =
-        convParams(c.n, c.cin, c.cout, c.groups, c.d, c.h, c.w);
+    const ConvParams p = convParams(c.n, c.cin, c.cout, c.groups, c.d, c.h, c.w);
     auto x = cgc::test::randomFloats(p.n * p.c_in * p.d_in * p.h_in * p.w_in, ++seed);
-    auto w =
-        cgc::test::randomFloats(p.c_out * (p.c_in / p.groups) * p.k_d * p.k_h * p.k_w, ++seed);
+    auto w = cgc::test::randomFloats(p.c_out * (p.c_in / p.groups) * p.k_d * p.k_h * p.k_w, ++seed);
     auto bias = cgc::test::randomFloats(p.c_out, ++seed);
     std::vector<float> y(p.n * p.c_out * p.d_out * p.h_out * p.w_out, 42.0f);
     conv(p, x.data(), w.data(), bias.data(), nullptr, y.data());
@@ -191,18 +164,8 @@ TEST_CASE("conv_transpose: 3-D, 1-D, groups, cropped pads, output padding") {
     int64_t ax[3][7];
   };
   const Case cases[] = {
-      {"3-D",
-       2,
-       4,
-       3,
-       2,
-       {{3, 2, 2, 0, 1, 1, 1}, {4, 3, 1, 1, 1, 1, 0}, {2, 2, 3, 1, 0, 2, 2}}},
-      {"1-D",
-       1,
-       3,
-       2,
-       1,
-       {{1, 1, 1, 0, 0, 1, 0}, {1, 1, 1, 0, 0, 1, 0}, {7, 5, 2, 2, 1, 1, 1}}},
+      {"3-D", 2, 4, 3, 2, {{3, 2, 2, 0, 1, 1, 1}, {4, 3, 1, 1, 1, 1, 0}, {2, 2, 3, 1, 0, 2, 2}}},
+      {"1-D", 1, 3, 2, 1, {{1, 1, 1, 0, 0, 1, 0}, {1, 1, 1, 0, 0, 1, 0}, {7, 5, 2, 2, 1, 1, 1}}},
       {"depthwise 2-D",
        1,
        6,
@@ -224,20 +187,18 @@ TEST_CASE("conv_transpose: 3-D, 1-D, groups, cropped pads, output padding") {
       const int64_t* v = c.ax[a];
       out[a] = (v[0] - 1) * v[2] - v[3] - v[4] + (v[1] - 1) * v[5] + 1 + v[6];
     }
-    const ConvParams p{c.n,        c.cin,      c.ax[0][0],
-                       c.ax[1][0], c.ax[2][0], c.coutG * c.groups,
-                       out[0],     out[1],     out[2],
-                       c.groups,   c.ax[0][1], c.ax[1][1],
-                       c.ax[2][1], c.ax[0][2], c.ax[1][2],
-                       c.ax[2][2], c.ax[0][3], c.ax[1][3],
-                       c.ax[2][3], c.ax[0][5], c.ax[1][5],
-                       c.ax[2][5]};
+    const ConvParams p{
+        c.n,        c.cin,      c.ax[0][0], c.ax[1][0], c.ax[2][0], c.coutG * c.groups,
+        out[0],     out[1],     out[2],     c.groups,   c.ax[0][1], c.ax[1][1],
+        c.ax[2][1], c.ax[0][2], c.ax[1][2], c.ax[2][2], c.ax[0][3], c.ax[1][3],
+        c.ax[2][3], c.ax[0][5], c.ax[1][5], c.ax[2][5]};
     auto x = cgc::test::randomFloats(p.n * p.c_in * p.d_in * p.h_in * p.w_in, ++seed);
     auto w = cgc::test::randomFloats(p.c_in * c.coutG * p.k_d * p.k_h * p.k_w, ++seed);
     auto bias = cgc::test::randomFloats(p.c_out, ++seed);
     for (int threads : {1, 2, 3}) {  // the team splits output channels
       INFO("threads " << threads);
-      for (const float* b : {static_cast<const float*>(bias.data()), static_cast<const float*>(nullptr)}) {
+      for (const float* b :
+           {static_cast<const float*>(bias.data()), static_cast<const float*>(nullptr)}) {
         std::vector<float> y(p.n * p.c_out * p.d_out * p.h_out * p.w_out, 42.0f);
         cgc::test::onTeam(threads, [&](const Team& team) {
           conv_transpose(p, x.data(), w.data(), b, y.data(), team);
@@ -251,8 +212,8 @@ TEST_CASE("conv_transpose: 3-D, 1-D, groups, cropped pads, output padding") {
 namespace {
 
 /// Max and average over the window positions inside the image.
-void naivePool(const PoolParams& p, const std::vector<float>& x,
-               std::vector<float>& maxY, std::vector<float>& avgY) {
+void naivePool(const PoolParams& p, const std::vector<float>& x, std::vector<float>& maxY,
+               std::vector<float>& avgY) {
   const int64_t outPlane = p.d_out * p.h_out * p.w_out;
   maxY.assign(p.n_c * outPlane, 0.0f);
   avgY.assign(p.n_c * outPlane, 0.0f);
@@ -266,25 +227,19 @@ void naivePool(const PoolParams& p, const std::vector<float>& x,
           for (int64_t kd = 0; kd < p.k_d; ++kd)
             for (int64_t kh = 0; kh < p.k_h; ++kh)
               for (int64_t kw = 0; kw < p.k_w; ++kw) {
-                const int64_t id =
-                    od * p.stride_d - p.pad_front + kd * p.dilation_d;
-                const int64_t ih =
-                    oh * p.stride_h - p.pad_top + kh * p.dilation_h;
-                const int64_t iw =
-                    ow * p.stride_w - p.pad_left + kw * p.dilation_w;
-                if (id < 0 || id >= p.d_in || ih < 0 || ih >= p.h_in ||
-                    iw < 0 || iw >= p.w_in)
+                const int64_t id = od * p.stride_d - p.pad_front + kd * p.dilation_d;
+                const int64_t ih = oh * p.stride_h - p.pad_top + kh * p.dilation_h;
+                const int64_t iw = ow * p.stride_w - p.pad_left + kw * p.dilation_w;
+                if (id < 0 || id >= p.d_in || ih < 0 || ih >= p.h_in || iw < 0 || iw >= p.w_in)
                   continue;
-                const float v =
-                    x[((c * p.d_in + id) * p.h_in + ih) * p.w_in + iw];
+                const float v = x[((c * p.d_in + id) * p.h_in + ih) * p.w_in + iw];
                 m = std::max(m, v);
                 sum += v;
                 ++count;
               }
           const int64_t at = c * outPlane + (od * p.h_out + oh) * p.w_out + ow;
           maxY[at] = m;
-          const int64_t divisor =
-              p.count_include_pad ? p.k_d * p.k_h * p.k_w : count;
+          const int64_t divisor = p.count_include_pad ? p.k_d * p.k_h * p.k_w : count;
           avgY[at] = static_cast<float>(sum / static_cast<double>(divisor));
         }
 }
@@ -299,33 +254,22 @@ TEST_CASE("pools: 3-D, 1-D, dilations, strides 3, asymmetric pads") {
   };
   const Axis unit{1, 1, 1, 0, 0, 1};
   const Case cases[] = {
-      {"3-D", 3, Axis{5, 2, 2, 1, 0, 1}, Axis{6, 3, 3, 1, 1, 1},
-       Axis{7, 2, 1, 0, 1, 2}},
+      {"3-D", 3, Axis{5, 2, 2, 1, 0, 1}, Axis{6, 3, 3, 1, 1, 1}, Axis{7, 2, 1, 0, 1, 2}},
       {"1-D dilated", 2, unit, unit, Axis{13, 3, 2, 2, 2, 3}},
-      {"2-D stride 3 asymmetric", 4, unit, Axis{10, 3, 3, 0, 2, 1},
-       Axis{9, 2, 3, 1, 0, 1}},
-      {"window = image", 2, unit, Axis{4, 4, 1, 0, 0, 1},
-       Axis{5, 5, 1, 0, 0, 1}},
-      {"1x1 window, stride 2", 2, unit, Axis{7, 1, 2, 0, 0, 1},
-       Axis{6, 1, 2, 0, 0, 1}},
+      {"2-D stride 3 asymmetric", 4, unit, Axis{10, 3, 3, 0, 2, 1}, Axis{9, 2, 3, 1, 0, 1}},
+      {"window = image", 2, unit, Axis{4, 4, 1, 0, 0, 1}, Axis{5, 5, 1, 0, 0, 1}},
+      {"1x1 window, stride 2", 2, unit, Axis{7, 1, 2, 0, 0, 1}, Axis{6, 1, 2, 0, 0, 1}},
       // Planes in 16s: max pooling with 16 planes per vector.
-      {"16 planes, 3x3 stride 1 pad 1", 16, unit, Axis{9, 3, 1, 1, 1, 1},
-       Axis{10, 3, 1, 1, 1, 1}},
-      {"32 planes, stride 2, end pads", 32, unit, Axis{11, 3, 2, 0, 1, 1},
-       Axis{13, 3, 2, 1, 1, 1}},
-      {"16 planes, stride 3, dilated", 16, unit, Axis{12, 2, 3, 1, 0, 2},
-       Axis{8, 3, 1, 2, 2, 1}},
+      {"16 planes, 3x3 stride 1 pad 1", 16, unit, Axis{9, 3, 1, 1, 1, 1}, Axis{10, 3, 1, 1, 1, 1}},
+      {"32 planes, stride 2, end pads", 32, unit, Axis{11, 3, 2, 0, 1, 1}, Axis{13, 3, 2, 1, 1, 1}},
+      {"16 planes, stride 3, dilated", 16, unit, Axis{12, 2, 3, 1, 0, 2}, Axis{8, 3, 1, 2, 2, 1}},
       // Rows of 16 outputs or more: whole vectors, the last one overlapping.
-      {"rows: stride 2, pads 1 / 1", 3, unit, Axis{9, 3, 2, 1, 1, 1},
-       Axis{37, 3, 2, 1, 1, 1}},
+      {"rows: stride 2, pads 1 / 1", 3, unit, Axis{9, 3, 2, 1, 1, 1}, Axis{37, 3, 2, 1, 1, 1}},
       {"rows: stride 1, dilated, 16 planes", 16, unit, Axis{5, 2, 1, 0, 1, 1},
        Axis{40, 3, 1, 1, 1, 2}},
-      {"rows: stride 3, end pad 2", 2, unit, Axis{7, 3, 3, 0, 2, 1},
-       Axis{60, 3, 3, 0, 2, 1}},
-      {"rows: 16 wide, 10 outputs", 5, unit, Axis{6, 2, 2, 0, 0, 1},
-       Axis{20, 2, 2, 0, 0, 1}},
-      {"rows: 4x1 window", 2, unit, Axis{11, 4, 1, 2, 1, 1},
-       Axis{33, 1, 1, 0, 0, 1}},
+      {"rows: stride 3, end pad 2", 2, unit, Axis{7, 3, 3, 0, 2, 1}, Axis{60, 3, 3, 0, 2, 1}},
+      {"rows: 16 wide, 10 outputs", 5, unit, Axis{6, 2, 2, 0, 0, 1}, Axis{20, 2, 2, 0, 0, 1}},
+      {"rows: 4x1 window", 2, unit, Axis{11, 4, 1, 2, 1, 1}, Axis{33, 1, 1, 0, 0, 1}},
       // 3x3 at stride 2, rows of 16 outputs or more: three loads per input
       // row for 16 outputs, masked at the edges, the last block overlapping.
       {"3x3 stride 2: end pads only (ceil mode)", 3, unit, Axis{10, 3, 2, 0, 1, 1},
@@ -335,21 +279,18 @@ TEST_CASE("pools: 3-D, 1-D, dilations, strides 3, asymmetric pads") {
       {"3x3 stride 2: stride 1 down the rows", 2, unit, Axis{6, 3, 1, 1, 1, 1},
        Axis{50, 3, 2, 1, 0, 1}},
       // Rows of fewer than 16 outputs: one block, its stores masked.
-      {"3x3 stride 2: 14 outputs (ceil mode, GoogLeNet's 28x28)", 3, unit,
-       Axis{28, 3, 2, 0, 1, 1}, Axis{28, 3, 2, 0, 1, 1}},
+      {"3x3 stride 2: 14 outputs (ceil mode, GoogLeNet's 28x28)", 3, unit, Axis{28, 3, 2, 0, 1, 1},
+       Axis{28, 3, 2, 0, 1, 1}},
       {"3x3 stride 2: one output", 2, unit, Axis{3, 3, 2, 0, 0, 1}, Axis{4, 3, 2, 0, 0, 1}},
       // 3x3 at stride 1 (inception branches): blocks of 16 outputs walk
       // down the plane, each input row loaded once.
-      {"3x3 stride 1: pads 1, 28 wide", 3, unit, Axis{28, 3, 1, 1, 1, 1},
-       Axis{28, 3, 1, 1, 1, 1}},
-      {"3x3 stride 1: pads 1, 7 wide", 16, unit, Axis{7, 3, 1, 1, 1, 1},
-       Axis{7, 3, 1, 1, 1, 1}},
+      {"3x3 stride 1: pads 1, 28 wide", 3, unit, Axis{28, 3, 1, 1, 1, 1}, Axis{28, 3, 1, 1, 1, 1}},
+      {"3x3 stride 1: pads 1, 7 wide", 16, unit, Axis{7, 3, 1, 1, 1, 1}, Axis{7, 3, 1, 1, 1, 1}},
       {"3x3 stride 1: no pads, 15 outputs", 2, unit, Axis{6, 3, 1, 0, 0, 1},
        Axis{17, 3, 1, 0, 0, 1}},
       {"3x3 stride 1: exactly 16 outputs, pads 2", 2, unit, Axis{5, 3, 1, 2, 2, 1},
        Axis{14, 3, 1, 2, 2, 1}},
-      {"3x3 stride 1 across, 2 down", 2, unit, Axis{9, 3, 2, 1, 1, 1},
-       Axis{33, 3, 1, 1, 1, 1}},
+      {"3x3 stride 1 across, 2 down", 2, unit, Axis{9, 3, 2, 1, 1, 1}, Axis{33, 3, 1, 1, 1, 1}},
       {"3x3 stride 1: one row of outputs", 2, unit, Axis{3, 3, 1, 0, 0, 1},
        Axis{20, 3, 1, 1, 1, 1}},
       {"3x3 stride 1: dilated down the rows", 2, unit, Axis{9, 3, 1, 1, 1, 2},
@@ -359,10 +300,9 @@ TEST_CASE("pools: 3-D, 1-D, dilations, strides 3, asymmetric pads") {
   for (const Case& c : cases) {
     for (bool includePad : {false, true}) {
       INFO(c.name << (includePad ? ", count_include_pad" : ""));
-      PoolParams p{c.n_c,        c.d.in,    c.h.in, c.w.in,       c.d.out(),
-                   c.h.out(),    c.w.out(), c.d.k,  c.h.k,        c.w.k,
-                   c.d.s,        c.h.s,     c.w.s,  c.d.padBegin, c.h.padBegin,
-                   c.w.padBegin, c.d.d,     c.h.d,  c.w.d,        includePad};
+      PoolParams p{c.n_c,        c.d.in,       c.h.in, c.w.in, c.d.out(), c.h.out(), c.w.out(),
+                   c.d.k,        c.h.k,        c.w.k,  c.d.s,  c.h.s,     c.w.s,     c.d.padBegin,
+                   c.h.padBegin, c.w.padBegin, c.d.d,  c.h.d,  c.w.d,     includePad};
       auto x = cgc::test::randomFloats(p.n_c * p.d_in * p.h_in * p.w_in, ++seed);
       std::vector<float> maxRef, avgRef;
       naivePool(p, x, maxRef, avgRef);
@@ -409,7 +349,8 @@ TEST_CASE("global_avg_pool_blocked: vectors of 16 channels, runs of 64 positions
   for (int64_t spatial : {1, 2, 3, 49, 64, 65, 169, 1 << 14}) {
     INFO(spatial << " positions");
     const int64_t channels = 2 * kChannelBlock;
-    const auto x = cgc::test::randomFloats(channels * spatial, static_cast<uint32_t>(spatial));  // blocked
+    const auto x =
+        cgc::test::randomFloats(channels * spatial, static_cast<uint32_t>(spatial));  // blocked
     std::vector<float> y(channels), ref(channels);
     for (int64_t c = 0; c < channels; ++c) {
       double sum = 0;
@@ -426,13 +367,13 @@ TEST_CASE("gemm across the core's block boundaries and degenerate shapes") {
   struct Case {
     int64_t m, n, k;
   };
-  for (Case c : {Case{130, 97, 513}, Case{65, 33, 256}, Case{64, 32, 257},
-                 Case{1, 129, 3}, Case{1, 300, 40}, Case{129, 1, 70}, Case{3, 5, 1}}) {
+  for (Case c : {Case{130, 97, 513}, Case{65, 33, 256}, Case{64, 32, 257}, Case{1, 129, 3},
+                 Case{1, 300, 40}, Case{129, 1, 70}, Case{3, 5, 1}}) {
     for (int trans = 0; trans < 4; ++trans) {
       const bool ta = trans & 1, tb = trans & 2;
-      INFO("m=" << c.m << " n=" << c.n << " k=" << c.k << " ta=" << ta
-                << " tb=" << tb);
-      auto a = cgc::test::randomFloats(c.m * c.k, 400 + trans), b = cgc::test::randomFloats(c.k * c.n, 410);
+      INFO("m=" << c.m << " n=" << c.n << " k=" << c.k << " ta=" << ta << " tb=" << tb);
+      auto a = cgc::test::randomFloats(c.m * c.k, 400 + trans),
+           b = cgc::test::randomFloats(c.k * c.n, 410);
       auto bias = cgc::test::randomFloats(c.n, 420);
       GemmParams p{c.m, c.n, c.k, ta, tb, -0.5f, 2.0f, 0, 1};
       std::vector<float> y(c.m * c.n, 42.0f), ref(c.m * c.n);
@@ -474,8 +415,7 @@ TEST_CASE("matmul: no batch, rank-3 batch broadcasting, block sizes") {
     for (int64_t i = 0; i < p.m; ++i)
       for (int64_t j = 0; j < p.n; ++j) {
         double sum = 0;
-        for (int64_t q = 0; q < p.k; ++q)
-          sum += double(a[i * p.k + q]) * b[q * p.n + j];
+        for (int64_t q = 0; q < p.k; ++q) sum += double(a[i * p.k + q]) * b[q * p.n + j];
         ref[i * p.n + j] = static_cast<float>(sum);
       }
     requireClose(y, ref);
@@ -505,8 +445,7 @@ TEST_CASE("matmul: no batch, rank-3 batch broadcasting, block sizes") {
             for (int64_t col = 0; col < p.n; ++col) {
               double sum = 0;
               for (int64_t q = 0; q < p.k; ++q)
-                sum += double(a[(i0 * 2 + i2) * mk + r * p.k + q]) *
-                       b[i1 * kn + q * p.n + col];
+                sum += double(a[(i0 * 2 + i2) * mk + r * p.k + q]) * b[i1 * kn + q * p.n + col];
               ref[at++] = static_cast<float>(sum);
             }
     requireClose(y, ref);

@@ -1,7 +1,6 @@
 // Every runtime kernel against a plain, obviously correct reference loop,
 // over awkward shapes: odd sizes, 1x1, strides, groups, padding, broadcasts.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -26,17 +25,23 @@ std::vector<int64_t> stridesOf(const std::vector<int64_t>& shape) {
 }  // namespace
 
 TEST_CASE("gemm matches the reference for every transpose and bias form") {
-  struct Case { int64_t m, n, k; };
-  for (Case c : {Case{1, 1, 1}, Case{7, 13, 5}, Case{33, 65, 300}, Case{70, 3, 2}, Case{5, 40, 257}}) {
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (Case c :
+       {Case{1, 1, 1}, Case{7, 13, 5}, Case{33, 65, 300}, Case{70, 3, 2}, Case{5, 40, 257}}) {
     for (int trans = 0; trans < 4; ++trans) {
       for (int biasForm = 0; biasForm < 4; ++biasForm) {
         bool ta = trans & 1, tb = trans & 2;
         auto a = randomFloats(c.m * c.k, 1), b = randomFloats(c.k * c.n, 2);
         auto bias = randomFloats(c.m * c.n, 3);
         GemmParams p{c.m, c.n, c.k, ta, tb, 0.75f, 1.5f, 0, 0};
-        if (biasForm == 1) p.c_stride_n = 1;                    // [n]
-        if (biasForm == 2) p.c_stride_m = 1;                    // [m, 1]
-        if (biasForm == 3) { p.c_stride_m = c.n; p.c_stride_n = 1; }  // [m, n]
+        if (biasForm == 1) p.c_stride_n = 1;  // [n]
+        if (biasForm == 2) p.c_stride_m = 1;  // [m, 1]
+        if (biasForm == 3) {
+          p.c_stride_m = c.n;
+          p.c_stride_n = 1;
+        }  // [m, n]
         std::vector<float> y(c.m * c.n), ref(c.m * c.n);
         gemm(p, a.data(), b.data(), biasForm ? bias.data() : nullptr, y.data());
         for (int64_t i = 0; i < c.m; ++i)
@@ -48,7 +53,8 @@ TEST_CASE("gemm matches the reference for every transpose and bias form") {
             double cv = biasForm ? bias[i * p.c_stride_m + j * p.c_stride_n] : 0.0;
             ref[i * c.n + j] = static_cast<float>(0.75 * sum + (biasForm ? 1.5 * cv : 0.0));
           }
-        INFO("m=" << c.m << " n=" << c.n << " k=" << c.k << " trans=" << trans << " bias=" << biasForm);
+        INFO("m=" << c.m << " n=" << c.n << " k=" << c.k << " trans=" << trans
+                  << " bias=" << biasForm);
         requireClose(y, ref);
       }
     }
@@ -60,10 +66,15 @@ TEST_CASE("batched matmul broadcasts batch dimensions") {
   auto a = randomFloats(2 * 3 * 4, 4), b = randomFloats(3 * 4 * 5, 5);
   MatMulParams p{};
   p.batch_rank = 2;
-  p.batch_shape[0] = 2; p.batch_shape[1] = 3;
-  p.a_batch_strides[0] = 12; p.a_batch_strides[1] = 0;
-  p.b_batch_strides[0] = 0; p.b_batch_strides[1] = 20;
-  p.m = 3; p.k = 4; p.n = 5;
+  p.batch_shape[0] = 2;
+  p.batch_shape[1] = 3;
+  p.a_batch_strides[0] = 12;
+  p.a_batch_strides[1] = 0;
+  p.b_batch_strides[0] = 0;
+  p.b_batch_strides[1] = 20;
+  p.m = 3;
+  p.k = 4;
+  p.n = 5;
   std::vector<float> y(2 * 3 * 3 * 5), ref(y.size());
   matmul<float>(p, a.data(), b.data(), nullptr, y.data());
   for (int i = 0; i < 2; ++i)
@@ -110,17 +121,37 @@ int64_t outSize(int64_t in, int64_t k, int64_t s, int64_t d, int64_t padBegin, i
 }  // namespace
 
 TEST_CASE("conv matches a direct loop: groups, strides, pads, dilations") {
-  struct Case { int64_t n, cin, h, w, cout, groups, k_h, k_w, s_h, s_w, pt, pl, pb, pr, dh, dw; };
+  struct Case {
+    int64_t n, cin, h, w, cout, groups, k_h, k_w, s_h, s_w, pt, pl, pb, pr, dh, dw;
+  };
   for (Case c : {Case{1, 3, 7, 9, 4, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
                  Case{2, 4, 8, 8, 6, 2, 3, 2, 2, 3, 0, 1, 2, 0, 1, 1},
-                 Case{1, 6, 5, 5, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},      // depthwise
-                 Case{1, 5, 6, 7, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},      // pointwise
-                 Case{1, 2, 9, 9, 2, 1, 3, 3, 1, 2, 2, 2, 2, 2, 2, 3},      // dilated
+                 Case{1, 6, 5, 5, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // depthwise
+                 Case{1, 5, 6, 7, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},  // pointwise
+                 Case{1, 2, 9, 9, 2, 1, 3, 3, 1, 2, 2, 2, 2, 2, 2, 3},  // dilated
                  Case{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1}}) {
-    ConvParams p{c.n, c.cin, 1, c.h, c.w, c.cout, 1,
+    ConvParams p{c.n,
+                 c.cin,
+                 1,
+                 c.h,
+                 c.w,
+                 c.cout,
+                 1,
                  outSize(c.h, c.k_h, c.s_h, c.dh, c.pt, c.pb),
                  outSize(c.w, c.k_w, c.s_w, c.dw, c.pl, c.pr),
-                 c.groups, 1, c.k_h, c.k_w, 1, c.s_h, c.s_w, 0, c.pt, c.pl, 1, c.dh, c.dw};
+                 c.groups,
+                 1,
+                 c.k_h,
+                 c.k_w,
+                 1,
+                 c.s_h,
+                 c.s_w,
+                 0,
+                 c.pt,
+                 c.pl,
+                 1,
+                 c.dh,
+                 c.dw};
     auto x = randomFloats(c.n * c.cin * c.h * c.w, 6);
     auto w = randomFloats(c.cout * (c.cin / c.groups) * c.k_h * c.k_w, 7);
     auto bias = randomFloats(c.cout, 8);
@@ -133,14 +164,16 @@ TEST_CASE("conv matches a direct loop: groups, strides, pads, dilations") {
 }
 
 TEST_CASE("conv_transpose matches a scatter loop") {
-  struct Case { int64_t cin, h, w, coutG, groups, k, s, pad, d, outPad; };
+  struct Case {
+    int64_t cin, h, w, coutG, groups, k, s, pad, d, outPad;
+  };
   for (Case c : {Case{2, 3, 4, 3, 1, 3, 2, 1, 1, 1}, Case{4, 5, 5, 1, 2, 2, 1, 0, 2, 0},
                  Case{1, 1, 1, 2, 1, 1, 1, 0, 1, 0}}) {
     int64_t hOut = (c.h - 1) * c.s - 2 * c.pad + (c.k - 1) * c.d + 1 + c.outPad;
     int64_t wOut = (c.w - 1) * c.s - 2 * c.pad + (c.k - 1) * c.d + 1 + c.outPad;
     int64_t cout = c.coutG * c.groups, cinG = c.cin / c.groups;
-    ConvParams p{1, c.cin, 1, c.h, c.w, cout, 1, hOut, wOut, c.groups, 1, c.k, c.k,
-                 1, c.s, c.s, 0, c.pad, c.pad, 1, c.d, c.d};
+    ConvParams p{1,   c.cin, 1, c.h, c.w, cout, 1,     hOut,  wOut, c.groups, 1,
+                 c.k, c.k,   1, c.s, c.s, 0,    c.pad, c.pad, 1,    c.d,      c.d};
     auto x = randomFloats(c.cin * c.h * c.w, 9), w = randomFloats(c.cin * c.coutG * c.k * c.k, 10);
     auto bias = randomFloats(cout, 11);
     std::vector<float> y(cout * hOut * wOut), ref(y.size());
@@ -171,7 +204,8 @@ TEST_CASE("pooling matches reference windows") {
   auto x = randomFloats(3 * 7 * 6, 12);
   for (bool includePad : {false, true}) {
     p.count_include_pad = includePad;
-    std::vector<float> maxY(3 * p.h_out * p.w_out), avgY(maxY.size()), maxRef(maxY.size()), avgRef(maxY.size());
+    std::vector<float> maxY(3 * p.h_out * p.w_out), avgY(maxY.size()), maxRef(maxY.size()),
+        avgRef(maxY.size());
     max_pool(p, x.data(), maxY.data());
     avg_pool(p, x.data(), avgY.data());
     for (int64_t c = 0; c < 3; ++c)
@@ -227,8 +261,10 @@ TEST_CASE("binary ops broadcast like numpy, including scalars and rank 5") {
         for (int64_t d3 = 0; d3 < 4; ++d3)
           for (int64_t d4 = 0; d4 < 5; ++d4, ++i) {
             float u = a[d0 * 15 + d2 * 5 + d4], v = b[d3];
-            ref[i] = op == BinaryOp::kAdd ? u + v : op == BinaryOp::kSub ? u - v
-                   : op == BinaryOp::kMul ? u * v : u / v;
+            ref[i] = op == BinaryOp::kAdd   ? u + v
+                     : op == BinaryOp::kSub ? u - v
+                     : op == BinaryOp::kMul ? u * v
+                                            : u / v;
           }
     requireClose(y, ref);
   }
@@ -256,18 +292,41 @@ TEST_CASE("unary ops match std math") {
     for (int i = 0; i < 37; ++i) {
       float v = x[i];
       switch (op) {
-        case UnaryOp::kRelu: ref[i] = std::max(v, 0.0f); break;
-        case UnaryOp::kLeakyRelu: ref[i] = v >= 0 ? v : 0.3f * v; break;
-        case UnaryOp::kClip: ref[i] = std::min(std::max(v, 0.3f), 0.4f); break;
-        case UnaryOp::kSigmoid: ref[i] = 1 / (1 + std::exp(-v)); break;
-        case UnaryOp::kTanh: ref[i] = std::tanh(v); break;
-        case UnaryOp::kHardSigmoid: ref[i] = std::max(0.0f, std::min(1.0f, 0.3f * v + 0.4f)); break;
-        case UnaryOp::kExp: ref[i] = std::exp(v); break;
-        case UnaryOp::kNeg: ref[i] = -v; break;
-        case UnaryOp::kAbs: ref[i] = std::fabs(v); break;
-        case UnaryOp::kFloor: ref[i] = std::floor(v); break;
-        case UnaryOp::kCeil: ref[i] = std::ceil(v); break;
-        default: break;
+        case UnaryOp::kRelu:
+          ref[i] = std::max(v, 0.0f);
+          break;
+        case UnaryOp::kLeakyRelu:
+          ref[i] = v >= 0 ? v : 0.3f * v;
+          break;
+        case UnaryOp::kClip:
+          ref[i] = std::min(std::max(v, 0.3f), 0.4f);
+          break;
+        case UnaryOp::kSigmoid:
+          ref[i] = 1 / (1 + std::exp(-v));
+          break;
+        case UnaryOp::kTanh:
+          ref[i] = std::tanh(v);
+          break;
+        case UnaryOp::kHardSigmoid:
+          ref[i] = std::max(0.0f, std::min(1.0f, 0.3f * v + 0.4f));
+          break;
+        case UnaryOp::kExp:
+          ref[i] = std::exp(v);
+          break;
+        case UnaryOp::kNeg:
+          ref[i] = -v;
+          break;
+        case UnaryOp::kAbs:
+          ref[i] = std::fabs(v);
+          break;
+        case UnaryOp::kFloor:
+          ref[i] = std::floor(v);
+          break;
+        case UnaryOp::kCeil:
+          ref[i] = std::ceil(v);
+          break;
+        default:
+          break;
       }
     }
     requireClose(y, ref);
@@ -342,7 +401,8 @@ TEST_CASE("concat, gather, cast and softmax") {
 TEST_CASE("batch_norm normalises per channel, in place") {
   auto x = randomFloats(2 * 3 * 4, 17);
   std::vector<float> ref(x.size());
-  float scale[] = {1, 2, 0.5f}, bias[] = {0, 1, -1}, mean[] = {0.1f, -0.2f, 0}, var[] = {1, 0.5f, 2};
+  float scale[] = {1, 2, 0.5f}, bias[] = {0, 1, -1}, mean[] = {0.1f, -0.2f, 0},
+        var[] = {1, 0.5f, 2};
   for (int n = 0; n < 2; ++n)
     for (int c = 0; c < 3; ++c)
       for (int i = 0; i < 4; ++i) {
@@ -355,13 +415,16 @@ TEST_CASE("batch_norm normalises per channel, in place") {
 
 TEST_CASE("compare and where broadcast like numpy") {
   std::vector<float> a = {1, 2, 3, 4, 5, 6};  // [2, 3]
-  std::vector<float> b = {2, 5};               // [2, 1]
+  std::vector<float> b = {2, 5};              // [2, 1]
   CompareParams p{CompareOp::kGreaterOrEqual, {}};
   p.bc.rank = 2;
   p.bc.count = 6;
-  p.bc.shape[0] = 2; p.bc.shape[1] = 3;
-  p.bc.a_strides[0] = 3; p.bc.a_strides[1] = 1;
-  p.bc.b_strides[0] = 1; p.bc.b_strides[1] = 0;
+  p.bc.shape[0] = 2;
+  p.bc.shape[1] = 3;
+  p.bc.a_strides[0] = 3;
+  p.bc.a_strides[1] = 1;
+  p.bc.b_strides[0] = 1;
+  p.bc.b_strides[1] = 0;
   std::vector<uint8_t> mask(6);
   compare<float>(p, a.data(), b.data(), mask.data());
   CHECK(mask == std::vector<uint8_t>{0, 1, 1, 0, 1, 1});
@@ -372,9 +435,12 @@ TEST_CASE("compare and where broadcast like numpy") {
   w.rank = 2;
   w.count = 6;
   w.elem_bytes = 4;
-  w.shape[0] = 2; w.shape[1] = 3;
-  w.cond_strides[0] = 3; w.cond_strides[1] = 1;
-  w.a_strides[0] = 3; w.a_strides[1] = 1;
+  w.shape[0] = 2;
+  w.shape[1] = 3;
+  w.cond_strides[0] = 3;
+  w.cond_strides[1] = 1;
+  w.a_strides[0] = 3;
+  w.a_strides[1] = 1;
   std::vector<float> y(6);
   where(w, mask.data(), a.data(), &zero, y.data());
   CHECK(y == std::vector<float>{0, 2, 3, 0, 5, 6});
@@ -383,9 +449,9 @@ TEST_CASE("compare and where broadcast like numpy") {
 TEST_CASE("reductions over any set of axes match a reference") {
   // x [2, 3, 4], reduce axes {0, 2} -> [3]
   auto x = randomFloats(24, 18);
-  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin,
-                      ReduceOp::kProd, ReduceOp::kSumSquare, ReduceOp::kL1,
-                      ReduceOp::kL2, ReduceOp::kLogSumExp}) {
+  for (ReduceOp op :
+       {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kProd,
+        ReduceOp::kSumSquare, ReduceOp::kL1, ReduceOp::kL2, ReduceOp::kLogSumExp}) {
     ReduceParams p{op, 3, 24, 3, 8, {2, 3, 4}, {0, 1, 0}};
     std::vector<float> y(3), ref(3);
     reduce<float>(p, x.data(), y.data());
@@ -394,14 +460,23 @@ TEST_CASE("reductions over any set of axes match a reference") {
       for (int i = 0; i < 2; ++i)
         for (int k = 0; k < 4; ++k) {
           double v = x[(i * 3 + j) * 4 + k];
-          sum += v; sq += v * v; l1 += std::fabs(v); prod *= v;
-          mx = std::max(mx, v); mn = std::min(mn, v); lse += std::exp(v);
+          sum += v;
+          sq += v * v;
+          l1 += std::fabs(v);
+          prod *= v;
+          mx = std::max(mx, v);
+          mn = std::min(mn, v);
+          lse += std::exp(v);
         }
-      double r = op == ReduceOp::kSum ? sum : op == ReduceOp::kMean ? sum / 8
-               : op == ReduceOp::kMax ? mx : op == ReduceOp::kMin ? mn
-               : op == ReduceOp::kProd ? prod : op == ReduceOp::kSumSquare ? sq
-               : op == ReduceOp::kL1 ? l1 : op == ReduceOp::kL2 ? std::sqrt(sq)
-               : std::log(lse);
+      double r = op == ReduceOp::kSum         ? sum
+                 : op == ReduceOp::kMean      ? sum / 8
+                 : op == ReduceOp::kMax       ? mx
+                 : op == ReduceOp::kMin       ? mn
+                 : op == ReduceOp::kProd      ? prod
+                 : op == ReduceOp::kSumSquare ? sq
+                 : op == ReduceOp::kL1        ? l1
+                 : op == ReduceOp::kL2        ? std::sqrt(sq)
+                                              : std::log(lse);
       ref[j] = static_cast<float>(r);
     }
     INFO("op " << static_cast<int>(op));
@@ -410,7 +485,7 @@ TEST_CASE("reductions over any set of axes match a reference") {
 }
 
 TEST_CASE("arg_reduce picks the first or last extreme") {
-  std::vector<float> x = {1, 5, 5, 2,   7, 0, 7, 7};  // [2, 4], axis 1
+  std::vector<float> x = {1, 5, 5, 2, 7, 0, 7, 7};  // [2, 4], axis 1
   std::vector<int64_t> y(2);
   arg_reduce({2, 4, 1, true, false}, x.data(), y.data());
   CHECK(y == std::vector<int64_t>{1, 0});
@@ -425,8 +500,10 @@ TEST_CASE("index_map pads (constant, reflect, edge) and tiles") {
   IndexMapParams p{};
   p.rank = 2;
   p.elem_bytes = 4;
-  p.in_shape[0] = 2; p.in_shape[1] = 3;
-  p.out_shape[0] = 2; p.out_shape[1] = 7;
+  p.in_shape[0] = 2;
+  p.in_shape[1] = 3;
+  p.out_shape[0] = 2;
+  p.out_shape[1] = 7;
   p.pad_begin[1] = 2;  // pads: columns 2 before, 2 after
   p.out_count = 14;
   p.value = 9;
@@ -442,7 +519,8 @@ TEST_CASE("index_map pads (constant, reflect, edge) and tiles") {
   index_map(p, x.data(), nullptr, y.data());
   CHECK(y == std::vector<float>{1, 1, 1, 2, 3, 3, 3, 4, 4, 4, 5, 6, 6, 6});
   p.mode = IndexMapMode::kTile;
-  p.out_shape[0] = 4; p.out_shape[1] = 6;
+  p.out_shape[0] = 4;
+  p.out_shape[1] = 6;
   p.out_count = 24;
   std::vector<float> t(24);
   index_map(p, x.data(), nullptr, t.data());

@@ -293,7 +293,8 @@ TEST_CASE("model runtime: failures race from several threads; one wins whole") {
   for (int repeat = 0; repeat < 20; ++repeat) {
     cgc::Status status = runtime.run(body, &runtime);
     CHECK((status.message() == "node 'embed' (Gather): an index is out of range" ||
-           status.message() == "node 'lookup' (Gather): a data-dependent size exceeds its bound (see --bound)"));
+           status.message() ==
+               "node 'lookup' (Gather): a data-dependent size exceeds its bound (see --bound)"));
     CHECK(status.code() == (status.message()[6] == 'e' ? CGC_ERROR_INDEX_OUT_OF_RANGE
                                                        : CGC_ERROR_SIZE_BEYOND_BOUND));
   }

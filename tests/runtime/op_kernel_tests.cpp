@@ -2,9 +2,8 @@
 // indexing.h, the new UnaryOp functions, Pad's run-time value) against
 // plain reference loops, over awkward shapes, every reduction and index
 // form, and indices out of range (a status, never an access out of bounds).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -59,10 +58,13 @@ PerDim<T> dims(std::initializer_list<T> values) {
 }  // namespace
 
 TEST_CASE("the new unary functions match the C library, on a team too") {
-  struct Case { UnaryOp op; double (*f)(double); };
-  const Case cases[] = {{UnaryOp::kCos, std::cos},   {UnaryOp::kSin, std::sin},
-                        {UnaryOp::kTan, std::tan},   {UnaryOp::kAtan, std::atan},
-                        {UnaryOp::kCosh, std::cosh}, {UnaryOp::kSinh, std::sinh},
+  struct Case {
+    UnaryOp op;
+    double (*f)(double);
+  };
+  const Case cases[] = {{UnaryOp::kCos, std::cos},    {UnaryOp::kSin, std::sin},
+                        {UnaryOp::kTan, std::tan},    {UnaryOp::kAtan, std::atan},
+                        {UnaryOp::kCosh, std::cosh},  {UnaryOp::kSinh, std::sinh},
                         {UnaryOp::kAsinh, std::asinh}};
   auto x = randomFloats(1001, 7);
   for (const Case& c : cases) {
@@ -201,7 +203,8 @@ TEST_CASE("cumsum along a run-time axis, exclusive and reverse, checks the axis"
         const int64_t pos = i / stride % shape[a];
         double ref = 0;
         for (int64_t j = 0; j < shape[a]; ++j) {
-          const bool take = reverse ? (exclusive ? j > pos : j >= pos) : (exclusive ? j < pos : j <= pos);
+          const bool take =
+              reverse ? (exclusive ? j > pos : j >= pos) : (exclusive ? j < pos : j <= pos);
           if (take) ref += x[i + (j - pos) * stride];
         }
         REQUIRE(y[i] == Approx(ref).margin(1e-5));
@@ -297,11 +300,11 @@ TEST_CASE("gather_elements on every axis, negative and bad indices") {
 
 TEST_CASE("scatter_elements with none, add and mul, duplicates in order, bad indices") {
   const std::vector<float> data = {1, 2, 3, 4, 5, 6};  // [2, 3]
-  const std::vector<int64_t> indices = {1, 1, -1, 0};   // [2, 2], axis 1
+  const std::vector<int64_t> indices = {1, 1, -1, 0};  // [2, 2], axis 1
   const std::vector<float> updates = {10, 20, 30, 40};
   std::vector<float> y(6);
-  ScatterElementsParams p{2, 1, ScatterReduction::kNone, DType::kF32, dims<int64_t>({2, 3}),
-                          dims<int64_t>({2, 2})};
+  ScatterElementsParams p{
+      2, 1, ScatterReduction::kNone, DType::kF32, dims<int64_t>({2, 3}), dims<int64_t>({2, 2})};
   REQUIRE(scatter_elements<int64_t>(p, data.data(), indices.data(), updates.data(), y.data()) ==
           Status::kOk);
   REQUIRE(y == std::vector<float>{1, 20, 3, 40, 5, 30});
@@ -315,8 +318,8 @@ TEST_CASE("scatter_elements with none, add and mul, duplicates in order, bad ind
   const std::vector<int8_t> d8 = {120, 0}, u8 = {10, 1};
   const std::vector<int32_t> i8 = {0, 2};
   std::vector<int8_t> y8(2);
-  ScatterElementsParams q{1, 0, ScatterReduction::kAdd, DType::kI8, dims<int64_t>({2}),
-                          dims<int64_t>({2})};
+  ScatterElementsParams q{
+      1, 0, ScatterReduction::kAdd, DType::kI8, dims<int64_t>({2}), dims<int64_t>({2})};
   REQUIRE(scatter_elements<int32_t>(q, d8.data(), i8.data(), u8.data(), y8.data()) ==
           Status::kIndexOutOfRange);
   REQUIRE(y8 == std::vector<int8_t>{-126, 0});
@@ -411,7 +414,8 @@ TEST_CASE("max_unpool places values at flat indices and rejects bad ones") {
   const std::vector<float> x = {5, 6, 7};
   const std::vector<int64_t> indices = {3, 0, 9};
   std::vector<float> y(9, -1.f);
-  REQUIRE(max_unpool(unpoolParams(3, 9, 4), x.data(), indices.data(), y.data()) == Status::kIndexOutOfRange);
+  REQUIRE(max_unpool(unpoolParams(3, 9, 4), x.data(), indices.data(), y.data()) ==
+          Status::kIndexOutOfRange);
   REQUIRE(y == std::vector<float>{6, 0, 0, 5, 0, 0, 0, 0, 0});
 }
 

@@ -19,8 +19,8 @@
 #include "test_data.h"
 
 using namespace cgc::rt;
-using cgc::DType;
 using cgc::bfloat16_to_float;
+using cgc::DType;
 using cgc::float_to_bfloat16;
 using cgc::float_to_half;
 using cgc::half_to_float;
@@ -59,8 +59,7 @@ TEST_CASE("profiler writes medians and a Chrome trace") {
     profiler.record(info, {0, 0, 1, base, base + d0[run]});
     profiler.record(info, {1, 1, 2, base + 10000, base + 10000 + d1[run]});
     // Node 2 in two runs only: 1 and 2 us -> median 1.5.
-    if (run < 2)
-      profiler.record(info, {2, 0, 1, base + 50000, base + 51000 + run * 1000});
+    if (run < 2) profiler.record(info, {2, 0, 1, base + 50000, base + 51000 + run * 1000});
     profiler.end_run();
   }
   CHECK(profiler.runs() == 3);
@@ -105,8 +104,7 @@ TEST_CASE("profiler writes medians and a Chrome trace") {
     } else if (e["ph"] == "M") {
       ++metadata;
       CHECK(e["name"] == "thread_name");
-      CHECK(e["args"]["name"] ==
-            "executor " + std::to_string(e["tid"].get<int>()));
+      CHECK(e["args"]["name"] == "executor " + std::to_string(e["tid"].get<int>()));
     }
   }
   CHECK(complete == 8);
@@ -126,8 +124,7 @@ TEST_CASE("profiler writes medians and a Chrome trace") {
 TEST_CASE("profiler with no events writes empty but valid JSON") {
   cgc::Profiler profiler;
   const char* tmp = std::getenv("TMPDIR");
-  const std::string path =
-      std::string(tmp ? tmp : "/tmp") + "/cgc_kernel_tests_empty.json";
+  const std::string path = std::string(tmp ? tmp : "/tmp") + "/cgc_kernel_tests_empty.json";
   REQUIRE(profiler.write_profile(path));
   const auto profile = nlohmann::json::parse(slurp(path));
   CHECK(profile["runs"] == 0);

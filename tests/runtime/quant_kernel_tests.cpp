@@ -7,11 +7,10 @@
 // teams of 1 to 3 threads. The requantisation must match exactly: the
 // reference computes the same float operations.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
-#include <tuple>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "cgc/kernels.h"
@@ -85,8 +84,10 @@ void checkOnTeams(Kernel kernel, size_t count, DType yType, const std::vector<in
   for (int threads : {1, 2, 3}) {
     INFO("threads " << threads);
     std::vector<uint8_t> y(count * size, 0xcd);
-    if (threads == 1) kernel(Team::serial(), y.data());
-    else onTeam(threads, [&](const Team& team) { kernel(team, y.data()); });
+    if (threads == 1)
+      kernel(Team::serial(), y.data());
+    else
+      onTeam(threads, [&](const Team& team) { kernel(team, y.data()); });
     for (size_t i = 0; i < count; ++i) {
       INFO("element " << i);
       REQUIRE(outputAt(y, i, yType) == expected[i]);
@@ -143,7 +144,8 @@ void checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bo
   t.w = randomBytes(c.c_out * cinG * taps, wSigned ? -128 : 0, wSigned ? 127 : 255, seed + 1);
   const int64_t scales = perChannel ? c.c_out : 1;
   t.wZero = randomBytes(scales, wSigned ? -3 : 0, wSigned ? 3 : 255, seed + 2);
-  for (int64_t i = 0; i < scales; ++i) t.wScale.push_back(0.01f + 0.003f * static_cast<float>(i % 5));
+  for (int64_t i = 0; i < scales; ++i)
+    t.wScale.push_back(0.01f + 0.003f * static_cast<float>(i % 5));
   for (int64_t i = 0; i < c.c_out; ++i) t.bias.push_back(static_cast<int32_t>(i * 37 % 500) - 250);
   const int64_t outCount = c.n * c.c_out * p.h_out * p.w_out;
   t.residual = randomBytes(outCount, -128, 127, seed + 3);
@@ -169,8 +171,8 @@ void checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bo
               }
           const int64_t i = ((n * c.c_out + co) * p.h_out + oy) * p.w_out + ox;
           const int32_t bias = variant == 4 ? 0 : t.bias[co];
-          expected[i] = finishRef(p.out, acc, bias, t.wScale[perChannel ? co : 0],
-                                  at(t.residual, i, true));
+          expected[i] =
+              finishRef(p.out, acc, bias, t.wScale[perChannel ? co : 0], at(t.residual, i, true));
         }
 
   std::vector<uint8_t> packed;
@@ -188,8 +190,8 @@ void checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bo
   checkOnTeams(
       [&](const Team& team, uint8_t* y) {
         qconv(p, t.x.data(), weights, t.wScale.data(), t.wZero.data(),
-              variant == 4 ? nullptr : t.bias.data(), variant == 3 ? t.residual.data() : nullptr,
-              y, team);
+              variant == 4 ? nullptr : t.bias.data(), variant == 3 ? t.residual.data() : nullptr, y,
+              team);
       },
       outCount, p.out.y_type, expected);
 }
@@ -198,21 +200,21 @@ void checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bo
 
 TEST_CASE("qconv matches the integer reference") {
   const ConvCase cases[] = {
-      {1, 3, 9, 7, 5, 1, 3, 3, 2, 1, 1},     // stem-like, strided, padded
-      {1, 17, 13, 11, 7, 1, 1, 1, 1, 0, 1},  // pointwise, 143 positions
-      {2, 8, 6, 6, 10, 2, 3, 3, 1, 1, 1},    // groups, two images
+      {1, 3, 9, 7, 5, 1, 3, 3, 2, 1, 1},       // stem-like, strided, padded
+      {1, 17, 13, 11, 7, 1, 1, 1, 1, 0, 1},    // pointwise, 143 positions
+      {2, 8, 6, 6, 10, 2, 3, 3, 1, 1, 1},      // groups, two images
       {1, 19, 10, 12, 19, 19, 3, 3, 1, 1, 1},  // depthwise
-      {1, 6, 11, 9, 6, 6, 3, 3, 2, 1, 1},    // depthwise, stride 2
-      {1, 5, 8, 8, 4, 1, 3, 3, 1, 2, 2},     // dilation
-      {1, 4, 1, 23, 9, 1, 1, 3, 1, 1, 1},    // 1-D
-      {1, 64, 7, 7, 70, 1, 3, 3, 1, 1, 1},   // depth 576, 49 positions
+      {1, 6, 11, 9, 6, 6, 3, 3, 2, 1, 1},      // depthwise, stride 2
+      {1, 5, 8, 8, 4, 1, 3, 3, 1, 2, 2},       // dilation
+      {1, 4, 1, 23, 9, 1, 1, 3, 1, 1, 1},      // 1-D
+      {1, 64, 7, 7, 70, 1, 3, 3, 1, 1, 1},     // depth 576, 49 positions
   };
   for (const ConvCase& c : cases)
     for (QPacking packing : {QPacking::kNone, QPacking::kQuadsSplit, QPacking::kQuads})
       for (int variant : {0, 1, 2, 3, 4})
-        for (auto [xSigned, xZero] : {std::pair{false, 0}, std::pair{false, 128},
-                                      std::pair{false, 255}, std::pair{true, -128},
-                                      std::pair{true, 127}}) {
+        for (auto [xSigned, xZero] :
+             {std::pair{false, 0}, std::pair{false, 128}, std::pair{false, 255},
+              std::pair{true, -128}, std::pair{true, 127}}) {
           const bool wSigned = variant != 2 || c.c_in % 2 == 0;  // some uint8 weights
           const bool perChannel = (variant + c.c_out) % 2 == 0;
           INFO("case c_in " << c.c_in << " c_out " << c.c_out << " groups " << c.groups
@@ -249,8 +251,10 @@ TEST_CASE("qgemm matches the integer reference") {
             t.w = randomBytes(k * n, bSigned ? -128 : 0, bSigned ? 127 : 255, seed + 1);
             const int64_t scales = perColumn ? n : 1;
             t.wZero = randomBytes(scales, bSigned ? -2 : 100, bSigned ? 2 : 140, seed + 2);
-            for (int64_t i = 0; i < scales; ++i) t.wScale.push_back(0.02f + 0.001f * static_cast<float>(i));
-            for (int64_t i = 0; i < n; ++i) t.bias.push_back(static_cast<int32_t>(i * 53 % 300) - 150);
+            for (int64_t i = 0; i < scales; ++i)
+              t.wScale.push_back(0.02f + 0.001f * static_cast<float>(i));
+            for (int64_t i = 0; i < n; ++i)
+              t.bias.push_back(static_cast<int32_t>(i * 53 % 300) - 150);
             t.residual = randomBytes(m * n, -128, 127, seed + 3);
             std::vector<int32_t> expected(m * n);
             for (int64_t i = 0; i < m; ++i)
@@ -260,9 +264,9 @@ TEST_CASE("qgemm matches the integer reference") {
                 for (int64_t d = 0; d < k; ++d)
                   acc += static_cast<int64_t>(at(t.x, i * k + d, aSigned) - aZero) *
                          (at(t.w, transB ? j * k + d : d * n + j, bSigned) - bz);
-                expected[i * n + j] = finishRef(p.out, acc, variant == 4 ? 0 : t.bias[j],
-                                                t.wScale[perColumn ? j : 0],
-                                                at(t.residual, i * n + j, true));
+                expected[i * n + j] =
+                    finishRef(p.out, acc, variant == 4 ? 0 : t.bias[j], t.wScale[perColumn ? j : 0],
+                              at(t.residual, i * n + j, true));
               }
             std::vector<uint8_t> packed;
             const void* b = t.w.data();
@@ -276,8 +280,8 @@ TEST_CASE("qgemm matches the integer reference") {
             }
             checkOnTeams(
                 [&](const Team& team, uint8_t* y) {
-                  qgemm(p, t.x.data(), runtimeZero ? &aZeroByte : nullptr, b, t.wScale.data(), t.wZero.data(),
-                        variant == 4 ? nullptr : t.bias.data(),
+                  qgemm(p, t.x.data(), runtimeZero ? &aZeroByte : nullptr, b, t.wScale.data(),
+                        t.wZero.data(), variant == 4 ? nullptr : t.bias.data(),
                         variant == 3 ? t.residual.data() : nullptr, y, team);
                 },
                 m * n, p.out.y_type, expected);
@@ -285,8 +289,8 @@ TEST_CASE("qgemm matches the integer reference") {
 }
 
 TEST_CASE("quantize and dequantize: half to even, saturation, per axis") {
-  const std::vector<float> x = {0.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 1000.0f, -1000.0f,
-                                126.5f, 127.5f, -128.5f, NAN};
+  const std::vector<float> x = {0.0f,    0.5f,     1.5f,   2.5f,   -0.5f,   -1.5f, -2.5f,
+                                1000.0f, -1000.0f, 126.5f, 127.5f, -128.5f, NAN};
   const int32_t expectU8[] = {128, 128, 130, 130, 128, 126, 126, 255, 0, 254, 255, 0, 0};
   const int32_t expectI8[] = {0, 0, 2, 2, 0, -2, -2, 127, -128, 126, 127, -128, -128};
   for (bool isSigned : {false, true}) {
@@ -310,7 +314,8 @@ TEST_CASE("quantize and dequantize: half to even, saturation, per axis") {
     const size_t axis = i / 2 % 3;
     expected.push_back(roundClampRef(values[i] / scales[axis], zeros[axis], 0, 255));
   }
-  checkOnTeams([&](const Team& team, uint8_t* y) { quantize_linear(p, values.data(), scales, zeros, y, team); },
+  checkOnTeams([&](const Team& team,
+                   uint8_t* y) { quantize_linear(p, values.data(), scales, zeros, y, team); },
                values.size(), DType::kU8, expected);
   // Dequantize the int32 bias form.
   const std::vector<int32_t> big = {-2147483647, 5, 100000};
@@ -377,8 +382,10 @@ TEST_CASE("dynamic quantize, quantised add, int8 pools") {
   for (int64_t c = 0; c < 7; ++c) {
     int32_t sum = 0;
     for (int64_t i = 0; i < 49; ++i) sum += planes[c * 49 + i];
-    ref.push_back(roundClampRef(static_cast<float>(sum - 49 * 12) * (0.1f / (49.0f * 0.03f)), 4, 0, 255));
+    ref.push_back(
+        roundClampRef(static_cast<float>(sum - 49 * 12) * (0.1f / (49.0f * 0.03f)), 4, 0, 255));
   }
-  checkOnTeams([&](const Team& team, uint8_t* out) { qglobal_avg_pool(g, planes.data(), out, team); },
-               ref.size(), DType::kU8, ref);
+  checkOnTeams(
+      [&](const Team& team, uint8_t* out) { qglobal_avg_pool(g, planes.data(), out, team); },
+      ref.size(), DType::kU8, ref);
 }

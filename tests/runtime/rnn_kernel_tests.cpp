@@ -3,9 +3,8 @@
 // shapes (hidden 1, odd sizes), every direction, both layouts, sequence
 // lengths, initial states, peepholes, clip, linear_before_reset, input_forget
 // and non-default activations.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
 
@@ -21,18 +20,28 @@ namespace {
 
 double refActivate(const RnnActivationParams& a, double x) {
   switch (a.fn) {
-    case RnnActivation::kSigmoid: return 1 / (1 + std::exp(-x));
-    case RnnActivation::kTanh: return std::tanh(x);
-    case RnnActivation::kRelu: return x > 0 ? x : 0;
+    case RnnActivation::kSigmoid:
+      return 1 / (1 + std::exp(-x));
+    case RnnActivation::kTanh:
+      return std::tanh(x);
+    case RnnActivation::kRelu:
+      return x > 0 ? x : 0;
     case RnnActivation::kHardSigmoid:
       return std::min(1.0, std::max(0.0, a.alpha * x + a.beta));
-    case RnnActivation::kLeakyRelu: return x < 0 ? a.alpha * x : x;
-    case RnnActivation::kAffine: return a.alpha * x + a.beta;
-    case RnnActivation::kScaledTanh: return a.alpha * std::tanh(a.beta * x);
-    case RnnActivation::kThresholdedRelu: return x > a.alpha ? x : 0;
-    case RnnActivation::kElu: return x < 0 ? a.alpha * (std::exp(x) - 1) : x;
-    case RnnActivation::kSoftsign: return x / (1 + std::fabs(x));
-    case RnnActivation::kSoftplus: return std::log(1 + std::exp(x));
+    case RnnActivation::kLeakyRelu:
+      return x < 0 ? a.alpha * x : x;
+    case RnnActivation::kAffine:
+      return a.alpha * x + a.beta;
+    case RnnActivation::kScaledTanh:
+      return a.alpha * std::tanh(a.beta * x);
+    case RnnActivation::kThresholdedRelu:
+      return x > a.alpha ? x : 0;
+    case RnnActivation::kElu:
+      return x < 0 ? a.alpha * (std::exp(x) - 1) : x;
+    case RnnActivation::kSoftsign:
+      return x / (1 + std::fabs(x));
+    case RnnActivation::kSoftplus:
+      return std::log(1 + std::exp(x));
   }
   return x;
 }
@@ -46,9 +55,7 @@ struct Outputs {
   std::vector<float> y, y_h, y_c;
 };
 
-int64_t gates(RnnCell cell) {
-  return cell == RnnCell::kLstm ? 4 : cell == RnnCell::kGru ? 3 : 1;
-}
+int64_t gates(RnnCell cell) { return cell == RnnCell::kLstm ? 4 : cell == RnnCell::kGru ? 3 : 1; }
 
 /// ONNX's equations, one batch entry, one output element at a time.
 Outputs reference(const RnnParams& p, const Tensors& t) {
@@ -127,8 +134,7 @@ Outputs reference(const RnnParams& p, const Tensors& t) {
         }
         h = hNew;
         if (p.cell == RnnCell::kLstm) c = cNew;
-        for (int64_t j = 0; j < H; ++j)
-          out.y[yIndex(s, d, n, j)] = static_cast<float>(h[j]);
+        for (int64_t j = 0; j < H; ++j) out.y[yIndex(s, d, n, j)] = static_cast<float>(h[j]);
       }
       for (int64_t j = 0; j < H; ++j) {
         out.y_h[stateIndex(d, n, j)] = static_cast<float>(h[j]);
@@ -156,8 +162,7 @@ Tensors makeTensors(const RnnParams& p, const Options& o, uint32_t seed) {
     t.h0 = randomFloats(D * p.batch * H, seed + 4);
     if (p.cell == RnnCell::kLstm) t.c0 = randomFloats(D * p.batch * H, seed + 5);
   }
-  if (o.peephole && p.cell == RnnCell::kLstm)
-    t.peephole = randomFloats(D * 3 * H, seed + 6);
+  if (o.peephole && p.cell == RnnCell::kLstm) t.peephole = randomFloats(D * 3 * H, seed + 6);
   if (o.lens)  // full, short, empty, then full again
     for (int64_t n = 0; n < p.batch; ++n) {
       int64_t pattern[] = {p.seq_length, (p.seq_length + 1) / 2, 0};
@@ -170,21 +175,22 @@ Outputs runKernel(const RnnParams& p, const Tensors& t, int threads = 1) {
   int64_t D = p.num_directions, H = p.hidden_size;
   // NaN-filled, so that an element the kernel forgets to write shows.
   Outputs out{std::vector<float>(p.seq_length * D * p.batch * H, NAN),
-              std::vector<float>(D * p.batch * H, NAN),
-              std::vector<float>(D * p.batch * H, NAN)};
+              std::vector<float>(D * p.batch * H, NAN), std::vector<float>(D * p.batch * H, NAN)};
   auto data = [](const auto& v) { return v.empty() ? nullptr : v.data(); };
   auto call = [&](const Team& team) {
-    rnn(p, t.x.data(), t.w.data(), t.r.data(), data(t.b), data(t.lens),
-        data(t.h0), data(t.c0), data(t.peephole), out.y.data(), out.y_h.data(),
+    rnn(p, t.x.data(), t.w.data(), t.r.data(), data(t.b), data(t.lens), data(t.h0), data(t.c0),
+        data(t.peephole), out.y.data(), out.y_h.data(),
         p.cell == RnnCell::kLstm ? out.y_c.data() : nullptr, team);
   };
-  if (threads == 1) call(Team::serial());
-  else onTeam(threads, call);
+  if (threads == 1)
+    call(Team::serial());
+  else
+    onTeam(threads, call);
   return out;
 }
 
-RnnParams makeParams(RnnCell cell, int64_t seq, int64_t batch, int64_t input,
-                     int64_t hidden, int direction, bool batchMajor) {
+RnnParams makeParams(RnnCell cell, int64_t seq, int64_t batch, int64_t input, int64_t hidden,
+                     int direction, bool batchMajor) {
   RnnParams p{};
   p.cell = cell;
   p.seq_length = seq;
@@ -217,9 +223,8 @@ struct Shape {
 };
 // Batches 13 and 25 take several register-block passes of uneven sizes
 // (the recurrent product holds at most 6 LSTM, 8 GRU or 24 RNN rows).
-constexpr Shape kShapes[] = {{1, 1, 1, 1}, {4, 3, 5, 1}, {5, 2, 3, 7},
-                             {3, 4, 17, 9}, {6, 3, 2, 16}, {3, 13, 6, 20},
-                             {2, 25, 4, 18}};
+constexpr Shape kShapes[] = {{1, 1, 1, 1},  {4, 3, 5, 1},   {5, 2, 3, 7},  {3, 4, 17, 9},
+                             {6, 3, 2, 16}, {3, 13, 6, 20}, {2, 25, 4, 18}};
 
 }  // namespace
 
@@ -230,12 +235,11 @@ TEST_CASE("recurrent cells match the ONNX equations in every direction and layou
       for (bool batchMajor : {false, true})
         for (const Shape& s : kShapes)
           for (int variant = 0; variant < 4; ++variant) {
-            INFO("cell " << static_cast<int>(cell) << " direction " << direction
-                 << " batch_major " << batchMajor << " shape " << s.seq << "x"
-                 << s.batch << "x" << s.input << "x" << s.hidden
-                 << " variant " << variant);
-            RnnParams p = makeParams(cell, s.seq, s.batch, s.input, s.hidden,
-                                     direction, batchMajor);
+            INFO("cell " << static_cast<int>(cell) << " direction " << direction << " batch_major "
+                         << batchMajor << " shape " << s.seq << "x" << s.batch << "x" << s.input
+                         << "x" << s.hidden << " variant " << variant);
+            RnnParams p =
+                makeParams(cell, s.seq, s.batch, s.input, s.hidden, direction, batchMajor);
             Options o;
             o.bias = variant >= 1;
             o.initial = variant >= 2;
@@ -309,8 +313,8 @@ TEST_CASE("recurrent outputs are optional") {
   Tensors t = makeTensors(p, o, 300);
   Outputs expected = reference(p, t);
   std::vector<float> y_c(expected.y_c.size(), NAN);
-  rnn(p, t.x.data(), t.w.data(), t.r.data(), t.b.data(), t.lens.data(),
-      t.h0.data(), t.c0.data(), nullptr, nullptr, nullptr, y_c.data());
+  rnn(p, t.x.data(), t.w.data(), t.r.data(), t.b.data(), t.lens.data(), t.h0.data(), t.c0.data(),
+      nullptr, nullptr, nullptr, y_c.data());
   requireClose(y_c, expected.y_c, 1e-5);
 }
 
@@ -319,19 +323,18 @@ TEST_CASE("recurrent cells split over 2- and 3-thread teams match the ONNX equat
   // than threads, a partial last block, several blocks per thread.
   // Cells this small run their steps on thread 0 while thread 1 projects
   // the input a chunk of 8 steps ahead: 21 steps end in a partial chunk.
-  constexpr Shape shapes[] = {{3, 1, 5, 7}, {4, 3, 9, 33}, {5, 5, 16, 48}, {2, 2, 3, 70},
-                              {3, 13, 6, 40}, {21, 2, 5, 12}};
+  constexpr Shape shapes[] = {{3, 1, 5, 7},  {4, 3, 9, 33},  {5, 5, 16, 48},
+                              {2, 2, 3, 70}, {3, 13, 6, 40}, {21, 2, 5, 12}};
   uint32_t seed = 500;
   for (int threads : {2, 3})
     for (RnnCell cell : {RnnCell::kRnn, RnnCell::kGru, RnnCell::kLstm})
       for (int direction = 0; direction < 3; ++direction)
         for (const Shape& s : shapes)
           for (int variant = 0; variant < 2; ++variant) {
-            INFO("threads " << threads << " cell " << static_cast<int>(cell)
-                 << " direction " << direction << " hidden " << s.hidden
-                 << " variant " << variant);
-            RnnParams p = makeParams(cell, s.seq, s.batch, s.input, s.hidden,
-                                     direction, variant == 1);
+            INFO("threads " << threads << " cell " << static_cast<int>(cell) << " direction "
+                            << direction << " hidden " << s.hidden << " variant " << variant);
+            RnnParams p =
+                makeParams(cell, s.seq, s.batch, s.input, s.hidden, direction, variant == 1);
             Options o;
             o.bias = o.initial = true;
             o.lens = o.peephole = variant == 1;
@@ -367,8 +370,10 @@ TEST_CASE("recurrent weights changed in place between calls are repacked") {
     Tensors t = makeTensors(p, o, 700);
     for (int round = 0; round < 3; ++round) {
       INFO("cell " << static_cast<int>(cell) << " round " << round);
-      if (round == 2) t.r[t.r.size() / 2] += 0.5f;  // one weight of direction 1
-      else if (round == 1) t.r = randomFloats(t.r.size(), 701);
+      if (round == 2)
+        t.r[t.r.size() / 2] += 0.5f;  // one weight of direction 1
+      else if (round == 1)
+        t.r = randomFloats(t.r.size(), 701);
       requireClose(runKernel(p, t).y, reference(p, t).y, 1e-5);
     }
   }

@@ -4,7 +4,6 @@
 // images for GridSample/RoiAlign, and the generator's range and
 // repeatability; plus coordinates that must not escape the image.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <complex>
 #include <limits>
@@ -34,7 +33,10 @@ std::vector<std::complex<double>> referenceDft(const std::vector<std::complex<do
 }  // namespace
 
 TEST_CASE("dft of real and complex signals, padded, cut, onesided and inverse") {
-  struct Case { int64_t len, n; bool complex, inverse, onesided; };
+  struct Case {
+    int64_t len, n;
+    bool complex, inverse, onesided;
+  };
   for (Case c : {Case{10, 10, false, false, false}, Case{7, 12, false, false, true},
                  Case{9, 5, true, false, false}, Case{8, 8, true, true, false}}) {
     const int64_t outer = 2, inner = 3, channels = c.complex ? 2 : 1;
@@ -90,8 +92,8 @@ TEST_CASE("mel_weight_matrix reproduces the ONNX test's matrix") {
   mel_weight_matrix({8, 16, DType::kI32, DType::kF32, DType::kF32}, &rate, &lower, &upper,
                     y.data());
   // From onnx/backend/test/case/node/melweightmatrix.py.
-  const std::vector<int> ones = {0 * 8 + 0, 0 * 8 + 1, 1 * 8 + 2, 1 * 8 + 3, 2 * 8 + 4,
-                                 3 * 8 + 5, 4 * 8 + 6, 5 * 8 + 7};
+  const std::vector<int> ones = {0 * 8 + 0, 0 * 8 + 1, 1 * 8 + 2, 1 * 8 + 3,
+                                 2 * 8 + 4, 3 * 8 + 5, 4 * 8 + 6, 5 * 8 + 7};
   for (int i = 0; i < 72; ++i)
     REQUIRE(y[i] == (std::find(ones.begin(), ones.end(), i) != ones.end() ? 1.f : 0.f));
   // A zero sample rate or absurd edges stay inside the matrix.
@@ -122,8 +124,8 @@ TEST_CASE("grid_sample on an align_corners identity grid returns the image") {
 TEST_CASE("grid_sample matches the ONNX example; wild coordinates stay inside") {
   // test_gridsample_{zeros,border,reflection}_padding from gridsample.py.
   const std::vector<float> x = {0, 1, 2, 3, 4, 5};  // [1, 1, 3, 2]
-  const std::vector<float> grid = {-10, -10, -5, -5, -0.2f, -0.2f, 10, 10,
-                                   10,  10,  -0.2f, -0.2f, 5, 5, 10, 10};
+  const std::vector<float> grid = {-10, -10, -5,    -5,    -0.2f, -0.2f, 10, 10,
+                                   10,  10,  -0.2f, -0.2f, 5,     5,     10, 10};
   const std::vector<std::vector<float>> expected = {{0, 0, 1.7f, 0, 0, 1.7f, 0, 0},
                                                     {0, 0, 1.7f, 5, 5, 1.7f, 5, 5},
                                                     {2.5f, 0, 1.7f, 2.5f, 2.5f, 1.7f, 5, 2.5f}};

@@ -2,13 +2,12 @@
 // plain reference loops, each run serially and on 2- and 3-thread teams, on
 // awkward sizes: one element, fewer elements than threads, sizes that are
 // not multiples of a cache line or of the 16-lane blocks.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
-#include <tuple>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "cgc/kernels.h"
@@ -26,8 +25,10 @@ template <typename Kernel, typename Check>
 void onTeams(Kernel kernel, Check check) {
   for (int threads : {1, 2, 3}) {
     INFO("threads " << threads);
-    if (threads == 1) kernel(Team::serial());
-    else onTeam(threads, kernel);
+    if (threads == 1)
+      kernel(Team::serial());
+    else
+      onTeam(threads, kernel);
     check();
   }
 }
@@ -164,8 +165,11 @@ TEST_CASE("team pooling splits planes") {
       for (int i = 0; i < 13; ++i) s += gx[c * 13 + i];
       gRef[c] = static_cast<float>(s / 13);
     }
-    onTeams([&](const Team& t) { global_avg_pool({planes, 13}, gx.data(), g.data(), t); },
-            [&] { requireClose(g, gRef, 1e-6); });
+    onTeams(
+        [&](const Team& t) {
+          global_avg_pool({planes, 13}, gx.data(), g.data(), t);
+        },
+        [&] { requireClose(g, gRef, 1e-6); });
   }
 }
 
@@ -173,8 +177,8 @@ TEST_CASE("team softmax and log-softmax along contiguous and strided axes") {
   struct Shape {
     int64_t outer, axis, inner;
   };
-  for (Shape s : {Shape{1, 1, 1}, Shape{5, 37, 1}, Shape{2, 1000, 1}, Shape{3, 6, 19},
-                  Shape{2, 5, 300}}) {
+  for (Shape s :
+       {Shape{1, 1, 1}, Shape{5, 37, 1}, Shape{2, 1000, 1}, Shape{3, 6, 19}, Shape{2, 5, 300}}) {
     for (bool log : {false, true}) {
       INFO("shape " << s.outer << "x" << s.axis << "x" << s.inner << " log " << log);
       int64_t n = s.outer * s.axis * s.inner;
@@ -211,11 +215,11 @@ TEST_CASE("team batch_norm and layer_norm split planes and rows") {
     int64_t c = (i / 11) % 3;
     ref[i] = static_cast<float>((x[i] - mean[c]) / std::sqrt(var[c] + 1e-5) * scale[c] + bias[c]);
   }
-  onTeams([&](const Team& t) {
-            batch_norm(bp, x.data(), scale.data(), bias.data(), mean.data(), var.data(),
-                       y.data(), t);
-          },
-          [&] { requireClose(y, ref, 1e-5); });
+  onTeams(
+      [&](const Team& t) {
+        batch_norm(bp, x.data(), scale.data(), bias.data(), mean.data(), var.data(), y.data(), t);
+      },
+      [&] { requireClose(y, ref, 1e-5); });
 
   for (int64_t outer : {1, 7}) {
     const int64_t inner = 29;
@@ -234,14 +238,14 @@ TEST_CASE("team batch_norm and layer_norm split planes and rows") {
             static_cast<float>((lx[o * inner + i] - m) / std::sqrt(v + 1e-5) * ls[i] + lb[i]);
     }
     LayerNormParams lp{outer, inner, 1e-5f};
-    onTeams([&](const Team& t) {
-              layer_norm(lp, lx.data(), ls.data(), lb.data(), ly.data(), lmean.data(),
-                         nullptr, t);
-            },
-            [&] {
-              requireClose(ly, lref, 1e-5);
-              requireClose(lmean, lmeanRef, 1e-6);
-            });
+    onTeams(
+        [&](const Team& t) {
+          layer_norm(lp, lx.data(), ls.data(), lb.data(), ly.data(), lmean.data(), nullptr, t);
+        },
+        [&] {
+          requireClose(ly, lref, 1e-5);
+          requireClose(lmean, lmeanRef, 1e-6);
+        });
   }
 }
 
@@ -254,7 +258,8 @@ TEST_CASE("team strided_copy splits rows at any starting multi-index") {
   std::vector<float> expected;
   for (int64_t a = 0; a < 3; ++a)
     for (int64_t b = 0; b < 50; ++b)
-      for (int64_t c = 0; c < 40; ++c) expected.push_back(x[p.offset + a * in1 * in2 + b * in2 + 2 * c]);
+      for (int64_t c = 0; c < 40; ++c)
+        expected.push_back(x[p.offset + a * in1 * in2 + b * in2 + 2 * c]);
   std::vector<float> y(expected.size(), NAN);
   onTeams([&](const Team& t) { strided_copy(p, x.data(), y.data(), t); },
           [&] { requireClose(y, expected, 0); });
@@ -267,8 +272,10 @@ TEST_CASE("team strided_copy splits rows at any starting multi-index") {
 TEST_CASE("team matmul: the same bits on every team size") {
   // A 2-row GEMM split over two threads gives each one row; a one-row block
   // must not take another summation order than the whole GEMM does.
-  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{2, 6, 48}, {1, 40, 300},
-                         {5, 33, 129}, {64, 64, 64}}) {
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{2, 6, 48},
+                         {1, 40, 300},
+                         {5, 33, 129},
+                         {64, 64, 64}}) {
     INFO("m " << m << " n " << n << " k " << k);
     MatMulParams p{};
     p.m = m, p.n = n, p.k = k;

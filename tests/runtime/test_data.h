@@ -2,7 +2,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -34,8 +33,7 @@ std::vector<T> randomIntegers(size_t n, uint32_t seed, int64_t lo, int64_t hi) {
   return v;
 }
 
-inline void requireClose(const std::vector<float>& actual,
-                         const std::vector<float>& expected,
+inline void requireClose(const std::vector<float>& actual, const std::vector<float>& expected,
                          double margin = 1e-4) {
   REQUIRE(actual.size() == expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {

@@ -79,8 +79,7 @@ int main() {
   auto work = [&](Model* instance) {
     for (int run = 0; run < 20; ++run) {
       const cgc_status status = CGC_FN(_run)(instance);
-      require(status == CGC_OK || (instance == second && status == CGC_ERROR_BUSY), "run",
-              nullptr);
+      require(status == CGC_OK || (instance == second && status == CGC_ERROR_BUSY), "run", nullptr);
       busy += status == CGC_ERROR_BUSY;
     }
   };

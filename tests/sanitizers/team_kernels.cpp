@@ -46,9 +46,8 @@ std::vector<float> pattern(size_t n, int period, float scale) {
 std::vector<float> run(const ConvParams& p, const std::vector<float>& x,
                        const std::vector<float>& w, const std::vector<float>& b, int threads) {
   std::vector<float> y(static_cast<size_t>(p.n * p.c_out * p.h_out * p.w_out));
-  onTeam(threads, [&](const Team& team) {
-    conv(p, x.data(), w.data(), b.data(), nullptr, y.data(), team);
-  });
+  onTeam(threads,
+         [&](const Team& team) { conv(p, x.data(), w.data(), b.data(), nullptr, y.data(), team); });
   return y;
 }
 
@@ -86,21 +85,21 @@ int main() {
   struct Shape {
     int64_t n, cin, h, w, cout, k, pad, stride;
   };
-  const Shape shapes[] = {{1, 32, 5, 6, 128, 3, 1, 1}, {2, 24, 7, 7, 96, 3, 1, 2},
-                          {1, 16, 20, 18, 32, 3, 1, 1}};
+  const Shape shapes[] = {
+      {1, 32, 5, 6, 128, 3, 1, 1}, {2, 24, 7, 7, 96, 3, 1, 2}, {1, 16, 20, 18, 32, 3, 1, 1}};
   for (const Shape& s : shapes) {
     const int64_t ho = (s.h + 2 * s.pad - s.k) / s.stride + 1;
     const int64_t wo = (s.w + 2 * s.pad - s.k) / s.stride + 1;
-    ConvParams p{s.n, s.cin, 1, s.h, s.w, s.cout, 1, ho, wo, 1, 1, s.k, s.k, 1, s.stride,
-                 s.stride, 0, s.pad, s.pad, 1, 1, 1};
+    ConvParams p{s.n, s.cin, 1, s.h,      s.w,      s.cout, 1,     ho,    wo, 1, 1,
+                 s.k, s.k,   1, s.stride, s.stride, 0,      s.pad, s.pad, 1,  1, 1};
     const std::vector<float> x = pattern(s.n * s.cin * s.h * s.w, 17, 1.0f);
     const std::vector<float> w = pattern(s.cout * s.cin * s.k * s.k, 13, 1.0f);
     const std::vector<float> b = pattern(s.cout, 5, 1.0f);
     for (bool winograd : {false, true}) {
       ConvParams q = p;
       if (winograd && !convTakesWinograd(q)) continue;
-      std::vector<float> packed(static_cast<size_t>(winograd ? winogradWeightCount(q)
-                                                             : packedConvWeightCount(q)));
+      std::vector<float> packed(
+          static_cast<size_t>(winograd ? winogradWeightCount(q) : packedConvWeightCount(q)));
       if (winograd)
         winogradWeights(q, w.data(), packed.data());
       else
@@ -129,7 +128,8 @@ int main() {
         return EXIT_FAILURE;
       }
   }
-  std::puts("team kernels: packed and Winograd convolutions and pipelined LSTM on teams of 1 "
-            "to 3 threads");
+  std::puts(
+      "team kernels: packed and Winograd convolutions and pipelined LSTM on teams of 1 "
+      "to 3 threads");
   return EXIT_SUCCESS;
 }

@@ -2,7 +2,6 @@
 // one wide product plus Slices, and the graph, interpreted with the runtime
 // kernels, still computes what a plain reference loop computes.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <map>
 
@@ -27,8 +26,8 @@ std::vector<float> values(size_t n, float scale) {
 
 /// y[m, n] = sum_k x[m, k] w[k, n] (+ bias[n]); `transposed` reads w as [n, k].
 std::vector<float> reference(const std::vector<float>& x, const std::vector<float>& w,
-                             const std::vector<float>& bias, int64_t m, int64_t k,
-                             int64_t n, bool transposed) {
+                             const std::vector<float>& bias, int64_t m, int64_t k, int64_t n,
+                             bool transposed) {
   std::vector<float> y(m * n);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -81,10 +80,10 @@ TEST_CASE("fuse-matmuls joins Gemms with transB and per-column biases") {
   int x = b.input("x", {m, k});
   std::vector<float> w0 = values(k * 5, 1.f), w1 = values(4 * k, 2.f);
   std::vector<float> c0 = values(5, 3.f);
-  int y0 = b.node("Gemm", "g0", {x, b.constant("w0", {k, 5}, w0), b.constant("c0", {5}, c0)},
-                  {m, 5});
-  int y1 = b.node("Gemm", "g1", {x, b.constant("w1", {4, k}, w1)}, {m, 4},
-                  {{"transB", int64_t{1}}});
+  int y0 =
+      b.node("Gemm", "g0", {x, b.constant("w0", {k, 5}, w0), b.constant("c0", {5}, c0)}, {m, 5});
+  int y1 =
+      b.node("Gemm", "g1", {x, b.constant("w1", {4, k}, w1)}, {m, 4}, {{"transB", int64_t{1}}});
   // Not fusable: alpha scales the product.
   int y2 = b.node("Gemm", "g2", {x, b.constant("w2", {k, 2}, values(k * 2, 1.f))}, {m, 2},
                   {{"alpha", 2.0}});

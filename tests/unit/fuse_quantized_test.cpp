@@ -3,7 +3,6 @@
 // kernels before (the float emulation: DequantizeLinear, float op,
 // QuantizeLinear) and after (int8 kernels), within one quantisation step.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -103,7 +102,8 @@ TEST_CASE("fuse-quantized: DQ, Conv, Relu, Q and the residual Add become one QLi
   const Attrs window = {{"kernel_shape", std::vector<int64_t>{3, 3}},
                         {"pads", std::vector<int64_t>{1, 1, 1, 1}},
                         {"strides", std::vector<int64_t>{1, 1}},
-                        {"dilations", std::vector<int64_t>{1, 1}}, {"group", int64_t{1}}};
+                        {"dilations", std::vector<int64_t>{1, 1}},
+                        {"group", int64_t{1}}};
   const int conv = b.node("Conv", "conv", {dx, w, bias}, out, window);
   const int relu = b.node("Relu", "relu", {conv}, out);
   const int q1 = quantize(b, "q1", relu, mid, out);
@@ -132,9 +132,9 @@ TEST_CASE("fuse-quantized: DQ, Conv, Relu, Q and the residual Add become one QLi
            "none, %side_scale, %side_zero, %side_conv_b_int32) -> %q2_out uint8[1,6,6,6]",
            "conv = QLinearConv(%qx_out, %in_scale, %in_zero, %conv_w, %conv_ws, none, "
            "%sum_scale, %sum_zero, %conv_b_int32, %q2_out) -> %q3_out uint8[1,6,6,6] {",
-           "SAME: cgc_q_mid_min = 10", "SAME: cgc_q_mid_scale = 0.1",
-           "SAME: cgc_q_mid_zero = 10", "SAME: cgc_q_min = 20",
-           "SAME: cgc_q_residual_scale = 0.0799999", "SAME: cgc_q_residual_zero = 100",
+           "SAME: cgc_q_mid_min = 10", "SAME: cgc_q_mid_scale = 0.1", "SAME: cgc_q_mid_zero = 10",
+           "SAME: cgc_q_min = 20", "SAME: cgc_q_residual_scale = 0.0799999",
+           "SAME: cgc_q_residual_zero = 100",
            "y = DequantizeLinear(%q3_out, %sum_scale, %sum_zero)", "NOT: Conv(", "NOT: Add("});
   requireWithinSteps(interpret(b.graph, x0), before, 0.12f);
 
@@ -155,8 +155,9 @@ TEST_CASE("fuse-quantized: pools, moves, adds and the head on int8 data") {
           s = params(b, "s", 0.07f, 0), g = params(b, "g", 0.03f, 128);
   const int qa = quantize(b, "qa", x, a, shape);
   const int qo = quantize(b, "qo", x, other, shape);
-  const int add = b.node("Add", "add", {dequantize(b, "da", qa, a, shape),
-                                        dequantize(b, "do", qo, other, shape)}, shape);
+  const int add =
+      b.node("Add", "add",
+             {dequantize(b, "da", qa, a, shape), dequantize(b, "do", qo, other, shape)}, shape);
   const int qs = quantize(b, "qs", b.node("Relu", "relu", {add}, shape), s, shape);
   const Attrs window = {{"kernel_shape", std::vector<int64_t>{3, 3}},
                         {"strides", std::vector<int64_t>{2, 2}},
@@ -164,8 +165,8 @@ TEST_CASE("fuse-quantized: pools, moves, adds and the head on int8 data") {
                         {"dilations", std::vector<int64_t>{1, 1}}};
   const int pool = b.node("MaxPool", "pool", {dequantize(b, "ds", qs, s, shape)}, pooled, window);
   const int qp = quantize(b, "qp", pool, s, pooled);
-  const int gap = b.node("GlobalAveragePool", "gap", {dequantize(b, "dp", qp, s, pooled)},
-                         {1, 3, 1, 1});
+  const int gap =
+      b.node("GlobalAveragePool", "gap", {dequantize(b, "dp", qp, s, pooled)}, {1, 3, 1, 1});
   const int qg = quantize(b, "qg", gap, g, {1, 3, 1, 1});
   const int flat = b.node("Reshape", "flat", {dequantize(b, "dg", qg, g, {1, 3, 1, 1})}, {1, 3});
   // Requantised with other params: a Flatten (a Reshape in the IR) that must stay float.
@@ -177,13 +178,13 @@ TEST_CASE("fuse-quantized: pools, moves, adds and the head on int8 data") {
   REQUIRE(passes::fuseQuantized(b.graph));
   passes::eliminateDeadCode(b.graph);
   ir::verifyGraph(b.graph);
-  checkIr(b.graph, {"add = QLinearAdd(%qa_out, %a_scale, %a_zero, %qo_out, %other_scale, "
-                    "%other_zero, %s_scale, %s_zero) -> %qs_out uint8[1,3,5,5]",
-                    "pool = MaxPoolInt8(%qs_out) -> %qp_out uint8[1,3,3,3]",
-                    "gap = QLinearGlobalAveragePool(%qp_out, %s_scale, %s_zero, %g_scale, "
-                    "%g_zero) -> %qg_out uint8[1,3,1,1]",
-                    "flat = Reshape(%dg_out) -> %flat_out float32[1,3]",
-                    "qf = QuantizeLinear(%flat_out"});
+  checkIr(b.graph,
+          {"add = QLinearAdd(%qa_out, %a_scale, %a_zero, %qo_out, %other_scale, "
+           "%other_zero, %s_scale, %s_zero) -> %qs_out uint8[1,3,5,5]",
+           "pool = MaxPoolInt8(%qs_out) -> %qp_out uint8[1,3,3,3]",
+           "gap = QLinearGlobalAveragePool(%qp_out, %s_scale, %s_zero, %g_scale, "
+           "%g_zero) -> %qg_out uint8[1,3,1,1]",
+           "flat = Reshape(%dg_out) -> %flat_out float32[1,3]", "qf = QuantizeLinear(%flat_out"});
   requireWithinSteps(interpret(b.graph, x0), before, 0.05f);
 }
 
@@ -210,8 +211,9 @@ TEST_CASE("fuse-quantized leaves chains it cannot run exactly") {
   CHECK(b.graph.countOps("Add") == 1);
 }
 
-TEST_CASE("fuse-quantized: DQ, Gemm (transB, per-channel weights, int32 bias), Q become one "
-          "QLinearMatMul") {
+TEST_CASE(
+    "fuse-quantized: DQ, Gemm (transB, per-channel weights, int32 bias), Q become one "
+    "QLinearMatMul") {
   GraphBuilder b("qgemm");
   const ir::Shape shape = {2, 16}, out = {2, 10};
   const int x = b.input("x", shape);

@@ -2,13 +2,12 @@
 // source compared byte for byte with tests/golden/*.golden. Refresh with
 // CGC_UPDATE_GOLDEN=1 after an intended change, and review the diff.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
-#include "compiler/driver.h"
 #include "codegen/model_emitter.h"
+#include "compiler/driver.h"
 #include "graph_builder.h"
 #include "passes/cost_model.h"
 #include "passes/partition.h"
@@ -35,15 +34,13 @@ std::string firstDifference(const std::string& expected, const std::string& actu
     bool ha = static_cast<bool>(std::getline(a, la));
     if (!he && !ha) return "";
     if (le != la || he != ha)
-      return "line " + std::to_string(line) + ":\n  expected: " + le +
-             "\n  actual:   " + la;
+      return "line " + std::to_string(line) + ":\n  expected: " + le + "\n  actual:   " + la;
   }
 }
 
 /// The model through the driver's pipeline, every verifier included;
 /// threads 0 leaves the team size to run time, as cgc's default.
-cgc::codegen::EmittedModel emit(GraphBuilder& b, bool embedWeights, int executors,
-                                int threads) {
+cgc::codegen::EmittedModel emit(GraphBuilder& b, bool embedWeights, int executors, int threads) {
   cgc::driver::CompileOptions options;
   options.quiet = true;
   options.embedWeights = embedWeights;
@@ -55,8 +52,7 @@ cgc::codegen::EmittedModel emit(GraphBuilder& b, bool embedWeights, int executor
   return cgc::driver::emitModel(model, options);
 }
 
-void checkGolden(GraphBuilder& b, bool embedWeights = true, int executors = 1,
-                 int threads = 1) {
+void checkGolden(GraphBuilder& b, bool embedWeights = true, int executors = 1, int threads = 1) {
   const std::string name = b.graph.name;
   auto model = emit(b, embedWeights, executors, threads);
   const bool update = std::getenv("CGC_UPDATE_GOLDEN") != nullptr;
@@ -93,13 +89,13 @@ TEST_CASE("golden: convolution, pooling and Gemm") {
   int x = b.input("image", {1, 2, 6, 6});
   std::vector<float> w(4 * 2 * 3 * 3, 0.25f);
   int weights = b.constant("w", {4, 2, 3, 3}, w);
-  int conv = b.node("Conv", "conv1", {x, weights}, {1, 4, 6, 6},
-                    {{"kernel_shape", std::vector<int64_t>{3, 3}},
-                     {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  int conv = b.node(
+      "Conv", "conv1", {x, weights}, {1, 4, 6, 6},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
   int relu = b.node("Relu", "relu1", {conv}, {1, 4, 6, 6});
-  int pool = b.node("MaxPool", "pool1", {relu}, {1, 4, 3, 3},
-                    {{"kernel_shape", std::vector<int64_t>{2, 2}},
-                     {"strides", std::vector<int64_t>{2, 2}}});
+  int pool = b.node(
+      "MaxPool", "pool1", {relu}, {1, 4, 3, 3},
+      {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
   int flat = b.node("Reshape", "flatten", {pool}, {1, 36});
   int fc = b.constant("fc", {36, 3}, std::vector<float>(108, 0.1f));
   int logits = b.node("Gemm", "fc1", {flat, fc}, {1, 3});
@@ -111,11 +107,9 @@ TEST_CASE("golden: convolution, pooling and Gemm") {
 TEST_CASE("golden: data movement with two outputs") {
   GraphBuilder b("slices");
   int x = b.input("x", {4, 6});
-  int t = b.node("Transpose", "transpose", {x}, {6, 4},
-                 {{"perm", std::vector<int64_t>{1, 0}}});
+  int t = b.node("Transpose", "transpose", {x}, {6, 4}, {{"perm", std::vector<int64_t>{1, 0}}});
   int s = b.node("Slice", "slice", {t}, {3, 4},
-                 {{"starts", std::vector<int64_t>{0, 0}},
-                  {"steps", std::vector<int64_t>{2, 1}}});
+                 {{"starts", std::vector<int64_t>{0, 0}}, {"steps", std::vector<int64_t>{2, 1}}});
   int c = b.node("Concat", "concat", {s, s}, {6, 4}, {{"axis", int64_t{0}}});
   int i = b.node("Cast", "to_int", {c}, {6, 4}, {{"to", int64_t{7}}}, cgc::DType::kI64);
   b.output(c, "joined");
@@ -156,6 +150,5 @@ TEST_CASE("codegen: long op lists are split into functions") {
   auto model = emit(b, /*embedWeights=*/true, 1, 1);
   CHECK(model.source.find("executor0_part2(team);") != std::string::npos);
   CHECK(model.source.find("executor0_part3") == std::string::npos);
-  CHECK(model.header.find("void executor0_part0(const cgc::rt::Team& team);") !=
-        std::string::npos);
+  CHECK(model.header.find("void executor0_part0(const cgc::rt::Team& team);") != std::string::npos);
 }

@@ -22,19 +22,15 @@ class GraphBuilder {
     return id;
   }
 
-  int constant(const std::string& name, ir::Shape shape,
-               const std::vector<float>& values) {
+  int constant(const std::string& name, ir::Shape shape, const std::vector<float>& values) {
     std::vector<uint8_t> bytes(values.size() * sizeof(float));
     std::memcpy(bytes.data(), values.data(), bytes.size());
-    return graph.addConstant(name, {DType::kF32, std::move(shape)},
-                             std::move(bytes));
+    return graph.addConstant(name, {DType::kF32, std::move(shape)}, std::move(bytes));
   }
 
   /// Adds `op` with one float output of `shape`; returns the output value.
-  int node(const std::string& op, const std::string& name,
-           std::vector<int> inputs, ir::Shape shape,
-           std::map<std::string, ir::Attribute> attrs = {},
-           DType type = DType::kF32) {
+  int node(const std::string& op, const std::string& name, std::vector<int> inputs, ir::Shape shape,
+           std::map<std::string, ir::Attribute> attrs = {}, DType type = DType::kF32) {
     int out = graph.addValue(name + "_out", {type, std::move(shape)});
     graph.addNode(op, name, std::move(inputs), {out}, std::move(attrs));
     return out;

@@ -1,11 +1,11 @@
 // Unit tests of scheduling and the memory plan: reuse, in-place ops, views,
 // and the verifiers rejecting corrupted plans and schedules.
-#include <catch2/catch.hpp>
+#include "passes/memory_plan.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "graph_builder.h"
-#include "passes/memory_plan.h"
 #include "passes/schedule.h"
 
 using cgc::testing::GraphBuilder;
@@ -97,8 +97,9 @@ TEST_CASE("the memory verifier rejects a plan that writes a graph input") {
   // Move e's buffer onto the input's bytes: within one run e is written
   // after x's last read, but a second run() would read e's values as x.
   plan.buffers[plan.bufferOf[e]].offset = plan.buffers[plan.bufferOf[x]].offset;
-  CHECK_THROWS_WITH(passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), schedule, plan),
-                    Catch::Contains("graph input 'x' shares bytes with"));
+  CHECK_THROWS_WITH(
+      passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), schedule, plan),
+      Catch::Contains("graph input 'x' shares bytes with"));
 }
 
 TEST_CASE("views alias their input") {
@@ -120,8 +121,9 @@ TEST_CASE("the memory verifier rejects overlapping live buffers") {
   auto plan = passes::planMemory(b.graph, cgc::lowering::lowerGraph(b.graph), schedule);
   // Move every buffer to offset 0: the input now overlaps live intermediates.
   for (auto& buffer : plan.buffers) buffer.offset = 0;
-  CHECK_THROWS_AS(passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), schedule, plan),
-                  cgc::InternalError);
+  CHECK_THROWS_AS(
+      passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), schedule, plan),
+      cgc::InternalError);
 }
 
 TEST_CASE("the memory verifier rejects overwriting a value still needed") {
@@ -134,8 +136,9 @@ TEST_CASE("the memory verifier rejects overwriting a value still needed") {
   int r1 = b.graph.node(order[2]).outputs[0];
   plan.buffers[plan.bufferOf[l1]].values.push_back(r1);
   plan.bufferOf[r1] = plan.bufferOf[l1];
-  CHECK_THROWS_AS(passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), schedule, plan),
-                  cgc::InternalError);
+  CHECK_THROWS_AS(
+      passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), schedule, plan),
+      cgc::InternalError);
 }
 
 namespace {
@@ -203,11 +206,13 @@ TEST_CASE("the memory verifier rejects Concat slices that overlap") {
   auto plan = passes::planMemory(b.graph, cgc::lowering::lowerGraph(b.graph), schedule);
   const int e = b.graph.node(2).inputs[1];
   plan.offsetInBuffer[e] -= 4;  // one float into a's slice
-  CHECK_THROWS_WITH(passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), schedule, plan),
-                    Catch::Matchers::Contains("while it is still needed"));
+  CHECK_THROWS_WITH(
+      passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), schedule, plan),
+      Catch::Matchers::Contains("while it is still needed"));
   plan.offsetInBuffer[e] += 8;  // one float past the end of the buffer
-  CHECK_THROWS_WITH(passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), schedule, plan),
-                    Catch::Matchers::Contains("does not fit its buffer"));
+  CHECK_THROWS_WITH(
+      passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), schedule, plan),
+      Catch::Matchers::Contains("does not fit its buffer"));
 }
 
 TEST_CASE("the schedule verifier rejects a consumer before its producer") {

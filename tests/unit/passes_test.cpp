@@ -1,15 +1,14 @@
 // Unit tests of the graph passes on tiny graphs built in C++: each runs one
 // pass, then counts ops and checks the graph still verifies.
-#include <catch2/catch.hpp>
-
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "graph_builder.h"
 #include "interpret.h"
-#include "ir_check.h"
 #include "ir/verifier.h"
+#include "ir_check.h"
 #include "lowering/kernel_call.h"
 #include "passes/pass_manager.h"
 
@@ -17,7 +16,6 @@ using cgc::testing::checkIr;
 using cgc::testing::GraphBuilder;
 namespace ir = cgc::ir;
 namespace passes = cgc::passes;
-
 
 TEST_CASE("canonicalize removes Identity and collapses Reshape chains") {
   GraphBuilder b("canon");
@@ -72,8 +70,8 @@ TEST_CASE("fold-conv-batchnorm removes BatchNormalization and keeps results") {
   int shift = b.constant("shift", {3}, {0.0f, 1.0f, -1.0f});
   int mean = b.constant("mean", {3}, {0.2f, -0.1f, 0.4f});
   int var = b.constant("var", {3}, {0.9f, 1.3f, 0.25f});
-  int bn = b.node("BatchNormalization", "bn", {conv, scale, shift, mean, var},
-                  {1, 3, 4, 4}, {{"epsilon", 1e-5}});
+  int bn = b.node("BatchNormalization", "bn", {conv, scale, shift, mean, var}, {1, 3, 4, 4},
+                  {{"epsilon", 1e-5}});
   b.output(bn, "y");
 
   std::vector<float> input(32);
@@ -82,10 +80,10 @@ TEST_CASE("fold-conv-batchnorm removes BatchNormalization and keeps results") {
   REQUIRE(passes::foldConvBatchNorm(b.graph));
   passes::eliminateDeadCode(b.graph);
   ir::verifyGraph(b.graph);
-  checkIr(b.graph, {"%conv_bn_weights = constant float32[3,2,3,3]",
-                    "%conv_bn_bias = constant float32[3]",
-                    "conv = Conv(%x, %conv_bn_weights, %conv_bn_bias) -> %bn_out float32[1,3,4,4]",
-                    "NOT: BatchNormalization"});
+  checkIr(b.graph,
+          {"%conv_bn_weights = constant float32[3,2,3,3]", "%conv_bn_bias = constant float32[3]",
+           "conv = Conv(%x, %conv_bn_weights, %conv_bn_bias) -> %bn_out float32[1,3,4,4]",
+           "NOT: BatchNormalization"});
   auto after = cgc::testing::interpret(b.graph, input);
   REQUIRE(before.size() == after.size());
   for (size_t i = 0; i < before.size(); ++i)
@@ -96,12 +94,11 @@ TEST_CASE("fold-conv-batchnorm leaves a Conv whose output has other readers") {
   GraphBuilder b("convbn_shared");
   int x = b.input("x", {1, 1, 3, 3});
   int w = b.constant("w", {1, 1, 1, 1}, {2});
-  int conv = b.node("Conv", "conv", {x, w}, {1, 1, 3, 3},
-                    {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+  int conv =
+      b.node("Conv", "conv", {x, w}, {1, 1, 3, 3}, {{"kernel_shape", std::vector<int64_t>{1, 1}}});
   int one = b.constant("one", {1}, {1});
   int zero = b.constant("zero", {1}, {0});
-  int bn = b.node("BatchNormalization", "bn", {conv, one, zero, zero, one},
-                  {1, 1, 3, 3});
+  int bn = b.node("BatchNormalization", "bn", {conv, one, zero, zero, one}, {1, 1, 3, 3});
   int sum = b.node("Add", "sum", {bn, conv}, {1, 1, 3, 3});
   b.output(sum, "y");
   CHECK_FALSE(passes::foldConvBatchNorm(b.graph));
@@ -145,9 +142,9 @@ TEST_CASE("fuse-epilogues folds Add and Relu into Conv, Add and Clip into MatMul
   std::vector<float> w(2 * 2 * 3 * 3);
   for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.7f * i);
   int weights = b.constant("w", {2, 2, 3, 3}, w);
-  int conv = b.node("Conv", "conv", {x, weights}, {1, 2, 4, 4},
-                    {{"kernel_shape", std::vector<int64_t>{3, 3}},
-                     {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  int conv = b.node(
+      "Conv", "conv", {x, weights}, {1, 2, 4, 4},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
   int sum = b.node("Add", "residual", {x, conv}, {1, 2, 4, 4});
   int relu = b.node("Relu", "relu", {sum}, {1, 2, 4, 4});
   std::vector<float> m(4 * 3);
@@ -156,8 +153,7 @@ TEST_CASE("fuse-epilogues folds Add and Relu into Conv, Add and Clip into MatMul
   int mm = b.node("MatMul", "mm", {relu, mat}, {1, 2, 4, 3});
   int bias = b.constant("bias", {3}, {0.5f, -0.5f, 0.25f});
   int biased = b.node("Add", "bias_add", {mm, bias}, {1, 2, 4, 3});
-  int clip = b.node("Clip", "clip", {biased}, {1, 2, 4, 3},
-                    {{"min", -0.5}, {"max", 1.0}});
+  int clip = b.node("Clip", "clip", {biased}, {1, 2, 4, 3}, {{"min", -0.5}, {"max", 1.0}});
   b.output(clip, "y");
 
   std::vector<float> input(32);
@@ -189,10 +185,10 @@ TEST_CASE("fuse-conv-maxpool stores a stem's 3x3 stride-2 max pooling from the C
   int weights = b.constant("w", {8, 3, 3, 3}, w);
   auto convAttrs = std::map<std::string, ir::Attribute>{
       {"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}}};
-  auto poolAttrs = std::map<std::string, ir::Attribute>{
-      {"kernel_shape", std::vector<int64_t>{3, 3}},
-      {"strides", std::vector<int64_t>{2, 2}},
-      {"ceil_mode", int64_t{1}}};
+  auto poolAttrs =
+      std::map<std::string, ir::Attribute>{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                           {"strides", std::vector<int64_t>{2, 2}},
+                                           {"ceil_mode", int64_t{1}}};
   int conv = b.node("Conv", "stem", {x, weights}, {1, 8, 19, 17}, convAttrs);
   int relu = b.node("Relu", "relu", {conv}, {1, 8, 19, 17});
   int pooled = b.node("MaxPool", "pool", {relu}, {1, 8, 10, 9}, poolAttrs);
@@ -227,8 +223,7 @@ TEST_CASE("fuse-epilogues leaves outputs with other readers and self-adds") {
   GraphBuilder b("no_epilogues");
   int x = b.input("x", {1, 1, 3, 3});
   int w = b.constant("w", {1, 1, 1, 1}, {2});
-  auto attrs = std::map<std::string, ir::Attribute>{
-      {"kernel_shape", std::vector<int64_t>{1, 1}}};
+  auto attrs = std::map<std::string, ir::Attribute>{{"kernel_shape", std::vector<int64_t>{1, 1}}};
   int conv = b.node("Conv", "conv", {x, w}, {1, 1, 3, 3}, attrs);
   int twice = b.node("Add", "twice", {conv, conv}, {1, 1, 3, 3});
   int conv2 = b.node("Conv", "conv2", {twice, w}, {1, 1, 3, 3}, attrs);
@@ -251,10 +246,14 @@ TEST_CASE("pack-rnn-weights packs constant W and R once and keeps the results") 
     const int bw = b.constant("b", {2, 2 * gates * hidden}, bias);
     const std::vector<int64_t> codes = {0, 1, 1, 0, 1, 1};  // sigmoid, tanh per direction
     return b.node("GRU", "gru", {x, w, rw, bw}, {seq, 2, batch, hidden},
-                  {{"hidden_size", hidden}, {"num_directions", int64_t{2}},
-                   {"reverse", int64_t{0}}, {"batch_major", int64_t{0}},
-                   {"linear_before_reset", int64_t{0}}, {"input_forget", int64_t{0}},
-                   {"activations", codes}, {"activation_alpha", std::vector<double>(6, 0.0)},
+                  {{"hidden_size", hidden},
+                   {"num_directions", int64_t{2}},
+                   {"reverse", int64_t{0}},
+                   {"batch_major", int64_t{0}},
+                   {"linear_before_reset", int64_t{0}},
+                   {"input_forget", int64_t{0}},
+                   {"activations", codes},
+                   {"activation_alpha", std::vector<double>(6, 0.0)},
                    {"activation_beta", std::vector<double>(6, 0.0)}});
   };
   GraphBuilder b("gru");

@@ -1,22 +1,23 @@
 // Unit tests of the scheduling passes: cost model, levels, the Graphi
 // partitioner, the schedule verifier's deadlock and dependency checks, the
 // memory plan under concurrent executors, and reading profiles.
-#include <catch2/catch.hpp>
+#include "passes/schedule.h"
 
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "codegen/model_emitter.h"
 #include "graph_builder.h"
 #include "onnx_frontend/onnx_loader.h"
-#include "passes/pass_manager.h"
 #include "passes/cost_model.h"
 #include "passes/levels.h"
 #include "passes/memory_plan.h"
 #include "passes/partition.h"
-#include "passes/schedule.h"
+#include "passes/pass_manager.h"
 
 using Catch::Matchers::Contains;
 using cgc::testing::GraphBuilder;
@@ -80,16 +81,15 @@ int executorOf(const passes::Schedule& schedule, int node) {
   return -1;
 }
 
-bool bytesOverlap(const passes::MemoryPlan& plan, int a, int b,
-                  const cgc::ir::Graph& graph) {
+bool bytesOverlap(const passes::MemoryPlan& plan, int a, int b, const cgc::ir::Graph& graph) {
   int64_t a0 = plan.offsetOf(a), a1 = a0 + graph.value(a).type.bytes();
   int64_t b0 = plan.offsetOf(b), b1 = b0 + graph.value(b).type.bytes();
   return a0 < b1 && b0 < a1;
 }
 
 std::string writeTemp(const std::string& name, const std::string& text) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("cgc_schedule_test_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("cgc_schedule_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto path = (dir / name).string();
   std::ofstream(path) << text;
@@ -161,8 +161,7 @@ TEST_CASE("threads per node scale the simulated time sublinearly") {
   GraphBuilder b = twoChains();
   auto model = costs({10, 10, 10, 10});
   auto schedule = passes::partitionGraph(b.graph, model, 1, 4);
-  CHECK(passes::simulatedMakespan(b.graph, model, schedule) ==
-        Approx(40 / std::pow(4.0, 0.8)));
+  CHECK(passes::simulatedMakespan(b.graph, model, schedule) == Approx(40 / std::pow(4.0, 0.8)));
   auto narrow = passes::partitionGraph(b.graph, model, 1, 4, {1, 1, 1, 1});
   passes::verifySchedule(b.graph, narrow);
   CHECK(passes::simulatedMakespan(b.graph, model, narrow) == Approx(40));
@@ -177,8 +176,7 @@ TEST_CASE("the schedule verifier rejects a cycle across executors") {
   schedule.ops = {{3, 0}, {1, 2}};
   schedule.crossDependencies = {{0, 1, 0, 1}, {2, 3, 1, 0}};
   CHECK_THROWS_WITH(passes::verifySchedule(b.graph, schedule),
-                    Contains("deadlock") &&
-                        Contains("'a2' -> 'b1' -> 'b2' -> 'a1' -> 'a2'"));
+                    Contains("deadlock") && Contains("'a2' -> 'b1' -> 'b2' -> 'a1' -> 'a2'"));
   CHECK_THROWS_AS(passes::HappensBefore(b.graph, schedule), cgc::InternalError);
 }
 
@@ -199,21 +197,17 @@ TEST_CASE("the schedule verifier rejects missing, false and stray entries") {
                     Contains("'out' is not scheduled"));
 
   auto bogus = good;  // l1 and r1 share no data
-  bogus.crossDependencies.push_back(
-      {0, 2, executorOf(good, 0), executorOf(good, 2)});
-  CHECK_THROWS_WITH(passes::verifySchedule(b.graph, bogus),
-                    Contains("is not a data dependency"));
+  bogus.crossDependencies.push_back({0, 2, executorOf(good, 0), executorOf(good, 2)});
+  CHECK_THROWS_WITH(passes::verifySchedule(b.graph, bogus), Contains("is not a data dependency"));
 
   auto wrongExecutor = good;
   std::swap(wrongExecutor.crossDependencies[0].fromExecutor,
             wrongExecutor.crossDependencies[0].toExecutor);
-  CHECK_THROWS_WITH(passes::verifySchedule(b.graph, wrongExecutor),
-                    Contains("names executors"));
+  CHECK_THROWS_WITH(passes::verifySchedule(b.graph, wrongExecutor), Contains("names executors"));
 
   auto tooManyThreads = good;
   tooManyThreads.nodeThreads = {0, 1, 2};
-  CHECK_THROWS_WITH(passes::verifySchedule(b.graph, tooManyThreads),
-                    Contains("runs on 2 threads"));
+  CHECK_THROWS_WITH(passes::verifySchedule(b.graph, tooManyThreads), Contains("runs on 2 threads"));
 }
 
 TEST_CASE("happens-before follows program order and cross dependencies only") {
@@ -257,8 +251,9 @@ TEST_CASE("parallel branches never share memory; one executor reuses it") {
   CHECK(twoPlan.arenaBytes > onePlan.arenaBytes);
 
   // The one-executor plan is wrong for two executors, and the verifier says so.
-  CHECK_THROWS_WITH(passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), two, onePlan),
-                    Contains("may be live at the same time"));
+  CHECK_THROWS_WITH(
+      passes::verifyMemoryPlan(b.graph, cgc::lowering::lowerGraph(b.graph), two, onePlan),
+      Contains("may be live at the same time"));
 }
 
 TEST_CASE("in place only after every other reader, in happens-before order") {
@@ -354,23 +349,24 @@ TEST_CASE("profiles give measured costs and refuse other graphs") {
   CHECK(measured.threads[1] == 0);
 
   auto stale = writeTemp("stale.json", profile("0123456789abcdef"));
-  CHECK_THROWS_AS(passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), stale), cgc::CompileError);
-  CHECK_THROWS_WITH(passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), stale),
-                    Contains("measured on a different graph") &&
-                        Contains("0123456789abcdef") && Contains(hash));
+  CHECK_THROWS_AS(passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), stale),
+                  cgc::CompileError);
+  CHECK_THROWS_WITH(
+      passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), stale),
+      Contains("measured on a different graph") && Contains("0123456789abcdef") && Contains(hash));
   auto broken = writeTemp("broken.json", "{\"graph_hash\": ");
   CHECK_THROWS_WITH(passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), broken),
                     Contains("broken.json") && Contains("not a valid profile"));
-  CHECK_THROWS_WITH(passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), path + ".absent"),
-                    Contains("cannot read"));
+  CHECK_THROWS_WITH(
+      passes::costsFromProfile(b.graph, cgc::lowering::lowerGraph(b.graph), path + ".absent"),
+      Contains("cannot read"));
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
 
 TEST_CASE("sample models partition into verified schedules and memory plans") {
   for (const char* name : {"tiny_cnn", "mlp", "branches", "shapes", "deconv"}) {
     INFO(name);
-    auto graph = cgc::frontend::loadOnnx(std::string(CGC_SAMPLES_DIR) + "/" +
-                                         name + "/model.onnx");
+    auto graph = cgc::frontend::loadOnnx(std::string(CGC_SAMPLES_DIR) + "/" + name + "/model.onnx");
     passes::runPipeline(graph);
     auto model = passes::estimateCosts(graph, cgc::lowering::lowerGraph(graph));
     auto one = passes::scheduleSequential(graph);

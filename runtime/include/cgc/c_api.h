@@ -20,31 +20,31 @@ extern "C" {
  * node); the others are failures of the call. */
 typedef int32_t cgc_status;
 #define CGC_OK 0
-#define CGC_ERROR_INDEX_OUT_OF_RANGE 1 /* Gather/Scatter index outside its axis */
-#define CGC_ERROR_SIZE_BEYOND_BOUND 2  /* a data-dependent size over its bound */
+#define CGC_ERROR_INDEX_OUT_OF_RANGE 1  /* Gather/Scatter index outside its axis */
+#define CGC_ERROR_SIZE_BEYOND_BOUND 2   /* a data-dependent size over its bound */
 #define CGC_ERROR_BRANCH_NOT_COMPILED 3 /* an If branch not compiled for these shapes */
 #define CGC_ERROR_VALUE_OUT_OF_RANGE 4  /* an input value the op rejects (TopK's k) */
-#define CGC_ERROR_BUSY 16              /* run() entered from two threads at once */
-#define CGC_ERROR_INVALID_ARGUMENT 17  /* a wrong index, size or pointer */
-#define CGC_ERROR_WEIGHTS 18           /* the weights file is missing or wrong */
-#define CGC_ERROR_ARENA 19             /* the caller's arena is too small or misaligned */
-#define CGC_ERROR_RUNTIME_MISMATCH 20  /* built against another runtime ABI */
-#define CGC_ERROR_CPU 21               /* the CPU lacks the model's target features */
+#define CGC_ERROR_BUSY 16               /* run() entered from two threads at once */
+#define CGC_ERROR_INVALID_ARGUMENT 17   /* a wrong index, size or pointer */
+#define CGC_ERROR_WEIGHTS 18            /* the weights file is missing or wrong */
+#define CGC_ERROR_ARENA 19              /* the caller's arena is too small or misaligned */
+#define CGC_ERROR_RUNTIME_MISMATCH 20   /* built against another runtime ABI */
+#define CGC_ERROR_CPU 21                /* the CPU lacks the model's target features */
 #define CGC_ERROR_OUT_OF_MEMORY 22
 #define CGC_ERROR_INTERNAL 99
 
 typedef struct cgc_tensor_info {
-  const char* name;     /* ONNX name of the graph input or output */
-  int32_t dtype;        /* ONNX TensorProto.DataType code */
+  const char* name; /* ONNX name of the graph input or output */
+  int32_t dtype;    /* ONNX TensorProto.DataType code */
   int32_t rank;
   const int64_t* shape; /* rank entries */
   int64_t bytes;        /* size of the tensor in bytes */
 } cgc_tensor_info;
 
 typedef struct cgc_model_info {
-  const char* name;         /* C++ class name */
-  const char* source;       /* file name of the ONNX model it was compiled from */
-  const char* graph_hash;   /* hash of graph and schedule; keys profiles */
+  const char* name;       /* C++ class name */
+  const char* source;     /* file name of the ONNX model it was compiled from */
+  const char* graph_hash; /* hash of graph and schedule; keys profiles */
   int32_t num_inputs;
   const cgc_tensor_info* inputs;
   int32_t num_outputs;

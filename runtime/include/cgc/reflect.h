@@ -25,8 +25,7 @@
 #define CGC_EXPAND3(...) CGC_EXPAND2(CGC_EXPAND2(CGC_EXPAND2(CGC_EXPAND2(__VA_ARGS__))))
 #define CGC_EXPAND2(...) CGC_EXPAND1(CGC_EXPAND1(CGC_EXPAND1(CGC_EXPAND1(__VA_ARGS__))))
 #define CGC_EXPAND1(...) __VA_ARGS__
-#define CGC_FOR_EACH(macro, ...) \
-  __VA_OPT__(CGC_EXPAND(CGC_FOR_EACH_HELPER(macro, __VA_ARGS__)))
+#define CGC_FOR_EACH(macro, ...) __VA_OPT__(CGC_EXPAND(CGC_FOR_EACH_HELPER(macro, __VA_ARGS__)))
 #define CGC_FOR_EACH_HELPER(macro, a1, ...) \
   macro(a1) __VA_OPT__(CGC_FOR_EACH_AGAIN CGC_PARENS(macro, __VA_ARGS__))
 #define CGC_FOR_EACH_AGAIN() CGC_FOR_EACH_HELPER
@@ -37,17 +36,16 @@
 /// Inside a parameter struct: its name, its field count and
 /// `forEachField(visit)`, which calls visit("name", field) in declaration
 /// order.
-#define CGC_REFLECT(Type, ...)                                        \
-  static constexpr const char* kTypeName = #Type;                     \
-  static constexpr int kFieldCount =                                  \
-      0 CGC_FOR_EACH(CGC_REFLECT_COUNT, __VA_ARGS__);                 \
-  template <typename Visit>                                           \
-  constexpr void forEachField([[maybe_unused]] Visit&& visit) const { \
-    CGC_FOR_EACH(CGC_REFLECT_VISIT, __VA_ARGS__)                      \
-  }                                                                   \
-  template <typename Visit>                                           \
-  constexpr void forEachField([[maybe_unused]] Visit&& visit) {       \
-    CGC_FOR_EACH(CGC_REFLECT_VISIT, __VA_ARGS__)                      \
+#define CGC_REFLECT(Type, ...)                                                       \
+  static constexpr const char* kTypeName = #Type;                                    \
+  static constexpr int kFieldCount = 0 CGC_FOR_EACH(CGC_REFLECT_COUNT, __VA_ARGS__); \
+  template <typename Visit>                                                          \
+  constexpr void forEachField([[maybe_unused]] Visit&& visit) const {                \
+    CGC_FOR_EACH(CGC_REFLECT_VISIT, __VA_ARGS__)                                     \
+  }                                                                                  \
+  template <typename Visit>                                                          \
+  constexpr void forEachField([[maybe_unused]] Visit&& visit) {                      \
+    CGC_FOR_EACH(CGC_REFLECT_VISIT, __VA_ARGS__)                                     \
   }
 
 #define CGC_ENUM_VALUE(name) name,

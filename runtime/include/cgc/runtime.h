@@ -67,7 +67,7 @@ class Error : public std::runtime_error {
 class Profiler {
  public:
   struct Event {
-    int32_t node;      // index into ModelInfo::node_names
+    int32_t node;  // index into ModelInfo::node_names
     int32_t executor;
     int32_t threads;
     int64_t start_ns;  // steady clock, relative to the profiler's creation
@@ -125,8 +125,8 @@ class NodeTimer {
 /// the generated code).
 struct ModelSpec {
   const ModelInfo* info;
-  int abi_version;         // CGC_RUNTIME_ABI_VERSION of the generating cgc
-  int signals;             // cross-executor signals the op lists use
+  int abi_version;  // CGC_RUNTIME_ABI_VERSION of the generating cgc
+  int signals;      // cross-executor signals the op lists use
   int64_t weight_bytes;
   /// The weights linked into the binary (.incbin), or null when they are
   /// read from a file.

@@ -202,8 +202,7 @@ class ExecutorPool {
   /// Waits until `signal` has been published in this run.
   void wait(int signal) const {
     const uint64_t epoch = run_epoch_;
-    rt::wait_until(signals_[signal].value,
-                   [epoch](uint64_t value) { return value >= epoch; });
+    rt::wait_until(signals_[signal].value, [epoch](uint64_t value) { return value >= epoch; });
   }
 
   /// Barrier for the first `threads` threads of `executor` (1 <= threads <= T).

@@ -54,20 +54,34 @@ constexpr int64_t dtypeSize(DType t) {
 /// kernels' own enums).
 constexpr const char* enumName(DType t) {
   switch (t) {
-    case DType::kUndefined: return "kUndefined";
-    case DType::kF32: return "kF32";
-    case DType::kU8: return "kU8";
-    case DType::kI8: return "kI8";
-    case DType::kU16: return "kU16";
-    case DType::kI16: return "kI16";
-    case DType::kI32: return "kI32";
-    case DType::kI64: return "kI64";
-    case DType::kBool: return "kBool";
-    case DType::kF16: return "kF16";
-    case DType::kF64: return "kF64";
-    case DType::kU32: return "kU32";
-    case DType::kU64: return "kU64";
-    case DType::kBF16: return "kBF16";
+    case DType::kUndefined:
+      return "kUndefined";
+    case DType::kF32:
+      return "kF32";
+    case DType::kU8:
+      return "kU8";
+    case DType::kI8:
+      return "kI8";
+    case DType::kU16:
+      return "kU16";
+    case DType::kI16:
+      return "kI16";
+    case DType::kI32:
+      return "kI32";
+    case DType::kI64:
+      return "kI64";
+    case DType::kBool:
+      return "kBool";
+    case DType::kF16:
+      return "kF16";
+    case DType::kF64:
+      return "kF64";
+    case DType::kU32:
+      return "kU32";
+    case DType::kU64:
+      return "kU64";
+    case DType::kBF16:
+      return "kBF16";
   }
   return "";
 }
@@ -76,20 +90,34 @@ constexpr const char* enumTypeName(DType) { return "DType"; }
 /// Short lower-case name ("float32", "int64", ...).
 constexpr const char* dtypeName(DType t) {
   switch (t) {
-    case DType::kF32: return "float32";
-    case DType::kU8: return "uint8";
-    case DType::kI8: return "int8";
-    case DType::kU16: return "uint16";
-    case DType::kI16: return "int16";
-    case DType::kI32: return "int32";
-    case DType::kI64: return "int64";
-    case DType::kBool: return "bool";
-    case DType::kF16: return "float16";
-    case DType::kF64: return "float64";
-    case DType::kU32: return "uint32";
-    case DType::kU64: return "uint64";
-    case DType::kBF16: return "bfloat16";
-    case DType::kUndefined: break;
+    case DType::kF32:
+      return "float32";
+    case DType::kU8:
+      return "uint8";
+    case DType::kI8:
+      return "int8";
+    case DType::kU16:
+      return "uint16";
+    case DType::kI16:
+      return "int16";
+    case DType::kI32:
+      return "int32";
+    case DType::kI64:
+      return "int64";
+    case DType::kBool:
+      return "bool";
+    case DType::kF16:
+      return "float16";
+    case DType::kF64:
+      return "float64";
+    case DType::kU32:
+      return "uint32";
+    case DType::kU64:
+      return "uint64";
+    case DType::kBF16:
+      return "bfloat16";
+    case DType::kUndefined:
+      break;
   }
   return "undefined";
 }

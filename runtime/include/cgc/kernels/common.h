@@ -21,9 +21,8 @@ using PerDim = std::array<T, kMaxRank>;
 /// What a kernel that can fail on its data returns; generated code turns
 /// anything but kOk into the error run() reports, naming the node.
 /// The values are the C interface's cgc_status codes (cgc/c_api.h).
-CGC_ENUM(Status,
-         kOk,
-         kIndexOutOfRange,  // an index input outside its axis (Gather, Scatter)
+CGC_ENUM(Status, kOk,
+         kIndexOutOfRange,    // an index input outside its axis (Gather, Scatter)
          kSizeBeyondBound,    // a data-dependent size over its compile-time bound
          kBranchNotCompiled,  // an If branch that cgc could not compile for these shapes
          kValueOutOfRange)    // an input value the op does not accept (TopK's k beyond its axis)
@@ -31,9 +30,12 @@ CGC_ENUM(Status,
 /// What run() reports for a failed node ("an index is out of range").
 constexpr const char* statusMessage(Status status) {
   switch (status) {
-    case Status::kOk: return "ok";
-    case Status::kIndexOutOfRange: return "an index is out of range";
-    case Status::kSizeBeyondBound: return "a data-dependent size exceeds its bound (see --bound)";
+    case Status::kOk:
+      return "ok";
+    case Status::kIndexOutOfRange:
+      return "an index is out of range";
+    case Status::kSizeBeyondBound:
+      return "a data-dependent size exceeds its bound (see --bound)";
     case Status::kBranchNotCompiled:
       return "the branch taken could not be compiled for these shapes (cgc said why when it "
              "compiled the model)";
@@ -59,9 +61,7 @@ struct Extents {
 /// Activation applied by a GEMM or convolution to its result before storing
 /// it (the fuse-epilogues pass folds a following Relu or Clip into the node,
 /// so the output is written once instead of read back by a second kernel).
-CGC_ENUM(Activation,
-         kNone,
-         kRelu,
+CGC_ENUM(Activation, kNone, kRelu,
          kClip)  // act_min <= y <= act_max (ReLU6 is Clip(0, 6))
 
 /// Numpy broadcasting, already resolved: the output has `shape`; an operand's

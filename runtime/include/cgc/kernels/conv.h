@@ -38,8 +38,8 @@ struct ConvParams {
   // pack-conv-weights pass, where convPrefersWinograd); packed_weights is
   // then false. Takes either layout on both sides.
   bool winograd = false;
-  CGC_REFLECT(ConvParams, n, c_in, d_in, h_in, w_in, c_out, d_out, h_out, w_out, groups, k_d,
-              k_h, k_w, stride_d, stride_h, stride_w, pad_front, pad_top, pad_left, dilation_d,
+  CGC_REFLECT(ConvParams, n, c_in, d_in, h_in, w_in, c_out, d_out, h_out, w_out, groups, k_d, k_h,
+              k_w, stride_d, stride_h, stride_w, pad_front, pad_top, pad_left, dilation_d,
               dilation_h, dilation_w, activation, act_min, act_max, packed_weights, pool_h_out,
               pool_w_out, pool_pad_top, pool_pad_left, blocked_input, blocked_output, winograd)
 };

@@ -69,9 +69,8 @@ void index_map(const IndexMapParams& p, const void* x, const void* value, void* 
 
 CGC_ENUM(ResizeMode, kNearest, kLinear, kCubic)
 CGC_ENUM(NearestMode, kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil)
-CGC_ENUM(ResizeCoordinates,
-         kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNn,
-         kTfCropAndResize)
+CGC_ENUM(ResizeCoordinates, kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric,
+         kTfHalfPixelForNn, kTfCropAndResize)
 
 /// ONNX Resize (and Upsample) of a dense tensor, separably along every axis,
 /// with the ONNX reference implementation's arithmetic: output coordinate x

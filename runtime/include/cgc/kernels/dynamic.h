@@ -54,8 +54,8 @@ struct UniqueParams {
 };
 
 template <typename T>
-Status unique(const UniqueParams& p, const T* x, const Extents* x_extents, T* y,
-              int64_t* indices, int64_t* inverse, int64_t* counts, Extents* extents);
+Status unique(const UniqueParams& p, const T* x, const Extents* x_extents, T* y, int64_t* indices,
+              int64_t* inverse, int64_t* counts, Extents* extents);
 
 /// TopK with a k known at compile time: x as [outer, axis, inner]; values
 /// and indices are [outer, k, inner], the k largest (or smallest) along the
@@ -102,8 +102,8 @@ struct NmsParams {
 };
 
 Status non_max_suppression(const NmsParams& p, const float* boxes, const Extents* boxes_extents,
-                           const float* scores,
-                           const int64_t* max_output, const float* iou_threshold,
-                           const float* score_threshold, int64_t* selected, Extents* extents);
+                           const float* scores, const int64_t* max_output,
+                           const float* iou_threshold, const float* score_threshold,
+                           int64_t* selected, Extents* extents);
 
 }  // namespace cgc::rt

@@ -6,30 +6,16 @@
 
 namespace cgc::rt {
 
-CGC_ENUM(UnaryOp,
-         kRelu,
+CGC_ENUM(UnaryOp, kRelu,
          kLeakyRelu,  // alpha
          kClip,       // alpha = min, beta = max
-         kSigmoid,
-         kTanh,
+         kSigmoid, kTanh,
          kHardSigmoid,  // max(0, min(1, alpha * x + beta))
-         kSqrt,
-         kExp,
-         kLog,
-         kNeg,
-         kAbs,
-         kReciprocal,
-         kFloor,
-         kCeil,
-         kIdentity,
-         kErf,
-         kSoftplus,
+         kSqrt, kExp, kLog, kNeg, kAbs, kReciprocal, kFloor, kCeil, kIdentity, kErf, kSoftplus,
          kElu,  // alpha
          kSoftsign,
          kNot,  // logical not of a bool (stored as uint8)
-         kCos, kSin, kTan, kAcos, kAsin, kAtan,
-         kCosh, kSinh, kAcosh, kAsinh, kAtanh,
-         kSign,
+         kCos, kSin, kTan, kAcos, kAsin, kAtan, kCosh, kSinh, kAcosh, kAsinh, kAtanh, kSign,
          kRound,            // half to even
          kSelu,             // alpha, beta = gamma
          kThresholdedRelu,  // x > alpha ? x : 0
@@ -47,8 +33,7 @@ struct UnaryParams {
 template <typename T>
 void unary(const UnaryParams& p, const T* x, T* y, const Team& team = Team::serial());
 
-CGC_ENUM(BinaryOp,
-         kAdd, kSub, kMul, kDiv, kPow, kMin, kMax,
+CGC_ENUM(BinaryOp, kAdd, kSub, kMul, kDiv, kPow, kMin, kMax,
          kPRelu,           // a < 0 ? b * a : a
          kAnd, kOr, kXor)  // on bools (uint8)
 
@@ -61,8 +46,7 @@ struct BinaryParams {
 /// y = a op b with broadcasting. y may alias an operand of the output's size.
 /// Team-parallel.
 template <typename T>
-void binary(const BinaryParams& p, const T* a, const T* b, T* y,
-            const Team& team = Team::serial());
+void binary(const BinaryParams& p, const T* a, const T* b, T* y, const Team& team = Team::serial());
 
 CGC_ENUM(CompareOp, kEqual, kGreater, kLess, kGreaterOrEqual, kLessOrEqual)
 

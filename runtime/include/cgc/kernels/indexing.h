@@ -72,8 +72,7 @@ struct ScatterNDParams {
   int32_t k;
   int64_t slice;
   PerDim<int64_t> index_dims;  // data's first k dims
-  CGC_REFLECT(ScatterNDParams, reduction, dtype, data_count, updates_count, k, slice,
-              index_dims)
+  CGC_REFLECT(ScatterNDParams, reduction, dtype, data_count, updates_count, k, slice, index_dims)
 };
 
 Status scatter_nd(const ScatterNDParams& p, const void* data, const int64_t* indices,

@@ -13,9 +13,8 @@ struct BatchNormParams {
   CGC_REFLECT(BatchNormParams, n, c, spatial, epsilon)
 };
 
-void batch_norm(const BatchNormParams& p, const float* x, const float* scale,
-                const float* bias, const float* mean, const float* var, float* y,
-                const Team& team = Team::serial());
+void batch_norm(const BatchNormParams& p, const float* x, const float* scale, const float* bias,
+                const float* mean, const float* var, float* y, const Team& team = Team::serial());
 
 /// Softmax over the middle axis of [outer, axis, inner]; log_softmax when log.
 /// Team-parallel over outer (and blocks of inner).

@@ -17,8 +17,8 @@ struct PoolParams {
   int64_t dilation_d = 1, dilation_h = 1, dilation_w = 1;
   bool count_include_pad = false;  // average pool only
   CGC_REFLECT(PoolParams, n_c, d_in, h_in, w_in, d_out, h_out, w_out, k_d, k_h, k_w, stride_d,
-              stride_h, stride_w, pad_front, pad_top, pad_left, dilation_d, dilation_h,
-              dilation_w, count_include_pad)
+              stride_h, stride_w, pad_front, pad_top, pad_left, dilation_d, dilation_h, dilation_w,
+              count_include_pad)
 };
 
 /// Team-parallel over the N * C planes.

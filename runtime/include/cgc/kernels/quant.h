@@ -102,8 +102,8 @@ struct QConvParams {
   int64_t split_entries = 0;  // kQuadsSplit: length of the split list
   QEpilogue out;
   CGC_REFLECT(QConvParams, n, c_in, h_in, w_in, c_out, h_out, w_out, groups, k_h, k_w, stride_h,
-              stride_w, pad_top, pad_left, dilation_h, dilation_w, x_signed, w_signed,
-              per_channel, x_zero, packing, pack_nb, split_entries, out)
+              stride_w, pad_top, pad_left, dilation_h, dilation_w, x_signed, w_signed, per_channel,
+              x_zero, packing, pack_nb, split_entries, out)
 };
 
 /// x: n x c_in x h_in x w_in (uint8, or int8 when x_signed); w: the weights
@@ -174,8 +174,8 @@ QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero,
                        QPacking preferred);
 
 /// Writes the packed weights (info.bytes bytes) that qconv and qgemm read.
-void packQWeights(const QWeightShape& s, const QPackInfo& info, const void* w,
-                  const void* w_zero, uint8_t* packed);
+void packQWeights(const QWeightShape& s, const QPackInfo& info, const void* w, const void* w_zero,
+                  uint8_t* packed);
 
 /// The quantised sum of two same-shape int8 or uint8 tensors (DequantizeLinear,
 /// Add, an optional Relu, QuantizeLinear): y = clamp(round(((a - a_zero) *

@@ -8,8 +8,7 @@ namespace cgc::rt {
 CGC_ENUM(RnnCell, kRnn, kGru, kLstm)
 
 /// The activation functions ONNX allows in recurrent cells.
-CGC_ENUM(RnnActivation,
-         kSigmoid, kTanh, kRelu,
+CGC_ENUM(RnnActivation, kSigmoid, kTanh, kRelu,
          kHardSigmoid,      // max(0, min(1, alpha * x + beta))
          kLeakyRelu,        // x < 0 ? alpha * x : x
          kAffine,           // alpha * x + beta
@@ -51,9 +50,8 @@ struct RnnParams {
   std::array<RnnActivationParams, 6> activations;
   // w and r are in packRnnWeights' layout (set by the pack-rnn-weights pass).
   bool packed_weights = false;
-  CGC_REFLECT(RnnParams, cell, seq_length, batch, input_size, hidden_size, num_directions,
-              reverse, batch_major, linear_before_reset, input_forget, clip, activations,
-              packed_weights)
+  CGC_REFLECT(RnnParams, cell, seq_length, batch, input_size, hidden_size, num_directions, reverse,
+              batch_major, linear_before_reset, input_forget, clip, activations, packed_weights)
 };
 
 /// Floats of W (recurrent false) or R (true) in packRnnWeights' layout: per

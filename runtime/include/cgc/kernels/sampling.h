@@ -35,8 +35,8 @@ struct RoiAlignParams {
   bool half_pixel;
   int64_t n, c, h, w, num_rois, out_h, out_w, sampling_ratio;
   float spatial_scale;
-  CGC_REFLECT(RoiAlignParams, mode, half_pixel, n, c, h, w, num_rois, out_h, out_w,
-              sampling_ratio, spatial_scale)
+  CGC_REFLECT(RoiAlignParams, mode, half_pixel, n, c, h, w, num_rois, out_h, out_w, sampling_ratio,
+              spatial_scale)
 };
 
 Status roi_align(const RoiAlignParams& p, const float* x, const float* rois,

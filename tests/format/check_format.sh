@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Fails, listing the files, when a tracked C++ source differs from what
+# clang-format (the project's .clang-format) makes of it. Fix with
+#   git ls-files '*.cpp' '*.h' '*.c' | xargs clang-format-14 -i
+set -euo pipefail
+clang_format=$1
+root=$2
+cd "$root"
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  mapfile -t files < <(git ls-files '*.cpp' '*.h' '*.c' '*.hpp')
+else
+  mapfile -t files < <(find . -path ./build -prune -o -path ./install -prune -o \
+                       \( -name '*.cpp' -o -name '*.h' -o -name '*.c' -o -name '*.hpp' \) -print)
+fi
+bad=()
+for f in "${files[@]}"; do
+  "$clang_format" --dry-run -Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+done
+if [ ${#bad[@]} -gt 0 ]; then
+  echo "not in clang-format's form (${#bad[@]} of ${#files[@]} files):"
+  printf '  %s\n' "${bad[@]}"
+  echo "fix: git ls-files '*.cpp' '*.h' '*.c' | xargs $clang_format -i"
+  exit 1
+fi
+echo "format: ${#files[@]} files in clang-format's form ($("$clang_format" --version | head -1))"
