@@ -170,6 +170,35 @@ class Branches(nn.Module):
         return pick_branches(x, self.gate(x))
 
 
+@torch.jit.script
+def refine(x: torch.Tensor, w: torch.Tensor):
+    """A run-time If choosing the start, then a Loop of 4 steps carrying two
+    states (exported as ONNX If and Loop nodes)."""
+    if bool(x.sum() > 0):
+        h = torch.relu(x)
+    else:
+        h = torch.tanh(x) - 0.5
+    total = torch.zeros_like(h)
+    for _ in range(4):
+        h = torch.tanh(torch.matmul(h, w))
+        total = total + h
+    return h, total
+
+
+class ControlFlow(nn.Module):
+    """Control flow that runs (an If, a Loop) beside a branch that does not
+    depend on it: the graph several executors run at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 8) * 0.4)
+        self.side = Gated()
+
+    def forward(self, x):
+        h, total = refine(x, self.w)
+        return h, total + self.side(x)
+
+
 class Functions(nn.Module):
     def __init__(self):
         super().__init__()
@@ -222,6 +251,7 @@ SAMPLES = {
     "batch_norm_only": Sample(BatchNormOnly, {"x": (2, 3, 5, 5), "y": (2, 3, 5, 5)},
                               ["normalized"]),
     "branches": Sample(Branches, {"x": (4, 8)}, ["a", "b"]),
+    "control_flow": Sample(ControlFlow, {"x": (4, 8)}, ["h", "total"]),
     "inception": Sample(Inception, {"input": (2, 8, 12, 12)}, ["classes", "flags"]),
     "functions": Sample(Functions, {"x": (4, 8)}, ["y", "z"], opset=15,
                         local_functions=(Gated,)),

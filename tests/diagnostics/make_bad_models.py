@@ -14,6 +14,12 @@ Usage: make_bad_models.py OUT_DIR
   data_dependent.onnx  TopK with a run-time k and NonZero, with inputs in
                        data_dependent_k9/ (k beyond the axis) and
                        data_dependent_k2/ (k fine; NonZero beyond a --bound)
+  index_range.onnx     Gather and ScatterElements on run-time indices, with
+                       inputs in index_gather/ and index_scatter/ (an index
+                       beyond its axis: an error from run() naming the node)
+  reshape_input.onnx   Reshape whose shape is a graph input, with tensor
+                       files for --constant: shape_float.pb (wrong type),
+                       shape_ok.pb, not_a_tensor.pb
   hostile_*.onnx       sizes beyond cgc's limits (README, "Limits"): a Tile,
                        Conv pads and a Range that overflow int64, a
                        ConstantOfShape over 2^40 bytes (and one of 16 GiB,
@@ -177,6 +183,60 @@ def data_dependent(out):
                 f.write(numpy_helper.from_array(array).SerializeToString())
 
 
+def write_inputs(out, folder, arrays):
+    from onnx import numpy_helper
+    data = os.path.join(out, folder)
+    os.makedirs(data, exist_ok=True)
+    for index, array in enumerate(arrays):
+        with open(os.path.join(data, f"input_{index}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(array).SerializeToString())
+
+
+def index_range(out):
+    """Gather (rows of data by idx) and ScatterElements (upd into data at
+    sidx); each input set has one index beyond axis 0's 4 rows."""
+    import numpy as np
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    inputs = [helper.make_tensor_value_info("data", f32, [4, 3]),
+              helper.make_tensor_value_info("idx", i64, [2]),
+              helper.make_tensor_value_info("sidx", i64, [1, 3]),
+              helper.make_tensor_value_info("upd", f32, [1, 3])]
+    outputs = [helper.make_tensor_value_info("rows", f32, [2, 3]),
+               helper.make_tensor_value_info("scattered", f32, [4, 3])]
+    nodes = [helper.make_node("Gather", ["data", "idx"], ["rows"], name="lookup", axis=0),
+             helper.make_node("ScatterElements", ["data", "sidx", "upd"], ["scattered"],
+                              name="scatter", axis=0)]
+    graph = helper.make_graph(nodes, "index_range", inputs, outputs)
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+         os.path.join(out, "index_range.onnx"))
+    data = np.arange(12, dtype=np.float32).reshape(4, 3)
+    ones = np.ones((1, 3), np.float32)
+    write_inputs(out, "index_gather", [data, np.array([1, 7], np.int64),
+                                       np.array([[0, 1, 2]], np.int64), ones])
+    write_inputs(out, "index_scatter", [data, np.array([1, 2], np.int64),
+                                        np.array([[0, 9, 1]], np.int64), ones])
+
+
+def reshape_input(out):
+    """Reshape of x [2, 6] by the graph input `shape`, and tensor files for
+    --constant shape=FILE."""
+    import numpy as np
+    from onnx import numpy_helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])
+    shape = helper.make_tensor_value_info("shape", TensorProto.INT64, [2])
+    r = helper.make_tensor_value_info("r", TensorProto.FLOAT, ["a", "b"])
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape")],
+                              "reshape_input", [x, shape], [r])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+         os.path.join(out, "reshape_input.onnx"))
+    for name, array in (("shape_float", np.array([3.0, 4.0], np.float32)),
+                        ("shape_ok", np.array([3, 4], np.int64))):
+        with open(os.path.join(out, f"{name}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(array, "shape").SerializeToString())
+    with open(os.path.join(out, "not_a_tensor.pb"), "w") as f:
+        f.write("not a tensor")
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -195,6 +255,8 @@ def main():
          os.path.join(out, "q_axis_length.onnx"))
     save(range_int64(), os.path.join(out, "range_int64.onnx"))
     data_dependent(out)
+    index_range(out)
+    reshape_input(out)
     for name, model in hostile_models().items():
         # Not through the checker: some are what it would pass, some not,
         # and cgc must hold either way.

@@ -146,6 +146,25 @@ dd="$work/data_dependent.onnx"
 expect topk_k_beyond_axis "node 'topk'" "a k beyond its axis" -- "$cgc" run "$dd" --inputs "$work/data_dependent_k9" --quiet
 expect nonzero_beyond_bound "node 'nonzero'" "exceeds its bound" -- "$cgc" run "$dd" --inputs "$work/data_dependent_k2" --bound nonzero=3 --quiet
 
+# Indices beyond their axis at run time: errors from run() naming the node.
+ir="$work/index_range.onnx"
+expect gather_index_range "node 'lookup' (Gather)" "index is out of range" -- "$cgc" run "$ir" --inputs "$work/index_gather" --quiet
+expect scatter_index_range "node 'scatter' (ScatterElements)" "index is out of range" -- "$cgc" run "$ir" --inputs "$work/index_scatter" --quiet
+
+# --constant: a tensor of the wrong type, a file that is no tensor, a
+# missing file, an input the model lacks; a right one compiles.
+ri="$work/reshape_input.onnx"
+expect constant_type "shape_float.pb" "float32[2]" "input 'shape' is int64" -- "$cgc" compile "$ri" --constant shape="$work/shape_float.pb" -o "$work/out" --quiet
+expect constant_not_tensor "not_a_tensor.pb" "not a serialized ONNX TensorProto" -- "$cgc" compile "$ri" --constant shape="$work/not_a_tensor.pb" -o "$work/out" --quiet
+expect constant_missing "missing.pb" "cannot open" -- "$cgc" compile "$ri" --constant shape="$work/missing.pb" -o "$work/out" --quiet
+expect constant_unknown_input "reshape_input.onnx" "unknown input 'nope'" -- "$cgc" compile "$ri" --constant nope="$work/shape_ok.pb" -o "$work/out" --quiet
+if "$cgc" compile "$ri" --constant shape="$work/shape_ok.pb" -o "$work/reshape_ok" --quiet 2>"$work/constant_ok.err"; then
+  echo "ok   constant_ok: compiles"
+else
+  echo "FAIL constant_ok:"; cat "$work/constant_ok.err"
+  failures=$((failures + 1))
+fi
+
 # A profile measured on another graph, and a file that is no profile.
 "$cgc" run "$samples/mlp/model.onnx" --quiet --fill-missing-inputs --profile-out "$work/mlp.profile.json" >/dev/null
 expect stale_profile "mlp.profile.json" "different graph" -- "$cgc" compile "$model" --profile "$work/mlp.profile.json" -o "$work/out" --quiet

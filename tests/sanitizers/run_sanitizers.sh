@@ -8,7 +8,8 @@
 #   thread:  ThreadSanitizer, the samples with parallel branches on 3
 #            executors x 2 threads (cross-executor signals, team barriers,
 #            the pool's start and finish, the profiler recording from
-#            several executors), team_kernels.cpp (threads sharing
+#            several executors) and those with control flow (If, Loop) on
+#            2 executors x 2 threads, team_kernels.cpp (threads sharing
 #            scratch inside one kernel call, a pipelined LSTM), and
 #            model_runtimes.cpp (two ModelRuntime instances run from two
 #            threads at once, one on the caller's arena, while a third
@@ -20,13 +21,13 @@ rm -rf "$work" && mkdir -p "$work/runtime"
 case $mode in
   address)
     sanitize=address,undefined
-    models=(tiny_cnn mlp shapes deconv batch_norm_only inception)
+    models=(tiny_cnn mlp shapes deconv batch_norm_only branches control_flow inception)
     schedule=()
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ;;
   thread)
     sanitize=thread
-    models=(inception tiny_cnn mlp)
+    models=(inception tiny_cnn mlp branches control_flow)
     schedule=(--executors 3 --threads 2)
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
@@ -44,8 +45,14 @@ wait
 
 for sample in "${models[@]}"; do
   out="$work/$sample"
+  # Control flow on 2 executors: the If's and the Loop's bodies run inside
+  # one executor while the other runs the branch beside them.
+  case "$mode:$sample" in
+    thread:branches | thread:control_flow) placement=(--executors 2 --threads 2) ;;
+    *) placement=("${schedule[@]}") ;;
+  esac
   "$cgc" compile "$samples/$sample/model.onnx" -o "$out" --name "San_$sample" \
-      --quiet "${schedule[@]}"
+      --quiet "${placement[@]}"
   prefix="san_$sample"
   c++ $flags -I"$runtime/include" -I"$out" -Wa,-I"$out" \
       -DCGC_MODEL_HEADER="\"$prefix.h\"" -DCGC_MODEL_PREFIX="$prefix" \
