@@ -63,7 +63,7 @@ LSTM_BATCHES = (1, 10)
 LSTM_SEQUENCE = 100
 
 
-def torchvision_case(name, size=224):
+def torchvision_case(name, size=224, case=None):
     def make(path):
         import torch
         import torchvision
@@ -77,7 +77,7 @@ def torchvision_case(name, size=224):
         randomize_batch_norms(model)
         x = torch.randn(1, 3, size, size)
         export(model.eval(), (x,), ["input"], ["output"], path)
-        return {"input": x.numpy()}, {}
+        return {"input": x.numpy()}, dict(case or {})
     return make
 
 
@@ -208,7 +208,12 @@ def paddle_det_case(path):
 def corpus():
     cases = {name: torchvision_case(name)
              for name in ("resnet50", "googlenet", "mobilenet_v2", "squeezenet1_1")}
-    cases["inception_v3"] = torchvision_case("inception_v3", size=299)
+    # Its logits reach 6.5e4 with random weights: float32 sums in another
+    # order differ by about 1e-6 of that, which on the small logits is past
+    # the default rtol (ONNX Runtime and PyTorch differ by 1.2e-3 relative).
+    cases["inception_v3"] = torchvision_case("inception_v3", size=299, case={
+        "atol": 0.1,
+        "tolerance_reason": "logits up to 6.5e4: 1e-6 of that scale is float32 summation order"})
     cases["dcgan_generator"] = dcgan_generator_case
     cases["pathnet_conv"] = pathnet_conv_case
     for size in LSTM_SIZES:
