@@ -172,9 +172,11 @@ namespace {
 /// and 8 floats. A block's edges are masked loads and stores (scalar loops
 /// there cost a third of a 7x7 layer's transpose). With kEpilogue, each
 /// row of dst gets e's row bias, residual and activation on its way out.
+constexpr int64_t kTransposeBlock = 16;
+
 template <bool kEpilogue>
-void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd, int rows, int cols,
-                 const Epilogue& e) {
+void transposeBlock(const float* src, int64_t lds, float* dst, int64_t ldd, int rows, int cols,
+                    const Epilogue& e) {
   const __mmask16 colMask = static_cast<__mmask16>((1u << cols) - 1);
   const __mmask16 rowMask = static_cast<__mmask16>((1u << rows) - 1);
   __m512 r[16], t[16];
@@ -220,14 +222,16 @@ void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd, int row
 #elif defined(__AVX2__)
 namespace {
 
-/// transpose16's AVX2 twin on blocks of at most 8 x 8: pairs of rows
+/// The AVX-512 transposeBlock's AVX2 twin on blocks of at most 8 x 8: pairs of rows
 /// interleaved at 1 and 2 floats, then 128-bit halves exchanged; the edges
 /// are masked loads and part-row stores. (The scalar loop it replaces held
 /// MobileNetV2's depthwise layers, whose channel vectors transpose every
 /// input and output, at a fifth of ONNX Runtime's speed.)
+constexpr int64_t kTransposeBlock = 8;
+
 template <bool kEpilogue>
-void transpose8(const float* src, int64_t lds, float* dst, int64_t ldd, int rows, int cols,
-                const Epilogue& e) {
+void transposeBlock(const float* src, int64_t lds, float* dst, int64_t ldd, int rows, int cols,
+                    const Epilogue& e) {
   auto maskOf = [](int count) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   };
@@ -281,35 +285,19 @@ void transpose8(const float* src, int64_t lds, float* dst, int64_t ldd, int rows
 
 void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd,
                const Epilogue& e) {
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || defined(__AVX2__)
   if (!e.col_bias) {
     const bool epilogue = !e.empty();
-    for (int64_t r0 = 0; r0 < rows; r0 += 16)
-      for (int64_t c0 = 0; c0 < cols; c0 += 16) {
-        const int tileRows = static_cast<int>(std::min<int64_t>(16, rows - r0));
-        const int tileCols = static_cast<int>(std::min<int64_t>(16, cols - c0));
+    for (int64_t r0 = 0; r0 < rows; r0 += kTransposeBlock)
+      for (int64_t c0 = 0; c0 < cols; c0 += kTransposeBlock) {
+        const int tileRows = static_cast<int>(std::min(kTransposeBlock, rows - r0));
+        const int tileCols = static_cast<int>(std::min(kTransposeBlock, cols - c0));
+        const float* from = src + r0 * lds + c0;
+        float* to = dst + c0 * ldd + r0;
         if (epilogue)
-          transpose16<true>(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd, tileRows, tileCols,
-                            e.at(c0, r0));
+          transposeBlock<true>(from, lds, to, ldd, tileRows, tileCols, e.at(c0, r0));
         else
-          transpose16<false>(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd, tileRows, tileCols,
-                             e);
-      }
-    return;
-  }
-#elif defined(__AVX2__)
-  if (!e.col_bias) {
-    const bool epilogue = !e.empty();
-    for (int64_t r0 = 0; r0 < rows; r0 += 8)
-      for (int64_t c0 = 0; c0 < cols; c0 += 8) {
-        const int tileRows = static_cast<int>(std::min<int64_t>(8, rows - r0));
-        const int tileCols = static_cast<int>(std::min<int64_t>(8, cols - c0));
-        if (epilogue)
-          transpose8<true>(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd, tileRows, tileCols,
-                           e.at(c0, r0));
-        else
-          transpose8<false>(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd, tileRows, tileCols,
-                            e);
+          transposeBlock<false>(from, lds, to, ldd, tileRows, tileCols, e);
       }
     return;
   }

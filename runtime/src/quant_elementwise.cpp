@@ -21,7 +21,7 @@ void quantizeRun(const float* x, int64_t count, float scale, int32_t zero, Q* y)
   constexpr float lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
   const float below = lo - static_cast<float>(zero), above = hi - static_cast<float>(zero);
   for (int64_t i = 0; i < count; ++i) {
-    const float v = std::fmin(std::fmax(x[i] / scale, below), above);
+    const float v = detail::clampToRange(x[i] / scale, below, above);
     y[i] = static_cast<Q>(static_cast<int32_t>(std::nearbyint(v)) + zero);
   }
 }

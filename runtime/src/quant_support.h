@@ -58,10 +58,18 @@ inline void storeQ(void* p, int64_t i, DType t, int32_t v) {
   }
 }
 
+/// v clamped to [below, above], NaN to below: std::fmin(std::fmax(v, below),
+/// above), written as compares so that loops over it vectorise (GCC keeps
+/// fmin and fmax scalar: QuantizeLinear ran 8x slower than ONNX Runtime's).
+inline float clampToRange(float v, float below, float above) {
+  v = v >= below ? v : below;
+  return v <= above ? v : above;
+}
+
 /// round_half_even(v) + zero clamped to [lo, hi], NaN to lo (as MLAS:
 /// clamp in float, then convert).
 inline int32_t roundClamp(float v, int32_t zero, int32_t lo, int32_t hi) {
-  v = std::fmin(std::fmax(v, static_cast<float>(lo - zero)), static_cast<float>(hi - zero));
+  v = clampToRange(v, static_cast<float>(lo - zero), static_cast<float>(hi - zero));
   return static_cast<int32_t>(std::nearbyint(v)) + zero;
 }
 
