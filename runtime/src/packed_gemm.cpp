@@ -138,11 +138,13 @@ void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0, int64_t o
     const int64_t nextLines =
         std::min(kc * width, m * k - nextAt) * static_cast<int64_t>(sizeof(float)) / 64;
     const int64_t share = (nextLines + tileCount - 1) / tileCount;
-    // Tiles of kTileVectors vectors of channels (kTileVectors kLanes is
-    // a multiple of 16): the first group's tiles prefetch.
+    // Tiles of kTileVectors vectors of channels, kTileVectors kLanes
+    // dividing 16 (64 on AVX-512): a tile's channels lie in one block of
+    // out or fill whole ones. The first group's tiles prefetch.
+    static_assert(16 % (kTileVectors * kLanes) == 0 || (kTileVectors * kLanes) % 16 == 0);
     for (int v0 = 0; v0 < vectors; v0 += kTileVectors) {
       const auto& tiles = kTiles[std::min(kTileVectors, vectors - v0) - 1];
-      const int64_t channel = v0 * kLanes, at = channel / 16 * out.ld_vector;
+      const int64_t channel = v0 * kLanes, at = channel / 16 * out.ld_vector + channel % 16;
       PackedOutput tileOut = out;
       if (out.bias) tileOut.bias = out.bias + channel;
       for (int64_t j = 0, t = 0; j < n; j += kTile, ++t) {
