@@ -47,7 +47,8 @@ void copyPassThrough(ir::Graph& body, size_t index, int own) {
   if (value == own || std::find(inputs.begin(), inputs.end(), value) == inputs.end()) return;
   const ir::TensorType type = body.value(value).type;
   std::vector<uint8_t> shape(type.shape.size() * sizeof(int64_t));
-  std::memcpy(shape.data(), type.shape.data(), shape.size());
+  if (!shape.empty())  // a scalar's shape has no data() to copy from
+    std::memcpy(shape.data(), type.shape.data(), shape.size());
   const int shapeId = body.addConstant(body.uniqueValueName(body.value(value).name + "_shape"),
                                        {DType::kI64, {type.rank()}}, std::move(shape));
   const int copy = body.addValue(body.uniqueValueName(body.value(value).name + "_copy"), type);
