@@ -17,6 +17,8 @@ Usage: make_bad_models.py OUT_DIR
   index_range.onnx     Gather and ScatterElements on run-time indices, with
                        inputs in index_gather/ and index_scatter/ (an index
                        beyond its axis: an error from run() naming the node)
+  loop_bound.onnx      a Loop whose trip count is an input (5 in loop_steps/)
+                       and whose scan output is bound with --bound
   reshape_input.onnx   Reshape whose shape is a graph input, with tensor
                        files for --constant: shape_float.pb (wrong type),
                        shape_ok.pb, not_a_tensor.pb
@@ -217,6 +219,38 @@ def index_range(out):
                                         np.array([[0, 9, 1]], np.int64), ones])
 
 
+def loop_bound(out):
+    """Loop `count_loop` over a run-time trip count `steps`, carrying x [2]
+    (+1 a step) and recording it as a scan output: the scan output's length
+    is the trip count, which --bound count_loop=N caps."""
+    import numpy as np
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"], name="keep"),
+         helper.make_node("Add", ["acc", "one"], ["acc_out"], name="step"),
+         helper.make_node("Identity", ["acc"], ["scan"], name="record")],
+        "body",
+        [helper.make_tensor_value_info("i", i64, []),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc", f32, [2])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", f32, [2]),
+         helper.make_tensor_value_info("scan", f32, [2])],
+        [helper.make_tensor("one", f32, [1], [1.0])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["steps", "cond", "x"], ["final", "history"],
+                          name="count_loop", body=body)],
+        "loop_bound",
+        [helper.make_tensor_value_info("steps", i64, []),
+         helper.make_tensor_value_info("x", f32, [2])],
+        [helper.make_tensor_value_info("final", f32, [2]),
+         helper.make_tensor_value_info("history", f32, ["n", 2])],
+        [helper.make_tensor("cond", TensorProto.BOOL, [], [True])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+         os.path.join(out, "loop_bound.onnx"))
+    write_inputs(out, "loop_steps", [np.array(5, np.int64), np.zeros(2, np.float32)])
+
+
 def reshape_input(out):
     """Reshape of x [2, 6] by the graph input `shape`, and tensor files for
     --constant shape=FILE."""
@@ -256,6 +290,7 @@ def main():
     save(range_int64(), os.path.join(out, "range_int64.onnx"))
     data_dependent(out)
     index_range(out)
+    loop_bound(out)
     reshape_input(out)
     for name, model in hostile_models().items():
         # Not through the checker: some are what it would pass, some not,

@@ -146,6 +146,18 @@ dd="$work/data_dependent.onnx"
 expect topk_k_beyond_axis "node 'topk'" "a k beyond its axis" -- "$cgc" run "$dd" --inputs "$work/data_dependent_k9" --quiet
 expect nonzero_beyond_bound "node 'nonzero'" "exceeds its bound" -- "$cgc" run "$dd" --inputs "$work/data_dependent_k2" --bound nonzero=3 --quiet
 
+# A Loop whose run-time trip count (5) is beyond the --bound of its scan
+# output: an error from run() naming the node; within the bound it runs.
+lb="$work/loop_bound.onnx"
+expect loop_beyond_bound "node 'count_loop' (Loop)" "exceeds its bound" -- "$cgc" run "$lb" --inputs "$work/loop_steps" --bound count_loop=3 --quiet
+if "$cgc" run "$lb" --inputs "$work/loop_steps" --bound count_loop=8 --quiet >"$work/loop_ok.out" 2>&1 &&
+   grep -q "history' float32\[5,2\]" "$work/loop_ok.out"; then
+  echo "ok   loop_within_bound: 5 steps"
+else
+  echo "FAIL loop_within_bound:"; cat "$work/loop_ok.out"
+  failures=$((failures + 1))
+fi
+
 # Indices beyond their axis at run time: errors from run() naming the node.
 ir="$work/index_range.onnx"
 expect gather_index_range "node 'lookup' (Gather)" "index is out of range" -- "$cgc" run "$ir" --inputs "$work/index_gather" --quiet
