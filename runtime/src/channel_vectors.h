@@ -102,6 +102,8 @@ class ChannelVectors {
           sweepPart<kW, kStride>(padded, op, out, oh, ow0, part, kw, stride, dilation);
   }
 
+  /// sweep's body: outputs [ow0, ow0 + kPositions) of row oh for the
+  /// part-th register of the 16 lanes (one on AVX-512, two on AVX2).
   template <int64_t kW, int64_t kStride, typename Op>
   void sweepPart(const float* padded, const Op& op, float* out, int64_t oh, int64_t ow0, int part,
                  int64_t kw, int64_t stride, int64_t dilation) const {
