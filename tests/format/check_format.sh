@@ -9,8 +9,9 @@ cd "$root"
 if git rev-parse --git-dir >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files '*.cpp' '*.h' '*.c' '*.hpp')
 else
-  mapfile -t files < <(find . -path ./build -prune -o -path ./install -prune -o \
-                       \( -name '*.cpp' -o -name '*.h' -o -name '*.c' -o -name '*.hpp' \) -print)
+  # Not a git checkout: the sources, without build trees and npm packages.
+  mapfile -t files < <(find . \( -path './build*' -o -path ./install -o -name node_modules \) -prune \
+                       -o \( -name '*.cpp' -o -name '*.h' -o -name '*.c' -o -name '*.hpp' \) -print)
 fi
 bad=()
 for f in "${files[@]}"; do
