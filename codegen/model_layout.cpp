@@ -142,8 +142,13 @@ void ModelLayout::nameOffsets(GraphLayout& layout, const std::string& scope) {
   };
   for (int in : graph.inputs) name(in);
   for (int id : layout.order) {
-    for (int in : layout.call(id).inputs) name(in);
-    for (int out : layout.call(id).outputs) name(out);
+    // Views and Concats written in place emit no code: their values are
+    // named where a kernel or the graph's outputs name them (else the
+    // constant would be unused).
+    const lowering::KernelCall& call = layout.call(id);
+    if (call.kernel == lowering::Kernel::kView || plan.copiesNothing(id)) continue;
+    for (int in : call.inputs) name(in);
+    for (int out : call.outputs) name(out);
   }
   for (int out : graph.outputs) name(out);
 }

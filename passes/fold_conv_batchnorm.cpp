@@ -1,8 +1,10 @@
 // fold-conv-batchnorm: a BatchNormalization that is the only reader of a
-// Conv's output, with constant weights and statistics, is folded into the
-// Conv's weights and bias at compile time:
+// Conv's or a group-1 ConvTranspose's output, with constant weights and
+// statistics, is folded into the weights and bias at compile time:
 //   W'[o] = W[o] * s[o],  b'[o] = (b[o] - mean[o]) * s[o] + beta[o],
-//   s = scale / sqrt(var + epsilon).
+//   s = scale / sqrt(var + epsilon),
+// o the output channel: a Conv's weights' first axis, a ConvTranspose's
+// second ([C_in, C_out, k...]).
 // Inference-time BatchNorm is then free, as in every deployed CNN runtime.
 #include <cmath>
 
@@ -26,7 +28,10 @@ bool foldConvBatchNorm(ir::Graph& graph) {
     if (bn.op != "BatchNormalization") continue;
     int convOut = bn.inputs[0];
     int convId = graph.value(convOut).producer;
-    if (convId < 0 || graph.node(convId).op != "Conv") continue;
+    if (convId < 0) continue;
+    const ir::Node& producer = graph.node(convId);
+    const bool transposed = producer.op == "ConvTranspose";
+    if (producer.op != "Conv" && !(transposed && producer.getInt("group", 1) == 1)) continue;
     if (graph.consumers(convOut).size() != 1 || graph.isGraphOutput(convOut)) continue;
     ir::Node& conv = graph.node(convId);
     if (!allConstant(graph, {conv.inputs.begin() + 1, conv.inputs.end()}) ||
@@ -35,8 +40,10 @@ bool foldConvBatchNorm(ir::Graph& graph) {
     if (graph.value(conv.inputs[1]).type.dtype != DType::kF32) continue;
 
     const ir::Value& weights = graph.value(conv.inputs[1]);
-    int64_t outChannels = weights.type.shape[0];
-    int64_t perChannel = weights.type.numElements() / outChannels;
+    // Weights as [outer, outChannels, perChannel]: outer 1 for a Conv.
+    const int64_t outChannels = weights.type.shape[transposed ? 1 : 0];
+    const int64_t outer = transposed ? weights.type.shape[0] : 1;
+    const int64_t perChannel = weights.type.numElements() / outChannels / outer;
     auto scale = graph.value(bn.inputs[1]).doubleValues();
     auto beta = graph.value(bn.inputs[2]).doubleValues();
     auto mean = graph.value(bn.inputs[3]).doubleValues();
@@ -51,8 +58,11 @@ bool foldConvBatchNorm(ir::Graph& graph) {
     const float* w = weights.dataAs<float>();
     for (int64_t o = 0; o < outChannels; ++o) {
       double s = scale[o] / std::sqrt(var[o] + epsilon);
-      for (int64_t i = 0; i < perChannel; ++i)
-        newWeights[o * perChannel + i] = static_cast<float>(w[o * perChannel + i] * s);
+      for (int64_t a = 0; a < outer; ++a)
+        for (int64_t i = 0; i < perChannel; ++i) {
+          const int64_t at = (a * outChannels + o) * perChannel + i;
+          newWeights[at] = static_cast<float>(w[at] * s);
+        }
       newBias[o] = static_cast<float>((bias[o] - mean[o]) * s + beta[o]);
     }
     std::string base = conv.name;

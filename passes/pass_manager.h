@@ -18,6 +18,7 @@ namespace cgc::passes {
   X("pack-quantized-weights", packQuantizedWeights)       \
   X("fold-constants", foldConstants)                      \
   X("fold-conv-batchnorm", foldConvBatchNorm)             \
+  X("decompose-conv-transpose", decomposeConvTranspose)   \
   X("fuse-matmuls", fuseMatMuls)                          \
   X("fuse-epilogues", fuseEpilogues)                      \
   X("fuse-conv-maxpool", fuseConvMaxPool)                 \

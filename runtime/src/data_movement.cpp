@@ -12,9 +12,34 @@
 namespace cgc::rt {
 namespace {
 
-/// The team splits the output's rows (its last dimension) in chunks of at
-/// least 16 KB; each thread finds its first row's source offset from the
-/// row's multi-index.
+/// Copies one output row: `outer` runs of `inner` words, run a starting at
+/// src + a * outerStride, word i of it at + i * stride. Runs of two (the
+/// interleave of decompose-conv-transpose's phases) get a loop of their own
+/// that GCC vectorises.
+template <typename W>
+void copyRow(const W* src, W* dst, int64_t outer, int64_t outerStride, int64_t inner,
+             int64_t stride) {
+  if (inner == 2 && outerStride == 1) {
+    const W* second = src + stride;
+    for (int64_t a = 0; a < outer; ++a) {
+      dst[2 * a] = src[a];
+      dst[2 * a + 1] = second[a];
+    }
+    return;
+  }
+  for (int64_t a = 0; a < outer; ++a, src += outerStride, dst += inner) {
+    if (stride == 1)
+      std::memcpy(dst, src, static_cast<size_t>(inner) * sizeof(W));
+    else
+      for (int64_t i = 0; i < inner; ++i) dst[i] = src[i * stride];
+  }
+}
+
+/// The team splits the output's rows in chunks of at least 16 KB; each
+/// thread finds its first row's source offset from the row's multi-index.
+/// A row is the last dimension, or the last two where the last is under 64
+/// bytes (a row of a few words would cost its index update more than its
+/// copy).
 template <typename W>
 void stridedCopyWords(const StridedCopyParams& p, const W* x, W* y, const Team& team) {
   const int rank = p.rank;
@@ -26,24 +51,24 @@ void stridedCopyWords(const StridedCopyParams& p, const W* x, W* y, const Team& 
   for (int d = 0; d < rank; ++d) total *= p.shape[d];
   if (total == 0) return;
   const int64_t inner = p.shape[rank - 1], stride = p.in_strides[rank - 1];
-  const int64_t rowBytes = inner * static_cast<int64_t>(sizeof(W));
-  const Range rows = team.split(total / inner, std::max<int64_t>(1, 16384 / rowBytes));
+  const bool pairs = rank >= 2 && inner * static_cast<int64_t>(sizeof(W)) < 64;
+  const int rowDims = pairs ? 2 : 1;
+  const int64_t outer = pairs ? p.shape[rank - 2] : 1;
+  const int64_t outerStride = pairs ? p.in_strides[rank - 2] : 0;
+  const int64_t row = inner * outer;
+  const int64_t rowBytes = row * static_cast<int64_t>(sizeof(W));
+  const Range rows = team.split(total / row, std::max<int64_t>(1, 16384 / rowBytes));
   if (rows.size() <= 0) return;
   int64_t index[kMaxRank] = {};
   int64_t offset = p.offset;
-  for (int64_t d = rank - 2, rest = rows.begin; d >= 0; --d) {
+  for (int64_t d = rank - 1 - rowDims, rest = rows.begin; d >= 0; --d) {
     index[d] = rest % p.shape[d];
     rest /= p.shape[d];
     offset += index[d] * p.in_strides[d];
   }
-  for (int64_t out = rows.begin * inner; out < rows.end * inner; out += inner) {
-    const W* src = x + offset;
-    W* dst = y + out;
-    if (stride == 1)
-      std::memcpy(dst, src, static_cast<size_t>(inner) * sizeof(W));
-    else
-      for (int64_t i = 0; i < inner; ++i) dst[i] = src[i * stride];
-    for (int d = rank - 2; d >= 0; --d) {
+  for (int64_t out = rows.begin * row; out < rows.end * row; out += row) {
+    copyRow(x + offset, y + out, outer, outerStride, inner, stride);
+    for (int d = rank - 1 - rowDims; d >= 0; --d) {
       offset += p.in_strides[d];
       if (++index[d] < p.shape[d]) break;
       offset -= p.in_strides[d] * p.shape[d];

@@ -3,8 +3,10 @@
 The data covers Resize-13, Upsample-9 nearest, float64 Einsum and Dropout-12+;
 this script builds small float32 models for the rest (Einsum equations, older
 Upsample/Resize/Dropout opsets, LayerNormalization without bias or unused
-statistics outputs, TopK with a constant k), computes the expected outputs with numpy, and runs each
-through `cgc run --verify --check`.
+statistics outputs, TopK with a constant k, ConvTranspose with constant
+weights: the test data's take them as inputs, and cgc's
+decompose-conv-transpose pass rewrites only constant ones), computes the
+expected outputs with numpy, and runs each through `cgc run --verify --check`.
 
 Usage: run_op_models.py --cgc CGC --work DIR
 """
@@ -162,6 +164,52 @@ def top_k_models(work):
     ]
 
 
+def conv_transpose(x, w, bias, strides, pads, output_padding):
+    """The definition as a scatter: input pixel (h, w) adds W * x at
+    (h * s - pad + kh, w * s - pad + kw); then the crop of the padding."""
+    n, _, height, width = x.shape
+    c_out, kh, kw = w.shape[1:]
+    sh, sw = strides
+    full = np.zeros((n, c_out, (height - 1) * sh + kh + output_padding[0],
+                     (width - 1) * sw + kw + output_padding[1]), np.float64)
+    for i in range(kh):
+        for j in range(kw):
+            full[:, :, i:i + (height - 1) * sh + 1:sh, j:j + (width - 1) * sw + 1:sw] += \
+                np.einsum("nchw,cd->ndhw", x.astype(np.float64), w[:, :, i, j])
+    top, left, bottom, right = pads
+    y = full[:, :, top:full.shape[2] - bottom, left:full.shape[3] - right]
+    return (y + bias.reshape(1, -1, 1, 1)).astype(np.float32)
+
+
+def conv_transpose_models(work):
+    # (c_in, c_out, input HxW, kernel, strides, pads, output_padding): the
+    # sub-pixel phases (DCGAN's 4x4 stride 2; odd kernels, strides 3 and
+    # uneven phases; stride 1 with uneven pads), the MatMul form (1x1 input)
+    # and forms the pass leaves to the runtime's kernel (a phase that would
+    # need negative padding; 3 output channels).
+    cases = [
+        ("phases_k4_s2", 8, 16, (5, 6), (4, 4), (2, 2), (1, 1, 1, 1), (0, 0)),
+        ("phases_k3_s2_op1", 5, 17, (4, 3), (3, 3), (2, 2), (1, 1, 1, 1), (1, 1)),
+        ("phases_k5x3_s3x2", 4, 16, (3, 3), (5, 3), (3, 2), (2, 1, 2, 1), (2, 1)),
+        ("stride1_uneven_pads", 6, 16, (5, 5), (3, 3), (1, 1), (0, 1, 2, 1), (0, 0)),
+        ("matmul_1x1_input", 10, 16, (1, 1), (4, 4), (1, 1), (0, 0, 0, 0), (0, 0)),
+        ("kept_negative_phase_pad", 3, 16, (8, 8), (4, 4), (2, 2), (5, 5, 5, 5), (0, 0)),
+        ("kept_three_channels", 16, 3, (6, 6), (4, 4), (2, 2), (1, 1, 1, 1), (0, 0)),
+    ]
+    names = []
+    for name, c_in, c_out, hw, kernel, strides, pads, output_padding in cases:
+        x = floats(2, c_in, *hw)
+        w = floats(c_in, c_out, *kernel)
+        bias = floats(c_out)
+        y = conv_transpose(x, w, bias, strides, pads, output_padding)
+        node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=kernel,
+                                strides=strides, pads=pads, output_padding=output_padding)
+        names.append(write_model(work, "conv_transpose_" + name, node, [("x", x)], [y], 13,
+                                 [numpy_helper.from_array(w, "w"),
+                                  numpy_helper.from_array(bias, "b")]))
+    return names
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cgc", required=True)
@@ -170,7 +218,7 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     names = (einsum_models(args.work) + upsample_models(args.work) +
              dropout_models(args.work) + layer_norm_models(args.work) +
-             top_k_models(args.work))
+             top_k_models(args.work) + conv_transpose_models(args.work))
     failures = []
     for name in names:
         path = os.path.join(args.work, name)

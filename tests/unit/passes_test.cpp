@@ -105,6 +105,83 @@ TEST_CASE("fold-conv-batchnorm leaves a Conv whose output has other readers") {
   CHECK(b.graph.countOps("BatchNormalization") == 1);
 }
 
+namespace {
+
+/// A graph of one ConvTranspose with constant weights and bias, as ONNX
+/// lays them out ([C_in, C_out, k_h, k_w]).
+GraphBuilder convTranspose(const std::string& name, ir::Shape x, ir::Shape w, ir::Shape y,
+                           std::vector<int64_t> strides, std::vector<int64_t> pads) {
+  GraphBuilder b(name);
+  const int in = b.input("x", x);
+  std::vector<float> weights(w[0] * w[1] * w[2] * w[3]), bias(w[1]);
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = std::sin(0.37f * i);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = 0.1f * i;
+  const int wId = b.constant("w", w, weights), bId = b.constant("b", {w[1]}, bias);
+  b.output(b.node("ConvTranspose", "up", {in, wId, bId}, y,
+                  {{"kernel_shape", std::vector<int64_t>{w[2], w[3]}},
+                   {"strides", strides},
+                   {"dilations", std::vector<int64_t>{1, 1}},
+                   {"pads", pads},
+                   {"group", int64_t{1}}}),
+           "y");
+  return b;
+}
+
+/// Runs decompose-conv-transpose on `b`; checks the IR, then that the
+/// outputs match the runtime's ConvTranspose kernel's.
+void checkDecomposition(GraphBuilder& b, const std::vector<std::string>& ir) {
+  std::vector<float> input(b.graph.value(b.graph.inputs[0]).type.numElements());
+  for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
+  const auto before = cgc::testing::interpret(b.graph, input);
+  REQUIRE(passes::decomposeConvTranspose(b.graph));
+  passes::eliminateDeadCode(b.graph);
+  ir::verifyGraph(b.graph);
+  checkIr(b.graph, ir);
+  const auto after = cgc::testing::interpret(b.graph, input);
+  REQUIRE(before.size() == after.size());
+  for (size_t i = 0; i < before.size(); ++i)
+    CHECK(after[i] == Approx(before[i]).epsilon(1e-5).margin(1e-5));
+}
+
+}  // namespace
+
+TEST_CASE("decompose-conv-transpose: stride 2 as one Conv per phase, interleaved") {
+  // 4x4 stride 2 pad 1 (DCGAN): four 2x2 phases; row phase 0 reads rows
+  // h-1 and h (padding 1 in front), phase 1 rows h and h+1 (1 behind).
+  GraphBuilder b =
+      convTranspose("up2", {2, 3, 3, 4}, {3, 16, 4, 4}, {2, 16, 6, 8}, {2, 2}, {1, 1, 1, 1});
+  checkDecomposition(
+      b, {"up/phase00 = Conv(%x, %up/phase00_weights, %b) -> %up/phase00_out "
+          "float32[2,16,3,4]",
+          "SAME: pads = [1, 1, 0, 0]", "up/phase01 = Conv", "SAME: pads = [1, 0, 0, 1]",
+          "up/phase11 = Conv", "SAME: pads = [0, 0, 1, 1]",
+          "up/phases = Concat(%up/phase00_out, %up/phase01_out, %up/phase10_out, "
+          "%up/phase11_out)",
+          "up/interleave = Transpose", "SAME: perm = [2, 3, 4, 0, 5, 1]", "NOT: ConvTranspose"});
+}
+
+TEST_CASE("decompose-conv-transpose: stride 1 as one Conv, a 1x1 input as a MatMul") {
+  GraphBuilder one =
+      convTranspose("up1", {1, 4, 5, 5}, {4, 16, 3, 3}, {1, 16, 5, 6}, {1, 1}, {0, 1, 2, 0});
+  checkDecomposition(one, {"up = Conv(%x, %up_weights, %b) -> %up_out float32[1,16,5,6]",
+                           "SAME: pads = [2, 1, 0, 2]", "NOT: Transpose"});
+  GraphBuilder flat =
+      convTranspose("up_flat", {3, 5, 1, 1}, {5, 16, 4, 4}, {3, 16, 4, 4}, {1, 1}, {0, 0, 0, 0});
+  checkDecomposition(flat, {"up/matmul = MatMul(%up_rows, %up_matrix)", "up/bias = Add",
+                            "up/planes = Reshape", "NOT: Conv"});
+}
+
+TEST_CASE("decompose-conv-transpose leaves what its phases cannot express") {
+  // Padding 5 with a 4x4 window at stride 2: a phase would start 1 row
+  // inside the input (negative padding); 3 output channels.
+  GraphBuilder padded =
+      convTranspose("padded", {1, 2, 8, 8}, {2, 16, 4, 4}, {1, 16, 8, 8}, {2, 2}, {5, 5, 5, 5});
+  CHECK_FALSE(passes::decomposeConvTranspose(padded.graph));
+  GraphBuilder narrow =
+      convTranspose("narrow", {1, 16, 6, 6}, {16, 3, 4, 4}, {1, 3, 12, 12}, {2, 2}, {1, 1, 1, 1});
+  CHECK_FALSE(passes::decomposeConvTranspose(narrow.graph));
+}
+
 TEST_CASE("dead-code keeps graph outputs and removes unread nodes") {
   GraphBuilder b("dead");
   int x = b.input("x", {4});
