@@ -33,8 +33,11 @@ ir::TensorType declaredOr(const onnx::ValueInfoProto& info, ir::TensorType fallb
     if (!dim.has_dim_value()) return fallback;
     type.shape.push_back(dim.dim_value());
   }
-  return type.dtype == fallback.dtype && type.numElements() == fallback.numElements() ? type
-                                                                                      : fallback;
+  // A declaration beyond the limits (a negative dimension) is ignored too.
+  return type.dtype == fallback.dtype && type.checkSize().empty() &&
+                 type.numElements() == fallback.numElements()
+             ? type
+             : fallback;
 }
 
 /// Makes body output `index` a copy where it is a body input other than

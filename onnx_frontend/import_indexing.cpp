@@ -148,6 +148,8 @@ void importEyeLike(OpContext& ctx) {
   if (dtypeSize(type) == 0) ctx.fail("dtype is not supported");
   const int64_t k = ctx.attrInt("k", 0);
   ir::TensorType out{type, x};
+  // Generated at compile time: within what the importer may generate.
+  ctx.checkType(out, "output", ctx.generateBudget);
   std::vector<uint8_t> bytes(out.bytes(), 0);
   std::vector<uint8_t> one(dtypeSize(type));
   const double value = 1.0;
