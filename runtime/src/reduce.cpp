@@ -11,8 +11,66 @@
 
 namespace cgc::rt {
 
+namespace {
+
+/// The elements per output where the reduced axes are the trailing ones
+/// (x is [out_count, inner], one output per contiguous row: PyTorch's
+/// x.mean((2, 3)) for global average pooling), else 0.
+int64_t trailingRow(const ReduceParams& p) {
+  int d = p.rank - 1;
+  int64_t inner = 1;
+  for (; d >= 0 && p.out_strides[d] == 0; --d) inner *= p.shape[d];
+  for (; d >= 0; --d)
+    if (p.out_strides[d] == 0 && p.shape[d] != 1) return 0;
+  return inner * p.out_count == p.count ? inner : 0;
+}
+
+/// A sum-like reduction of one contiguous row in double, in eight partial
+/// sums that GCC keeps in vector registers (a single running sum cannot be
+/// reordered into vectors): f(v) is the term of element v.
+template <typename T, typename F>
+double sumRow(const T* x, int64_t n, F f) {
+  constexpr int kParts = 8;
+  double part[kParts] = {};
+  int64_t i = 0;
+  for (; i + kParts <= n; i += kParts)
+    for (int j = 0; j < kParts; ++j) part[j] += f(static_cast<double>(x[i + j]));
+  double sum = 0.0;
+  for (; i < n; ++i) sum += f(static_cast<double>(x[i]));
+  for (int j = 0; j < kParts; ++j) sum += part[j];
+  return sum;
+}
+
+/// reduce's fast path: Sum, Mean, SumSquare, L1 and L2 over trailing axes.
+/// Returns false where it does not apply.
+template <typename T>
+bool reduceRows(const ReduceParams& p, const T* x, T* y) {
+  const int64_t inner = trailingRow(p);
+  const bool sumLike = p.op == ReduceOp::kSum || p.op == ReduceOp::kMean ||
+                       p.op == ReduceOp::kSumSquare || p.op == ReduceOp::kL1 ||
+                       p.op == ReduceOp::kL2;
+  if (!sumLike || inner <= 0 || !std::is_floating_point_v<T>) return false;
+  for (int64_t o = 0; o < p.out_count; ++o) {
+    const T* row = x + o * inner;
+    double v;
+    if (p.op == ReduceOp::kSumSquare || p.op == ReduceOp::kL2)
+      v = sumRow(row, inner, [](double e) { return e * e; });
+    else if (p.op == ReduceOp::kL1)
+      v = sumRow(row, inner, [](double e) { return std::fabs(e); });
+    else
+      v = sumRow(row, inner, [](double e) { return e; });
+    if (p.op == ReduceOp::kMean) v /= static_cast<double>(p.reduced);
+    if (p.op == ReduceOp::kL2) v = std::sqrt(v);
+    y[o] = static_cast<T>(v);
+  }
+  return true;
+}
+
+}  // namespace
+
 template <typename T>
 void reduce(const ReduceParams& p, const T* x, T* y) {
+  if (reduceRows(p, x, y)) return;
   // Accumulate in double (integers exact up to 2^53), finish per element.
   std::vector<double> acc(static_cast<size_t>(p.out_count));
   double init = 0.0;
@@ -115,28 +173,70 @@ int64_t sourceIndex(IndexMapMode mode, int64_t o, int64_t padBegin, int64_t dim)
   }
 }
 
+/// `count` copies of the element `fill` (zeros by memset).
+void fillElements(uint8_t* dst, int64_t count, const std::vector<uint8_t>& fill) {
+  if (std::all_of(fill.begin(), fill.end(), [](uint8_t b) { return b == 0; })) {
+    std::memset(dst, 0, static_cast<size_t>(count) * fill.size());
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * fill.size(), fill.data(), fill.size());
+}
+
 }  // namespace
 
+// Row by row (the last dimension): a row whose leading indices fall in the
+// padding is filled; otherwise its columns come from one source row through
+// a column table computed once, the longest run of consecutive source
+// columns (a constant pad's interior) in one memcpy.
 void index_map(const IndexMapParams& p, const void* x, const void* value, void* y) {
   std::vector<uint8_t> fill(static_cast<size_t>(p.elem_bytes), 0);
   if (value)
     std::memcpy(fill.data(), value, fill.size());
   else
     cast({DType::kF64, p.dtype, 1}, &p.value, fill.data());
-  std::vector<int64_t> inStrides(static_cast<size_t>(p.rank), 1);
-  for (int d = p.rank - 2; d >= 0; --d) inStrides[d] = inStrides[d + 1] * p.in_shape[d + 1];
   const auto* in = static_cast<const uint8_t*>(x);
   auto* out = static_cast<uint8_t*>(y);
+  if (p.out_count == 0) return;
+  if (p.rank == 0) {
+    std::memcpy(out, in, fill.size());
+    return;
+  }
+  const int last = p.rank - 1;
+  const int64_t width = p.out_shape[last], bytes = p.elem_bytes;
+  std::vector<int64_t> inStrides(static_cast<size_t>(p.rank), 1);
+  for (int d = p.rank - 2; d >= 0; --d) inStrides[d] = inStrides[d + 1] * p.in_shape[d + 1];
+  std::vector<int64_t> column(static_cast<size_t>(width));
+  int64_t runBegin = width, runEnd = width;
+  for (int64_t o = 0; o < width; ++o) {
+    column[o] = sourceIndex(p.mode, o, p.pad_begin[last], p.in_shape[last]);
+    if (column[o] >= 0 && runBegin == width) runBegin = runEnd = o;
+    if (runEnd == o && column[o] == column[runBegin] + (o - runBegin)) runEnd = o + 1;
+  }
   int64_t index[kMaxRank] = {};
-  for (int64_t o = 0; o < p.out_count; ++o) {
+  for (int64_t row = 0; row < p.out_count / width; ++row) {
     int64_t source = 0;
-    for (int d = 0; d < p.rank && source >= 0; ++d) {
-      int64_t i = sourceIndex(p.mode, index[d], p.pad_begin[d], p.in_shape[d]);
+    for (int d = 0; d < last && source >= 0; ++d) {
+      const int64_t i = sourceIndex(p.mode, index[d], p.pad_begin[d], p.in_shape[d]);
       source = i < 0 ? -1 : source + i * inStrides[d];
     }
-    std::memcpy(out + o * p.elem_bytes, source < 0 ? fill.data() : in + source * p.elem_bytes,
-                static_cast<size_t>(p.elem_bytes));
-    for (int d = p.rank - 1; d >= 0; --d) {
+    uint8_t* dst = out + row * width * bytes;
+    if (source < 0) {
+      fillElements(dst, width, fill);
+    } else {
+      const uint8_t* src = in + source * bytes;
+      for (int64_t o = 0; o < width; ++o) {
+        if (o == runBegin) {
+          std::memcpy(dst + o * bytes, src + column[o] * bytes,
+                      static_cast<size_t>((runEnd - runBegin) * bytes));
+          o = runEnd - 1;
+        } else if (column[o] < 0) {
+          std::memcpy(dst + o * bytes, fill.data(), fill.size());
+        } else {
+          std::memcpy(dst + o * bytes, src + column[o] * bytes, fill.size());
+        }
+      }
+    }
+    for (int d = last - 1; d >= 0; --d) {
       if (++index[d] < p.out_shape[d]) break;
       index[d] = 0;
     }
