@@ -263,6 +263,13 @@ TEST_CASE("pools: 3-D, 1-D, dilations, strides 3, asymmetric pads") {
       {"16 planes, 3x3 stride 1 pad 1", 16, unit, Axis{9, 3, 1, 1, 1, 1}, Axis{10, 3, 1, 1, 1, 1}},
       {"32 planes, stride 2, end pads", 32, unit, Axis{11, 3, 2, 0, 1, 1}, Axis{13, 3, 2, 1, 1, 1}},
       {"16 planes, stride 3, dilated", 16, unit, Axis{12, 2, 3, 1, 0, 2}, Axis{8, 3, 1, 2, 2, 1}},
+      // Average pooling with 16 planes per vector too, where every window
+      // has one divisor: no padding (Inception-v3's Pad then AveragePool),
+      // or count_include_pad.
+      {"48 planes, 3x3 stride 1, no pads", 48, unit, Axis{19, 3, 1, 0, 0, 1},
+       Axis{19, 3, 1, 0, 0, 1}},
+      {"32 planes, 2x2 stride 2, no pads, odd input", 32, unit, Axis{9, 2, 2, 0, 0, 1},
+       Axis{7, 2, 2, 0, 0, 1}},
       // Rows of 16 outputs or more: whole vectors, the last one overlapping.
       {"rows: stride 2, pads 1 / 1", 3, unit, Axis{9, 3, 2, 1, 1, 1}, Axis{37, 3, 2, 1, 1, 1}},
       {"rows: stride 1, dilated, 16 planes", 16, unit, Axis{5, 2, 1, 0, 1, 1},
