@@ -14,6 +14,7 @@ namespace cgc::passes {
 // X-macro list of the graph passes, in pipeline order: (name, function).
 #define CGC_GRAPH_PASSES(X)                               \
   X("canonicalize", canonicalize)                         \
+  X("fold-pad", foldPad)                                  \
   X("fuse-quantized", fuseQuantized)                      \
   X("pack-quantized-weights", packQuantizedWeights)       \
   X("fold-constants", foldConstants)                      \

@@ -182,6 +182,57 @@ TEST_CASE("decompose-conv-transpose leaves what its phases cannot express") {
   CHECK_FALSE(passes::decomposeConvTranspose(narrow.graph));
 }
 
+TEST_CASE("fold-pad gives a Pad of zeros to the Conv or AveragePool that reads it") {
+  auto build = [](const std::string& reader, std::vector<int64_t> readerPads, int64_t includePad) {
+    GraphBuilder b("padded_" + reader);
+    const int x = b.input("x", {1, 2, 5, 6});
+    const int padded = b.node("Pad", "pad", {x}, {1, 2, 7, 9},
+                              {{"pads", std::vector<int64_t>{0, 0, 1, 2, 0, 0, 1, 1}},
+                               {"mode", std::string("constant")},
+                               {"value", 0.0}});
+    std::map<std::string, ir::Attribute> window = {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                                   {"strides", std::vector<int64_t>{1, 2}},
+                                                   {"dilations", std::vector<int64_t>{1, 1}},
+                                                   {"pads", readerPads}};
+    const int64_t rows = 7 + readerPads[0] + readerPads[2] - 2;
+    const int64_t cols = (9 + readerPads[1] + readerPads[3] - 3) / 2 + 1;
+    if (reader == "Conv") {
+      std::vector<float> w(3 * 2 * 9);
+      for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.4f * i);
+      window["group"] = int64_t{1};
+      b.output(b.node("Conv", "conv", {padded, b.constant("w", {3, 2, 3, 3}, w)},
+                      {1, 3, rows, cols}, window),
+               "y");
+    } else {
+      window["count_include_pad"] = includePad;
+      b.output(b.node("AveragePool", "pool", {padded}, {1, 2, rows, cols}, window), "y");
+    }
+    return b;
+  };
+  auto check = [](GraphBuilder& b, const std::vector<std::string>& ir) {
+    std::vector<float> input(60);
+    for (size_t i = 0; i < input.size(); ++i) input[i] = std::sin(0.3f * i);
+    const auto before = cgc::testing::interpret(b.graph, input);
+    REQUIRE(passes::foldPad(b.graph));
+    ir::verifyGraph(b.graph);
+    checkIr(b.graph, ir);
+    const auto after = cgc::testing::interpret(b.graph, input);
+    REQUIRE(before.size() == after.size());
+    for (size_t i = 0; i < before.size(); ++i)
+      CHECK(after[i] == Approx(before[i]).epsilon(1e-6).margin(1e-6));
+  };
+  GraphBuilder conv = build("Conv", {1, 0, 0, 1}, 0);
+  check(conv, {"conv = Conv(%x, %w)", "SAME: pads = [2, 2, 1, 2]", "NOT: Pad"});
+  GraphBuilder pool = build("AveragePool", {0, 0, 0, 0}, 0);
+  check(pool, {"pool = AveragePool(%x)", "SAME: count_include_pad = 1", "SAME: pads = [1, 2, 1, 1]",
+               "NOT: Pad"});
+  // Its own padding, not counted in its windows: the two kinds would mix.
+  GraphBuilder mixed = build("AveragePool", {1, 0, 1, 0}, 0);
+  CHECK_FALSE(passes::foldPad(mixed.graph));
+  GraphBuilder counted = build("AveragePool", {1, 0, 1, 0}, 1);
+  check(counted, {"pool = AveragePool(%x)", "SAME: pads = [2, 2, 2, 1]"});
+}
+
 TEST_CASE("dead-code keeps graph outputs and removes unread nodes") {
   GraphBuilder b("dead");
   int x = b.input("x", {4});
