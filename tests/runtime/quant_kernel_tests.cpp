@@ -205,6 +205,7 @@ TEST_CASE("qconv matches the integer reference") {
       {2, 8, 6, 6, 10, 2, 3, 3, 1, 1, 1},      // groups, two images
       {1, 19, 10, 12, 19, 19, 3, 3, 1, 1, 1},  // depthwise
       {1, 6, 11, 9, 6, 6, 3, 3, 2, 1, 1},      // depthwise, stride 2
+      {1, 3, 5, 71, 3, 3, 3, 3, 2, 1, 1},      // depthwise, stride 2, rows of 16s
       {1, 5, 8, 8, 4, 1, 3, 3, 1, 2, 2},       // dilation
       {1, 4, 1, 23, 9, 1, 1, 3, 1, 1, 1},      // 1-D
       {1, 64, 7, 7, 70, 1, 3, 3, 1, 1, 1},     // depth 576, 49 positions
