@@ -413,7 +413,7 @@ TEST_CASE("pack-rnn-weights packs constant W and R once and keeps the results") 
 
 namespace {
 
-/// x [1,16,side,side] -> Conv a (16 to 32) -> Conv b (32 to 32) + a, Relu
+/// x [1,32,side,side] -> Conv a (32 to 32) -> Conv b (32 to 32) + a, Relu
 /// -> GlobalAveragePool, 3x3 convolutions that keep the plane's size; with
 /// `pooledA`, a is also max-pooled (a reader that takes only NCHW) and that
 /// pool's average added to the output.
@@ -426,8 +426,8 @@ GraphBuilder convChain(bool pooledA, int64_t side = 6) {
   };
   const std::map<std::string, ir::Attribute> same{{"kernel_shape", std::vector<int64_t>{3, 3}},
                                                   {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
-  int x = b.input("x", {1, 16, side, side});
-  int a = b.node("Conv", "a", {x, weights("wa", 32, 16)}, {1, 32, side, side}, same);
+  int x = b.input("x", {1, 32, side, side});
+  int a = b.node("Conv", "a", {x, weights("wa", 32, 32)}, {1, 32, side, side}, same);
   int convB = b.node("Conv", "b", {a, weights("wb", 32, 32)}, {1, 32, side, side}, same);
   int sum = b.node("Add", "residual", {convB, a}, {1, 32, side, side});
   int relu = b.node("Relu", "relu", {sum}, {1, 32, side, side});
@@ -449,7 +449,7 @@ TEST_CASE("block-activations blocks what passes between packed convolutions") {
   for (auto [pooledA, side] : {std::pair{false, 6}, {true, 6}, {false, 14}, {true, 14}}) {
     INFO((pooledA ? "a also max-pooled" : "a read by convolutions only") << ", side " << side);
     GraphBuilder b = convChain(pooledA, side);
-    std::vector<float> input(16 * side * side);
+    std::vector<float> input(32 * side * side);
     for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
     const auto before = cgc::testing::interpret(b.graph, input);
     REQUIRE(passes::fuseEpilogues(b.graph));
@@ -459,9 +459,8 @@ TEST_CASE("block-activations blocks what passes between packed convolutions") {
       const ir::Node& node = b.graph.node(id);
       if (node.op != "Conv") continue;
       CHECK(node.getInt("cgc_packed_weights", 0) == (side == 14 ? 2 : 1));
-      const int64_t cin = node.name == "a" ? 16 : 32;
       CHECK(b.graph.value(node.inputs[1]).type.numElements() ==
-            (side == 14 ? 16 * cin * 32 : 32 * cin * 9));
+            (side == 14 ? 16 * 32 * 32 : 32 * 32 * 9));
     }
     // Without the pool: a (read as input and as residual) and b's output (read
     // by GlobalAveragePool). With it: a is plain, so b's residual is, so b's
@@ -473,7 +472,7 @@ TEST_CASE("block-activations blocks what passes between packed convolutions") {
     // Winograd's 16 x c_in x c_out or panels of c_out x c_in x 9.
     const int packing = side == 14 ? 2 : 1;
     const char* form = side == 14 ? "winograd" : "packed";
-    checkIr(b.graph, {fmt::format("%wa_{} = constant float32[{}]", form, side == 14 ? 8192 : 4608),
+    checkIr(b.graph, {fmt::format("%wa_{} = constant float32[{}]", form, side == 14 ? 16384 : 9216),
                       fmt::format("%wb_{} = constant float32[{}]", form, side == 14 ? 16384 : 9216),
                       fmt::format("a = Conv(%x, %wa_{}) -> %a_out float32{}{} "
                                   "{{cgc_packed_weights = {}, ",
