@@ -51,6 +51,11 @@ std::vector<Phase> phasesOf(int64_t in, int64_t out, int64_t kernel, int64_t str
   return phases;
 }
 
+/// A new float32 value of `shape`, named after `name`.
+int newValue(ir::Graph& graph, const std::string& name, ir::Shape shape) {
+  return graph.addValue(graph.uniqueValueName(name), {DType::kF32, std::move(shape)});
+}
+
 bool decomposable(const ir::Graph& graph, const ir::Node& n) {
   if (n.op != "ConvTranspose" || n.getInt("group", 1) != 1) return false;
   const ir::Value& w = graph.value(n.inputs[1]);
@@ -78,12 +83,10 @@ bool asMatMul(ir::Graph& graph, int id) {
   const ir::Value& weights = graph.value(n.inputs[1]);
   std::vector<float> matrix(weights.dataAs<float>(), weights.dataAs<float>() + x[1] * columns);
   const int wId = addFloatConstant(graph, n.name + "_matrix", {x[1], columns}, matrix);
-  const int rows =
-      graph.addValue(graph.uniqueValueName(n.name + "_rows"), {DType::kF32, {x[0], x[1]}});
+  const int rows = newValue(graph, n.name + "_rows", {x[0], x[1]});
   graph.removeNode(id);
   graph.addNode("Reshape", n.name + "/rows", {n.inputs[0]}, {rows});
-  int product =
-      graph.addValue(graph.uniqueValueName(n.name + "_product"), {DType::kF32, {x[0], columns}});
+  int product = newValue(graph, n.name + "_product", {x[0], columns});
   graph.addNode("MatMul", n.name + "/matmul", {rows, wId}, {product});
   if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
     const std::vector<double> bias = graph.value(n.inputs[2]).doubleValues();
@@ -91,8 +94,7 @@ bool asMatMul(ir::Graph& graph, int id) {
     for (int64_t c = 0; c < columns; ++c)
       perColumn[c] = static_cast<float>(bias[c / (w[2] * w[3])]);
     const int bId = addFloatConstant(graph, n.name + "_column_bias", {columns}, perColumn);
-    const int sum =
-        graph.addValue(graph.uniqueValueName(n.name + "_biased"), {DType::kF32, {x[0], columns}});
+    const int sum = newValue(graph, n.name + "_biased", {x[0], columns});
     graph.addNode("Add", n.name + "/bias", {product, bId}, {sum});
     product = sum;
   }
@@ -142,9 +144,7 @@ bool asPhases(ir::Graph& graph, int id) {
                            phaseWeights(graph.value(n.inputs[1]), rows[i], cols[j], s[0], s[1]));
       std::vector<int> inputs{n.inputs[0], wId};
       if (n.inputs.size() > 2 && n.inputs[2] >= 0) inputs.push_back(n.inputs[2]);
-      const int out =
-          single ? n.outputs[0]
-                 : graph.addValue(graph.uniqueValueName(name + "_out"), {DType::kF32, part});
+      const int out = single ? n.outputs[0] : newValue(graph, name + "_out", part);
       parts.push_back(out);
       graph.addNode("Conv", name, inputs, {out},
                     {{"kernel_shape", std::vector<int64_t>{rows[i].taps, cols[j].taps}},
@@ -155,14 +155,14 @@ bool asPhases(ir::Graph& graph, int id) {
                      {"group", int64_t{1}}});
     }
   if (single) return true;
-  auto value = [&](const std::string& suffix, ir::Shape shape) {
-    return graph.addValue(graph.uniqueValueName(n.name + suffix), {DType::kF32, std::move(shape)});
-  };
-  const int stacked = value("_phases", {s[0] * s[1] * x[0], y[1], part[2], part[3]});
+  const int stacked =
+      newValue(graph, n.name + "_phases", {s[0] * s[1] * x[0], y[1], part[2], part[3]});
   graph.addNode("Concat", n.name + "/phases", parts, {stacked}, {{"axis", int64_t{0}}});
-  const int split = value("_phase_grid", {s[0], s[1], x[0], y[1], part[2], part[3]});
+  const int split =
+      newValue(graph, n.name + "_phase_grid", {s[0], s[1], x[0], y[1], part[2], part[3]});
   graph.addNode("Reshape", n.name + "/phase_grid", {stacked}, {split});
-  const int moved = value("_interleaved", {x[0], y[1], part[2], s[0], part[3], s[1]});
+  const int moved =
+      newValue(graph, n.name + "_interleaved", {x[0], y[1], part[2], s[0], part[3], s[1]});
   graph.addNode("Transpose", n.name + "/interleave", {split}, {moved},
                 {{"perm", std::vector<int64_t>{2, 3, 4, 0, 5, 1}}});
   graph.addNode("Reshape", n.name + "/planes", {moved}, {n.outputs[0]});

@@ -8,6 +8,8 @@
 // has no padding of its own (else its windows would mix the two kinds),
 // and where no window runs past the padded input's end (ceil_mode), since
 // count_include_pad would count that overhang too.
+#include <algorithm>
+
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {
