@@ -29,11 +29,10 @@ bool foldConvBatchNorm(ir::Graph& graph) {
     int convOut = bn.inputs[0];
     int convId = graph.value(convOut).producer;
     if (convId < 0) continue;
-    const ir::Node& producer = graph.node(convId);
-    const bool transposed = producer.op == "ConvTranspose";
-    if (producer.op != "Conv" && !(transposed && producer.getInt("group", 1) == 1)) continue;
-    if (graph.consumers(convOut).size() != 1 || graph.isGraphOutput(convOut)) continue;
     ir::Node& conv = graph.node(convId);
+    const bool transposed = conv.op == "ConvTranspose";
+    if (conv.op != "Conv" && !(transposed && conv.getInt("group", 1) == 1)) continue;
+    if (graph.consumers(convOut).size() != 1 || graph.isGraphOutput(convOut)) continue;
     if (!allConstant(graph, {conv.inputs.begin() + 1, conv.inputs.end()}) ||
         !allConstant(graph, {bn.inputs.begin() + 1, bn.inputs.end()}))
       continue;

@@ -332,11 +332,11 @@ void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
   const int64_t inPlane = p.d_in * p.h_in * p.w_in;
   const int64_t outPlane = p.d_out * p.h_out * p.w_out;
   const bool planar = p.d_in == 1 && p.d_out == 1 && p.k_d == 1 && p.pad_front == 0;
-  if constexpr (kMax) {
-    if (planar) {
-      const detail::ChannelVectors vectors({p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w,
-                                            p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
-                                            p.pad_top, p.pad_left});
+  if (planar) {
+    const detail::ChannelVectors vectors({p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w,
+                                          p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
+                                          p.pad_top, p.pad_left});
+    if constexpr (kMax) {
       // Channel vectors where a block fits in L2 (1.2x faster than rows at
       // 55x55 and 56x56 stride 2 once their loads were aligned, 1.4x at
       // 56x56 stride 1), rows beyond.
@@ -358,21 +358,15 @@ void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
         default:
           return maxPoolRows<0>(p, x, y, planes);
       }
-    }
-  }
-  if constexpr (!kMax) {
-    // Channel vectors where every window has the same divisor: one Zen 3
-    // core, Inception-v3's 768 planes of 17x17 (3x3, stride 1) 1255 us in
-    // rows to 253, its 288 of 35x35 1250 to 355.
-    const bool wholeWindows =
-        p.count_include_pad || (p.pad_top == 0 && p.pad_left == 0 &&
-                                (p.h_out - 1) * p.stride_h + (p.k_h - 1) * p.dilation_h < p.h_in &&
-                                (p.w_out - 1) * p.stride_w + (p.k_w - 1) * p.dilation_w < p.w_in);
-    if (planar && wholeWindows) {
-      const detail::ChannelVectors vectors({p.h_in, p.w_in, p.h_out, p.w_out, p.k_h, p.k_w,
-                                            p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
-                                            p.pad_top, p.pad_left});
-      if (vectors.fits(p.n_c))
+    } else {
+      // Channel vectors where every window has the same divisor: one Zen 3
+      // core, Inception-v3's 768 planes of 17x17 (3x3, stride 1) 1255 us in
+      // rows to 253, its 288 of 35x35 1250 to 355.
+      const bool wholeWindows = p.count_include_pad ||
+                                (p.pad_top == 0 && p.pad_left == 0 &&
+                                 (p.h_out - 1) * p.stride_h + (p.k_h - 1) * p.dilation_h < p.h_in &&
+                                 (p.w_out - 1) * p.stride_w + (p.k_w - 1) * p.dilation_w < p.w_in);
+      if (wholeWindows && vectors.fits(p.n_c))
         return poolVectors(vectors, p, x, y, team, 0.0f,
                            Average{static_cast<float>(p.k_h * p.k_w)});
     }

@@ -41,6 +41,13 @@ double sumRow(const T* x, int64_t n, F f) {
   return sum;
 }
 
+/// The last step of Mean (the division) and L2 (the root) on a sum.
+double finishSum(const ReduceParams& p, double v) {
+  if (p.op == ReduceOp::kMean) return v / static_cast<double>(p.reduced);
+  if (p.op == ReduceOp::kL2) return std::sqrt(v);
+  return v;
+}
+
 /// reduce's fast path: Sum, Mean, SumSquare, L1 and L2 over trailing axes.
 /// Returns false where it does not apply.
 template <typename T>
@@ -59,9 +66,7 @@ bool reduceRows(const ReduceParams& p, const T* x, T* y) {
       v = sumRow(row, inner, [](double e) { return std::fabs(e); });
     else
       v = sumRow(row, inner, [](double e) { return e; });
-    if (p.op == ReduceOp::kMean) v /= static_cast<double>(p.reduced);
-    if (p.op == ReduceOp::kL2) v = std::sqrt(v);
-    y[o] = static_cast<T>(v);
+    y[o] = static_cast<T>(finishSum(p, v));
   }
   return true;
 }
@@ -122,9 +127,7 @@ void reduce(const ReduceParams& p, const T* x, T* y) {
       break;
   }
   for (int64_t o = 0; o < p.out_count; ++o) {
-    double v = acc[o];
-    if (p.op == ReduceOp::kMean) v /= static_cast<double>(p.reduced);
-    if (p.op == ReduceOp::kL2) v = std::sqrt(v);
+    double v = finishSum(p, acc[o]);
     if (p.op == ReduceOp::kLogSumExp) v = std::log(v) + maxima[o];
     if constexpr (std::is_integral_v<T>)
       y[o] = std::isfinite(v) ? static_cast<T>(std::trunc(v)) : T(0);
