@@ -90,11 +90,15 @@ inline void padInput(const ConvParams& p, const float* x, int64_t d, int64_t h, 
                w * lanes, padded + (c * d * h + r) * w * lanes);
         continue;
       }
+      // The last block of a c_in that is not a multiple of it gets zero
+      // lanes past c_in (Winograd pads its transforms, not the tensor).
+      const int64_t channels = std::min(kChannelBlock, p.c_in - c * kChannelBlock);
       float* out = padded + (c * d * h + r) * w * kChannelBlock;
-      std::fill(out, out + (inside ? lo : w) * kChannelBlock, 0.0f);
+      const bool partial = channels < kChannelBlock;
+      std::fill(out, out + (inside && !partial ? lo : w) * kChannelBlock, 0.0f);
       if (!inside) continue;
       std::fill(out + hi * kChannelBlock, out + w * kChannelBlock, 0.0f);
-      transpose(x + c * kChannelBlock * inSpatial + first, inSpatial, kChannelBlock, hi - lo,
+      transpose(x + c * kChannelBlock * inSpatial + first, inSpatial, channels, hi - lo,
                 out + lo * kChannelBlock, kChannelBlock);
     }
 }

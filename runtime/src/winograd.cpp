@@ -24,11 +24,17 @@
 // on the packed kernel.
 //
 // Layout: the input is first copied zero-padded and channel-blocked
-// (padInput), so each transform step is one vector of 16 channels. The team
+// (padInput), so each transform step is one vector of 16 channels.
+// Channel counts that are not multiples of 16 are padded in the
+// transforms, not in the tensors: the copy's last block has zero lanes past
+// c_in, U has zero rows and columns past c_in and c_out, and only the real
+// channels of M reach y (NCHW there; the channel-blocked layout needs whole
+// blocks). The team
 // splits the tiles; a thread takes its tiles in chunks whose V and M stay
 // in L2. A chunk's outputs go straight into a channel-blocked y, or are
 // gathered as rows of positions and transposed into the NCHW planes, a
 // row segment at a time.
+#include <algorithm>
 #include <cstring>
 
 #include "conv_support.h"
@@ -114,7 +120,7 @@ void transformOutput(const float* m, int64_t xiStride, Lanes (&out)[2][2]) {
 bool convTakesWinograd(const ConvParams& p) {
   return p.groups == 1 && p.k_d == 1 && p.d_in == 1 && p.d_out == 1 && p.k_h == 3 && p.k_w == 3 &&
          p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 &&
-         p.c_in % kChannelBlock == 0 && p.c_out % kChannelBlock == 0 && p.pool_h_out == 0;
+         p.pool_h_out == 0;
 }
 
 bool convPrefersWinograd(const ConvParams& p) {
@@ -122,10 +128,21 @@ bool convPrefersWinograd(const ConvParams& p) {
          (p.h_out + 1) / 2 * ((p.w_out + 1) / 2) >= kMinTiles;
 }
 
-int64_t winogradWeightCount(const ConvParams& p) { return kXi * p.c_in * p.c_out; }
+namespace {
+
+/// Channels rounded up to whole blocks: the transforms' width.
+int64_t blocks(int64_t channels) { return (channels + kChannelBlock - 1) / kChannelBlock; }
+
+}  // namespace
+
+int64_t winogradWeightCount(const ConvParams& p) {
+  return kXi * blocks(p.c_in) * blocks(p.c_out) * kChannelBlock * kChannelBlock;
+}
 
 void winogradWeights(const ConvParams& p, const float* w, float* u) {
   static constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  const int64_t cIn = blocks(p.c_in) * kChannelBlock, cOut = blocks(p.c_out) * kChannelBlock;
+  std::fill_n(u, winogradWeightCount(p), 0.0f);
   for (int64_t o = 0; o < p.c_out; ++o)
     for (int64_t c = 0; c < p.c_in; ++c) {
       const float* g = w + (o * p.c_in + c) * 9;
@@ -137,7 +154,7 @@ void winogradWeights(const ConvParams& p, const float* w, float* u) {
         for (int col = 0; col < 4; ++col) {
           double sum = 0;  // (G g G^T)[r][col]
           for (int k = 0; k < 3; ++k) sum += gg[r][k] * kG[col][k];
-          u[((4 * r + col) * p.c_in + c) * p.c_out + o] = static_cast<float>(sum);
+          u[((4 * r + col) * cIn + c) * cOut + o] = static_cast<float>(sum);
         }
     }
 }
@@ -148,19 +165,21 @@ void convWinograd(const ConvParams& p, const float* x, const float* u, const flo
                   const float* residual, float* y, const Team& team) {
   const int64_t th = (p.h_out + 1) / 2, tw = (p.w_out + 1) / 2;  // tiles
   const int64_t ph = 2 * th + 2, pw = 2 * tw + 2;                // the padded input they read
-  const int64_t blocksIn = p.c_in / kChannelBlock, blocksOut = p.c_out / kChannelBlock;
+  const int64_t blocksIn = blocks(p.c_in), blocksOut = blocks(p.c_out);
+  // The transforms' channels: whole blocks.
+  const int64_t cIn = blocksIn * kChannelBlock, cOut = blocksOut * kChannelBlock;
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
-  const int64_t chunkTiles = std::max<int64_t>(1, kChunkFloats / (kXi * (p.c_in + p.c_out)));
+  const int64_t chunkTiles = std::max<int64_t>(1, kChunkFloats / (kXi * (cIn + cOut)));
   // The output rows a chunk's tiles touch: those of its whole tile rows
   // and of the partial ones at either end.
   const int64_t chunkPositions = (chunkTiles / tw + 2) * 2 * p.w_out;
-  float* v = scratch<float>(kXi * chunkTiles * (p.c_in + p.c_out) + chunkPositions * p.c_out +
+  float* v = scratch<float>(kXi * chunkTiles * (cIn + cOut) + chunkPositions * cOut +
                             blocksIn * ph * pw * kChannelBlock);
-  float* m = v + kXi * chunkTiles * p.c_in;
-  float* rows = m + kXi * chunkTiles * p.c_out;  // [position][channel] for an NCHW y
+  float* m = v + kXi * chunkTiles * cIn;
+  float* rows = m + kXi * chunkTiles * cOut;  // [position][channel] for an NCHW y
   // Every thread reads the whole padded image: each pads its share of the
   // channel blocks into thread 0's scratch.
-  float* padded = team.shareFromFirst(rows + chunkPositions * p.c_out);
+  float* padded = team.shareFromFirst(rows + chunkPositions * cOut);
   const Bounds bounds = activationBounds(p);
   const Lanes low = bounds.low - Lanes{}, high = bounds.high - Lanes{};
   // Tiles, not tile rows: 14x14 planes have 7 rows, 4 + 3 on two threads.
@@ -176,23 +195,23 @@ void convWinograd(const ConvParams& p, const float* x, const float* u, const flo
       const int64_t tiles = std::min(mine.end, t0 + chunkTiles) - t0;
       for (int64_t cb = 0; cb < blocksIn; ++cb)
         transformInput(padded + cb * ph * pw * kChannelBlock, pw, tw, t0, tiles,
-                       v + cb * kChannelBlock, tiles * p.c_in, p.c_in);
+                       v + cb * kChannelBlock, tiles * cIn, cIn);
       for (int64_t xi = 0; xi < kXi; ++xi)
-        gemmRows(tiles, p.c_out, p.c_in, v + xi * tiles * p.c_in, p.c_in, u + xi * p.c_in * p.c_out,
-                 p.c_out, m + xi * tiles * p.c_out, p.c_out);
+        gemmRows(tiles, cOut, cIn, v + xi * tiles * cIn, cIn, u + xi * cIn * cOut, cOut,
+                 m + xi * tiles * cOut, cOut);
       const int64_t firstRow = 2 * (t0 / tw);
       for (int64_t t = 0; t < tiles; ++t)
         for (int64_t ob = 0; ob < blocksOut; ++ob)
           for (int part = 0; part < kPerBlock; ++part) {
             const int64_t c0 = ob * kChannelBlock + part * simd::kLanes;  // first channel
             Lanes out[2][2];
-            transformOutput(m + t * p.c_out + c0, tiles * p.c_out, out);
+            transformOutput(m + t * cOut + c0, tiles * cOut, out);
             const int64_t oh0 = 2 * ((t0 + t) / tw), ow0 = 2 * ((t0 + t) % tw);
             for (int64_t oh = oh0; oh < std::min(oh0 + 2, p.h_out); ++oh)
               for (int64_t ow = ow0; ow < std::min(ow0 + 2, p.w_out); ++ow) {
                 Lanes& o = out[oh - oh0][ow - ow0];
                 if (!p.blocked_output) {  // the epilogue comes with the transpose
-                  store(rows + ((oh - firstRow) * p.w_out + ow) * p.c_out + c0, o);
+                  store(rows + ((oh - firstRow) * p.w_out + ow) * cOut + c0, o);
                   continue;
                 }
                 const int64_t at =
@@ -220,8 +239,8 @@ void convWinograd(const ConvParams& p, const float* x, const float* u, const flo
         const int64_t from = i == t0 / tw ? 2 * (t0 % tw) : 0;
         const int64_t to = i == last / tw ? std::min(p.w_out, 2 * (last % tw) + 2) : p.w_out;
         const int64_t pos = oh * p.w_out + from;
-        transpose(rows + (pos - firstRow * p.w_out) * p.c_out, p.c_out, to - from, p.c_out,
-                  yn + pos, spatial, e.at(0, pos));
+        transpose(rows + (pos - firstRow * p.w_out) * cOut, cOut, to - from, p.c_out, yn + pos,
+                  spatial, e.at(0, pos));
       }
     }
   }

@@ -416,6 +416,11 @@ TEST_CASE("conv on Winograd weights matches a direct loop") {
       {1, 48, 1, 3, 20, 16, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // one output row
       {1, 64, 1, 23, 21, 64, 1, 1, 3, 3, 1,
        1, 1,  0, 1,  1,  0,  1, 1, 1, 1, 1},  // 132 tiles, chunks of 64
+      // Channels that are not multiples of 16: the transforms padded.
+      {1, 40, 1, 9, 11, 24, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 40 -> 24
+      {2, 3, 1, 7, 6, 17, 1, 1, 3, 3, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 1},     // 3 -> 17
+      {1, 33, 1, 12, 13, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 33 -> 48
+      {1, 48, 1, 10, 10, 5, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 48 -> 5
   };
   for (const ConvCase& c : cases) checkConv(c, Weights::kWinograd);
 }

@@ -90,18 +90,21 @@ int64_t packedConvWeightCount(const ConvParams& p);
 void packConvWeights(const ConvParams& p, const float* w, float* packed);
 
 /// Whether conv can run as Winograd F(2x2, 3x3) (takes): 2-D 3x3 windows
-/// at stride 1, no dilation, groups 1, channels in kChannelBlocks on both
-/// sides, no fused pooling; and whether that is faster (prefers): at least
-/// 49 tiles of 2x2 outputs, 13x13 and larger planes.
+/// at stride 1, no dilation, groups 1, no fused pooling (any channel
+/// counts: the transforms are padded to whole kChannelBlocks); and whether
+/// that is faster (prefers): 32 input channels or more and at least 49
+/// tiles of 2x2 outputs, 13x13 and larger planes.
 bool convTakesWinograd(const ConvParams& p);
 bool convPrefersWinograd(const ConvParams& p);
 
-/// Floats winogradWeights writes: 16 x c_in x c_out.
+/// Floats winogradWeights writes: 16 x c_in x c_out, each rounded up to a
+/// multiple of kChannelBlock.
 int64_t winogradWeightCount(const ConvParams& p);
 
 /// The Winograd transform G g G^T of each 3x3 kernel g of OIHW weights
-/// (groups 1), stored as 16 row-major c_in x c_out matrices, one per
-/// element of the 4x4 transformed kernel (conv with winograd).
+/// (groups 1), stored as 16 row-major c_in x c_out matrices (padded with
+/// zeros to whole kChannelBlocks), one per element of the 4x4 transformed
+/// kernel (conv with winograd).
 void winogradWeights(const ConvParams& p, const float* w, float* u);
 
 /// Transposed convolution, weights [c_in, c_out / groups, k_d, k_h, k_w].
