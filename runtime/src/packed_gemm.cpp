@@ -34,9 +34,14 @@ constexpr int kTile = 6;  // positions per register tile
 /// tile's weights and a broadcast fill the registers (4 on AVX-512 and
 /// NEON, 2 on AVX2 and SSE). A panel wider than a tile takes several.
 constexpr int kTileVectors = (simd::kRegisters - 1) / (kTile + 1);
-// Depth per pass: the panel's slice (256 KiB) stays in L2 across the tiles;
-// 512 and 4096 were 3-10% slower on ResNet-50 and GoogLeNet.
-constexpr int64_t kDepthStep = 1024;
+// Depth per pass. AVX-512: the panel's slice (256 KiB) stays in L2 across
+// the tiles; 512 and 4096 were 3-10% slower on ResNet-50 and GoogLeNet
+// (Zen 5). AVX2: a tile group's slice (16 channels, 24 KiB) stays in L1
+// across the tiles; against 1024, one Zen 3 core, best of 5 alternated:
+// 288-to-384 3x3 stride 2 on 35x35 8.7 to 7.7 ms, 512-to-512 3x3 on 7x7
+// 3.9 to 3.5, 1024-to-256 1x1 on 14x14 1.68 to 1.37, 64-to-64 3x3 on
+// 56x56 2.76 to 2.81.
+constexpr int64_t kDepthStep = simd::kLanes == 8 ? 384 : 1024;
 using Lanes = simd::Floats;
 
 /// out(j, o) (+)= sum_p b[offsets[p] + positions[j]] * a[p * lda + o] for
