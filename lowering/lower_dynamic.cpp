@@ -53,6 +53,7 @@ Lowered lowerUnique(const Graph& g, const Node& n) {
       Kernel::kUnique, kernelType(elementType(g, n.inputs[0])), p, {n.inputs[0]}, n.outputs};
 }
 
+/// TopK with k known only at run time (its second input).
 Lowered lowerTopKDynamic(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const size_t axis = static_cast<size_t>(n.getInt("axis", 0));
@@ -67,6 +68,7 @@ Lowered lowerTopKDynamic(const Graph& g, const Node& n) {
 }
 
 Lowered lowerTopK(const Graph& g, const Node& n) {
+  if (n.inputs.size() == 2) return lowerTopKDynamic(g, n);
   const Shape& x = shapeOf(g, n.inputs[0]);
   const size_t axis = static_cast<size_t>(n.getInt("axis", 0));
   rt::TopKParams p{};
@@ -97,7 +99,6 @@ void registerDynamicLowerers(std::map<std::string, OpLowerer>& table) {
   table["NonZero"] = lowerNonZero;
   table["Compress"] = lowerCompress;
   table["Unique"] = lowerUnique;
-  table["TopKDynamic"] = lowerTopKDynamic;
   table["TopK"] = lowerTopK;
   table["NonMaxSuppression"] = lowerNonMaxSuppression;
 }

@@ -126,9 +126,11 @@ void importUnique(OpContext& ctx) {
 }
 
 /// TopK. Its k is the attribute (before opset 10) or the input K: a
-/// constant k gives static shapes (IR op TopK); a k known only at run time
-/// (TopKDynamic) gives values and indices bound by the axis's size (or the
-/// user's --bound), their length along it data-dependent.
+/// constant k gives static shapes (the k attribute, x the only input); a k
+/// known only at run time stays the second input and gives values and
+/// indices bound by the axis's size (or the user's --bound), their length
+/// along it data-dependent. Both are IR op TopK, so that errors and
+/// profiles name the op as the model does.
 void importTopK(OpContext& ctx) {
   const size_t inputs = ctx.opset < 10 ? 1 : 2;
   ctx.requireInputs(inputs, inputs);
@@ -157,7 +159,7 @@ void importTopK(OpContext& ctx) {
   rejectDynamicInputs(ctx, {});
   requireScalar(ctx, 1, DType::kI64, "K");
   out[axis] = sizeBound(ctx, x.shape[axis]);
-  ctx.emit("TopKDynamic", {ctx.inputs[0], ctx.inputs[1]}, {{x.dtype, out}, {DType::kI64, out}},
+  ctx.emit("TopK", {ctx.inputs[0], ctx.inputs[1]}, {{x.dtype, out}, {DType::kI64, out}},
            {{"axis", axis}, {"largest", largest}});
   markDynamic(ctx, {{0, static_cast<int>(axis)}, {1, static_cast<int>(axis)}});
 }

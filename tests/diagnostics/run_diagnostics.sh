@@ -143,7 +143,7 @@ expect wrong_input_size "input_0.pb" "float32[1,3,8,8]" -- "$cgc" run "$model" -
 # Sizes decided by the data: a TopK k beyond its axis, and more nonzeros
 # than --bound allows, are errors from run() naming the node, never an overrun.
 dd="$work/data_dependent.onnx"
-expect topk_k_beyond_axis "node 'topk'" "a k beyond its axis" -- "$cgc" run "$dd" --inputs "$work/data_dependent_k9" --quiet
+expect topk_k_beyond_axis "node 'topk' (TopK)" "a k beyond its axis" -- "$cgc" run "$dd" --inputs "$work/data_dependent_k9" --quiet
 expect nonzero_beyond_bound "node 'nonzero'" "exceeds its bound" -- "$cgc" run "$dd" --inputs "$work/data_dependent_k2" --bound nonzero=3 --quiet
 
 # A Loop whose run-time trip count (5) is beyond the --bound of its scan
