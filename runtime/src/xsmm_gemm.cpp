@@ -148,29 +148,64 @@ void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y, int6
 
 namespace {
 
-/// gemmRows, with A stored transposed where aTransposed: A(i, p) = a[p * lda + i].
+/// The cache blocks gemmBlocks cuts an m x n output into, numbered in the
+/// order it visits them. Columns: kNc at a time, a remainder narrower than
+/// a vector joining the block before it (on its own, LIBXSMM's kernel for
+/// it keeps some 30 rows of A in flight, which at a 4 KiB row stride share
+/// one L1 set: ResNet-50's 196-column, 1024-deep layers lost 20% to a
+/// 4-column block). The larger operand streams through once: its block
+/// stays in cache while the inner loop passes the smaller one's blocks (a
+/// 1000 x 169 classifier ran its 2 MB of weights past each column block:
+/// 3 times). A team shares out these blocks, never cuts others: LIBXSMM
+/// sums a narrow block (16 columns or fewer, or the last vector past 64,
+/// with few rows) in another order than a wide one, so other cuts would
+/// make the result depend on the team's size.
+struct BlockGrid {
+  int64_t m, n, rowBlocks, colBlocks;
+
+  BlockGrid(int64_t rows, int64_t cols)
+      : m(rows),
+        n(cols),
+        rowBlocks((rows + kMc - 1) / kMc),
+        colBlocks(1 + std::max<int64_t>(0, (cols - 16) / kNc)) {}
+  int64_t count() const { return rowBlocks * colBlocks; }
+  /// Block b's first row and column, rows and columns.
+  void at(int64_t b, int64_t& ic, int64_t& jc, int64_t& mc, int64_t& nc) const {
+    const bool rowsOuter = m > n;
+    const int64_t i = rowsOuter ? b / colBlocks : b % rowBlocks;
+    const int64_t j = rowsOuter ? b % colBlocks : b / rowBlocks;
+    ic = i * kMc, jc = j * kNc;
+    mc = std::min(kMc, m - ic), nc = j == colBlocks - 1 ? n - jc : kNc;
+  }
+};
+
+/// gemmRows over the blocks [blocks.begin, blocks.end) of BlockGrid(m, n),
+/// with A stored transposed where aTransposed: A(i, p) = a[p * lda + i].
 void gemmBlocks(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool aTransposed,
-                const float* b, int64_t ldb, float* y, int64_t ldy, const Epilogue& e) {
+                const float* b, int64_t ldb, float* y, int64_t ldy, const Epilogue& e,
+                Range blocks) {
+  const BlockGrid grid(m, n);
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(y + i * ldy, y + i * ldy + n, 0.0f);
-    applyEpilogue(e, m, n, y, ldy);
+    for (int64_t blk = blocks.begin; blk < blocks.end; ++blk) {
+      int64_t ic, jc, mc, nc;
+      grid.at(blk, ic, jc, mc, nc);
+      for (int64_t i = ic; i < ic + mc; ++i)
+        std::fill(y + i * ldy + jc, y + i * ldy + jc + nc, 0.0f);
+      applyEpilogue(e.at(ic, jc), mc, nc, y + ic * ldy + jc, ldy);
+    }
     return;
   }
   const int64_t aRow = aTransposed ? 1 : lda, aCol = aTransposed ? lda : 1;
-  // Columns of the block at jc: a remainder narrower than a vector joins the
-  // block before it. On its own, LIBXSMM's kernel for it keeps some 30 rows
-  // of A in flight, which at a 4 KiB row stride share one L1 set: ResNet-50's
-  // 196-column, 1024-deep layers lost 20% to a 4-column block.
-  auto columnsAt = [&](int64_t jc) { return n - jc < kNc + 16 ? n - jc : kNc; };
   // Equal depth steps (576 = one step, not 512 + 64): a short last step
   // would reload and rewrite all of Y for little work.
   const int64_t steps = (k + kKc - 1) / kKc, step = (k + steps - 1) / steps;
   for (int64_t pc = 0; pc < k; pc += step) {
     const int64_t kc = std::min(step, k - pc);
     const bool accumulate = pc > 0, last = pc + kc >= k;
-    auto block = [&](int64_t ic, int64_t jc) {
-      const int64_t mc = std::min(kMc, m - ic), nc = columnsAt(jc);
+    for (int64_t blk = blocks.begin; blk < blocks.end; ++blk) {
+      int64_t ic, jc, mc, nc;
+      grid.at(blk, ic, jc, mc, nc);
       const float* ablock = a + ic * aRow + pc * aCol;
       const float* bblock = b + pc * ldb + jc;
       float* yblock = y + ic * ldy + jc;
@@ -179,18 +214,14 @@ void gemmBlocks(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bo
       else
         sgemm(mc, nc, kc, ablock, aRow, aCol, bblock, ldb, 1, yblock, ldy, accumulate);
       if (last) applyEpilogue(e.at(ic, jc), mc, nc, yblock, ldy);
-    };
-    // The larger operand streams through once: its block stays in cache
-    // while the inner loop passes the smaller one's blocks (a 1000 x 169
-    // classifier ran its 2 MB of weights past each column block: 3 times).
-    if (m > n) {
-      for (int64_t ic = 0; ic < m; ic += kMc)
-        for (int64_t jc = 0; jc < n; jc += columnsAt(jc)) block(ic, jc);
-    } else {
-      for (int64_t jc = 0; jc < n; jc += columnsAt(jc))
-        for (int64_t ic = 0; ic < m; ic += kMc) block(ic, jc);
     }
   }
+}
+
+/// Every block of the grid.
+void gemmBlocks(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool aTransposed,
+                const float* b, int64_t ldb, float* y, int64_t ldy, const Epilogue& e) {
+  gemmBlocks(m, n, k, a, lda, aTransposed, b, ldb, y, ldy, e, {0, BlockGrid(m, n).count()});
 }
 
 /// y[0, n) = a[0, k) B for one row of Y (batch-1 classifier heads): 8
@@ -277,21 +308,15 @@ Block blockOf(const OutputSplit& split, int64_t m, int64_t n, int thread) {
 
 void gemmRowsTeam(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                   int64_t ldb, float* y, int64_t ldy, const Epilogue& e, const Team& team) {
-  // A block of one row takes gemmRows' GEMV path, which sums in another
-  // order than the blocks do: the path follows the whole GEMM's shape, so
-  // that the result does not depend on the team's size.
-  const OutputSplit split =
-      m == 1 ? OutputSplit{1, team.size()} : splitOutput(m, n, k, team.size());
-  const Block blk = blockOf(split, m, n, team.thread());
-  if (blk.rows.size() <= 0 || blk.cols.size() <= 0) return;
-  const float* aBlock = a + blk.rows.begin * lda;
-  float* yBlock = y + blk.rows.begin * ldy + blk.cols.begin;
-  const Epilogue eBlock = e.at(blk.rows.begin, blk.cols.begin);
-  if (m == 1)
-    gemmRows(1, blk.cols.size(), k, aBlock, lda, b + blk.cols.begin, ldb, yBlock, ldy, eBlock);
-  else
-    gemmBlocks(blk.rows.size(), blk.cols.size(), k, aBlock, lda, false, b + blk.cols.begin, ldb,
-               yBlock, ldy, eBlock);
+  if (m != 1)
+    return gemmBlocks(m, n, k, a, lda, false, b, ldb, y, ldy, e,
+                      team.split(BlockGrid(m, n).count()));
+  // One row: gemvRow sums each column in order whatever its block, so the
+  // columns split in vectors.
+  const Range cols = team.split(n, 16);
+  if (cols.size() <= 0) return;
+  gemmRows(1, cols.size(), k, a, lda, b + cols.begin, ldb, y + cols.begin, ldy,
+           e.at(0, cols.begin));
 }
 
 }  // namespace cgc::rt::detail
