@@ -230,29 +230,31 @@ void conv(const ConvParams& p, const float* x, const float* w, const float* bias
                              epilogueOf(p, bias, residual, n, g), team);
     return;
   }
-  // Each thread im2cols the columns of its block of the GEMM output; threads
-  // that share columns repeat that copy, which the split's cost (ti |B|)
-  // already counts.
-  detail::Block blk{{0, coutG}, {0, spatial}};
-  if (team.size() > 1)
-    blk = detail::blockOf(detail::splitOutput(coutG, spatial, kSize, team.size()), coutG, spatial,
-                          team.thread());
-  if (blk.rows.size() <= 0 || blk.cols.size() <= 0) return;
-  const int64_t chunk = std::min(columnChunk(kSize), blk.cols.size());
+  // Work items: (image, group, chunk of columns, 64 rows), on a grid that
+  // does not depend on the team, so each item's GEMM is the same call
+  // whatever the team's size (gemm_core.h: gemmRowsTeam). Threads that
+  // share a chunk repeat its im2col.
+  const int64_t chunk = std::min(columnChunk(kSize), spatial);
+  const int64_t chunks = (spatial + chunk - 1) / chunk;
+  const int64_t rowBlocks = (coutG + detail::kRowBlock - 1) / detail::kRowBlock;
+  const Range items = team.split(p.n * p.groups * chunks * rowBlocks);
   float* col = scratch(kSize * chunk);
-  for (int64_t n = 0; n < p.n; ++n)
-    for (int64_t g = 0; g < p.groups; ++g) {
-      const float* xg = x + (n * p.c_in + g * cinG) * inSpatial;
-      const float* wg = w + (g * coutG + blk.rows.begin) * kSize;
-      float* yg = y + (n * p.c_out + g * coutG) * spatial;
-      const detail::Epilogue e = epilogueOf(p, bias, residual, n, g);
-      for (int64_t s0 = blk.cols.begin; s0 < blk.cols.end; s0 += chunk) {
-        const int64_t s1 = std::min(blk.cols.end, s0 + chunk);
-        im2col(p, xg, cinG, s0, s1, col);
-        detail::gemmRows(blk.rows.size(), s1 - s0, kSize, wg, kSize, col, s1 - s0,
-                         yg + blk.rows.begin * spatial + s0, spatial, e.at(blk.rows.begin, s0));
-      }
+  int64_t im2colDone = -1;
+  for (int64_t item = items.begin; item < items.end; ++item) {
+    const int64_t rowBlock = item % rowBlocks, image = item / rowBlocks;  // (n, g, chunk)
+    const int64_t n = image / (p.groups * chunks), g = image / chunks % p.groups;
+    const int64_t s0 = image % chunks * chunk, s1 = std::min(spatial, s0 + chunk);
+    if (image != im2colDone) {
+      im2col(p, x + (n * p.c_in + g * cinG) * inSpatial, cinG, s0, s1, col);
+      im2colDone = image;
     }
+    const int64_t r0 = rowBlock * detail::kRowBlock;
+    const int64_t rows = std::min(detail::kRowBlock, coutG - r0);
+    float* yg = y + (n * p.c_out + g * coutG) * spatial;
+    detail::gemmRows(rows, s1 - s0, kSize, w + (g * coutG + r0) * kSize, kSize, col, s1 - s0,
+                     yg + r0 * spatial + s0, spatial,
+                     epilogueOf(p, bias, residual, n, g).at(r0, s0));
+  }
 }
 
 void conv_transpose(const ConvParams& p, const float* x, const float* w, const float* bias,

@@ -148,31 +148,32 @@ float activate(const GemmParams& p, float v) {
 
 void gemm(const GemmParams& p, const float* a, const float* b, const float* c, float* y,
           const Team& team) {
-  detail::Block blk{{0, p.m}, {0, p.n}};
-  if (team.size() > 1)
-    blk = detail::blockOf(detail::splitOutput(p.m, p.n, p.k, team.size()), p.m, p.n, team.thread());
-  const int64_t rows = blk.rows.size(), cols = blk.cols.size();
-  if (rows <= 0 || cols <= 0) return;
-  const int64_t r0 = blk.rows.begin, c0 = blk.cols.begin;
-  thread_local std::vector<float> aPack, bPack;
-  const float* ap = a + r0 * p.k;
-  int64_t lda = p.k;
-  if (p.trans_a) {  // A is [k, m]: this block's rows of A^T
-    float* dst = scratch(aPack, rows * p.k);
-    for (int64_t q = 0; q < p.k; ++q)
-      for (int64_t i = 0; i < rows; ++i) dst[i * p.k + q] = a[q * p.m + r0 + i];
-    ap = dst;
+  // Operands transposed at run time (constant weights were stored
+  // transposed by pretranspose-gemm-weights) are copied once, the team
+  // sharing the copy, so that the product is gemmRowsTeam's whatever the
+  // team's size.
+  thread_local std::vector<float> pack;
+  const bool shares = p.trans_a || p.trans_b;
+  float* packed = nullptr;
+  if (shares)
+    packed = team.shareFromFirst(
+        scratch(pack, (p.trans_a ? p.m * p.k : 0) + (p.trans_b ? p.k * p.n : 0)));
+  const float* ap = a;
+  if (p.trans_a) {  // A is [k, m]
+    const Range rows = team.split(p.m);
+    for (int64_t i = rows.begin; i < rows.end; ++i)
+      for (int64_t q = 0; q < p.k; ++q) packed[i * p.k + q] = a[q * p.m + i];
+    ap = packed;
+    packed += p.m * p.k;
   }
-  const float* bp = b + c0;
-  int64_t ldb = p.n;
-  if (p.trans_b) {  // B is [n, k]: this block's columns of B^T
-    float* dst = scratch(bPack, p.k * cols);
-    for (int64_t j = 0; j < cols; ++j)
-      for (int64_t q = 0; q < p.k; ++q) dst[q * cols + j] = b[(c0 + j) * p.k + q];
-    bp = dst;
-    ldb = cols;
+  const float* bp = b;
+  if (p.trans_b) {  // B is [n, k]
+    const Range cols = team.split(p.n);
+    for (int64_t j = cols.begin; j < cols.end; ++j)
+      for (int64_t q = 0; q < p.k; ++q) packed[q * p.n + j] = b[j * p.k + q];
+    bp = packed;
   }
-  float* yb = y + r0 * p.n + c0;
+  if (shares) team.barrier();
   // The common forms of C (bias row, bias column, full matrix) fold into the
   // block epilogue; anything else is applied after the product.
   const bool bias = c != nullptr && p.beta != 0.0f;
@@ -183,30 +184,33 @@ void gemm(const GemmParams& p, const float* a, const float* b, const float* c, f
   bool fused = p.alpha == 1.0f && (!bias || p.beta == 1.0f);
   if (fused && bias) {
     if (p.c_stride_m == 0 && p.c_stride_n == 1) {
-      e.col_bias = c + c0;
+      e.col_bias = c;
     } else if (p.c_stride_m == 1 && p.c_stride_n == 0) {
-      e.row_bias = c + r0;
+      e.row_bias = c;
     } else if (p.c_stride_m == p.n && p.c_stride_n == 1) {
-      e.residual = c + r0 * p.n + c0;
+      e.residual = c;
       e.ld_residual = p.n;
     } else {
       fused = false;
     }
   }
-  if (fused) {
-    detail::gemmRows(rows, cols, p.k, ap, lda, bp, ldb, yb, p.n, e);
-    return;
-  }
-  detail::gemmRows(rows, cols, p.k, ap, lda, bp, ldb, yb, p.n);
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = yb + i * p.n;
-    const float* crow = bias ? c + (r0 + i) * p.c_stride_m : nullptr;
-    for (int64_t j = 0; j < cols; ++j) {
-      float v = p.alpha * row[j];
-      if (crow) v += p.beta * crow[(c0 + j) * p.c_stride_n];
-      row[j] = activate(p, v);
+  detail::gemmRowsTeam(p.m, p.n, p.k, ap, p.k, bp, p.n, y, p.n, fused ? e : detail::Epilogue{},
+                       team);
+  if (!fused) {
+    team.barrier();
+    const Range rows = team.split(p.m);
+    for (int64_t i = rows.begin; i < rows.end; ++i) {
+      float* row = y + i * p.n;
+      const float* crow = bias ? c + i * p.c_stride_m : nullptr;
+      for (int64_t j = 0; j < p.n; ++j) {
+        float v = p.alpha * row[j];
+        if (crow) v += p.beta * crow[j * p.c_stride_n];
+        row[j] = activate(p, v);
+      }
     }
   }
+  // Thread 0's copies stay in use until every thread is done with them.
+  if (shares) team.barrier();
 }
 
 namespace {

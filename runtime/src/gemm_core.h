@@ -51,6 +51,10 @@ void limitXsmmTarget(const char* arch);
 /// Applies `e` to the rows x cols block y (rows ldy apart).
 void applyEpilogue(const Epilogue& e, int64_t rows, int64_t cols, float* y, int64_t ldy);
 
+/// Rows of Y per cache block of gemmRows: a caller that cuts a GEMM's rows
+/// at multiples of it makes the same kernel calls as the whole GEMM.
+constexpr int64_t kRowBlock = 64;
+
 /// Y[m, n] = epilogue(A[m, k] B[k, n]); rows of A, B and Y are lda, ldb and
 /// ldy elements apart, columns contiguous. One thread.
 void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,

@@ -31,9 +31,9 @@
 namespace cgc::rt::detail {
 namespace {
 
-constexpr int64_t kNc = 64;    // columns of Y per block (the kernel's m')
-constexpr int64_t kMc = 64;    // rows of Y per block (the kernel's n')
-constexpr int64_t kKc = 1024;  // most depth per block
+constexpr int64_t kNc = 64;         // columns of Y per block (the kernel's m')
+constexpr int64_t kMc = kRowBlock;  // rows of Y per block (the kernel's n')
+constexpr int64_t kKc = 1024;       // most depth per block
 
 struct KernelKey {
   int64_t m, n, k, lda, ldb, ldc;

@@ -292,3 +292,44 @@ TEST_CASE("team matmul: the same bits on every team size") {
     }
   }
 }
+
+TEST_CASE("team gemm and grouped conv: the same bits on every team size") {
+  // LIBXSMM (AVX-512) sums a block of 16 columns or fewer with few rows in
+  // another order than a wide block: a team must cut these GEMMs where the
+  // whole one is cut.
+  for (auto [m, n, k, transA, transB] :
+       {std::tuple<int64_t, int64_t, int64_t, bool, bool>{4, 8, 8, false, false},
+        {5, 33, 129, true, false},
+        {7, 16, 40, false, true},
+        {70, 90, 65, true, true}}) {
+    INFO("m " << m << " n " << n << " k " << k << " transA " << transA << " transB " << transB);
+    GemmParams p{};
+    p.m = m, p.n = n, p.k = k, p.trans_a = transA, p.trans_b = transB;
+    p.alpha = transA ? 0.5f : 1.0f, p.beta = 1.0f, p.c_stride_n = 1;
+    const std::vector<float> a = randomFloats(m * k, 3), b = randomFloats(k * n, 4),
+                             c = randomFloats(n, 5);
+    std::vector<float> serial(m * n), y(m * n);
+    gemm(p, a.data(), b.data(), c.data(), serial.data(), Team::serial());
+    for (int threads : {2, 3, 4}) {
+      INFO("threads " << threads);
+      std::fill(y.begin(), y.end(), NAN);
+      onTeam(threads,
+             [&](const Team& team) { gemm(p, a.data(), b.data(), c.data(), y.data(), team); });
+      REQUIRE(std::memcmp(y.data(), serial.data(), y.size() * sizeof(float)) == 0);
+    }
+  }
+  ConvParams p{};  // grouped, strided: the im2col path
+  p.n = 2, p.c_in = 8, p.h_in = 9, p.w_in = 8, p.c_out = 16, p.h_out = 5, p.w_out = 4;
+  p.groups = 2, p.k_h = 3, p.k_w = 3, p.stride_h = 2, p.stride_w = 2, p.pad_top = 1, p.pad_left = 1;
+  const std::vector<float> x = randomFloats(2 * 8 * 9 * 8, 6), w = randomFloats(16 * 4 * 9, 7);
+  std::vector<float> serial(2 * 16 * 5 * 4), y(serial.size());
+  conv(p, x.data(), w.data(), nullptr, nullptr, serial.data(), Team::serial());
+  for (int threads : {2, 3, 4}) {
+    INFO("conv, threads " << threads);
+    std::fill(y.begin(), y.end(), NAN);
+    onTeam(threads, [&](const Team& team) {
+      conv(p, x.data(), w.data(), nullptr, nullptr, y.data(), team);
+    });
+    REQUIRE(std::memcmp(y.data(), serial.data(), y.size() * sizeof(float)) == 0);
+  }
+}
