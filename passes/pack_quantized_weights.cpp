@@ -30,8 +30,9 @@ std::optional<Plan> planFor(const ir::Graph& g, const ir::Node& n, const ir::Val
   const bool wSigned = w.type.dtype == DType::kI8;
   if (const auto* p = std::get_if<rt::QConvParams>(&call.params)) {
     const int64_t depth = p->c_in / p->groups * p->k_h * p->k_w;
-    return Plan{{p->groups, p->c_out / p->groups, depth, true, wSigned, p->per_channel},
-                rt::preferredQConvPacking(*p)};
+    return Plan{
+        {p->groups, p->c_out / p->groups, depth, true, wSigned, p->per_channel, p->k_h * p->k_w},
+        rt::preferredQConvPacking(*p)};
   }
   const auto& p = std::get<rt::QGemmParams>(call.params);
   if (w.type.rank() != 2) return std::nullopt;

@@ -29,6 +29,18 @@ void qconvDepthwise(const QConvParams& p, const void* x, const void* w, const fl
                     const void* w_zero, const int32_t* bias, const void* residual, void* y,
                     const Team& team);
 bool qconvRunsDepthwise(const QConvParams& p);
+bool qconvDepthwiseShape(const QConvParams& p);
+void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, const float* w_scale,
+                 const int32_t* bias, const void* residual, void* y, const Team& team);
+
+QPacking preferredQConvPacking(const QConvParams& p) {
+  if (qconvDepthwiseShape(p)) return QPacking::kWide;
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  return QPacking::kTapQuads;
+#else
+  return preferredQPacking();
+#endif
+}
 
 namespace {
 
@@ -159,13 +171,14 @@ struct Weights {
 };
 
 Weights weightsOf(const QConvParams& p, const ConvGeometry& g, const void* w, const void* w_zero) {
-  Weights out{{p.groups, g.coutG, g.depth, true, p.w_signed, p.per_channel}, {}, nullptr};
+  Weights out{
+      {p.groups, g.coutG, g.depth, true, p.w_signed, p.per_channel, p.k_h * p.k_w}, {}, nullptr};
   if (p.packing != QPacking::kNone) {
     out.info = {p.packing, p.pack_nb, 0, p.split_entries};
     out.packed = static_cast<const uint8_t*>(w);
     return out;
   }
-  out.info = planQWeights(out.shape, w, w_zero, preferredQPacking());
+  out.info = planQWeights(out.shape, w, w_zero, preferredQConvPacking(p));
   auto* packed = reinterpret_cast<uint8_t*>(detail::scratch<int8_t>(out.info.bytes));
   packQWeights(out.shape, out.info, w, w_zero, packed);
   out.packed = packed;
@@ -181,6 +194,8 @@ void qconv(const QConvParams& p, const void* x, const void* w, const float* w_sc
     return qconvDepthwise(p, x, w, w_scale, w_zero, bias, residual, y, team);
   const ConvGeometry g = geometryOf(p);
   const Weights weights = weightsOf(p, g, w, w_zero);
+  if (weights.info.packing == QPacking::kTapQuads)
+    return qconvDirect(p, x, weights.packed, w_scale, bias, residual, y, team);
   const detail::QPackLayout layout = detail::qPackLayout(weights.shape, weights.info);
   const auto* sums = reinterpret_cast<const int32_t*>(weights.packed + layout.sumsOffset);
   const int32_t activationZero = p.x_zero + (p.x_signed ? 128 : 0);

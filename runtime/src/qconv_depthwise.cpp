@@ -29,13 +29,11 @@ bool depthwiseShape(const QConvParams& p) {
 
 }  // namespace
 
+bool qconvDepthwiseShape(const QConvParams& p) { return depthwiseShape(p); }
+
 bool qconvRunsDepthwise(const QConvParams& p) {
   return depthwiseShape(p) &&
          (p.packing == QPacking::kNone || (p.packing == QPacking::kWide && p.pack_nb == 1));
-}
-
-QPacking preferredQConvPacking(const QConvParams& p) {
-  return depthwiseShape(p) ? QPacking::kWide : preferredQPacking();
 }
 
 namespace {

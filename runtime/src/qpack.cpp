@@ -60,11 +60,20 @@ bool splitQuad(const int32_t (&quad)[kQuad], int32_t (&main)[kQuad], int32_t (&r
   return split;
 }
 
-void readQuad(const QWeightShape& s, const void* w, const void* w_zero, int64_t g, int64_t c,
-              int64_t q, int32_t (&quad)[kQuad]) {
+/// Quad q of channel c in the packing's depth order: the weights' own
+/// (OIHW: input channel, then tap), or kTapQuads' tap by tap.
+void readQuad(const QWeightShape& s, QPacking packing, const void* w, const void* w_zero, int64_t g,
+              int64_t c, int64_t q, int32_t (&quad)[kQuad]) {
+  const int64_t inputs = s.depth / s.taps, channelQuads = (inputs + kQuad - 1) / kQuad;
   for (int64_t r = 0; r < kQuad; ++r) {
-    const int64_t d = q * kQuad + r;
-    quad[r] = c < s.channels && d < s.depth ? weightAt(s, w, w_zero, g, c, d) : 0;
+    int64_t d = q * kQuad + r;
+    bool inside = d < s.depth;
+    if (packing == QPacking::kTapQuads) {
+      const int64_t tap = q / channelQuads, input = q % channelQuads * kQuad + r;
+      d = input * s.taps + tap;
+      inside = input < inputs;
+    }
+    quad[r] = c < s.channels && inside ? weightAt(s, w, w_zero, g, c, d) : 0;
   }
 }
 
@@ -75,7 +84,8 @@ namespace detail {
 QPackLayout qPackLayout(const QWeightShape& s, const QPackInfo& info) {
   QPackLayout l{};
   l.blocks = (s.channels + info.nb - 1) / info.nb;
-  l.quads = (s.depth + kQuad - 1) / kQuad;
+  l.quads = info.packing == QPacking::kTapQuads ? s.taps * ((s.depth / s.taps + kQuad - 1) / kQuad)
+                                                : (s.depth + kQuad - 1) / kQuad;
   const int64_t element = info.packing == QPacking::kWide ? 2 : 1;
   l.weightBytes = s.groups * l.blocks * l.quads * info.nb * kQuad * element;
   l.sumsOffset = l.weightBytes;
@@ -98,6 +108,7 @@ QPacking preferredQPacking() {
 }
 
 int64_t preferredQBlock(QPacking packing) {
+  if (packing == QPacking::kTapQuads) return detail::kMaxBlock;
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
   if (packing == QPacking::kQuads) return 8;
 #elif defined(__AVX2__)
@@ -117,14 +128,17 @@ QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero,
       }
   QPackInfo info{};
   info.packing = fits ? preferred : QPacking::kWide;
-  info.nb = std::min(preferredQBlock(info.packing), std::max<int64_t>(s.channels, 1));
+  // The direct kernel's blocks are always whole (zero channels past the end).
+  info.nb = info.packing == QPacking::kTapQuads
+                ? detail::kMaxBlock
+                : std::min(preferredQBlock(info.packing), std::max<int64_t>(s.channels, 1));
   const detail::QPackLayout l = detail::qPackLayout(s, info);
   if (info.packing == QPacking::kQuadsSplit) {
     int32_t quad[kQuad], main[kQuad], rest[kQuad];
     for (int64_t g = 0; g < s.groups; ++g)
       for (int64_t c = 0; c < s.channels; ++c)
         for (int64_t q = 0; q < l.quads; ++q) {
-          readQuad(s, w, w_zero, g, c, q, quad);
+          readQuad(s, info.packing, w, w_zero, g, c, q, quad);
           info.split_entries += splitQuad(quad, main, rest);
         }
   }
@@ -148,7 +162,7 @@ void packQWeights(const QWeightShape& s, const QPackInfo& info, const void* w, c
       if (info.packing == QPacking::kQuadsSplit) offsets[channel] = entries;
       int32_t sum = 0;
       for (int64_t q = 0; q < l.quads; ++q) {
-        readQuad(s, w, w_zero, g, c, q, quad);
+        readQuad(s, info.packing, w, w_zero, g, c, q, quad);
         for (int32_t v : quad) sum += v;
         const bool split = info.packing == QPacking::kQuadsSplit && splitQuad(quad, main, rest);
         const int64_t at = ((block * l.quads + q) * info.nb + lane) * kQuad;

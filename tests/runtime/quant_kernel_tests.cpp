@@ -178,7 +178,7 @@ void checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bo
   std::vector<uint8_t> packed;
   const void* weights = t.w.data();
   if (packing != QPacking::kNone) {
-    const QWeightShape shape{c.groups, coutG, cinG * taps, true, wSigned, perChannel};
+    const QWeightShape shape{c.groups, coutG, cinG * taps, true, wSigned, perChannel, taps};
     const bool depthwise = c.groups == c.c_in && c.groups == c.c_out;
     const QPackInfo info =
         planQWeights(shape, t.w.data(), t.wZero.data(), depthwise ? QPacking::kWide : packing);
@@ -209,9 +209,14 @@ TEST_CASE("qconv matches the integer reference") {
       {1, 5, 8, 8, 4, 1, 3, 3, 1, 2, 2},       // dilation
       {1, 4, 1, 23, 9, 1, 1, 3, 1, 1, 1},      // 1-D
       {1, 64, 7, 7, 70, 1, 3, 3, 1, 1, 1},     // depth 576, 49 positions
+      {1, 6, 12, 40, 9, 1, 7, 1, 1, 3, 1},     // 7x1 window, rows longer than a tile
+      {1, 9, 11, 13, 16, 1, 1, 1, 2, 0, 1},    // strided 1x1
+      {1, 128, 9, 9, 40, 1, 3, 3, 2, 1, 1},    // strided 3x3, depth 1152, 5 blocks
+      {2, 7, 3, 1, 11, 1, 3, 1, 1, 1, 1},      // one column: a tile spans many rows
   };
   for (const ConvCase& c : cases)
-    for (QPacking packing : {QPacking::kNone, QPacking::kQuadsSplit, QPacking::kQuads})
+    for (QPacking packing :
+         {QPacking::kNone, QPacking::kQuadsSplit, QPacking::kQuads, QPacking::kTapQuads})
       for (int variant : {0, 1, 2, 3, 4})
         for (auto [xSigned, xZero] :
              {std::pair{false, 0}, std::pair{false, 128}, std::pair{false, 255},

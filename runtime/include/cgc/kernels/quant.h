@@ -81,10 +81,14 @@ struct QEpilogue {
 ///               weights limit each such pair to |w| <= 64, and a short list
 ///               per channel holds the rest (see packQWeights);
 ///  kWide:       int16, same order, where w - w_zero does not fit int8
-///               (uint8 weights with a zero point far from 128).
+///               (uint8 weights with a zero point far from 128);
+///  kTapQuads:   kQuads with the depth tap by tap, the channels of each
+///               tap padded to a multiple of 4 with zeros: quad q is tap
+///               q / ceil(c_in / groups / 4), channels 4 (q % that) on
+///               (the direct convolution of AVX-512 VNNI, qconv_direct.cpp).
 /// Then, per output channel, int32 sums of the packed weights (the
 /// compensation for the activations' zero point).
-CGC_ENUM(QPacking, kNone, kQuads, kQuadsSplit, kWide)
+CGC_ENUM(QPacking, kNone, kQuads, kQuadsSplit, kWide, kTapQuads)
 
 /// Convolution of uint8 or int8 NCHW activations with int8 or uint8 OIHW
 /// weights (1-D or 2-D; groups; depthwise when groups == c_in == c_out),
@@ -151,7 +155,8 @@ QPacking preferredQPacking();
 int64_t preferredQBlock(QPacking packing);
 
 /// The packing qconv reads fastest for this layer: kWide with one channel
-/// per block for the depthwise kernel's layers, else preferredQPacking().
+/// per block for the depthwise kernel's layers, kTapQuads for the direct
+/// kernel of AVX-512 VNNI builds, else preferredQPacking().
 QPacking preferredQConvPacking(const QConvParams& p);
 
 /// The weights of a qconv (groups x c_out / groups output channels of
@@ -161,6 +166,7 @@ struct QWeightShape {
   int64_t groups, channels, depth;  // channels and depth per group
   bool transposed = true;           // stored [channel][depth] (else [depth][channel])
   bool w_signed = true, per_channel = false;
+  int64_t taps = 1;  // window taps per input channel (the depth is channels x taps)
 };
 
 /// How packQWeights would store these weights: `preferred` where every w -

@@ -1,0 +1,412 @@
+// qconv's direct case: the int8 convolution without im2col, for weights
+// packed kTapQuads (AVX-512 VNNI builds choose it for every layer that is
+// not depthwise; any build runs it).
+//
+// The input is copied once per call into padded planes, 4 channels
+// interleaved, in which every tap of the window reads a tile's positions
+// as contiguous bytes. For image n, group g, quad of input channels cq,
+// row phase ry of the stride and column plane cp, a plane of [hq][wq][4]
+// uint8 whose element (i, j) is the input at row i * stride_h + ry -
+// pad_top, column j * stride_w + base(cp) - pad_left (the zero point
+// outside the image and for channels past c_in). Output (oy, ox) is the
+// virtual position v = oy * wq + ox of every plane, and tap (kh, kw) reads
+// row phase (kh * dilation_h) % stride_h at v + (kh * dilation_h /
+// stride_h) * wq + shift(kw) in column plane cp(kw):
+//  - column phases (cp = (kw * dilation_w) % stride_w, base = cp, shift =
+//    kw * dilation_w / stride_w): wq is w_out plus the window's reach, and
+//    a tile also computes the columns between rows, which it does not store
+//    (2 of 58 at 56x56);
+//  - where those would cost a tenth of the tiles (at 8x8, 3x3: 3 tiles
+//    instead of 2), a plane per column tap (cp = kw, base = kw * dilation_w, shift = 0):
+//    wq is w_out, the input is copied k_w times (small: such planes are
+//    small), and a tile's positions are y's.
+// So a tile's 32 positions are 128 contiguous bytes for every (tap, quad),
+// the same addressing at any stride, dilation and padding.
+//
+// The product is quant_microkernels.h's: 32 positions x 8 output channels
+// in 16 registers, vpdpbusd over the quads (tap by tap, quads of channels
+// within), one offset per quad into the copy. The requantising epilogue
+// runs on those registers (16 lanes at a time, the same float operations
+// as finishQ: this file is built with -ffp-contract=off) and stores each
+// output row's part of the tile with one masked store per channel; a
+// residual is read the same way. Without VNNI the product and epilogue
+// are the portable loops.
+//
+// The copy is shared: each thread copies a share of the (image, group,
+// quad) planes into thread 0's scratch. Then the team splits (image,
+// group, chunk of output-channel blocks, tile), tiles innermost, so that
+// a chunk's weights (at most kChunkBytes) stay in L2 while its tiles pass.
+#include "cgc/kernels.h"
+#include "quant_microkernels.h"
+#include "scratch.h"
+
+namespace cgc::rt {
+namespace {
+
+using detail::kQTile;
+using detail::kQuad;
+constexpr int64_t kBlock = detail::kMaxBlock;  // output channels per packed block
+constexpr int64_t kChunkBytes = 128 * 1024;    // packed weights per chunk of blocks
+
+struct Geometry {
+  int64_t cinG, coutG, channelQuads, taps, quads;
+  bool tapPlanes;                          // a column plane per column tap (else per phase)
+  int64_t columnPlanes;                    // per row phase
+  int64_t hq, wq, planeBytes, imageBytes;  // a plane, and an (image, group)'s planes
+  int64_t virtualPositions, tiles, blocks, chunkBlocks, chunks;
+};
+
+Geometry geometryOf(const QConvParams& p) {
+  Geometry g{};
+  g.cinG = p.c_in / p.groups, g.coutG = p.c_out / p.groups;
+  g.channelQuads = (g.cinG + kQuad - 1) / kQuad;
+  g.taps = p.k_h * p.k_w;
+  g.quads = g.taps * g.channelQuads;
+  const int64_t rowReach = (p.k_h - 1) * p.dilation_h / p.stride_h;
+  const int64_t colReach = (p.k_w - 1) * p.dilation_w / p.stride_w;
+  // A plane per column tap where that saves a tenth of the tiles (8x8 at
+  // 3x3: 2 tiles instead of 3; not 7x7, 2 either way).
+  const int64_t tilesWith = (p.h_out * p.w_out + kQTile - 1) / kQTile;
+  const int64_t tilesWithout = (p.h_out * (p.w_out + colReach) + kQTile - 1) / kQTile;
+  g.tapPlanes = tilesWith * 10 < tilesWithout * 9;
+  g.columnPlanes = g.tapPlanes ? p.k_w : p.stride_w;
+  g.wq = g.tapPlanes ? p.w_out : p.w_out + colReach;
+  g.hq = p.h_out + rowReach;
+  g.virtualPositions = p.h_out * g.wq;
+  g.tiles = (g.virtualPositions + kQTile - 1) / kQTile;
+  // The last tile reads up to kQTile positions past the last row.
+  const int64_t positions = g.hq * g.wq + colReach + kQTile;
+  g.planeBytes = (positions * kQuad + 63) / 64 * 64;
+  g.imageBytes = g.channelQuads * p.stride_h * g.columnPlanes * g.planeBytes;
+  g.blocks = (g.coutG + kBlock - 1) / kBlock;
+  // Chunks of near-equal size: 16 blocks in 13 + 3 would leave one of two
+  // threads idle most of the time.
+  const int64_t most = std::clamp<int64_t>(kChunkBytes / (g.quads * kBlock * kQuad), 1, g.blocks);
+  g.chunks = (g.blocks + most - 1) / most;
+  g.chunkBlocks = (g.blocks + g.chunks - 1) / g.chunks;
+  return g;
+}
+
+/// Column plane cp's first input column (before padding) and the planes'
+/// column shift for tap kw.
+int64_t columnBase(const QConvParams& p, const Geometry& g, int64_t cp) {
+  return g.tapPlanes ? cp * p.dilation_w : cp;
+}
+int64_t columnPlane(const QConvParams& p, const Geometry& g, int64_t kw) {
+  return g.tapPlanes ? kw : kw * p.dilation_w % p.stride_w;
+}
+int64_t columnShift(const QConvParams& p, const Geometry& g, int64_t kw) {
+  return g.tapPlanes ? 0 : kw * p.dilation_w / p.stride_w;
+}
+
+/// Whether some tap reads row phase ry and column plane cp (a 1x1 window
+/// at stride 2 reads one plane of four: the others are not copied).
+bool planeRead(const QConvParams& p, const Geometry& g, int64_t ry, int64_t cp) {
+  bool row = false, column = false;
+  for (int64_t kh = 0; kh < p.k_h; ++kh) row = row || kh * p.dilation_h % p.stride_h == ry;
+  for (int64_t kw = 0; kw < p.k_w; ++kw) column = column || columnPlane(p, g, kw) == cp;
+  return row && column;
+}
+
+/// Copies the planes of quad cq (image n, group g) into `planes`.
+void copyQuad(const QConvParams& p, const Geometry& g, const uint8_t* x, int64_t n, int64_t group,
+              int64_t cq, uint8_t* planes) {
+  const uint8_t flip = p.x_signed ? 0x80 : 0;
+  const auto rawZero = static_cast<uint8_t>(p.x_zero);
+  thread_local std::vector<uint8_t> padRow;
+  padRow.assign(static_cast<size_t>(p.w_in), rawZero);
+  thread_local std::vector<uint8_t> gathered;
+  gathered.resize(static_cast<size_t>(kQuad * g.wq));
+  for (int64_t ry = 0; ry < p.stride_h; ++ry)
+    for (int64_t cp = 0; cp < g.columnPlanes; ++cp) {
+      if (!planeRead(p, g, ry, cp)) continue;
+      uint8_t* plane = planes + ((cq * p.stride_h + ry) * g.columnPlanes + cp) * g.planeBytes;
+      std::memset(plane, rawZero ^ flip, static_cast<size_t>(g.planeBytes));
+      // Columns j of the plane inside the image: [j0, j1).
+      const int64_t first = columnBase(p, g, cp) - p.pad_left;  // input column of j = 0
+      const int64_t j0 = first >= 0 ? 0 : (-first + p.stride_w - 1) / p.stride_w;
+      const int64_t j1 =
+          std::min(g.wq, first >= p.w_in ? 0 : (p.w_in - first + p.stride_w - 1) / p.stride_w);
+      if (j1 <= j0) continue;
+      for (int64_t i = 0; i < g.hq; ++i) {
+        const int64_t row = i * p.stride_h + ry - p.pad_top;
+        if (row < 0 || row >= p.h_in) continue;
+        const uint8_t* rows[kQuad];
+        for (int64_t r = 0; r < kQuad; ++r) {
+          const int64_t channel = cq * kQuad + r;
+          rows[r] = channel < g.cinG
+                        ? x + ((n * p.c_in + group * g.cinG + channel) * p.h_in + row) * p.w_in
+                        : padRow.data();
+          if (p.stride_w == 1) {
+            rows[r] += first + j0;
+            continue;
+          }
+          uint8_t* out = gathered.data() + r * g.wq;
+          for (int64_t j = j0; j < j1; ++j) out[j - j0] = rows[r][first + j * p.stride_w];
+          rows[r] = out;
+        }
+        detail::interleaveQuad(rows[0], rows[1], rows[2], rows[3], j1 - j0, flip,
+                               plane + (i * g.wq + j0) * kQuad);
+      }
+    }
+}
+
+/// Where a tile's positions go: runs of one output row.
+struct Segment {
+  int64_t lane, count, at;  // first lane of the tile, lanes, y's position
+};
+
+int64_t segmentsOf(const QConvParams& p, const Geometry& g, int64_t v0, Segment* out) {
+  int64_t count = 0;
+  for (int64_t oy = v0 / g.wq; oy < p.h_out && oy * g.wq < v0 + kQTile; ++oy) {
+    const int64_t from = std::max(v0, oy * g.wq), to = std::min(v0 + kQTile, oy * g.wq + p.w_out);
+    if (to > from) out[count++] = {from - v0, to - from, oy * p.w_out + (from - oy * g.wq)};
+  }
+  return count;
+}
+
+/// One block's job: where its weights, terms and results are.
+struct BlockJob {
+  const int8_t* w;   // the block's packed weights
+  int64_t channels;  // of its 8, those that exist
+  const int32_t* bias;
+  const float* multiplier;
+  uint8_t* y;               // channel 0 of the block, position 0 (bytes of y's type)
+  const uint8_t* residual;  // likewise, or null
+  int64_t plane;            // h_out * w_out
+};
+
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+
+// GCC 12's AVX-512 conversions and min/max pass _mm512_undefined_* as the
+// masked-off source, which -Wmaybe-uninitialized reports once inlined (GCC
+// bug 105593, a false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+__m512 roundClamp16Float(__m512 v, int32_t zero, int32_t lo, int32_t hi) {
+  v = _mm512_max_ps(v, _mm512_set1_ps(static_cast<float>(lo - zero)));
+  return _mm512_min_ps(v, _mm512_set1_ps(static_cast<float>(hi - zero)));
+}
+
+/// roundClamp on 16 lanes.
+__m512i roundClamp16(__m512 v, int32_t zero, int32_t lo, int32_t hi) {
+  return _mm512_add_epi32(_mm512_cvtps_epi32(roundClamp16Float(v, zero, lo, hi)),
+                          _mm512_set1_epi32(zero));
+}
+
+/// finishQ on 16 lanes (r: the residual, kRequantAdd).
+__m512i finish16(const QEpilogue& e, __m512i acc, int32_t bias, float multiplier, __m512i r) {
+  const __m512i sums = _mm512_add_epi32(acc, _mm512_set1_epi32(bias));
+  if (e.kind == QOutput::kInt32) return sums;
+  const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(multiplier));
+  if (e.kind == QOutput::kRequant) return roundClamp16(scaled, e.y_zero, e.y_min, e.y_max);
+  const __m512i mid = roundClamp16(scaled, e.mid_zero, e.mid_min, e.mid_max);
+  const __m512 a =
+      _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(mid, _mm512_set1_epi32(e.mid_zero))),
+                    _mm512_set1_ps(e.mid_scale));
+  const __m512 b =
+      _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(r, _mm512_set1_epi32(e.r_zero))),
+                    _mm512_set1_ps(e.r_scale));
+  return roundClamp16(_mm512_div_ps(_mm512_add_ps(a, b), _mm512_set1_ps(e.y_scale)), e.y_zero,
+                      e.y_min, e.y_max);
+}
+
+__mmask32 laneMask(const Segment& s) {
+  return static_cast<__mmask32>(((uint64_t{1} << s.count) - 1) << s.lane);
+}
+
+/// The tile's 32 residual bytes of one channel, as two vectors of int32.
+void loadResidual(const QEpilogue& e, const uint8_t* r, const Segment* segments, int64_t count,
+                  __m512i (&out)[2]) {
+  __m256i bytes = _mm256_setzero_si256();
+  for (int64_t s = 0; s < count; ++s)
+    bytes =
+        _mm256_mask_loadu_epi8(bytes, laneMask(segments[s]), r + segments[s].at - segments[s].lane);
+  const __m128i lo = _mm256_castsi256_si128(bytes), hi = _mm256_extracti128_si256(bytes, 1);
+  out[0] = e.r_signed ? _mm512_cvtepi8_epi32(lo) : _mm512_cvtepu8_epi32(lo);
+  out[1] = e.r_signed ? _mm512_cvtepi8_epi32(hi) : _mm512_cvtepu8_epi32(hi);
+}
+
+/// Stores one channel's 32 results where the segments say.
+void storeResults(const QEpilogue& e, const __m512i (&q)[2], uint8_t* y, const Segment* segments,
+                  int64_t count) {
+  if (e.y_type == DType::kI32) {
+    auto* y32 = reinterpret_cast<int32_t*>(y);
+    for (int64_t s = 0; s < count; ++s) {
+      const __mmask32 mask = laneMask(segments[s]);
+      int32_t* base = y32 + segments[s].at - segments[s].lane;
+      _mm512_mask_storeu_epi32(base, static_cast<__mmask16>(mask), q[0]);
+      _mm512_mask_storeu_epi32(base + 16, static_cast<__mmask16>(mask >> 16), q[1]);
+    }
+    return;
+  }
+  const bool isSigned = e.y_type == DType::kI8;
+  const __m128i lo = isSigned ? _mm512_cvtsepi32_epi8(q[0]) : _mm512_cvtusepi32_epi8(q[0]);
+  const __m128i hi = isSigned ? _mm512_cvtsepi32_epi8(q[1]) : _mm512_cvtusepi32_epi8(q[1]);
+  const __m256i bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+  for (int64_t s = 0; s < count; ++s)
+    _mm256_mask_storeu_epi8(y + segments[s].at - segments[s].lane, laneMask(segments[s]), bytes);
+}
+
+/// The products of one tile and one block, 16 accumulators. Named
+/// registers, not an array: GCC 12 rotated an array's 16 vectors through
+/// other registers and the stack on every quad (42% of vpdpbusd's peak on
+/// L1-resident data; 97% like this).
+#define CGC_DPBUSD_CHANNEL(j)                                   \
+  {                                                             \
+    const __m512i b = _mm512_set1_epi32(wordAt(w + (j)*kQuad)); \
+    c0##j = _mm512_dpbusd_epi32(c0##j, a0, b);                  \
+    c1##j = _mm512_dpbusd_epi32(c1##j, a1, b);                  \
+  }
+
+inline int32_t wordAt(const int8_t* w) {
+  int32_t word;
+  std::memcpy(&word, w, 4);
+  return word;
+}
+
+void tileProducts(const uint8_t* a, const int64_t* offsets, int64_t quads, const int8_t* w,
+                  __m512i (&c)[2][kBlock]) {
+  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c02 = c00, c03 = c00, c04 = c00, c05 = c00,
+          c06 = c00, c07 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00, c14 = c00, c15 = c00,
+          c16 = c00, c17 = c00;
+  for (int64_t q = 0; q < quads; ++q, w += kBlock * kQuad) {
+    const uint8_t* aq = a + offsets[q];
+    const __m512i a0 = _mm512_loadu_si512(aq), a1 = _mm512_loadu_si512(aq + 64);
+    CGC_DPBUSD_CHANNEL(0)
+    CGC_DPBUSD_CHANNEL(1)
+    CGC_DPBUSD_CHANNEL(2)
+    CGC_DPBUSD_CHANNEL(3)
+    CGC_DPBUSD_CHANNEL(4)
+    CGC_DPBUSD_CHANNEL(5)
+    CGC_DPBUSD_CHANNEL(6)
+    CGC_DPBUSD_CHANNEL(7)
+  }
+  c[0][0] = c00, c[0][1] = c01, c[0][2] = c02, c[0][3] = c03;
+  c[0][4] = c04, c[0][5] = c05, c[0][6] = c06, c[0][7] = c07;
+  c[1][0] = c10, c[1][1] = c11, c[1][2] = c12, c[1][3] = c13;
+  c[1][4] = c14, c[1][5] = c15, c[1][6] = c16, c[1][7] = c17;
+}
+#undef CGC_DPBUSD_CHANNEL
+
+/// One tile x one block: the products in registers, then the epilogue.
+void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
+               const BlockJob& job, const Segment* segments, int64_t segmentCount) {
+  __m512i c[2][kBlock];
+  tileProducts(a, offsets, quads, job.w, c);
+  const int64_t size = e.y_type == DType::kI32 ? 4 : 1;
+  for (int64_t j = 0; j < job.channels; ++j) {
+    __m512i r[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    if (e.kind == QOutput::kRequantAdd)
+      loadResidual(e, job.residual + j * job.plane, segments, segmentCount, r);
+    const __m512i q[2] = {finish16(e, c[0][j], job.bias[j], job.multiplier[j], r[0]),
+                          finish16(e, c[1][j], job.bias[j], job.multiplier[j], r[1])};
+    storeResults(e, q, job.y + j * job.plane * size, segments, segmentCount);
+  }
+}
+
+#pragma GCC diagnostic pop
+
+#else
+
+/// The portable form of tileBlock.
+void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
+               const BlockJob& job, const Segment* segments, int64_t segmentCount) {
+  int32_t acc[kBlock][kQTile] = {};
+  const int8_t* w = job.w;
+  for (int64_t q = 0; q < quads; ++q, w += kBlock * kQuad) {
+    const uint8_t* aq = a + offsets[q];
+    for (int64_t j = 0; j < job.channels; ++j)
+      for (int64_t m = 0; m < kQTile; ++m)
+        for (int64_t r = 0; r < kQuad; ++r) acc[j][m] += aq[m * kQuad + r] * w[j * kQuad + r];
+  }
+  for (int64_t j = 0; j < job.channels; ++j)
+    for (int64_t s = 0; s < segmentCount; ++s)
+      for (int64_t m = 0; m < segments[s].count; ++m) {
+        const int64_t at = j * job.plane + segments[s].at + m;
+        const int32_t r = job.residual ? detail::loadQ(job.residual, at, e.r_signed) : 0;
+        detail::storeQ(
+            job.y, at, e.y_type,
+            detail::finishQ(e, acc[j][segments[s].lane + m], job.bias[j], job.multiplier[j], r));
+      }
+}
+
+#endif
+
+/// The byte offset of each quad's 32 positions from the tile's first, in
+/// an (image, group)'s planes: kTapQuads' order, tap by tap.
+void quadOffsets(const QConvParams& p, const Geometry& g, int64_t* offsets) {
+  for (int64_t kh = 0; kh < p.k_h; ++kh)
+    for (int64_t kw = 0; kw < p.k_w; ++kw) {
+      const int64_t dh = kh * p.dilation_h;
+      const int64_t plane = dh % p.stride_h * g.columnPlanes + columnPlane(p, g, kw);
+      const int64_t shift = (dh / p.stride_h * g.wq + columnShift(p, g, kw)) * kQuad;
+      for (int64_t cq = 0; cq < g.channelQuads; ++cq)
+        *offsets++ = (cq * p.stride_h * g.columnPlanes + plane) * g.planeBytes + shift;
+    }
+}
+
+}  // namespace
+
+void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, const float* w_scale,
+                 const int32_t* bias, const void* residual, void* y, const Team& team) {
+  const Geometry g = geometryOf(p);
+  const QWeightShape shape{p.groups,   g.coutG,       g.cinG * g.taps, true,
+                           p.w_signed, p.per_channel, g.taps};
+  const detail::QPackLayout layout =
+      detail::qPackLayout(shape, {QPacking::kTapQuads, kBlock, 0, 0});
+  const auto* sums = reinterpret_cast<const int32_t*>(packed + layout.sumsOffset);
+  const int32_t activationZero = p.x_zero + (p.x_signed ? 128 : 0);
+  const int64_t ySize = p.out.y_type == DType::kI32 ? 4 : 1;
+  const int64_t images = p.n * p.groups;
+
+  // The copy: thread 0's scratch, a share of the planes each.
+  auto* planes = team.shareFromFirst(
+      team.thread() == 0 ? detail::scratch<uint8_t>(images * g.imageBytes) : nullptr);
+  const Range copies = team.split(images * g.channelQuads);
+  for (int64_t item = copies.begin; item < copies.end; ++item) {
+    const int64_t image = item / g.channelQuads, cq = item % g.channelQuads;
+    copyQuad(p, g, static_cast<const uint8_t*>(x), image / p.groups, image % p.groups, cq,
+             planes + image * g.imageBytes);
+  }
+  team.barrier();
+
+  int64_t* offsets = detail::scratch<int64_t>(g.quads);
+  quadOffsets(p, g, offsets);
+  const int64_t plane = p.h_out * p.w_out;
+  const Range items = team.split(images * g.chunks * g.tiles);
+  int64_t termsGroup = -1;
+  detail::ChannelTerms terms{};
+  Segment segments[kQTile];
+  for (int64_t item = items.begin; item < items.end; ++item) {
+    const int64_t tile = item % g.tiles, chunk = item / g.tiles % g.chunks;
+    const int64_t image = item / (g.tiles * g.chunks), group = image % p.groups;
+    if (group != termsGroup) {
+      terms = detail::channelTerms(p.out, group * g.coutG, g.coutG, sums, activationZero, w_scale,
+                                   p.per_channel, bias);
+      termsGroup = group;
+    }
+    const int64_t v0 = tile * kQTile;
+    const int64_t segmentCount = segmentsOf(p, g, v0, segments);
+    const uint8_t* a = planes + image * g.imageBytes + v0 * kQuad;
+    const int64_t first = image / p.groups * p.c_out + group * g.coutG;  // y's channel 0
+    const int64_t b1 = std::min(g.blocks, (chunk + 1) * g.chunkBlocks);
+    for (int64_t b = chunk * g.chunkBlocks; b < b1; ++b) {
+      const int64_t c0 = b * kBlock;
+      const BlockJob job{
+          reinterpret_cast<const int8_t*>(packed) +
+              (group * g.blocks + b) * g.quads * kBlock * kQuad,
+          std::min(kBlock, g.coutG - c0),
+          terms.bias + c0,
+          terms.multiplier + c0,
+          static_cast<uint8_t*>(y) + (first + c0) * plane * ySize,
+          residual ? static_cast<const uint8_t*>(residual) + (first + c0) * plane : nullptr,
+          plane};
+      tileBlock(p.out, a, offsets, g.quads, job, segments, segmentCount);
+    }
+  }
+  team.barrier();  // thread 0's copy outlives the others' reads
+}
+
+}  // namespace cgc::rt
