@@ -37,6 +37,7 @@
 // group, chunk of output-channel blocks, tile), tiles innermost, so that
 // a chunk's weights (at most kChunkBytes) stay in L2 while its tiles pass.
 #include "cgc/kernels.h"
+#include "quant_avx512.h"
 #include "quant_microkernels.h"
 #include "scratch.h"
 
@@ -178,75 +179,9 @@ struct BlockJob {
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 
-// GCC 12's AVX-512 conversions and min/max pass _mm512_undefined_* as the
-// masked-off source, which -Wmaybe-uninitialized reports once inlined (GCC
-// bug 105593, a false positive).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-__m512 roundClamp16Float(__m512 v, int32_t zero, int32_t lo, int32_t hi) {
-  v = _mm512_max_ps(v, _mm512_set1_ps(static_cast<float>(lo - zero)));
-  return _mm512_min_ps(v, _mm512_set1_ps(static_cast<float>(hi - zero)));
-}
-
-/// roundClamp on 16 lanes.
-__m512i roundClamp16(__m512 v, int32_t zero, int32_t lo, int32_t hi) {
-  return _mm512_add_epi32(_mm512_cvtps_epi32(roundClamp16Float(v, zero, lo, hi)),
-                          _mm512_set1_epi32(zero));
-}
-
-/// finishQ on 16 lanes (r: the residual, kRequantAdd).
-__m512i finish16(const QEpilogue& e, __m512i acc, int32_t bias, float multiplier, __m512i r) {
-  const __m512i sums = _mm512_add_epi32(acc, _mm512_set1_epi32(bias));
-  if (e.kind == QOutput::kInt32) return sums;
-  const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(multiplier));
-  if (e.kind == QOutput::kRequant) return roundClamp16(scaled, e.y_zero, e.y_min, e.y_max);
-  const __m512i mid = roundClamp16(scaled, e.mid_zero, e.mid_min, e.mid_max);
-  const __m512 a =
-      _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(mid, _mm512_set1_epi32(e.mid_zero))),
-                    _mm512_set1_ps(e.mid_scale));
-  const __m512 b =
-      _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(r, _mm512_set1_epi32(e.r_zero))),
-                    _mm512_set1_ps(e.r_scale));
-  return roundClamp16(_mm512_div_ps(_mm512_add_ps(a, b), _mm512_set1_ps(e.y_scale)), e.y_zero,
-                      e.y_min, e.y_max);
-}
-
-__mmask32 laneMask(const Segment& s) {
-  return static_cast<__mmask32>(((uint64_t{1} << s.count) - 1) << s.lane);
-}
-
-/// The tile's 32 residual bytes of one channel, as two vectors of int32.
-void loadResidual(const QEpilogue& e, const uint8_t* r, const Segment* segments, int64_t count,
-                  __m512i (&out)[2]) {
-  __m256i bytes = _mm256_setzero_si256();
-  for (int64_t s = 0; s < count; ++s)
-    bytes =
-        _mm256_mask_loadu_epi8(bytes, laneMask(segments[s]), r + segments[s].at - segments[s].lane);
-  const __m128i lo = _mm256_castsi256_si128(bytes), hi = _mm256_extracti128_si256(bytes, 1);
-  out[0] = e.r_signed ? _mm512_cvtepi8_epi32(lo) : _mm512_cvtepu8_epi32(lo);
-  out[1] = e.r_signed ? _mm512_cvtepi8_epi32(hi) : _mm512_cvtepu8_epi32(hi);
-}
-
-/// Stores one channel's 32 results where the segments say.
-void storeResults(const QEpilogue& e, const __m512i (&q)[2], uint8_t* y, const Segment* segments,
-                  int64_t count) {
-  if (e.y_type == DType::kI32) {
-    auto* y32 = reinterpret_cast<int32_t*>(y);
-    for (int64_t s = 0; s < count; ++s) {
-      const __mmask32 mask = laneMask(segments[s]);
-      int32_t* base = y32 + segments[s].at - segments[s].lane;
-      _mm512_mask_storeu_epi32(base, static_cast<__mmask16>(mask), q[0]);
-      _mm512_mask_storeu_epi32(base + 16, static_cast<__mmask16>(mask >> 16), q[1]);
-    }
-    return;
-  }
-  const bool isSigned = e.y_type == DType::kI8;
-  const __m128i lo = isSigned ? _mm512_cvtsepi32_epi8(q[0]) : _mm512_cvtusepi32_epi8(q[0]);
-  const __m128i hi = isSigned ? _mm512_cvtsepi32_epi8(q[1]) : _mm512_cvtusepi32_epi8(q[1]);
-  const __m256i bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-  for (int64_t s = 0; s < count; ++s)
-    _mm256_mask_storeu_epi8(y + segments[s].at - segments[s].lane, laneMask(segments[s]), bytes);
+/// Segment s's lanes in half h (lanes 16h to 16h + 15) of the tile.
+__mmask16 halfMask(const Segment& s, int h) {
+  return static_cast<__mmask16>((((uint64_t{1} << s.count) - 1) << s.lane) >> (16 * h));
 }
 
 /// The products of one tile and one block, 16 accumulators. Named
@@ -290,23 +225,31 @@ void tileProducts(const uint8_t* a, const int64_t* offsets, int64_t quads, const
 }
 #undef CGC_DPBUSD_CHANNEL
 
-/// One tile x one block: the products in registers, then the epilogue.
+/// One tile x one block: the products in registers, then the epilogue,
+/// 16 lanes at a time.
 void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
                const BlockJob& job, const Segment* segments, int64_t segmentCount) {
   __m512i c[2][kBlock];
   tileProducts(a, offsets, quads, job.w, c);
   const int64_t size = e.y_type == DType::kI32 ? 4 : 1;
-  for (int64_t j = 0; j < job.channels; ++j) {
-    __m512i r[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-    if (e.kind == QOutput::kRequantAdd)
-      loadResidual(e, job.residual + j * job.plane, segments, segmentCount, r);
-    const __m512i q[2] = {finish16(e, c[0][j], job.bias[j], job.multiplier[j], r[0]),
-                          finish16(e, c[1][j], job.bias[j], job.multiplier[j], r[1])};
-    storeResults(e, q, job.y + j * job.plane * size, segments, segmentCount);
-  }
+  for (int64_t j = 0; j < job.channels; ++j)
+    for (int h = 0; h < 2; ++h) {
+      __m512i r = _mm512_setzero_si512();
+      if (e.kind == QOutput::kRequantAdd) {
+        __m128i bytes = _mm_setzero_si128();
+        for (int64_t s = 0; s < segmentCount; ++s)
+          bytes = detail::loadBytes16(
+              bytes, halfMask(segments[s], h),
+              job.residual + j * job.plane + segments[s].at - segments[s].lane + 16 * h);
+        r = detail::widen16(bytes, e.r_signed);
+      }
+      const __m512i q = detail::finish16(e, c[h][j], job.bias[j], job.multiplier[j], r);
+      for (int64_t s = 0; s < segmentCount; ++s)
+        detail::storeQ16(
+            job.y + (j * job.plane + segments[s].at - segments[s].lane + 16 * h) * size,
+            halfMask(segments[s], h), e.y_type, q);
+    }
 }
-
-#pragma GCC diagnostic pop
 
 #else
 

@@ -213,6 +213,8 @@ TEST_CASE("qconv matches the integer reference") {
       {1, 9, 11, 13, 16, 1, 1, 1, 2, 0, 1},    // strided 1x1
       {1, 128, 9, 9, 40, 1, 3, 3, 2, 1, 1},    // strided 3x3, depth 1152, 5 blocks
       {2, 7, 3, 1, 11, 1, 3, 1, 1, 1, 1},      // one column: a tile spans many rows
+      {1, 8, 12, 37, 8, 8, 5, 5, 1, 2, 1},     // depthwise 5x5: two quads of taps a row
+      {1, 4, 9, 9, 4, 4, 3, 3, 1, 2, 2},       // depthwise, dilation
   };
   for (const ConvCase& c : cases)
     for (QPacking packing :
@@ -237,7 +239,8 @@ TEST_CASE("qgemm matches the integer reference") {
     for (int64_t k : {3, 17, 64})
       for (int64_t n : {1, 7, 40})
         for (bool transB : {false, true})
-          for (QPacking packing : {QPacking::kNone, QPacking::kQuadsSplit, QPacking::kWide}) {
+          for (QPacking packing :
+               {QPacking::kNone, QPacking::kQuadsSplit, QPacking::kQuads, QPacking::kWide}) {
             const int variant = static_cast<int>((m + k + n) % 5);
             const bool aSigned = m % 2 == 1, bSigned = n != 7, perColumn = k != 17;
             const int32_t aZero = aSigned ? (k == 3 ? -128 : 127) : (k == 3 ? 0 : 255);

@@ -1,0 +1,73 @@
+// The int8 kernels' AVX-512 epilogue, 16 lanes at a time: finishQ on
+// int32 sums in a register, and the masked loads and stores of the
+// quantised tensors it reads (a residual) and writes. The direct and the
+// depthwise convolutions of AVX-512 VNNI builds share it. Built with
+// -ffp-contract=off like the rest of the int8 kernels, so that it rounds as
+// finishQ does (quant_support.h).
+#pragma once
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#include <immintrin.h>
+
+#include "quant_support.h"
+
+// GCC 12's AVX-512 conversions and min/max pass _mm512_undefined_* as the
+// masked-off source, which -Wmaybe-uninitialized reports once inlined (GCC
+// bug 105593, a false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace cgc::rt::detail {
+
+/// roundClamp on 16 lanes: clamp in float (NaN to lo), round half to even.
+inline __m512i roundClamp16(__m512 v, int32_t zero, int32_t lo, int32_t hi) {
+  v = _mm512_max_ps(v, _mm512_set1_ps(static_cast<float>(lo - zero)));
+  v = _mm512_min_ps(v, _mm512_set1_ps(static_cast<float>(hi - zero)));
+  return _mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(zero));
+}
+
+/// finishQ on 16 lanes (r: the residual, kRequantAdd).
+inline __m512i finish16(const QEpilogue& e, __m512i acc, int32_t bias, float multiplier,
+                        __m512i r) {
+  const __m512i sums = _mm512_add_epi32(acc, _mm512_set1_epi32(bias));
+  if (e.kind == QOutput::kInt32) return sums;
+  const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(multiplier));
+  if (e.kind == QOutput::kRequant) return roundClamp16(scaled, e.y_zero, e.y_min, e.y_max);
+  const __m512i mid = roundClamp16(scaled, e.mid_zero, e.mid_min, e.mid_max);
+  const __m512 a =
+      _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(mid, _mm512_set1_epi32(e.mid_zero))),
+                    _mm512_set1_ps(e.mid_scale));
+  const __m512 b =
+      _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(r, _mm512_set1_epi32(e.r_zero))),
+                    _mm512_set1_ps(e.r_scale));
+  return roundClamp16(_mm512_div_ps(_mm512_add_ps(a, b), _mm512_set1_ps(e.y_scale)), e.y_zero,
+                      e.y_min, e.y_max);
+}
+
+/// The lanes [first, first + count) of 16 (count <= 16 - first).
+inline __mmask16 lanes16(int64_t first, int64_t count) {
+  return static_cast<__mmask16>(((uint32_t{1} << count) - 1) << first);
+}
+
+/// 16 int8 or uint8 values as int32, the lanes outside `mask` kept from
+/// `into` (p: lane 0's address; only the masked lanes are read).
+inline __m128i loadBytes16(__m128i into, __mmask16 mask, const void* p) {
+  return _mm_mask_loadu_epi8(into, mask, p);
+}
+inline __m512i widen16(__m128i bytes, bool isSigned) {
+  return isSigned ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+}
+
+/// Stores the masked lanes of q as y's type (p: lane 0's address; only the
+/// masked lanes are written). q is already within the type's range.
+inline void storeQ16(void* p, __mmask16 mask, DType type, __m512i q) {
+  if (type == DType::kI32) return _mm512_mask_storeu_epi32(p, mask, q);
+  const __m128i bytes = type == DType::kI8 ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+  _mm_mask_storeu_epi8(p, mask, bytes);
+}
+
+}  // namespace cgc::rt::detail
+
+#pragma GCC diagnostic pop
+
+#endif
