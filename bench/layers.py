@@ -4,7 +4,8 @@ each layer's median time is matched by the ONNX node it comes from. This is
 the evidence behind the benchmark's ratios: which layers lose, by how much.
 
 ONNX Runtime names a node after fusion by the last tensor it writes (a Conv
-fused with its Clip is "<Clip output>_nchwc"); cgc keeps the name of the
+fused with its Clip is "<Clip output>_nchwc"; a QDQ group fused into a
+QLinearConv is "<Conv name>_token_<n>"); cgc keeps the name of the
 node that absorbed the others. Both are mapped back to the ONNX node that
 heads the chain: from a tensor's producer, up through the single-input
 activations and the residual Add that fusion folds into a convolution or
@@ -22,6 +23,7 @@ import collections
 import glob
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -69,6 +71,8 @@ class Graph:
     def key(self, ort_name):
         """ONNX Runtime's event name -> the ONNX node heading it, or None."""
         name = ort_name[:-len("_kernel_time")]
+        # A QDQ group fused into QLinearConv is "<the Conv's name>_token_<n>".
+        name = re.sub(r"_token_\d+$", "", name)
         for base in (name[:-len("_nchwc")] if name.endswith("_nchwc") else name, name):
             node = self.nodes.get(base)
             if node is None:

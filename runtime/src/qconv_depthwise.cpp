@@ -214,6 +214,7 @@ void channelTaps(const QConvParams& p, const void* w, const void* w_zero, int64_
 constexpr int64_t kLanes = 16;
 
 struct VnniRows {
+  detail::Requant16 epilogue;
   int64_t groups;        // quads of column taps
   int64_t chunks;        // 16 outputs each, per output row
   int64_t rowBytes;      // one built row: [groups][chunks][16][4]
@@ -225,7 +226,7 @@ struct VnniRows {
 bool takesVnni(const QConvParams& p) { return p.stride_w * (kLanes - 1) + p.dilation_w * 3 < 64; }
 
 VnniRows vnniRows(const QConvParams& p) {
-  VnniRows r{};
+  VnniRows r{detail::Requant16(p.out), 0, 0, 0, 0, _mm512_setzero_si512(), {}};
   r.groups = (p.k_w + 3) / 4;
   r.chunks = (p.w_out + kLanes - 1) / kLanes;
   r.rowBytes = r.groups * r.chunks * 64;
@@ -274,6 +275,7 @@ void buildRow(const QConvParams& p, const VnniRows& r, const uint8_t* padded, ui
 /// What rowChunks needs of one output row.
 struct RowJob {
   const QConvParams& p;
+  const detail::Requant16& e;
   const VnniRows& r;
   const uint8_t* const* rows;  // the built input row each kh reads
   const int32_t* quads;
@@ -300,16 +302,16 @@ void rowChunks(const RowJob& j, int64_t c) {
       for (int i = 0; i < N; ++i)
         acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_loadu_si512(from + 64 * i), b);
     }
-  const QEpilogue& e = p.out;
-  const int64_t size = e.y_type == DType::kI32 ? 4 : 1;
+  const detail::Requant16& e = j.e;
+  const int64_t size = e.type == DType::kI32 ? 4 : 1;
   for (int i = 0; i < N; ++i) {
     const int64_t first = (c + i) * kLanes, at = j.oy * p.w_out + first;
     const __mmask16 mask = detail::lanes16(0, std::min(kLanes, p.w_out - first));
     __m512i res = _mm512_setzero_si512();
     if (e.kind == QOutput::kRequantAdd)
       res = detail::widen16(detail::loadBytes16(_mm_setzero_si128(), mask, j.residual + at),
-                            e.r_signed);
-    detail::storeQ16(j.y + at * size, mask, e.y_type,
+                            e.rSigned);
+    detail::storeQ16(j.y + at * size, mask, e.type,
                      detail::finish16(e, acc[i], j.bias, j.multiplier, res));
   }
 }
@@ -336,7 +338,7 @@ void planeVnni(const QConvParams& p, const VnniRows& r, const uint8_t* x, const 
       const int64_t iy = oy * p.stride_h - p.pad_top + kh * p.dilation_h;
       rows[kh] = iy >= 0 && iy < p.h_in ? built + iy * r.rowBytes : outside;
     }
-    const RowJob job{p, r, rows, quads, bias, multiplier, residual, y, oy};
+    const RowJob job{p, r.epilogue, r, rows, quads, bias, multiplier, residual, y, oy};
     int64_t c = 0;
     for (; c + 4 <= r.chunks; c += 4) rowChunks<4>(job, c);
     if (r.chunks - c == 3) rowChunks<3>(job, c);

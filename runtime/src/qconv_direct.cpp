@@ -227,11 +227,11 @@ void tileProducts(const uint8_t* a, const int64_t* offsets, int64_t quads, const
 
 /// One tile x one block: the products in registers, then the epilogue,
 /// 16 lanes at a time.
-void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
+void tileBlock(const detail::Requant16& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
                const BlockJob& job, const Segment* segments, int64_t segmentCount) {
   __m512i c[2][kBlock];
   tileProducts(a, offsets, quads, job.w, c);
-  const int64_t size = e.y_type == DType::kI32 ? 4 : 1;
+  const int64_t size = e.type == DType::kI32 ? 4 : 1;
   for (int64_t j = 0; j < job.channels; ++j)
     for (int h = 0; h < 2; ++h) {
       __m512i r = _mm512_setzero_si512();
@@ -241,17 +241,21 @@ void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int
           bytes = detail::loadBytes16(
               bytes, halfMask(segments[s], h),
               job.residual + j * job.plane + segments[s].at - segments[s].lane + 16 * h);
-        r = detail::widen16(bytes, e.r_signed);
+        r = detail::widen16(bytes, e.rSigned);
       }
       const __m512i q = detail::finish16(e, c[h][j], job.bias[j], job.multiplier[j], r);
       for (int64_t s = 0; s < segmentCount; ++s)
         detail::storeQ16(
             job.y + (j * job.plane + segments[s].at - segments[s].lane + 16 * h) * size,
-            halfMask(segments[s], h), e.y_type, q);
+            halfMask(segments[s], h), e.type, q);
     }
 }
 
+using Epilogue = detail::Requant16;
+
 #else
+
+using Epilogue = QEpilogue;
 
 /// The portable form of tileBlock.
 void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
@@ -318,6 +322,7 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
   int64_t* offsets = detail::scratch<int64_t>(g.quads);
   quadOffsets(p, g, offsets);
   const int64_t plane = p.h_out * p.w_out;
+  const Epilogue epilogue(p.out);
   const Range items = team.split(images * g.chunks * g.tiles);
   int64_t termsGroup = -1;
   detail::ChannelTerms terms{};
@@ -346,7 +351,7 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
           static_cast<uint8_t*>(y) + (first + c0) * plane * ySize,
           residual ? static_cast<const uint8_t*>(residual) + (first + c0) * plane : nullptr,
           plane};
-      tileBlock(p.out, a, offsets, g.quads, job, segments, segmentCount);
+      tileBlock(epilogue, a, offsets, g.quads, job, segments, segmentCount);
     }
   }
   team.barrier();  // thread 0's copy outlives the others' reads

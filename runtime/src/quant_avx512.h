@@ -19,29 +19,49 @@
 
 namespace cgc::rt::detail {
 
-/// roundClamp on 16 lanes: clamp in float (NaN to lo), round half to even.
-inline __m512i roundClamp16(__m512 v, int32_t zero, int32_t lo, int32_t hi) {
-  v = _mm512_max_ps(v, _mm512_set1_ps(static_cast<float>(lo - zero)));
-  v = _mm512_min_ps(v, _mm512_set1_ps(static_cast<float>(hi - zero)));
-  return _mm512_add_epi32(_mm512_cvtps_epi32(v), _mm512_set1_epi32(zero));
+/// A QEpilogue's constants as vectors, made once per kernel call: the
+/// epilogue runs for every 16 outputs, and building them there (int to
+/// float conversions and broadcasts) took as long as the requantisation.
+struct Requant16 {
+  QOutput kind;
+  DType type;
+  bool rSigned;
+  __m512 low, high, midLow, midHigh, midScale, rScale, yScale;
+  __m512i zero, midZero, rZero;
+
+  explicit Requant16(const QEpilogue& e)
+      : kind(e.kind),
+        type(e.y_type),
+        rSigned(e.r_signed),
+        low(_mm512_set1_ps(static_cast<float>(e.y_min - e.y_zero))),
+        high(_mm512_set1_ps(static_cast<float>(e.y_max - e.y_zero))),
+        midLow(_mm512_set1_ps(static_cast<float>(e.mid_min - e.mid_zero))),
+        midHigh(_mm512_set1_ps(static_cast<float>(e.mid_max - e.mid_zero))),
+        midScale(_mm512_set1_ps(e.mid_scale)),
+        rScale(_mm512_set1_ps(e.r_scale)),
+        yScale(_mm512_set1_ps(e.y_scale)),
+        zero(_mm512_set1_epi32(e.y_zero)),
+        midZero(_mm512_set1_epi32(e.mid_zero)),
+        rZero(_mm512_set1_epi32(e.r_zero)) {}
+};
+
+/// roundClamp on 16 lanes: clamp in float (NaN to low), round half to even.
+inline __m512i roundClamp16(__m512 v, __m512 low, __m512 high, __m512i zero) {
+  v = _mm512_min_ps(_mm512_max_ps(v, low), high);
+  return _mm512_add_epi32(_mm512_cvtps_epi32(v), zero);
 }
 
 /// finishQ on 16 lanes (r: the residual, kRequantAdd).
-inline __m512i finish16(const QEpilogue& e, __m512i acc, int32_t bias, float multiplier,
+inline __m512i finish16(const Requant16& e, __m512i acc, int32_t bias, float multiplier,
                         __m512i r) {
   const __m512i sums = _mm512_add_epi32(acc, _mm512_set1_epi32(bias));
   if (e.kind == QOutput::kInt32) return sums;
   const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(multiplier));
-  if (e.kind == QOutput::kRequant) return roundClamp16(scaled, e.y_zero, e.y_min, e.y_max);
-  const __m512i mid = roundClamp16(scaled, e.mid_zero, e.mid_min, e.mid_max);
-  const __m512 a =
-      _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(mid, _mm512_set1_epi32(e.mid_zero))),
-                    _mm512_set1_ps(e.mid_scale));
-  const __m512 b =
-      _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(r, _mm512_set1_epi32(e.r_zero))),
-                    _mm512_set1_ps(e.r_scale));
-  return roundClamp16(_mm512_div_ps(_mm512_add_ps(a, b), _mm512_set1_ps(e.y_scale)), e.y_zero,
-                      e.y_min, e.y_max);
+  if (e.kind == QOutput::kRequant) return roundClamp16(scaled, e.low, e.high, e.zero);
+  const __m512i mid = roundClamp16(scaled, e.midLow, e.midHigh, e.midZero);
+  const __m512 a = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(mid, e.midZero)), e.midScale);
+  const __m512 b = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(r, e.rZero)), e.rScale);
+  return roundClamp16(_mm512_div_ps(_mm512_add_ps(a, b), e.yScale), e.low, e.high, e.zero);
 }
 
 /// The lanes [first, first + count) of 16 (count <= 16 - first).
