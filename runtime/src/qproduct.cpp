@@ -185,8 +185,11 @@ void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, con
 ChannelTerms channelTerms(const QEpilogue& e, int64_t first, int64_t channels,
                           const int32_t* weightSums, int32_t activationZero, const float* w_scale,
                           bool perChannel, const int32_t* bias) {
-  int32_t* sums = scratch<int32_t>(channels);
-  float* multipliers = scratch<float>(channels);
+  // A block of kMaxBlock past the last channel reads zeros.
+  int32_t* sums = scratch<int32_t>(channels + kMaxBlock);
+  float* multipliers = scratch<float>(channels + kMaxBlock);
+  std::fill_n(sums + channels, kMaxBlock, 0);
+  std::fill_n(multipliers + channels, kMaxBlock, 0.0f);
   const float divisor = e.kind == QOutput::kRequantAdd ? e.mid_scale : e.y_scale;
   for (int64_t c = 0; c < channels; ++c) {
     const int64_t channel = first + c;

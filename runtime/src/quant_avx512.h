@@ -26,7 +26,7 @@ struct Requant16 {
   QOutput kind;
   DType type;
   bool rSigned;
-  __m512 low, high, midLow, midHigh, midScale, rScale, yScale;
+  __m512 low, high, midLow, midHigh, midScale, rScale, yScale, yReciprocal;
   __m512i zero, midZero, rZero;
 
   explicit Requant16(const QEpilogue& e)
@@ -40,6 +40,7 @@ struct Requant16 {
         midScale(_mm512_set1_ps(e.mid_scale)),
         rScale(_mm512_set1_ps(e.r_scale)),
         yScale(_mm512_set1_ps(e.y_scale)),
+        yReciprocal(_mm512_set1_ps(1.0f / e.y_scale)),
         zero(_mm512_set1_epi32(e.y_zero)),
         midZero(_mm512_set1_epi32(e.mid_zero)),
         rZero(_mm512_set1_epi32(e.r_zero)) {}
@@ -51,17 +52,34 @@ inline __m512i roundClamp16(__m512 v, __m512 low, __m512 high, __m512i zero) {
   return _mm512_add_epi32(_mm512_cvtps_epi32(v), zero);
 }
 
-/// finishQ on 16 lanes (r: the residual, kRequantAdd).
-inline __m512i finish16(const Requant16& e, __m512i acc, int32_t bias, float multiplier,
-                        __m512i r) {
-  const __m512i sums = _mm512_add_epi32(acc, _mm512_set1_epi32(bias));
+/// x / y rounded as the division rounds, without the divider (vdivps, one
+/// per 5 cycles at best on Zen 4, held up the residual epilogue): the
+/// quotient by the reciprocal, corrected once by its exact remainder
+/// (Markstein: with r = RN(1 / y) and q within an ulp of x / y,
+/// RN(q + r (x - q y)) is RN(x / y)).
+inline __m512 divide16(__m512 x, __m512 y, __m512 reciprocal) {
+  const __m512 q = _mm512_mul_ps(x, reciprocal);
+  const __m512 remainder = _mm512_fnmadd_ps(q, y, x);  // x - q y, exact
+  return _mm512_fmadd_ps(remainder, reciprocal, q);
+}
+
+/// finishQ on 16 sums that already hold their bias (r: the residual,
+/// kRequantAdd).
+inline __m512i requant16(const Requant16& e, __m512i sums, float multiplier, __m512i r) {
   if (e.kind == QOutput::kInt32) return sums;
   const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(multiplier));
   if (e.kind == QOutput::kRequant) return roundClamp16(scaled, e.low, e.high, e.zero);
   const __m512i mid = roundClamp16(scaled, e.midLow, e.midHigh, e.midZero);
   const __m512 a = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(mid, e.midZero)), e.midScale);
   const __m512 b = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(r, e.rZero)), e.rScale);
-  return roundClamp16(_mm512_div_ps(_mm512_add_ps(a, b), e.yScale), e.low, e.high, e.zero);
+  return roundClamp16(divide16(_mm512_add_ps(a, b), e.yScale, e.yReciprocal), e.low, e.high,
+                      e.zero);
+}
+
+/// finishQ on 16 lanes.
+inline __m512i finish16(const Requant16& e, __m512i acc, int32_t bias, float multiplier,
+                        __m512i r) {
+  return requant16(e, _mm512_add_epi32(acc, _mm512_set1_epi32(bias)), multiplier, r);
 }
 
 /// The lanes [first, first + count) of 16 (count <= 16 - first).

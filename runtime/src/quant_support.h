@@ -132,7 +132,8 @@ void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, con
                     int64_t count, uint8_t flip, uint8_t* out);
 
 /// The epilogue terms for `channels` output channels of one group
-/// (`first`: the group's first channel among all) into per-thread scratch.
+/// (`first`: the group's first channel among all) into per-thread scratch,
+/// followed by kMaxBlock zeros.
 ChannelTerms channelTerms(const QEpilogue& e, int64_t first, int64_t channels,
                           const int32_t* weightSums, int32_t activationZero, const float* w_scale,
                           bool perChannel, const int32_t* bias);
