@@ -15,7 +15,7 @@ namespace cgc::ir::conventions {
 /// kernel's own layout instead of ONNX's (ConvPacking for a Conv, 1 for a
 /// recurrent cell).
 inline constexpr const char* kPackedWeights = "cgc_packed_weights";
-enum class ConvPacking : int64_t { kNone = 0, kPanels = 1, kWinograd = 2 };
+enum class ConvPacking : int64_t { kNone = 0, kPanels = 1, kWinograd = 2, kWinograd4 = 3 };
 
 /// fuse-epilogues: the activation applied to a Conv's, Gemm's or MatMul's
 /// result ("Relu", or "Clip" with its bounds).

@@ -89,16 +89,16 @@ void setPackingAndLayouts(const Graph& g, const Node& n, rt::ConvParams& p) {
   const conv::ConvPacking packing = conv::convPacking(n);
   const int64_t weights = g.value(n.inputs[1]).type.numElements();
   p.packed_weights = packing == conv::ConvPacking::kPanels;
-  p.winograd = packing == conv::ConvPacking::kWinograd;
+  p.winograd = packing == conv::ConvPacking::kWinograd || packing == conv::ConvPacking::kWinograd4;
+  p.winograd_tile = packing == conv::ConvPacking::kWinograd4 ? 4 : 2;
   CGC_ASSERT(packing == conv::ConvPacking::kNone || p.packed_weights || p.winograd,
              "node '{}': unknown {} {}", n.name, conv::kPackedWeights, static_cast<int>(packing));
   CGC_ASSERT(!p.packed_weights || (p.groups == 1 && weights == rt::packedConvWeightCount(p)),
              "node '{}': packed weights need groups 1 and {} floats", n.name,
              rt::packedConvWeightCount(p));
   CGC_ASSERT(!p.winograd || (rt::convTakesWinograd(p) && weights == rt::winogradWeightCount(p)),
-             "node '{}': Winograd weights need a 3x3 stride-1 Conv with channels in 16s and "
-             "{} floats",
-             n.name, rt::winogradWeightCount(p));
+             "node '{}': Winograd weights need a 3x3 stride-1 Conv and {} floats", n.name,
+             rt::winogradWeightCount(p));
   p.blocked_input = g.value(n.inputs[0]).layout == ir::Layout::kChannelBlocked;
   p.blocked_output = g.value(n.outputs[0]).layout == ir::Layout::kChannelBlocked;
   CGC_ASSERT(

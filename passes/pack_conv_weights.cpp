@@ -28,8 +28,9 @@ bool packConvolutionWeights(ir::Graph& graph) {
     const ir::Value& w = graph.value(conv.inputs[1]);
     if (!w.isConstant() || w.type.dtype != DType::kF32) continue;
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
-    const auto& params = std::get<rt::ConvParams>(call.params);
+    rt::ConvParams params = std::get<rt::ConvParams>(call.params);
     const bool winograd = rt::convPrefersWinograd(params);
+    if (winograd) params.winograd_tile = rt::convWinogradTile(params);
     if (!winograd && !rt::convPrefersPackedWeights(params)) continue;
     const int64_t count =
         winograd ? rt::winogradWeightCount(params) : rt::packedConvWeightCount(params);
@@ -43,8 +44,10 @@ bool packConvolutionWeights(ir::Graph& graph) {
         addFloatConstant(graph, w.name + (winograd ? "_winograd" : "_packed"), {count}, packed);
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedId;
-    node.attrs[ir::conventions::kPackedWeights] = static_cast<int64_t>(
-        winograd ? ir::conventions::ConvPacking::kWinograd : ir::conventions::ConvPacking::kPanels);
+    node.attrs[ir::conventions::kPackedWeights] =
+        static_cast<int64_t>(!winograd                   ? ir::conventions::ConvPacking::kPanels
+                             : params.winograd_tile == 4 ? ir::conventions::ConvPacking::kWinograd4
+                                                         : ir::conventions::ConvPacking::kWinograd);
     changed = true;
   }
   return changed;

@@ -213,8 +213,9 @@ inline int32_t wordAt(const int8_t* w) {
 /// the epilogue). Not inlined: next to the epilogue's constants, GCC spilled
 /// the two activation vectors on every quad (64 to 64 channels 3x3 at
 /// 56x56: 596 to 735 us).
-__attribute__((noinline)) void tileProducts(const uint8_t* a, const int64_t* offsets, int64_t quads, const int8_t* w,
-                  const int32_t* bias, __m512i (&c)[2][kBlock]) {
+__attribute__((noinline)) void tileProducts(const uint8_t* a, const int64_t* offsets, int64_t quads,
+                                            const int8_t* w, const int32_t* bias,
+                                            __m512i (&c)[2][kBlock]) {
   __m512i c00 = _mm512_set1_epi32(bias[0]), c01 = _mm512_set1_epi32(bias[1]),
           c02 = _mm512_set1_epi32(bias[2]), c03 = _mm512_set1_epi32(bias[3]),
           c04 = _mm512_set1_epi32(bias[4]), c05 = _mm512_set1_epi32(bias[5]),

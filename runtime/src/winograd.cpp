@@ -1,5 +1,10 @@
-// Winograd F(2x2, 3x3) convolution (Lavin and Gray, "Fast Algorithms for
-// Convolutional Neural Networks", 2016) for 3x3 layers at stride 1.
+// Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions (Lavin and Gray,
+// "Fast Algorithms for Convolutional Neural Networks", 2016) for 3x3 layers
+// at stride 1. The text below is F(2x2, 3x3)'s; F(4x4, 3x3) is the same
+// with 4x4 tiles of outputs from 6x6 patches: 36 products per channel pair
+// and tile of 16 outputs (144 direct) instead of 16 per 4 (36), and
+// transforms with coefficients up to 8, whose rounding errors are larger
+// (measured below).
 //
 // Each 2x2 block of outputs (a tile) of one output channel is
 // A^T [sum over input channels of (G g G^T) . (B^T d B)] A, where d is the
@@ -44,7 +49,6 @@
 namespace cgc::rt {
 namespace {
 
-constexpr int64_t kXi = 16;  // elements of a transformed 4x4 patch
 // Transformed inputs and products of a chunk (V and M, in floats): 512 KiB,
 // half of L2. In ResNet-50, 256 KiB made the 14x14 layers 5-15% slower (U
 // streamed once more per chunk), 1 MiB was within noise.
@@ -64,55 +68,94 @@ using simd::kPerBlock;
 void load(const float* from, Lanes& v) { std::memcpy(&v, from, sizeof v); }
 void store(float* to, const Lanes& v) { std::memcpy(to, &v, sizeof v); }
 
+/// The transforms of F(kTile x kTile, 3x3): kPatch = kTile + 2 inputs a
+/// side, kXi = kPatch^2 products per tile.
+template <int kTile>
+struct Winograd {
+  static constexpr int kPatch = kTile + 2, kXi = kPatch * kPatch;
+};
+
+/// B^T x for one column of a patch, F(2x2): B^T = [1 0 -1 0; 0 1 1 0;
+/// 0 -1 1 0; 0 1 0 -1].
+void inputColumn(const Lanes (&d)[4], Lanes (&r)[4]) {
+  r[0] = d[0] - d[2];
+  r[1] = d[1] + d[2];
+  r[2] = d[2] - d[1];
+  r[3] = d[1] - d[3];
+}
+
+/// F(4x4): B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0;
+/// 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1].
+void inputColumn(const Lanes (&d)[6], Lanes (&r)[6]) {
+  const Lanes four = 4.0f - Lanes{}, five = 5.0f - Lanes{}, two = 2.0f - Lanes{};
+  r[0] = four * d[0] - five * d[2] + d[4];
+  r[1] = d[3] + d[4] - four * (d[1] + d[2]);
+  r[2] = d[4] - d[3] + four * (d[1] - d[2]);
+  r[3] = d[4] - d[2] + two * (d[3] - d[1]);
+  r[4] = d[4] - d[2] + two * (d[1] - d[3]);
+  r[5] = four * d[1] - five * d[3] + d[5];
+}
+
+/// A^T m for one column of products, F(2x2): A^T = [1 1 1 0; 0 1 -1 -1].
+void outputColumn(const Lanes (&m)[4], Lanes (&o)[2]) {
+  o[0] = m[0] + m[1] + m[2];
+  o[1] = m[1] - m[2] - m[3];
+}
+
+/// F(4x4): A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1].
+void outputColumn(const Lanes (&m)[6], Lanes (&o)[4]) {
+  const Lanes two = 2.0f - Lanes{}, four = 4.0f - Lanes{}, eight = 8.0f - Lanes{};
+  const Lanes sum12 = m[1] + m[2], diff12 = m[1] - m[2];
+  const Lanes sum34 = m[3] + m[4], diff34 = m[3] - m[4];
+  o[0] = m[0] + sum12 + sum34;
+  o[1] = diff12 + two * diff34;
+  o[2] = sum12 + four * sum34;
+  o[3] = diff12 + eight * diff34 + m[5];
+}
+
 /// V_xi[t][c] = (B^T d B)[xi] for `tiles` tiles from firstTile on (tw per
 /// tile row) and the 16 channels of one block, whose padded copy is
 /// `padded` (pw vectors per row); V_xi[t] lies at v + xi * xiStride + t *
 /// tileStride.
+template <int kTile>
 void transformInput(const float* padded, int64_t pw, int64_t tw, int64_t firstTile, int64_t tiles,
                     float* v, int64_t xiStride, int64_t tileStride) {
+  constexpr int kPatch = Winograd<kTile>::kPatch;
   for (int64_t t = 0; t < tiles; ++t)
     for (int part = 0; part < kPerBlock; ++part) {
       const int64_t i = (firstTile + t) / tw, j = (firstTile + t) % tw;
-      const float* patch = padded + (2 * i * pw + 2 * j) * kChannelBlock + part * simd::kLanes;
-      Lanes d[4][4];
-      for (int r = 0; r < 4; ++r)
-        for (int c = 0; c < 4; ++c) load(patch + (r * pw + c) * kChannelBlock, d[r][c]);
-      // B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], down the columns, then
-      // along the rows.
-      Lanes bd[4][4];
-      for (int c = 0; c < 4; ++c) {
-        bd[0][c] = d[0][c] - d[2][c];
-        bd[1][c] = d[1][c] + d[2][c];
-        bd[2][c] = d[2][c] - d[1][c];
-        bd[3][c] = d[1][c] - d[3][c];
+      const float* patch =
+          padded + (kTile * i * pw + kTile * j) * kChannelBlock + part * simd::kLanes;
+      // Down the columns, then along the rows.
+      Lanes bd[kPatch][kPatch];
+      for (int c = 0; c < kPatch; ++c) {
+        Lanes column[kPatch], transformed[kPatch];
+        for (int r = 0; r < kPatch; ++r) load(patch + (r * pw + c) * kChannelBlock, column[r]);
+        inputColumn(column, transformed);
+        for (int r = 0; r < kPatch; ++r) bd[r][c] = transformed[r];
       }
       float* out = v + t * tileStride + part * simd::kLanes;
-      for (int r = 0; r < 4; ++r) {
-        store(out + (4 * r + 0) * xiStride, bd[r][0] - bd[r][2]);
-        store(out + (4 * r + 1) * xiStride, bd[r][1] + bd[r][2]);
-        store(out + (4 * r + 2) * xiStride, bd[r][2] - bd[r][1]);
-        store(out + (4 * r + 3) * xiStride, bd[r][1] - bd[r][3]);
+      for (int r = 0; r < kPatch; ++r) {
+        Lanes row[kPatch];
+        inputColumn(bd[r], row);
+        for (int c = 0; c < kPatch; ++c) store(out + (kPatch * r + c) * xiStride, row[c]);
       }
     }
 }
 
-/// The 2x2 outputs A^T M A of one tile for a register of output channels, from
-/// M_xi at m + xi * xiStride; A^T = [1 1 1 0; 0 1 -1 -1].
-void transformOutput(const float* m, int64_t xiStride, Lanes (&out)[2][2]) {
-  Lanes am[2][4];
-  for (int c = 0; c < 4; ++c) {
-    Lanes m0, m1, m2, m3;
-    load(m + (0 + c) * xiStride, m0);
-    load(m + (4 + c) * xiStride, m1);
-    load(m + (8 + c) * xiStride, m2);
-    load(m + (12 + c) * xiStride, m3);
-    am[0][c] = m0 + m1 + m2;
-    am[1][c] = m1 - m2 - m3;
+/// The kTile x kTile outputs A^T M A of one tile for a register of output
+/// channels, from M_xi at m + xi * xiStride.
+template <int kTile>
+void transformOutput(const float* m, int64_t xiStride, Lanes (&out)[kTile][kTile]) {
+  constexpr int kPatch = Winograd<kTile>::kPatch;
+  Lanes am[kTile][kPatch];
+  for (int c = 0; c < kPatch; ++c) {
+    Lanes column[kPatch], transformed[kTile];
+    for (int r = 0; r < kPatch; ++r) load(m + (kPatch * r + c) * xiStride, column[r]);
+    outputColumn(column, transformed);
+    for (int r = 0; r < kTile; ++r) am[r][c] = transformed[r];
   }
-  for (int r = 0; r < 2; ++r) {
-    out[r][0] = am[r][0] + am[r][1] + am[r][2];
-    out[r][1] = am[r][1] - am[r][2] - am[r][3];
-  }
+  for (int r = 0; r < kTile; ++r) outputColumn(am[r], out[r]);
 }
 
 }  // namespace
@@ -123,10 +166,30 @@ bool convTakesWinograd(const ConvParams& p) {
          p.pool_h_out == 0;
 }
 
-bool convPrefersWinograd(const ConvParams& p) {
-  return convTakesWinograd(p) && p.c_in >= kMinChannels &&
-         (p.h_out + 1) / 2 * ((p.w_out + 1) / 2) >= kMinTiles;
+namespace {
+
+/// F(4x4, 3x3) against F(2x2, 3x3) and the packed kernel, one Zen 4 thread
+/// (bench/... micro-benchmark over conv): 56x56 64-to-64 1136 to 754 us,
+/// 28x28 128-to-128 1011 to 634, 14x14 256-to-256 993 to 862, 13x13
+/// 64-to-256 255 to 210, 10x10 192-to-192 277 to 243, 55x55 16-to-64 566
+/// (packed) to 318, PathNet's 64 x 16-to-16 on 32x32 3684 (packed) to
+/// 2698. It loses where its 36 products of c_in x c_out stream for few
+/// tiles: 7x7 and 8x8 planes (4 tiles), 14x14 512-to-512 (5949 to 18202:
+/// 37 MB of transformed weights for chunks of 3 tiles).
+bool prefersTile4(const ConvParams& p) {
+  const int64_t tiles = (p.h_out + 3) / 4 * ((p.w_out + 3) / 4);
+  return p.c_in >= 16 && p.c_in + p.c_out <= 512 && tiles >= 9;
 }
+
+}  // namespace
+
+bool convPrefersWinograd(const ConvParams& p) {
+  return convTakesWinograd(p) &&
+         ((p.c_in >= kMinChannels && (p.h_out + 1) / 2 * ((p.w_out + 1) / 2) >= kMinTiles) ||
+          prefersTile4(p));
+}
+
+int64_t convWinogradTile(const ConvParams& p) { return prefersTile4(p) ? 4 : 2; }
 
 namespace {
 
@@ -136,35 +199,53 @@ int64_t blocks(int64_t channels) { return (channels + kChannelBlock - 1) / kChan
 }  // namespace
 
 int64_t winogradWeightCount(const ConvParams& p) {
-  return kXi * blocks(p.c_in) * blocks(p.c_out) * kChannelBlock * kChannelBlock;
+  const int64_t patch = p.winograd_tile + 2;
+  return patch * patch * blocks(p.c_in) * blocks(p.c_out) * kChannelBlock * kChannelBlock;
 }
 
+namespace {
+
+/// G for F(2x2, 3x3) and F(4x4, 3x3): the transform of a kernel's rows.
+constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
+                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                              {0, 0, 1}};
+
+}  // namespace
+
 void winogradWeights(const ConvParams& p, const float* w, float* u) {
-  static constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  const int patch = static_cast<int>(p.winograd_tile + 2);
+  auto g = [&](int r, int q) { return patch == 4 ? kG2[r][q] : kG4[r][q]; };
   const int64_t cIn = blocks(p.c_in) * kChannelBlock, cOut = blocks(p.c_out) * kChannelBlock;
   std::fill_n(u, winogradWeightCount(p), 0.0f);
   for (int64_t o = 0; o < p.c_out; ++o)
     for (int64_t c = 0; c < p.c_in; ++c) {
-      const float* g = w + (o * p.c_in + c) * 9;
-      double gg[4][3] = {};  // G g
-      for (int r = 0; r < 4; ++r)
+      const float* kernel = w + (o * p.c_in + c) * 9;
+      double gk[6][3] = {};  // G g
+      for (int r = 0; r < patch; ++r)
         for (int k = 0; k < 3; ++k)
-          for (int q = 0; q < 3; ++q) gg[r][k] += kG[r][q] * g[q * 3 + k];
-      for (int r = 0; r < 4; ++r)
-        for (int col = 0; col < 4; ++col) {
+          for (int q = 0; q < 3; ++q) gk[r][k] += g(r, q) * kernel[q * 3 + k];
+      for (int r = 0; r < patch; ++r)
+        for (int col = 0; col < patch; ++col) {
           double sum = 0;  // (G g G^T)[r][col]
-          for (int k = 0; k < 3; ++k) sum += gg[r][k] * kG[col][k];
-          u[((4 * r + col) * cIn + c) * cOut + o] = static_cast<float>(sum);
+          for (int k = 0; k < 3; ++k) sum += gk[r][k] * g(col, k);
+          u[((patch * r + col) * cIn + c) * cOut + o] = static_cast<float>(sum);
         }
     }
 }
 
 namespace detail {
+namespace {
 
-void convWinograd(const ConvParams& p, const float* x, const float* u, const float* bias,
-                  const float* residual, float* y, const Team& team) {
-  const int64_t th = (p.h_out + 1) / 2, tw = (p.w_out + 1) / 2;  // tiles
-  const int64_t ph = 2 * th + 2, pw = 2 * tw + 2;                // the padded input they read
+template <int kTile>
+void convWinogradTiles(const ConvParams& p, const float* x, const float* u, const float* bias,
+                       const float* residual, float* y, const Team& team) {
+  constexpr int64_t kXi = Winograd<kTile>::kXi;
+  const int64_t th = (p.h_out + kTile - 1) / kTile, tw = (p.w_out + kTile - 1) / kTile;  // tiles
+  const int64_t ph = kTile * th + 2, pw = kTile * tw + 2;  // the padded input they read
   const int64_t blocksIn = blocks(p.c_in), blocksOut = blocks(p.c_out);
   // The transforms' channels: whole blocks.
   const int64_t cIn = blocksIn * kChannelBlock, cOut = blocksOut * kChannelBlock;
@@ -172,7 +253,7 @@ void convWinograd(const ConvParams& p, const float* x, const float* u, const flo
   const int64_t chunkTiles = std::max<int64_t>(1, kChunkFloats / (kXi * (cIn + cOut)));
   // The output rows a chunk's tiles touch: those of its whole tile rows
   // and of the partial ones at either end.
-  const int64_t chunkPositions = (chunkTiles / tw + 2) * 2 * p.w_out;
+  const int64_t chunkPositions = (chunkTiles / tw + 2) * kTile * p.w_out;
   float* v = scratch<float>(kXi * chunkTiles * (cIn + cOut) + chunkPositions * cOut +
                             blocksIn * ph * pw * kChannelBlock);
   float* m = v + kXi * chunkTiles * cIn;
@@ -194,21 +275,21 @@ void convWinograd(const ConvParams& p, const float* x, const float* u, const flo
     for (int64_t t0 = mine.begin; t0 < mine.end; t0 += chunkTiles) {
       const int64_t tiles = std::min(mine.end, t0 + chunkTiles) - t0;
       for (int64_t cb = 0; cb < blocksIn; ++cb)
-        transformInput(padded + cb * ph * pw * kChannelBlock, pw, tw, t0, tiles,
-                       v + cb * kChannelBlock, tiles * cIn, cIn);
+        transformInput<kTile>(padded + cb * ph * pw * kChannelBlock, pw, tw, t0, tiles,
+                              v + cb * kChannelBlock, tiles * cIn, cIn);
       for (int64_t xi = 0; xi < kXi; ++xi)
         gemmRows(tiles, cOut, cIn, v + xi * tiles * cIn, cIn, u + xi * cIn * cOut, cOut,
                  m + xi * tiles * cOut, cOut);
-      const int64_t firstRow = 2 * (t0 / tw);
+      const int64_t firstRow = kTile * (t0 / tw);
       for (int64_t t = 0; t < tiles; ++t)
         for (int64_t ob = 0; ob < blocksOut; ++ob)
           for (int part = 0; part < kPerBlock; ++part) {
             const int64_t c0 = ob * kChannelBlock + part * simd::kLanes;  // first channel
-            Lanes out[2][2];
-            transformOutput(m + t * cOut + c0, tiles * cOut, out);
-            const int64_t oh0 = 2 * ((t0 + t) / tw), ow0 = 2 * ((t0 + t) % tw);
-            for (int64_t oh = oh0; oh < std::min(oh0 + 2, p.h_out); ++oh)
-              for (int64_t ow = ow0; ow < std::min(ow0 + 2, p.w_out); ++ow) {
+            Lanes out[kTile][kTile];
+            transformOutput<kTile>(m + t * cOut + c0, tiles * cOut, out);
+            const int64_t oh0 = kTile * ((t0 + t) / tw), ow0 = kTile * ((t0 + t) % tw);
+            for (int64_t oh = oh0; oh < std::min(oh0 + kTile, p.h_out); ++oh)
+              for (int64_t ow = ow0; ow < std::min(ow0 + kTile, p.w_out); ++ow) {
                 Lanes& o = out[oh - oh0][ow - ow0];
                 if (!p.blocked_output) {  // the epilogue comes with the transpose
                   store(rows + ((oh - firstRow) * p.w_out + ow) * cOut + c0, o);
@@ -234,10 +315,11 @@ void convWinograd(const ConvParams& p, const float* x, const float* u, const flo
       // Each output row's columns that this chunk's tiles cover, into the
       // NCHW planes with the epilogue.
       const int64_t last = t0 + tiles - 1;
-      for (int64_t oh = firstRow; oh < std::min(p.h_out, 2 * (last / tw) + 2); ++oh) {
-        const int64_t i = oh / 2;
-        const int64_t from = i == t0 / tw ? 2 * (t0 % tw) : 0;
-        const int64_t to = i == last / tw ? std::min(p.w_out, 2 * (last % tw) + 2) : p.w_out;
+      for (int64_t oh = firstRow; oh < std::min(p.h_out, kTile * (last / tw) + kTile); ++oh) {
+        const int64_t i = oh / kTile;
+        const int64_t from = i == t0 / tw ? kTile * (t0 % tw) : 0;
+        const int64_t to =
+            i == last / tw ? std::min(p.w_out, kTile * (last % tw) + kTile) : p.w_out;
         const int64_t pos = oh * p.w_out + from;
         transpose(rows + (pos - firstRow * p.w_out) * cOut, cOut, to - from, p.c_out, yn + pos,
                   spatial, e.at(0, pos));
@@ -245,6 +327,14 @@ void convWinograd(const ConvParams& p, const float* x, const float* u, const flo
     }
   }
   team.barrier();  // thread 0's padded copy outlives the others' reads
+}
+
+}  // namespace
+
+void convWinograd(const ConvParams& p, const float* x, const float* u, const float* bias,
+                  const float* residual, float* y, const Team& team) {
+  if (p.winograd_tile == 4) return convWinogradTiles<4>(p, x, u, bias, residual, y, team);
+  convWinogradTiles<2>(p, x, u, bias, residual, y, team);
 }
 
 }  // namespace detail

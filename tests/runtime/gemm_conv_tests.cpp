@@ -252,7 +252,7 @@ std::vector<float> blocked(const std::vector<float>& v, int64_t n, int64_t c,
 
 /// How conv gets its weights: as in the model, repacked by
 /// packConvWeights, or transformed by winogradWeights.
-enum class Weights { kPlain, kPacked, kWinograd };
+enum class Weights { kPlain, kPacked, kWinograd, kWinograd4 };
 
 /// conv against referenceConv for every epilogue form, activation and team
 /// size; on packed or Winograd weights also in every combination of input
@@ -269,8 +269,9 @@ void checkConv(const ConvCase& c, Weights form = Weights::kPlain) {
     kernelWeights.resize(packedConvWeightCount(p));
     packConvWeights(p, w.data(), kernelWeights.data());
     p.packed_weights = true;
-  } else if (form == Weights::kWinograd) {
+  } else if (form == Weights::kWinograd || form == Weights::kWinograd4) {
     REQUIRE(convTakesWinograd(p));
+    p.winograd_tile = form == Weights::kWinograd4 ? 4 : 2;
     kernelWeights.resize(winogradWeightCount(p));
     winogradWeights(p, w.data(), kernelWeights.data());
     p.winograd = true;
@@ -301,7 +302,11 @@ void checkConv(const ConvCase& c, Weights form = Weights::kPlain) {
             conv(p, input.data(), kernelWeights.data(), b, r ? res.data() : nullptr, y.data(),
                  team);
           });
-          requireClose(p.blocked_output ? blocked(y, c.n, c.cout, true) : y, expected, 1e-4);
+          // F(4x4, 3x3)'s transforms have coefficients up to 8 (and 1/24 in
+          // the weights'): on these sums of up to 576 products of [-1, 1]
+          // its errors reach 2e-4 (F(2x2) and direct: under 1e-4).
+          const double margin = form == Weights::kWinograd4 ? 3e-4 : 1e-4;
+          requireClose(p.blocked_output ? blocked(y, c.n, c.cout, true) : y, expected, margin);
         }
       }
     }
@@ -422,7 +427,10 @@ TEST_CASE("conv on Winograd weights matches a direct loop") {
       {1, 33, 1, 12, 13, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 33 -> 48
       {1, 48, 1, 10, 10, 5, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 48 -> 5
   };
-  for (const ConvCase& c : cases) checkConv(c, Weights::kWinograd);
+  for (const ConvCase& c : cases) {
+    checkConv(c, Weights::kWinograd);
+    checkConv(c, Weights::kWinograd4);  // 6x6 patches: tiles cut at other edges
+  }
 }
 
 TEST_CASE("stem conv with a fused 3x3 stride-2 max pooling matches conv then pool") {

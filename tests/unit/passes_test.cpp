@@ -445,7 +445,8 @@ GraphBuilder convChain(bool pooledA, int64_t side = 6) {
 }  // namespace
 
 TEST_CASE("block-activations blocks what passes between packed convolutions") {
-  // 6x6 planes get packed weights, 14x14 ones (49 tiles) Winograd's.
+  // 6x6 planes get packed weights, 14x14 ones (16 tiles of 4x4)
+  // Winograd F(4x4, 3x3)'s.
   for (auto [pooledA, side] : {std::pair{false, 6}, {true, 6}, {false, 14}, {true, 14}}) {
     INFO((pooledA ? "a also max-pooled" : "a read by convolutions only") << ", side " << side);
     GraphBuilder b = convChain(pooledA, side);
@@ -458,9 +459,9 @@ TEST_CASE("block-activations blocks what passes between packed convolutions") {
     for (int id : b.graph.liveNodes()) {
       const ir::Node& node = b.graph.node(id);
       if (node.op != "Conv") continue;
-      CHECK(node.getInt("cgc_packed_weights", 0) == (side == 14 ? 2 : 1));
+      CHECK(node.getInt("cgc_packed_weights", 0) == (side == 14 ? 3 : 1));
       CHECK(b.graph.value(node.inputs[1]).type.numElements() ==
-            (side == 14 ? 16 * 32 * 32 : 32 * 32 * 9));
+            (side == 14 ? 36 * 32 * 32 : 32 * 32 * 9));
     }
     // Without the pool: a (read as input and as residual) and b's output (read
     // by GlobalAveragePool). With it: a is plain, so b's residual is, so b's
@@ -469,11 +470,11 @@ TEST_CASE("block-activations blocks what passes between packed convolutions") {
     ir::verifyGraph(b.graph);
     const std::string shape = fmt::format("[1,32,{0},{0}]", side);
     const std::string layout = pooledA ? "" : " blocked";
-    // Winograd's 16 x c_in x c_out or panels of c_out x c_in x 9.
-    const int packing = side == 14 ? 2 : 1;
+    // Winograd F(4x4)'s 36 x c_in x c_out or panels of c_out x c_in x 9.
+    const int packing = side == 14 ? 3 : 1;
     const char* form = side == 14 ? "winograd" : "packed";
-    checkIr(b.graph, {fmt::format("%wa_{} = constant float32[{}]", form, side == 14 ? 16384 : 9216),
-                      fmt::format("%wb_{} = constant float32[{}]", form, side == 14 ? 16384 : 9216),
+    checkIr(b.graph, {fmt::format("%wa_{} = constant float32[{}]", form, side == 14 ? 36864 : 9216),
+                      fmt::format("%wb_{} = constant float32[{}]", form, side == 14 ? 36864 : 9216),
                       fmt::format("a = Conv(%x, %wa_{}) -> %a_out float32{}{} "
                                   "{{cgc_packed_weights = {}, ",
                                   form, shape, layout, packing),

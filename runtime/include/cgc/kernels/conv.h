@@ -34,14 +34,17 @@ struct ConvParams {
   // block-activations pass). Needs packed or Winograd weights and, on that
   // side, a multiple of kChannelBlock channels.
   bool blocked_input = false, blocked_output = false;
-  // w is in winogradWeights' layout and conv runs Winograd F(2x2, 3x3) (the
-  // pack-conv-weights pass, where convPrefersWinograd); packed_weights is
-  // then false. Takes either layout on both sides.
+  // w is in winogradWeights' layout and conv runs Winograd F(m x m, 3x3)
+  // with m = winograd_tile, 2 or 4 (the pack-conv-weights pass, where
+  // convPrefersWinograd, with convWinogradTile's m); packed_weights is then
+  // false. Takes either layout on both sides.
   bool winograd = false;
+  int64_t winograd_tile = 2;
   CGC_REFLECT(ConvParams, n, c_in, d_in, h_in, w_in, c_out, d_out, h_out, w_out, groups, k_d, k_h,
               k_w, stride_d, stride_h, stride_w, pad_front, pad_top, pad_left, dilation_d,
               dilation_h, dilation_w, activation, act_min, act_max, packed_weights, pool_h_out,
-              pool_w_out, pool_pad_top, pool_pad_left, blocked_input, blocked_output, winograd)
+              pool_w_out, pool_pad_top, pool_pad_left, blocked_input, blocked_output, winograd,
+              winograd_tile)
 };
 
 /// Channels per block of the channel-blocked activation layout: one
@@ -97,14 +100,18 @@ void packConvWeights(const ConvParams& p, const float* w, float* packed);
 bool convTakesWinograd(const ConvParams& p);
 bool convPrefersWinograd(const ConvParams& p);
 
-/// Floats winogradWeights writes: 16 x c_in x c_out, each rounded up to a
-/// multiple of kChannelBlock.
+/// The tile a preferred Winograd layer runs fastest with: 4 (F(4x4, 3x3))
+/// or 2.
+int64_t convWinogradTile(const ConvParams& p);
+
+/// Floats winogradWeights writes for p.winograd_tile m: (m + 2)^2 x c_in x
+/// c_out, each rounded up to a multiple of kChannelBlock.
 int64_t winogradWeightCount(const ConvParams& p);
 
 /// The Winograd transform G g G^T of each 3x3 kernel g of OIHW weights
-/// (groups 1), stored as 16 row-major c_in x c_out matrices (padded with
-/// zeros to whole kChannelBlocks), one per element of the 4x4 transformed
-/// kernel (conv with winograd).
+/// (groups 1), stored as (m + 2)^2 row-major c_in x c_out matrices (padded
+/// with zeros to whole kChannelBlocks), one per element of the (m + 2) x
+/// (m + 2) transformed kernel (conv with winograd, m = p.winograd_tile).
 void winogradWeights(const ConvParams& p, const float* w, float* u);
 
 /// Transposed convolution, weights [c_in, c_out / groups, k_d, k_h, k_w].
