@@ -122,16 +122,25 @@ void copyQuad(const QConvParams& p, const Geometry& g, const uint8_t* x, int64_t
     for (int64_t cp = 0; cp < g.columnPlanes; ++cp) {
       if (!planeRead(p, g, ry, cp)) continue;
       uint8_t* plane = planes + ((cq * p.stride_h + ry) * g.columnPlanes + cp) * g.planeBytes;
-      std::memset(plane, rawZero ^ flip, static_cast<size_t>(g.planeBytes));
-      // Columns j of the plane inside the image: [j0, j1).
+      // Columns j of the plane inside the image: [j0, j1). The zero point
+      // goes only where the image does not (writing it everywhere first
+      // doubled the copy of a 1x1 layer's input).
       const int64_t first = columnBase(p, g, cp) - p.pad_left;  // input column of j = 0
-      const int64_t j0 = first >= 0 ? 0 : (-first + p.stride_w - 1) / p.stride_w;
-      const int64_t j1 =
-          std::min(g.wq, first >= p.w_in ? 0 : (p.w_in - first + p.stride_w - 1) / p.stride_w);
-      if (j1 <= j0) continue;
+      const int64_t j0 = std::min(g.wq, first >= 0 ? 0 : (-first + p.stride_w - 1) / p.stride_w);
+      const int64_t j1 = std::clamp<int64_t>(
+          first >= p.w_in ? 0 : (p.w_in - first + p.stride_w - 1) / p.stride_w, j0, g.wq);
+      const auto fill = [&](int64_t from, int64_t to) {  // positions [from, to)
+        std::memset(plane + from * kQuad, rawZero ^ flip, static_cast<size_t>((to - from) * kQuad));
+      };
+      fill(g.hq * g.wq, g.planeBytes / kQuad);
       for (int64_t i = 0; i < g.hq; ++i) {
         const int64_t row = i * p.stride_h + ry - p.pad_top;
-        if (row < 0 || row >= p.h_in) continue;
+        if (row < 0 || row >= p.h_in || j1 == j0) {
+          fill(i * g.wq, (i + 1) * g.wq);
+          continue;
+        }
+        fill(i * g.wq, i * g.wq + j0);
+        fill(i * g.wq + j1, (i + 1) * g.wq);
         const uint8_t* rows[kQuad];
         for (int64_t r = 0; r < kQuad; ++r) {
           const int64_t channel = cq * kQuad + r;
