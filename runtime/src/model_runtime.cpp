@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include <thread>
 
 #include "cgc/kernels/common.h"
 #include "cgc/runtime.h"
@@ -133,10 +134,24 @@ ModelRuntime::ModelRuntime(const ModelSpec& spec, const char* weights_path, void
       fileWeights_(fileWeights(spec, weights_path)),
       weights_(fileWeights_ ? fileWeights_.get() : spec.embedded_weights),
       pool_(startPool(spec)) {
+  // LIBXSMM sets itself up on another thread while this one allocates the
+  // arena and pages the weights in, not in the first run's first GEMM.
+  std::thread xsmm;
+  try {
+    xsmm = std::thread(rt::detail::initXsmm);
+  } catch (const std::system_error&) {
+    rt::detail::initXsmm();
+  }
   // Allocated last, so that nothing before it can throw and leak it (a
   // constructor that throws runs no destructor; the members' do run).
-  if (ownsArena_) arena_ = allocate_arena(spec.info->arena_bytes);
+  try {
+    if (ownsArena_) arena_ = allocate_arena(spec.info->arena_bytes);
+  } catch (...) {
+    if (xsmm.joinable()) xsmm.join();
+    throw;
+  }
   if (!fileWeights_) populateWeights(weights_, spec.weight_bytes);
+  if (xsmm.joinable()) xsmm.join();
 }
 
 ModelRuntime::~ModelRuntime() {

@@ -61,8 +61,7 @@ libxsmm_smmfunction kernelFor(const KernelKey& key) {
   thread_local std::unordered_map<KernelKey, libxsmm_smmfunction, KernelKeyHash> cache;
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
-  static const bool initialised = (libxsmm_init(), true);
-  (void)initialised;
+  initXsmm();
   const libxsmm_blasint lda = key.lda, ldb = key.ldb, ldc = key.ldc;
   const float alpha = 1.0f, beta = key.accumulate ? 1.0f : 0.0f;
   const int flags = key.transB ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
@@ -118,6 +117,13 @@ EpilogueFn epilogueFor(Activation activation) {
 
 }  // namespace
 
+void initXsmm() {
+#ifndef CGC_NO_LIBXSMM
+  static const bool initialised = (libxsmm_init(), true);
+  (void)initialised;
+#endif
+}
+
 void limitXsmmTarget(const char* arch) {
 #ifndef CGC_NO_LIBXSMM
   // Lower only: LIBXSMM's target is the process's, and another instance may
@@ -125,8 +131,7 @@ void limitXsmmTarget(const char* arch) {
   // registry and still runs here: LIBXSMM never goes past this CPU.
   static std::mutex mutex;
   const std::lock_guard<std::mutex> lock(mutex);
-  static const bool initialised = (libxsmm_init(), true);
-  (void)initialised;
+  initXsmm();
   const int before = libxsmm_get_target_archid();
   libxsmm_set_target_arch(arch);
   if (libxsmm_get_target_archid() > before) libxsmm_set_target_archid(before);
