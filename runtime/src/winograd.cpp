@@ -175,10 +175,14 @@ namespace {
 /// (packed) to 318, PathNet's 64 x 16-to-16 on 32x32 3684 (packed) to
 /// 2698. It loses where its 36 products of c_in x c_out stream for few
 /// tiles: 7x7 and 8x8 planes (4 tiles), 14x14 512-to-512 (5949 to 18202:
-/// 37 MB of transformed weights for chunks of 3 tiles).
+/// 37 MB of transformed weights for chunks of 3 tiles). The AVX2 runtime on
+/// the same core: F(4x4) wins on the same layers (56x56 64-to-64 2372
+/// packed, 1819 F(2x2), 1071 F(4x4)) except PathNet's, whose 16 x 16
+/// products it runs slower than the packed kernel (4534 against 3968).
 bool prefersTile4(const ConvParams& p) {
   const int64_t tiles = (p.h_out + 3) / 4 * ((p.w_out + 3) / 4);
-  return p.c_in >= 16 && p.c_in + p.c_out <= 512 && tiles >= 9;
+  const int64_t fewest = simd::kLanes >= 16 ? 32 : 64;  // c_in + c_out
+  return p.c_in >= 16 && p.c_in + p.c_out >= fewest && p.c_in + p.c_out <= 512 && tiles >= 9;
 }
 
 }  // namespace
