@@ -77,7 +77,7 @@ struct Winograd {
 
 /// B^T x for one column of a patch, F(2x2): B^T = [1 0 -1 0; 0 1 1 0;
 /// 0 -1 1 0; 0 1 0 -1].
-void inputColumn(const Lanes (&d)[4], Lanes (&r)[4]) {
+__attribute__((always_inline)) inline void inputColumn(const Lanes (&d)[4], Lanes (&r)[4]) {
   r[0] = d[0] - d[2];
   r[1] = d[1] + d[2];
   r[2] = d[2] - d[1];
@@ -86,7 +86,7 @@ void inputColumn(const Lanes (&d)[4], Lanes (&r)[4]) {
 
 /// F(4x4): B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0;
 /// 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1].
-void inputColumn(const Lanes (&d)[6], Lanes (&r)[6]) {
+__attribute__((always_inline)) inline void inputColumn(const Lanes (&d)[6], Lanes (&r)[6]) {
   const Lanes four = 4.0f - Lanes{}, five = 5.0f - Lanes{}, two = 2.0f - Lanes{};
   r[0] = four * d[0] - five * d[2] + d[4];
   r[1] = d[3] + d[4] - four * (d[1] + d[2]);
@@ -97,13 +97,13 @@ void inputColumn(const Lanes (&d)[6], Lanes (&r)[6]) {
 }
 
 /// A^T m for one column of products, F(2x2): A^T = [1 1 1 0; 0 1 -1 -1].
-void outputColumn(const Lanes (&m)[4], Lanes (&o)[2]) {
+__attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[4], Lanes (&o)[2]) {
   o[0] = m[0] + m[1] + m[2];
   o[1] = m[1] - m[2] - m[3];
 }
 
 /// F(4x4): A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1].
-void outputColumn(const Lanes (&m)[6], Lanes (&o)[4]) {
+__attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[6], Lanes (&o)[4]) {
   const Lanes two = 2.0f - Lanes{}, four = 4.0f - Lanes{}, eight = 8.0f - Lanes{};
   const Lanes sum12 = m[1] + m[2], diff12 = m[1] - m[2];
   const Lanes sum34 = m[3] + m[4], diff34 = m[3] - m[4];
