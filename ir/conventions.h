@@ -4,7 +4,9 @@
 // here so that the writer and every reader agree.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #include "ir/graph.h"
@@ -95,16 +97,35 @@ inline bool isPackedConv(const Node& n) {
   return n.op == "Conv" && convPacking(n) != ConvPacking::kNone && !n.has(kConvShape);
 }
 
+/// A node whose every output element comes from the input elements at the
+/// same index, all of the output's shape (an Add of two same-shape tensors,
+/// a Relu): it runs on channel-blocked values as on plain ones, its inputs
+/// and output in one layout (PathNet's sums of convolutions stay blocked).
+inline bool isLayoutTransparent(const Graph& graph, const Node& n) {
+  static constexpr const char* kOps[] = {"Add", "Sub",  "Mul",  "Div",     "Max",  "Min",
+                                         "Sum", "Mean", "Relu", "Sigmoid", "Tanh", "LeakyRelu"};
+  if (std::none_of(std::begin(kOps), std::end(kOps), [&](const char* op) { return n.op == op; }))
+    return false;
+  if (n.outputs.size() != 1 || n.inputs.empty()) return false;
+  const auto& shape = graph.value(n.outputs[0]).type.shape;
+  return std::all_of(n.inputs.begin(), n.inputs.end(),
+                     [&](int in) { return in >= 0 && graph.value(in).type.shape == shape; });
+}
+
 /// Whether node n may read its input `index` in the channel-blocked layout:
 /// a packed Conv's input, its residual where its output is blocked too (a
-/// residual follows the output's layout), a GlobalAveragePool's input.
+/// residual follows the output's layout), a GlobalAveragePool's input, a
+/// layout-transparent node's inputs where its output is blocked.
 /// block-activations further asks the runtime whether the Conv's shape
 /// allows it; the verifier checks that every reader of a blocked value is
 /// one of these.
 inline bool mayReadBlocked(const Graph& graph, const Node& n, size_t index) {
   if (n.op == "GlobalAveragePool") return index == 0;
+  const bool outputBlocked =
+      !n.outputs.empty() && graph.value(n.outputs[0]).layout == Layout::kChannelBlocked;
+  if (isLayoutTransparent(graph, n)) return outputBlocked;
   if (!isPackedConv(n)) return false;
-  if (index == kConvResidual) return graph.value(n.outputs[0]).layout == Layout::kChannelBlocked;
+  if (index == kConvResidual) return outputBlocked;
   return index == 0;
 }
 

@@ -12,9 +12,10 @@ namespace {
 
 namespace conv = conventions;
 
-/// A channel-blocked value must be a packed Conv's output of channels in
-/// 16s, never a graph output, and be read only where readsBlocked; a blocked
-/// Conv output's residual must be blocked too.
+/// A channel-blocked value must be the output of a packed Conv or a
+/// layout-transparent node, of channels in 16s, never a graph output, and be
+/// read only where mayReadBlocked; a blocked Conv output's residual, and a
+/// blocked transparent node's inputs, must be blocked too.
 void checkLayouts(const Graph& graph, const std::function<void(std::string)>& problem) {
   for (int id : graph.liveNodes()) {
     const Node& n = graph.node(id);
@@ -25,16 +26,15 @@ void checkLayouts(const Graph& graph, const std::function<void(std::string)>& pr
       if (blocked && !reads)
         problem(fmt::format("node '{}' ({}) reads channel-blocked '{}' as plain", n.name, n.op,
                             graph.value(n.inputs[i]).name));
-      if (!blocked && reads && i == conv::kConvResidual)
-        problem(
-            fmt::format("node '{}' writes a channel-blocked output but reads plain residual '{}'",
-                        n.name, graph.value(n.inputs[i]).name));
+      if (!blocked && reads && (i == conv::kConvResidual || conv::isLayoutTransparent(graph, n)))
+        problem(fmt::format("node '{}' writes a channel-blocked output but reads plain '{}'",
+                            n.name, graph.value(n.inputs[i]).name));
     }
     for (int out : n.outputs) {
       if (out < 0 || out >= graph.numValues()) continue;
       const Value& v = graph.value(out);
       if (v.layout != Layout::kChannelBlocked) continue;
-      if (!conv::isPackedConv(n) || v.type.rank() < 3 ||
+      if (!(conv::isPackedConv(n) || conv::isLayoutTransparent(graph, n)) || v.type.rank() < 3 ||
           v.type.shape[1] % conv::kChannelBlock != 0 || graph.isGraphOutput(out))
         problem(fmt::format("value '{}' ({}) of node '{}' ({}) cannot be channel-blocked", v.name,
                             v.type.str(), n.name, n.op));

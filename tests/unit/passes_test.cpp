@@ -494,6 +494,51 @@ TEST_CASE("block-activations blocks what passes between packed convolutions") {
   }
 }
 
+TEST_CASE("block-activations keeps the sums of blocked convolutions blocked") {
+  // x -> Conv a, Conv b -> Add -> Conv c -> GlobalAveragePool (PathNet's
+  // modules); with `pooledSum`, the sum is also max-pooled (a reader that
+  // takes only NCHW), so it, and a and b that write it, stay plain.
+  for (bool pooledSum : {false, true}) {
+    INFO((pooledSum ? "the sum also max-pooled" : "the sum read by a convolution only"));
+    GraphBuilder b("modules");
+    const std::map<std::string, ir::Attribute> same{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                                    {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+    auto conv = [&](const std::string& name, int in) {
+      std::vector<float> w(32 * 32 * 9);
+      for (size_t i = 0; i < w.size(); ++i) w[i] = 0.2f * std::sin(0.37f * i + name.size());
+      return b.node("Conv", name, {in, b.constant("w" + name, {32, 32, 3, 3}, w)}, {1, 32, 6, 6},
+                    same);
+    };
+    const int x = b.input("x", {1, 32, 6, 6});
+    const int sum = b.node("Add", "sum", {conv("a", x), conv("b", x)}, {1, 32, 6, 6});
+    int y = b.node("GlobalAveragePool", "gap", {conv("c", sum)}, {1, 32, 1, 1});
+    if (pooledSum) {
+      const int pool = b.node("MaxPool", "pool", {sum}, {1, 32, 6, 6},
+                              {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+      y = b.node("Add", "total",
+                 {y, b.node("GlobalAveragePool", "gap_pool", {pool}, {1, 32, 1, 1})},
+                 {1, 32, 1, 1});
+    }
+    b.output(y, "y");
+    std::vector<float> input(32 * 36);
+    for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
+    const auto before = cgc::testing::interpret(b.graph, input);
+    REQUIRE(passes::packConvolutionWeights(b.graph));
+    CHECK(passes::blockActivations(b.graph));
+    ir::verifyGraph(b.graph);
+    const std::string layout = pooledSum ? "" : " blocked";
+    checkIr(b.graph,
+            {fmt::format("a = Conv(%x, %wa_packed) -> %a_out float32[1,32,6,6]{}", layout),
+             fmt::format("b = Conv(%x, %wb_packed) -> %b_out float32[1,32,6,6]{}", layout),
+             fmt::format("sum = Add(%a_out, %b_out) -> %sum_out float32[1,32,6,6]{}", layout),
+             "c = Conv(%sum_out, %wc_packed) -> %c_out float32[1,32,6,6] blocked"});
+    const auto after = cgc::testing::interpret(b.graph, input);
+    REQUIRE(before.size() == after.size());
+    for (size_t i = 0; i < before.size(); ++i)
+      CHECK(after[i] == Approx(before[i]).epsilon(1e-5).margin(1e-5));
+  }
+}
+
 TEST_CASE("the verifier catches a channel-blocked value that a node reads as plain") {
   GraphBuilder b = convChain(false);
   REQUIRE(passes::fuseEpilogues(b.graph));
