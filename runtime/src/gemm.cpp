@@ -158,21 +158,16 @@ void gemm(const GemmParams& p, const float* a, const float* b, const float* c, f
   if (shares)
     packed = team.shareFromFirst(
         scratch(pack, (p.trans_a ? p.m * p.k : 0) + (p.trans_b ? p.k * p.n : 0)));
-  const float* ap = a;
-  if (p.trans_a) {  // A is [k, m]
-    const Range rows = team.split(p.m);
-    for (int64_t i = rows.begin; i < rows.end; ++i)
-      for (int64_t q = 0; q < p.k; ++q) packed[i * p.k + q] = a[q * p.m + i];
-    ap = packed;
-    packed += p.m * p.k;
-  }
-  const float* bp = b;
-  if (p.trans_b) {  // B is [n, k]
-    const Range cols = team.split(p.n);
-    for (int64_t j = cols.begin; j < cols.end; ++j)
-      for (int64_t q = 0; q < p.k; ++q) packed[q * p.n + j] = b[j * p.k + q];
-    bp = packed;
-  }
+  // Each thread transposes a share of the columns of `from` ([rows, cols]).
+  auto transposed = [&](const float* from, int64_t rows, int64_t cols, float* to) {
+    const Range mine = team.split(cols);
+    if (mine.size() > 0)
+      detail::transpose(from + mine.begin, cols, rows, mine.size(), to + mine.begin * rows, rows);
+    return to;
+  };
+  const float* ap = p.trans_a ? transposed(a, p.k, p.m, packed) : a;  // A is [k, m]
+  const float* bp =
+      p.trans_b ? transposed(b, p.n, p.k, packed + (p.trans_a ? p.m * p.k : 0)) : b;  // [n, k]
   if (shares) team.barrier();
   // The common forms of C (bias row, bias column, full matrix) fold into the
   // block epilogue; anything else is applied after the product.
