@@ -23,9 +23,9 @@
 // So a tile's 32 positions are 128 contiguous bytes for every (tap, quad),
 // the same addressing at any stride, dilation and padding.
 //
-// The product is quant_microkernels.h's: 32 positions x 8 output channels
-// in 16 registers, vpdpbusd over the quads (tap by tap, quads of channels
-// within), one offset per quad into the copy. The requantising epilogue
+// The product is quant_microkernels.h's productVnni: 32 positions x 8
+// output channels in 16 registers, vpdpbusd over the quads (tap by tap,
+// quads of channels within), one offset per quad into the copy. The requantising epilogue
 // runs on those registers (16 lanes at a time, the same float operations
 // as finishQ: this file is built with -ffp-contract=off) and stores each
 // output row's part of the tile with one masked store per channel; a
@@ -201,53 +201,15 @@ struct BlockJob {
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 
-/// The products of one tile and one block, 16 accumulators. Named
-/// registers, not an array: GCC 12 rotated an array's 16 vectors through
-/// other registers and the stack on every quad (42% of vpdpbusd's peak on
-/// L1-resident data; 97% like this).
-#define CGC_DPBUSD_CHANNEL(j)                                   \
-  {                                                             \
-    const __m512i b = _mm512_set1_epi32(wordAt(w + (j)*kQuad)); \
-    c0##j = _mm512_dpbusd_epi32(c0##j, a0, b);                  \
-    c1##j = _mm512_dpbusd_epi32(c1##j, a1, b);                  \
-  }
-
-inline int32_t wordAt(const int8_t* w) {
-  int32_t word;
-  std::memcpy(&word, w, 4);
-  return word;
-}
-
-/// The sums start from the channels' biases (saves an add per vector in
-/// the epilogue). Not inlined: next to the epilogue's constants, GCC spilled
-/// the two activation vectors on every quad (64 to 64 channels 3x3 at
-/// 56x56: 596 to 735 us).
+/// c (+)= the products of one tile and one block (quant_microkernels.h),
+/// quad q of the tile at offsets[q]. Not inlined: next to the epilogue's
+/// constants, GCC spilled the two activation vectors on every quad (64 to
+/// 64 channels 3x3 at 56x56: 596 to 735 us).
 __attribute__((noinline)) void tileProducts(const uint8_t* a, const int64_t* offsets, int64_t quads,
-                                            const int8_t* w, const int32_t* bias,
-                                            __m512i (&c)[2][kBlock]) {
-  __m512i c00 = _mm512_set1_epi32(bias[0]), c01 = _mm512_set1_epi32(bias[1]),
-          c02 = _mm512_set1_epi32(bias[2]), c03 = _mm512_set1_epi32(bias[3]),
-          c04 = _mm512_set1_epi32(bias[4]), c05 = _mm512_set1_epi32(bias[5]),
-          c06 = _mm512_set1_epi32(bias[6]), c07 = _mm512_set1_epi32(bias[7]), c10 = c00, c11 = c01,
-          c12 = c02, c13 = c03, c14 = c04, c15 = c05, c16 = c06, c17 = c07;
-  for (int64_t q = 0; q < quads; ++q, w += kBlock * kQuad) {
-    const uint8_t* aq = a + offsets[q];
-    const __m512i a0 = _mm512_loadu_si512(aq), a1 = _mm512_loadu_si512(aq + 64);
-    CGC_DPBUSD_CHANNEL(0)
-    CGC_DPBUSD_CHANNEL(1)
-    CGC_DPBUSD_CHANNEL(2)
-    CGC_DPBUSD_CHANNEL(3)
-    CGC_DPBUSD_CHANNEL(4)
-    CGC_DPBUSD_CHANNEL(5)
-    CGC_DPBUSD_CHANNEL(6)
-    CGC_DPBUSD_CHANNEL(7)
-  }
-  c[0][0] = c00, c[0][1] = c01, c[0][2] = c02, c[0][3] = c03;
-  c[0][4] = c04, c[0][5] = c05, c[0][6] = c06, c[0][7] = c07;
-  c[1][0] = c10, c[1][1] = c11, c[1][2] = c12, c[1][3] = c13;
-  c[1][4] = c14, c[1][5] = c15, c[1][6] = c16, c[1][7] = c17;
+                                            const int8_t* w, __m512i (&c)[2][kBlock]) {
+  detail::productVnni(
+      a, [offsets](int64_t q) { return offsets[q]; }, quads, w, c);
 }
-#undef CGC_DPBUSD_CHANNEL
 
 /// The epilogue of one block: 8 channels x 2 halves of sums into y.
 template <QOutput kKind>
@@ -277,8 +239,10 @@ void storeBlock(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const
 /// One tile x one block: the products in registers, then the epilogue.
 void tileBlock(const detail::Requant16& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
                const BlockJob& job, const TileRuns& runs) {
+  // The sums start from the biases: an add per vector less in the epilogue.
   __m512i c[2][kBlock];
-  tileProducts(a, offsets, quads, job.w, job.bias, c);
+  for (int64_t j = 0; j < kBlock; ++j) c[0][j] = c[1][j] = _mm512_set1_epi32(job.bias[j]);
+  tileProducts(a, offsets, quads, job.w, c);
   switch (e.kind) {
     case QOutput::kRequant:
       return storeBlock<QOutput::kRequant>(e, c, job, runs);
