@@ -201,14 +201,20 @@ struct BlockJob {
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 
-/// c (+)= the products of one tile and one block (quant_microkernels.h),
-/// quad q of the tile at offsets[q]. Not inlined: next to the epilogue's
-/// constants, GCC spilled the two activation vectors on every quad (64 to
-/// 64 channels 3x3 at 56x56: 596 to 735 us).
+/// c = the biases plus the products of one tile and one block
+/// (quant_microkernels.h), quad q of the tile at offsets[q]. Starting from
+/// the biases saves an add per vector in the epilogue. Not inlined: next to
+/// the epilogue's constants, GCC spilled the two activation vectors on every
+/// quad (64 to 64 channels 3x3 at 56x56: 596 to 735 us).
 __attribute__((noinline)) void tileProducts(const uint8_t* a, const int64_t* offsets, int64_t quads,
-                                            const int8_t* w, __m512i (&c)[2][kBlock]) {
+                                            const int8_t* w, const int32_t* bias,
+                                            __m512i (&c)[2][kBlock]) {
+  __m512i sums[2][kBlock];
+  for (int64_t j = 0; j < kBlock; ++j) sums[0][j] = sums[1][j] = _mm512_set1_epi32(bias[j]);
   detail::productVnni(
-      a, [offsets](int64_t q) { return offsets[q]; }, quads, w, c);
+      a, [offsets](int64_t q) { return offsets[q]; }, quads, w, sums);
+  for (int h = 0; h < 2; ++h)
+    for (int64_t j = 0; j < kBlock; ++j) c[h][j] = sums[h][j];
 }
 
 /// The epilogue of one block: 8 channels x 2 halves of sums into y.
@@ -239,10 +245,8 @@ void storeBlock(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const
 /// One tile x one block: the products in registers, then the epilogue.
 void tileBlock(const detail::Requant16& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
                const BlockJob& job, const TileRuns& runs) {
-  // The sums start from the biases: an add per vector less in the epilogue.
   __m512i c[2][kBlock];
-  for (int64_t j = 0; j < kBlock; ++j) c[0][j] = c[1][j] = _mm512_set1_epi32(job.bias[j]);
-  tileProducts(a, offsets, quads, job.w, c);
+  tileProducts(a, offsets, quads, job.w, job.bias, c);
   switch (e.kind) {
     case QOutput::kRequant:
       return storeBlock<QOutput::kRequant>(e, c, job, runs);
