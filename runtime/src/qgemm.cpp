@@ -60,19 +60,19 @@ int64_t batchOffset(const QGemmParams& p, int64_t flat, const PerDim<int64_t>& s
 /// time; the epilogue is finishQ per column.
 void rowTimesBlocks(const QGemmParams& p, const uint8_t* a, const uint8_t* weights, int64_t quads,
                     const detail::ChannelTerms& terms, int64_t b0, int64_t b1, uint8_t* y,
-                    const uint8_t* residual) {
+                    const uint8_t* residual, uint8_t* row) {
+  // The row as uint8 quads, once, into `row` (quads * 4 bytes): the zero
+  // point past k.
   const uint8_t flip = p.a_signed ? 0x80 : 0;
-  const auto pad = static_cast<uint8_t>(static_cast<uint8_t>(p.a_zero) ^ flip);
+  for (int64_t d = 0; d < quads * kQuad; ++d)
+    row[d] = static_cast<uint8_t>((d < p.k ? a[d] : static_cast<uint8_t>(p.a_zero)) ^ flip);
   constexpr int64_t kBlocks = 4, kBlockBytes = detail::kMaxBlock * kQuad;
   for (int64_t b = b0; b < b1; b += kBlocks) {
     const int64_t count = std::min(kBlocks, b1 - b);
     __m256i acc[kBlocks] = {};
     for (int64_t q = 0; q < quads; ++q) {
-      uint8_t quad[kQuad];
-      for (int64_t i = 0; i < kQuad; ++i)
-        quad[i] = q * kQuad + i < p.k ? static_cast<uint8_t>(a[q * kQuad + i] ^ flip) : pad;
       int32_t word;
-      std::memcpy(&word, quad, kQuad);
+      std::memcpy(&word, row + q * kQuad, kQuad);
       const __m256i x = _mm256_set1_epi32(word);
       for (int64_t i = 0; i < count; ++i)
         acc[i] = _mm256_dpbusd_epi32(acc[i], x,
@@ -143,7 +143,8 @@ void qgemm(const QGemmParams& given, const void* a, const void* a_zero_point, co
       const int64_t b0 = chunk * blocksPerChunk, b1 = std::min(layout.blocks, b0 + blocksPerChunk);
       rowTimesBlocks(p, static_cast<const uint8_t*>(a) + batchOffset(p, batch, p.a_batch_strides),
                      weights, quads, terms, b0, b1, static_cast<uint8_t*>(y) + batch * p.n * ySize,
-                     residual ? static_cast<const uint8_t*>(residual) + batch * p.n : nullptr);
+                     residual ? static_cast<const uint8_t*>(residual) + batch * p.n : nullptr,
+                     tile);
       continue;
     }
 #endif
