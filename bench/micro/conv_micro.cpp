@@ -3,12 +3,12 @@
 // (a micro-benchmark: model-level claims come from bench/bench.py).
 //
 //   conv_micro float N C_IN C_OUT SIDE K STRIDE packed|winograd2|winograd4|plain
-//   conv_micro int8  N C_IN C_OUT SIDE K STRIDE [add]
+//   conv_micro int8  N C_IN C_OUT SIDE K STRIDE [add|depthwise]
 //
 // Square planes, K x K windows, "same" padding; int8 weights packed as the
 // compiler packs them (rt::preferredQConvPacking); "add": a fused residual
-// Add in the epilogue. Prints microseconds and GFLOP/s (float) or GMAC/s
-// (int8). Built by bench/micro/run.sh against build/runtime.
+// Add in the epilogue; "depthwise": groups = C_IN = C_OUT. Prints microseconds and GFLOP/s (float)
+// or GMAC/s (int8). Built by bench/micro/run.sh against build/runtime.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,7 +22,9 @@
 using namespace cgc::rt;
 
 template <typename F>
-double bestSeconds(F&& call, int runs = 50) {
+double bestSeconds(F&& call, int runs = std::getenv("CGC_MICRO_RUNS")
+                                            ? std::atoi(std::getenv("CGC_MICRO_RUNS"))
+                                            : 50) {
   double best = 1e9;
   for (int r = 0; r < runs; ++r) {
     const auto start = std::chrono::steady_clock::now();
@@ -43,7 +45,9 @@ int main(int argc, char** argv) {
   const int64_t side = std::atoll(argv[5]), k = std::atoll(argv[6]), stride = std::atoll(argv[7]);
   const std::string form = argc > 8 ? argv[8] : "";
   const int64_t out = (side + 2 * (k / 2) - k) / stride + 1;
-  const double macs = static_cast<double>(n) * cout * out * out * cin * k * k;
+  // "depthwise": groups = c_in = c_out (give C_OUT = C_IN).
+  const int64_t groups = form == "depthwise" ? cin : 1;
+  const double macs = static_cast<double>(n) * cout * out * out * (cin / groups) * k * k;
   if (kind == "float") {
     ConvParams p{};
     p.n = n, p.c_in = cin, p.c_out = cout, p.h_in = p.w_in = side, p.h_out = p.w_out = out;
@@ -76,7 +80,7 @@ int main(int argc, char** argv) {
   QConvParams p{};
   p.n = n, p.c_in = cin, p.c_out = cout, p.h_in = p.w_in = side, p.h_out = p.w_out = out;
   p.k_h = p.k_w = k, p.stride_h = p.stride_w = stride, p.pad_top = p.pad_left = k / 2;
-  p.x_zero = 3, p.per_channel = true;
+  p.groups = groups, p.x_zero = 3, p.per_channel = true;
   p.out.x_scale = 0.02f, p.out.y_scale = 0.05f, p.out.y_min = 0, p.out.y_max = 255;
   if (form == "add") {
     p.out.kind = QOutput::kRequantAdd;
@@ -84,12 +88,12 @@ int main(int argc, char** argv) {
     p.out.r_scale = 0.03f, p.out.r_zero = 5;
   }
   std::vector<uint8_t> x(n * cin * side * side), y(n * cout * out * out), residual(y.size(), 9);
-  std::vector<int8_t> w(cout * cin * k * k), zeros(cout, 0);
+  std::vector<int8_t> w(cout * (cin / groups) * k * k), zeros(cout, 0);
   std::vector<float> scales(cout, 0.01f);
   std::vector<int32_t> bias(cout, 5);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i * 13);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(i * 7);
-  const QWeightShape shape{1, cout, cin * k * k, true, true, true, k * k};
+  const QWeightShape shape{groups, cout / groups, cin / groups * k * k, true, true, true, k * k};
   const QPackInfo info = planQWeights(shape, w.data(), zeros.data(), preferredQConvPacking(p));
   std::vector<uint8_t> packed(info.bytes);
   packQWeights(shape, info, w.data(), zeros.data(), packed.data());

@@ -1,18 +1,22 @@
 // qconv's depthwise case (groups == c_in == c_out, quantised MobileNets'
 // 3x3 layers): a direct loop per channel plane, vectorised along output
-// columns. Each input plane is widened once to int16 with the zero point
+// columns; the team splits the planes. AVX-512 VNNI builds run the planes
+// on vpdpbusd (qconv_depthwise_vnni.cpp); the loops here are the AVX2 and
+// portable paths, and take the taps VNNI cannot (w - w_zero beyond int8).
+// Each input plane is widened once to int16 with the zero point
 // subtracted (zero outside the image, so padding needs no compensation)
 // and split into stride phases, so that every tap reads 16 consecutive
 // columns; the taps of an output row that fall inside the image go in
 // pairs through vpmaddwd ((x0, x1) . (w0, w1) into int32: exact, |x - zx|,
 // |w - zw| <= 255), the sums of 16 columns stay in registers over the
-// whole window, and the plane ends in the requantising epilogue (finishRow). Weights: OIHW as the
-// model has them, or packQWeights' kWide form with one channel per block (int16 w - w_zero, taps
-// padded to a multiple of 4). The team splits the planes.
+// whole window, and the plane ends in the requantising epilogue
+// (finishRow). Weights: OIHW as the model has them, or packQWeights' kWide
+// form with one channel per block (int16 w - w_zero, taps padded to a
+// multiple of 4).
 #include <type_traits>
 
 #include "cgc/kernels.h"
-#include "quant_avx512.h"
+#include "qconv_depthwise_vnni.h"
 #include "quant_support.h"
 #include "scratch.h"
 
@@ -180,200 +184,28 @@ void rowSums(const RowSizes& s, const TapPairs& pairs, int32_t* acc) {
   }
 }
 
-/// The taps of channel c as int16 w - w_zero.
-void channelTaps(const QConvParams& p, const void* w, const void* w_zero, int64_t c,
-                 int16_t* taps) {
+/// The taps of channel c as int16 w - w_zero: kWide's own, or made in `taps`.
+const int16_t* channelTaps(const QConvParams& p, const void* w, const void* w_zero, int64_t c,
+                           int16_t* taps) {
   const int64_t count = p.k_h * p.k_w;
-  if (p.packing == QPacking::kWide) {
-    const int64_t padded = (count + 3) / 4 * 4;
-    std::memcpy(taps, static_cast<const int16_t*>(w) + c * padded, count * sizeof(int16_t));
-    return;
-  }
+  if (p.packing == QPacking::kWide)
+    return static_cast<const int16_t*>(w) + c * ((count + 3) / 4 * 4);
   const int32_t zero =
       detail::zeroPoint(w_zero, p.w_signed ? DType::kI8 : DType::kU8, p.per_channel ? c : 0);
   for (int64_t t = 0; t < count; ++t)
     taps[t] = static_cast<int16_t>(detail::loadQ(w, c * count + t, p.w_signed) - zero);
+  return taps;
 }
-
-#if defined(__AVX512VNNI__) && defined(__AVX512VBMI__) && defined(__AVX512BW__) && \
-    defined(__AVX512VL__)
-#define CGC_DEPTHWISE_VNNI 1
-// GCC 12's vpermb passes _mm512_undefined_* (bug 105593, as quant_avx512.h).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
-// AVX-512 VNNI with VBMI: each input row is built once per plane into
-// quads of column taps, element j of quad group g being the 4 bytes the
-// window's columns 4g .. 4g + 3 read for output column j (one vpermb per 16
-// outputs from a zero-point-padded copy of the row; the zero point past
-// the window), so that one vpdpbusd adds 4 taps for 16 outputs. An output
-// row is k_h x ceil(k_w / 4) of them per 16 columns (3 for a 3x3 window;
-// the AVX2 path above takes 10 instructions per tap pair), and the
-// epilogue runs on the sums in registers. Taps that do not fit int8 (w -
-// w_zero beyond it) take the AVX2 path.
-constexpr int64_t kLanes = 16;
-
-struct VnniRows {
-  detail::Requant16 epilogue;
-  int64_t groups;        // quads of column taps
-  int64_t chunks;        // 16 outputs each, per output row
-  int64_t rowBytes;      // one built row: [groups][chunks][16][4]
-  int64_t paddedLength;  // the zero-point-padded input row
-  __m512i index;         // byte 4i + l of a chunk: column stride * i + dilation * l of its window
-  __mmask64 past[4];     // per group, the bytes whose tap lies past the window (at most 16 taps)
-};
-
-bool takesVnni(const QConvParams& p) { return p.stride_w * (kLanes - 1) + p.dilation_w * 3 < 64; }
-
-VnniRows vnniRows(const QConvParams& p) {
-  VnniRows r{detail::Requant16(p.out), 0, 0, 0, 0, _mm512_setzero_si512(), {}};
-  r.groups = (p.k_w + 3) / 4;
-  r.chunks = (p.w_out + kLanes - 1) / kLanes;
-  r.rowBytes = r.groups * r.chunks * 64;
-  r.paddedLength = r.chunks * kLanes * p.stride_w + (p.k_w - 1) * p.dilation_w + 64;
-  // Computed once: built on the stack for every row, the vector was a
-  // failed store forwarding per row (a quarter of the kernel's time).
-  alignas(64) uint8_t index[64];
-  for (int64_t i = 0; i < kLanes; ++i)
-    for (int64_t l = 0; l < 4; ++l)
-      index[4 * i + l] = static_cast<uint8_t>(p.stride_w * i + p.dilation_w * l);
-  r.index = _mm512_load_si512(index);
-  for (int64_t g = 0; g < r.groups; ++g) {
-    r.past[g] = 0;
-    for (int64_t l = 0; l < 4; ++l)
-      if (4 * g + l >= p.k_w) r.past[g] |= __mmask64{0x1111111111111111} << l;
-  }
-  return r;
-}
-
-/// Input row `row` (uint8 after the flip) with the zero point around it.
-void padRow(const QConvParams& p, const VnniRows& r, const uint8_t* row, uint8_t zero, uint8_t flip,
-            uint8_t* padded) {
-  std::memset(padded, zero, static_cast<size_t>(r.paddedLength));
-  const int64_t copy = std::min(p.w_in, r.paddedLength - p.pad_left);
-  const __m512i f = _mm512_set1_epi8(static_cast<char>(flip));
-  for (int64_t i = 0; i < copy; i += 64) {
-    const __mmask64 m = i + 64 <= copy ? ~__mmask64{0} : (__mmask64{1} << (copy - i)) - 1;
-    _mm512_mask_storeu_epi8(padded + p.pad_left + i, m,
-                            _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, row + i), f));
-  }
-}
-
-/// A padded row built into quads of column taps.
-void buildRow(const QConvParams& p, const VnniRows& r, const uint8_t* padded, uint8_t zero,
-              uint8_t* out) {
-  const __m512i zeros = _mm512_set1_epi8(static_cast<char>(zero));
-  for (int64_t g = 0; g < r.groups; ++g)
-    for (int64_t c = 0; c < r.chunks; ++c) {
-      const uint8_t* from = padded + c * kLanes * p.stride_w + 4 * g * p.dilation_w;
-      const __m512i quads = _mm512_permutexvar_epi8(r.index, _mm512_loadu_si512(from));
-      _mm512_storeu_si512(out + (g * r.chunks + c) * 64,
-                          _mm512_mask_blend_epi8(r.past[g], quads, zeros));
-    }
-}
-
-/// What rowChunks needs of one output row.
-struct RowJob {
-  const QConvParams& p;
-  const detail::Requant16& e;
-  const VnniRows& r;
-  const uint8_t* const* rows;  // the built input row each kh reads
-  const int32_t* quads;
-  int32_t bias;
-  float multiplier;
-  const uint8_t* residual;
-  uint8_t* y;
-  int64_t oy;
-};
-
-/// N chunks of 16 outputs from chunk c on: N independent vpdpbusd chains
-/// and epilogues, which overlap (one chunk at a time waited on each
-/// instruction's latency: 151 to 141 us on MobileNetV2's 144 planes of 56x56).
-template <int N>
-void rowChunks(const RowJob& j, int64_t c) {
-  const QConvParams& p = j.p;
-  const VnniRows& r = j.r;
-  __m512i acc[N];
-  for (int i = 0; i < N; ++i) acc[i] = _mm512_setzero_si512();
-  for (int64_t kh = 0; kh < p.k_h; ++kh)
-    for (int64_t g = 0; g < r.groups; ++g) {
-      const __m512i b = _mm512_set1_epi32(j.quads[kh * r.groups + g]);
-      const uint8_t* from = j.rows[kh] + (g * r.chunks + c) * 64;
-      for (int i = 0; i < N; ++i)
-        acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_loadu_si512(from + 64 * i), b);
-    }
-  const detail::Requant16& e = j.e;
-  const int64_t size = e.type == DType::kI32 ? 4 : 1;
-  for (int i = 0; i < N; ++i) {
-    const int64_t first = (c + i) * kLanes, at = j.oy * p.w_out + first;
-    const __mmask16 mask = detail::lanes16(0, std::min(kLanes, p.w_out - first));
-    __m512i res = _mm512_setzero_si512();
-    if (e.kind == QOutput::kRequantAdd)
-      res = detail::widen16(detail::loadBytes16(_mm_setzero_si128(), mask, j.residual + at),
-                            e.rSigned);
-    detail::storeQ16(j.y + at * size, mask, e.type,
-                     detail::finish16(e, acc[i], j.bias, j.multiplier, res));
-  }
-}
-
-/// One channel plane: x's plane in, y's (and the residual's) plane out.
-void planeVnni(const QConvParams& p, const VnniRows& r, const uint8_t* x, const int32_t* quads,
-               int32_t bias, float multiplier, const uint8_t* residual, uint8_t* y, uint8_t* built,
-               uint8_t* padded) {
-  const uint8_t flip = p.x_signed ? 0x80 : 0;
-  const auto zero = static_cast<uint8_t>(static_cast<uint8_t>(p.x_zero) ^ flip);
-  // Every row padded first, then built: a vpermb right after the masked
-  // stores that padded its row waited for them (no store forwarding from
-  // a masked store: a third of the kernel's time).
-  for (int64_t iy = 0; iy < p.h_in; ++iy)
-    padRow(p, r, x + iy * p.w_in, zero, flip, padded + iy * r.paddedLength);
-  for (int64_t iy = 0; iy < p.h_in; ++iy)
-    buildRow(p, r, padded + iy * r.paddedLength, zero, built + iy * r.rowBytes);
-  // Rows outside the image read the zero point.
-  uint8_t* outside = built + p.h_in * r.rowBytes;
-  std::memset(outside, zero, static_cast<size_t>(r.rowBytes));
-  for (int64_t oy = 0; oy < p.h_out; ++oy) {
-    const uint8_t* rows[16];
-    for (int64_t kh = 0; kh < p.k_h; ++kh) {
-      const int64_t iy = oy * p.stride_h - p.pad_top + kh * p.dilation_h;
-      rows[kh] = iy >= 0 && iy < p.h_in ? built + iy * r.rowBytes : outside;
-    }
-    const RowJob job{p, r.epilogue, r, rows, quads, bias, multiplier, residual, y, oy};
-    int64_t c = 0;
-    for (; c + 4 <= r.chunks; c += 4) rowChunks<4>(job, c);
-    if (r.chunks - c == 3) rowChunks<3>(job, c);
-    if (r.chunks - c == 2) rowChunks<2>(job, c);
-    if (r.chunks - c == 1) rowChunks<1>(job, c);
-  }
-}
-
-/// Channel c's taps as int8 quads ([k_h][groups], zero past k_w) and their
-/// sum; false where some w - w_zero does not fit int8.
-bool vnniTaps(const QConvParams& p, const VnniRows& r, const int16_t* taps, int32_t* quads,
-              int32_t& sum) {
-  sum = 0;
-  for (int64_t kh = 0; kh < p.k_h; ++kh)
-    for (int64_t g = 0; g < r.groups; ++g) {
-      uint32_t word = 0;
-      for (int64_t l = 0; l < 4; ++l) {
-        const int64_t kw = 4 * g + l;
-        const int32_t v = kw < p.k_w ? taps[kh * p.k_w + kw] : 0;
-        if (v < -128 || v > 127) return false;
-        sum += v;
-        word |= static_cast<uint32_t>(static_cast<uint8_t>(static_cast<int8_t>(v))) << (8 * l);
-      }
-      quads[kh * r.groups + g] = static_cast<int32_t>(word);
-    }
-  return true;
-}
-#pragma GCC diagnostic pop
-#endif
 
 }  // namespace
 
 void qconvDepthwise(const QConvParams& p, const void* x, const void* w, const float* w_scale,
                     const void* w_zero, const int32_t* bias, const void* residual, void* y,
                     const Team& team) {
+#ifdef CGC_DEPTHWISE_VNNI
+  const detail::DepthwiseVnni vnni(p);
+  int32_t quads[16 * 4];
+#endif
   const RowSizes s = rowSizes(p);
   const int64_t plane = p.h_in * p.w_in, outPlane = p.h_out * p.w_out;
   const int64_t ySize = p.out.y_type == DType::kI32 ? 4 : 1;
@@ -384,33 +216,25 @@ void qconvDepthwise(const QConvParams& p, const void* x, const void* w, const fl
   // tail (one Zen 3 core: MobileNetV2's 576 planes of 14x14 at stride 2
   // 656 to 468 us, its 960 of 7x7 650 to 415).
   int32_t* acc = detail::scratch<int32_t>(outPlane + s.columns);
-  int16_t taps[16 * 16];
+  int16_t made[16 * 16];
   TapPairs pairs;
   const float divisor = p.out.kind == QOutput::kRequantAdd ? p.out.mid_scale : p.out.y_scale;
   const Range planes = team.split(p.n * p.c_out);
-#ifdef CGC_DEPTHWISE_VNNI
-  const VnniRows rows = vnniRows(p);
-  uint8_t* built =
-      takesVnni(p)
-          ? detail::scratch<uint8_t>((p.h_in + 1) * rows.rowBytes + p.h_in * rows.paddedLength)
-          : nullptr;
-  int32_t quads[16 * 4];
-#endif
   for (int64_t nc = planes.begin; nc < planes.end; ++nc) {
     const int64_t c = nc % p.c_out;
-    channelTaps(p, w, w_zero, c, taps);
+    const int16_t* taps = channelTaps(p, w, w_zero, c, made);
     const int32_t b = bias ? bias[c] : 0;
     const float multiplier = p.out.kind == QOutput::kInt32
                                  ? 1.0f
                                  : p.out.x_scale * w_scale[p.per_channel ? c : 0] / divisor;
 #ifdef CGC_DEPTHWISE_VNNI
     int32_t sum;
-    if (built && vnniTaps(p, rows, taps, quads, sum)) {
+    if (vnni.usable() && vnni.quadTaps(taps, quads, sum)) {
       const int32_t zero = p.x_zero + (p.x_signed ? 128 : 0);
       const int64_t at = nc * outPlane;
-      planeVnni(p, rows, static_cast<const uint8_t*>(x) + nc * plane, quads, b - zero * sum,
-                multiplier, residual ? static_cast<const uint8_t*>(residual) + at : nullptr,
-                static_cast<uint8_t*>(y) + at * ySize, built, built + (p.h_in + 1) * rows.rowBytes);
+      vnni.plane(static_cast<const uint8_t*>(x) + nc * plane, quads, b - zero * sum, multiplier,
+                 residual ? static_cast<const uint8_t*>(residual) + at : nullptr,
+                 static_cast<uint8_t*>(y) + at * ySize);
       continue;
     }
 #endif
