@@ -114,8 +114,17 @@ void copyQuad(const QConvParams& p, const Geometry& g, const uint8_t* x, int64_t
               int64_t cq, uint8_t* planes) {
   const uint8_t flip = p.x_signed ? 0x80 : 0;
   const auto rawZero = static_cast<uint8_t>(p.x_zero);
-  thread_local std::vector<uint8_t> padRow;
-  padRow.assign(static_cast<size_t>(p.w_in), rawZero);
+  // Channels past c_in read rows of the zero point.
+  thread_local std::vector<uint8_t> padRows;
+  if ((cq + 1) * kQuad > g.cinG) padRows.assign(static_cast<size_t>(p.h_in * p.w_in), rawZero);
+  const auto quadRows = [&](int64_t row, const uint8_t*(&rows)[kQuad]) {
+    for (int64_t r = 0; r < kQuad; ++r) {
+      const int64_t channel = cq * kQuad + r;
+      rows[r] = channel < g.cinG
+                    ? x + ((n * p.c_in + group * g.cinG + channel) * p.h_in + row) * p.w_in
+                    : padRows.data() + row * p.w_in;
+    }
+  };
   thread_local std::vector<uint8_t> gathered;
   gathered.resize(static_cast<size_t>(kQuad * g.wq));
   for (int64_t ry = 0; ry < p.stride_h; ++ry)
@@ -133,20 +142,30 @@ void copyQuad(const QConvParams& p, const Geometry& g, const uint8_t* x, int64_t
         std::memset(plane + from * kQuad, rawZero ^ flip, static_cast<size_t>((to - from) * kQuad));
       };
       fill(g.hq * g.wq, g.planeBytes / kQuad);
+      // Where the plane's rows are whole input rows one after another in x
+      // (a 1x1 layer's plane), its rows inside the image are interleaved
+      // as one run: rows of 7 or 14 bytes ran interleaveQuad's scalar
+      // tail, a fifth of a 576-to-96 1x1 layer on 14x14.
+      const bool whole =
+          p.stride_h == 1 && p.stride_w == 1 && first == 0 && j1 - j0 == g.wq && g.wq == p.w_in;
       for (int64_t i = 0; i < g.hq; ++i) {
         const int64_t row = i * p.stride_h + ry - p.pad_top;
         if (row < 0 || row >= p.h_in || j1 == j0) {
           fill(i * g.wq, (i + 1) * g.wq);
           continue;
         }
+        const uint8_t* rows[kQuad];
+        quadRows(row, rows);
+        if (whole) {
+          const int64_t count = std::min(g.hq - i, p.h_in - row);
+          detail::interleaveQuad(rows[0], rows[1], rows[2], rows[3], count * g.wq, flip,
+                                 plane + i * g.wq * kQuad);
+          i += count - 1;
+          continue;
+        }
         fill(i * g.wq, i * g.wq + j0);
         fill(i * g.wq + j1, (i + 1) * g.wq);
-        const uint8_t* rows[kQuad];
         for (int64_t r = 0; r < kQuad; ++r) {
-          const int64_t channel = cq * kQuad + r;
-          rows[r] = channel < g.cinG
-                        ? x + ((n * p.c_in + group * g.cinG + channel) * p.h_in + row) * p.w_in
-                        : padRow.data();
           if (p.stride_w == 1) {
             rows[r] += first + j0;
             continue;
