@@ -157,7 +157,7 @@ void packBand(const ConvGeometry& g, const uint8_t* x, int64_t n, int64_t group,
     }
     for (int64_t t = 0; t < count; ++t)
       detail::interleaveQuad(r[0] + t * kQTile, r[1] + t * kQTile, r[2] + t * kQTile,
-                             r[3] + t * kQTile, kQTile, flip,
+                             r[3] + t * kQTile, kQTile, 1, flip,
                              a + t * tileBytes + q * kQTile * kQuad);
   }
 }

@@ -158,23 +158,24 @@ void copyQuad(const QConvParams& p, const Geometry& g, const uint8_t* x, int64_t
         quadRows(row, rows);
         if (whole) {
           const int64_t count = std::min(g.hq - i, p.h_in - row);
-          detail::interleaveQuad(rows[0], rows[1], rows[2], rows[3], count * g.wq, flip,
+          detail::interleaveQuad(rows[0], rows[1], rows[2], rows[3], count * g.wq, 1, flip,
                                  plane + i * g.wq * kQuad);
           i += count - 1;
           continue;
         }
         fill(i * g.wq, i * g.wq + j0);
         fill(i * g.wq + j1, (i + 1) * g.wq);
+        // Strides 1 and 2 read the rows in place; others gather first.
+        int64_t step = p.stride_w;
         for (int64_t r = 0; r < kQuad; ++r) {
-          if (p.stride_w == 1) {
-            rows[r] += first + j0;
-            continue;
-          }
+          rows[r] += first + j0 * p.stride_w;
+          if (p.stride_w <= 2) continue;
           uint8_t* out = gathered.data() + r * g.wq;
-          for (int64_t j = j0; j < j1; ++j) out[j - j0] = rows[r][first + j * p.stride_w];
+          for (int64_t j = 0; j < j1 - j0; ++j) out[j] = rows[r][j * p.stride_w];
           rows[r] = out;
+          step = 1;
         }
-        detail::interleaveQuad(rows[0], rows[1], rows[2], rows[3], j1 - j0, flip,
+        detail::interleaveQuad(rows[0], rows[1], rows[2], rows[3], j1 - j0, step, flip,
                                plane + (i * g.wq + j0) * kQuad);
       }
     }

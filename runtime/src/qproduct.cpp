@@ -153,15 +153,77 @@ void qProductTile(const QProduct& q, const uint8_t* a, int64_t m0, int64_t valid
   }
 }
 
+#if defined(__AVX512VBMI__) && defined(__AVX512BW__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as quant_avx512.h
+namespace {
+
+/// interleaveQuad's permutations at stride s (1 or 2): bytes 2j + h of a
+/// pair are column j of row h of two; bytes 4j + k of a quad (half 0 or
+/// 1 of 32 columns) are byte 2j + k % 2 of pair k / 2.
+struct QuadIndex {
+  __m512i pair, quad[2];
+  explicit QuadIndex(int64_t s) {
+    alignas(64) uint8_t pair[64], quad[2][64];
+    for (int j = 0; j < 32; ++j)
+      for (int h = 0; h < 2; ++h) pair[2 * j + h] = static_cast<uint8_t>(j * s + 64 * h);
+    for (int half = 0; half < 2; ++half)
+      for (int j = 0; j < 16; ++j)
+        for (int k = 0; k < 4; ++k)
+          quad[half][4 * j + k] = static_cast<uint8_t>(64 * (k / 2) + 2 * (16 * half + j) + k % 2);
+    this->pair = _mm512_load_si512(pair);
+    this->quad[0] = _mm512_load_si512(quad[0]);
+    this->quad[1] = _mm512_load_si512(quad[1]);
+  }
+};
+
+__mmask64 firstBytes(int64_t count) {
+  return count >= 64 ? ~__mmask64{0} : count <= 0 ? 0 : (__mmask64{1} << count) - 1;
+}
+
+}  // namespace
+
 void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3,
-                    int64_t count, uint8_t flip, uint8_t* out) {
+                    int64_t count, int64_t stride, uint8_t flip, uint8_t* out) {
+  static const QuadIndex indices[2] = {QuadIndex(1), QuadIndex(2)};
+  int64_t i = 0;
+  if (stride <= 2) {
+    // 32 columns at a time, the last masked: two vpermt2b pair the rows,
+    // two more interleave the pairs.
+    const QuadIndex& x = indices[stride - 1];
+    const __m512i f = _mm512_set1_epi8(static_cast<char>(flip));
+    for (; i < count; i += 32) {
+      const int64_t n = std::min<int64_t>(32, count - i);
+      const __mmask64 in = firstBytes((n - 1) * stride + 1);
+      const auto load = [&](const uint8_t* r) {
+        return _mm512_maskz_loadu_epi8(in, r + i * stride);
+      };
+      const __m512i p01 = _mm512_permutex2var_epi8(load(r0), x.pair, load(r1));
+      const __m512i p23 = _mm512_permutex2var_epi8(load(r2), x.pair, load(r3));
+      for (int half = 0; half < 2; ++half)
+        _mm512_mask_storeu_epi8(
+            out + 4 * i + 64 * half, firstBytes(4 * n - 64 * half),
+            _mm512_xor_si512(_mm512_permutex2var_epi8(p01, x.quad[half], p23), f));
+    }
+  }
+  for (; i < count; ++i) {
+    out[4 * i] = r0[i * stride] ^ flip;
+    out[4 * i + 1] = r1[i * stride] ^ flip;
+    out[4 * i + 2] = r2[i * stride] ^ flip;
+    out[4 * i + 3] = r3[i * stride] ^ flip;
+  }
+}
+#pragma GCC diagnostic pop
+#else
+void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3,
+                    int64_t count, int64_t stride, uint8_t flip, uint8_t* out) {
   int64_t i = 0;
 #if defined(__AVX2__)
   const __m256i f = _mm256_set1_epi8(static_cast<char>(flip));
   auto load = [&](const uint8_t* r) {
     return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + i)), f);
   };
-  for (; i + 32 <= count; i += 32) {
+  for (; stride == 1 && i + 32 <= count; i += 32) {
     const __m256i a = load(r0), b = load(r1), c = load(r2), d = load(r3);
     const __m256i abLo = _mm256_unpacklo_epi8(a, b), abHi = _mm256_unpackhi_epi8(a, b);
     const __m256i cdLo = _mm256_unpacklo_epi8(c, d), cdHi = _mm256_unpackhi_epi8(c, d);
@@ -175,12 +237,13 @@ void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, con
   }
 #endif
   for (; i < count; ++i) {
-    out[4 * i] = r0[i] ^ flip;
-    out[4 * i + 1] = r1[i] ^ flip;
-    out[4 * i + 2] = r2[i] ^ flip;
-    out[4 * i + 3] = r3[i] ^ flip;
+    out[4 * i] = r0[i * stride] ^ flip;
+    out[4 * i + 1] = r1[i * stride] ^ flip;
+    out[4 * i + 2] = r2[i * stride] ^ flip;
+    out[4 * i + 3] = r3[i * stride] ^ flip;
   }
 }
+#endif
 
 ChannelTerms channelTerms(const QEpilogue& e, int64_t first, int64_t channels,
                           const int32_t* weightSums, int32_t activationZero, const float* w_scale,

@@ -127,9 +127,10 @@ void qProductTile(const QProduct& q, const uint8_t* a, int64_t m0, int64_t valid
 void finishRow(const QEpilogue& e, int32_t bias, float multiplier, const int32_t* acc,
                int64_t count, const void* residual, void* y);
 
-/// Interleaves 4 rows of `count` bytes (xor `flip`) into [count][4].
+/// Interleaves columns 0, stride, ..., (count - 1) stride of 4 rows (xor
+/// `flip`) into [count][4]; vectorised at strides 1 and 2 (AVX2: 1).
 void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3,
-                    int64_t count, uint8_t flip, uint8_t* out);
+                    int64_t count, int64_t stride, uint8_t flip, uint8_t* out);
 
 /// The epilogue terms for `channels` output channels of one group
 /// (`first`: the group's first channel among all) into per-thread scratch,

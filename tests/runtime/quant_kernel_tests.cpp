@@ -215,6 +215,8 @@ TEST_CASE("qconv matches the integer reference") {
       {2, 7, 3, 1, 11, 1, 3, 1, 1, 1, 1},      // one column: a tile spans many rows
       {1, 8, 12, 37, 8, 8, 5, 5, 1, 2, 1},     // depthwise 5x5: two quads of taps a row
       {1, 4, 9, 9, 4, 4, 3, 3, 1, 2, 2},       // depthwise, dilation
+      {1, 5, 6, 75, 6, 1, 3, 3, 2, 1, 1},      // stride 2, rows of 38: a copy of 32s and a tail
+      {1, 4, 7, 20, 5, 1, 3, 3, 3, 1, 1},      // stride 3: the copy gathers
       {2, 3, 7, 7, 3, 3, 3, 3, 1, 1, 1},       // depthwise 7x7 planes: one flat block
       {1, 5, 13, 10, 5, 5, 3, 3, 2, 2, 2},     // depthwise, stride 2 and dilation 2
       {1, 2, 64, 33, 2, 2, 3, 3, 1, 1, 1},     // depthwise, flat mode in 3 bands
