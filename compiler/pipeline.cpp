@@ -92,7 +92,8 @@ passes::Schedule scheduleGraph(const ir::Graph& graph, const lowering::KernelCal
 passes::PipelineOptions pipelineOptions(const CompileOptions& options) {
   passes::PipelineOptions pipeline;
   pipeline.disabled = options.disabledPasses;
-  pipeline.vectorLanes = findTarget(options.target).lanes;
+  const Target target = findTarget(options.target);
+  pipeline.target = {target.lanes, target.int8Isa()};
   const auto names = passes::passNames();
   for (const auto& name : options.printIrAfter)
     if (name != "all" && std::find(names.begin(), names.end(), name) == names.end())

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "cgc/kernels.h"
 #include "cgc/runtime.h"
 #include "compiler_config.h"
 #include "ir/diagnostics.h"
@@ -61,6 +62,15 @@ std::string Target::compiler() const {
 
 std::string Target::runtimeLibrary() const {
   return isNative() ? "libcgc_runtime.a" : "libcgc_runtime_" + name + ".a";
+}
+
+rt::QIsa Target::int8Isa() const {
+  if (isNative()) return rt::buildQIsa();
+  auto has = [&](const char* f) {
+    return std::find(features.begin(), features.end(), f) != features.end();
+  };
+  if (has("avx512vnni") && has("avx512bw")) return rt::QIsa::kVnni;
+  return has("avx2") ? rt::QIsa::kAvx2 : rt::QIsa::kPortable;
 }
 
 std::vector<std::string> targetNames() {

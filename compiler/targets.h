@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "cgc/kernels.h"
+
 namespace cgc::driver {
 
 struct Target {
@@ -26,6 +28,9 @@ struct Target {
   std::string compiler() const;
   /// "libcgc_runtime.a" for native, else "libcgc_runtime_<name>.a".
   std::string runtimeLibrary() const;
+  /// The int8 kernels' instruction set in this target's runtime: native's
+  /// is the runtime cgc links; another's follows from its features.
+  rt::QIsa int8Isa() const;
 };
 
 /// Every target's name, in the table's order.

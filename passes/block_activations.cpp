@@ -47,7 +47,7 @@ ConvSides blockableSides(const ir::Graph& graph, const ir::Node& n) {
 
 }  // namespace
 
-bool blockActivations(ir::Graph& graph) {
+bool blockActivations(ir::Graph& graph, const PassTarget&) {
   std::vector<ConvSides> sides(graph.numNodeSlots());
   for (int id : graph.liveNodes()) sides[id] = blockableSides(graph, graph.node(id));
   auto transparent = [&](const ir::Node& n) {

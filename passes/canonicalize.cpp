@@ -5,7 +5,7 @@
 
 namespace cgc::passes {
 
-bool canonicalize(ir::Graph& graph) {
+bool canonicalize(ir::Graph& graph, const PassTarget&) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     ir::Node& node = graph.node(id);

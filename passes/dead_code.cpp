@@ -4,7 +4,7 @@
 
 namespace cgc::passes {
 
-bool eliminateDeadCode(ir::Graph& graph) {
+bool eliminateDeadCode(ir::Graph& graph, const PassTarget&) {
   std::vector<bool> used(graph.numValues(), false);
   for (int out : graph.outputs) used[out] = true;
   bool changed = false;

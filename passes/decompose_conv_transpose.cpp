@@ -171,7 +171,7 @@ bool asPhases(ir::Graph& graph, int id) {
 
 }  // namespace
 
-bool decomposeConvTranspose(ir::Graph& graph) {
+bool decomposeConvTranspose(ir::Graph& graph, const PassTarget&) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     if (!decomposable(graph, graph.node(id))) continue;

@@ -9,7 +9,7 @@
 
 namespace cgc::passes {
 
-bool foldConstants(ir::Graph& graph) {
+bool foldConstants(ir::Graph& graph, const PassTarget&) {
   bool changed = false;
   int64_t budget = ir::kMaxGeneratedBytes;
   for (int id : graph.topologicalOrder()) {

@@ -21,7 +21,7 @@ bool allConstant(const ir::Graph& graph, const std::vector<int>& values) {
 
 }  // namespace
 
-bool foldConvBatchNorm(ir::Graph& graph) {
+bool foldConvBatchNorm(ir::Graph& graph, const PassTarget&) {
   bool changed = false;
   for (int bnId : graph.topologicalOrder()) {
     ir::Node& bn = graph.node(bnId);

@@ -47,7 +47,7 @@ bool windowsInside(const ir::Graph& graph, const ir::Node& pool, const ir::Shape
 
 }  // namespace
 
-bool foldPad(ir::Graph& graph) {
+bool foldPad(ir::Graph& graph, const PassTarget&) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     const ir::Node& pad = graph.node(id);

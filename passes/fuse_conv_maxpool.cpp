@@ -17,7 +17,7 @@
 
 namespace cgc::passes {
 
-bool fuseConvMaxPool(ir::Graph& graph) {
+bool fuseConvMaxPool(ir::Graph& graph, const PassTarget&) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     const ir::Node& conv = graph.node(id);

@@ -87,7 +87,7 @@ bool fuseNext(ir::Graph& graph, int id) {
 
 }  // namespace
 
-bool fuseEpilogues(ir::Graph& graph) {
+bool fuseEpilogues(ir::Graph& graph, const PassTarget&) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     if (graph.node(id).dead || !isFusible(graph, graph.node(id))) continue;

@@ -153,7 +153,7 @@ std::vector<std::vector<Candidate>> cacheSizedRuns(const ir::Graph& g,
 
 }  // namespace
 
-bool fuseMatMuls(ir::Graph& graph) {
+bool fuseMatMuls(ir::Graph& graph, const PassTarget&) {
   // Groups keyed by (left operand, op); insertion order keeps it deterministic.
   std::map<std::pair<int, std::string>, std::vector<Candidate>> groups;
   for (int id : graph.topologicalOrder()) {

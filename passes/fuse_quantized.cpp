@@ -385,7 +385,7 @@ bool removeIdentityCasts(Graph& g) {
 
 }  // namespace
 
-bool fuseQuantized(ir::Graph& graph) {
+bool fuseQuantized(ir::Graph& graph, const PassTarget&) {
   bool changed = removeIdentityCasts(graph);
   for (int id : graph.topologicalOrder())
     if (!graph.node(id).dead && graph.node(id).op == "QuantizeLinear")

@@ -1,15 +1,17 @@
 // pack-conv-weights: a Conv whose layer shape a kernel on rearranged
 // weights serves better gets its constant weights rearranged once at
 // compile time, and the attribute cgc_packed_weights that lowering reads:
-//  - 2: 3x3 layers at stride 1 on 13x13 or larger planes, channels in 16s
-//    (rt::convPrefersWinograd): Winograd F(2x2, 3x3), weights transformed
-//    by rt::winogradWeights (ConvParams::winograd);
+//  - 2 and 3: 3x3 layers at stride 1 on 13x13 or larger planes
+//    (rt::convPrefersWinograd): Winograd F(2x2, 3x3), or F(4x4, 3x3) where
+//    rt::convWinogradTile says so, weights transformed by
+//    rt::winogradWeights (ConvParams::winograd, winograd_tile);
 //  - 1: other layers the packed direct kernel serves better
 //    (rt::convPrefersPackedWeights: windows larger than 1x1, 7x7 pointwise
 //    layers, 14x14 ones with 256+ output channels; groups 1), weights in
 //    rt::packConvWeights' panels (ConvParams::packed_weights).
-// Rearranging at run time would copy every weight on every inference;
-// doing it in the model constructor would hold two copies of them.
+// Where the choice depends on the vector width, it is the target's
+// (PassTarget). Rearranging at run time would copy every weight on every
+// inference; doing it in the model constructor would hold two copies.
 // Runs after fold-conv-batchnorm, which rewrites the weights it packs.
 #include "cgc/kernels.h"
 #include "ir/conventions.h"
@@ -18,7 +20,7 @@
 
 namespace cgc::passes {
 
-bool packConvolutionWeights(ir::Graph& graph) {
+bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     const ir::Node& conv = graph.node(id);
@@ -29,8 +31,8 @@ bool packConvolutionWeights(ir::Graph& graph) {
     if (!w.isConstant() || w.type.dtype != DType::kF32) continue;
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
     rt::ConvParams params = std::get<rt::ConvParams>(call.params);
-    const bool winograd = rt::convPrefersWinograd(params);
-    if (winograd) params.winograd_tile = rt::convWinogradTile(params);
+    const bool winograd = rt::convPrefersWinograd(params, target.vectorLanes);
+    if (winograd) params.winograd_tile = rt::convWinogradTile(params, target.vectorLanes);
     if (!winograd && !rt::convPrefersPackedWeights(params)) continue;
     const int64_t count =
         winograd ? rt::winogradWeightCount(params) : rt::packedConvWeightCount(params);

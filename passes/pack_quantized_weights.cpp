@@ -5,7 +5,10 @@
 // w_zero per output channel in blocks of channels and quads of depth, the
 // per-channel weight sums that compensate the activations' zero point, and
 // on AVX2 the split that keeps vpmaddubsw from saturating; depthwise layers
-// get the int16 taps their direct kernel reads. The node keeps its zero
+// get the int16 taps their direct kernel reads. The packing is the one the
+// target's runtime reads fastest (PassTarget::int8): packed for the
+// machine cgc runs on, a VNNI machine's layout sent x86-64-v3 code to its
+// portable loops. The node keeps its zero
 // point and scale inputs (the scales are the epilogue's) and records the
 // packing in attributes (ir/conventions.h). Without this pass, the kernels
 // pack on every run.
@@ -25,23 +28,24 @@ struct Plan {
   rt::QPacking preferred;
 };
 
-std::optional<Plan> planFor(const ir::Graph& g, const ir::Node& n, const ir::Value& w) {
+std::optional<Plan> planFor(const ir::Graph& g, const ir::Node& n, const ir::Value& w,
+                            rt::QIsa isa) {
   const lowering::KernelCall call = lowering::lowerNode(g, n);
   const bool wSigned = w.type.dtype == DType::kI8;
   if (const auto* p = std::get_if<rt::QConvParams>(&call.params)) {
     const int64_t depth = p->c_in / p->groups * p->k_h * p->k_w;
     return Plan{
         {p->groups, p->c_out / p->groups, depth, true, wSigned, p->per_channel, p->k_h * p->k_w},
-        rt::preferredQConvPacking(*p)};
+        rt::preferredQConvPacking(*p, isa)};
   }
   const auto& p = std::get<rt::QGemmParams>(call.params);
   if (w.type.rank() != 2) return std::nullopt;
-  return Plan{{1, p.n, p.k, p.trans_b, wSigned, p.per_column}, rt::preferredQPacking()};
+  return Plan{{1, p.n, p.k, p.trans_b, wSigned, p.per_column}, rt::preferredQPacking(isa)};
 }
 
 }  // namespace
 
-bool packQuantizedWeights(ir::Graph& graph) {
+bool packQuantizedWeights(ir::Graph& graph, const PassTarget& target) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     const ir::Node& node = graph.node(id);
@@ -53,11 +57,11 @@ bool packQuantizedWeights(ir::Graph& graph) {
     const int zero = zeroIn < node.inputs.size() ? node.inputs[zeroIn] : -1;
     if (!w.isConstant() || (zero >= 0 && !graph.value(zero).isConstant())) continue;
     if (!std::holds_alternative<lowering::KernelCall>(lowering::tryLower(graph, node))) continue;
-    const auto plan = planFor(graph, node, w);
+    const auto plan = planFor(graph, node, w, target.int8);
     if (!plan) continue;
     const void* zeros = zero >= 0 ? graph.value(zero).data->data() : nullptr;
     const rt::QPackInfo info =
-        rt::planQWeights(plan->shape, w.data->data(), zeros, plan->preferred);
+        rt::planQWeights(plan->shape, w.data->data(), zeros, plan->preferred, target.int8);
     std::vector<uint8_t> packed(static_cast<size_t>(info.bytes));
     rt::packQWeights(plan->shape, info, w.data->data(), zeros, packed.data());
     const int packedId = graph.addConstant(graph.uniqueValueName(w.name + "_packed"),

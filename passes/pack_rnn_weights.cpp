@@ -13,7 +13,7 @@
 
 namespace cgc::passes {
 
-bool packRecurrentWeights(ir::Graph& graph) {
+bool packRecurrentWeights(ir::Graph& graph, const PassTarget&) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     const ir::Node& cell = graph.node(id);

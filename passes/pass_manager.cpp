@@ -23,7 +23,7 @@ std::vector<std::string> passNames() {
   };
 }
 
-bool passForTarget(const std::string& name, int vectorLanes) {
+bool passForTarget(const std::string& name, const PassTarget& target) {
   // The packed and Winograd convolutions and the channel-blocked layout
   // between them keep vectors of 16 channels (kChannelBlock) in register
   // tiles of up to 24: on 8-lane AVX2 each is two registers and the tiles
@@ -31,7 +31,7 @@ bool passForTarget(const std::string& name, int vectorLanes) {
   // they spill, and the NCHW kernels are faster.
   constexpr int kMinBlockedLanes = 8;
   if (name == "pack-conv-weights" || name == "block-activations")
-    return vectorLanes >= kMinBlockedLanes;
+    return target.vectorLanes >= kMinBlockedLanes;
   return true;
 }
 
@@ -43,11 +43,11 @@ void runPipeline(ir::Graph& graph, const PipelineOptions& options) {
   auto enabled = [&](const char* name) {
     return std::find(options.disabled.begin(), options.disabled.end(), name) ==
                options.disabled.end() &&
-           passForTarget(name, options.vectorLanes);
+           passForTarget(name, options.target);
   };
 #define CGC_RUN_PASS(name, function)                                \
   if (enabled(name)) {                                              \
-    bool changed = function(graph);                                 \
+    bool changed = function(graph, options.target);                 \
     ir::verifyGraph(graph);                                         \
     if (options.afterPass) options.afterPass(name, changed, graph); \
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cgc/kernels.h"
 #include "ir/graph.h"
 
 namespace cgc::passes {
@@ -29,7 +30,21 @@ namespace cgc::passes {
   X("pack-rnn-weights", packRecurrentWeights)             \
   X("dead-code", eliminateDeadCode)
 
-#define CGC_DECLARE_PASS(name, function) bool function(ir::Graph& graph);
+/// What the passes may assume of the target they compile for
+/// (compiler/targets.h makes it from cmake/targets.def): layouts that pay
+/// on one instruction set and not another are chosen by it. The defaults:
+/// 16 lanes, and this build's int8 kernels.
+struct PassTarget {
+  /// Floats per vector register: the channel-blocked layouts skip targets
+  /// of fewer than 8 (passForTarget); the Winograd tile weighs it.
+  int vectorLanes = 16;
+  /// The int8 kernels' instruction set, whose weight packing
+  /// pack-quantized-weights stores.
+  rt::QIsa int8 = rt::buildQIsa();
+};
+
+#define CGC_DECLARE_PASS(name, function) \
+  bool function(ir::Graph& graph, const PassTarget& target = {});
 CGC_GRAPH_PASSES(CGC_DECLARE_PASS)
 #undef CGC_DECLARE_PASS
 
@@ -39,14 +54,11 @@ struct PipelineOptions {
   /// Called after each pass that ran, with its name and whether it changed
   /// the graph (for --print-after style tracing).
   std::function<void(const std::string&, bool, const ir::Graph&)> afterPass;
-  /// Floats per vector register of the target (cmake/targets.def): passes
-  /// whose layouts pay only on wider vectors skip narrower targets
-  /// (passForTarget).
-  int vectorLanes = 16;
+  PassTarget target;
 };
 
-/// Whether the pass `name` runs for a target of `vectorLanes` lanes.
-bool passForTarget(const std::string& name, int vectorLanes);
+/// Whether the pass `name` runs for `target`.
+bool passForTarget(const std::string& name, const PassTarget& target);
 
 /// Adds a float32 constant of `shape` holding `values`, named `name` or,
 /// where that is taken, a unique variant of it; returns its value id.

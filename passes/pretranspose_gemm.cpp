@@ -8,7 +8,7 @@
 
 namespace cgc::passes {
 
-bool pretransposeGemmWeights(ir::Graph& graph) {
+bool pretransposeGemmWeights(ir::Graph& graph, const PassTarget&) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     ir::Node& gemm = graph.node(id);

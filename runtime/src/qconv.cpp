@@ -33,13 +33,9 @@ bool qconvDepthwiseShape(const QConvParams& p);
 void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, const float* w_scale,
                  const int32_t* bias, const void* residual, void* y, const Team& team);
 
-QPacking preferredQConvPacking(const QConvParams& p) {
+QPacking preferredQConvPacking(const QConvParams& p, QIsa isa) {
   if (qconvDepthwiseShape(p)) return QPacking::kWide;
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  return QPacking::kTapQuads;
-#else
-  return preferredQPacking();
-#endif
+  return isa == QIsa::kVnni ? QPacking::kTapQuads : preferredQPacking(isa);
 }
 
 namespace {

@@ -97,28 +97,29 @@ QPackLayout qPackLayout(const QWeightShape& s, const QPackInfo& info) {
 
 }  // namespace detail
 
-QPacking preferredQPacking() {
+QIsa buildQIsa() {
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  return QPacking::kQuads;
+  return QIsa::kVnni;
 #elif defined(__AVX2__)
-  return QPacking::kQuadsSplit;
+  return QIsa::kAvx2;
 #else
-  return QPacking::kQuads;
+  return QIsa::kPortable;
 #endif
 }
 
-int64_t preferredQBlock(QPacking packing) {
+QPacking preferredQPacking(QIsa isa) {
+  return isa == QIsa::kAvx2 ? QPacking::kQuadsSplit : QPacking::kQuads;
+}
+
+int64_t preferredQBlock(QPacking packing, QIsa isa) {
   if (packing == QPacking::kTapQuads) return detail::kMaxBlock;
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  if (packing == QPacking::kQuads) return 8;
-#elif defined(__AVX2__)
-  if (packing == QPacking::kQuadsSplit) return 3;
-#endif
+  if (isa == QIsa::kVnni && packing == QPacking::kQuads) return 8;
+  if (isa == QIsa::kAvx2 && packing == QPacking::kQuadsSplit) return 3;
   return packing == QPacking::kWide ? 3 : 4;
 }
 
-QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero,
-                       QPacking preferred) {
+QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero, QPacking preferred,
+                       QIsa isa) {
   bool fits = preferred != QPacking::kWide;
   for (int64_t g = 0; g < s.groups && fits; ++g)
     for (int64_t c = 0; c < s.channels && fits; ++c)
@@ -131,7 +132,7 @@ QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero,
   // The direct kernel's blocks are always whole (zero channels past the end).
   info.nb = info.packing == QPacking::kTapQuads
                 ? detail::kMaxBlock
-                : std::min(preferredQBlock(info.packing), std::max<int64_t>(s.channels, 1));
+                : std::min(preferredQBlock(info.packing, isa), std::max<int64_t>(s.channels, 1));
   const detail::QPackLayout l = detail::qPackLayout(s, info);
   if (info.packing == QPacking::kQuadsSplit) {
     int32_t quad[kQuad], main[kQuad], rest[kQuad];

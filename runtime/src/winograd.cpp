@@ -179,21 +179,24 @@ namespace {
 /// the same core: F(4x4) wins on the same layers (56x56 64-to-64 2372
 /// packed, 1819 F(2x2), 1071 F(4x4)) except PathNet's, whose 16 x 16
 /// products it runs slower than the packed kernel (4534 against 3968).
-bool prefersTile4(const ConvParams& p) {
+bool prefersTile4(const ConvParams& p, int vectorLanes) {
   const int64_t tiles = (p.h_out + 3) / 4 * ((p.w_out + 3) / 4);
-  const int64_t fewest = simd::kLanes >= 16 ? 32 : 64;  // c_in + c_out
+  const int lanes = vectorLanes > 0 ? vectorLanes : simd::kLanes;
+  const int64_t fewest = lanes >= 16 ? 32 : 64;  // c_in + c_out
   return p.c_in >= 16 && p.c_in + p.c_out >= fewest && p.c_in + p.c_out <= 512 && tiles >= 9;
 }
 
 }  // namespace
 
-bool convPrefersWinograd(const ConvParams& p) {
+bool convPrefersWinograd(const ConvParams& p, int vectorLanes) {
   return convTakesWinograd(p) &&
          ((p.c_in >= kMinChannels && (p.h_out + 1) / 2 * ((p.w_out + 1) / 2) >= kMinTiles) ||
-          prefersTile4(p));
+          prefersTile4(p, vectorLanes));
 }
 
-int64_t convWinogradTile(const ConvParams& p) { return prefersTile4(p) ? 4 : 2; }
+int64_t convWinogradTile(const ConvParams& p, int vectorLanes) {
+  return prefersTile4(p, vectorLanes) ? 4 : 2;
+}
 
 namespace {
 

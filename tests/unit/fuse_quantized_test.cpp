@@ -138,13 +138,28 @@ TEST_CASE("fuse-quantized: DQ, Conv, Relu, Q and the residual Add become one QLi
            "y = DequantizeLinear(%q3_out, %sum_scale, %sum_zero)", "NOT: Conv(", "NOT: Add("});
   requireWithinSteps(interpret(b.graph, x0), before, 0.12f);
 
-  REQUIRE(passes::packQuantizedWeights(b.graph));
-  passes::eliminateDeadCode(b.graph);
-  ir::verifyGraph(b.graph);
-  checkIr(b.graph, {"side_conv = QLinearConv(%qx_out, %in_scale, %in_zero, %side_conv_w_packed,",
-                    "SAME: cgc_packed_weights = ", "SAME: cgc_q_w_signed = 1",
-                    "conv = QLinearConv(%qx_out, %in_scale, %in_zero, %conv_w_packed,"});
-  requireWithinSteps(interpret(b.graph, x0), before, 0.12f);
+  // Packed for each target's int8 kernels (PassTarget::int8): what that
+  // runtime reads fastest, and the same results from this build's kernels.
+  struct Packing {
+    cgc::rt::QIsa isa;
+    std::string packing, block;
+  };
+  const Packing packings[] = {
+      {cgc::rt::QIsa::kPortable, "SAME: cgc_packed_weights = 1", "SAME: cgc_q_pack_nb = 4"},
+      {cgc::rt::QIsa::kAvx2, "SAME: cgc_packed_weights = 2", "SAME: cgc_q_pack_nb = 3"},
+      {cgc::rt::QIsa::kVnni, "SAME: cgc_packed_weights = 4", "SAME: cgc_q_pack_nb = 8"}};
+  for (const Packing& p : packings) {
+    INFO("int8 kernels " << cgc::rt::enumName(p.isa));
+    ir::Graph g = b.graph;
+    REQUIRE(passes::packQuantizedWeights(g, {16, p.isa}));
+    passes::eliminateDeadCode(g);
+    ir::verifyGraph(g);
+    checkIr(g, {"side_conv = QLinearConv(%qx_out, %in_scale, %in_zero, %side_conv_w_packed,",
+                p.packing, p.block, "SAME: cgc_q_w_signed = 1",
+                "conv = QLinearConv(%qx_out, %in_scale, %in_zero, %conv_w_packed,", p.packing,
+                p.block});
+    requireWithinSteps(interpret(g, x0), before, 0.12f);
+  }
 }
 
 TEST_CASE("fuse-quantized: pools, moves, adds and the head on int8 data") {

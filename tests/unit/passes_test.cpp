@@ -539,6 +539,36 @@ TEST_CASE("block-activations keeps the sums of blocked convolutions blocked") {
   }
 }
 
+TEST_CASE("pack-conv-weights chooses the Winograd tile for the target's vector width") {
+  // 16 to 32 channels on 20x20: F(4x4, 3x3) pays with 16 lanes; with 8
+  // (AVX2) it needs 64 channels in and out together, and the layer, too
+  // shallow for F(2x2), takes the packed kernel.
+  const std::pair<int, std::string> expected[] = {
+      {16, "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,20,20] {cgc_packed_weights = 3"},
+      {8, "conv = Conv(%x, %w_packed) -> %conv_out float32[1,32,20,20] {cgc_packed_weights = 1"}};
+  for (const auto& [lanes, ir] : expected) {
+    INFO(lanes << " lanes");
+    GraphBuilder b("tile");
+    std::vector<float> w(32 * 16 * 9);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * std::sin(0.41f * i);
+    const int x = b.input("x", {1, 16, 20, 20});
+    b.output(b.node("Conv", "conv", {x, b.constant("w", {32, 16, 3, 3}, w)}, {1, 32, 20, 20},
+                    {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                     {"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+             "y");
+    std::vector<float> input(16 * 400);
+    for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
+    const auto before = cgc::testing::interpret(b.graph, input);
+    REQUIRE(passes::packConvolutionWeights(b.graph, {lanes}));
+    ir::verifyGraph(b.graph);
+    checkIr(b.graph, {ir});
+    const auto after = cgc::testing::interpret(b.graph, input);
+    REQUIRE(before.size() == after.size());
+    for (size_t i = 0; i < before.size(); ++i)
+      CHECK(after[i] == Approx(before[i]).epsilon(1e-4).margin(1e-4));
+  }
+}
+
 TEST_CASE("the verifier catches a channel-blocked value that a node reads as plain") {
   GraphBuilder b = convChain(false);
   REQUIRE(passes::fuseEpilogues(b.graph));

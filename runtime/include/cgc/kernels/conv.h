@@ -96,13 +96,15 @@ void packConvWeights(const ConvParams& p, const float* w, float* packed);
 /// at stride 1, no dilation, groups 1, no fused pooling (any channel
 /// counts: the transforms are padded to whole kChannelBlocks); and whether
 /// that is faster (prefers): 32 input channels or more and at least 49
-/// tiles of 2x2 outputs, 13x13 and larger planes.
+/// tiles of 2x2 outputs, 13x13 and larger planes, or where F(4x4) pays.
+/// vectorLanes: floats per vector of the runtime that runs it (0: this
+/// build's; the compiler gives its target's).
 bool convTakesWinograd(const ConvParams& p);
-bool convPrefersWinograd(const ConvParams& p);
+bool convPrefersWinograd(const ConvParams& p, int vectorLanes = 0);
 
 /// The tile a preferred Winograd layer runs fastest with: 4 (F(4x4, 3x3))
 /// or 2.
-int64_t convWinogradTile(const ConvParams& p);
+int64_t convWinogradTile(const ConvParams& p, int vectorLanes = 0);
 
 /// Floats winogradWeights writes for p.winograd_tile m: (m + 2)^2 x c_in x
 /// c_out, each rounded up to a multiple of kChannelBlock.

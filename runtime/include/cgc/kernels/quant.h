@@ -147,17 +147,25 @@ void qgemm(const QGemmParams& p, const void* a, const void* a_zero_point, const 
            const float* b_scale, const void* b_zero, const int32_t* bias, const void* residual,
            void* y, const Team& team = Team::serial());
 
-/// The packing qconv and qgemm read fastest on this build's instruction
-/// set for weights whose w - w_zero all fit int8 (kQuadsSplit on AVX2
-/// without VNNI, kQuads with AVX-512 VNNI or elsewhere), and the block of
-/// output channels it uses.
-QPacking preferredQPacking();
-int64_t preferredQBlock(QPacking packing);
+/// The instruction sets the int8 kernels have paths for: the portable
+/// loops, AVX2 (vpmaddubsw), AVX-512 VNNI (vpdpbusd, with AVX-512BW).
+CGC_ENUM(QIsa, kPortable, kAvx2, kVnni)
 
-/// The packing qconv reads fastest for this layer: kWide with one channel
-/// per block for the depthwise kernel's layers, kTapQuads for the direct
-/// kernel of AVX-512 VNNI builds, else preferredQPacking().
-QPacking preferredQConvPacking(const QConvParams& p);
+/// The int8 instruction set of this build of the runtime.
+QIsa buildQIsa();
+
+/// The packing qconv and qgemm read fastest on `isa` for weights whose w -
+/// w_zero all fit int8 (kQuadsSplit on AVX2, kQuads with VNNI and on the
+/// portable loops), and the block of output channels `isa`'s kernels use
+/// for a packing. The compiler asks for its target's set; the kernels,
+/// packing on every call where nothing was packed, for buildQIsa().
+QPacking preferredQPacking(QIsa isa = buildQIsa());
+int64_t preferredQBlock(QPacking packing, QIsa isa = buildQIsa());
+
+/// The packing qconv reads fastest for this layer on `isa`: kWide with one
+/// channel per block for the depthwise kernel's layers, kTapQuads for the
+/// direct kernel of VNNI, else preferredQPacking(isa).
+QPacking preferredQConvPacking(const QConvParams& p, QIsa isa = buildQIsa());
 
 /// The weights of a qconv (groups x c_out / groups output channels of
 /// depth c_in / groups x k_h x k_w) or a qgemm (one group of n columns of
@@ -176,8 +184,8 @@ struct QPackInfo {
   QPacking packing;
   int64_t nb, bytes, split_entries;
 };
-QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero,
-                       QPacking preferred);
+QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero, QPacking preferred,
+                       QIsa isa = buildQIsa());
 
 /// Writes the packed weights (info.bytes bytes) that qconv and qgemm read.
 void packQWeights(const QWeightShape& s, const QPackInfo& info, const void* w, const void* w_zero,
