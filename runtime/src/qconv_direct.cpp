@@ -347,8 +347,10 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
   }
   team.barrier();
 
-  int64_t* offsets = detail::scratch<int64_t>(g.quads);
+  // Then the last again, as far as productVnni prefetches.
+  int64_t* offsets = detail::scratch<int64_t>(g.quads + detail::kPrefetchQuads);
   quadOffsets(p, g, offsets);
+  std::fill_n(offsets + g.quads, detail::kPrefetchQuads, offsets[g.quads - 1]);
   const int64_t plane = p.h_out * p.w_out;
   const Epilogue epilogue(p.out);
   const Range items = team.split(images * g.chunks * g.tiles);

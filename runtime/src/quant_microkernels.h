@@ -46,6 +46,12 @@ void productPortable(const uint8_t* a, const W* w, int64_t quads, int64_t nb, in
   }
 }
 
+/// Quads ahead that productVnni prefetches (quadAt must answer that far
+/// past `quads`): the direct convolution's quads are spread over the
+/// planes of its taps, where the hardware prefetchers miss some (128-to-128
+/// 3x3 at stride 2 on 56x56: 711 to 678 us; 4 or 16 ahead: 714).
+inline constexpr int64_t kPrefetchQuads = 8;
+
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 inline constexpr int64_t kVnniBlock = 8;
 
@@ -75,6 +81,9 @@ inline void productVnni(const uint8_t* a, QuadAt quadAt, int64_t quads, const in
           c14 = c[1][4], c15 = c[1][5], c16 = c[1][6], c17 = c[1][7];
   for (int64_t q = 0; q < quads; ++q, w += kVnniBlock * kQuad) {
     const uint8_t* aq = a + quadAt(q);
+    const uint8_t* ahead = a + quadAt(q + kPrefetchQuads);
+    _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(ahead + 64), _MM_HINT_T0);
     const __m512i a0 = _mm512_loadu_si512(aq), a1 = _mm512_loadu_si512(aq + 64);
     CGC_DPBUSD_CHANNEL(0)
     CGC_DPBUSD_CHANNEL(1)
@@ -97,8 +106,9 @@ inline void productVnni(const uint8_t* a, const int8_t* w, int64_t quads, int32_
   __m512i c[2][kVnniBlock];
   for (auto& half : c)
     for (auto& v : half) v = _mm512_setzero_si512();
+  // Prefetches past the last quad read the last again.
   productVnni(
-      a, [](int64_t q) { return q * kQTile * kQuad; }, quads, w, c);
+      a, [quads](int64_t q) { return std::min(q, quads - 1) * kQTile * kQuad; }, quads, w, c);
   for (int64_t j = 0; j < kVnniBlock; ++j) {
     _mm512_storeu_si512(acc + j * kQTile, c[0][j]);
     _mm512_storeu_si512(acc + j * kQTile + 16, c[1][j]);
