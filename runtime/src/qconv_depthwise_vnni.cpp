@@ -441,11 +441,6 @@ template <int T>
   }
 }
 
-/// 16 requantised lanes as bytes of y's type.
-__m128i narrow(const Requant16& e, __m512i q) {
-  return e.type == DType::kI8 ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
-}
-
 /// A block's epilogue (kRequant or kRequantAdd, a constant here) and one
 /// vpermb that packs the outputs among its 64 positions into y.
 template <QOutput kKind>
@@ -460,7 +455,7 @@ void flatStore(const Requant16& e, const FlatPlanes& f, int64_t b, const __m512i
                                 _mm512_maskz_loadu_epi8(outputs, residual + f.first[b]));
   const auto lanes = [&](int i, __m128i part) {
     const __m512i res = kKind == QOutput::kRequantAdd ? widen16(part, e.rSigned) : r;
-    return narrow(e, finish16(same, acc[i], bias, multiplier, res));
+    return narrow16(e.type, finish16(same, acc[i], bias, multiplier, res));
   };
   __m512i bytes = _mm512_castsi128_si512(lanes(0, _mm512_extracti32x4_epi32(r, 0)));
   bytes = _mm512_inserti32x4(bytes, lanes(1, _mm512_extracti32x4_epi32(r, 1)), 1);

@@ -96,12 +96,16 @@ inline __m512i widen16(__m128i bytes, bool isSigned) {
   return isSigned ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
 }
 
+/// 16 lanes within an int8 or uint8 range as bytes of that type.
+inline __m128i narrow16(DType type, __m512i q) {
+  return type == DType::kI8 ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
+}
+
 /// Stores the masked lanes of q as y's type (p: lane 0's address; only the
 /// masked lanes are written). q is already within the type's range.
 inline void storeQ16(void* p, __mmask16 mask, DType type, __m512i q) {
   if (type == DType::kI32) return _mm512_mask_storeu_epi32(p, mask, q);
-  const __m128i bytes = type == DType::kI8 ? _mm512_cvtsepi32_epi8(q) : _mm512_cvtusepi32_epi8(q);
-  _mm_mask_storeu_epi8(p, mask, bytes);
+  _mm_mask_storeu_epi8(p, mask, narrow16(type, q));
 }
 
 }  // namespace cgc::rt::detail
