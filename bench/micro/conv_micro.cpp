@@ -2,7 +2,7 @@
 // docs/PERFORMANCE.md and docs/INT8.md: the best of N calls on warm data
 // (a micro-benchmark: model-level claims come from bench/bench.py).
 //
-//   conv_micro float N C_IN C_OUT SIDE K STRIDE packed|winograd2|winograd4|plain
+//   conv_micro float N C_IN C_OUT SIDE K STRIDE packed|winograd2|winograd4|plain|depthwise
 //   conv_micro int8  N C_IN C_OUT SIDE K STRIDE [add|depthwise]
 //
 // Square planes, K x K windows, "same" padding; int8 weights packed as the
@@ -52,7 +52,9 @@ int main(int argc, char** argv) {
     ConvParams p{};
     p.n = n, p.c_in = cin, p.c_out = cout, p.h_in = p.w_in = side, p.h_out = p.w_out = out;
     p.k_h = p.k_w = k, p.stride_h = p.stride_w = stride, p.pad_top = p.pad_left = k / 2;
-    std::vector<float> x(n * cin * side * side), y(n * cout * out * out), w(cout * cin * k * k);
+    p.groups = groups;
+    std::vector<float> x(n * cin * side * side), y(n * cout * out * out),
+        w(cout * (cin / groups) * k * k);
     std::vector<float> bias(cout, 0.1f), weights;
     for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.01f;
     for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 13) * 0.01f - 0.06f;

@@ -2,12 +2,12 @@
 // strategies (conv.cpp): a GEMM of depth k_h * k_w would waste the GEMM
 // micro-kernel, so every channel's window runs directly, on one of three
 // kernels that convDepthwise picks by shape:
-//  - 3x3 windows at stride 1 or 2 (AVX-512 only), in rows of 12 to 15
-//    outputs, wider rows at stride 2, or on planes too large for channel
-//    vectors: 16 outputs of a row in registers straight from NCHW, the
-//    stores masked in rows under 16 (row_blocks.h), no copy of the input;
-//  - planes up to L2's size: 16 channels per vector (channel_vectors.h),
-//    every tap one vector operation on whole vectors;
+//  - 3x3 windows at stride 1 or 2 (AVX-512 only), in rows of 9 outputs or
+//    more, or on planes too large for channel vectors: blocks of 16
+//    outputs of 4 rows in registers straight from NCHW, the stores masked
+//    in rows under 16 (row_blocks.h), no copy of the input;
+//  - other planes up to L2's size: 16 channels per vector
+//    (channel_vectors.h), every tap one vector operation on whole vectors;
 //  - otherwise a direct loop per channel over the plane's stride phases
 //    (plane_phases.h), each block of outputs through every tap while its
 //    sums stay in registers.
@@ -155,75 +155,116 @@ bool takesDepthwiseRows(const ConvParams& p) {
 }
 
 /// Whether depthwiseRows beats channel vectors (which fit or not): rows of
-/// 12 to 15 outputs, one block each with at most 4 lanes idle (MobileNetV2's
-/// 14x14 layers: 1.4-1.5x faster at stride 1, 1.6x at stride 2); wider
-/// rows at stride 2 (1.2-1.3x on its 112x112 and 56x56 layers), where
-/// channel vectors transpose four inputs in for every output; and wherever
-/// channel vectors do not fit (1.3x faster than PlanePhases at 112x112).
-/// Rows of 7 (half the lanes idle) ran 1.1-1.6x slower, wide rows at stride
-/// 1 within 5% either way.
+/// 9 outputs or more, and wherever channel vectors do not fit (1.3x faster
+/// than PlanePhases at 112x112). Since it computes 4 rows at a time (one
+/// Zen 4 core, MobileNetV2's layers): 1.8x faster than channel vectors on
+/// 56x56 and 28x28 planes at stride 1 (229 to 127 us, 84 to 45), 1.7x on
+/// 14x14 ones; 7x7 planes the same (31 us), 8x8 ones 10% slower.
 bool prefersDepthwiseRows(const ConvParams& p, bool vectorsFit) {
-  constexpr int64_t kMinRow = 12;
-  if (!takesDepthwiseRows(p)) return false;
-  if (!vectorsFit) return true;
-  return p.w_out >= kMinRow && (p.w_out < 16 || p.stride_w == 2);
+  constexpr int64_t kMinRow = 9;
+  return takesDepthwiseRows(p) && (!vectorsFit || p.w_out >= kMinRow);
 }
 
-/// Depthwise 3x3 convolution straight from the NCHW planes, 16 outputs of a
-/// row at a time in registers (row_blocks.h): per input row, the 18 (stride 1) or 33
-/// (stride 2) columns under them are two or three loads, the three taps'
-/// columns come out of them by align and permute instructions, and the
-/// epilogue runs before the one store. No copy of the input: channel
-/// vectors transpose four inputs in for every output at stride 2, and
-/// PlanePhases copies every plane into its phases first.
+/// One plane's part of depthwiseRows.
+struct RowPlane {
+  const float* in;
+  float* out;
+  const float* residual;  // or null
+  __m512 taps[9], bias, lo, hi;
+  int64_t hIn, wIn, wOut, padTop;
+};
+
+/// R output rows from oh on, one block of 16 columns: each of the input
+/// rows under them is loaded once (rows outside the image are zeros) and
+/// its three taps' columns made once (align or permute instructions) for
+/// every output row it feeds; each output row keeps one chain of sums per
+/// kernel row, added (bias + row 0 + row 1) + row 2 before the epilogue.
+template <int kStride, int R>
+[[gnu::always_inline]] inline void rowGroup(const RowPlane& j, const detail::RowBlock& b,
+                                            int64_t oh) {
+  constexpr int kRows = (R - 1) * kStride + 3;
+  __m512 sum[R][3];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) sum[r][0] = j.bias, sum[r][1] = sum[r][2] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int i = 0; i < kRows; ++i) {
+    const int64_t ih = oh * kStride - j.padTop + i;
+    const bool inside = ih >= 0 && ih < j.hIn;
+    const float* row = j.in + (inside ? ih : 0) * j.wIn + b.first;
+    const __m512 v0 = _mm512_maskz_loadu_ps(inside ? b.lanes[0] : 0, row);
+    const __m512 v1 = _mm512_maskz_loadu_ps(inside ? b.lanes[1] : 0, row + 16);
+    __m512 t[3];
+    if constexpr (kStride == 1) {
+      t[0] = v0;
+      t[1] = _mm512_castsi512_ps(
+          _mm512_alignr_epi32(_mm512_castps_si512(v1), _mm512_castps_si512(v0), 1));
+      t[2] = _mm512_castsi512_ps(
+          _mm512_alignr_epi32(_mm512_castps_si512(v1), _mm512_castps_si512(v0), 2));
+    } else {
+      const __m512 v2 = _mm512_maskz_loadu_ps(inside ? b.lanes[2] : 0, row + 32);
+      detail::strideTwoTaps(v0, v1, v2, t[0], t[1], t[2]);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const int kh = i - r * kStride;
+      if (kh < 0 || kh > 2) continue;
+      for (int kw = 0; kw < 3; ++kw)
+        sum[r][kh] = _mm512_fmadd_ps(j.taps[kh * 3 + kw], t[kw], sum[r][kh]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    const int64_t at = (oh + r) * j.wOut + b.ow;
+    __m512 v = _mm512_add_ps(_mm512_add_ps(sum[r][0], sum[r][1]), sum[r][2]);
+    if (j.residual) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(b.outputs, j.residual + at));
+    _mm512_mask_storeu_ps(j.out + at, b.outputs, _mm512_min_ps(j.hi, _mm512_max_ps(j.lo, v)));
+  }
+}
+
+/// Depthwise 3x3 convolution straight from the NCHW planes, blocks of 16
+/// outputs of 4 rows at a time in registers (row_blocks.h): per input row,
+/// the 18 (stride 1) or 33 (stride 2) columns under a block are two or
+/// three loads, and the epilogue runs before the one store. No copy of the
+/// input: channel vectors transpose four inputs in for every output at
+/// stride 2, and PlanePhases copies every plane into its phases first. A
+/// row at a time, the kernel loaded each input row three times and took 30
+/// cycles a block (one Zen 4 core: MobileNetV2's 96 planes of 112x112 at
+/// stride 2 in 214 us, now 151; its 32 of 112x112 at stride 1 197, now 99).
 template <int kStride>
 void depthwiseRows(const ConvParams& p, const float* x, const float* w, const float* bias,
                    const float* residual, float* y, const Team& team) {
-  const __m512 zero = _mm512_setzero_ps();
+  constexpr int kGroup = 4;
   const Bounds bounds = activationBounds(p);
-  const __m512 lo = _mm512_set1_ps(bounds.low), hi = _mm512_set1_ps(bounds.high);
   const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
   const std::vector<detail::RowBlock> blocks =
       detail::rowBlocks(p.w_out, p.w_in, kStride, p.pad_left);
+  RowPlane j{};
+  j.lo = _mm512_set1_ps(bounds.low), j.hi = _mm512_set1_ps(bounds.high);
+  j.hIn = p.h_in, j.wIn = p.w_in, j.wOut = p.w_out, j.padTop = p.pad_top;
   const Range planes = team.split(p.n * p.c_out);
   for (int64_t plane = planes.begin; plane < planes.end; ++plane) {
     const int64_t c = plane % p.c_out;
-    const float* in = x + plane * inSpatial;
-    __m512 taps[9];
-    for (int t = 0; t < 9; ++t) taps[t] = _mm512_set1_ps(w[c * 9 + t]);
-    const __m512 b = _mm512_set1_ps(bias ? bias[c] : 0.0f);
-    for (int64_t oh = 0; oh < p.h_out; ++oh) {
-      float* out = y + plane * spatial + oh * p.w_out;
-      const float* res = residual ? residual + plane * spatial + oh * p.w_out : nullptr;
-      for (const detail::RowBlock& block : blocks) {
-        const int64_t ow = block.ow, first = block.first;
-        __m512 sum[3] = {b, zero, zero};  // one chain per kernel row
-        for (int kh = 0; kh < 3; ++kh) {
-          const int64_t ih = oh * kStride - p.pad_top + kh;
-          if (ih < 0 || ih >= p.h_in) continue;
-          const float* row = in + ih * p.w_in;
-          const __m512 v0 = _mm512_maskz_loadu_ps(block.lanes[0], row + first);
-          const __m512 v1 = _mm512_maskz_loadu_ps(block.lanes[1], row + first + 16);
-          __m512 t0, t1, t2;
-          if constexpr (kStride == 1) {
-            t0 = v0;
-            t1 = _mm512_castsi512_ps(
-                _mm512_alignr_epi32(_mm512_castps_si512(v1), _mm512_castps_si512(v0), 1));
-            t2 = _mm512_castsi512_ps(
-                _mm512_alignr_epi32(_mm512_castps_si512(v1), _mm512_castps_si512(v0), 2));
-          } else {
-            const __m512 v2 = _mm512_maskz_loadu_ps(block.lanes[2], row + first + 32);
-            detail::strideTwoTaps(v0, v1, v2, t0, t1, t2);
-          }
-          sum[kh] = _mm512_fmadd_ps(taps[kh * 3], t0, sum[kh]);
-          sum[kh] = _mm512_fmadd_ps(taps[kh * 3 + 1], t1, sum[kh]);
-          sum[kh] = _mm512_fmadd_ps(taps[kh * 3 + 2], t2, sum[kh]);
-        }
-        __m512 v = _mm512_add_ps(_mm512_add_ps(sum[0], sum[1]), sum[2]);
-        if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(block.outputs, res + ow));
-        _mm512_mask_storeu_ps(out + ow, block.outputs, _mm512_min_ps(hi, _mm512_max_ps(lo, v)));
+    j.in = x + plane * inSpatial;
+    j.out = y + plane * spatial;
+    j.residual = residual ? residual + plane * spatial : nullptr;
+    for (int t = 0; t < 9; ++t) j.taps[t] = _mm512_set1_ps(w[c * 9 + t]);
+    j.bias = _mm512_set1_ps(bias ? bias[c] : 0.0f);
+    int64_t oh = 0;
+    for (; oh + kGroup <= p.h_out; oh += kGroup)
+      for (const detail::RowBlock& b : blocks) rowGroup<kStride, kGroup>(j, b, oh);
+    for (const detail::RowBlock& b : blocks) switch (p.h_out - oh) {
+        case 3:
+          rowGroup<kStride, 3>(j, b, oh);
+          break;
+        case 2:
+          rowGroup<kStride, 2>(j, b, oh);
+          break;
+        case 1:
+          rowGroup<kStride, 1>(j, b, oh);
+          break;
+        default:
+          break;
       }
-    }
   }
 }
 #pragma GCC diagnostic pop

@@ -332,7 +332,7 @@ TEST_CASE("conv strategies match a direct loop, with epilogues and teams") {
       {1, 2, 1, 7, 7, 2, 2, 1, 3, 3, 1,
        2, 1, 0, 0, 3, 0, 1, 0, 1, 2, 1},  // depthwise sh 2, pads > kernel reach
       // Depthwise with channels in 16s and small planes: 16 channels per vector.
-      {1, 16, 1, 9, 10, 16, 16, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // vectors, 3x3 pad 1
+      {1, 16, 1, 9, 8, 16, 16, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // vectors, 3x3 pad 1
       {2, 32, 1, 11, 12, 32, 32, 1, 3, 3, 1,
        2, 2,  0, 1,  1,  0,  1,  1, 1, 1, 1},  // vectors, s2, batch 2
       {1, 16, 1, 8, 9, 16, 16, 1, 5, 3, 1,
@@ -342,14 +342,17 @@ TEST_CASE("conv strategies match a direct loop, with epilogues and teams") {
        2, 1,  0, 0, 3, 0,  1,  0, 1, 2, 1},  // vectors, pads > kernel reach
       {1, 16, 1, 3, 20, 16, 16, 1, 1, 7, 1,
        1, 1,  0, 0, 3,  0,  0,  3, 1, 1, 1},  // vectors, 1x7, rows past 8 outputs
-      // Depthwise 3x3 rows of 16 outputs or more: blocks of 16 in registers,
-      // the last overlapping, masked loads at the edges.
+      // Depthwise 3x3 rows of 9 outputs or more: blocks of 16 outputs of 4
+      // rows in registers, the last block overlapping, masked loads at the
+      // edges, groups of 1 to 3 rows at the bottom.
       {1, 3, 1, 9, 40, 3, 3, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s2, pads 1, 20 wide
       {2, 2, 1, 7, 37, 2, 2, 1, 3, 3, 1,
        2, 2, 0, 0, 0,  0, 1, 1, 1, 1, 1},  // s2, pads at the end only
       {1, 16, 1, 6, 35, 16, 16, 1, 3, 3, 1, 2, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1},  // s2, 16 channels
       {1, 5, 1, 8, 33, 5, 5, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s1, pads 1, 33 wide
       {1, 2, 1, 4, 16, 2, 2, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s1, one block exactly
+      {1, 16, 1, 7, 9, 16, 16, 1, 3, 3, 1,
+       1, 1,  0, 1, 1, 0,  1,  1, 1, 1, 1},  // s1, rows of 9: 4 rows at a time, then 3
       {1, 3, 1, 6, 14, 3, 3, 1, 3, 3, 1,
        1, 1, 0, 1, 1,  0, 1, 1, 1, 1, 1},  // s1, 14 outputs: masked
       {2, 2, 1, 9, 25, 2, 2, 1, 3, 3, 1,
