@@ -64,10 +64,6 @@ VnniRows vnniRows(const QConvParams& p) {
   return r;
 }
 
-__mmask64 firstBytes(int64_t count) {
-  return count >= 64 ? ~__mmask64{0} : (__mmask64{1} << count) - 1;
-}
-
 /// `count` bytes from `from` to `to`, flipped.
 void copyFlipped(const uint8_t* from, int64_t count, __m512i flip, uint8_t* to) {
   for (int64_t i = 0; i < count; i += 64) {
@@ -100,8 +96,8 @@ bool planChunk(const int64_t (&at)[64], int64_t plane, FlatChunk& k) {
       return false;
     k.inside |= __mmask64{1} << i;
   }
-  k.load0 = firstBytes(std::max<int64_t>(plane - k.from[0], 0));
-  k.load1 = firstBytes(std::max<int64_t>(plane - k.from[1], 0));
+  k.load0 = firstBytes(plane - k.from[0]);
+  k.load1 = firstBytes(plane - k.from[1]);
   return true;
 }
 

@@ -4,6 +4,7 @@
 // contiguous in y, scalar (finishQ) otherwise. Both compute the same
 // float operations in the same order (this file is built with
 // -ffp-contract=off), so a tile's vector part and its tail agree.
+#include "quant_avx512.h"
 #include "quant_microkernels.h"
 #include "scratch.h"
 
@@ -176,10 +177,6 @@ struct QuadIndex {
     this->quad[1] = _mm512_load_si512(quad[1]);
   }
 };
-
-__mmask64 firstBytes(int64_t count) {
-  return count >= 64 ? ~__mmask64{0} : count <= 0 ? 0 : (__mmask64{1} << count) - 1;
-}
 
 }  // namespace
 

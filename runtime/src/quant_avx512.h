@@ -82,6 +82,11 @@ inline __m512i finish16(const Requant16& e, __m512i acc, int32_t bias, float mul
   return requant16(e, _mm512_add_epi32(acc, _mm512_set1_epi32(bias)), multiplier, r);
 }
 
+/// The first `count` of 64 bytes (none for count <= 0, all from 64 on).
+inline __mmask64 firstBytes(int64_t count) {
+  return count >= 64 ? ~__mmask64{0} : count <= 0 ? 0 : (__mmask64{1} << count) - 1;
+}
+
 /// The lanes [first, first + count) of 16 (count <= 16 - first).
 inline __mmask16 lanes16(int64_t first, int64_t count) {
   return static_cast<__mmask16>(((uint32_t{1} << count) - 1) << first);

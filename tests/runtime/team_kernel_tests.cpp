@@ -293,7 +293,7 @@ TEST_CASE("team matmul: the same bits on every team size") {
   }
 }
 
-TEST_CASE("team gemm and grouped conv: the same bits on every team size") {
+TEST_CASE("team gemm, grouped and transposed conv: the same bits on every team size") {
   // LIBXSMM (AVX-512) sums a block of 16 columns or fewer with few rows in
   // another order than a wide block: a team must cut these GEMMs where the
   // whole one is cut.
@@ -331,5 +331,22 @@ TEST_CASE("team gemm and grouped conv: the same bits on every team size") {
       conv(p, x.data(), w.data(), nullptr, nullptr, y.data(), team);
     });
     REQUIRE(std::memcmp(y.data(), serial.data(), y.size() * sizeof(float)) == 0);
+  }
+  // The transposed convolution's GEMM: each thread's output channels are
+  // its rows (9 a channel), so teams make GEMMs of other row counts.
+  ConvParams t{};
+  t.n = 1, t.c_in = 24, t.h_in = 9, t.w_in = 9, t.c_out = 7, t.h_out = 17, t.w_out = 17;
+  t.k_h = 3, t.k_w = 3, t.stride_h = 2, t.stride_w = 2, t.pad_top = 1, t.pad_left = 1;
+  const std::vector<float> tx = randomFloats(24 * 81, 8), tw = randomFloats(24 * 7 * 9, 9),
+                           tb = randomFloats(7, 10);
+  std::vector<float> tSerial(7 * 17 * 17), ty(tSerial.size());
+  conv_transpose(t, tx.data(), tw.data(), tb.data(), tSerial.data(), Team::serial());
+  for (int threads : {2, 3, 4}) {
+    INFO("conv_transpose, threads " << threads);
+    std::fill(ty.begin(), ty.end(), NAN);
+    onTeam(threads, [&](const Team& team) {
+      conv_transpose(t, tx.data(), tw.data(), tb.data(), ty.data(), team);
+    });
+    REQUIRE(std::memcmp(ty.data(), tSerial.data(), ty.size() * sizeof(float)) == 0);
   }
 }
