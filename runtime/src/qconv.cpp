@@ -151,10 +151,9 @@ void packBand(const ConvGeometry& g, const uint8_t* x, int64_t n, int64_t group,
         r[i] = rows[i];
       }
     }
-    for (int64_t t = 0; t < count; ++t)
-      detail::interleaveQuad(r[0] + t * kQTile, r[1] + t * kQTile, r[2] + t * kQTile,
-                             r[3] + t * kQTile, kQTile, 1, flip,
-                             a + t * tileBytes + q * kQTile * kQuad);
+    // Tile t's quad q: row t of kQTile columns.
+    detail::interleaveQuad({{r[0], r[1], r[2], r[3]}, kQTile, 1, count, kQTile, tileBytes}, flip,
+                           a + q * kQTile * kQuad);
   }
 }
 

@@ -125,59 +125,51 @@ void copyQuad(const QConvParams& p, const Geometry& g, const uint8_t* x, int64_t
                     : padRows.data() + row * p.w_in;
     }
   };
-  thread_local std::vector<uint8_t> gathered;
-  gathered.resize(static_cast<size_t>(kQuad * g.wq));
   for (int64_t ry = 0; ry < p.stride_h; ++ry)
     for (int64_t cp = 0; cp < g.columnPlanes; ++cp) {
       if (!planeRead(p, g, ry, cp)) continue;
       uint8_t* plane = planes + ((cq * p.stride_h + ry) * g.columnPlanes + cp) * g.planeBytes;
-      // Columns j of the plane inside the image: [j0, j1). The zero point
-      // goes only where the image does not (writing it everywhere first
-      // doubled the copy of a 1x1 layer's input).
+      // Columns j of the plane inside the image: [j0, j1); its rows i
+      // inside the image: [i0, i1).
       const int64_t first = columnBase(p, g, cp) - p.pad_left;  // input column of j = 0
       const int64_t j0 = std::min(g.wq, first >= 0 ? 0 : (-first + p.stride_w - 1) / p.stride_w);
       const int64_t j1 = std::clamp<int64_t>(
           first >= p.w_in ? 0 : (p.w_in - first + p.stride_w - 1) / p.stride_w, j0, g.wq);
+      const int64_t top = p.pad_top - ry;  // plane row i reads input row i * stride_h - top
+      const int64_t i0 = std::clamp<int64_t>((top + p.stride_h - 1) / p.stride_h, 0, g.hq);
+      const int64_t i1 =
+          std::clamp<int64_t>((p.h_in + top + p.stride_h - 1) / p.stride_h, i0, g.hq);
       const auto fill = [&](int64_t from, int64_t to) {  // positions [from, to)
         std::memset(plane + from * kQuad, rawZero ^ flip, static_cast<size_t>((to - from) * kQuad));
       };
-      fill(g.hq * g.wq, g.planeBytes / kQuad);
-      // Where the plane's rows are whole input rows one after another in x
-      // (a 1x1 layer's plane), its rows inside the image are interleaved
-      // as one run: rows of 7 or 14 bytes ran interleaveQuad's scalar
-      // tail, a fifth of a 576-to-96 1x1 layer on 14x14.
-      const bool whole =
-          p.stride_h == 1 && p.stride_w == 1 && first == 0 && j1 - j0 == g.wq && g.wq == p.w_in;
-      for (int64_t i = 0; i < g.hq; ++i) {
-        const int64_t row = i * p.stride_h + ry - p.pad_top;
-        if (row < 0 || row >= p.h_in || j1 == j0) {
-          fill(i * g.wq, (i + 1) * g.wq);
-          continue;
-        }
-        const uint8_t* rows[kQuad];
-        quadRows(row, rows);
-        if (whole) {
-          const int64_t count = std::min(g.hq - i, p.h_in - row);
-          detail::interleaveQuad(rows[0], rows[1], rows[2], rows[3], count * g.wq, 1, flip,
-                                 plane + i * g.wq * kQuad);
-          i += count - 1;
-          continue;
-        }
-        fill(i * g.wq, i * g.wq + j0);
-        fill(i * g.wq + j1, (i + 1) * g.wq);
-        // Strides 1 and 2 read the rows in place; others gather first.
-        int64_t step = p.stride_w;
-        for (int64_t r = 0; r < kQuad; ++r) {
-          rows[r] += first + j0 * p.stride_w;
-          if (p.stride_w <= 2) continue;
-          uint8_t* out = gathered.data() + r * g.wq;
-          for (int64_t j = 0; j < j1 - j0; ++j) out[j] = rows[r][j * p.stride_w];
-          rows[r] = out;
-          step = 1;
-        }
-        detail::interleaveQuad(rows[0], rows[1], rows[2], rows[3], j1 - j0, step, flip,
-                               plane + (i * g.wq + j0) * kQuad);
+      if (i1 == i0 || j1 == j0) {
+        fill(0, g.planeBytes / kQuad);
+        continue;
       }
+      const uint8_t* rows[kQuad];
+      quadRows(i0 * p.stride_h - top, rows);
+      // Where the plane's rows are whole input rows one after another in x
+      // (a 1x1 layer's plane), its rows inside the image are one run, and
+      // the zero point goes only around it (writing it everywhere first
+      // doubled the copy of a 1x1 layer's input). Otherwise the plane is
+      // filled first, then its rows interleaved in one call (a call per row
+      // of 28 columns and its two fills cost more than the row).
+      if (p.stride_h == 1 && p.stride_w == 1 && first == 0 && j1 - j0 == g.wq && g.wq == p.w_in) {
+        fill(0, i0 * g.wq);
+        fill(i1 * g.wq, g.planeBytes / kQuad);
+        detail::interleaveQuad({{rows[0], rows[1], rows[2], rows[3]}, (i1 - i0) * g.wq}, flip,
+                               plane + i0 * g.wq * kQuad);
+        continue;
+      }
+      fill(0, g.planeBytes / kQuad);
+      const int64_t at = first + j0 * p.stride_w;
+      detail::interleaveQuad({{rows[0] + at, rows[1] + at, rows[2] + at, rows[3] + at},
+                              j1 - j0,
+                              p.stride_w,
+                              i1 - i0,
+                              p.stride_h * p.w_in,
+                              g.wq * kQuad},
+                             flip, plane + (i0 * g.wq + j0) * kQuad);
     }
 }
 

@@ -154,6 +154,18 @@ void qProductTile(const QProduct& q, const uint8_t* a, int64_t m0, int64_t valid
   }
 }
 
+namespace {
+
+/// Columns the scalar loop interleaves: [from, q.count) of row i.
+void interleaveTail(const QuadRows& q, int64_t i, int64_t from, uint8_t flip, uint8_t* out) {
+  const int64_t at = i * q.srcStep;
+  uint8_t* o = out + i * q.outStep;
+  for (int64_t j = from; j < q.count; ++j)
+    for (int r = 0; r < kQuad; ++r) o[4 * j + r] = q.src[r][at + j * q.stride] ^ flip;
+}
+
+}  // namespace
+
 #if defined(__AVX512VBMI__) && defined(__AVX512BW__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC bug 105593, as quant_avx512.h
@@ -180,64 +192,60 @@ struct QuadIndex {
 
 }  // namespace
 
-void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3,
-                    int64_t count, int64_t stride, uint8_t flip, uint8_t* out) {
+void interleaveQuad(const QuadRows& q, uint8_t flip, uint8_t* out) {
   static const QuadIndex indices[2] = {QuadIndex(1), QuadIndex(2)};
-  int64_t i = 0;
-  if (stride <= 2) {
-    // 32 columns at a time, the last masked: two vpermt2b pair the rows,
-    // two more interleave the pairs.
-    const QuadIndex& x = indices[stride - 1];
-    const __m512i f = _mm512_set1_epi8(static_cast<char>(flip));
-    for (; i < count; i += 32) {
-      const int64_t n = std::min<int64_t>(32, count - i);
-      const __mmask64 in = firstBytes((n - 1) * stride + 1);
-      const auto load = [&](const uint8_t* r) {
-        return _mm512_maskz_loadu_epi8(in, r + i * stride);
+  if (q.stride > 2) {
+    for (int64_t i = 0; i < q.rows; ++i) interleaveTail(q, i, 0, flip, out);
+    return;
+  }
+  // 32 columns at a time, the last masked: two vpermt2b pair the rows,
+  // two more interleave the pairs.
+  const QuadIndex& x = indices[q.stride - 1];
+  const __m512i f = _mm512_set1_epi8(static_cast<char>(flip));
+  for (int64_t i = 0; i < q.rows; ++i) {
+    const int64_t at = i * q.srcStep;
+    uint8_t* o = out + i * q.outStep;
+    for (int64_t j = 0; j < q.count; j += 32) {
+      const int64_t n = std::min<int64_t>(32, q.count - j);
+      const __mmask64 in = firstBytes((n - 1) * q.stride + 1);
+      const auto load = [&](int r) {
+        return _mm512_maskz_loadu_epi8(in, q.src[r] + at + j * q.stride);
       };
-      const __m512i p01 = _mm512_permutex2var_epi8(load(r0), x.pair, load(r1));
-      const __m512i p23 = _mm512_permutex2var_epi8(load(r2), x.pair, load(r3));
+      const __m512i p01 = _mm512_permutex2var_epi8(load(0), x.pair, load(1));
+      const __m512i p23 = _mm512_permutex2var_epi8(load(2), x.pair, load(3));
       for (int half = 0; half < 2; ++half)
         _mm512_mask_storeu_epi8(
-            out + 4 * i + 64 * half, firstBytes(4 * n - 64 * half),
+            o + 4 * j + 64 * half, firstBytes(4 * n - 64 * half),
             _mm512_xor_si512(_mm512_permutex2var_epi8(p01, x.quad[half], p23), f));
     }
-  }
-  for (; i < count; ++i) {
-    out[4 * i] = r0[i * stride] ^ flip;
-    out[4 * i + 1] = r1[i * stride] ^ flip;
-    out[4 * i + 2] = r2[i * stride] ^ flip;
-    out[4 * i + 3] = r3[i * stride] ^ flip;
   }
 }
 #pragma GCC diagnostic pop
 #else
-void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3,
-                    int64_t count, int64_t stride, uint8_t flip, uint8_t* out) {
-  int64_t i = 0;
+void interleaveQuad(const QuadRows& q, uint8_t flip, uint8_t* out) {
+  for (int64_t i = 0; i < q.rows; ++i) {
+    int64_t j = 0;
 #if defined(__AVX2__)
-  const __m256i f = _mm256_set1_epi8(static_cast<char>(flip));
-  auto load = [&](const uint8_t* r) {
-    return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + i)), f);
-  };
-  for (; stride == 1 && i + 32 <= count; i += 32) {
-    const __m256i a = load(r0), b = load(r1), c = load(r2), d = load(r3);
-    const __m256i abLo = _mm256_unpacklo_epi8(a, b), abHi = _mm256_unpackhi_epi8(a, b);
-    const __m256i cdLo = _mm256_unpacklo_epi8(c, d), cdHi = _mm256_unpackhi_epi8(c, d);
-    const __m256i q0 = _mm256_unpacklo_epi16(abLo, cdLo), q1 = _mm256_unpackhi_epi16(abLo, cdLo);
-    const __m256i q2 = _mm256_unpacklo_epi16(abHi, cdHi), q3 = _mm256_unpackhi_epi16(abHi, cdHi);
-    auto* o = reinterpret_cast<__m256i*>(out + 4 * i);
-    _mm256_storeu_si256(o, _mm256_permute2x128_si256(q0, q1, 0x20));
-    _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(q2, q3, 0x20));
-    _mm256_storeu_si256(o + 2, _mm256_permute2x128_si256(q0, q1, 0x31));
-    _mm256_storeu_si256(o + 3, _mm256_permute2x128_si256(q2, q3, 0x31));
-  }
+    const __m256i f = _mm256_set1_epi8(static_cast<char>(flip));
+    const int64_t at = i * q.srcStep;
+    auto load = [&](int r) {
+      return _mm256_xor_si256(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q.src[r] + at + j)), f);
+    };
+    for (; q.stride == 1 && j + 32 <= q.count; j += 32) {
+      const __m256i a = load(0), b = load(1), c = load(2), d = load(3);
+      const __m256i abLo = _mm256_unpacklo_epi8(a, b), abHi = _mm256_unpackhi_epi8(a, b);
+      const __m256i cdLo = _mm256_unpacklo_epi8(c, d), cdHi = _mm256_unpackhi_epi8(c, d);
+      const __m256i q0 = _mm256_unpacklo_epi16(abLo, cdLo), q1 = _mm256_unpackhi_epi16(abLo, cdLo);
+      const __m256i q2 = _mm256_unpacklo_epi16(abHi, cdHi), q3 = _mm256_unpackhi_epi16(abHi, cdHi);
+      auto* o = reinterpret_cast<__m256i*>(out + i * q.outStep + 4 * j);
+      _mm256_storeu_si256(o, _mm256_permute2x128_si256(q0, q1, 0x20));
+      _mm256_storeu_si256(o + 1, _mm256_permute2x128_si256(q2, q3, 0x20));
+      _mm256_storeu_si256(o + 2, _mm256_permute2x128_si256(q0, q1, 0x31));
+      _mm256_storeu_si256(o + 3, _mm256_permute2x128_si256(q2, q3, 0x31));
+    }
 #endif
-  for (; i < count; ++i) {
-    out[4 * i] = r0[i * stride] ^ flip;
-    out[4 * i + 1] = r1[i * stride] ^ flip;
-    out[4 * i + 2] = r2[i * stride] ^ flip;
-    out[4 * i + 3] = r3[i * stride] ^ flip;
+    interleaveTail(q, i, j, flip, out);
   }
 }
 #endif

@@ -127,10 +127,18 @@ void qProductTile(const QProduct& q, const uint8_t* a, int64_t m0, int64_t valid
 void finishRow(const QEpilogue& e, int32_t bias, float multiplier, const int32_t* acc,
                int64_t count, const void* residual, void* y);
 
-/// Interleaves columns 0, stride, ..., (count - 1) stride of 4 rows (xor
-/// `flip`) into [count][4]; vectorised at strides 1 and 2 (AVX2: 1).
-void interleaveQuad(const uint8_t* r0, const uint8_t* r1, const uint8_t* r2, const uint8_t* r3,
-                    int64_t count, int64_t stride, uint8_t flip, uint8_t* out);
+/// 4 channels' rows that interleaveQuad reads: `rows` rows of `count`
+/// columns, column j of row i at src[r] + i * srcStep + j * stride.
+struct QuadRows {
+  const uint8_t* src[kQuad];
+  int64_t count, stride = 1, rows = 1, srcStep = 0, outStep = 0;
+};
+
+/// Interleaves q's 4 channels (xor `flip`) into [count][4] a row, row i at
+/// out + i * q.outStep; vectorised at strides 1 and 2 (AVX2: 1). One call
+/// for a plane's rows: a call per row of 28 columns cost more than the
+/// row.
+void interleaveQuad(const QuadRows& q, uint8_t flip, uint8_t* out);
 
 /// The epilogue terms for `channels` output channels of one group
 /// (`first`: the group's first channel among all) into per-thread scratch,
