@@ -27,7 +27,7 @@ struct Requant16 {
   DType type;
   bool rSigned;
   __m512 low, high, midLow, midHigh, midScale, rScale, yScale, yReciprocal;
-  __m512i zero, midZero, rZero;
+  __m512i zero, rZero;
 
   explicit Requant16(const QEpilogue& e)
       : kind(e.kind),
@@ -42,7 +42,6 @@ struct Requant16 {
         yScale(_mm512_set1_ps(e.y_scale)),
         yReciprocal(_mm512_set1_ps(1.0f / e.y_scale)),
         zero(_mm512_set1_epi32(e.y_zero)),
-        midZero(_mm512_set1_epi32(e.mid_zero)),
         rZero(_mm512_set1_epi32(e.r_zero)) {}
 };
 
@@ -69,8 +68,9 @@ inline __m512i requant16(const Requant16& e, __m512i sums, float multiplier, __m
   if (e.kind == QOutput::kInt32) return sums;
   const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(multiplier));
   if (e.kind == QOutput::kRequant) return roundClamp16(scaled, e.low, e.high, e.zero);
-  const __m512i mid = roundClamp16(scaled, e.midLow, e.midHigh, e.midZero);
-  const __m512 a = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(mid, e.midZero)), e.midScale);
+  // mid - mid_zero: roundClamp16 without adding the zero point back.
+  const __m512i mid = roundClamp16(scaled, e.midLow, e.midHigh, _mm512_setzero_si512());
+  const __m512 a = _mm512_mul_ps(_mm512_cvtepi32_ps(mid), e.midScale);
   const __m512 b = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(r, e.rZero)), e.rScale);
   return roundClamp16(divide16(_mm512_add_ps(a, b), e.yScale, e.yReciprocal), e.low, e.high,
                       e.zero);
