@@ -1,14 +1,16 @@
 // Times one convolution kernel call on one thread, for the kernel notes in
-// docs/PERFORMANCE.md and docs/INT8.md: the best of N calls on warm data
-// (a micro-benchmark: model-level claims come from bench/bench.py).
+// docs/PERFORMANCE.md and docs/INT8.md: the best of 50 calls on warm data
+// (CGC_MICRO_RUNS=N for more, e.g. under perf record; a micro-benchmark:
+// model-level claims come from bench/bench.py).
 //
 //   conv_micro float N C_IN C_OUT SIDE K STRIDE packed|winograd2|winograd4|plain|depthwise
 //   conv_micro int8  N C_IN C_OUT SIDE K STRIDE [add|depthwise]
 //
 // Square planes, K x K windows, "same" padding; int8 weights packed as the
 // compiler packs them (rt::preferredQConvPacking); "add": a fused residual
-// Add in the epilogue; "depthwise": groups = C_IN = C_OUT. Prints microseconds and GFLOP/s (float)
-// or GMAC/s (int8). Built by bench/micro/run.sh against build/runtime.
+// Add in the epilogue; "depthwise": groups = C_IN = C_OUT. Prints
+// microseconds and GFLOP/s (float) or GMAC/s (int8). Built by
+// bench/micro/run.sh against build/runtime.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,9 +24,9 @@
 using namespace cgc::rt;
 
 template <typename F>
-double bestSeconds(F&& call, int runs = std::getenv("CGC_MICRO_RUNS")
-                                            ? std::atoi(std::getenv("CGC_MICRO_RUNS"))
-                                            : 50) {
+double bestSeconds(F&& call) {
+  const char* runsVar = std::getenv("CGC_MICRO_RUNS");
+  const int runs = runsVar ? std::atoi(runsVar) : 50;
   double best = 1e9;
   for (int r = 0; r < runs; ++r) {
     const auto start = std::chrono::steady_clock::now();
