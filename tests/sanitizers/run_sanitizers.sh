@@ -4,7 +4,9 @@
 # the test.
 #   address: AddressSanitizer + UndefinedBehaviorSanitizer, every sample on
 #            the default schedule, and the convolution kernel tests
-#            (gemm_conv_tests.cpp: scratch sized for every band and split);
+#            (gemm_conv_tests.cpp: scratch sized for every band and split),
+#            then those and the int8 kernel tests against the runtime
+#            built for this machine (-march=native: its vector paths);
 #   thread:  ThreadSanitizer, the samples with parallel branches on 3
 #            executors x 2 threads (cross-executor signals, team barriers,
 #            the pool's start and finish, the profiler recording from
@@ -68,6 +70,23 @@ if [ "$mode" = address ]; then  # the convolution kernels' own tests: scratch si
       "$tests/gemm_conv_tests.cpp" "${objects[@]}" \
       -lxsmm -lxsmmnoblas -lpthread -ldl -o "$work/conv_tests"
   "$work/conv_tests" "conv*,stem conv*" --use-colour no | tail -2
+  [ "${PIPESTATUS[0]}" -eq 0 ]
+  # Again with this machine's instruction set: the runtime above is built
+  # for the baseline, so its AVX2 and AVX-512 (VNNI) kernels, the int8 ones
+  # with their gathers and masked tails, ran under no sanitizer. The int8
+  # files round as the float emulation only without contraction.
+  native=()
+  mkdir -p "$work/runtime_native"
+  for src in "$runtime"/src/*.cpp; do
+    obj="$work/runtime_native/$(basename "$src" .cpp).o"
+    c++ $flags -march=native -ffp-contract=off -I"$runtime/include" -c "$src" -o "$obj" &
+    native+=("$obj")
+  done
+  wait
+  c++ $flags -march=native -ffp-contract=off -Wno-maybe-uninitialized -I"$runtime/include" \
+      "$tests/main.cpp" "$tests/gemm_conv_tests.cpp" "$tests/quant_kernel_tests.cpp" \
+      "${native[@]}" -lxsmm -lxsmmnoblas -lpthread -ldl -o "$work/kernel_tests_native"
+  "$work/kernel_tests_native" --use-colour no | tail -2
   [ "${PIPESTATUS[0]}" -eq 0 ]
 fi
 if [ "$mode" = thread ]; then  # memory shared inside one kernel call; instances at once
