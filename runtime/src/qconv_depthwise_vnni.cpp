@@ -128,7 +128,7 @@ bool planFlat(const QConvParams& p, int64_t groups, FlatPlanes& f) {
       const int64_t at = 64 * b + i;
       if (at >= positions || at % f.wrow >= p.w_out) continue;
       if (j == 0) f.first[b] = at / f.wrow * p.w_out + at % f.wrow;
-      f.compact[b][j] = static_cast<uint8_t>(i);
+      f.compact[b][j] = packOrder(i);
       f.expand[b][i] = static_cast<uint8_t>(j);
       ++j;
     }
@@ -258,8 +258,7 @@ void DepthwiseVnni::plane(const uint8_t* x, const int32_t* quads, int32_t bias, 
     const FlatPlanes& f = *bandPlans_[band == 0 ? 0 : band == bands_ - 1 ? 2 : 1];
     const int64_t oy = band * bandRows_, at = oy * p_.w_out;
     buildFlat(f, x + std::max<int64_t>(oy * p_.stride_h - p_.pad_top, 0) * p_.w_in);
-    for (int64_t b = 0; b < f.blocks; ++b)
-      flatBlock(f, b, quads, bias, multiplier, residual ? residual + at : nullptr, y + at);
+    flatBand(f, quads, bias, multiplier, residual ? residual + at : nullptr, y + at);
   }
 }
 
@@ -423,11 +422,11 @@ void DepthwiseVnni::buildFlat(const FlatPlanes& f, const uint8_t* x) const {
 namespace {
 
 /// A block's four vpdpbusd chains over its taps (f.taps of them, or T
-/// where T is not 0: 3x3 windows unrolled).
+/// where T is not 0: 3x3 windows unrolled), from the bias.
 template <int T>
 [[gnu::always_inline]] inline void flatSums(const FlatPlanes& f, const uint8_t* block,
-                                            const int32_t* quads, __m512i (&acc)[4]) {
-  for (__m512i& a : acc) a = _mm512_setzero_si512();
+                                            const int32_t* quads, int32_t bias, __m512i (&acc)[4]) {
+  for (__m512i& a : acc) a = _mm512_set1_epi32(bias);
   const int64_t taps = T ? T : f.taps;
   for (int64_t t = 0; t < taps; ++t) {
     const __m512i w = _mm512_set1_epi32(quads[t]);
@@ -437,46 +436,72 @@ template <int T>
   }
 }
 
-/// A block's epilogue (kRequant or kRequantAdd, a constant here) and one
-/// vpermb that packs the outputs among its 64 positions into y.
-template <QOutput kKind>
-void flatStore(const Requant16& e, const FlatPlanes& f, int64_t b, const __m512i (&acc)[4],
-               int32_t bias, float multiplier, const uint8_t* residual, uint8_t* y) {
-  Requant16 same = e;
-  same.kind = kKind;  // a constant the compiler folds into requant16
+/// A block's epilogue (the sums hold the bias) and one vpermb that packs
+/// the outputs among its 64 positions into y (f.compact reads
+/// packBytes64's order). kFast: kRequant rounded before the clamp
+/// (roundsWithinInt32).
+template <QOutput kKind, bool kFast>
+[[gnu::always_inline]] inline void flatStore(const Requant16& e, const FlatPlanes& f, int64_t b,
+                                             const __m512i (&acc)[4], float multiplier,
+                                             const uint8_t* residual, uint8_t* y) {
   const __mmask64 outputs = firstBytes(f.count[b]);
-  __m512i r = _mm512_setzero_si512();
-  if constexpr (kKind == QOutput::kRequantAdd)
-    r = _mm512_permutexvar_epi8(_mm512_load_si512(f.expand[b]),
-                                _mm512_maskz_loadu_epi8(outputs, residual + f.first[b]));
-  const auto lanes = [&](int i, __m128i part) {
-    const __m512i res = kKind == QOutput::kRequantAdd ? widen16(part, e.rSigned) : r;
-    return narrow16(e.type, finish16(same, acc[i], bias, multiplier, res));
-  };
-  __m512i bytes = _mm512_castsi128_si512(lanes(0, _mm512_extracti32x4_epi32(r, 0)));
-  bytes = _mm512_inserti32x4(bytes, lanes(1, _mm512_extracti32x4_epi32(r, 1)), 1);
-  bytes = _mm512_inserti32x4(bytes, lanes(2, _mm512_extracti32x4_epi32(r, 2)), 2);
-  bytes = _mm512_inserti32x4(bytes, lanes(3, _mm512_extracti32x4_epi32(r, 3)), 3);
+  __m512i bytes;
+  if constexpr (kFast) {
+    bytes =
+        packBytes64(e, scaleRound16(acc[0], multiplier), scaleRound16(acc[1], multiplier),
+                    scaleRound16(acc[2], multiplier), scaleRound16(acc[3], multiplier), e.zero16);
+  } else {
+    Requant16 same = e;
+    same.kind = kKind;  // a constant the compiler folds into requant16
+    __m512i r = _mm512_setzero_si512(), q[4];
+    if constexpr (kKind == QOutput::kRequantAdd)
+      r = _mm512_permutexvar_epi8(_mm512_load_si512(f.expand[b]),
+                                  _mm512_maskz_loadu_epi8(outputs, residual + f.first[b]));
+    const __m128i parts[4] = {_mm512_extracti32x4_epi32(r, 0), _mm512_extracti32x4_epi32(r, 1),
+                              _mm512_extracti32x4_epi32(r, 2), _mm512_extracti32x4_epi32(r, 3)};
+    for (int i = 0; i < 4; ++i)
+      q[i] = requant16(same, acc[i], multiplier, widen16(parts[i], e.rSigned));
+    bytes = packBytes64(e, q[0], q[1], q[2], q[3], _mm512_setzero_si512());
+  }
   _mm512_mask_storeu_epi8(y + f.first[b], outputs,
                           _mm512_permutexvar_epi8(_mm512_load_si512(f.compact[b]), bytes));
 }
 
+/// Every block of a band: four vpdpbusd chains and their epilogue each,
+/// in one loop with the sums in registers (a call a block kept them on
+/// the stack).
+template <int T, QOutput kKind, bool kFast>
+void flatBlocks(const Requant16& e, const FlatPlanes& f, const uint8_t* built, const int32_t* quads,
+                int32_t bias, float multiplier, const uint8_t* residual, uint8_t* y) {
+  for (int64_t b = 0; b < f.blocks; ++b) {
+    if (f.count[b] == 0) continue;
+    __m512i acc[4];
+    flatSums<T>(f, built + 256 * b, quads, bias, acc);
+    flatStore<kKind, kFast>(e, f, b, acc, multiplier, residual, y);
+  }
+}
+
+template <int T>
+void flatBlocksOf(const Requant16& e, const FlatPlanes& f, const uint8_t* built,
+                  const int32_t* quads, int32_t bias, float multiplier, const uint8_t* residual,
+                  uint8_t* y) {
+  if (e.kind == QOutput::kRequantAdd)
+    flatBlocks<T, QOutput::kRequantAdd, false>(e, f, built, quads, bias, multiplier, residual, y);
+  else if (roundsWithinInt32(multiplier))
+    flatBlocks<T, QOutput::kRequant, true>(e, f, built, quads, bias, multiplier, residual, y);
+  else
+    flatBlocks<T, QOutput::kRequant, false>(e, f, built, quads, bias, multiplier, residual, y);
+}
+
 }  // namespace
 
-/// Flat positions 64 b .. 64 b + 63: four vpdpbusd chains and their
-/// epilogue.
-void DepthwiseVnni::flatBlock(const FlatPlanes& f, int64_t b, const int32_t* quads, int32_t bias,
-                              float multiplier, const uint8_t* residual, uint8_t* y) const {
-  if (f.count[b] == 0) return;
-  __m512i acc[4];
+/// A band's blocks, 3x3 windows unrolled.
+void DepthwiseVnni::flatBand(const FlatPlanes& f, const int32_t* quads, int32_t bias,
+                             float multiplier, const uint8_t* residual, uint8_t* y) const {
   if (f.taps == 3)
-    flatSums<3>(f, built_ + 256 * b, quads, acc);
+    flatBlocksOf<3>(epilogue_, f, built_, quads, bias, multiplier, residual, y);
   else
-    flatSums<0>(f, built_ + 256 * b, quads, acc);
-  if (epilogue_.kind == QOutput::kRequantAdd)
-    flatStore<QOutput::kRequantAdd>(epilogue_, f, b, acc, bias, multiplier, residual, y);
-  else
-    flatStore<QOutput::kRequant>(epilogue_, f, b, acc, bias, multiplier, residual, y);
+    flatBlocksOf<0>(epilogue_, f, built_, quads, bias, multiplier, residual, y);
 }
 
 }  // namespace cgc::rt::detail

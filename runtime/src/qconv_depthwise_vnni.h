@@ -79,8 +79,8 @@ class DepthwiseVnni {
                  const uint8_t* residual, uint8_t* y) const;
   bool planBands();
   void buildFlat(const FlatPlanes& f, const uint8_t* x) const;
-  void flatBlock(const FlatPlanes& f, int64_t b, const int32_t* quads, int32_t bias,
-                 float multiplier, const uint8_t* residual, uint8_t* y) const;
+  void flatBand(const FlatPlanes& f, const int32_t* quads, int32_t bias, float multiplier,
+                const uint8_t* residual, uint8_t* y) const;
 
   const QConvParams& p_;
   Requant16 epilogue_;

@@ -33,7 +33,7 @@
 // are the portable loops.
 //
 // The copy is shared: each thread copies a share of the (image, group,
-// quad) planes into thread 0's scratch. Then the team splits (image,
+// quad, phase) planes into thread 0's scratch. Then the team splits (image,
 // group, chunk of output-channel blocks, tile), tiles innermost, so that
 // a chunk's weights (at most kChunkBytes) stay in L2 while its tiles pass.
 #include "cgc/kernels.h"
@@ -57,7 +57,24 @@ struct Geometry {
   int64_t virtualPositions, tiles, blocks, chunkBlocks, chunks;
 };
 
-Geometry geometryOf(const QConvParams& p) {
+/// The most (block, tile) products a thread of `threads` runs where the
+/// team splits (chunk of blocks, tile) items, tiles innermost.
+int64_t heaviestShare(int64_t blocks, int64_t chunks, int64_t tiles, int threads) {
+  const int64_t chunkBlocks = (blocks + chunks - 1) / chunks;
+  int64_t heaviest = 0;
+  for (int t = 0; t < threads; ++t) {
+    const Range r = Team(t, threads, nullptr).split(chunks * tiles);
+    int64_t load = 0;
+    for (int64_t c = r.begin / tiles; c * tiles < r.end; ++c) {
+      const int64_t items = std::min(r.end, (c + 1) * tiles) - std::max(r.begin, c * tiles);
+      load += items * std::clamp<int64_t>(blocks - c * chunkBlocks, 0, chunkBlocks);
+    }
+    heaviest = std::max(heaviest, load);
+  }
+  return heaviest;
+}
+
+Geometry geometryOf(const QConvParams& p, int threads) {
   Geometry g{};
   g.cinG = p.c_in / p.groups, g.coutG = p.c_out / p.groups;
   g.channelQuads = (g.cinG + kQuad - 1) / kQuad;
@@ -80,10 +97,16 @@ Geometry geometryOf(const QConvParams& p) {
   g.planeBytes = (positions * kQuad + 63) / 64 * 64;
   g.imageBytes = g.channelQuads * p.stride_h * g.columnPlanes * g.planeBytes;
   g.blocks = (g.coutG + kBlock - 1) / kBlock;
-  // Chunks of near-equal size: 16 blocks in 13 + 3 would leave one of two
-  // threads idle most of the time.
+  // At least the chunks that keep a chunk's weights within kChunkBytes;
+  // more where the team's items then split more evenly: a 14x14 layer's 7
+  // tiles split 4 and 3 on two threads, 2 chunks of its 72 blocks 7 and 7.
   const int64_t most = std::clamp<int64_t>(kChunkBytes / (g.quads * kBlock * kQuad), 1, g.blocks);
-  g.chunks = (g.blocks + most - 1) / most;
+  const int64_t fewest = (g.blocks + most - 1) / most;
+  int64_t best = -1;
+  for (int64_t chunks = fewest; chunks <= std::min(g.blocks, fewest + 2 * threads); ++chunks) {
+    const int64_t load = heaviestShare(g.blocks, chunks, g.tiles, threads);
+    if (best < 0 || load * 10 < best * 9) best = load, g.chunks = chunks;
+  }
   g.chunkBlocks = (g.blocks + g.chunks - 1) / g.chunks;
   return g;
 }
@@ -109,68 +132,62 @@ bool planeRead(const QConvParams& p, const Geometry& g, int64_t ry, int64_t cp) 
   return row && column;
 }
 
-/// Copies the planes of quad cq (image n, group g) into `planes`.
-void copyQuad(const QConvParams& p, const Geometry& g, const uint8_t* x, int64_t n, int64_t group,
-              int64_t cq, uint8_t* planes) {
+/// Copies plane (ry, cp) of quad cq (image n, group g) into `planes`.
+void copyPlane(const QConvParams& p, const Geometry& g, const uint8_t* x, int64_t n, int64_t group,
+               int64_t cq, int64_t ry, int64_t cp, uint8_t* planes) {
   const uint8_t flip = p.x_signed ? 0x80 : 0;
   const auto rawZero = static_cast<uint8_t>(p.x_zero);
   // Channels past c_in read rows of the zero point.
   thread_local std::vector<uint8_t> padRows;
-  if ((cq + 1) * kQuad > g.cinG) padRows.assign(static_cast<size_t>(p.h_in * p.w_in), rawZero);
-  const auto quadRows = [&](int64_t row, const uint8_t*(&rows)[kQuad]) {
-    for (int64_t r = 0; r < kQuad; ++r) {
-      const int64_t channel = cq * kQuad + r;
-      rows[r] = channel < g.cinG
-                    ? x + ((n * p.c_in + group * g.cinG + channel) * p.h_in + row) * p.w_in
-                    : padRows.data() + row * p.w_in;
-    }
+  const auto imageSize = static_cast<size_t>(p.h_in * p.w_in);
+  if ((cq + 1) * kQuad > g.cinG && (padRows.size() != imageSize || padRows[0] != rawZero))
+    padRows.assign(imageSize, rawZero);
+  uint8_t* plane = planes + ((cq * p.stride_h + ry) * g.columnPlanes + cp) * g.planeBytes;
+  // Columns j of the plane inside the image: [j0, j1); its rows i
+  // inside the image: [i0, i1).
+  const int64_t first = columnBase(p, g, cp) - p.pad_left;  // input column of j = 0
+  const int64_t j0 = std::min(g.wq, first >= 0 ? 0 : (-first + p.stride_w - 1) / p.stride_w);
+  const int64_t j1 = std::clamp<int64_t>(
+      first >= p.w_in ? 0 : (p.w_in - first + p.stride_w - 1) / p.stride_w, j0, g.wq);
+  const int64_t top = p.pad_top - ry;  // plane row i reads input row i * stride_h - top
+  const int64_t i0 = std::clamp<int64_t>((top + p.stride_h - 1) / p.stride_h, 0, g.hq);
+  const int64_t i1 = std::clamp<int64_t>((p.h_in + top + p.stride_h - 1) / p.stride_h, i0, g.hq);
+  const auto fill = [&](int64_t from, int64_t to) {  // positions [from, to)
+    std::memset(plane + from * kQuad, rawZero ^ flip, static_cast<size_t>((to - from) * kQuad));
   };
-  for (int64_t ry = 0; ry < p.stride_h; ++ry)
-    for (int64_t cp = 0; cp < g.columnPlanes; ++cp) {
-      if (!planeRead(p, g, ry, cp)) continue;
-      uint8_t* plane = planes + ((cq * p.stride_h + ry) * g.columnPlanes + cp) * g.planeBytes;
-      // Columns j of the plane inside the image: [j0, j1); its rows i
-      // inside the image: [i0, i1).
-      const int64_t first = columnBase(p, g, cp) - p.pad_left;  // input column of j = 0
-      const int64_t j0 = std::min(g.wq, first >= 0 ? 0 : (-first + p.stride_w - 1) / p.stride_w);
-      const int64_t j1 = std::clamp<int64_t>(
-          first >= p.w_in ? 0 : (p.w_in - first + p.stride_w - 1) / p.stride_w, j0, g.wq);
-      const int64_t top = p.pad_top - ry;  // plane row i reads input row i * stride_h - top
-      const int64_t i0 = std::clamp<int64_t>((top + p.stride_h - 1) / p.stride_h, 0, g.hq);
-      const int64_t i1 =
-          std::clamp<int64_t>((p.h_in + top + p.stride_h - 1) / p.stride_h, i0, g.hq);
-      const auto fill = [&](int64_t from, int64_t to) {  // positions [from, to)
-        std::memset(plane + from * kQuad, rawZero ^ flip, static_cast<size_t>((to - from) * kQuad));
-      };
-      if (i1 == i0 || j1 == j0) {
-        fill(0, g.planeBytes / kQuad);
-        continue;
-      }
-      const uint8_t* rows[kQuad];
-      quadRows(i0 * p.stride_h - top, rows);
-      // Where the plane's rows are whole input rows one after another in x
-      // (a 1x1 layer's plane), its rows inside the image are one run, and
-      // the zero point goes only around it (writing it everywhere first
-      // doubled the copy of a 1x1 layer's input). Otherwise the plane is
-      // filled first, then its rows interleaved in one call (a call per row
-      // of 28 columns and its two fills cost more than the row).
-      if (p.stride_h == 1 && p.stride_w == 1 && first == 0 && j1 - j0 == g.wq && g.wq == p.w_in) {
-        fill(0, i0 * g.wq);
-        fill(i1 * g.wq, g.planeBytes / kQuad);
-        detail::interleaveQuad({{rows[0], rows[1], rows[2], rows[3]}, (i1 - i0) * g.wq}, flip,
-                               plane + i0 * g.wq * kQuad);
-        continue;
-      }
-      fill(0, g.planeBytes / kQuad);
-      const int64_t at = first + j0 * p.stride_w;
-      detail::interleaveQuad({{rows[0] + at, rows[1] + at, rows[2] + at, rows[3] + at},
-                              j1 - j0,
-                              p.stride_w,
-                              i1 - i0,
-                              p.stride_h * p.w_in,
-                              g.wq * kQuad},
-                             flip, plane + (i0 * g.wq + j0) * kQuad);
-    }
+  if (i1 == i0 || j1 == j0) {
+    fill(0, g.planeBytes / kQuad);
+    return;
+  }
+  const uint8_t* rows[kQuad];  // the quad's channels at the first row inside the image
+  for (int64_t r = 0; r < kQuad; ++r) {
+    const int64_t channel = cq * kQuad + r, row = i0 * p.stride_h - top;
+    rows[r] = channel < g.cinG
+                  ? x + ((n * p.c_in + group * g.cinG + channel) * p.h_in + row) * p.w_in
+                  : padRows.data() + row * p.w_in;
+  }
+  // Where the plane's rows are whole input rows one after another in x
+  // (a 1x1 layer's plane), its rows inside the image are one run, and
+  // the zero point goes only around it (writing it everywhere first
+  // doubled the copy of a 1x1 layer's input). Otherwise the plane is
+  // filled first, then its rows interleaved in one call (a call per row
+  // of 28 columns and its two fills cost more than the row).
+  if (p.stride_h == 1 && p.stride_w == 1 && first == 0 && j1 - j0 == g.wq && g.wq == p.w_in) {
+    fill(0, i0 * g.wq);
+    fill(i1 * g.wq, g.planeBytes / kQuad);
+    detail::interleaveQuad({{rows[0], rows[1], rows[2], rows[3]}, (i1 - i0) * g.wq}, flip,
+                           plane + i0 * g.wq * kQuad);
+    return;
+  }
+  fill(0, g.planeBytes / kQuad);
+  const int64_t at = first + j0 * p.stride_w;
+  detail::interleaveQuad({{rows[0] + at, rows[1] + at, rows[2] + at, rows[3] + at},
+                          j1 - j0,
+                          p.stride_w,
+                          i1 - i0,
+                          p.stride_h * p.w_in,
+                          g.wq * kQuad},
+                         flip, plane + (i0 * g.wq + j0) * kQuad);
 }
 
 /// Where a tile's 32 positions go in y, per half of 16 lanes: runs of one
@@ -347,7 +364,7 @@ void quadOffsets(const QConvParams& p, const Geometry& g, int64_t* offsets) {
 
 void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, const float* w_scale,
                  const int32_t* bias, const void* residual, void* y, const Team& team) {
-  const Geometry g = geometryOf(p);
+  const Geometry g = geometryOf(p, team.size());
   const QWeightShape shape{p.groups,   g.coutG,       g.cinG * g.taps, true,
                            p.w_signed, p.per_channel, g.taps};
   const detail::QPackLayout layout =
@@ -360,11 +377,14 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
   // The copy: thread 0's scratch, a share of the planes each.
   auto* planes = team.shareFromFirst(
       team.thread() == 0 ? detail::scratch<uint8_t>(images * g.imageBytes) : nullptr);
-  const Range copies = team.split(images * g.channelQuads);
+  const int64_t quadPlanes = p.stride_h * g.columnPlanes;
+  const Range copies = team.split(images * g.channelQuads * quadPlanes);
   for (int64_t item = copies.begin; item < copies.end; ++item) {
-    const int64_t image = item / g.channelQuads, cq = item % g.channelQuads;
-    copyQuad(p, g, static_cast<const uint8_t*>(x), image / p.groups, image % p.groups, cq,
-             planes + image * g.imageBytes);
+    const int64_t image = item / (g.channelQuads * quadPlanes);
+    const int64_t cq = item / quadPlanes % g.channelQuads, ry = item % quadPlanes / g.columnPlanes;
+    if (!planeRead(p, g, ry, item % g.columnPlanes)) continue;
+    copyPlane(p, g, static_cast<const uint8_t*>(x), image / p.groups, image % p.groups, cq, ry,
+              item % g.columnPlanes, planes + image * g.imageBytes);
   }
   team.barrier();
 

@@ -223,6 +223,7 @@ TEST_CASE("qconv matches the integer reference") {
       {1, 1, 140, 60, 1, 1, 3, 3, 2, 1, 1},    // depthwise, stride 2 in 3 bands
       {1, 2, 9, 121, 2, 2, 3, 3, 2, 1, 1},     // depthwise, stride 2, chunks over two rows
       {1, 1, 3, 1100, 1, 1, 3, 3, 1, 1, 1},    // depthwise, a row too long for flat mode
+      {1, 16, 14, 14, 48, 1, 1, 1, 1, 0, 1},   // 7 tiles: two threads split the channels
   };
   for (const ConvCase& c : cases)
     for (QPacking packing :
