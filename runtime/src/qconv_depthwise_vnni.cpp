@@ -120,6 +120,8 @@ bool planFlat(const QConvParams& p, int64_t groups, FlatPlanes& f) {
     const int64_t phase = kh * p.dilation_h % p.stride_h, down = kh * p.dilation_h / p.stride_h;
     f.tapOffset[t] = ((phase * groups + g) * f.quads + down * f.wrow) * 4;
   }
+  alignas(64) uint8_t order[64];  // packBytes64's order to flat positions
+  _mm512_store_si512(order, Requant16::packOrderIndex());
   for (int64_t b = 0; b < f.blocks; ++b) {
     int64_t j = 0;
     std::memset(f.compact[b], 0, 64);
@@ -128,7 +130,7 @@ bool planFlat(const QConvParams& p, int64_t groups, FlatPlanes& f) {
       const int64_t at = 64 * b + i;
       if (at >= positions || at % f.wrow >= p.w_out) continue;
       if (j == 0) f.first[b] = at / f.wrow * p.w_out + at % f.wrow;
-      f.compact[b][j] = packOrder(i);
+      f.compact[b][j] = order[i];
       f.expand[b][i] = static_cast<uint8_t>(j);
       ++j;
     }

@@ -226,9 +226,14 @@ struct BlockJob {
   uint8_t* y;               // channel 0 of the block, position 0 (bytes of y's type)
   const uint8_t* residual;  // likewise, or null
   int64_t plane;            // h_out * w_out
+  bool packs;               // kRequant into bytes, every multiplier roundsWithinInt32
 };
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+
+// GCC 12's extracts pass _mm512_undefined_* (bug 105593, as quant_avx512.h).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 /// c = the biases plus the products of one tile and one block
 /// (quant_microkernels.h), quad q of the tile at offsets[q]. Starting from
@@ -270,6 +275,39 @@ void storeRun(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const B
   }
 }
 
+/// kRequant into int8 or uint8 where every multiplier roundsWithinInt32:
+/// two channels' 64 sums rounded, then packed into bytes at once
+/// (packBytes64), stored a channel (one run) or a run of a half at a time.
+void storePacked(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
+                 const TileRuns& runs) {
+  const bool oneRun =
+      runs.count[0] == 1 && runs.count[1] == 1 && runs.runs[1][0].base == runs.runs[0][0].base + 16;
+  const __mmask32 lanes = runs.runs[0][0].lanes | __mmask32{runs.runs[1][0].lanes} << 16;
+  for (int64_t j = 0; j < job.channels; j += 2) {
+    const float m0 = job.multiplier[j], m1 = job.multiplier[j + 1];  // terms pad with zeros
+    const __m512i bytes = _mm512_permutexvar_epi8(
+        e.order,
+        detail::packBytes64(e, detail::scaleRound16(c[0][j], m0), detail::scaleRound16(c[1][j], m0),
+                            detail::scaleRound16(c[0][j + 1], m1),
+                            detail::scaleRound16(c[1][j + 1], m1), e.zero16));
+    for (int64_t k = j; k < std::min(j + 2, job.channels); ++k) {
+      uint8_t* y = job.y + k * job.plane;
+      const __m256i channel =
+          k == j ? _mm512_castsi512_si256(bytes) : _mm512_extracti64x4_epi64(bytes, 1);
+      if (oneRun) {
+        _mm256_mask_storeu_epi8(y + runs.runs[0][0].base, lanes, channel);
+        continue;
+      }
+      for (int h = 0; h < 2; ++h) {
+        const __m128i half =
+            h == 0 ? _mm256_castsi256_si128(channel) : _mm256_extracti128_si256(channel, 1);
+        for (int64_t i = 0; i < runs.count[h]; ++i)
+          _mm_mask_storeu_epi8(y + runs.runs[h][i].base, runs.runs[h][i].lanes, half);
+      }
+    }
+  }
+}
+
 /// The epilogue of one block: 8 channels x 2 halves of sums into y.
 template <QOutput kKind>
 void storeBlock(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
@@ -305,6 +343,7 @@ void tileBlock(const detail::Requant16& e, const uint8_t* a, const int64_t* offs
                const BlockJob& job, const TileRuns& runs) {
   __m512i c[2][kBlock];
   tileProducts(a, offsets, quads, job.w, job.bias, c);
+  if (job.packs) return storePacked(e, c, job, runs);
   switch (e.kind) {
     case QOutput::kRequant:
       return storeBlock<QOutput::kRequant>(e, c, job, runs);
@@ -316,6 +355,8 @@ void tileBlock(const detail::Requant16& e, const uint8_t* a, const int64_t* offs
 }
 
 using Epilogue = detail::Requant16;
+
+#pragma GCC diagnostic pop
 
 #else
 
@@ -397,6 +438,7 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
   const Range items = team.split(images * g.chunks * g.tiles);
   int64_t termsGroup = -1;
   detail::ChannelTerms terms{};
+  bool packs = false;
   TileRuns runs;
   for (int64_t item = items.begin; item < items.end; ++item) {
     const int64_t tile = item % g.tiles, chunk = item / g.tiles % g.chunks;
@@ -405,6 +447,8 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
       terms = detail::channelTerms(p.out, group * g.coutG, g.coutG, sums, activationZero, w_scale,
                                    p.per_channel, bias);
       termsGroup = group;
+      packs = p.out.kind == QOutput::kRequant && p.out.y_type != DType::kI32 &&
+              std::all_of(terms.multiplier, terms.multiplier + g.coutG, detail::roundsWithinInt32);
     }
     const int64_t v0 = tile * kQTile;
     runsOf(p, g, v0, runs);
@@ -421,7 +465,8 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
           terms.multiplier + c0,
           static_cast<uint8_t*>(y) + (first + c0) * plane * ySize,
           residual ? static_cast<const uint8_t*>(residual) + (first + c0) * plane : nullptr,
-          plane};
+          plane,
+          packs};
       tileBlock(epilogue, a, offsets, g.quads, job, runs);
     }
   }

@@ -9,8 +9,6 @@
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #include <immintrin.h>
 
-#include <cmath>
-
 #include "quant_support.h"
 
 // GCC 12's AVX-512 conversions and min/max pass _mm512_undefined_* as the
@@ -31,6 +29,7 @@ struct Requant16 {
   __m512 low, high, midLow, midHigh, midScale, rScale, yScale, yReciprocal;
   __m512i zero, rZero;
   __m512i zero16, low8, high8;  // packBytes64's: y_zero as int16, y_min and y_max as bytes
+  __m512i order;                // vpermb's index from packBytes64's order to vector order
 
   explicit Requant16(const QEpilogue& e)
       : kind(e.kind),
@@ -48,7 +47,16 @@ struct Requant16 {
         rZero(_mm512_set1_epi32(e.r_zero)),
         zero16(_mm512_set1_epi16(static_cast<int16_t>(e.y_zero))),
         low8(_mm512_set1_epi8(static_cast<char>(e.y_min))),
-        high8(_mm512_set1_epi8(static_cast<char>(e.y_max))) {}
+        high8(_mm512_set1_epi8(static_cast<char>(e.y_max))),
+        order(packOrderIndex()) {}
+
+  /// Byte 16 v + i: where packBytes64 put vector v's lane i.
+  static __m512i packOrderIndex() {
+    alignas(64) uint8_t index[64];
+    for (int64_t i = 0; i < 64; ++i)
+      index[i] = static_cast<uint8_t>(16 * (i % 16 / 4) + 4 * (i / 16) + i % 4);
+    return _mm512_load_si512(index);
+  }
 };
 
 /// roundClamp on 16 lanes: clamp in float (NaN to low), round half to even.
@@ -82,13 +90,6 @@ inline __m512i requant16(const Requant16& e, __m512i sums, float multiplier, __m
                       e.zero);
 }
 
-/// Whether kRequant may round before it clamps (scaleRound16 and
-/// packBytes64): the clamp bounds are integers, so clamp-then-round and
-/// round-then-clamp agree wherever the rounding stays within int32, which
-/// any int32 sum times a multiplier of at most 1/2 does (quantised models'
-/// multipliers are about 1e-2 to 1e-4).
-inline bool roundsWithinInt32(float multiplier) { return std::abs(multiplier) <= 0.5f; }
-
 /// kRequant's 16 sums (bias included) scaled and rounded, before the zero
 /// point and the clamp, which packBytes64 adds on 64 lanes at once
 /// (roundsWithinInt32 must hold).
@@ -99,8 +100,8 @@ inline __m512i scaleRound16(__m512i sums, float multiplier) {
 /// Four vectors of 16 int32 as 64 bytes of y's type (int8 or uint8): plus
 /// `zero16` (int16 lanes) and clamped to [y_min, y_max], with saturation
 /// at every narrowing, which keeps out-of-range values on their side. In
-/// pack order: byte 16 L + 4 v + k is vector v's lane 4 L + k (kPackOrder
-/// puts them in order). Half the instructions of narrow16 per vector: the
+/// pack order: byte 16 L + 4 v + k is vector v's lane 4 L + k
+/// (Requant16::order puts them in order). Half the instructions of narrow16 per vector: the
 /// epilogue is most of a shallow layer's time.
 inline __m512i packBytes64(const Requant16& e, __m512i v0, __m512i v1, __m512i v2, __m512i v3,
                            __m512i zero16) {
@@ -109,13 +110,6 @@ inline __m512i packBytes64(const Requant16& e, __m512i v0, __m512i v1, __m512i v
   if (e.type == DType::kI8)
     return _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(low, high), e.low8), e.high8);
   return _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(low, high), e.low8), e.high8);
-}
-
-/// vpermb's index from packBytes64's order to vector order (byte 16 v + i:
-/// vector v's lane i).
-inline uint8_t packOrder(int64_t i) {
-  const int64_t v = i / 16, lane = i % 16;
-  return static_cast<uint8_t>(16 * (lane / 4) + 4 * v + lane % 4);
 }
 
 /// finishQ on 16 lanes.

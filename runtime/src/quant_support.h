@@ -85,6 +85,13 @@ inline int32_t finishQ(const QEpilogue& e, int32_t acc, int32_t bias, float mult
   return roundClamp((a + b) / e.y_scale, e.y_zero, e.y_min, e.y_max);
 }
 
+/// Whether kRequant may round before it clamps (quant_avx512.h's
+/// scaleRound16 and packBytes64): the clamp bounds are integers, so clamp-then-round and
+/// round-then-clamp agree wherever the rounding stays within int32, which
+/// any int32 sum times a multiplier of at most 1/2 does (quantised models'
+/// multipliers are about 1e-2 to 1e-4).
+inline bool roundsWithinInt32(float multiplier) { return std::abs(multiplier) <= 0.5f; }
+
 /// Per output channel: the int32 added to every sum (the bias minus the
 /// activations' zero point times the channel's weight sum) and the
 /// requantisation multiplier.
