@@ -18,10 +18,10 @@ namespace cgc {
 namespace {
 
 #if defined(__x86_64__) || defined(__i386__)
-constexpr const char* kCheckable[] = {"popcnt",   "ssse3",    "sse4.1",   "sse4.2",   "avx",
-                                      "avx2",     "fma",      "bmi2",     "f16c",     "avx512f",
-                                      "avx512bw", "avx512cd", "avx512dq", "avx512vl", "avx512vnni",
-                                      "avxvnni",  nullptr};
+constexpr const char* kCheckable[] = {
+    "popcnt",   "ssse3",    "sse4.1",     "sse4.2",     "avx",      "avx2",
+    "fma",      "bmi2",     "f16c",       "avx512f",    "avx512bw", "avx512cd",
+    "avx512dq", "avx512vl", "avx512vnni", "avx512vbmi", "avxvnni",  nullptr};
 
 /// __builtin_cpu_supports takes only a literal, hence one call per name.
 int x86Has(const char* feature) {
@@ -41,6 +41,7 @@ int x86Has(const char* feature) {
   if (is("avx512vl")) return __builtin_cpu_supports("avx512vl") ? 1 : 0;
   if (is("avx512dq")) return __builtin_cpu_supports("avx512dq") ? 1 : 0;
   if (is("avx512vnni")) return __builtin_cpu_supports("avx512vnni") ? 1 : 0;
+  if (is("avx512vbmi")) return __builtin_cpu_supports("avx512vbmi") ? 1 : 0;
   // Clang 14 knows neither name: read CPUID (both need the OS's AVX state,
   // which "avx" checks).
   unsigned a = 0, b = 0, c = 0, d = 0;

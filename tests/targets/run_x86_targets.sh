@@ -17,7 +17,10 @@
 #   x86-64-v4: zmm registers in the runtime (its AVX-512 paths). Where
 #              the CPU lacks AVX-512F, creating the model must fail with
 #              CGC_ERROR_CPU naming avx512f (driver exit 3), not SIGILL;
-#              where it has it, the outputs are compared.
+#              where it has it, the outputs are compared;
+#   x86-64-v4-vnni: v4's, and vpdpbusd and vpermb in the runtime (its int8
+#              kernels); where the CPU lacks AVX-512 VNNI or VBMI, the
+#              model must be refused the same way, naming the feature.
 # Usage: run_x86_targets.sh CGC RUNTIME_DIR(build)/runtime INCLUDE_DIR SAMPLES WORK TARGET=FLAGS...
 set -eu
 cgc=$1 runtime=$2 include=$3 samples=$4 work=$5
@@ -33,17 +36,19 @@ check_isa() {
   local target=$1 kind=$2
   shift 2
   objdump -d --no-show-raw-insn "$@" > "$work/$target.asm"
-  local zmm ymm kmask fma
+  local zmm ymm kmask fma vnni
   zmm=$(grep -c '%zmm' "$work/$target.asm" || true)
+  vnni=$(grep -cE 'vpdpbusd.*%zmm' "$work/$target.asm" || true)
   ymm=$(grep -c '%ymm' "$work/$target.asm" || true)
   kmask=$(grep -cE '%k[0-7]\b' "$work/$target.asm" || true)
   fma=$(grep -cE 'vfmadd[0-9a-z]*ps.*%ymm' "$work/$target.asm" || true)
-  echo "$target: $zmm zmm, $ymm ymm, $kmask k-mask operands, $fma ymm FMAs in $*"
+  echo "$target: $zmm zmm, $ymm ymm, $kmask k-mask operands, $fma ymm FMAs, $vnni zmm vpdpbusd in $*"
   case $target/$kind in
     x86-64-v2/*) [ "$zmm" -eq 0 ] && [ "$ymm" -eq 0 ] && [ "$kmask" -eq 0 ] ;;
     x86-64-v3/runtime) [ "$zmm" -eq 0 ] && [ "$kmask" -eq 0 ] && [ "$fma" -gt 0 ] ;;
     x86-64-v3/model) [ "$zmm" -eq 0 ] && [ "$kmask" -eq 0 ] ;;
-    x86-64-v4/runtime) [ "$zmm" -gt 0 ] ;;
+    x86-64-v4/runtime) [ "$zmm" -gt 0 ] && [ "$vnni" -eq 0 ] ;;
+    x86-64-v4-vnni/runtime) [ "$zmm" -gt 0 ] && [ "$vnni" -gt 0 ] && grep -q vpermb "$work/$target.asm" ;;
   esac || { echo "FAIL: $target code holds instructions its target lacks (or lacks its vectors)"; exit 1; }
 }
 
@@ -68,8 +73,9 @@ for spec in "$@"; do
     code=$?
     set -e
     cat "$out/stderr.txt"
-    if [ $code -eq 3 ] && [ "$target" = x86-64-v4 ] && grep -q avx512f "$out/stderr.txt"; then
-      echo "$target/$model: refused at creation (CGC_ERROR_CPU, names avx512f): this CPU cannot run it"
+    if [ $code -eq 3 ] && [[ "$target" = x86-64-v4* ]] &&
+       grep -qE 'avx512(f|vnni|vbmi)' "$out/stderr.txt"; then
+      echo "$target/$model: refused at creation (CGC_ERROR_CPU, names the feature): this CPU cannot run it"
     elif [ $code -ne 0 ]; then
       echo "FAIL: $target/$model (driver exit $code)"
       status=1
