@@ -36,6 +36,8 @@
 // quad, phase) planes into thread 0's scratch. Then the team splits (image,
 // group, chunk of output-channel blocks, tile), tiles innermost, so that
 // a chunk's weights (at most kChunkBytes) stay in L2 while its tiles pass.
+#include "qconv_direct.h"
+
 #include "cgc/kernels.h"
 #include "quant_avx512.h"
 #include "quant_microkernels.h"
@@ -49,13 +51,7 @@ using detail::kQuad;
 constexpr int64_t kBlock = detail::kMaxBlock;  // output channels per packed block
 constexpr int64_t kChunkBytes = 128 * 1024;    // packed weights per chunk of blocks
 
-struct Geometry {
-  int64_t cinG, coutG, channelQuads, taps, quads;
-  bool tapPlanes;                          // a column plane per column tap (else per phase)
-  int64_t columnPlanes;                    // per row phase
-  int64_t hq, wq, planeBytes, imageBytes;  // a plane, and an (image, group)'s planes
-  int64_t virtualPositions, tiles, blocks, chunkBlocks, chunks;
-};
+using Geometry = detail::DirectGeometry;
 
 /// The most (block, tile) products a thread of `threads` runs where the
 /// team splits (chunk of blocks, tile) items, tiles innermost.
@@ -87,6 +83,13 @@ Geometry geometryOf(const QConvParams& p, int threads) {
   const int64_t tilesWith = (p.h_out * p.w_out + kQTile - 1) / kQTile;
   const int64_t tilesWithout = (p.h_out * (p.w_out + colReach) + kQTile - 1) / kQTile;
   g.tapPlanes = tilesWith * 10 < tilesWithout * 9;
+  // The product along channels where a twentieth or more of the tiles'
+  // lanes would not be outputs (7x7: 49 of 64; 14x14 at 3x3: 196 of 224),
+  // on the planes per phase: it computes outputs only, whatever wq.
+  const int64_t lanes = std::min(tilesWith, tilesWithout) * kQTile;
+  g.channelTiles = detail::kChannelTiles && p.out.y_type != DType::kI32 &&
+                   g.coutG % detail::kChannelLanes == 0 && p.h_out * p.w_out * 20 < lanes * 19;
+  if (g.channelTiles) g.tapPlanes = false;
   g.columnPlanes = g.tapPlanes ? p.k_w : p.stride_w;
   g.wq = g.tapPlanes ? p.w_out : p.w_out + colReach;
   g.hq = p.h_out + rowReach;
@@ -433,6 +436,11 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
   int64_t* offsets = detail::scratch<int64_t>(g.quads + detail::kPrefetchQuads);
   quadOffsets(p, g, offsets);
   std::fill_n(offsets + g.quads, detail::kPrefetchQuads, offsets[g.quads - 1]);
+  if (g.channelTiles) {
+    detail::channelTiles(p, g, planes, offsets, packed, sums, w_scale, bias, residual, y, team);
+    team.barrier();  // thread 0's copy outlives the others' reads
+    return;
+  }
   const int64_t plane = p.h_out * p.w_out;
   const Epilogue epilogue(p.out);
   const Range items = team.split(images * g.chunks * g.tiles);

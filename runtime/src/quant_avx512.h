@@ -77,10 +77,11 @@ inline __m512 divide16(__m512 x, __m512 y, __m512 reciprocal) {
 }
 
 /// finishQ on 16 sums that already hold their bias (r: the residual,
-/// kRequantAdd).
-inline __m512i requant16(const Requant16& e, __m512i sums, float multiplier, __m512i r) {
+/// kRequantAdd), a multiplier per lane (the product along channels) or one
+/// for all.
+inline __m512i requant16(const Requant16& e, __m512i sums, __m512 multiplier, __m512i r) {
   if (e.kind == QOutput::kInt32) return sums;
-  const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(multiplier));
+  const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), multiplier);
   if (e.kind == QOutput::kRequant) return roundClamp16(scaled, e.low, e.high, e.zero);
   // mid - mid_zero: roundClamp16 without adding the zero point back.
   const __m512i mid = roundClamp16(scaled, e.midLow, e.midHigh, _mm512_setzero_si512());
@@ -93,8 +94,11 @@ inline __m512i requant16(const Requant16& e, __m512i sums, float multiplier, __m
 /// kRequant's 16 sums (bias included) scaled and rounded, before the zero
 /// point and the clamp, which packBytes64 adds on 64 lanes at once
 /// (roundsWithinInt32 must hold).
+inline __m512i scaleRound16(__m512i sums, __m512 multiplier) {
+  return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), multiplier));
+}
 inline __m512i scaleRound16(__m512i sums, float multiplier) {
-  return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(multiplier)));
+  return scaleRound16(sums, _mm512_set1_ps(multiplier));
 }
 
 /// Four vectors of 16 int32 as 64 bytes of y's type (int8 or uint8): plus
@@ -110,6 +114,10 @@ inline __m512i packBytes64(const Requant16& e, __m512i v0, __m512i v1, __m512i v
   if (e.type == DType::kI8)
     return _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(low, high), e.low8), e.high8);
   return _mm512_min_epu8(_mm512_max_epu8(_mm512_packus_epi16(low, high), e.low8), e.high8);
+}
+
+inline __m512i requant16(const Requant16& e, __m512i sums, float multiplier, __m512i r) {
+  return requant16(e, sums, _mm512_set1_ps(multiplier), r);
 }
 
 /// finishQ on 16 lanes.

@@ -226,6 +226,9 @@ TEST_CASE("qconv matches the integer reference") {
       {1, 2, 9, 121, 2, 2, 3, 3, 2, 1, 1},     // depthwise, stride 2, chunks over two rows
       {1, 1, 3, 1100, 1, 1, 3, 3, 1, 1, 1},    // depthwise, a row too long for flat mode
       {1, 16, 14, 14, 48, 1, 1, 1, 1, 0, 1},   // 7 tiles: two threads split the channels
+      // The product along channels (7x7 and smaller planes, 14x14 at 3x3):
+      {2, 8, 5, 5, 64, 1, 3, 3, 1, 1, 1},     // tiles of 7, 7, 7 and 4; chunks of 3 and 1 vectors
+      {1, 12, 14, 14, 64, 2, 3, 3, 2, 1, 1},  // groups of 2 vectors, stride 2
   };
   for (const ConvCase& c : cases)
     for (QPacking packing :
