@@ -157,7 +157,12 @@ void importConvTranspose(OpContext& ctx) {
 
 void importPool(OpContext& ctx) {
   ctx.requireInputs(1, 1);
-  requireFloat(ctx, 0);
+  // MaxPool on int8 and uint8 (opset 12) is the int8 kernel that fusion
+  // makes of DQ -> MaxPool -> Q: exact, the maximum commutes with both.
+  const DType type = ctx.inputType(0);
+  const bool quantised =
+      ctx.proto.op_type() == "MaxPool" && (type == DType::kU8 || type == DType::kI8);
+  if (!quantised) requireFloat(ctx, 0);
   const Shape& x = ctx.inputShape(0);
   if (x.size() < 3) ctx.fail("pooling needs an N x C x spatial input");
   if (!ctx.hasAttr("kernel_shape")) ctx.fail("kernel_shape is required");
@@ -168,7 +173,8 @@ void importPool(OpContext& ctx) {
   out.insert(out.begin(), {x[0], x[1]});
   auto attrs = windowAttrs(w);
   attrs["count_include_pad"] = ctx.attrInt("count_include_pad", 0);
-  ctx.emit(ctx.proto.op_type(), {ctx.inputs[0]}, {{DType::kF32, out}}, attrs);
+  if (quantised && x.size() > 4) ctx.fail("int8 max pooling is 1-D and 2-D only");
+  ctx.emit(quantised ? "MaxPoolInt8" : ctx.proto.op_type(), {ctx.inputs[0]}, {{type, out}}, attrs);
   if (ctx.proto.output_size() > 1 && !ctx.proto.output(1).empty())
     ctx.fail("the Indices output of MaxPool is not supported");
 }

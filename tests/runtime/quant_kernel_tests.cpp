@@ -371,33 +371,42 @@ TEST_CASE("dynamic quantize, quantised add, int8 pools") {
   checkOnTeams([&](const Team& team, uint8_t* out) { qadd(add, a.data(), b.data(), out, team); },
                a.size(), DType::kU8, expected);
 
-  for (auto [k, stride, pad] : {std::tuple{3, 2, 1}, std::tuple{3, 1, 1}, std::tuple{2, 2, 0}}) {
-    PoolParams p{};
-    p.n_c = 5, p.h_in = 11, p.w_in = 13, p.k_h = p.k_w = k, p.stride_h = p.stride_w = stride;
-    p.pad_top = p.pad_left = pad;
-    p.h_out = (11 + 2 * pad - k) / stride + 1, p.w_out = (13 + 2 * pad - k) / stride + 1;
-    const auto in = randomBytes(5 * 11 * 13, -128, 127, 9);
-    std::vector<int32_t> ref;
-    for (int64_t c = 0; c < 5; ++c)
-      for (int64_t oy = 0; oy < p.h_out; ++oy)
-        for (int64_t ox = 0; ox < p.w_out; ++ox) {
-          int32_t best = -128;
-          for (int64_t i = 0; i < k; ++i)
-            for (int64_t j = 0; j < k; ++j) {
-              const int64_t iy = oy * stride - pad + i, ix = ox * stride - pad + j;
-              if (iy >= 0 && iy < 11 && ix >= 0 && ix < 13)
-                best = std::max(best, at(in, (c * 11 + iy) * 13 + ix, true));
+  // Max pooling, int8 and uint8; rows of 150 columns: vectors of 64 and
+  // their tails.
+  for (auto [k, stride, pad] :
+       {std::tuple{3, 2, 1}, std::tuple{3, 1, 1}, std::tuple{3, 2, 0}, std::tuple{2, 2, 0}})
+    for (int64_t w : {13, 150})
+      for (bool isSigned : {true, false}) {
+        PoolParams p{};
+        p.n_c = 5, p.h_in = 11, p.w_in = w, p.k_h = p.k_w = k, p.stride_h = p.stride_w = stride;
+        p.pad_top = p.pad_left = pad;
+        p.h_out = (11 + 2 * pad - k) / stride + 1, p.w_out = (w + 2 * pad - k) / stride + 1;
+        const auto in = randomBytes(5 * 11 * w, isSigned ? -128 : 0, isSigned ? 127 : 255, 9);
+        std::vector<int32_t> ref;
+        for (int64_t c = 0; c < 5; ++c)
+          for (int64_t oy = 0; oy < p.h_out; ++oy)
+            for (int64_t ox = 0; ox < p.w_out; ++ox) {
+              int32_t best = isSigned ? -128 : 0;
+              for (int64_t i = 0; i < k; ++i)
+                for (int64_t j = 0; j < k; ++j) {
+                  const int64_t iy = oy * stride - pad + i, ix = ox * stride - pad + j;
+                  if (iy >= 0 && iy < 11 && ix >= 0 && ix < w)
+                    best = std::max(best, at(in, (c * 11 + iy) * w + ix, isSigned));
+                }
+              ref.push_back(best);
             }
-          ref.push_back(best);
-        }
-    INFO("pool " << k << " stride " << stride);
-    checkOnTeams(
-        [&](const Team& team, uint8_t* out) {
-          max_pool_int8<int8_t>(p, reinterpret_cast<const int8_t*>(in.data()),
-                                reinterpret_cast<int8_t*>(out), team);
-        },
-        ref.size(), DType::kI8, ref);
-  }
+        INFO("pool " << k << " stride " << stride << " pad " << pad << " width " << w
+                     << (isSigned ? " int8" : " uint8"));
+        checkOnTeams(
+            [&](const Team& team, uint8_t* out) {
+              if (isSigned)
+                max_pool_int8<int8_t>(p, reinterpret_cast<const int8_t*>(in.data()),
+                                      reinterpret_cast<int8_t*>(out), team);
+              else
+                max_pool_int8<uint8_t>(p, in.data(), out, team);
+            },
+            ref.size(), isSigned ? DType::kI8 : DType::kU8, ref);
+      }
 
   QGlobalPoolParams g{7, 49, false, DType::kU8, 0.1f, 0.03f, 12, 4};
   const auto planes = randomBytes(7 * 49, 0, 255, 10);
