@@ -91,8 +91,9 @@ __attribute__((noinline)) void channelProducts(const Tile& t,
   const __m512i b2 = V > 2 ? _mm512_loadu_si512(t.bias + 32) : b0;
   CGC_CHANNEL_SUMS(0)
   CGC_CHANNEL_SUMS(1)
-  CGC_CHANNEL_SUMS(2) CGC_CHANNEL_SUMS(3) CGC_CHANNEL_SUMS(4) CGC_CHANNEL_SUMS(5)
-      CGC_CHANNEL_SUMS(6) const int64_t stride = t.blockStride;
+  CGC_CHANNEL_SUMS(2)
+  CGC_CHANNEL_SUMS(3) CGC_CHANNEL_SUMS(4) CGC_CHANNEL_SUMS(5) CGC_CHANNEL_SUMS(6)
+      const int64_t stride = t.blockStride;
   const int8_t* w = t.w;
   for (int64_t q = 0; q < t.quads; ++q, w += kBlockBytes) {
     const int64_t offset = t.offsets[q];
@@ -101,8 +102,8 @@ __attribute__((noinline)) void channelProducts(const Tile& t,
     const __m512i w2 = V > 2 ? channelWeights(w + 4 * stride, stride) : w0;
     CGC_CHANNEL_STEP(0)
     CGC_CHANNEL_STEP(1)
-    CGC_CHANNEL_STEP(2) CGC_CHANNEL_STEP(3) CGC_CHANNEL_STEP(4) CGC_CHANNEL_STEP(5)
-        CGC_CHANNEL_STEP(6)
+    CGC_CHANNEL_STEP(2)
+    CGC_CHANNEL_STEP(3) CGC_CHANNEL_STEP(4) CGC_CHANNEL_STEP(5) CGC_CHANNEL_STEP(6)
   }
   CGC_CHANNEL_OUT(0)
   CGC_CHANNEL_OUT(1)
