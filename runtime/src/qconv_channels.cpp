@@ -79,6 +79,7 @@ inline __m512i broadcastQuad(const uint8_t* a) {
   }
 #define CGC_CHANNEL_SUMS(p) __m512i c##p##0 = b0, c##p##1 = b1, c##p##2 = b2;
 #define CGC_CHANNEL_OUT(p) out[p][0] = c##p##0, out[p][1] = c##p##1, out[p][2] = c##p##2;
+#define CGC_EACH_POSITION(m) m(0) m(1) m(2) m(3) m(4) m(5) m(6)
 
 /// out[p][v] = the biases plus the products of position p and channel
 /// vector v over every quad. The 21 sums in named registers (an array's
@@ -89,28 +90,21 @@ __attribute__((noinline)) void channelProducts(const Tile& t,
   const __m512i b0 = _mm512_loadu_si512(t.bias);
   const __m512i b1 = V > 1 ? _mm512_loadu_si512(t.bias + 16) : b0;
   const __m512i b2 = V > 2 ? _mm512_loadu_si512(t.bias + 32) : b0;
-  CGC_CHANNEL_SUMS(0)
-  CGC_CHANNEL_SUMS(1)
-  CGC_CHANNEL_SUMS(2)
-  CGC_CHANNEL_SUMS(3) CGC_CHANNEL_SUMS(4) CGC_CHANNEL_SUMS(5) CGC_CHANNEL_SUMS(6)
-      const int64_t stride = t.blockStride;
+  CGC_EACH_POSITION(CGC_CHANNEL_SUMS);
+  const int64_t stride = t.blockStride;
   const int8_t* w = t.w;
   for (int64_t q = 0; q < t.quads; ++q, w += kBlockBytes) {
     const int64_t offset = t.offsets[q];
     const __m512i w0 = channelWeights(w, stride);
     const __m512i w1 = V > 1 ? channelWeights(w + 2 * stride, stride) : w0;
     const __m512i w2 = V > 2 ? channelWeights(w + 4 * stride, stride) : w0;
-    CGC_CHANNEL_STEP(0)
-    CGC_CHANNEL_STEP(1)
-    CGC_CHANNEL_STEP(2)
-    CGC_CHANNEL_STEP(3) CGC_CHANNEL_STEP(4) CGC_CHANNEL_STEP(5) CGC_CHANNEL_STEP(6)
+    CGC_EACH_POSITION(CGC_CHANNEL_STEP);
   }
-  CGC_CHANNEL_OUT(0)
-  CGC_CHANNEL_OUT(1)
-  CGC_CHANNEL_OUT(2) CGC_CHANNEL_OUT(3) CGC_CHANNEL_OUT(4) CGC_CHANNEL_OUT(5) CGC_CHANNEL_OUT(6)
+  CGC_EACH_POSITION(CGC_CHANNEL_OUT);
 }
 #undef CGC_CHANNEL_STEP
 #undef CGC_CHANNEL_SUMS
+#undef CGC_EACH_POSITION
 #undef CGC_CHANNEL_OUT
 
 /// The vpermt2b indices between packBytes64's order and rows of 8
