@@ -35,7 +35,8 @@
 // The copy is shared: each thread copies a share of the (image, group,
 // quad, phase) planes into thread 0's scratch. Then the team splits (image,
 // group, chunk of output-channel blocks, tile), tiles innermost, so that
-// a chunk's weights (at most kChunkBytes) stay in L2 while its tiles pass.
+// a chunk's weights (at most kChunkBytes) stay in L2 while its tiles pass;
+// each thread runs its tiles in groups of 8, the chunk's blocks outer.
 #include "qconv_direct.h"
 
 #include "cgc/kernels.h"
@@ -447,10 +448,16 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
   int64_t termsGroup = -1;
   detail::ChannelTerms terms{};
   bool packs = false;
-  TileRuns runs;
-  for (int64_t item = items.begin; item < items.end; ++item) {
+  // Blocks outer over a group of tiles: each block's stores then run along
+  // 8 channel planes, not a tile's 32 bytes into every plane of the chunk
+  // (one core, 16-to-96 1x1 on 112x112: 205 to 188 us; 24 to 144 on 56x56:
+  // 92 to 88).
+  constexpr int64_t kTileGroup = 8;
+  TileRuns runs[kTileGroup];
+  for (int64_t item = items.begin; item < items.end;) {
     const int64_t tile = item % g.tiles, chunk = item / g.tiles % g.chunks;
     const int64_t image = item / (g.tiles * g.chunks), group = image % p.groups;
+    const int64_t count = std::min({kTileGroup, items.end - item, g.tiles - tile});
     if (group != termsGroup) {
       terms = detail::channelTerms(p.out, group * g.coutG, g.coutG, sums, activationZero, w_scale,
                                    p.per_channel, bias);
@@ -458,9 +465,7 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
       packs = p.out.kind == QOutput::kRequant && p.out.y_type != DType::kI32 &&
               std::all_of(terms.multiplier, terms.multiplier + g.coutG, detail::roundsWithinInt32);
     }
-    const int64_t v0 = tile * kQTile;
-    runsOf(p, g, v0, runs);
-    const uint8_t* a = planes + image * g.imageBytes + v0 * kQuad;
+    for (int64_t i = 0; i < count; ++i) runsOf(p, g, (tile + i) * kQTile, runs[i]);
     const int64_t first = image / p.groups * p.c_out + group * g.coutG;  // y's channel 0
     const int64_t b1 = std::min(g.blocks, (chunk + 1) * g.chunkBlocks);
     for (int64_t b = chunk * g.chunkBlocks; b < b1; ++b) {
@@ -475,8 +480,11 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
           residual ? static_cast<const uint8_t*>(residual) + (first + c0) * plane : nullptr,
           plane,
           packs};
-      tileBlock(epilogue, a, offsets, g.quads, job, runs);
+      for (int64_t i = 0; i < count; ++i)
+        tileBlock(epilogue, planes + image * g.imageBytes + (tile + i) * kQTile * kQuad, offsets,
+                  g.quads, job, runs[i]);
     }
+    item += count;
   }
   team.barrier();  // thread 0's copy outlives the others' reads
 }
