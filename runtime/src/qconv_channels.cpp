@@ -189,7 +189,8 @@ inline void storeRows(const Transposes& t, __m512i a, __m512i b, const Rows& r) 
 
 /// The epilogue of one tile: each channel vector requantised for its 7
 /// positions (and an 8th, a copy), packed, transposed and stored. kFast:
-/// kRequant rounded before the clamp (roundsWithinInt32).
+/// rounded before the zero point and the clamp, which packBytes64 adds
+/// (kRequant: roundsWithinInt32; kRequantAdd: residualRoundsWithinInt32).
 template <QOutput kKind, bool kFast>
 void storeTile(const Requant16& e, const Transposes& t, const __m512i (&c)[kPositions][kVectors],
                int vectors, const float* multiplier, Rows r) {
@@ -205,14 +206,15 @@ void storeTile(const Requant16& e, const Transposes& t, const __m512i (&c)[kPosi
     __m512i q[8];
     for (int p = 0; p < 8; ++p) {
       const __m512i sums = c[std::min(p, kPositions - 1)][v];
-      if constexpr (kFast) {
+      __m512i r16 = _mm512_setzero_si512();
+      if constexpr (kKind == QOutput::kRequantAdd)
+        r16 = widen16(lane128(residual[p / 4], p % 4), e.rSigned);
+      if constexpr (kFast && kKind == QOutput::kRequantAdd)
+        q[p] = residualRound16(e, sums, m, r16);
+      else if constexpr (kFast)
         q[p] = scaleRound16(sums, m);
-      } else {
-        __m512i r16 = _mm512_setzero_si512();
-        if constexpr (kKind == QOutput::kRequantAdd)
-          r16 = widen16(lane128(residual[p / 4], p % 4), e.rSigned);
+      else
         q[p] = requant16(same, sums, m, r16);
-      }
     }
     const __m512i zero = kFast ? e.zero16 : _mm512_setzero_si512();
     storeRows(t, packBytes64(e, q[0], q[1], q[2], q[3], zero),
@@ -265,8 +267,9 @@ void channelTiles(const QConvParams& p, const DirectGeometry& g, const uint8_t* 
       terms = channelTerms(p.out, group * g.coutG, g.coutG, weightSums, activationZero, w_scale,
                            p.per_channel, bias);
       termsGroup = group;
-      fast = p.out.kind == QOutput::kRequant &&
-             std::all_of(terms.multiplier, terms.multiplier + g.coutG, roundsWithinInt32);
+      fast = p.out.kind == QOutput::kRequantAdd
+                 ? residualRoundsWithinInt32(p.out)
+                 : std::all_of(terms.multiplier, terms.multiplier + g.coutG, roundsWithinInt32);
     }
     const int64_t first = tile * kTilePositions;
     const int64_t count = std::min(kTilePositions, plane - first);
@@ -294,7 +297,9 @@ void channelTiles(const QConvParams& p, const DirectGeometry& g, const uint8_t* 
         static_cast<uint8_t*>(y) + channel * plane + first,
         residual ? static_cast<const uint8_t*>(residual) + channel * plane + first : nullptr, plane,
         static_cast<__mmask16>((1u << count) - 1)};
-    if (p.out.kind == QOutput::kRequantAdd)
+    if (p.out.kind == QOutput::kRequantAdd && fast)
+      storeTile<QOutput::kRequantAdd, true>(epilogue, transposes, c, vectors, t.multiplier, rows);
+    else if (p.out.kind == QOutput::kRequantAdd)
       storeTile<QOutput::kRequantAdd, false>(epilogue, transposes, c, vectors, t.multiplier, rows);
     else if (fast)
       storeTile<QOutput::kRequant, true>(epilogue, transposes, c, vectors, t.multiplier, rows);

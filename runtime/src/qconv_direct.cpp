@@ -230,7 +230,7 @@ struct BlockJob {
   uint8_t* y;               // channel 0 of the block, position 0 (bytes of y's type)
   const uint8_t* residual;  // likewise, or null
   int64_t plane;            // h_out * w_out
-  bool packs;               // kRequant into bytes, every multiplier roundsWithinInt32
+  bool packs;               // into bytes by storePacked (its conditions hold)
 };
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VL__)
@@ -279,21 +279,50 @@ void storeRun(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const B
   }
 }
 
-/// kRequant into int8 or uint8 where every multiplier roundsWithinInt32:
-/// two channels' 64 sums rounded, then packed into bytes at once
-/// (packBytes64), stored a channel (one run) or a run of a half at a time.
+/// A channel's residual for the tile's lanes (zero elsewhere), per half.
+void loadResidual(const BlockJob& job, int64_t channel, const TileRuns& runs, bool oneRun,
+                  __mmask32 lanes, bool isSigned, __m512i (&r)[2]) {
+  const uint8_t* residual = job.residual + channel * job.plane;
+  __m256i bytes;
+  if (oneRun) {
+    bytes = _mm256_maskz_loadu_epi8(lanes, residual + runs.runs[0][0].base);
+  } else {
+    __m128i half[2] = {_mm_setzero_si128(), _mm_setzero_si128()};
+    for (int h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < runs.count[h]; ++i)
+        half[h] =
+            detail::loadBytes16(half[h], runs.runs[h][i].lanes, residual + runs.runs[h][i].base);
+    bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(half[0]), half[1], 1);
+  }
+  r[0] = detail::widen16(_mm256_castsi256_si128(bytes), isSigned);
+  r[1] = detail::widen16(_mm256_extracti128_si256(bytes, 1), isSigned);
+}
+
+/// kRequant (every multiplier roundsWithinInt32) or kRequantAdd
+/// (residualRoundsWithinInt32) into int8 or uint8: two channels' 64 sums
+/// rounded, then packed into bytes at once with the zero point and the
+/// clamp (packBytes64), stored a channel (one run) or a run of a half at a
+/// time.
+template <QOutput kKind>
 void storePacked(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
                  const TileRuns& runs) {
   const bool oneRun =
       runs.count[0] == 1 && runs.count[1] == 1 && runs.runs[1][0].base == runs.runs[0][0].base + 16;
   const __mmask32 lanes = runs.runs[0][0].lanes | __mmask32{runs.runs[1][0].lanes} << 16;
   for (int64_t j = 0; j < job.channels; j += 2) {
-    const float m0 = job.multiplier[j], m1 = job.multiplier[j + 1];  // terms pad with zeros
+    __m512i q[2][2];  // [channel j, j + 1][half]
+    for (int k = 0; k < 2; ++k) {
+      const __m512 m = _mm512_set1_ps(job.multiplier[j + k]);  // terms pad with zeros
+      if constexpr (kKind == QOutput::kRequantAdd) {
+        __m512i r[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        if (j + k < job.channels) loadResidual(job, j + k, runs, oneRun, lanes, e.rSigned, r);
+        for (int h = 0; h < 2; ++h) q[k][h] = detail::residualRound16(e, c[h][j + k], m, r[h]);
+      } else {
+        for (int h = 0; h < 2; ++h) q[k][h] = detail::scaleRound16(c[h][j + k], m);
+      }
+    }
     const __m512i bytes = _mm512_permutexvar_epi8(
-        e.order,
-        detail::packBytes64(e, detail::scaleRound16(c[0][j], m0), detail::scaleRound16(c[1][j], m0),
-                            detail::scaleRound16(c[0][j + 1], m1),
-                            detail::scaleRound16(c[1][j + 1], m1), e.zero16));
+        e.order, detail::packBytes64(e, q[0][0], q[0][1], q[1][0], q[1][1], e.zero16));
     for (int64_t k = j; k < std::min(j + 2, job.channels); ++k) {
       uint8_t* y = job.y + k * job.plane;
       const __m256i channel =
@@ -347,7 +376,9 @@ void tileBlock(const detail::Requant16& e, const uint8_t* a, const int64_t* offs
                const BlockJob& job, const TileRuns& runs) {
   __m512i c[2][kBlock];
   tileProducts(a, offsets, quads, job.w, job.bias, c);
-  if (job.packs) return storePacked(e, c, job, runs);
+  if (job.packs && e.kind == QOutput::kRequantAdd)
+    return storePacked<QOutput::kRequantAdd>(e, c, job, runs);
+  if (job.packs) return storePacked<QOutput::kRequant>(e, c, job, runs);
   switch (e.kind) {
     case QOutput::kRequant:
       return storeBlock<QOutput::kRequant>(e, c, job, runs);
@@ -462,8 +493,12 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
       terms = detail::channelTerms(p.out, group * g.coutG, g.coutG, sums, activationZero, w_scale,
                                    p.per_channel, bias);
       termsGroup = group;
-      packs = p.out.kind == QOutput::kRequant && p.out.y_type != DType::kI32 &&
-              std::all_of(terms.multiplier, terms.multiplier + g.coutG, detail::roundsWithinInt32);
+      packs = p.out.y_type != DType::kI32 &&
+              (p.out.kind == QOutput::kRequantAdd
+                   ? detail::residualRoundsWithinInt32(p.out)
+                   : p.out.kind == QOutput::kRequant &&
+                         std::all_of(terms.multiplier, terms.multiplier + g.coutG,
+                                     detail::roundsWithinInt32));
     }
     for (int64_t i = 0; i < count; ++i) runsOf(p, g, (tile + i) * kQTile, runs[i]);
     const int64_t first = image / p.groups * p.c_out + group * g.coutG;  // y's channel 0

@@ -76,6 +76,17 @@ inline __m512 divide16(__m512 x, __m512 y, __m512 reciprocal) {
   return _mm512_fmadd_ps(remainder, reciprocal, q);
 }
 
+/// kRequantAdd's output before its rounding, from the scaled sums and the
+/// residual r: ((mid - mid_zero) mid_scale + (r - r_zero) r_scale) /
+/// y_scale.
+inline __m512 residualSum16(const Requant16& e, __m512 scaled, __m512i r) {
+  // mid - mid_zero: roundClamp16 without adding the zero point back.
+  const __m512i mid = roundClamp16(scaled, e.midLow, e.midHigh, _mm512_setzero_si512());
+  const __m512 a = _mm512_mul_ps(_mm512_cvtepi32_ps(mid), e.midScale);
+  const __m512 b = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(r, e.rZero)), e.rScale);
+  return divide16(_mm512_add_ps(a, b), e.yScale, e.yReciprocal);
+}
+
 /// finishQ on 16 sums that already hold their bias (r: the residual,
 /// kRequantAdd), a multiplier per lane (the product along channels) or one
 /// for all.
@@ -83,12 +94,7 @@ inline __m512i requant16(const Requant16& e, __m512i sums, __m512 multiplier, __
   if (e.kind == QOutput::kInt32) return sums;
   const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), multiplier);
   if (e.kind == QOutput::kRequant) return roundClamp16(scaled, e.low, e.high, e.zero);
-  // mid - mid_zero: roundClamp16 without adding the zero point back.
-  const __m512i mid = roundClamp16(scaled, e.midLow, e.midHigh, _mm512_setzero_si512());
-  const __m512 a = _mm512_mul_ps(_mm512_cvtepi32_ps(mid), e.midScale);
-  const __m512 b = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(r, e.rZero)), e.rScale);
-  return roundClamp16(divide16(_mm512_add_ps(a, b), e.yScale, e.yReciprocal), e.low, e.high,
-                      e.zero);
+  return roundClamp16(residualSum16(e, scaled, r), e.low, e.high, e.zero);
 }
 
 /// kRequant's 16 sums (bias included) scaled and rounded, before the zero
@@ -99,6 +105,13 @@ inline __m512i scaleRound16(__m512i sums, __m512 multiplier) {
 }
 inline __m512i scaleRound16(__m512i sums, float multiplier) {
   return scaleRound16(sums, _mm512_set1_ps(multiplier));
+}
+
+/// kRequantAdd's 16 outputs rounded, before the zero point and the clamp
+/// (residualRoundsWithinInt32 must hold).
+inline __m512i residualRound16(const Requant16& e, __m512i sums, __m512 multiplier, __m512i r) {
+  const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), multiplier);
+  return _mm512_cvtps_epi32(residualSum16(e, scaled, r));
 }
 
 /// Four vectors of 16 int32 as 64 bytes of y's type (int8 or uint8): plus

@@ -92,6 +92,13 @@ inline int32_t finishQ(const QEpilogue& e, int32_t acc, int32_t bias, float mult
 /// multipliers are about 1e-2 to 1e-4).
 inline bool roundsWithinInt32(float multiplier) { return std::abs(multiplier) <= 0.5f; }
 
+/// The same for kRequantAdd's output, whose magnitude is at most 255
+/// (mid_scale + r_scale) / y_scale (mid and r are 8-bit).
+inline bool residualRoundsWithinInt32(const QEpilogue& e) {
+  const double bound = 255.0 * (std::abs(e.mid_scale) + std::abs(e.r_scale)) / e.y_scale;
+  return std::isfinite(bound) && bound <= 0x1p30;
+}
+
 /// Per output channel: the int32 added to every sum (the bias minus the
 /// activations' zero point times the channel's weight sum) and the
 /// requantisation multiplier.
