@@ -190,7 +190,7 @@ inline void storeRows(const Transposes& t, __m512i a, __m512i b, const Rows& r) 
 /// The epilogue of one tile: each channel vector requantised for its 7
 /// positions (and an 8th, a copy), packed, transposed and stored. kFast:
 /// rounded before the zero point and the clamp, which packBytes64 adds
-/// (kRequant: roundsWithinInt32; kRequantAdd: residualRoundsWithinInt32).
+/// (packsToBytes).
 template <QOutput kKind, bool kFast>
 void storeTile(const Requant16& e, const Transposes& t, const __m512i (&c)[kPositions][kVectors],
                int vectors, const float* multiplier, Rows r) {
@@ -267,9 +267,7 @@ void channelTiles(const QConvParams& p, const DirectGeometry& g, const uint8_t* 
       terms = channelTerms(p.out, group * g.coutG, g.coutG, weightSums, activationZero, w_scale,
                            p.per_channel, bias);
       termsGroup = group;
-      fast = p.out.kind == QOutput::kRequantAdd
-                 ? residualRoundsWithinInt32(p.out)
-                 : std::all_of(terms.multiplier, terms.multiplier + g.coutG, roundsWithinInt32);
+      fast = packsToBytes(p.out, terms.multiplier, g.coutG);
     }
     const int64_t first = tile * kTilePositions;
     const int64_t count = std::min(kTilePositions, plane - first);

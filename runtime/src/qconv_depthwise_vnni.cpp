@@ -440,31 +440,33 @@ template <int T>
 
 /// A block's epilogue (the sums hold the bias) and one vpermb that packs
 /// the outputs among its 64 positions into y (f.compact reads
-/// packBytes64's order). kFast: kRequant rounded before the clamp
-/// (roundsWithinInt32).
+/// packBytes64's order). kFast: rounded before the zero point and the
+/// clamp, which packBytes64 adds (packsToBytes).
 template <QOutput kKind, bool kFast>
 [[gnu::always_inline]] inline void flatStore(const Requant16& e, const FlatPlanes& f, int64_t b,
                                              const __m512i (&acc)[4], float multiplier,
                                              const uint8_t* residual, uint8_t* y) {
+  Requant16 same = e;
+  same.kind = kKind;  // a constant the compiler folds into requant16
   const __mmask64 outputs = firstBytes(f.count[b]);
-  __m512i bytes;
-  if constexpr (kFast) {
-    bytes =
-        packBytes64(e, scaleRound16(acc[0], multiplier), scaleRound16(acc[1], multiplier),
-                    scaleRound16(acc[2], multiplier), scaleRound16(acc[3], multiplier), e.zero16);
-  } else {
-    Requant16 same = e;
-    same.kind = kKind;  // a constant the compiler folds into requant16
-    __m512i r = _mm512_setzero_si512(), q[4];
-    if constexpr (kKind == QOutput::kRequantAdd)
-      r = _mm512_permutexvar_epi8(_mm512_load_si512(f.expand[b]),
-                                  _mm512_maskz_loadu_epi8(outputs, residual + f.first[b]));
-    const __m128i parts[4] = {_mm512_extracti32x4_epi32(r, 0), _mm512_extracti32x4_epi32(r, 1),
-                              _mm512_extracti32x4_epi32(r, 2), _mm512_extracti32x4_epi32(r, 3)};
-    for (int i = 0; i < 4; ++i)
-      q[i] = requant16(same, acc[i], multiplier, widen16(parts[i], e.rSigned));
-    bytes = packBytes64(e, q[0], q[1], q[2], q[3], _mm512_setzero_si512());
+  __m512i r = _mm512_setzero_si512(), q[4];
+  if constexpr (kKind == QOutput::kRequantAdd)
+    r = _mm512_permutexvar_epi8(_mm512_load_si512(f.expand[b]),
+                                _mm512_maskz_loadu_epi8(outputs, residual + f.first[b]));
+  const __m128i parts[4] = {_mm512_extracti32x4_epi32(r, 0), _mm512_extracti32x4_epi32(r, 1),
+                            _mm512_extracti32x4_epi32(r, 2), _mm512_extracti32x4_epi32(r, 3)};
+  const __m512 m = _mm512_set1_ps(multiplier);
+  for (int i = 0; i < 4; ++i) {
+    const __m512i residual16 = widen16(parts[i], e.rSigned);
+    if constexpr (kFast && kKind == QOutput::kRequantAdd)
+      q[i] = residualRound16(e, acc[i], m, residual16);
+    else if constexpr (kFast)
+      q[i] = scaleRound16(acc[i], m);
+    else
+      q[i] = requant16(same, acc[i], m, residual16);
   }
+  const __m512i bytes =
+      packBytes64(e, q[0], q[1], q[2], q[3], kFast ? e.zero16 : _mm512_setzero_si512());
   _mm512_mask_storeu_epi8(y + f.first[b], outputs,
                           _mm512_permutexvar_epi8(_mm512_load_si512(f.compact[b]), bytes));
 }
@@ -484,12 +486,15 @@ void flatBlocks(const Requant16& e, const FlatPlanes& f, const uint8_t* built, c
 }
 
 template <int T>
-void flatBlocksOf(const Requant16& e, const FlatPlanes& f, const uint8_t* built,
+void flatBlocksOf(const QEpilogue& p, const Requant16& e, const FlatPlanes& f, const uint8_t* built,
                   const int32_t* quads, int32_t bias, float multiplier, const uint8_t* residual,
                   uint8_t* y) {
-  if (e.kind == QOutput::kRequantAdd)
+  const bool fast = packsToBytes(p, &multiplier, 1);
+  if (p.kind == QOutput::kRequantAdd && fast)
+    flatBlocks<T, QOutput::kRequantAdd, true>(e, f, built, quads, bias, multiplier, residual, y);
+  else if (p.kind == QOutput::kRequantAdd)
     flatBlocks<T, QOutput::kRequantAdd, false>(e, f, built, quads, bias, multiplier, residual, y);
-  else if (roundsWithinInt32(multiplier))
+  else if (fast)
     flatBlocks<T, QOutput::kRequant, true>(e, f, built, quads, bias, multiplier, residual, y);
   else
     flatBlocks<T, QOutput::kRequant, false>(e, f, built, quads, bias, multiplier, residual, y);
@@ -501,9 +506,9 @@ void flatBlocksOf(const Requant16& e, const FlatPlanes& f, const uint8_t* built,
 void DepthwiseVnni::flatBand(const FlatPlanes& f, const int32_t* quads, int32_t bias,
                              float multiplier, const uint8_t* residual, uint8_t* y) const {
   if (f.taps == 3)
-    flatBlocksOf<3>(epilogue_, f, built_, quads, bias, multiplier, residual, y);
+    flatBlocksOf<3>(p_.out, epilogue_, f, built_, quads, bias, multiplier, residual, y);
   else
-    flatBlocksOf<0>(epilogue_, f, built_, quads, bias, multiplier, residual, y);
+    flatBlocksOf<0>(p_.out, epilogue_, f, built_, quads, bias, multiplier, residual, y);
 }
 
 }  // namespace cgc::rt::detail

@@ -298,8 +298,7 @@ void loadResidual(const BlockJob& job, int64_t channel, const TileRuns& runs, bo
   r[1] = detail::widen16(_mm256_extracti128_si256(bytes, 1), isSigned);
 }
 
-/// kRequant (every multiplier roundsWithinInt32) or kRequantAdd
-/// (residualRoundsWithinInt32) into int8 or uint8: two channels' 64 sums
+/// kRequant or kRequantAdd into int8 or uint8 (packsToBytes): two channels' 64 sums
 /// rounded, then packed into bytes at once with the zero point and the
 /// clamp (packBytes64), stored a channel (one run) or a run of a half at a
 /// time.
@@ -493,12 +492,7 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
       terms = detail::channelTerms(p.out, group * g.coutG, g.coutG, sums, activationZero, w_scale,
                                    p.per_channel, bias);
       termsGroup = group;
-      packs = p.out.y_type != DType::kI32 &&
-              (p.out.kind == QOutput::kRequantAdd
-                   ? detail::residualRoundsWithinInt32(p.out)
-                   : p.out.kind == QOutput::kRequant &&
-                         std::all_of(terms.multiplier, terms.multiplier + g.coutG,
-                                     detail::roundsWithinInt32));
+      packs = detail::packsToBytes(p.out, terms.multiplier, g.coutG);
     }
     for (int64_t i = 0; i < count; ++i) runsOf(p, g, (tile + i) * kQTile, runs[i]);
     const int64_t first = image / p.groups * p.c_out + group * g.coutG;  // y's channel 0

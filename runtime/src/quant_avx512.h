@@ -99,7 +99,7 @@ inline __m512i requant16(const Requant16& e, __m512i sums, __m512 multiplier, __
 
 /// kRequant's 16 sums (bias included) scaled and rounded, before the zero
 /// point and the clamp, which packBytes64 adds on 64 lanes at once
-/// (roundsWithinInt32 must hold).
+/// (packsToBytes must hold).
 inline __m512i scaleRound16(__m512i sums, __m512 multiplier) {
   return _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtepi32_ps(sums), multiplier));
 }
@@ -108,7 +108,7 @@ inline __m512i scaleRound16(__m512i sums, float multiplier) {
 }
 
 /// kRequantAdd's 16 outputs rounded, before the zero point and the clamp
-/// (residualRoundsWithinInt32 must hold).
+/// (packsToBytes must hold).
 inline __m512i residualRound16(const Requant16& e, __m512i sums, __m512 multiplier, __m512i r) {
   const __m512 scaled = _mm512_mul_ps(_mm512_cvtepi32_ps(sums), multiplier);
   return _mm512_cvtps_epi32(residualSum16(e, scaled, r));
@@ -118,8 +118,8 @@ inline __m512i residualRound16(const Requant16& e, __m512i sums, __m512 multipli
 /// `zero16` (int16 lanes) and clamped to [y_min, y_max], with saturation
 /// at every narrowing, which keeps out-of-range values on their side. In
 /// pack order: byte 16 L + 4 v + k is vector v's lane 4 L + k
-/// (Requant16::order puts them in order). Half the instructions of narrow16 per vector: the
-/// epilogue is most of a shallow layer's time.
+/// (Requant16::order puts them in order). Half the instructions of
+/// narrow16 per vector: the epilogue is most of a shallow layer's time.
 inline __m512i packBytes64(const Requant16& e, __m512i v0, __m512i v1, __m512i v2, __m512i v3,
                            __m512i zero16) {
   const __m512i low = _mm512_adds_epi16(_mm512_packs_epi32(v0, v1), zero16);

@@ -85,18 +85,23 @@ inline int32_t finishQ(const QEpilogue& e, int32_t acc, int32_t bias, float mult
   return roundClamp((a + b) / e.y_scale, e.y_zero, e.y_min, e.y_max);
 }
 
-/// Whether kRequant may round before it clamps (quant_avx512.h's
-/// scaleRound16 and packBytes64): the clamp bounds are integers, so clamp-then-round and
-/// round-then-clamp agree wherever the rounding stays within int32, which
-/// any int32 sum times a multiplier of at most 1/2 does (quantised models'
-/// multipliers are about 1e-2 to 1e-4).
-inline bool roundsWithinInt32(float multiplier) { return std::abs(multiplier) <= 0.5f; }
-
-/// The same for kRequantAdd's output, whose magnitude is at most 255
-/// (mid_scale + r_scale) / y_scale (mid and r are 8-bit).
-inline bool residualRoundsWithinInt32(const QEpilogue& e) {
-  const double bound = 255.0 * (std::abs(e.mid_scale) + std::abs(e.r_scale)) / e.y_scale;
-  return std::isfinite(bound) && bound <= 0x1p30;
+/// Whether the epilogue may round before it adds the zero point and
+/// clamps, and narrow to bytes with saturation (quant_avx512.h's
+/// packBytes64): the clamp bounds are integers, so clamp-then-round and
+/// round-then-clamp agree wherever the rounding stays within int32. So it
+/// does for an int8 or uint8 y where kRequant's multipliers (`count` of
+/// them) are at most 1/2, which any int32 sum then keeps within int32
+/// (quantised models' are about 1e-2 to 1e-4), and where kRequantAdd's
+/// output, at most 255 (mid_scale + r_scale) / y_scale in magnitude (mid
+/// and r are 8-bit), is within 2^30.
+inline bool packsToBytes(const QEpilogue& e, const float* multipliers, int64_t count) {
+  if (e.y_type == DType::kI32) return false;
+  if (e.kind == QOutput::kRequantAdd) {
+    const double bound = 255.0 * (std::abs(e.mid_scale) + std::abs(e.r_scale)) / e.y_scale;
+    return std::isfinite(bound) && bound <= 0x1p30;
+  }
+  return e.kind == QOutput::kRequant &&
+         std::all_of(multipliers, multipliers + count, [](float m) { return std::abs(m) <= 0.5f; });
 }
 
 /// Per output channel: the int32 added to every sum (the bias minus the
