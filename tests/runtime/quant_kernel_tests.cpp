@@ -229,6 +229,7 @@ TEST_CASE("qconv matches the integer reference") {
       // The product along channels (7x7 and smaller planes, 14x14 at 3x3):
       {2, 8, 5, 5, 64, 1, 3, 3, 1, 1, 1},     // tiles of 7, 7, 7 and 4; chunks of 3 and 1 vectors
       {1, 12, 14, 14, 64, 2, 3, 3, 2, 1, 1},  // groups of 2 vectors, stride 2
+      {1, 8, 9, 9, 16, 1, 3, 3, 1, 2, 2},     // one vector, dilation 2, 81 positions
   };
   for (const ConvCase& c : cases)
     for (QPacking packing :
