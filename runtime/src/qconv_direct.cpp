@@ -204,6 +204,13 @@ struct TileRuns {
   };
   Run runs[2][kQTile / 2];
   int64_t count[2];
+
+  /// Whether the tile's 32 positions are one run of y (a tile within an
+  /// output row), and that run's lanes.
+  bool oneRun() const {
+    return count[0] == 1 && count[1] == 1 && runs[1][0].base == runs[0][0].base + 16;
+  }
+  uint32_t lanes32() const { return runs[0][0].lanes | uint32_t{runs[1][0].lanes} << 16; }
 };
 
 void runsOf(const QConvParams& p, const Geometry& g, int64_t v0, TileRuns& out) {
@@ -305,9 +312,8 @@ void loadResidual(const BlockJob& job, int64_t channel, const TileRuns& runs, bo
 template <QOutput kKind>
 void storePacked(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
                  const TileRuns& runs) {
-  const bool oneRun =
-      runs.count[0] == 1 && runs.count[1] == 1 && runs.runs[1][0].base == runs.runs[0][0].base + 16;
-  const __mmask32 lanes = runs.runs[0][0].lanes | __mmask32{runs.runs[1][0].lanes} << 16;
+  const bool oneRun = runs.oneRun();
+  const __mmask32 lanes = runs.lanes32();
   for (int64_t j = 0; j < job.channels; j += 2) {
     __m512i q[2][2];  // [channel j, j + 1][half]
     for (int k = 0; k < 2; ++k) {
@@ -344,11 +350,8 @@ void storePacked(const detail::Requant16& e, const __m512i (&c)[2][kBlock], cons
 template <QOutput kKind>
 void storeBlock(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
                 const TileRuns& runs) {
-  if (e.type != DType::kI32 && runs.count[0] == 1 && runs.count[1] == 1 &&
-      runs.runs[1][0].base == runs.runs[0][0].base + 16)
-    return storeRun<kKind>(e, c, job,
-                           runs.runs[0][0].lanes | __mmask32{runs.runs[1][0].lanes} << 16,
-                           runs.runs[0][0].base);
+  if (e.type != DType::kI32 && runs.oneRun())
+    return storeRun<kKind>(e, c, job, runs.lanes32(), runs.runs[0][0].base);
   const int64_t size = e.type == DType::kI32 ? 4 : 1;
   for (int64_t j = 0; j < job.channels; ++j)
     for (int h = 0; h < 2; ++h) {

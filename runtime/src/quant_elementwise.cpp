@@ -8,11 +8,8 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__AVX512BW__)
-#include <immintrin.h>
-#endif
-
 #include "cgc/kernels.h"
+#include "quant_avx512.h"
 #include "quant_support.h"
 
 namespace cgc::rt {
@@ -78,7 +75,7 @@ void columnMax(const Q* __restrict row, int64_t count, Q* __restrict out) {
   }
 }
 
-#if defined(__AVX512BW__) && defined(__AVX512VBMI__)
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VBMI__)
 /// maxPool3x3Plane in 64-byte vectors with masked tails, strides 1 and 2
 /// (vpermt2b picks a row's even and odd columns): the compiler's loops ran
 /// the 50-byte tails of a 112-column plane byte by byte (ResNet's 64 planes
@@ -97,13 +94,9 @@ void maxPool3x3Vectors(const PoolParams& p, const Q* x, Q* y, Q* rowMax) {
   const int64_t width = p.w_out * p.stride_w + 2;  // rowMax[j] is input column j - pad_left
   for (int64_t oy = 0; oy < p.h_out; ++oy) {
     for (int64_t j = 0; j < width; j += 64) {
-      // Row mask of the columns inside the image: input columns j - pad_left on.
-      const int64_t from = std::max<int64_t>(0, p.pad_left - j);
-      const int64_t to = std::min<int64_t>(64, p.w_in + p.pad_left - j);
+      // The lanes inside the image: input columns j - pad_left on.
       const __mmask64 inside =
-          to <= from
-              ? 0
-              : (to - from >= 64 ? ~__mmask64{0} : ((__mmask64{1} << (to - from)) - 1)) << from;
+          detail::firstBytes(p.w_in + p.pad_left - j) & ~detail::firstBytes(p.pad_left - j);
       __m512i m = lowest;
       for (int64_t kh = 0; kh < 3; ++kh) {
         const int64_t iy = oy * p.stride_h - p.pad_top + kh;
@@ -114,8 +107,7 @@ void maxPool3x3Vectors(const PoolParams& p, const Q* x, Q* y, Q* rowMax) {
     }
     Q* out = y + oy * p.w_out;
     for (int64_t ox = 0; ox < p.w_out; ox += 64) {
-      const int64_t left = p.w_out - ox;
-      const __mmask64 store = left >= 64 ? ~__mmask64{0} : (__mmask64{1} << left) - 1;
+      const __mmask64 store = detail::firstBytes(p.w_out - ox);
       const Q* r = rowMax + ox * p.stride_w;
       __m512i v;
       if (p.stride_w == 1) {
@@ -224,7 +216,7 @@ void max_pool_int8(const PoolParams& p, const T* x, T* y, const Team& team) {
   std::vector<T> rowMax(small3x3 ? static_cast<size_t>(p.w_out * p.stride_w + 2 + 192) : 0);
   const int64_t inPlane = p.d_in * p.h_in * p.w_in, outPlane = p.d_out * p.h_out * p.w_out;
   for (int64_t c = planes.begin; c < planes.end; ++c) {
-#if defined(__AVX512BW__) && defined(__AVX512VBMI__)
+#if defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512VBMI__)
     if (small3x3 && p.stride_w <= 2) {
       maxPool3x3Vectors(p, x + c * inPlane, y + c * outPlane, rowMax.data());
       continue;
