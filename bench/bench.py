@@ -1,12 +1,15 @@
 """Times cgc against ONNX Runtime on the corpus (bench/models.py), side by
 side in one run: for every model, rounds of ONNX Runtime then cgc (A B A B),
 each round the median of --runs inferences after warm-up, and the median of
-the rounds reported. Measures the machine's FMA peak itself (bench/peak.cpp)
-and prints a table (model, ONNX Runtime ms, cgc ms, speed ratio, the lowest
-and highest ratio of a single round, cgc GFLOP/s, % of the peak of the
-cores used: the round ratios show how much the machine moved; the FLOPs
-are those of the products as the model writes them, so Winograd
-convolutions, which do fewer, can pass 100%); writes it as
+the rounds reported. Measures the machine's FMA and int8 (VNNI) peaks itself
+(bench/peak.cpp) and prints a table (model, ONNX Runtime ms, cgc ms, speed
+ratio, the lowest and highest ratio of a single round, cgc GFLOP/s, the %
+of the peak of the cores used that cgc and ONNX Runtime each reach, and the
+ratio cgc would have at 100% of it: the round ratios show how much the
+machine moved, the last column how far a row's ratio can go without doing
+fewer multiply-adds; the FLOPs are those of the products as the model
+writes them, so Winograd convolutions, which do fewer, can pass 100%; a
+quantised model's are held against the int8 peak); writes it as
 bench/results/bench.{md,json} and draws the speed ratios as
 bench/results/bench.svg.
 
@@ -46,11 +49,13 @@ import quantized_models  # noqa: E402
 
 
 def measure_peak():
+    """One core's FMA peak (GFLOP/s) and int8 multiply-add peak (GOP/s, 0
+    without AVX-512 VNNI)."""
     binary = os.path.join(BENCH_DIR, "results", "peak")
     subprocess.run(["g++", "-O2", "-march=native", "-o", binary,
                     os.path.join(BENCH_DIR, "peak.cpp")], check=True)
-    return float(subprocess.run([binary], capture_output=True, text=True,
-                                check=True).stdout.split()[0])
+    out = subprocess.run([binary], capture_output=True, text=True, check=True).stdout.split()
+    return float(out[0]), float(out[1])
 
 
 def model_flops(path, shapes):
@@ -166,8 +171,9 @@ def main():
     args.cgc = os.path.abspath(args.cgc)
     results = os.path.join(BENCH_DIR, "results")
     os.makedirs(results, exist_ok=True)
-    peak = measure_peak()
-    print(f"measured FMA peak: {peak:.1f} GFLOP/s per core", flush=True)
+    float_peak, int8_peak = measure_peak()
+    print(f"measured peaks: FMA {float_peak:.1f} GFLOP/s, int8 {int8_peak:.1f} GOP/s per core",
+          flush=True)
     names = [n for n in args.only.split(",") if n] or sorted(
         n for n in models.corpus() if os.path.isdir(os.path.join(args.corpus, n)))
     # cgc runs on every core the process may use, ONNX Runtime by default too.
@@ -195,11 +201,16 @@ def main():
         ort_ms, cgc_ms = statistics.median(ort_times), statistics.median(cgc_times)
         flops = model_flops(model, case.get("shapes", {}))
         gflops = flops / (cgc_ms * 1e6)
+        # A quantised model's products run as int8 on both sides.
+        peak = (int8_peak or float_peak) if twin else float_peak
+        at_peak_ms = flops / (peak * cores * 1e6)
         round_ratios = [o / c for o, c in zip(ort_times, cgc_times)]
         row = {"model": name, "ort_ms": ort_ms, "cgc_ms": cgc_ms,
                "ratio": ort_ms / cgc_ms, "round_ratios": [min(round_ratios), max(round_ratios)],
                "cgc_gflops": gflops,
-               "peak_percent": 100 * gflops / (peak * cores), "gflop": flops / 1e9}
+               "peak_percent": 100 * at_peak_ms / cgc_ms,
+               "ort_peak_percent": 100 * at_peak_ms / ort_ms,
+               "ratio_at_peak": ort_ms / at_peak_ms if flops else 0, "gflop": flops / 1e9}
         if args.target:
             target_ms = statistics.median(target_times)
             row.update({"target": args.target, "target_ms": target_ms,
@@ -213,14 +224,20 @@ def main():
         print(f"{name}: ONNX Runtime {ort_ms:.3f} ms, cgc {cgc_ms:.3f} ms, "
               f"{row['ratio']:.2f}x" + (f", cgc float twin {row['cgc_float_ms']:.3f} ms"
                                         if twin else ""), flush=True)
-    lines = [f"FMA peak measured: {peak:.1f} GFLOP/s per core, {cores} cores; medians "
+    lines = [f"Peaks measured: FMA {float_peak:.1f} GFLOP/s, int8 multiply-add "
+             f"{int8_peak:.1f} GOP/s per core, {cores} cores; medians "
              f"of {args.rounds} alternated rounds of {args.runs} runs. GFLOP/s count the "
              "multiply-adds of the model's products as written; Winograd convolutions do "
-             "fewer, so a CNN can pass 100% of the peak.", "",
-             "| model | ONNX Runtime (ms) | cgc (ms) | speed ratio | single rounds | cgc GFLOP/s | % of peak |"
+             "fewer, so a CNN can pass 100% of the peak. \"% of peak\" is the share of "
+             "the peak (int8 for the quantised rows) that each side reaches; \"ratio at "
+             "peak\" is the speed ratio cgc would have at 100%: ONNX Runtime's time "
+             "over the products' time at the peak.", "",
+             "| model | ONNX Runtime (ms) | cgc (ms) | speed ratio | single rounds | cgc GFLOP/s"
+             " | cgc % of peak | ONNX Runtime % of peak | ratio at peak |"
              + (f" cgc {args.target} (ms) | {args.target} speed ratio | {args.target} / native time |"
                 if args.target else ""),
-             "|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if args.target else "")]
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+             + ("---:|---:|---:|" if args.target else "")]
     quantized = any("cgc_float_ms" in r for r in rows)
     if quantized:
         lines[2] += " cgc float twin (ms) | int8 speed-up over float (single rounds) |"
@@ -228,7 +245,9 @@ def main():
     for r in rows:
         lines.append(f"| {r['model']} | {r['ort_ms']:.3f} | {r['cgc_ms']:.3f} | "
                      f"{r['ratio']:.2f}x | {r['round_ratios'][0]:.2f}-{r['round_ratios'][1]:.2f}x | "
-                     f"{r['cgc_gflops']:.1f} | {r['peak_percent']:.0f}% |"
+                     f"{r['cgc_gflops']:.1f} | {r['peak_percent']:.0f}% | "
+                     f"{r['ort_peak_percent']:.0f}% | "
+                     + (f"{r['ratio_at_peak']:.2f}x |" if r["gflop"] else "- |")
                      + (f" {r['target_ms']:.3f} | {r['target_ratio']:.2f}x | "
                         f"{r['target_over_native']:.2f} |" if args.target else "")
                      + ((f" {r['cgc_float_ms']:.3f} | {r['int8_over_float']:.2f}x "
@@ -240,7 +259,8 @@ def main():
     with open(os.path.join(results, args.name + ".md"), "w") as f:
         f.write(text + "\n")
     with open(os.path.join(results, args.name + ".json"), "w") as f:
-        json.dump({"peak_gflops_per_core": peak, "cores": cores, "rounds": args.rounds,
+        json.dump({"peak_gflops_per_core": float_peak, "int8_peak_gops_per_core": int8_peak,
+                   "cores": cores, "rounds": args.rounds,
                    "runs": args.runs, "rows": rows}, f, indent=1)
     bar_chart(rows, os.path.join(results, args.name + ".svg"))
     return 0
