@@ -6,7 +6,8 @@
 //   conv_micro float N C_IN C_OUT SIDE K STRIDE packed|winograd2|winograd4|plain|depthwise
 //   conv_micro int8  N C_IN C_OUT SIDE K STRIDE [add|depthwise]
 //
-// Square planes, K x K windows, "same" padding; int8 weights packed as the
+// Square planes, K x K windows (K may also be KHxKW, e.g. 1x7: float
+// only), "same" padding; int8 weights packed as the
 // compiler packs them (rt::preferredQConvPacking); "add": a fused residual
 // Add in the epilogue; "depthwise": groups = C_IN = C_OUT. Prints
 // microseconds and GFLOP/s (float) or GMAC/s (int8). Built by
@@ -44,19 +45,23 @@ int main(int argc, char** argv) {
   }
   const std::string kind = argv[1];
   const int64_t n = std::atoll(argv[2]), cin = std::atoll(argv[3]), cout = std::atoll(argv[4]);
-  const int64_t side = std::atoll(argv[5]), k = std::atoll(argv[6]), stride = std::atoll(argv[7]);
+  const int64_t side = std::atoll(argv[5]), stride = std::atoll(argv[7]);
+  const char* across = std::strchr(argv[6], 'x');
+  const int64_t kh = std::atoll(argv[6]), kw = across ? std::atoll(across + 1) : kh, k = kh;
   const std::string form = argc > 8 ? argv[8] : "";
-  const int64_t out = (side + 2 * (k / 2) - k) / stride + 1;
+  const int64_t outH = (side + 2 * (kh / 2) - kh) / stride + 1;
+  const int64_t outW = (side + 2 * (kw / 2) - kw) / stride + 1, out = outH;
   // "depthwise": groups = c_in = c_out (give C_OUT = C_IN).
   const int64_t groups = form == "depthwise" ? cin : 1;
-  const double macs = static_cast<double>(n) * cout * out * out * (cin / groups) * k * k;
+  const double macs = static_cast<double>(n) * cout * outH * outW * (cin / groups) * kh * kw;
   if (kind == "float") {
     ConvParams p{};
-    p.n = n, p.c_in = cin, p.c_out = cout, p.h_in = p.w_in = side, p.h_out = p.w_out = out;
-    p.k_h = p.k_w = k, p.stride_h = p.stride_w = stride, p.pad_top = p.pad_left = k / 2;
+    p.n = n, p.c_in = cin, p.c_out = cout, p.h_in = p.w_in = side, p.h_out = outH, p.w_out = outW;
+    p.k_h = kh, p.k_w = kw, p.stride_h = p.stride_w = stride, p.pad_top = kh / 2,
+    p.pad_left = kw / 2;
     p.groups = groups;
-    std::vector<float> x(n * cin * side * side), y(n * cout * out * out),
-        w(cout * (cin / groups) * k * k);
+    std::vector<float> x(n * cin * side * side), y(n * cout * outH * outW),
+        w(cout * (cin / groups) * kh * kw);
     std::vector<float> bias(cout, 0.1f), weights;
     for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.01f;
     for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 13) * 0.01f - 0.06f;
@@ -74,11 +79,11 @@ int main(int argc, char** argv) {
     }
     const double s =
         bestSeconds([&] { conv(p, x.data(), weights.data(), bias.data(), nullptr, y.data()); });
-    std::printf("float n%lld %lld->%lld %lldx%lld k%lld s%lld %s: %.1f us, %.1f GFLOP/s\n",
+    std::printf("float n%lld %lld->%lld %lldx%lld k%s s%lld %s: %.1f us, %.1f GFLOP/s\n",
                 static_cast<long long>(n), static_cast<long long>(cin),
                 static_cast<long long>(cout), static_cast<long long>(side),
-                static_cast<long long>(side), static_cast<long long>(k),
-                static_cast<long long>(stride), form.c_str(), s * 1e6, 2 * macs / s / 1e9);
+                static_cast<long long>(side), argv[6], static_cast<long long>(stride), form.c_str(),
+                s * 1e6, 2 * macs / s / 1e9);
     return 0;
   }
   QConvParams p{};

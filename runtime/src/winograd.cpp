@@ -1,10 +1,17 @@
 // Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions (Lavin and Gray,
 // "Fast Algorithms for Convolutional Neural Networks", 2016) for 3x3 layers
-// at stride 1. The text below is F(2x2, 3x3)'s; F(4x4, 3x3) is the same
-// with 4x4 tiles of outputs from 6x6 patches: 36 products per channel pair
-// and tile of 16 outputs (144 direct) instead of 16 per 4 (36), and
+// at stride 1, and the one-dimensional F(2, 7) for 1x7 and 7x1 layers
+// (Inception-v3's). The text below is F(2x2, 3x3)'s; F(4x4, 3x3) is the
+// same with 4x4 tiles of outputs from 6x6 patches: 36 products per channel
+// pair and tile of 16 outputs (144 direct) instead of 16 per 4 (36), and
 // transforms with coefficients up to 8, whose rounding errors are larger
-// (measured below).
+// (measured below). F(2, 7) transforms one axis only (a Form whose other
+// patch is 1): tiles of 2 outputs along the window's axis from patches of
+// 8 inputs, 8 products per channel pair and tile instead of 14, at the
+// points 0, +-1, +-2, +-1/2 and infinity. Its errors are the direct
+// kernel's: on He-initialised 192-to-192 1x7 and 768-to-768 7x1 layers,
+// 1.5e-6 and 2.8e-6 of the largest output (direct 1.4e-6 and 3.1e-6;
+// F(4x4, 3x3) on 256-to-256: 5.8e-6).
 //
 // Each 2x2 block of outputs (a tile) of one output channel is
 // A^T [sum over input channels of (G g G^T) . (B^T d B)] A, where d is the
@@ -68,12 +75,23 @@ using simd::kPerBlock;
 void load(const float* from, Lanes& v) { std::memcpy(&v, from, sizeof v); }
 void store(float* to, const Lanes& v) { std::memcpy(to, &v, sizeof v); }
 
-/// The transforms of F(kTile x kTile, 3x3): kPatch = kTile + 2 inputs a
-/// side, kXi = kPatch^2 products per tile.
-template <int kTile>
-struct Winograd {
-  static constexpr int kPatch = kTile + 2, kXi = kPatch * kPatch;
+/// A Winograd form: tiles of TileH x TileW outputs from patches of
+/// PatchH x PatchW inputs, kXi products per channel pair and tile. An axis
+/// whose patch is 1 (the 1-D forms' other axis) is not transformed.
+template <int TileH, int TileW, int PatchH, int PatchW>
+struct Form {
+  static constexpr int kTileH = TileH, kTileW = TileW, kPatchH = PatchH, kPatchW = PatchW;
+  static constexpr int kXi = PatchH * PatchW;
 };
+using F2x2 = Form<2, 2, 4, 4>;  // F(2x2, 3x3)
+using F4x4 = Form<4, 4, 6, 6>;  // F(4x4, 3x3)
+using F1x2 = Form<1, 2, 1, 8>;  // F(1x2, 1x7)
+using F2x1 = Form<2, 1, 8, 1>;  // F(2x1, 7x1)
+
+/// The axis a 1-D form does not transform.
+__attribute__((always_inline)) inline void inputColumn(const Lanes (&d)[1], Lanes (&r)[1]) {
+  r[0] = d[0];
+}
 
 /// B^T x for one column of a patch, F(2x2): B^T = [1 0 -1 0; 0 1 1 0;
 /// 0 -1 1 0; 0 1 0 -1].
@@ -96,6 +114,32 @@ __attribute__((always_inline)) inline void inputColumn(const Lanes (&d)[6], Lane
   r[5] = four * d[1] - five * d[3] + d[5];
 }
 
+/// F(2, 7), at the points 0, 1, -1, 2, -2, 1/2, -1/2 and infinity (those
+/// of F(4x4, 3x3) and two more): B^T = [-1 0 21/4 0 -21/4 0 1 0;
+/// 0 1 1 -17/4 -17/4 1 1 0; 0 -1 1 17/4 -17/4 -1 1 0;
+/// 0 1/2 1/4 -5/2 -5/4 2 1 0; 0 -1/2 1/4 5/2 -5/4 -2 1 0;
+/// 0 2 4 -5/2 -5 1/2 1 0; 0 -2 4 5/2 -5 -1/2 1 0; 0 -1 0 21/4 0 -21/4 0 1].
+__attribute__((always_inline)) inline void inputColumn(const Lanes (&d)[8], Lanes (&r)[8]) {
+  auto c = [](float v) { return v - Lanes{}; };
+  const Lanes even1 = d[2] + d[6] - c(4.25f) * d[4], odd1 = d[1] + d[5] - c(4.25f) * d[3];
+  const Lanes even2 = c(0.25f) * d[2] - c(1.25f) * d[4] + d[6];
+  const Lanes odd2 = c(0.5f) * d[1] - c(2.5f) * d[3] + c(2.0f) * d[5];
+  const Lanes even3 = c(4.0f) * d[2] - c(5.0f) * d[4] + d[6];
+  const Lanes odd3 = c(2.0f) * d[1] - c(2.5f) * d[3] + c(0.5f) * d[5];
+  r[0] = d[6] - d[0] + c(5.25f) * (d[2] - d[4]);
+  r[1] = even1 + odd1;
+  r[2] = even1 - odd1;
+  r[3] = even2 + odd2;
+  r[4] = even2 - odd2;
+  r[5] = even3 + odd3;
+  r[6] = even3 - odd3;
+  r[7] = d[7] - d[1] + c(5.25f) * (d[3] - d[5]);
+}
+
+__attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[1], Lanes (&o)[1]) {
+  o[0] = m[0];
+}
+
 /// A^T m for one column of products, F(2x2): A^T = [1 1 1 0; 0 1 -1 -1].
 __attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[4], Lanes (&o)[2]) {
   o[0] = m[0] + m[1] + m[2];
@@ -113,57 +157,73 @@ __attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[6], Lan
   o[3] = diff12 + eight * diff34 + m[5];
 }
 
+/// F(2, 7): A^T = [1 1 1 1 1 1 1 0; 0 1 -1 2 -2 1/2 -1/2 1].
+__attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[8], Lanes (&o)[2]) {
+  const Lanes sum12 = m[1] + m[2], sum34 = m[3] + m[4], sum56 = m[5] + m[6];
+  o[0] = m[0] + sum12 + sum34 + sum56;
+  o[1] = m[1] - m[2] + (2.0f - Lanes{}) * (m[3] - m[4]) + (0.5f - Lanes{}) * (m[5] - m[6]) + m[7];
+}
+
 /// V_xi[t][c] = (B^T d B)[xi] for `tiles` tiles from firstTile on (tw per
 /// tile row) and the 16 channels of one block, whose padded copy is
 /// `padded` (pw vectors per row); V_xi[t] lies at v + xi * xiStride + t *
 /// tileStride.
-template <int kTile>
+template <typename W>
 void transformInput(const float* padded, int64_t pw, int64_t tw, int64_t firstTile, int64_t tiles,
                     float* v, int64_t xiStride, int64_t tileStride) {
-  constexpr int kPatch = Winograd<kTile>::kPatch;
+  constexpr int kPatchH = W::kPatchH, kPatchW = W::kPatchW;
   for (int64_t t = 0; t < tiles; ++t)
     for (int part = 0; part < kPerBlock; ++part) {
       const int64_t i = (firstTile + t) / tw, j = (firstTile + t) % tw;
       const float* patch =
-          padded + (kTile * i * pw + kTile * j) * kChannelBlock + part * simd::kLanes;
+          padded + (W::kTileH * i * pw + W::kTileW * j) * kChannelBlock + part * simd::kLanes;
       // Down the columns, then along the rows.
-      Lanes bd[kPatch][kPatch];
-      for (int c = 0; c < kPatch; ++c) {
-        Lanes column[kPatch], transformed[kPatch];
-        for (int r = 0; r < kPatch; ++r) load(patch + (r * pw + c) * kChannelBlock, column[r]);
+      Lanes bd[kPatchH][kPatchW];
+      for (int c = 0; c < kPatchW; ++c) {
+        Lanes column[kPatchH], transformed[kPatchH];
+        for (int r = 0; r < kPatchH; ++r) load(patch + (r * pw + c) * kChannelBlock, column[r]);
         inputColumn(column, transformed);
-        for (int r = 0; r < kPatch; ++r) bd[r][c] = transformed[r];
+        for (int r = 0; r < kPatchH; ++r) bd[r][c] = transformed[r];
       }
       float* out = v + t * tileStride + part * simd::kLanes;
-      for (int r = 0; r < kPatch; ++r) {
-        Lanes row[kPatch];
+      for (int r = 0; r < kPatchH; ++r) {
+        Lanes row[kPatchW];
         inputColumn(bd[r], row);
-        for (int c = 0; c < kPatch; ++c) store(out + (kPatch * r + c) * xiStride, row[c]);
+        for (int c = 0; c < kPatchW; ++c) store(out + (kPatchW * r + c) * xiStride, row[c]);
       }
     }
 }
 
-/// The kTile x kTile outputs A^T M A of one tile for a register of output
-/// channels, from M_xi at m + xi * xiStride.
-template <int kTile>
-void transformOutput(const float* m, int64_t xiStride, Lanes (&out)[kTile][kTile]) {
-  constexpr int kPatch = Winograd<kTile>::kPatch;
-  Lanes am[kTile][kPatch];
-  for (int c = 0; c < kPatch; ++c) {
-    Lanes column[kPatch], transformed[kTile];
-    for (int r = 0; r < kPatch; ++r) load(m + (kPatch * r + c) * xiStride, column[r]);
+/// The kTileH x kTileW outputs A^T M A of one tile for a register of
+/// output channels, from M_xi at m + xi * xiStride.
+template <typename W>
+void transformOutput(const float* m, int64_t xiStride, Lanes (&out)[W::kTileH][W::kTileW]) {
+  constexpr int kPatchH = W::kPatchH, kPatchW = W::kPatchW;
+  Lanes am[W::kTileH][kPatchW];
+  for (int c = 0; c < kPatchW; ++c) {
+    Lanes column[kPatchH], transformed[W::kTileH];
+    for (int r = 0; r < kPatchH; ++r) load(m + (kPatchW * r + c) * xiStride, column[r]);
     outputColumn(column, transformed);
-    for (int r = 0; r < kTile; ++r) am[r][c] = transformed[r];
+    for (int r = 0; r < W::kTileH; ++r) am[r][c] = transformed[r];
   }
-  for (int r = 0; r < kTile; ++r) outputColumn(am[r], out[r]);
+  for (int r = 0; r < W::kTileH; ++r) outputColumn(am[r], out[r]);
+}
+
+}  // namespace
+
+namespace {
+
+/// 1x7 or 7x1 windows: F(1x2, 1x7) or F(2x1, 7x1).
+bool isOneDimensional(const ConvParams& p) {
+  return (p.k_h == 1 && p.k_w == 7) || (p.k_h == 7 && p.k_w == 1);
 }
 
 }  // namespace
 
 bool convTakesWinograd(const ConvParams& p) {
-  return p.groups == 1 && p.k_d == 1 && p.d_in == 1 && p.d_out == 1 && p.k_h == 3 && p.k_w == 3 &&
-         p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 &&
-         p.pool_h_out == 0;
+  return p.groups == 1 && p.k_d == 1 && p.d_in == 1 && p.d_out == 1 &&
+         ((p.k_h == 3 && p.k_w == 3) || isOneDimensional(p)) && p.stride_h == 1 &&
+         p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 && p.pool_h_out == 0;
 }
 
 namespace {
@@ -180,6 +240,7 @@ namespace {
 /// packed, 1819 F(2x2), 1071 F(4x4)) except PathNet's, whose 16 x 16
 /// products it runs slower than the packed kernel (4534 against 3968).
 bool prefersTile4(const ConvParams& p, int vectorLanes) {
+  if (isOneDimensional(p)) return false;
   const int64_t tiles = (p.h_out + 3) / 4 * ((p.w_out + 3) / 4);
   const int lanes = vectorLanes > 0 ? vectorLanes : simd::kLanes;
   const int64_t fewest = lanes >= 16 ? 32 : 64;  // c_in + c_out
@@ -189,9 +250,15 @@ bool prefersTile4(const ConvParams& p, int vectorLanes) {
 }  // namespace
 
 bool convPrefersWinograd(const ConvParams& p, int vectorLanes) {
-  return convTakesWinograd(p) &&
-         ((p.c_in >= kMinChannels && (p.h_out + 1) / 2 * ((p.w_out + 1) / 2) >= kMinTiles) ||
-          prefersTile4(p, vectorLanes));
+  if (!convTakesWinograd(p)) return false;
+  // F(2, 7) against the packed kernel, one Zen 4 thread: 1.5-1.8x faster
+  // from 16 to 512 channels on 8x8 to 35x35 planes (Inception-v3's 192 to
+  // 192 on 17x17: 1360 to 830-885 us, 128 to 128 603 to 388-414, 16 to 16
+  // 14.7 to 10.5), slower at 768 to 768 (23.3 to 29.0 ms: 19 MB of U
+  // streamed for chunks of 10 tiles).
+  if (isOneDimensional(p)) return p.c_in >= 16 && p.c_in + p.c_out <= 1024;
+  return (p.c_in >= kMinChannels && (p.h_out + 1) / 2 * ((p.w_out + 1) / 2) >= kMinTiles) ||
+         prefersTile4(p, vectorLanes);
 }
 
 int64_t convWinogradTile(const ConvParams& p, int vectorLanes) {
@@ -203,11 +270,15 @@ namespace {
 /// Channels rounded up to whole blocks: the transforms' width.
 int64_t blocks(int64_t channels) { return (channels + kChannelBlock - 1) / kChannelBlock; }
 
+/// The patch of inputs along an axis whose window is k: k + tile - 1, or 1
+/// where k is 1 (the axis a 1-D form does not transform).
+int patchOf(int64_t k, int64_t tile) { return k == 1 ? 1 : static_cast<int>(k + tile - 1); }
+
 }  // namespace
 
 int64_t winogradWeightCount(const ConvParams& p) {
-  const int64_t patch = p.winograd_tile + 2;
-  return patch * patch * blocks(p.c_in) * blocks(p.c_out) * kChannelBlock * kChannelBlock;
+  return patchOf(p.k_h, p.winograd_tile) * patchOf(p.k_w, p.winograd_tile) * blocks(p.c_in) *
+         blocks(p.c_out) * kChannelBlock * kChannelBlock;
 }
 
 namespace {
@@ -221,25 +292,52 @@ constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
                               {1.0 / 24, -1.0 / 12, 1.0 / 6},
                               {0, 0, 1}};
 
+/// G for F(2, 7): row j evaluates the kernel's polynomial at point a_j,
+/// divided by the product of a_j's differences from the other finite
+/// points (Lagrange's denominator); the last row is the point at infinity.
+double g7(int row, int q) {
+  constexpr double kPoints[7] = {0, 1, -1, 2, -2, 0.5, -0.5};
+  if (row == 7) return q == 6 ? 1 : 0;
+  double power = 1, denominator = 1;
+  for (int i = 0; i < q; ++i) power *= kPoints[row];
+  for (int l = 0; l < 7; ++l)
+    if (l != row) denominator *= kPoints[row] - kPoints[l];
+  return power / denominator;
+}
+
+/// G's entry (row, q) for an axis whose patch is `patch` inputs.
+double gOf(int patch, int row, int q) {
+  switch (patch) {
+    case 1:
+      return 1;
+    case 4:
+      return kG2[row][q];
+    case 6:
+      return kG4[row][q];
+    default:
+      return g7(row, q);
+  }
+}
+
 }  // namespace
 
 void winogradWeights(const ConvParams& p, const float* w, float* u) {
-  const int patch = static_cast<int>(p.winograd_tile + 2);
-  auto g = [&](int r, int q) { return patch == 4 ? kG2[r][q] : kG4[r][q]; };
+  const int kh = static_cast<int>(p.k_h), kw = static_cast<int>(p.k_w);
+  const int patchH = patchOf(kh, p.winograd_tile), patchW = patchOf(kw, p.winograd_tile);
   const int64_t cIn = blocks(p.c_in) * kChannelBlock, cOut = blocks(p.c_out) * kChannelBlock;
   std::fill_n(u, winogradWeightCount(p), 0.0f);
   for (int64_t o = 0; o < p.c_out; ++o)
     for (int64_t c = 0; c < p.c_in; ++c) {
-      const float* kernel = w + (o * p.c_in + c) * 9;
-      double gk[6][3] = {};  // G g
-      for (int r = 0; r < patch; ++r)
-        for (int k = 0; k < 3; ++k)
-          for (int q = 0; q < 3; ++q) gk[r][k] += g(r, q) * kernel[q * 3 + k];
-      for (int r = 0; r < patch; ++r)
-        for (int col = 0; col < patch; ++col) {
+      const float* kernel = w + (o * p.c_in + c) * kh * kw;
+      double gk[8][7] = {};  // G g, down the kernel's columns
+      for (int r = 0; r < patchH; ++r)
+        for (int k = 0; k < kw; ++k)
+          for (int q = 0; q < kh; ++q) gk[r][k] += gOf(patchH, r, q) * kernel[q * kw + k];
+      for (int r = 0; r < patchH; ++r)
+        for (int col = 0; col < patchW; ++col) {
           double sum = 0;  // (G g G^T)[r][col]
-          for (int k = 0; k < 3; ++k) sum += gk[r][k] * g(col, k);
-          u[((patch * r + col) * cIn + c) * cOut + o] = static_cast<float>(sum);
+          for (int k = 0; k < kw; ++k) sum += gk[r][k] * gOf(patchW, col, k);
+          u[((patchW * r + col) * cIn + c) * cOut + o] = static_cast<float>(sum);
         }
     }
 }
@@ -247,12 +345,13 @@ void winogradWeights(const ConvParams& p, const float* w, float* u) {
 namespace detail {
 namespace {
 
-template <int kTile>
+template <typename W>
 void convWinogradTiles(const ConvParams& p, const float* x, const float* u, const float* bias,
                        const float* residual, float* y, const Team& team) {
-  constexpr int64_t kXi = Winograd<kTile>::kXi;
-  const int64_t th = (p.h_out + kTile - 1) / kTile, tw = (p.w_out + kTile - 1) / kTile;  // tiles
-  const int64_t ph = kTile * th + 2, pw = kTile * tw + 2;  // the padded input they read
+  constexpr int64_t kXi = W::kXi, kTileH = W::kTileH, kTileW = W::kTileW;
+  const int64_t th = (p.h_out + kTileH - 1) / kTileH, tw = (p.w_out + kTileW - 1) / kTileW;
+  // The padded input the tiles read.
+  const int64_t ph = kTileH * th + W::kPatchH - kTileH, pw = kTileW * tw + W::kPatchW - kTileW;
   const int64_t blocksIn = blocks(p.c_in), blocksOut = blocks(p.c_out);
   // The transforms' channels: whole blocks.
   const int64_t cIn = blocksIn * kChannelBlock, cOut = blocksOut * kChannelBlock;
@@ -260,7 +359,7 @@ void convWinogradTiles(const ConvParams& p, const float* x, const float* u, cons
   const int64_t chunkTiles = std::max<int64_t>(1, kChunkFloats / (kXi * (cIn + cOut)));
   // The output rows a chunk's tiles touch: those of its whole tile rows
   // and of the partial ones at either end.
-  const int64_t chunkPositions = (chunkTiles / tw + 2) * kTile * p.w_out;
+  const int64_t chunkPositions = (chunkTiles / tw + 2) * kTileH * p.w_out;
   float* v = scratch<float>(kXi * chunkTiles * (cIn + cOut) + chunkPositions * cOut +
                             blocksIn * ph * pw * kChannelBlock);
   float* m = v + kXi * chunkTiles * cIn;
@@ -282,21 +381,21 @@ void convWinogradTiles(const ConvParams& p, const float* x, const float* u, cons
     for (int64_t t0 = mine.begin; t0 < mine.end; t0 += chunkTiles) {
       const int64_t tiles = std::min(mine.end, t0 + chunkTiles) - t0;
       for (int64_t cb = 0; cb < blocksIn; ++cb)
-        transformInput<kTile>(padded + cb * ph * pw * kChannelBlock, pw, tw, t0, tiles,
-                              v + cb * kChannelBlock, tiles * cIn, cIn);
+        transformInput<W>(padded + cb * ph * pw * kChannelBlock, pw, tw, t0, tiles,
+                          v + cb * kChannelBlock, tiles * cIn, cIn);
       for (int64_t xi = 0; xi < kXi; ++xi)
         gemmRows(tiles, cOut, cIn, v + xi * tiles * cIn, cIn, u + xi * cIn * cOut, cOut,
                  m + xi * tiles * cOut, cOut);
-      const int64_t firstRow = kTile * (t0 / tw);
+      const int64_t firstRow = kTileH * (t0 / tw);
       for (int64_t t = 0; t < tiles; ++t)
         for (int64_t ob = 0; ob < blocksOut; ++ob)
           for (int part = 0; part < kPerBlock; ++part) {
             const int64_t c0 = ob * kChannelBlock + part * simd::kLanes;  // first channel
-            Lanes out[kTile][kTile];
-            transformOutput<kTile>(m + t * cOut + c0, tiles * cOut, out);
-            const int64_t oh0 = kTile * ((t0 + t) / tw), ow0 = kTile * ((t0 + t) % tw);
-            for (int64_t oh = oh0; oh < std::min(oh0 + kTile, p.h_out); ++oh)
-              for (int64_t ow = ow0; ow < std::min(ow0 + kTile, p.w_out); ++ow) {
+            Lanes out[kTileH][kTileW];
+            transformOutput<W>(m + t * cOut + c0, tiles * cOut, out);
+            const int64_t oh0 = kTileH * ((t0 + t) / tw), ow0 = kTileW * ((t0 + t) % tw);
+            for (int64_t oh = oh0; oh < std::min(oh0 + kTileH, p.h_out); ++oh)
+              for (int64_t ow = ow0; ow < std::min(ow0 + kTileW, p.w_out); ++ow) {
                 Lanes& o = out[oh - oh0][ow - ow0];
                 if (!p.blocked_output) {  // the epilogue comes with the transpose
                   store(rows + ((oh - firstRow) * p.w_out + ow) * cOut + c0, o);
@@ -322,11 +421,11 @@ void convWinogradTiles(const ConvParams& p, const float* x, const float* u, cons
       // Each output row's columns that this chunk's tiles cover, into the
       // NCHW planes with the epilogue.
       const int64_t last = t0 + tiles - 1;
-      for (int64_t oh = firstRow; oh < std::min(p.h_out, kTile * (last / tw) + kTile); ++oh) {
-        const int64_t i = oh / kTile;
-        const int64_t from = i == t0 / tw ? kTile * (t0 % tw) : 0;
+      for (int64_t oh = firstRow; oh < std::min(p.h_out, kTileH * (last / tw) + kTileH); ++oh) {
+        const int64_t i = oh / kTileH;
+        const int64_t from = i == t0 / tw ? kTileW * (t0 % tw) : 0;
         const int64_t to =
-            i == last / tw ? std::min(p.w_out, kTile * (last % tw) + kTile) : p.w_out;
+            i == last / tw ? std::min(p.w_out, kTileW * (last % tw) + kTileW) : p.w_out;
         const int64_t pos = oh * p.w_out + from;
         transpose(rows + (pos - firstRow * p.w_out) * cOut, cOut, to - from, p.c_out, yn + pos,
                   spatial, e.at(0, pos));
@@ -340,8 +439,10 @@ void convWinogradTiles(const ConvParams& p, const float* x, const float* u, cons
 
 void convWinograd(const ConvParams& p, const float* x, const float* u, const float* bias,
                   const float* residual, float* y, const Team& team) {
-  if (p.winograd_tile == 4) return convWinogradTiles<4>(p, x, u, bias, residual, y, team);
-  convWinogradTiles<2>(p, x, u, bias, residual, y, team);
+  if (p.k_h == 1) return convWinogradTiles<F1x2>(p, x, u, bias, residual, y, team);
+  if (p.k_w == 1) return convWinogradTiles<F2x1>(p, x, u, bias, residual, y, team);
+  if (p.winograd_tile == 4) return convWinogradTiles<F4x4>(p, x, u, bias, residual, y, team);
+  convWinogradTiles<F2x2>(p, x, u, bias, residual, y, team);
 }
 
 }  // namespace detail

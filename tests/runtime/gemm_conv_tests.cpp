@@ -436,6 +436,23 @@ TEST_CASE("conv on Winograd weights matches a direct loop") {
   }
 }
 
+TEST_CASE("conv on 1-D Winograd weights (1x7, 7x1) matches a direct loop") {
+  // Inception-v3's windows: F(1x2, 1x7) and F(2x1, 7x1). Odd output sizes
+  // (a tile cut by the edge), pads on one side or none, channels that are
+  // not multiples of 16, and a plane of several chunks split between
+  // threads.
+  // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
+  const ConvCase cases[] = {
+      {1, 32, 1, 17, 17, 48, 1, 1, 1, 7, 1, 1, 1, 0, 0, 3, 0, 0, 3, 1, 1, 1},  // 1x7, 17x17
+      {1, 32, 1, 17, 17, 48, 1, 1, 7, 1, 1, 1, 1, 0, 3, 0, 0, 3, 0, 1, 1, 1},  // 7x1, 17x17
+      {2, 40, 1, 6, 9, 24, 1, 1, 1, 7, 1, 1, 1, 0, 0, 1, 0, 0, 5, 1, 1, 1},    // one-sided pads
+      {1, 16, 1, 12, 5, 33, 1, 1, 7, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // no pads: 6 rows
+      {1, 64, 1, 40, 41, 16, 1, 1, 1, 7, 1,
+       1, 1,  0, 0,  3,  0,  0, 3, 1, 1, 1},  // 840 tiles, chunks of 204
+  };
+  for (const ConvCase& c : cases) checkConv(c, Weights::kWinograd);
+}
+
 TEST_CASE("stem conv with a fused 3x3 stride-2 max pooling matches conv then pool") {
   // The pooled rows' windows cross the bands' edges (32 pooled rows each)
   // and the threads' edges; pads in front of the pool (ResNet's 1) or

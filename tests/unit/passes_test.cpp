@@ -569,6 +569,47 @@ TEST_CASE("pack-conv-weights chooses the Winograd tile for the target's vector w
   }
 }
 
+TEST_CASE("pack-conv-weights gives 1x7 and 7x1 layers Winograd F(2, 7) up to 1024 channels") {
+  // Inception-v3's windows with 'same' padding: 8 transformed matrices of
+  // 32 x 32; 640 channels in and 400 out, 1040 together, take the packed
+  // kernel.
+  struct Case {
+    int64_t kh, kw, in, out, side;
+    std::string ir;
+  };
+  const Case cases[] = {
+      {1, 7, 32, 32, 17,
+       "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,17,17] {cgc_packed_weights = 2"},
+      {7, 1, 32, 32, 17,
+       "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,17,17] {cgc_packed_weights = 2"},
+      {1, 7, 640, 400, 4,
+       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,400,4,4] {cgc_packed_weights = 1"}};
+  for (const Case& c : cases) {
+    INFO(c.kh << "x" << c.kw << ", " << c.in << " channels in, " << c.out << " out");
+    GraphBuilder b("one_dimensional");
+    std::vector<float> w(c.in * c.out * 7);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * std::sin(0.41f * i);
+    const int x = b.input("x", {1, c.in, c.side, c.side});
+    const int64_t padH = c.kh / 2, padW = c.kw / 2;
+    b.output(b.node("Conv", "conv", {x, b.constant("w", {c.out, c.in, c.kh, c.kw}, w)},
+                    {1, c.out, c.side, c.side},
+                    {{"kernel_shape", std::vector<int64_t>{c.kh, c.kw}},
+                     {"pads", std::vector<int64_t>{padH, padW, padH, padW}}}),
+             "y");
+    std::vector<float> input(c.in * c.side * c.side);
+    for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
+    const auto before = cgc::testing::interpret(b.graph, input);
+    REQUIRE(passes::packConvolutionWeights(b.graph, {16}));
+    ir::verifyGraph(b.graph);
+    checkIr(b.graph, {c.ir});
+    if (c.in == 32) checkIr(b.graph, {"%w_winograd = constant float32[8192]"});
+    const auto after = cgc::testing::interpret(b.graph, input);
+    REQUIRE(before.size() == after.size());
+    for (size_t i = 0; i < before.size(); ++i)
+      CHECK(after[i] == Approx(before[i]).epsilon(1e-4).margin(1e-4));
+  }
+}
+
 TEST_CASE("the verifier catches a channel-blocked value that a node reads as plain") {
   GraphBuilder b = convChain(false);
   REQUIRE(passes::fuseEpilogues(b.graph));
