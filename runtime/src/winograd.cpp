@@ -1,17 +1,21 @@
 // Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions (Lavin and Gray,
 // "Fast Algorithms for Convolutional Neural Networks", 2016) for 3x3 layers
-// at stride 1, and the one-dimensional F(2, 7) for 1x7 and 7x1 layers
-// (Inception-v3's). The text below is F(2x2, 3x3)'s; F(4x4, 3x3) is the
-// same with 4x4 tiles of outputs from 6x6 patches: 36 products per channel
-// pair and tile of 16 outputs (144 direct) instead of 16 per 4 (36), and
-// transforms with coefficients up to 8, whose rounding errors are larger
-// (measured below). F(2, 7) transforms one axis only (a Form whose other
-// patch is 1): tiles of 2 outputs along the window's axis from patches of
-// 8 inputs, 8 products per channel pair and tile instead of 14, at the
-// points 0, +-1, +-2, +-1/2 and infinity. Its errors are the direct
-// kernel's: on He-initialised 192-to-192 1x7 and 768-to-768 7x1 layers,
-// 1.5e-6 and 2.8e-6 of the largest output (direct 1.4e-6 and 3.1e-6;
-// F(4x4, 3x3) on 256-to-256: 5.8e-6).
+// at stride 1, F(2x2, 5x5) for 5x5 layers and the one-dimensional F(2, 7)
+// for 1x7 and 7x1 layers (Inception-v3's and GoogLeNet's). The text below
+// is F(2x2, 3x3)'s; F(4x4, 3x3) is the same with 4x4 tiles of outputs from
+// 6x6 patches: 36 products per channel pair and tile of 16 outputs (144
+// direct) instead of 16 per 4 (36), and transforms with coefficients up to
+// 8, whose rounding errors are larger (measured below). F(2x2, 5x5) takes
+// the same 6x6 patches and input transform (the same points) for 2x2
+// tiles: 36 products instead of 100. F(2, 7) transforms one axis only (a
+// Form whose other patch is 1): tiles of 2 outputs along the window's axis
+// from patches of 8 inputs, 8 products per channel pair and tile instead
+// of 14, at the points 0, +-1, +-2, +-1/2 and infinity. Their errors are
+// about the direct kernel's: on He-initialised layers, 1.5e-6 and 2.8e-6
+// of the largest output for F(2, 7) on 192-to-192 1x7 and 768-to-768 7x1
+// (direct 1.4e-6 and 3.1e-6), 2.1e-6 and 3.7e-6 for F(2x2, 5x5) on
+// 48-to-64 and 192-to-192 (direct 1.3e-6 and 2.7e-6), against F(4x4,
+// 3x3)'s 3.8e-6 to 7.4e-6.
 //
 // Each 2x2 block of outputs (a tile) of one output channel is
 // A^T [sum over input channels of (G g G^T) . (B^T d B)] A, where d is the
@@ -83,10 +87,11 @@ struct Form {
   static constexpr int kTileH = TileH, kTileW = TileW, kPatchH = PatchH, kPatchW = PatchW;
   static constexpr int kXi = PatchH * PatchW;
 };
-using F2x2 = Form<2, 2, 4, 4>;  // F(2x2, 3x3)
-using F4x4 = Form<4, 4, 6, 6>;  // F(4x4, 3x3)
-using F1x2 = Form<1, 2, 1, 8>;  // F(1x2, 1x7)
-using F2x1 = Form<2, 1, 8, 1>;  // F(2x1, 7x1)
+using F2x2 = Form<2, 2, 4, 4>;     // F(2x2, 3x3)
+using F4x4 = Form<4, 4, 6, 6>;     // F(4x4, 3x3)
+using F2x2Of5 = Form<2, 2, 6, 6>;  // F(2x2, 5x5)
+using F1x2 = Form<1, 2, 1, 8>;     // F(1x2, 1x7)
+using F2x1 = Form<2, 1, 8, 1>;     // F(2x1, 7x1)
 
 /// The axis a 1-D form does not transform.
 __attribute__((always_inline)) inline void inputColumn(const Lanes (&d)[1], Lanes (&r)[1]) {
@@ -157,6 +162,13 @@ __attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[6], Lan
   o[3] = diff12 + eight * diff34 + m[5];
 }
 
+/// F(2, 5), at F(4, 3)'s points (so B^T is F(4x4)'s):
+/// A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 1].
+__attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[6], Lanes (&o)[2]) {
+  o[0] = m[0] + m[1] + m[2] + m[3] + m[4];
+  o[1] = m[1] - m[2] + (2.0f - Lanes{}) * (m[3] - m[4]) + m[5];
+}
+
 /// F(2, 7): A^T = [1 1 1 1 1 1 1 0; 0 1 -1 2 -2 1/2 -1/2 1].
 __attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[8], Lanes (&o)[2]) {
   const Lanes sum12 = m[1] + m[2], sum34 = m[3] + m[4], sum56 = m[5] + m[6];
@@ -222,8 +234,9 @@ bool isOneDimensional(const ConvParams& p) {
 
 bool convTakesWinograd(const ConvParams& p) {
   return p.groups == 1 && p.k_d == 1 && p.d_in == 1 && p.d_out == 1 &&
-         ((p.k_h == 3 && p.k_w == 3) || isOneDimensional(p)) && p.stride_h == 1 &&
-         p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 && p.pool_h_out == 0;
+         ((p.k_h == 3 && p.k_w == 3) || (p.k_h == 5 && p.k_w == 5) || isOneDimensional(p)) &&
+         p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 &&
+         p.pool_h_out == 0;
 }
 
 namespace {
@@ -240,7 +253,7 @@ namespace {
 /// packed, 1819 F(2x2), 1071 F(4x4)) except PathNet's, whose 16 x 16
 /// products it runs slower than the packed kernel (4534 against 3968).
 bool prefersTile4(const ConvParams& p, int vectorLanes) {
-  if (isOneDimensional(p)) return false;
+  if (p.k_h != 3) return false;
   const int64_t tiles = (p.h_out + 3) / 4 * ((p.w_out + 3) / 4);
   const int lanes = vectorLanes > 0 ? vectorLanes : simd::kLanes;
   const int64_t fewest = lanes >= 16 ? 32 : 64;  // c_in + c_out
@@ -251,12 +264,16 @@ bool prefersTile4(const ConvParams& p, int vectorLanes) {
 
 bool convPrefersWinograd(const ConvParams& p, int vectorLanes) {
   if (!convTakesWinograd(p)) return false;
-  // F(2, 7) against the packed kernel, one Zen 4 thread: 1.5-1.8x faster
-  // from 16 to 512 channels on 8x8 to 35x35 planes (Inception-v3's 192 to
-  // 192 on 17x17: 1360 to 830-885 us, 128 to 128 603 to 388-414, 16 to 16
-  // 14.7 to 10.5), slower at 768 to 768 (23.3 to 29.0 ms: 19 MB of U
-  // streamed for chunks of 10 tiles).
-  if (isOneDimensional(p)) return p.c_in >= 16 && p.c_in + p.c_out <= 1024;
+  // Against the packed kernel, one Zen 4 thread (bench/micro/run.sh float
+  // 1 ...), 16 input channels or more: F(2, 7) 1.5-1.8x faster from 16 to
+  // 512 channels on 8x8 to 35x35 planes (Inception-v3's 192-to-192 on
+  // 17x17: 1360 to 830-885 us, 128-to-128 603 to 388-414), slower at 768 to
+  // 768 (23.3 to 29.0 ms: 19 MB of U streamed for chunks of 10 tiles).
+  // F(2x2, 5x5) 1.5-2.6x faster on 7x7 to 35x35 planes up to 256-to-256
+  // (Inception-v3's 48-to-64 on 35x35: 1679 to 855 us; GoogLeNet's 32-to-96
+  // on 28x28 1073 to 483, 16-to-32 189 to 128), even at 256-to-512 on 7x7,
+  // slower at 384-to-384 on 14x14 (13.8 to 14.8 ms) and from 8 channels.
+  if (p.k_h != 3) return p.c_in >= 16 && p.c_in + p.c_out <= (isOneDimensional(p) ? 1024 : 512);
   return (p.c_in >= kMinChannels && (p.h_out + 1) / 2 * ((p.w_out + 1) / 2) >= kMinTiles) ||
          prefersTile4(p, vectorLanes);
 }
@@ -283,40 +300,26 @@ int64_t winogradWeightCount(const ConvParams& p) {
 
 namespace {
 
-/// G for F(2x2, 3x3) and F(4x4, 3x3): the transform of a kernel's rows.
+/// G for F(2x2, 3x3): the transform of a kernel's rows.
 constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
-                              {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                              {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                              {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                              {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                              {0, 0, 1}};
 
-/// G for F(2, 7): row j evaluates the kernel's polynomial at point a_j,
-/// divided by the product of a_j's differences from the other finite
-/// points (Lagrange's denominator); the last row is the point at infinity.
-double g7(int row, int q) {
+/// G's entry (row, q) for an axis of `taps` kernel taps whose patch is
+/// `patch` inputs. Past F(2, 3), at the first patch - 1 of the points 0, 1,
+/// -1, 2, -2, 1/2, -1/2 and infinity: row j evaluates the kernel's
+/// polynomial at point a_j, divided by the product of a_j's differences from
+/// the other finite points (Lagrange's denominator); the last row is the
+/// point at infinity. F(4, 3)'s 1/4, -1/6, 1/24 ... and F(2, 7)'s -2/9,
+/// 1/90, 32/45 ... come out of it.
+double gOf(int patch, int taps, int row, int q) {
+  if (patch == 1) return 1;
+  if (patch == 4) return kG2[row][q];
   constexpr double kPoints[7] = {0, 1, -1, 2, -2, 0.5, -0.5};
-  if (row == 7) return q == 6 ? 1 : 0;
+  if (row == patch - 1) return q == taps - 1 ? 1 : 0;
   double power = 1, denominator = 1;
   for (int i = 0; i < q; ++i) power *= kPoints[row];
-  for (int l = 0; l < 7; ++l)
+  for (int l = 0; l < patch - 1; ++l)
     if (l != row) denominator *= kPoints[row] - kPoints[l];
   return power / denominator;
-}
-
-/// G's entry (row, q) for an axis whose patch is `patch` inputs.
-double gOf(int patch, int row, int q) {
-  switch (patch) {
-    case 1:
-      return 1;
-    case 4:
-      return kG2[row][q];
-    case 6:
-      return kG4[row][q];
-    default:
-      return g7(row, q);
-  }
 }
 
 }  // namespace
@@ -332,11 +335,11 @@ void winogradWeights(const ConvParams& p, const float* w, float* u) {
       double gk[8][7] = {};  // G g, down the kernel's columns
       for (int r = 0; r < patchH; ++r)
         for (int k = 0; k < kw; ++k)
-          for (int q = 0; q < kh; ++q) gk[r][k] += gOf(patchH, r, q) * kernel[q * kw + k];
+          for (int q = 0; q < kh; ++q) gk[r][k] += gOf(patchH, kh, r, q) * kernel[q * kw + k];
       for (int r = 0; r < patchH; ++r)
         for (int col = 0; col < patchW; ++col) {
           double sum = 0;  // (G g G^T)[r][col]
-          for (int k = 0; k < kw; ++k) sum += gk[r][k] * gOf(patchW, col, k);
+          for (int k = 0; k < kw; ++k) sum += gk[r][k] * gOf(patchW, kw, col, k);
           u[((patchW * r + col) * cIn + c) * cOut + o] = static_cast<float>(sum);
         }
     }
@@ -439,6 +442,7 @@ void convWinogradTiles(const ConvParams& p, const float* x, const float* u, cons
 
 void convWinograd(const ConvParams& p, const float* x, const float* u, const float* bias,
                   const float* residual, float* y, const Team& team) {
+  if (p.k_h == 5) return convWinogradTiles<F2x2Of5>(p, x, u, bias, residual, y, team);
   if (p.k_h == 1) return convWinogradTiles<F1x2>(p, x, u, bias, residual, y, team);
   if (p.k_w == 1) return convWinogradTiles<F2x1>(p, x, u, bias, residual, y, team);
   if (p.winograd_tile == 4) return convWinogradTiles<F4x4>(p, x, u, bias, residual, y, team);

@@ -569,10 +569,10 @@ TEST_CASE("pack-conv-weights chooses the Winograd tile for the target's vector w
   }
 }
 
-TEST_CASE("pack-conv-weights gives 1x7 and 7x1 layers Winograd F(2, 7) up to 1024 channels") {
-  // Inception-v3's windows with 'same' padding: 8 transformed matrices of
-  // 32 x 32; 640 channels in and 400 out, 1040 together, take the packed
-  // kernel.
+TEST_CASE("pack-conv-weights gives 5x5, 1x7 and 7x1 layers Winograd up to 512 or 1024 channels") {
+  // Inception-v3's windows with 'same' padding: F(2, 7)'s 8 transformed
+  // matrices of 32 x 32, F(2x2, 5x5)'s 36; 640 channels in and 400 out
+  // (1040) at 1x7 and 272 and 256 (528) at 5x5 take the packed kernel.
   struct Case {
     int64_t kh, kw, in, out, side;
     std::string ir;
@@ -582,12 +582,16 @@ TEST_CASE("pack-conv-weights gives 1x7 and 7x1 layers Winograd F(2, 7) up to 102
        "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,17,17] {cgc_packed_weights = 2"},
       {7, 1, 32, 32, 17,
        "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,17,17] {cgc_packed_weights = 2"},
+      {5, 5, 32, 32, 9,
+       "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,9,9] {cgc_packed_weights = 2"},
       {1, 7, 640, 400, 4,
-       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,400,4,4] {cgc_packed_weights = 1"}};
+       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,400,4,4] {cgc_packed_weights = 1"},
+      {5, 5, 272, 256, 3,
+       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,256,3,3] {cgc_packed_weights = 1"}};
   for (const Case& c : cases) {
     INFO(c.kh << "x" << c.kw << ", " << c.in << " channels in, " << c.out << " out");
     GraphBuilder b("one_dimensional");
-    std::vector<float> w(c.in * c.out * 7);
+    std::vector<float> w(c.in * c.out * c.kh * c.kw);
     for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * std::sin(0.41f * i);
     const int x = b.input("x", {1, c.in, c.side, c.side});
     const int64_t padH = c.kh / 2, padW = c.kw / 2;
@@ -602,7 +606,9 @@ TEST_CASE("pack-conv-weights gives 1x7 and 7x1 layers Winograd F(2, 7) up to 102
     REQUIRE(passes::packConvolutionWeights(b.graph, {16}));
     ir::verifyGraph(b.graph);
     checkIr(b.graph, {c.ir});
-    if (c.in == 32) checkIr(b.graph, {"%w_winograd = constant float32[8192]"});
+    if (c.in == 32)
+      checkIr(b.graph,
+              {fmt::format("%w_winograd = constant float32[{}]", (c.kh == 5 ? 36 : 8) * 32 * 32)});
     const auto after = cgc::testing::interpret(b.graph, input);
     REQUIRE(before.size() == after.size());
     for (size_t i = 0; i < before.size(); ++i)
