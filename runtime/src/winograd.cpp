@@ -1,21 +1,22 @@
 // Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions (Lavin and Gray,
 // "Fast Algorithms for Convolutional Neural Networks", 2016) for 3x3 layers
-// at stride 1, F(2x2, 5x5) for 5x5 layers and the one-dimensional F(2, 7)
-// for 1x7 and 7x1 layers (Inception-v3's and GoogLeNet's). The text below
-// is F(2x2, 3x3)'s; F(4x4, 3x3) is the same with 4x4 tiles of outputs from
-// 6x6 patches: 36 products per channel pair and tile of 16 outputs (144
-// direct) instead of 16 per 4 (36), and transforms with coefficients up to
-// 8, whose rounding errors are larger (measured below). F(2x2, 5x5) takes
-// the same 6x6 patches and input transform (the same points) for 2x2
-// tiles: 36 products instead of 100. F(2, 7) transforms one axis only (a
-// Form whose other patch is 1): tiles of 2 outputs along the window's axis
-// from patches of 8 inputs, 8 products per channel pair and tile instead
-// of 14, at the points 0, +-1, +-2, +-1/2 and infinity. Their errors are
-// about the direct kernel's: on He-initialised layers, 1.5e-6 and 2.8e-6
-// of the largest output for F(2, 7) on 192-to-192 1x7 and 768-to-768 7x1
-// (direct 1.4e-6 and 3.1e-6), 2.1e-6 and 3.7e-6 for F(2x2, 5x5) on
-// 48-to-64 and 192-to-192 (direct 1.3e-6 and 2.7e-6), against F(4x4,
-// 3x3)'s 3.8e-6 to 7.4e-6.
+// at stride 1, F(2x2, 5x5) for 5x5 layers, and the one-dimensional F(2, 7)
+// and F(4, 3) (or F(2, 3)) for 1x7, 7x1, 1x3 and 3x1 layers
+// (Inception-v3's). The text below is F(2x2, 3x3)'s; F(4x4, 3x3) is the
+// same with 4x4 tiles of outputs from 6x6 patches: 36 products per channel
+// pair and tile of 16 outputs (144 direct) instead of 16 per 4 (36), and
+// transforms with coefficients up to 8, whose rounding errors are larger
+// (measured below). F(2x2, 5x5) takes the same 6x6 patches and input
+// transform (the same points) for 2x2 tiles: 36 products instead of 100.
+// The 1-D forms transform one axis only (a Form whose other patch is 1):
+// F(2, 7) makes tiles of 2 outputs along the window's axis from patches of
+// 8 inputs, 8 products per channel pair and tile instead of 14, at the
+// points 0, +-1, +-2, +-1/2 and infinity; F(4, 3) is F(4x4, 3x3)'s
+// transform along one axis, 6 products instead of 12. Errors, on
+// He-initialised layers, of the largest output: F(2, 7) 1.5e-6 and 2.8e-6
+// on 192-to-192 1x7 and 768-to-768 7x1 (direct 1.4e-6 and 3.1e-6), F(2x2,
+// 5x5) 2.1e-6 and 3.7e-6 on 48-to-64 and 192-to-192 (direct 1.3e-6 and
+// 2.7e-6), F(4x4, 3x3) 3.8e-6 to 7.4e-6.
 //
 // Each 2x2 block of outputs (a tile) of one output channel is
 // A^T [sum over input channels of (G g G^T) . (B^T d B)] A, where d is the
@@ -69,6 +70,10 @@ constexpr int64_t kChunkFloats = 128 * 1024;
 // wins: 32.
 constexpr int64_t kMinTiles = 49;
 constexpr int64_t kMinChannels = 32;
+// The most floats of transformed weights (U) for which the 5x5 and 1-D
+// forms beat the packed kernel (measured in convPrefersWinograd), and the
+// fewest tiles.
+constexpr int64_t kMaxTransformedWeights = 4 << 20, kMinTilesOther = 32;
 
 // A register of a channel block's lanes (simd.h); a block is kPerBlock.
 using Lanes = simd::Floats;
@@ -87,11 +92,17 @@ struct Form {
   static constexpr int kTileH = TileH, kTileW = TileW, kPatchH = PatchH, kPatchW = PatchW;
   static constexpr int kXi = PatchH * PatchW;
 };
-using F2x2 = Form<2, 2, 4, 4>;     // F(2x2, 3x3)
-using F4x4 = Form<4, 4, 6, 6>;     // F(4x4, 3x3)
-using F2x2Of5 = Form<2, 2, 6, 6>;  // F(2x2, 5x5)
-using F1x2 = Form<1, 2, 1, 8>;     // F(1x2, 1x7)
-using F2x1 = Form<2, 1, 8, 1>;     // F(2x1, 7x1)
+// F(tile, window): the output transform follows from the patch and the
+// tile (outputColumn's overloads), the input transform from the patch.
+using F2x2Of3x3 = Form<2, 2, 4, 4>;
+using F4x4Of3x3 = Form<4, 4, 6, 6>;
+using F2x2Of5x5 = Form<2, 2, 6, 6>;
+using F1x2Of1x7 = Form<1, 2, 1, 8>;
+using F2x1Of7x1 = Form<2, 1, 8, 1>;
+using F1x2Of1x3 = Form<1, 2, 1, 4>;
+using F1x4Of1x3 = Form<1, 4, 1, 6>;
+using F2x1Of3x1 = Form<2, 1, 4, 1>;
+using F4x1Of3x1 = Form<4, 1, 6, 1>;
 
 /// The axis a 1-D form does not transform.
 __attribute__((always_inline)) inline void inputColumn(const Lanes (&d)[1], Lanes (&r)[1]) {
@@ -225,9 +236,10 @@ void transformOutput(const float* m, int64_t xiStride, Lanes (&out)[W::kTileH][W
 
 namespace {
 
-/// 1x7 or 7x1 windows: F(1x2, 1x7) or F(2x1, 7x1).
+/// 1x7, 7x1, 1x3 or 3x1 windows: F(1x2, 1x7), F(2x1, 7x1), F(1x4, 1x3) or
+/// F(4x1, 3x1).
 bool isOneDimensional(const ConvParams& p) {
-  return (p.k_h == 1 && p.k_w == 7) || (p.k_h == 7 && p.k_w == 1);
+  return (p.k_h == 1 && (p.k_w == 7 || p.k_w == 3)) || (p.k_w == 1 && (p.k_h == 7 || p.k_h == 3));
 }
 
 }  // namespace
@@ -253,7 +265,7 @@ namespace {
 /// packed, 1819 F(2x2), 1071 F(4x4)) except PathNet's, whose 16 x 16
 /// products it runs slower than the packed kernel (4534 against 3968).
 bool prefersTile4(const ConvParams& p, int vectorLanes) {
-  if (p.k_h != 3) return false;
+  if (p.k_h != 3 || p.k_w != 3) return false;
   const int64_t tiles = (p.h_out + 3) / 4 * ((p.w_out + 3) / 4);
   const int lanes = vectorLanes > 0 ? vectorLanes : simd::kLanes;
   const int64_t fewest = lanes >= 16 ? 32 : 64;  // c_in + c_out
@@ -265,20 +277,36 @@ bool prefersTile4(const ConvParams& p, int vectorLanes) {
 bool convPrefersWinograd(const ConvParams& p, int vectorLanes) {
   if (!convTakesWinograd(p)) return false;
   // Against the packed kernel, one Zen 4 thread (bench/micro/run.sh float
-  // 1 ...), 16 input channels or more: F(2, 7) 1.5-1.8x faster from 16 to
-  // 512 channels on 8x8 to 35x35 planes (Inception-v3's 192-to-192 on
-  // 17x17: 1360 to 830-885 us, 128-to-128 603 to 388-414), slower at 768 to
-  // 768 (23.3 to 29.0 ms: 19 MB of U streamed for chunks of 10 tiles).
-  // F(2x2, 5x5) 1.5-2.6x faster on 7x7 to 35x35 planes up to 256-to-256
-  // (Inception-v3's 48-to-64 on 35x35: 1679 to 855 us; GoogLeNet's 32-to-96
-  // on 28x28 1073 to 483, 16-to-32 189 to 128), even at 256-to-512 on 7x7,
-  // slower at 384-to-384 on 14x14 (13.8 to 14.8 ms) and from 8 channels.
-  if (p.k_h != 3) return p.c_in >= 16 && p.c_in + p.c_out <= (isOneDimensional(p) ? 1024 : 512);
+  // 1 ...), 16 input channels or more:
+  //  - F(2, 7): 1.5-1.8x faster from 16 to 512 channels on 8x8 to 35x35
+  //    planes (Inception-v3's 192-to-192 on 17x17: 1360 to 830-885 us),
+  //    slower at 768-to-768 (23.3 to 29.0 ms: chunks of 10 tiles stream 19
+  //    MB of transformed weights each);
+  //  - F(2x2, 5x5): 1.5-2.6x faster on 7x7 to 35x35 planes up to
+  //    256-to-256 (Inception-v3's 48-to-64 on 35x35: 1679 to 855 us), even
+  //    at 256-to-512 on 7x7 (19 MB), slower at 384-to-384 (21 MB);
+  //  - F(4, 3) along 1x3 and 3x1 windows: 1.5-2.1x faster up to 768-to-768
+  //    on 8x8 (14 MB; Inception-v3's 384-to-384: 550 to 280 us).
+  // So: transformed weights up to 16 MB. But in a model, on two threads,
+  // Inception-v3's 1x3 and 3x1 layers on 8x8 planes (16 tiles of 4) ran
+  // slower, 1.11-1.16 ms against 1.25-1.35 (cgc run --profile-out): each
+  // thread streams all of U from memory for 8 tiles, where the packed kernel
+  // splits the weights. So also 32 tiles or more.
+  if (p.k_h != 3 || p.k_w != 3) {
+    ConvParams form = p;
+    form.winograd_tile = convWinogradTile(p, vectorLanes);
+    const int64_t tileH = p.k_w == 1 ? form.winograd_tile : p.k_h == 1 ? 1 : 2;
+    const int64_t tileW = p.k_h == 1 ? form.winograd_tile : p.k_w == 1 ? 1 : 2;
+    const int64_t tiles = (p.h_out + tileH - 1) / tileH * ((p.w_out + tileW - 1) / tileW);
+    return p.c_in >= 16 && tiles >= kMinTilesOther &&
+           winogradWeightCount(form) <= kMaxTransformedWeights;
+  }
   return (p.c_in >= kMinChannels && (p.h_out + 1) / 2 * ((p.w_out + 1) / 2) >= kMinTiles) ||
          prefersTile4(p, vectorLanes);
 }
 
 int64_t convWinogradTile(const ConvParams& p, int vectorLanes) {
+  if (isOneDimensional(p)) return p.k_h * p.k_w == 3 ? 4 : 2;
   return prefersTile4(p, vectorLanes) ? 4 : 2;
 }
 
@@ -287,9 +315,13 @@ namespace {
 /// Channels rounded up to whole blocks: the transforms' width.
 int64_t blocks(int64_t channels) { return (channels + kChannelBlock - 1) / kChannelBlock; }
 
-/// The patch of inputs along an axis whose window is k: k + tile - 1, or 1
-/// where k is 1 (the axis a 1-D form does not transform).
-int patchOf(int64_t k, int64_t tile) { return k == 1 ? 1 : static_cast<int>(k + tile - 1); }
+/// The patch of inputs along an axis whose window is k: 1 where k is 1 (the
+/// axis a 1-D form does not transform), 8 for F(2, 7) and 6 for F(2, 5)
+/// (their only tiles), else k + tile - 1.
+int patchOf(int64_t k, int64_t tile) {
+  if (k == 1) return 1;
+  return static_cast<int>(k == 7 || k == 5 ? k + 1 : k + tile - 1);
+}
 
 }  // namespace
 
@@ -442,11 +474,16 @@ void convWinogradTiles(const ConvParams& p, const float* x, const float* u, cons
 
 void convWinograd(const ConvParams& p, const float* x, const float* u, const float* bias,
                   const float* residual, float* y, const Team& team) {
-  if (p.k_h == 5) return convWinogradTiles<F2x2Of5>(p, x, u, bias, residual, y, team);
-  if (p.k_h == 1) return convWinogradTiles<F1x2>(p, x, u, bias, residual, y, team);
-  if (p.k_w == 1) return convWinogradTiles<F2x1>(p, x, u, bias, residual, y, team);
-  if (p.winograd_tile == 4) return convWinogradTiles<F4x4>(p, x, u, bias, residual, y, team);
-  convWinogradTiles<F2x2>(p, x, u, bias, residual, y, team);
+  auto run = [&](auto form) {
+    convWinogradTiles<decltype(form)>(p, x, u, bias, residual, y, team);
+  };
+  const bool four = p.winograd_tile == 4;
+  if (p.k_h == 1 && p.k_w == 7) return run(F1x2Of1x7{});
+  if (p.k_h == 7 && p.k_w == 1) return run(F2x1Of7x1{});
+  if (p.k_h == 1) return four ? run(F1x4Of1x3{}) : run(F1x2Of1x3{});
+  if (p.k_w == 1) return four ? run(F4x1Of3x1{}) : run(F2x1Of3x1{});
+  if (p.k_h == 5) return run(F2x2Of5x5{});
+  four ? run(F4x4Of3x3{}) : run(F2x2Of3x3{});
 }
 
 }  // namespace detail

@@ -438,8 +438,9 @@ TEST_CASE("conv on Winograd weights matches a direct loop") {
   }
 }
 
-TEST_CASE("conv on Winograd weights for 1x7, 7x1 and 5x5 windows matches a direct loop") {
-  // Inception-v3's windows: F(1x2, 1x7), F(2x1, 7x1) and F(2x2, 5x5). Odd
+TEST_CASE("conv on Winograd weights for 5x5, 1x7, 7x1, 1x3 and 3x1 windows matches a direct loop") {
+  // Inception-v3's windows: F(2x2, 5x5), F(1x2, 1x7), F(2x1, 7x1), and
+  // F(1x2, 1x3) or F(1x4, 1x3) and their transposes. Odd
   // output sizes (a tile cut by the edge), pads on one side or none,
   // channels that are not multiples of 16, and a plane of several chunks
   // split between threads.
@@ -454,8 +455,14 @@ TEST_CASE("conv on Winograd weights for 1x7, 7x1 and 5x5 windows matches a direc
       {1, 48, 1, 35, 35, 64, 1, 1, 5, 5, 1, 1, 1, 0, 2, 2, 0, 2, 2, 1, 1, 1},  // 5x5, 35x35
       {2, 20, 1, 9, 8, 17, 1, 1, 5, 5, 1, 1, 1, 0, 2, 1, 0, 0, 2, 1, 1, 1},    // one-sided pads
       {1, 16, 1, 6, 7, 32, 1, 1, 5, 5, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // no pads: 2x3
+      {1, 48, 1, 8, 8, 32, 1, 1, 1, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1, 1, 1, 1},    // 1x3, 8x8
+      {2, 24, 1, 11, 9, 40, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1},   // 3x1, one pad
   };
-  for (const ConvCase& c : cases) checkConv(c, Weights::kWinograd);
+  // F(2, 7) and F(2x2, 5x5) have one tile; 1x3 and 3x1 take both.
+  for (const ConvCase& c : cases) {
+    checkConv(c, Weights::kWinograd);
+    if (c.kh * c.kw == 3) checkConv(c, Weights::kWinograd4);
+  }
 }
 
 TEST_CASE("stem conv with a fused 3x3 stride-2 max pooling matches conv then pool") {

@@ -569,25 +569,33 @@ TEST_CASE("pack-conv-weights chooses the Winograd tile for the target's vector w
   }
 }
 
-TEST_CASE("pack-conv-weights gives 5x5, 1x7 and 7x1 layers Winograd up to 512 or 1024 channels") {
+TEST_CASE("pack-conv-weights gives 5x5, 1x7, 7x1, 1x3 and 3x1 layers Winograd up to 16 MB") {
   // Inception-v3's windows with 'same' padding: F(2, 7)'s 8 transformed
-  // matrices of 32 x 32, F(2x2, 5x5)'s 36; 640 channels in and 400 out
-  // (1040) at 1x7 and 272 and 256 (528) at 5x5 take the packed kernel.
+  // matrices of 32 x 32, F(2x2, 5x5)'s 36, F(4, 3)'s 6 (1x3, 3x1); 768 to
+  // 768 at 1x7 (4.7M floats transformed), 384 to 384 at 5x5 (5.3M) and 1x3
+  // on 8x8 (16 tiles of 4) take the packed kernel.
   struct Case {
     int64_t kh, kw, in, out, side;
     std::string ir;
   };
+  auto winograd = [](int64_t packing, int64_t side) {
+    return fmt::format(
+        "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,{0},{0}] {{cgc_packed_weights = "
+        "{1}",
+        side, packing);
+  };
   const Case cases[] = {
-      {1, 7, 32, 32, 17,
-       "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,17,17] {cgc_packed_weights = 2"},
-      {7, 1, 32, 32, 17,
-       "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,17,17] {cgc_packed_weights = 2"},
-      {5, 5, 32, 32, 9,
-       "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,9,9] {cgc_packed_weights = 2"},
-      {1, 7, 640, 400, 4,
-       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,400,4,4] {cgc_packed_weights = 1"},
-      {5, 5, 272, 256, 3,
-       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,256,3,3] {cgc_packed_weights = 1"}};
+      {1, 7, 32, 32, 17, winograd(2, 17)},
+      {7, 1, 32, 32, 17, winograd(2, 17)},
+      {5, 5, 32, 32, 17, winograd(2, 17)},
+      {1, 3, 32, 32, 17, winograd(3, 17)},
+      {3, 1, 32, 32, 17, winograd(3, 17)},
+      {1, 3, 64, 64, 8,
+       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,64,8,8] {cgc_packed_weights = 1"},
+      {1, 7, 768, 768, 3,
+       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,768,3,3] {cgc_packed_weights = 1"},
+      {5, 5, 384, 384, 3,
+       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,384,3,3] {cgc_packed_weights = 1"}};
   for (const Case& c : cases) {
     INFO(c.kh << "x" << c.kw << ", " << c.in << " channels in, " << c.out << " out");
     GraphBuilder b("one_dimensional");
@@ -607,8 +615,10 @@ TEST_CASE("pack-conv-weights gives 5x5, 1x7 and 7x1 layers Winograd up to 512 or
     ir::verifyGraph(b.graph);
     checkIr(b.graph, {c.ir});
     if (c.in == 32)
-      checkIr(b.graph,
-              {fmt::format("%w_winograd = constant float32[{}]", (c.kh == 5 ? 36 : 8) * 32 * 32)});
+      checkIr(b.graph, {fmt::format("%w_winograd = constant float32[{}]", (c.kh == 5          ? 36
+                                                                           : c.kh * c.kw == 7 ? 8
+                                                                                              : 6) *
+                                                                              32 * 32)});
     const auto after = cgc::testing::interpret(b.graph, input);
     REQUIRE(before.size() == after.size());
     for (size_t i = 0; i < before.size(); ++i)
