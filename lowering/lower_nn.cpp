@@ -96,10 +96,11 @@ void setPackingAndLayouts(const Graph& g, const Node& n, rt::ConvParams& p) {
   CGC_ASSERT(!p.packed_weights || (p.groups == 1 && weights == rt::packedConvWeightCount(p)),
              "node '{}': packed weights need groups 1 and {} floats", n.name,
              rt::packedConvWeightCount(p));
-  CGC_ASSERT(!p.winograd || (rt::convTakesWinograd(p) && weights == rt::winogradWeightCount(p)),
-             "node '{}': Winograd weights need a 3x3, 5x5, 1x7, 7x1, 1x3 or 3x1 stride-1 Conv and "
-             "{} floats",
-             n.name, rt::winogradWeightCount(p));
+  CGC_ASSERT(
+      !p.winograd || (rt::convTakesWinograd(p) && weights == rt::winogradWeightCount(p)),
+      "node '{}': Winograd weights need a 3x3, 5x5, 2x2, 1x7, 7x1, 1x3 or 3x1 stride-1 Conv and "
+      "{} floats",
+      n.name, rt::winogradWeightCount(p));
   p.blocked_input = g.value(n.inputs[0]).layout == ir::Layout::kChannelBlocked;
   p.blocked_output = g.value(n.outputs[0]).layout == ir::Layout::kChannelBlocked;
   CGC_ASSERT(

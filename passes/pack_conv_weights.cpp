@@ -3,8 +3,9 @@
 // compile time, and the attribute cgc_packed_weights that lowering reads:
 //  - 2 and 3: 3x3 layers at stride 1 on 13x13 or larger planes
 //    (rt::convPrefersWinograd): Winograd F(2x2, 3x3), or F(4x4, 3x3) where
-//    rt::convWinogradTile says so; 2 also 5x5 layers at stride 1, F(2x2,
-//    5x5), and 1x7 and 7x1 ones, F(2, 7) along the window; 3 also 1x3 and
+//    rt::convWinogradTile says so; 2 also 5x5 and 2x2 layers at stride 1,
+//    F(2x2, 5x5) and F(2x2, 2x2) (the phases of decompose-conv-transpose),
+//    and 1x7 and 7x1 ones, F(2, 7) along the window; 3 also 1x3 and
 //    3x1 ones, F(4, 3) along the window; weights transformed by
 //    rt::winogradWeights (ConvParams::winograd, winograd_tile);
 //  - 1: other layers the packed direct kernel serves better

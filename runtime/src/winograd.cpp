@@ -1,13 +1,15 @@
 // Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions (Lavin and Gray,
 // "Fast Algorithms for Convolutional Neural Networks", 2016) for 3x3 layers
-// at stride 1, F(2x2, 5x5) for 5x5 layers, and the one-dimensional F(2, 7)
-// and F(4, 3) (or F(2, 3)) for 1x7, 7x1, 1x3 and 3x1 layers
+// at stride 1, F(2x2, 5x5) for 5x5 layers, F(2x2, 2x2) for 2x2 ones (the
+// phases of a stride-2 ConvTranspose: DCGAN's), and the one-dimensional
+// F(2, 7) and F(4, 3) (or F(2, 3)) for 1x7, 7x1, 1x3 and 3x1 layers
 // (Inception-v3's). The text below is F(2x2, 3x3)'s; F(4x4, 3x3) is the
 // same with 4x4 tiles of outputs from 6x6 patches: 36 products per channel
 // pair and tile of 16 outputs (144 direct) instead of 16 per 4 (36), and
 // transforms with coefficients up to 8, whose rounding errors are larger
 // (measured below). F(2x2, 5x5) takes the same 6x6 patches and input
-// transform (the same points) for 2x2 tiles: 36 products instead of 100.
+// transform (the same points) for 2x2 tiles: 36 products instead of 100;
+// F(2x2, 2x2) 3x3 patches at the points 0, 1 and infinity: 9 instead of 16.
 // The 1-D forms transform one axis only (a Form whose other patch is 1):
 // F(2, 7) makes tiles of 2 outputs along the window's axis from patches of
 // 8 inputs, 8 products per channel pair and tile instead of 14, at the
@@ -46,8 +48,9 @@
 // transforms, not in the tensors: the copy's last block has zero lanes past
 // c_in, U has zero rows and columns past c_in and c_out, and only the real
 // channels of M reach y (NCHW there; the channel-blocked layout needs whole
-// blocks). The team
-// splits the tiles; a thread takes its tiles in chunks whose V and M stay
+// blocks). The team splits the tiles of a group of images (one image, unless the planes are
+// small: then enough images that each thread has a chunk of tiles, which
+// may span images); a thread takes its tiles in chunks whose V and M stay
 // in L2. A chunk's outputs go straight into a channel-blocked y, or are
 // gathered as rows of positions and transposed into the NCHW planes, a
 // row segment at a time.
@@ -97,6 +100,7 @@ struct Form {
 using F2x2Of3x3 = Form<2, 2, 4, 4>;
 using F4x4Of3x3 = Form<4, 4, 6, 6>;
 using F2x2Of5x5 = Form<2, 2, 6, 6>;
+using F2x2Of2x2 = Form<2, 2, 3, 3>;
 using F1x2Of1x7 = Form<1, 2, 1, 8>;
 using F2x1Of7x1 = Form<2, 1, 8, 1>;
 using F1x2Of1x3 = Form<1, 2, 1, 4>;
@@ -130,6 +134,13 @@ __attribute__((always_inline)) inline void inputColumn(const Lanes (&d)[6], Lane
   r[5] = four * d[1] - five * d[3] + d[5];
 }
 
+/// F(2, 2), at the points 0, 1 and infinity: B^T = [-1 1 0; 0 1 0; 0 -1 1].
+__attribute__((always_inline)) inline void inputColumn(const Lanes (&d)[3], Lanes (&r)[3]) {
+  r[0] = d[1] - d[0];
+  r[1] = d[1];
+  r[2] = d[2] - d[1];
+}
+
 /// F(2, 7), at the points 0, 1, -1, 2, -2, 1/2, -1/2 and infinity (those
 /// of F(4x4, 3x3) and two more): B^T = [-1 0 21/4 0 -21/4 0 1 0;
 /// 0 1 1 -17/4 -17/4 1 1 0; 0 -1 1 17/4 -17/4 -1 1 0;
@@ -154,6 +165,12 @@ __attribute__((always_inline)) inline void inputColumn(const Lanes (&d)[8], Lane
 
 __attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[1], Lanes (&o)[1]) {
   o[0] = m[0];
+}
+
+/// F(2, 2): A^T = [1 1 0; 0 1 1].
+__attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[3], Lanes (&o)[2]) {
+  o[0] = m[0] + m[1];
+  o[1] = m[1] + m[2];
 }
 
 /// A^T m for one column of products, F(2x2): A^T = [1 1 1 0; 0 1 -1 -1].
@@ -187,19 +204,37 @@ __attribute__((always_inline)) inline void outputColumn(const Lanes (&m)[8], Lan
   o[1] = m[1] - m[2] + (2.0f - Lanes{}) * (m[3] - m[4]) + (0.5f - Lanes{}) * (m[5] - m[6]) + m[7];
 }
 
-/// V_xi[t][c] = (B^T d B)[xi] for `tiles` tiles from firstTile on (tw per
-/// tile row) and the 16 channels of one block, whose padded copy is
-/// `padded` (pw vectors per row); V_xi[t] lies at v + xi * xiStride + t *
-/// tileStride.
+/// Where the tiles of a group of images lie: tile g, counted over the
+/// group, is tile (row(g), col(g)) of the group's image image(g), th x tw
+/// tiles an image. The group's output rows run image after image, h_out
+/// each.
+struct TileGrid {
+  int64_t th, tw, tileH, hOut;
+
+  int64_t image(int64_t g) const { return g / (th * tw); }
+  int64_t row(int64_t g) const { return g % (th * tw) / tw; }
+  int64_t col(int64_t g) const { return g % tw; }
+  /// The group's output rows that tile g covers: [first, end).
+  int64_t firstRow(int64_t g) const { return image(g) * hOut + tileH * row(g); }
+  int64_t endRow(int64_t g) const { return image(g) * hOut + std::min(hOut, tileH * (row(g) + 1)); }
+};
+
+/// V_xi[t][c] = (B^T d B)[xi] for `tiles` tiles from firstTile on and the
+/// 16 channels of one block, whose padded copy is `padded` in the group's
+/// first image (pw vectors per row, imageFloats floats from one image's to
+/// the next's); V_xi[t] lies at v + xi * xiStride + t * tileStride.
 template <typename W>
-void transformInput(const float* padded, int64_t pw, int64_t tw, int64_t firstTile, int64_t tiles,
-                    float* v, int64_t xiStride, int64_t tileStride) {
+void transformInput(const float* padded, int64_t imageFloats, int64_t pw, const TileGrid& grid,
+                    int64_t firstTile, int64_t tiles, float* v, int64_t xiStride,
+                    int64_t tileStride) {
   constexpr int kPatchH = W::kPatchH, kPatchW = W::kPatchW;
   for (int64_t t = 0; t < tiles; ++t)
     for (int part = 0; part < kPerBlock; ++part) {
-      const int64_t i = (firstTile + t) / tw, j = (firstTile + t) % tw;
+      const int64_t g = firstTile + t;
       const float* patch =
-          padded + (W::kTileH * i * pw + W::kTileW * j) * kChannelBlock + part * simd::kLanes;
+          padded + grid.image(g) * imageFloats +
+          (W::kTileH * grid.row(g) * pw + W::kTileW * grid.col(g)) * kChannelBlock +
+          part * simd::kLanes;
       // Down the columns, then along the rows.
       Lanes bd[kPatchH][kPatchW];
       for (int c = 0; c < kPatchW; ++c) {
@@ -246,7 +281,8 @@ bool isOneDimensional(const ConvParams& p) {
 
 bool convTakesWinograd(const ConvParams& p) {
   return p.groups == 1 && p.k_d == 1 && p.d_in == 1 && p.d_out == 1 &&
-         ((p.k_h == 3 && p.k_w == 3) || (p.k_h == 5 && p.k_w == 5) || isOneDimensional(p)) &&
+         ((p.k_h == 3 && p.k_w == 3) || (p.k_h == 5 && p.k_w == 5) || (p.k_h == 2 && p.k_w == 2) ||
+          isOneDimensional(p)) &&
          p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 &&
          p.pool_h_out == 0;
 }
@@ -286,18 +322,21 @@ bool convPrefersWinograd(const ConvParams& p, int vectorLanes) {
   //    256-to-256 (Inception-v3's 48-to-64 on 35x35: 1679 to 855 us), even
   //    at 256-to-512 on 7x7 (19 MB), slower at 384-to-384 (21 MB);
   //  - F(4, 3) along 1x3 and 3x1 windows: 1.5-2.1x faster up to 768-to-768
-  //    on 8x8 (14 MB; Inception-v3's 384-to-384: 550 to 280 us).
+  //    on 8x8 (14 MB; Inception-v3's 384-to-384: 550 to 280 us);
+  //  - F(2x2, 2x2) on DCGAN's phase convolutions, batch 64 (tiles taken
+  //    across images): 512-to-256 on 4x4 17.5 to 12.8 ms, 256-to-128 on
+  //    8x8 13.6 to 9.6, 128-to-64 on 16x16 12.5 to 9.9.
   // So: transformed weights up to 16 MB. But in a model, on two threads,
   // Inception-v3's 1x3 and 3x1 layers on 8x8 planes (16 tiles of 4) ran
   // slower, 1.11-1.16 ms against 1.25-1.35 (cgc run --profile-out): each
   // thread streams all of U from memory for 8 tiles, where the packed kernel
-  // splits the weights. So also 32 tiles or more.
+  // splits the weights. So also 32 tiles or more, over the batch.
   if (p.k_h != 3 || p.k_w != 3) {
     ConvParams form = p;
     form.winograd_tile = convWinogradTile(p, vectorLanes);
     const int64_t tileH = p.k_w == 1 ? form.winograd_tile : p.k_h == 1 ? 1 : 2;
     const int64_t tileW = p.k_h == 1 ? form.winograd_tile : p.k_w == 1 ? 1 : 2;
-    const int64_t tiles = (p.h_out + tileH - 1) / tileH * ((p.w_out + tileW - 1) / tileW);
+    const int64_t tiles = p.n * ((p.h_out + tileH - 1) / tileH) * ((p.w_out + tileW - 1) / tileW);
     return p.c_in >= 16 && tiles >= kMinTilesOther &&
            winogradWeightCount(form) <= kMaxTransformedWeights;
   }
@@ -316,11 +355,11 @@ namespace {
 int64_t blocks(int64_t channels) { return (channels + kChannelBlock - 1) / kChannelBlock; }
 
 /// The patch of inputs along an axis whose window is k: 1 where k is 1 (the
-/// axis a 1-D form does not transform), 8 for F(2, 7) and 6 for F(2, 5)
-/// (their only tiles), else k + tile - 1.
+/// axis a 1-D form does not transform), 8, 6 and 3 for F(2, 7), F(2, 5) and
+/// F(2, 2) (their only tiles), else k + tile - 1.
 int patchOf(int64_t k, int64_t tile) {
   if (k == 1) return 1;
-  return static_cast<int>(k == 7 || k == 5 ? k + 1 : k + tile - 1);
+  return static_cast<int>(k == 7 || k == 5 || k == 2 ? k + 1 : k + tile - 1);
 }
 
 }  // namespace
@@ -380,91 +419,118 @@ void winogradWeights(const ConvParams& p, const float* w, float* u) {
 namespace detail {
 namespace {
 
+/// A chunk's products M (tiles from t0 on, of the group of images from n0
+/// on), transformed into outputs: stored with the epilogue into a
+/// channel-blocked y, or gathered as rows of positions in `rows` and
+/// transposed into the NCHW planes with the epilogue, a row segment at a
+/// time.
+template <typename W>
+void storeChunk(const ConvParams& p, const TileGrid& grid, int64_t n0, int64_t t0, int64_t tiles,
+                const float* m, int64_t cOut, float* rows, const float* bias, const float* residual,
+                float* y) {
+  constexpr int64_t kTileH = W::kTileH, kTileW = W::kTileW;
+  const int64_t spatial = p.h_out * p.w_out, blocksOut = cOut / kChannelBlock;
+  const Bounds bounds = activationBounds(p);
+  const Lanes low = bounds.low - Lanes{}, high = bounds.high - Lanes{};
+  const int64_t firstRow = grid.firstRow(t0);  // of the group: rows[0]
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t g = t0 + t, image = n0 + grid.image(g);
+    const Epilogue e = epilogueOf(p, bias, residual, image, 0);
+    float* yn = y + image * p.c_out * spatial;
+    const int64_t oh0 = kTileH * grid.row(g), ow0 = kTileW * grid.col(g);
+    const int64_t rowBase = grid.image(g) * p.h_out - firstRow;  // rows' row of oh 0
+    for (int64_t ob = 0; ob < blocksOut; ++ob)
+      for (int part = 0; part < kPerBlock; ++part) {
+        const int64_t c0 = ob * kChannelBlock + part * simd::kLanes;  // first channel
+        Lanes out[kTileH][kTileW];
+        transformOutput<W>(m + t * cOut + c0, tiles * cOut, out);
+        for (int64_t oh = oh0; oh < std::min(oh0 + kTileH, p.h_out); ++oh)
+          for (int64_t ow = ow0; ow < std::min(ow0 + kTileW, p.w_out); ++ow) {
+            Lanes& o = out[oh - oh0][ow - ow0];
+            if (!p.blocked_output) {  // the epilogue comes with the transpose
+              store(rows + ((rowBase + oh) * p.w_out + ow) * cOut + c0, o);
+              continue;
+            }
+            const int64_t at =
+                (ob * spatial + oh * p.w_out + ow) * kChannelBlock + part * simd::kLanes;
+            Lanes term;
+            if (bias) {
+              load(bias + c0, term);
+              o += term;
+            }
+            if (e.residual) {
+              load(e.residual + at, term);
+              o += term;
+            }
+            o = o < low ? low : o;  // a NaN stays NaN, as in std::clamp
+            o = high < o ? high : o;
+            store(yn + at, o);
+          }
+      }
+  }
+  if (p.blocked_output) return;
+  // Each output row's columns that the chunk's tiles cover.
+  const int64_t last = t0 + tiles - 1;
+  for (int64_t r = firstRow; r < grid.endRow(last); ++r) {
+    const int64_t image = r / p.h_out, oh = r % p.h_out, i = oh / kTileH;
+    auto isTileRowOf = [&](int64_t g) { return image == grid.image(g) && i == grid.row(g); };
+    const int64_t from = isTileRowOf(t0) ? kTileW * grid.col(t0) : 0;
+    const int64_t to =
+        isTileRowOf(last) ? std::min(p.w_out, kTileW * grid.col(last) + kTileW) : p.w_out;
+    const int64_t pos = oh * p.w_out + from;
+    transpose(rows + ((r - firstRow) * p.w_out + from) * cOut, cOut, to - from, p.c_out,
+              y + (n0 + image) * p.c_out * spatial + pos, spatial,
+              epilogueOf(p, bias, residual, n0 + image, 0).at(0, pos));
+  }
+}
+
+/// The Winograd convolution in form W. Images are taken in groups whose
+/// tiles give each thread at least a chunk (one image, unless its planes
+/// are small: DCGAN's 4x4 to 16x16 at batch 64), so that each chunk runs U
+/// past enough tiles.
 template <typename W>
 void convWinogradTiles(const ConvParams& p, const float* x, const float* u, const float* bias,
                        const float* residual, float* y, const Team& team) {
   constexpr int64_t kXi = W::kXi, kTileH = W::kTileH, kTileW = W::kTileW;
   const int64_t th = (p.h_out + kTileH - 1) / kTileH, tw = (p.w_out + kTileW - 1) / kTileW;
+  const TileGrid grid{th, tw, kTileH, p.h_out};
   // The padded input the tiles read.
   const int64_t ph = kTileH * th + W::kPatchH - kTileH, pw = kTileW * tw + W::kPatchW - kTileW;
   const int64_t blocksIn = blocks(p.c_in), blocksOut = blocks(p.c_out);
   // The transforms' channels: whole blocks.
   const int64_t cIn = blocksIn * kChannelBlock, cOut = blocksOut * kChannelBlock;
-  const int64_t inSpatial = p.h_in * p.w_in, spatial = p.h_out * p.w_out;
+  const int64_t inSpatial = p.h_in * p.w_in, imageFloats = blocksIn * ph * pw * kChannelBlock;
   const int64_t chunkTiles = std::max<int64_t>(1, kChunkFloats / (kXi * (cIn + cOut)));
+  const int64_t groupImages = std::clamp<int64_t>(
+      (chunkTiles * team.size() + th * tw - 1) / (th * tw), 1, std::max<int64_t>(1, p.n));
   // The output rows a chunk's tiles touch: those of its whole tile rows
   // and of the partial ones at either end.
   const int64_t chunkPositions = (chunkTiles / tw + 2) * kTileH * p.w_out;
   float* v = scratch<float>(kXi * chunkTiles * (cIn + cOut) + chunkPositions * cOut +
-                            blocksIn * ph * pw * kChannelBlock);
+                            groupImages * imageFloats);
   float* m = v + kXi * chunkTiles * cIn;
   float* rows = m + kXi * chunkTiles * cOut;  // [position][channel] for an NCHW y
-  // Every thread reads the whole padded image: each pads its share of the
+  // Every thread reads the whole padded group: each pads its share of the
   // channel blocks into thread 0's scratch.
   float* padded = team.shareFromFirst(rows + chunkPositions * cOut);
-  const Bounds bounds = activationBounds(p);
-  const Lanes low = bounds.low - Lanes{}, high = bounds.high - Lanes{};
-  // Tiles, not tile rows: 14x14 planes have 7 rows, 4 + 3 on two threads.
-  const Range mine = team.split(th * tw);
-  for (int64_t n = 0; n < p.n; ++n) {
-    if (n > 0) team.barrier();  // all done with image n - 1
-    padInput(p, x + n * p.c_in * inSpatial, 1, ph, pw, team.split(blocksIn), {0, ph},
-             p.blocked_input ? kChannelBlock : 1, padded, !p.blocked_input);
+  for (int64_t n0 = 0; n0 < p.n; n0 += groupImages) {
+    const int64_t images = std::min(groupImages, p.n - n0);
+    if (n0 > 0) team.barrier();  // all done with the last group
+    for (int64_t image = 0; image < images; ++image)
+      padInput(p, x + (n0 + image) * p.c_in * inSpatial, 1, ph, pw, team.split(blocksIn), {0, ph},
+               p.blocked_input ? kChannelBlock : 1, padded + image * imageFloats, !p.blocked_input);
     team.barrier();
-    const Epilogue e = epilogueOf(p, bias, residual, n, 0);
-    float* yn = y + n * p.c_out * spatial;
+    // Tiles, not tile rows: 14x14 planes have 7 rows, 4 + 3 on two threads.
+    const Range mine = team.split(images * th * tw);
     for (int64_t t0 = mine.begin; t0 < mine.end; t0 += chunkTiles) {
       const int64_t tiles = std::min(mine.end, t0 + chunkTiles) - t0;
       for (int64_t cb = 0; cb < blocksIn; ++cb)
-        transformInput<W>(padded + cb * ph * pw * kChannelBlock, pw, tw, t0, tiles,
+        transformInput<W>(padded + cb * ph * pw * kChannelBlock, imageFloats, pw, grid, t0, tiles,
                           v + cb * kChannelBlock, tiles * cIn, cIn);
       for (int64_t xi = 0; xi < kXi; ++xi)
         gemmRows(tiles, cOut, cIn, v + xi * tiles * cIn, cIn, u + xi * cIn * cOut, cOut,
                  m + xi * tiles * cOut, cOut);
-      const int64_t firstRow = kTileH * (t0 / tw);
-      for (int64_t t = 0; t < tiles; ++t)
-        for (int64_t ob = 0; ob < blocksOut; ++ob)
-          for (int part = 0; part < kPerBlock; ++part) {
-            const int64_t c0 = ob * kChannelBlock + part * simd::kLanes;  // first channel
-            Lanes out[kTileH][kTileW];
-            transformOutput<W>(m + t * cOut + c0, tiles * cOut, out);
-            const int64_t oh0 = kTileH * ((t0 + t) / tw), ow0 = kTileW * ((t0 + t) % tw);
-            for (int64_t oh = oh0; oh < std::min(oh0 + kTileH, p.h_out); ++oh)
-              for (int64_t ow = ow0; ow < std::min(ow0 + kTileW, p.w_out); ++ow) {
-                Lanes& o = out[oh - oh0][ow - ow0];
-                if (!p.blocked_output) {  // the epilogue comes with the transpose
-                  store(rows + ((oh - firstRow) * p.w_out + ow) * cOut + c0, o);
-                  continue;
-                }
-                const int64_t at =
-                    (ob * spatial + oh * p.w_out + ow) * kChannelBlock + part * simd::kLanes;
-                Lanes term;
-                if (bias) {
-                  load(bias + c0, term);
-                  o += term;
-                }
-                if (e.residual) {
-                  load(e.residual + at, term);
-                  o += term;
-                }
-                o = o < low ? low : o;  // a NaN stays NaN, as in std::clamp
-                o = high < o ? high : o;
-                store(yn + at, o);
-              }
-          }
-      if (p.blocked_output) continue;
-      // Each output row's columns that this chunk's tiles cover, into the
-      // NCHW planes with the epilogue.
-      const int64_t last = t0 + tiles - 1;
-      for (int64_t oh = firstRow; oh < std::min(p.h_out, kTileH * (last / tw) + kTileH); ++oh) {
-        const int64_t i = oh / kTileH;
-        const int64_t from = i == t0 / tw ? kTileW * (t0 % tw) : 0;
-        const int64_t to =
-            i == last / tw ? std::min(p.w_out, kTileW * (last % tw) + kTileW) : p.w_out;
-        const int64_t pos = oh * p.w_out + from;
-        transpose(rows + (pos - firstRow * p.w_out) * cOut, cOut, to - from, p.c_out, yn + pos,
-                  spatial, e.at(0, pos));
-      }
+      storeChunk<W>(p, grid, n0, t0, tiles, m, cOut, rows, bias, residual, y);
     }
   }
   team.barrier();  // thread 0's padded copy outlives the others' reads
@@ -483,6 +549,7 @@ void convWinograd(const ConvParams& p, const float* x, const float* u, const flo
   if (p.k_h == 1) return four ? run(F1x4Of1x3{}) : run(F1x2Of1x3{});
   if (p.k_w == 1) return four ? run(F4x1Of3x1{}) : run(F2x1Of3x1{});
   if (p.k_h == 5) return run(F2x2Of5x5{});
+  if (p.k_h == 2) return run(F2x2Of2x2{});
   four ? run(F4x4Of3x3{}) : run(F2x2Of3x3{});
 }
 

@@ -438,9 +438,10 @@ TEST_CASE("conv on Winograd weights matches a direct loop") {
   }
 }
 
-TEST_CASE("conv on Winograd weights for 5x5, 1x7, 7x1, 1x3 and 3x1 windows matches a direct loop") {
+TEST_CASE(
+    "conv on Winograd weights for 5x5, 1x7, 7x1, 1x3, 3x1 and 2x2 windows matches a direct loop") {
   // Inception-v3's windows: F(2x2, 5x5), F(1x2, 1x7), F(2x1, 7x1), and
-  // F(1x2, 1x3) or F(1x4, 1x3) and their transposes. Odd
+  // F(1x2, 1x3) or F(1x4, 1x3) and their transposes; F(2x2, 2x2). Odd
   // output sizes (a tile cut by the edge), pads on one side or none,
   // channels that are not multiples of 16, and a plane of several chunks
   // split between threads.
@@ -457,8 +458,13 @@ TEST_CASE("conv on Winograd weights for 5x5, 1x7, 7x1, 1x3 and 3x1 windows match
       {1, 16, 1, 6, 7, 32, 1, 1, 5, 5, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // no pads: 2x3
       {1, 48, 1, 8, 8, 32, 1, 1, 1, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1, 1, 1, 1},    // 1x3, 8x8
       {2, 24, 1, 11, 9, 40, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1},   // 3x1, one pad
+      // 2x2: DCGAN's phase convolutions, small planes in batches, whose
+      // chunks take tiles across images (and end inside one).
+      {4, 32, 1, 4, 4, 16, 1, 1, 2, 2, 1, 1, 1, 0, 1, 1, 0, 0, 0, 1, 1, 1},    // 4x4 x 4
+      {3, 20, 1, 5, 7, 24, 1, 1, 2, 2, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 1},    // odd sizes
+      {8, 128, 1, 6, 6, 128, 1, 1, 2, 2, 1, 1, 1, 0, 1, 1, 0, 0, 0, 1, 1, 1},  // chunks of 56
   };
-  // F(2, 7) and F(2x2, 5x5) have one tile; 1x3 and 3x1 take both.
+  // F(2, 7), F(2x2, 5x5) and F(2x2, 2x2) have one tile; 1x3 and 3x1 take both.
   for (const ConvCase& c : cases) {
     checkConv(c, Weights::kWinograd);
     if (c.kh * c.kw == 3) checkConv(c, Weights::kWinograd4);

@@ -35,7 +35,7 @@ struct ConvParams {
   // side, a multiple of kChannelBlock channels.
   bool blocked_input = false, blocked_output = false;
   // w is in winogradWeights' layout and conv runs Winograd F(m x m, 3x3)
-  // with m = winograd_tile, 2 or 4, or F(2x2, 5x5), F(1x2, 1x7), F(2x1,
+  // with m = winograd_tile, 2 or 4, or F(2x2, 5x5), F(2x2, 2x2), F(1x2, 1x7), F(2x1,
   // 7x1), F(1xm, 1x3) or F(mx1, 3x1) on those windows (the pack-conv-weights pass, where
   // convPrefersWinograd, with convWinogradTile's m); packed_weights is then false. Takes either
   // layout on both sides.
@@ -96,27 +96,29 @@ void packConvWeights(const ConvParams& p, const float* w, float* packed);
 /// Whether conv can run as Winograd F(2x2, 3x3) (takes): 2-D 3x3 windows
 /// at stride 1, no dilation, groups 1, no fused pooling (any channel
 /// counts: the transforms are padded to whole kChannelBlocks), or F(2x2,
-/// 5x5), F(2, 7) and F(m, 3) on 5x5, 1x7, 7x1, 1x3 and 3x1 windows
-/// likewise; and whether that is faster (prefers): for 3x3, 32 input
+/// 5x5), F(2x2, 2x2), F(2, 7) and F(m, 3) on 5x5, 2x2, 1x7, 7x1, 1x3 and
+/// 3x1 windows likewise; and whether that is faster (prefers): for 3x3, 32 input
 /// channels or more and at least 49 tiles of 2x2 outputs, 13x13 and larger
 /// planes, or where F(4x4) pays; for the others, 16 input channels or
-/// more, 32 tiles or more and at most 16 MB of transformed weights.
+/// more, 32 tiles or more over the batch and at most 16 MB of transformed
+/// weights.
 /// vectorLanes: floats per vector of the runtime that runs it (0: this
 /// build's; the compiler gives its target's).
 bool convTakesWinograd(const ConvParams& p);
 bool convPrefersWinograd(const ConvParams& p, int vectorLanes = 0);
 
 /// The tile a preferred Winograd layer runs fastest with: 4 (F(4x4, 3x3))
-/// or 2 (F(2x2, 3x3)); 2 for 5x5, 1x7 and 7x1 windows, 4 for 1x3 and 3x1.
+/// or 2 (F(2x2, 3x3)); 2 for 5x5, 2x2, 1x7 and 7x1 windows, 4 for 1x3 and
+/// 3x1.
 int64_t convWinogradTile(const ConvParams& p, int vectorLanes = 0);
 
 /// Floats winogradWeights writes for p.winograd_tile m: (m + 2)^2 x c_in x
-/// c_out for 3x3 windows, 36 for 5x5 ones, 8 for 1x7 and 7x1 ones, m + 2
+/// c_out for 3x3 windows, 36 for 5x5 ones, 9 for 2x2 ones, 8 for 1x7 and 7x1 ones, m + 2
 /// for 1x3 and 3x1 ones; the channels rounded up to multiples of
 /// kChannelBlock.
 int64_t winogradWeightCount(const ConvParams& p);
 
-/// The Winograd transform G g G^T of each 3x3 or 5x5 kernel g of OIHW weights
+/// The Winograd transform G g G^T of each 3x3, 5x5 or 2x2 kernel g of OIHW weights
 /// (groups 1), stored as (m + 2)^2 row-major c_in x c_out matrices (padded
 /// with zeros to whole kChannelBlocks), one per element of the (m + 2) x
 /// (m + 2) transformed kernel (conv with winograd, m = p.winograd_tile);
