@@ -267,9 +267,21 @@ void transformOutput(const float* m, int64_t xiStride, Lanes (&out)[W::kTileH][W
   for (int r = 0; r < W::kTileH; ++r) outputColumn(am[r], out[r]);
 }
 
-}  // namespace
+/// The tiles and patches of the form a layer runs as, from its window and
+/// winograd_tile (convWinograd instantiates the same forms): along an axis
+/// whose window is k, a tile of 1 and a patch of 1 where k is 1 (the axis a
+/// 1-D form does not transform), else a tile of winograd_tile for k = 3
+/// (F(2, 3) or F(4, 3)) and of 2 for the others (F(2, 7), F(2, 5), F(2, 2)),
+/// and a patch of tile + k - 1.
+struct FormShape {
+  int64_t tileH, tileW, patchH, patchW;
+};
 
-namespace {
+FormShape formOf(const ConvParams& p) {
+  auto tile = [&](int64_t k) { return k == 1 ? 1 : k == 3 ? p.winograd_tile : 2; };
+  const int64_t tileH = tile(p.k_h), tileW = tile(p.k_w);
+  return {tileH, tileW, tileH + p.k_h - 1, tileW + p.k_w - 1};
+}
 
 /// 1x7, 7x1, 1x3 or 3x1 windows: F(1x2, 1x7), F(2x1, 7x1), F(1x4, 1x3) or
 /// F(4x1, 3x1).
@@ -332,13 +344,13 @@ bool convPrefersWinograd(const ConvParams& p, int vectorLanes) {
   // thread streams all of U from memory for 8 tiles, where the packed kernel
   // splits the weights. So also 32 tiles or more, over the batch.
   if (p.k_h != 3 || p.k_w != 3) {
-    ConvParams form = p;
-    form.winograd_tile = convWinogradTile(p, vectorLanes);
-    const int64_t tileH = p.k_w == 1 ? form.winograd_tile : p.k_h == 1 ? 1 : 2;
-    const int64_t tileW = p.k_h == 1 ? form.winograd_tile : p.k_w == 1 ? 1 : 2;
-    const int64_t tiles = p.n * ((p.h_out + tileH - 1) / tileH) * ((p.w_out + tileW - 1) / tileW);
+    ConvParams chosen = p;
+    chosen.winograd_tile = convWinogradTile(p, vectorLanes);
+    const FormShape form = formOf(chosen);
+    const int64_t tiles =
+        p.n * ((p.h_out + form.tileH - 1) / form.tileH) * ((p.w_out + form.tileW - 1) / form.tileW);
     return p.c_in >= 16 && tiles >= kMinTilesOther &&
-           winogradWeightCount(form) <= kMaxTransformedWeights;
+           winogradWeightCount(chosen) <= kMaxTransformedWeights;
   }
   return (p.c_in >= kMinChannels && (p.h_out + 1) / 2 * ((p.w_out + 1) / 2) >= kMinTiles) ||
          prefersTile4(p, vectorLanes);
@@ -354,19 +366,12 @@ namespace {
 /// Channels rounded up to whole blocks: the transforms' width.
 int64_t blocks(int64_t channels) { return (channels + kChannelBlock - 1) / kChannelBlock; }
 
-/// The patch of inputs along an axis whose window is k: 1 where k is 1 (the
-/// axis a 1-D form does not transform), 8, 6 and 3 for F(2, 7), F(2, 5) and
-/// F(2, 2) (their only tiles), else k + tile - 1.
-int patchOf(int64_t k, int64_t tile) {
-  if (k == 1) return 1;
-  return static_cast<int>(k == 7 || k == 5 || k == 2 ? k + 1 : k + tile - 1);
-}
-
 }  // namespace
 
 int64_t winogradWeightCount(const ConvParams& p) {
-  return patchOf(p.k_h, p.winograd_tile) * patchOf(p.k_w, p.winograd_tile) * blocks(p.c_in) *
-         blocks(p.c_out) * kChannelBlock * kChannelBlock;
+  const FormShape form = formOf(p);
+  return form.patchH * form.patchW * blocks(p.c_in) * blocks(p.c_out) * kChannelBlock *
+         kChannelBlock;
 }
 
 namespace {
@@ -397,7 +402,8 @@ double gOf(int patch, int taps, int row, int q) {
 
 void winogradWeights(const ConvParams& p, const float* w, float* u) {
   const int kh = static_cast<int>(p.k_h), kw = static_cast<int>(p.k_w);
-  const int patchH = patchOf(kh, p.winograd_tile), patchW = patchOf(kw, p.winograd_tile);
+  const FormShape form = formOf(p);
+  const int patchH = static_cast<int>(form.patchH), patchW = static_cast<int>(form.patchW);
   const int64_t cIn = blocks(p.c_in) * kChannelBlock, cOut = blocks(p.c_out) * kChannelBlock;
   std::fill_n(u, winogradWeightCount(p), 0.0f);
   for (int64_t o = 0; o < p.c_out; ++o)
