@@ -24,7 +24,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 echo "== building cgc"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+# CGC_NATIVE_MARCH=cascadelake ./build.sh: build and test as on that CPU.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${CGC_NATIVE_MARCH:+-DCGC_NATIVE_MARCH=$CGC_NATIVE_MARCH}
 cmake --build build -j"$(nproc)"
 cmake --install build --prefix install >/dev/null
 

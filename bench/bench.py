@@ -52,7 +52,8 @@ def measure_peak():
     """One core's FMA peak (GFLOP/s) and int8 multiply-add peak (GOP/s, 0
     without AVX-512 VNNI)."""
     binary = os.path.join(BENCH_DIR, "results", "peak")
-    subprocess.run(["g++", "-O2", "-march=native", "-o", binary,
+    subprocess.run(["g++", "-O2", "-march=native", "-I",
+                    os.path.join(ROOT, "build", "runtime", "generated"), "-o", binary,
                     os.path.join(BENCH_DIR, "peak.cpp")], check=True)
     out = subprocess.run([binary], capture_output=True, text=True, check=True).stdout.split()
     return float(out[0]), float(out[1])

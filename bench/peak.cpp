@@ -3,16 +3,19 @@
 // FMA latency; and, on AVX-512 VNNI, its int8 multiply-add throughput
 // (GOP/s, two operations a multiply-add, so that the two compare): the same
 // chains of vpdpbusd, 64 multiply-adds each. Built with -O2 -march=native,
-// so the vector width is the machine's own. Prints the FMA peak, then the
-// int8 peak (0 without VNNI).
+// so the vector width is the machine's own, and with the runtime's
+// generated core/isa.h for the tiers. Prints the FMA peak, then the int8
+// peak (0 without VNNI).
 #include <chrono>
 #include <cstdio>
 
-#ifdef __AVX512VNNI__
+#include "core/isa.h"
+
+#if CGC_ISA_VNNI
 #include <immintrin.h>
 #endif
 
-#ifdef __AVX512F__
+#if CGC_ISA_SKX
 constexpr int kLanes = 16;
 #else
 constexpr int kLanes = 8;
@@ -60,7 +63,7 @@ double fmaPeak() {
 
 /// One core's vpdpbusd throughput in GOP/s; 0 without AVX-512 VNNI.
 double int8Peak() {
-#ifdef __AVX512VNNI__
+#if CGC_ISA_VNNI
   const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(5);
   __m512i c0 = a, c1 = a, c2 = a, c3 = a, c4 = a, c5 = a, c6 = a, c7 = a, c8 = a, c9 = a, c10 = a,
           c11 = a;

@@ -232,6 +232,13 @@ int main(int argc, char** argv) {
       "what to try, and the memory plan");
   addModelOptions(*inspect, inspectArgs);
   inspect->add_flag("--json", json, "Print the report as JSON");
+  bool runnableOnly = false;
+  CLI::App* targets = app.add_subcommand(
+      "targets",
+      "List the targets (--target): instruction-set tier, compiler flags, and whether their "
+      "code runs on this machine");
+  targets->add_flag("--runnable", runnableOnly,
+                    "Print only the names of the targets whose code runs here, one a line");
 
   try {
     app.parse(argc, argv);
@@ -249,6 +256,7 @@ int main(int argc, char** argv) {
       return cgc::commands::run(runOptions);
     }
     if (*build) return cgc::commands::build(buildOptions);
+    if (*targets) return cgc::driver::printTargets(runnableOnly);
     if (*tune) {
       tuneArgs.parse();
       return cgc::tune::tune(tuneOptions);

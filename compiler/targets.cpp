@@ -5,8 +5,8 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
-#include <sstream>
 
+#include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
 #include "cgc/runtime.h"
 #include "compiler_config.h"
@@ -16,24 +16,16 @@ namespace cgc::driver {
 namespace {
 
 struct TableRow {
-  const char *name, *arch, *flags, *features;
+  const char *name, *arch, *flags, *tier;
   int lanes;
   const char* xsmm;
 };
 
 constexpr TableRow kTable[] = {
-#define CGC_TARGET(name, arch, flags, features, lanes, xsmm) \
-  {name, arch, flags, features, lanes, xsmm},
+#define CGC_TARGET(name, arch, flags, tier, lanes, xsmm) {name, arch, flags, tier, lanes, xsmm},
 #include "cmake/targets.def"
 #undef CGC_TARGET
 };
-
-std::vector<std::string> words(const std::string& text) {
-  std::istringstream in(text);
-  std::vector<std::string> out;
-  for (std::string word; in >> word;) out.push_back(word);
-  return out;
-}
 
 /// The processor family cgc runs on, as the table names it.
 std::string hostArch() {
@@ -64,14 +56,7 @@ std::string Target::runtimeLibrary() const {
   return isNative() ? "libcgc_runtime.a" : "libcgc_runtime_" + name + ".a";
 }
 
-rt::QIsa Target::int8Isa() const {
-  if (isNative()) return rt::buildQIsa();
-  auto has = [&](const char* f) {
-    return std::find(features.begin(), features.end(), f) != features.end();
-  };
-  if (has("avx512vnni") && has("avx512bw")) return rt::QIsa::kVnni;
-  return has("avx2") ? rt::QIsa::kAvx2 : rt::QIsa::kPortable;
-}
+rt::QIsa Target::int8Isa() const { return rt::qIsaOfTier(tier.c_str()); }
 
 std::vector<std::string> targetNames() {
   std::vector<std::string> names;
@@ -82,12 +67,19 @@ std::vector<std::string> targetNames() {
 Target findTarget(const std::string& name) {
   for (const TableRow& row : kTable) {
     if (name != row.name) continue;
-    Target target{row.name, row.arch, row.flags, words(row.features), row.lanes, row.xsmm};
+    Target target{row.name,  row.arch, row.flags, row.tier, isaTierFeatures(row.tier),
+                  row.lanes, row.xsmm};
     if (target.isNative()) {
+      // This machine's features, and the tier of the native runtime cgc
+      // links (built for CGC_NATIVE_MARCH, this machine unless told).
       target.arch = hostArch();
       for (const char* const* f = checkable_cpu_features(); *f; ++f)
         if (cpu_has_feature(*f) == 1) target.features.push_back(*f);
+      target.tier = runtime_isa_tier();
       target.lanes = hostLanes(target.features);
+      const std::string native = "-march=native", march = "-march=" CGC_NATIVE_MARCH;
+      if (const size_t at = target.flags.find(native); at != std::string::npos)
+        target.flags.replace(at, native.size(), march);
     }
     return target;
   }
@@ -105,6 +97,20 @@ std::string whyNotRunnableHere(const Target& target) {
   if (missing.empty()) return "";
   return fmt::format("target {} needs {}, which this CPU lacks", target.name,
                      fmt::join(missing, ", "));
+}
+
+int printTargets(bool runnableOnly) {
+  for (const std::string& name : targetNames()) {
+    const Target target = findTarget(name);
+    const std::string why = whyNotRunnableHere(target);
+    if (runnableOnly) {
+      if (why.empty()) fmt::print("{}\n", name);
+      continue;
+    }
+    fmt::print("{:<16} {:<8} {:<70} {}\n", name, target.tier.empty() ? "-" : target.tier,
+               target.flags, why.empty() ? "runs here" : why);
+  }
+  return 0;
 }
 
 }  // namespace cgc::driver

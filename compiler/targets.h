@@ -18,7 +18,8 @@ struct Target {
   std::string name;                   // "x86-64-v3"
   std::string arch;                   // "x86_64", "aarch64"
   std::string flags;                  // "-march=x86-64-v3"
-  std::vector<std::string> features;  // the ModelSpec's CPU features
+  std::string tier;                   // its instruction-set tier (cgc/isa_tiers.def): "avx2"
+  std::vector<std::string> features;  // the ModelSpec's CPU features: the tier's
   int lanes = 0;                      // floats per vector register
   std::string xsmmArch;               // libxsmm_set_target_arch name; "" LIBXSMM's choice; "none"
 
@@ -28,8 +29,8 @@ struct Target {
   std::string compiler() const;
   /// "libcgc_runtime.a" for native, else "libcgc_runtime_<name>.a".
   std::string runtimeLibrary() const;
-  /// The int8 kernels' instruction set in this target's runtime: native's
-  /// is the runtime cgc links; another's follows from its features.
+  /// The int8 kernels' instruction set in this target's runtime, from its
+  /// tier (native's: the tier of the runtime cgc links).
   rt::QIsa int8Isa() const;
 };
 
@@ -37,12 +38,18 @@ struct Target {
 std::vector<std::string> targetNames();
 
 /// The target called `name`, "native" resolved on this machine (its
-/// features, vector width and processor family). An unknown name is a
+/// features, vector width and processor family, the tier of the native
+/// runtime cgc links, and CGC_NATIVE_MARCH in its flags). An unknown name is a
 /// CompileError listing the known ones.
 Target findTarget(const std::string& name);
 
 /// "" when code for `target` can run on this machine, else why not (another
 /// processor family, or the CPU features it lacks).
 std::string whyNotRunnableHere(const Target& target);
+
+/// `cgc targets`: every target with its tier, its flags and whether code
+/// for it runs on this machine (or why not); with `runnableOnly`, just the
+/// names of those that run here, one a line (what the tests ask).
+int printTargets(bool runnableOnly);
 
 }  // namespace cgc::driver

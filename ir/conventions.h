@@ -19,6 +19,10 @@ namespace cgc::ir::conventions {
 inline constexpr const char* kPackedWeights = "cgc_packed_weights";
 enum class ConvPacking : int64_t { kNone = 0, kPanels = 1, kWinograd = 2, kWinograd4 = 3 };
 
+/// pack-conv-weights: the variant a float Conv runs (an
+/// rt::ConvVariantInfo name, "Winograd"), chosen for the target.
+inline constexpr const char* kConvVariant = "cgc_conv_variant";
+
 /// fuse-epilogues: the activation applied to a Conv's, Gemm's or MatMul's
 /// result ("Relu", or "Clip" with its bounds).
 inline constexpr const char* kActivation = "cgc_activation";

@@ -110,6 +110,20 @@ void setPackingAndLayouts(const Graph& g, const Node& n, rt::ConvParams& p) {
       "node '{}': the runtime cannot run this Conv on channel-blocked activations", n.name);
 }
 
+/// The variant pack-conv-weights chose, checked against the runtime's
+/// declaration of it (a mismatch is a pass's fault).
+void setVariant(const Node& n, rt::ConvParams& p) {
+  if (!n.has(conv::kConvVariant)) return;
+  const std::string name = n.getString(conv::kConvVariant, "");
+  p.variant = rt::convVariantNamed(name.c_str());
+  CGC_ASSERT(p.variant != rt::ConvVariant::kNone, "node '{}': unknown {} '{}'", n.name,
+             conv::kConvVariant, name);
+  const rt::ConvVariantInfo& info = rt::kConvVariants[static_cast<size_t>(p.variant) - 1];
+  CGC_ASSERT(rt::convVariantTakes(p.variant, p) && info.weights == rt::convWeightsOf(p),
+             "node '{}': the {} convolution does not take this layer on {} weights", n.name, name,
+             rt::enumName(rt::convWeightsOf(p)));
+}
+
 Lowered lowerConv(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const bool transpose = n.op == "ConvTranspose";
@@ -135,6 +149,7 @@ Lowered lowerConv(const Graph& g, const Node& n) {
   setPackingAndLayouts(g, n, p);
   const int residual = n.inputs.size() > conv::kConvResidual ? n.inputs[conv::kConvResidual] : -1;
   if (pooled) setPool(g, n, residual, p);
+  setVariant(n, p);
   return KernelCall{
       Kernel::kConv, DType::kF32, p, {n.inputs[0], n.inputs[1], bias, residual}, {n.outputs[0]}};
 }

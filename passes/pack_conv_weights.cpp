@@ -1,21 +1,24 @@
-// pack-conv-weights: a Conv whose layer shape a kernel on rearranged
-// weights serves better gets its constant weights rearranged once at
-// compile time, and the attribute cgc_packed_weights that lowering reads:
-//  - 2 and 3: 3x3 layers at stride 1 on 13x13 or larger planes
-//    (rt::convPrefersWinograd): Winograd F(2x2, 3x3), or F(4x4, 3x3) where
-//    rt::convWinogradTile says so; 2 also 5x5 and 2x2 layers at stride 1,
-//    F(2x2, 5x5) and F(2x2, 2x2) (the phases of decompose-conv-transpose),
-//    and 1x7 and 7x1 ones, F(2, 7) along the window; 3 also 1x3 and
-//    3x1 ones, F(4, 3) along the window; weights transformed by
-//    rt::winogradWeights (ConvParams::winograd, winograd_tile);
-//  - 1: other layers the packed direct kernel serves better
-//    (rt::convPrefersPackedWeights: windows larger than 1x1, 7x7 pointwise
-//    layers, 14x14 ones with 256+ output channels; groups 1), weights in
-//    rt::packConvWeights' panels (ConvParams::packed_weights).
-// Where the choice depends on the vector width, it is the target's
-// (PassTarget). Rearranging at run time would copy every weight on every
-// inference; doing it in the model constructor would hold two copies.
-// Runs after fold-conv-batchnorm, which rewrites the weights it packs.
+// pack-conv-weights: chooses the variant every float Conv runs
+// (rt::chooseConvVariant over cgc/kernels/conv_variants.def, with the
+// target's vector width and instruction-set tier) and records it
+// (cgc_conv_variant, which lowering puts into ConvParams::variant). Where
+// the variant reads rearranged weights and the weights are constants, they
+// are rearranged once here, and the attribute cgc_packed_weights that
+// lowering reads says how:
+//  - 2 and 3: Winograd (rt::convPrefersWinograd: 3x3 layers at stride 1 on
+//    13x13 or larger planes, F(2x2, 3x3), or F(4x4, 3x3) where
+//    rt::convWinogradTile says so; 5x5 and 2x2 layers at stride 1, F(2x2,
+//    5x5) and F(2x2, 2x2) (the phases of decompose-conv-transpose); 1x7
+//    and 7x1 ones, F(2, 7), and 1x3 and 3x1 ones, F(4, 3), along the
+//    window), weights transformed by rt::winogradWeights
+//    (ConvParams::winograd, winograd_tile);
+//  - 1: Packed (rt::convPrefersPackedWeights: windows larger than 1x1, 7x7
+//    pointwise layers, 14x14 ones with 256+ output channels; groups 1),
+//    weights in rt::packConvWeights' panels (ConvParams::packed_weights).
+// Rearranging at run time would copy every weight on every inference;
+// doing it in the model constructor would hold two copies. Runs after
+// fold-conv-batchnorm, which rewrites the weights it packs, and after the
+// fusions that change what a layer computes (residual, pooling).
 #include "cgc/kernels.h"
 #include "ir/conventions.h"
 #include "lowering/kernel_call.h"
@@ -27,16 +30,22 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
     const ir::Node& conv = graph.node(id);
-    if (conv.op != "Conv" ||
+    if (conv.op != "Conv" || conv.has(ir::conventions::kConvVariant) ||
         ir::conventions::convPacking(conv) != ir::conventions::ConvPacking::kNone)
       continue;
     const ir::Value& w = graph.value(conv.inputs[1]);
-    if (!w.isConstant() || w.type.dtype != DType::kF32) continue;
+    if (w.type.dtype != DType::kF32) continue;
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
     rt::ConvParams params = std::get<rt::ConvParams>(call.params);
-    const bool winograd = rt::convPrefersWinograd(params, target.vectorLanes);
+    const rt::ConvVariant variant =
+        rt::chooseConvVariant(params, {target.vectorLanes, target.tier.c_str()}, w.isConstant());
+    if (variant == rt::ConvVariant::kNone) continue;  // the runtime chooses
+    const rt::ConvVariantInfo& info = rt::kConvVariants[static_cast<size_t>(variant) - 1];
+    graph.node(id).attrs[ir::conventions::kConvVariant] = std::string(info.name);
+    changed = true;
+    if (info.weights == rt::ConvWeights::kPlain) continue;
+    const bool winograd = info.weights == rt::ConvWeights::kWinograd;
     if (winograd) params.winograd_tile = rt::convWinogradTile(params, target.vectorLanes);
-    if (!winograd && !rt::convPrefersPackedWeights(params)) continue;
     const int64_t count =
         winograd ? rt::winogradWeightCount(params) : rt::packedConvWeightCount(params);
     std::vector<float> packed(static_cast<size_t>(count));
@@ -53,7 +62,6 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
         static_cast<int64_t>(!winograd                   ? ir::conventions::ConvPacking::kPanels
                              : params.winograd_tile == 4 ? ir::conventions::ConvPacking::kWinograd4
                                                          : ir::conventions::ConvPacking::kWinograd);
-    changed = true;
   }
   return changed;
 }

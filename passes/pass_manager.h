@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cgc/kernels.h"
+#include "cgc/runtime.h"
 #include "ir/graph.h"
 
 namespace cgc::passes {
@@ -33,7 +34,7 @@ namespace cgc::passes {
 /// What the passes may assume of the target they compile for
 /// (compiler/targets.h makes it from cmake/targets.def): layouts that pay
 /// on one instruction set and not another are chosen by it. The defaults:
-/// 16 lanes, and this build's int8 kernels.
+/// 16 lanes, and this build's int8 kernels and tier.
 struct PassTarget {
   /// Floats per vector register: the channel-blocked layouts skip targets
   /// of fewer than 8 (passForTarget); the Winograd tile weighs it.
@@ -41,6 +42,9 @@ struct PassTarget {
   /// The int8 kernels' instruction set, whose weight packing
   /// pack-quantized-weights stores.
   rt::QIsa int8 = rt::buildQIsa();
+  /// The instruction-set tier (cgc/isa_tiers.def) of the runtime that runs
+  /// the model: the kernel variants it has.
+  std::string tier = runtime_isa_tier();
 };
 
 #define CGC_DECLARE_PASS(name, function) \

@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
 # Builds bench/micro/conv_micro.cpp against the native runtime of build/
-# (after ./build.sh) and runs it with the given arguments, e.g.
+# (after ./build.sh), or against the runtime of target $CGC_MICRO_TARGET
+# (cmake/targets.def, e.g. cascadelake), and runs it with the given
+# arguments, e.g.
 #   bench/micro/run.sh float 1 64 64 56 3 1 winograd4
-#   bench/micro/run.sh int8 1 64 256 56 1 1 add
+#   CGC_MICRO_TARGET=cascadelake bench/micro/run.sh int8 1 64 256 56 1 1 add
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-binary="$root/build/bench-micro/conv_micro"
+target=${CGC_MICRO_TARGET:-native}
+library="$root/build/runtime/libcgc_runtime.a"
+flags="-march=native"
+if [ "$target" != native ]; then
+  library="$root/build/runtime/libcgc_runtime_$target.a"
+  flags=$(sed -nE "s/^CGC_TARGET\(\"$target\", *\"[^\"]*\", *\"([^\"]*)\".*/\1/p" \
+          "$root/cmake/targets.def")
+  [ -n "$flags" ] || { echo "run.sh: unknown target '$target' (cmake/targets.def)" >&2; exit 1; }
+fi
+binary="$root/build/bench-micro/conv_micro_$target"
 mkdir -p "$(dirname "$binary")"
-if [ ! -x "$binary" ] || [ "$binary" -ot "$root/build/runtime/libcgc_runtime.a" ] ||
+if [ ! -x "$binary" ] || [ "$binary" -ot "$library" ] ||
    [ "$binary" -ot "$root/bench/micro/conv_micro.cpp" ]; then
-  g++ -std=c++20 -O2 -march=native -Wall -Wextra -I"$root/runtime/include" \
-      "$root/bench/micro/conv_micro.cpp" "$root/build/runtime/libcgc_runtime.a" \
+  # shellcheck disable=SC2086
+  g++ -std=c++20 -O2 $flags -Wall -Wextra -I"$root/runtime/include" \
+      "$root/bench/micro/conv_micro.cpp" "$library" \
       -lxsmm -lxsmmnoblas -lpthread -ldl -o "$binary"
 fi
 exec "$binary" "$@"

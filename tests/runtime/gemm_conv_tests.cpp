@@ -3,12 +3,19 @@
 // over awkward shapes, each run serially and by teams of 2 and 3 threads.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <span>
+#include <string>
 #include <vector>
 
+#include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
+#include "cgc/runtime.h"
 #include "test_data.h"
 
 using namespace cgc::rt;
+using cgc::isaTierIncludes;
+using cgc::runtime_isa_tier;
 using cgc::test::onTeam;
 using cgc::test::randomFloats;
 using cgc::test::requireClose;
@@ -256,9 +263,13 @@ enum class Weights { kPlain, kPacked, kWinograd, kWinograd4 };
 
 /// conv against referenceConv for every epilogue form, activation and team
 /// size; on packed or Winograd weights also in every combination of input
-/// and output layouts that the channel counts allow.
-void checkConv(const ConvCase& c, Weights form = Weights::kPlain) {
+/// and output layouts that the channel counts allow. `variant`: the one conv
+/// must run (kNone: its choice); without `full`, one epilogue (bias,
+/// residual, Relu), the plain layouts and teams of 1 and 3.
+void checkConv(const ConvCase& c, Weights form = Weights::kPlain,
+               ConvVariant variant = ConvVariant::kNone, bool full = true) {
   ConvParams p = paramsOf(c);
+  p.variant = variant;
   auto x = randomFloats(c.n * c.cin * c.d * c.h * c.w, 7);
   auto w = randomFloats(c.cout * (c.cin / c.groups) * c.kd * c.kh * c.kw, 8);
   auto bias = randomFloats(c.cout, 9);
@@ -276,15 +287,16 @@ void checkConv(const ConvCase& c, Weights form = Weights::kPlain) {
     winogradWeights(p, w.data(), kernelWeights.data());
     p.winograd = true;
   }
-  for (int terms = 0; terms < 4; ++terms) {  // bias?, residual?
+  for (int terms = full ? 0 : 3; terms < 4; ++terms) {  // bias?, residual?
     const float* b = terms & 1 ? bias.data() : nullptr;
     const float* r = terms & 2 ? residual.data() : nullptr;
     for (const Act& act : kActs) {
+      if (!full && act.kind != Activation::kRelu) continue;
       p.activation = act.kind;
       p.act_min = act.lo;
       p.act_max = act.hi;
       auto expected = referenceConv(p, x, w, b, r);
-      for (int layouts = 0; layouts < 4; ++layouts) {  // input blocked?, output blocked?
+      for (int layouts = 0; layouts < (full ? 4 : 1); ++layouts) {  // in, out blocked?
         p.blocked_input = layouts & 1;
         p.blocked_output = layouts & 2;
         if (layouts != 0 &&
@@ -294,9 +306,11 @@ void checkConv(const ConvCase& c, Weights form = Weights::kPlain) {
         const auto input = p.blocked_input ? blocked(x, c.n, c.cin) : x;
         const auto res = p.blocked_output ? blocked(residual, c.n, c.cout) : residual;
         for (int threads : {1, 2, 3}) {
-          INFO("cin " << c.cin << " cout " << c.cout << " groups " << c.groups << " k " << c.kh
-                      << "x" << c.kw << " terms " << terms << " act " << static_cast<int>(act.kind)
-                      << " layouts " << layouts << " threads " << threads);
+          if (!full && threads == 2) continue;
+          INFO("variant " << enumName(variant) << " cin " << c.cin << " cout " << c.cout
+                          << " groups " << c.groups << " k " << c.kh << "x" << c.kw << " terms "
+                          << terms << " act " << static_cast<int>(act.kind) << " layouts "
+                          << layouts << " threads " << threads);
           std::vector<float> y(outCount, 123.0f);
           onTeam(threads, [&](const Team& team) {
             conv(p, input.data(), kernelWeights.data(), b, r ? res.data() : nullptr, y.data(),
@@ -315,124 +329,149 @@ void checkConv(const ConvCase& c, Weights form = Weights::kPlain) {
   }
 }
 
+// n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
+constexpr ConvCase kStrategyCases[] = {
+    {2, 5, 1, 6, 7, 9, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // pointwise
+    {1, 4, 1, 7, 9, 3, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // strided 1x1
+    {1, 3, 1, 9, 11, 5, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 3x3 pad 1
+    {2, 4, 1, 8, 8, 6, 2, 1, 3, 2, 1, 2, 3, 0, 0, 1, 0, 2, 0, 1, 1, 1},    // groups, odd pads
+    {1, 2, 1, 9, 9, 2, 1, 1, 3, 3, 1, 1, 2, 0, 2, 2, 0, 2, 2, 1, 2, 3},    // dilated
+    {1, 6, 1, 9, 10, 6, 6, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // depthwise
+    {2, 5, 1, 11, 12, 5, 5, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // depthwise s2
+    {1, 3, 1, 8, 9, 3, 3, 1, 5, 3, 1, 1, 2, 0, 2, 0, 0, 2, 3, 1, 2, 2},    // depthwise dilated
+    {1, 4, 1, 13, 14, 4, 4, 1, 3, 3, 1, 3, 3, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // depthwise s3
+    {1, 3, 1, 6, 37, 3, 3, 1, 5, 5, 1,
+     1, 2, 0, 2, 2,  0, 2, 0, 1, 1, 1},  // depthwise wide, sh != sw
+    {1, 2, 1, 7, 7, 2, 2, 1, 3, 3, 1,
+     2, 1, 0, 0, 3, 0, 1, 0, 1, 2, 1},  // depthwise sh 2, pads > kernel reach
+    // Depthwise with channels in 16s and small planes: 16 channels per vector.
+    {1, 16, 1, 9, 8, 16, 16, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // vectors, 3x3 pad 1
+    {2, 32, 1, 11, 12, 32, 32, 1, 3, 3, 1,
+     2, 2,  0, 1,  1,  0,  1,  1, 1, 1, 1},  // vectors, s2, batch 2
+    {1, 16, 1, 8, 9, 16, 16, 1, 5, 3, 1,
+     1, 2,  0, 2, 0, 0,  2,  3, 1, 2, 2},  // vectors, dilated, one-sided pads
+    {1, 16, 1, 13, 14, 16, 16, 1, 3, 3, 1, 3, 3, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // vectors, s3
+    {1, 16, 1, 7, 7, 16, 16, 1, 3, 3, 1,
+     2, 1,  0, 0, 3, 0,  1,  0, 1, 2, 1},  // vectors, pads > kernel reach
+    {1, 16, 1, 3, 20, 16, 16, 1, 1, 7, 1,
+     1, 1,  0, 0, 3,  0,  0,  3, 1, 1, 1},  // vectors, 1x7, rows past 8 outputs
+    // Depthwise 3x3 rows of 9 outputs or more: blocks of 16 outputs of 4
+    // rows in registers, the last block overlapping, masked loads at the
+    // edges, groups of 1 to 3 rows at the bottom.
+    {1, 3, 1, 9, 40, 3, 3, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s2, pads 1, 20 wide
+    {2, 2, 1, 7, 37, 2, 2, 1, 3, 3, 1,
+     2, 2, 0, 0, 0,  0, 1, 1, 1, 1, 1},  // s2, pads at the end only
+    {1, 16, 1, 6, 35, 16, 16, 1, 3, 3, 1, 2, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1},  // s2, 16 channels
+    {1, 5, 1, 8, 33, 5, 5, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},     // s1, pads 1, 33 wide
+    {1, 2, 1, 4, 16, 2, 2, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s1, one block exactly
+    {1, 16, 1, 7, 9, 16, 16, 1, 3, 3, 1,
+     1, 1,  0, 1, 1, 0,  1,  1, 1, 1, 1},  // s1, rows of 9: 4 rows at a time, then 3
+    {1, 3, 1, 6, 14, 3, 3, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s1, 14 outputs: masked
+    {2, 2, 1, 9, 25, 2, 2, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s2, 13 outputs: masked
+    {1, 2, 4, 5, 6, 3, 1, 2, 2, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 2, 1, 1},   // 3-D
+    {1, 3, 1, 1, 17, 4, 1, 1, 1, 4, 1, 1, 3, 0, 0, 2, 0, 0, 1, 1, 1, 1},  // 1-D
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // 1x1x1
+    {1, 64, 1, 30, 30, 17, 1, 1, 3, 3, 1,
+     1, 1,  0, 1,  1,  0,  1, 1, 1, 1, 1},  // several column chunks
+    {1, 40, 1, 7, 7, 70, 1, 1, 1, 1, 1,
+     1, 1,  0, 0, 0, 0,  0, 0, 1, 1, 1},  // pointwise, more rows than columns
+    // Few input channels on 256+ positions (stems): blocks of 8 output
+    // channels, the last partial.
+    {2, 3, 1, 40, 38, 20, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1},  // 7x7 s2, 8 + 8 + 4
+    {1, 3, 1, 34, 36, 16, 1, 1, 3, 3, 1,
+     2, 2, 0, 1,  1,  0,  0, 0, 1, 1, 1},                                  // 3x3 s2, one-sided pads
+    {1, 4, 1, 20, 37, 9, 1, 1, 3, 2, 1, 1, 2, 0, 2, 1, 0, 2, 0, 1, 2, 2},  // 4 channels, dilated
+    {1, 2, 1, 1, 300, 12, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},  // 1-D, 300 positions
+};
+
+// Panels of 64 channels with 16-, 32- and 48-wide remainders, channels
+// not in 16s; positions that leave 1 to 5 for the last register tile and
+// span several chunks of 96; depths over one 512 step; padding on one side
+// only; strided 1x1.
+// n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
+constexpr ConvCase kPackedCases[] = {
+    {1, 16, 1, 7, 7, 16, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // 3x3 pad 1, 7x7
+    {2, 20, 1, 9, 11, 80, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 64 + 16
+    {1, 70, 1, 6, 5, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // depth 630
+    {1, 9, 1, 13, 14, 144, 1, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 64 + 64 + 16, s2
+    {1, 5, 1, 17, 19, 32, 1, 1, 5, 3, 1,
+     1, 2, 0, 2,  0,  0,  0, 1, 1, 2, 1},  // one-sided pads, dilated
+    {1, 3, 1, 40, 12, 96, 1, 1, 3, 3, 1,
+     1, 1, 0, 0,  0,  0,  0, 0, 1, 1, 1},  // no pads, 380 positions
+    {1, 40, 1, 7, 7, 112, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // pointwise 7x7
+    {1, 24, 1, 9, 9, 16, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // strided 1x1
+    {1, 4, 3, 5, 6, 32, 1, 2, 3, 3, 1, 1, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1},    // 3-D
+    {1, 6, 1, 1, 23, 16, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},   // 1-D
+    {1, 2, 1, 1, 1, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // one position
+    {1, 12, 1, 9, 8, 24, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 24 channels: 8 dropped
+    {2, 7, 1, 6, 7, 72, 1, 1, 3, 3, 1, 2, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 64 + 8 of 16
+    // Channels in 16s, so also from and into the channel-blocked layout.
+    {2, 32, 1, 9, 11, 80, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 3x3 pad 1, batch 2
+    {1, 48, 1, 10, 13, 32, 1, 1, 1, 1, 1,
+     1, 1,  0, 0,  0,  0,  0, 0, 1, 1, 1},  // pointwise, 130 positions
+    {1, 32, 1, 9, 9, 64, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // strided 1x1
+    {1, 128, 1, 5, 6, 16, 1, 1, 3, 3, 1,
+     1, 1,   0, 1, 1, 0,  1, 1, 1, 1, 1},  // depth 1152: two depth steps
+    {1, 16, 1, 12, 11, 32, 1, 1, 3, 3, 1, 2, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1},  // s2, one-sided pads
+    {1, 16, 3, 4, 5, 16, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},    // 3-D
+};
+
+// Odd output sizes (tiles cut by the edge), pads on one side or none,
+// a single row of outputs, batch 2, and planes of several chunks whose
+// tiles split rows between chunks and threads.
+// n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
+constexpr ConvCase kWinogradCases[] = {
+    {1, 16, 1, 5, 5, 16, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 5x5: 3x3 tiles
+    {2, 32, 1, 7, 9, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // batch 2, 7x9
+    {1, 16, 1, 6, 6, 32, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // no pads: 4x4
+    {1, 16, 1, 8, 7, 16, 1, 1, 3, 3, 1, 1, 1, 0, 2, 1, 0, 0, 2, 1, 1, 1},   // one-sided pads
+    {1, 48, 1, 3, 20, 16, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // one output row
+    {1, 64, 1, 23, 21, 64, 1, 1, 3, 3, 1,
+     1, 1,  0, 1,  1,  0,  1, 1, 1, 1, 1},  // 132 tiles, chunks of 64
+    // Channels that are not multiples of 16: the transforms padded.
+    {1, 40, 1, 9, 11, 24, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 40 -> 24
+    {2, 3, 1, 7, 6, 17, 1, 1, 3, 3, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 1},     // 3 -> 17
+    {1, 33, 1, 12, 13, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 33 -> 48
+    {1, 48, 1, 10, 10, 5, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 48 -> 5
+};
+
+// Inception-v3's windows: F(2x2, 5x5), F(1x2, 1x7), F(2x1, 7x1), and
+// F(1x2, 1x3) or F(1x4, 1x3) and their transposes; F(2x2, 2x2). Odd
+// output sizes (a tile cut by the edge), pads on one side or none,
+// channels that are not multiples of 16, and a plane of several chunks
+// split between threads.
+// n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
+constexpr ConvCase kWindowCases[] = {
+    {1, 32, 1, 17, 17, 48, 1, 1, 1, 7, 1, 1, 1, 0, 0, 3, 0, 0, 3, 1, 1, 1},  // 1x7, 17x17
+    {1, 32, 1, 17, 17, 48, 1, 1, 7, 1, 1, 1, 1, 0, 3, 0, 0, 3, 0, 1, 1, 1},  // 7x1, 17x17
+    {2, 40, 1, 6, 9, 24, 1, 1, 1, 7, 1, 1, 1, 0, 0, 1, 0, 0, 5, 1, 1, 1},    // one-sided pads
+    {1, 16, 1, 12, 5, 33, 1, 1, 7, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // no pads: 6 rows
+    {1, 64, 1, 40, 41, 16, 1, 1, 1, 7, 1,
+     1, 1,  0, 0,  3,  0,  0, 3, 1, 1, 1},  // 840 tiles, chunks of 204
+    {1, 48, 1, 19, 19, 64, 1, 1, 5, 5, 1, 1, 1, 0, 2, 2, 0, 2, 2, 1, 1, 1},  // 5x5: 4 chunks
+    {2, 20, 1, 9, 8, 17, 1, 1, 5, 5, 1, 1, 1, 0, 2, 1, 0, 0, 2, 1, 1, 1},    // one-sided pads
+    {1, 16, 1, 6, 7, 32, 1, 1, 5, 5, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // no pads: 2x3
+    {1, 48, 1, 8, 8, 32, 1, 1, 1, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1, 1, 1, 1},    // 1x3, 8x8
+    {2, 24, 1, 11, 9, 40, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1},   // 3x1, one pad
+    // 2x2: DCGAN's phase convolutions, small planes in batches, whose
+    // chunks take tiles across images (and end inside one).
+    {4, 32, 1, 4, 4, 16, 1, 1, 2, 2, 1, 1, 1, 0, 1, 1, 0, 0, 0, 1, 1, 1},    // 4x4 x 4
+    {3, 20, 1, 5, 7, 24, 1, 1, 2, 2, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 1},    // odd sizes
+    {8, 128, 1, 6, 6, 128, 1, 1, 2, 2, 1, 1, 1, 0, 1, 1, 0, 0, 0, 1, 1, 1},  // chunks of 56
+};
+
 }  // namespace
 
 TEST_CASE("conv strategies match a direct loop, with epilogues and teams") {
-  // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
-  const ConvCase cases[] = {
-      {2, 5, 1, 6, 7, 9, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // pointwise
-      {1, 4, 1, 7, 9, 3, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // strided 1x1
-      {1, 3, 1, 9, 11, 5, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 3x3 pad 1
-      {2, 4, 1, 8, 8, 6, 2, 1, 3, 2, 1, 2, 3, 0, 0, 1, 0, 2, 0, 1, 1, 1},    // groups, odd pads
-      {1, 2, 1, 9, 9, 2, 1, 1, 3, 3, 1, 1, 2, 0, 2, 2, 0, 2, 2, 1, 2, 3},    // dilated
-      {1, 6, 1, 9, 10, 6, 6, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // depthwise
-      {2, 5, 1, 11, 12, 5, 5, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // depthwise s2
-      {1, 3, 1, 8, 9, 3, 3, 1, 5, 3, 1, 1, 2, 0, 2, 0, 0, 2, 3, 1, 2, 2},    // depthwise dilated
-      {1, 4, 1, 13, 14, 4, 4, 1, 3, 3, 1, 3, 3, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // depthwise s3
-      {1, 3, 1, 6, 37, 3, 3, 1, 5, 5, 1,
-       1, 2, 0, 2, 2,  0, 2, 0, 1, 1, 1},  // depthwise wide, sh != sw
-      {1, 2, 1, 7, 7, 2, 2, 1, 3, 3, 1,
-       2, 1, 0, 0, 3, 0, 1, 0, 1, 2, 1},  // depthwise sh 2, pads > kernel reach
-      // Depthwise with channels in 16s and small planes: 16 channels per vector.
-      {1, 16, 1, 9, 8, 16, 16, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // vectors, 3x3 pad 1
-      {2, 32, 1, 11, 12, 32, 32, 1, 3, 3, 1,
-       2, 2,  0, 1,  1,  0,  1,  1, 1, 1, 1},  // vectors, s2, batch 2
-      {1, 16, 1, 8, 9, 16, 16, 1, 5, 3, 1,
-       1, 2,  0, 2, 0, 0,  2,  3, 1, 2, 2},  // vectors, dilated, one-sided pads
-      {1, 16, 1, 13, 14, 16, 16, 1, 3, 3, 1, 3, 3, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // vectors, s3
-      {1, 16, 1, 7, 7, 16, 16, 1, 3, 3, 1,
-       2, 1,  0, 0, 3, 0,  1,  0, 1, 2, 1},  // vectors, pads > kernel reach
-      {1, 16, 1, 3, 20, 16, 16, 1, 1, 7, 1,
-       1, 1,  0, 0, 3,  0,  0,  3, 1, 1, 1},  // vectors, 1x7, rows past 8 outputs
-      // Depthwise 3x3 rows of 9 outputs or more: blocks of 16 outputs of 4
-      // rows in registers, the last block overlapping, masked loads at the
-      // edges, groups of 1 to 3 rows at the bottom.
-      {1, 3, 1, 9, 40, 3, 3, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s2, pads 1, 20 wide
-      {2, 2, 1, 7, 37, 2, 2, 1, 3, 3, 1,
-       2, 2, 0, 0, 0,  0, 1, 1, 1, 1, 1},  // s2, pads at the end only
-      {1, 16, 1, 6, 35, 16, 16, 1, 3, 3, 1, 2, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1},  // s2, 16 channels
-      {1, 5, 1, 8, 33, 5, 5, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s1, pads 1, 33 wide
-      {1, 2, 1, 4, 16, 2, 2, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // s1, one block exactly
-      {1, 16, 1, 7, 9, 16, 16, 1, 3, 3, 1,
-       1, 1,  0, 1, 1, 0,  1,  1, 1, 1, 1},  // s1, rows of 9: 4 rows at a time, then 3
-      {1, 3, 1, 6, 14, 3, 3, 1, 3, 3, 1,
-       1, 1, 0, 1, 1,  0, 1, 1, 1, 1, 1},  // s1, 14 outputs: masked
-      {2, 2, 1, 9, 25, 2, 2, 1, 3, 3, 1,
-       2, 2, 0, 1, 1,  0, 1, 1, 1, 1, 1},                                  // s2, 13 outputs: masked
-      {1, 2, 4, 5, 6, 3, 1, 2, 2, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 2, 1, 1},  // 3-D
-      {1, 3, 1, 1, 17, 4, 1, 1, 1, 4, 1, 1, 3, 0, 0, 2, 0, 0, 1, 1, 1, 1},  // 1-D
-      {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // 1x1x1
-      {1, 64, 1, 30, 30, 17, 1, 1, 3, 3, 1,
-       1, 1,  0, 1,  1,  0,  1, 1, 1, 1, 1},  // several column chunks
-      {1, 40, 1, 7, 7, 70, 1, 1, 1, 1, 1,
-       1, 1,  0, 0, 0, 0,  0, 0, 1, 1, 1},  // pointwise, more rows than columns
-      // Few input channels on 256+ positions (stems): blocks of 8 output
-      // channels, the last partial.
-      {2, 3, 1, 40, 38, 20, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1},  // 7x7 s2, 8 + 8 + 4
-      {1, 3, 1, 34, 36, 16, 1, 1, 3, 3, 1,
-       2, 2, 0, 1,  1,  0,  0, 0, 1, 1, 1},  // 3x3 s2, one-sided pads
-      {1, 4, 1, 20, 37, 9, 1, 1, 3, 2, 1, 1, 2, 0, 2, 1, 0, 2, 0, 1, 2, 2},   // 4 channels, dilated
-      {1, 2, 1, 1, 300, 12, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},  // 1-D, 300 positions
-  };
-  for (const ConvCase& c : cases) checkConv(c);
+  for (const ConvCase& c : kStrategyCases) checkConv(c);
 }
 
 TEST_CASE("conv on packed weights matches a direct loop") {
-  // Panels of 64 channels with 16-, 32- and 48-wide remainders, channels
-  // not in 16s; positions that leave 1 to 5 for the last register tile and
-  // span several chunks of 96; depths over one 512 step; padding on one side
-  // only; strided 1x1.
-  // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
-  const ConvCase cases[] = {
-      {1, 16, 1, 7, 7, 16, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // 3x3 pad 1, 7x7
-      {2, 20, 1, 9, 11, 80, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 64 + 16
-      {1, 70, 1, 6, 5, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},    // depth 630
-      {1, 9, 1, 13, 14, 144, 1, 1, 3, 3, 1, 2, 2, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 64 + 64 + 16, s2
-      {1, 5, 1, 17, 19, 32, 1, 1, 5, 3, 1,
-       1, 2, 0, 2,  0,  0,  0, 1, 1, 2, 1},  // one-sided pads, dilated
-      {1, 3, 1, 40, 12, 96, 1, 1, 3, 3, 1,
-       1, 1, 0, 0,  0,  0,  0, 0, 1, 1, 1},  // no pads, 380 positions
-      {1, 40, 1, 7, 7, 112, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // pointwise 7x7
-      {1, 24, 1, 9, 9, 16, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // strided 1x1
-      {1, 4, 3, 5, 6, 32, 1, 2, 3, 3, 1, 1, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1},    // 3-D
-      {1, 6, 1, 1, 23, 16, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},   // 1-D
-      {1, 2, 1, 1, 1, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // one position
-      {1, 12, 1, 9, 8, 24, 1, 1, 3, 3, 1,
-       1, 1,  0, 1, 1, 0,  1, 1, 1, 1, 1},  // 24 channels: 8 dropped
-      {2, 7, 1, 6, 7, 72, 1, 1, 3, 3, 1, 2, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 64 + 8 of 16
-      // Channels in 16s, so also from and into the channel-blocked layout.
-      {2, 32, 1, 9, 11, 80, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 3x3 pad 1, batch 2
-      {1, 48, 1, 10, 13, 32, 1, 1, 1, 1, 1,
-       1, 1,  0, 0,  0,  0,  0, 0, 1, 1, 1},  // pointwise, 130 positions
-      {1, 32, 1, 9, 9, 64, 1, 1, 1, 1, 1, 2, 2, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // strided 1x1
-      {1, 128, 1, 5, 6, 16, 1, 1, 3, 3, 1,
-       1, 1,   0, 1, 1, 0,  1, 1, 1, 1, 1},  // depth 1152: two depth steps
-      {1, 16, 1, 12, 11, 32, 1, 1, 3, 3, 1, 2, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1},  // s2, one-sided pads
-      {1, 16, 3, 4, 5, 16, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},    // 3-D
-  };
-  for (const ConvCase& c : cases) checkConv(c, Weights::kPacked);
+  for (const ConvCase& c : kPackedCases) checkConv(c, Weights::kPacked);
 }
 
 TEST_CASE("conv on Winograd weights matches a direct loop") {
-  // Odd output sizes (tiles cut by the edge), pads on one side or none,
-  // a single row of outputs, batch 2, and planes of several chunks whose
-  // tiles split rows between chunks and threads.
-  // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
-  const ConvCase cases[] = {
-      {1, 16, 1, 5, 5, 16, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 5x5: 3x3 tiles
-      {2, 32, 1, 7, 9, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // batch 2, 7x9
-      {1, 16, 1, 6, 6, 32, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // no pads: 4x4
-      {1, 16, 1, 8, 7, 16, 1, 1, 3, 3, 1, 1, 1, 0, 2, 1, 0, 0, 2, 1, 1, 1},   // one-sided pads
-      {1, 48, 1, 3, 20, 16, 1, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // one output row
-      {1, 64, 1, 23, 21, 64, 1, 1, 3, 3, 1,
-       1, 1,  0, 1,  1,  0,  1, 1, 1, 1, 1},  // 132 tiles, chunks of 64
-      // Channels that are not multiples of 16: the transforms padded.
-      {1, 40, 1, 9, 11, 24, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 40 -> 24
-      {2, 3, 1, 7, 6, 17, 1, 1, 3, 3, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 1},     // 3 -> 17
-      {1, 33, 1, 12, 13, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},  // 33 -> 48
-      {1, 48, 1, 10, 10, 5, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 48 -> 5
-  };
-  for (const ConvCase& c : cases) {
+  for (const ConvCase& c : kWinogradCases) {
     checkConv(c, Weights::kWinograd);
     checkConv(c, Weights::kWinograd4);  // 6x6 patches: tiles cut at other edges
   }
@@ -440,35 +479,46 @@ TEST_CASE("conv on Winograd weights matches a direct loop") {
 
 TEST_CASE(
     "conv on Winograd weights for 5x5, 1x7, 7x1, 1x3, 3x1 and 2x2 windows matches a direct loop") {
-  // Inception-v3's windows: F(2x2, 5x5), F(1x2, 1x7), F(2x1, 7x1), and
-  // F(1x2, 1x3) or F(1x4, 1x3) and their transposes; F(2x2, 2x2). Odd
-  // output sizes (a tile cut by the edge), pads on one side or none,
-  // channels that are not multiples of 16, and a plane of several chunks
-  // split between threads.
-  // n cin d h w cout groups | kd kh kw sd sh sw | pads (begin d h w, end d h w) | dilations
-  const ConvCase cases[] = {
-      {1, 32, 1, 17, 17, 48, 1, 1, 1, 7, 1, 1, 1, 0, 0, 3, 0, 0, 3, 1, 1, 1},  // 1x7, 17x17
-      {1, 32, 1, 17, 17, 48, 1, 1, 7, 1, 1, 1, 1, 0, 3, 0, 0, 3, 0, 1, 1, 1},  // 7x1, 17x17
-      {2, 40, 1, 6, 9, 24, 1, 1, 1, 7, 1, 1, 1, 0, 0, 1, 0, 0, 5, 1, 1, 1},    // one-sided pads
-      {1, 16, 1, 12, 5, 33, 1, 1, 7, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},   // no pads: 6 rows
-      {1, 64, 1, 40, 41, 16, 1, 1, 1, 7, 1,
-       1, 1,  0, 0,  3,  0,  0, 3, 1, 1, 1},  // 840 tiles, chunks of 204
-      {1, 48, 1, 19, 19, 64, 1, 1, 5, 5, 1, 1, 1, 0, 2, 2, 0, 2, 2, 1, 1, 1},  // 5x5: 4 chunks
-      {2, 20, 1, 9, 8, 17, 1, 1, 5, 5, 1, 1, 1, 0, 2, 1, 0, 0, 2, 1, 1, 1},    // one-sided pads
-      {1, 16, 1, 6, 7, 32, 1, 1, 5, 5, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},    // no pads: 2x3
-      {1, 48, 1, 8, 8, 32, 1, 1, 1, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1, 1, 1, 1},    // 1x3, 8x8
-      {2, 24, 1, 11, 9, 40, 1, 1, 3, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1},   // 3x1, one pad
-      // 2x2: DCGAN's phase convolutions, small planes in batches, whose
-      // chunks take tiles across images (and end inside one).
-      {4, 32, 1, 4, 4, 16, 1, 1, 2, 2, 1, 1, 1, 0, 1, 1, 0, 0, 0, 1, 1, 1},    // 4x4 x 4
-      {3, 20, 1, 5, 7, 24, 1, 1, 2, 2, 1, 1, 1, 0, 0, 1, 0, 1, 0, 1, 1, 1},    // odd sizes
-      {8, 128, 1, 6, 6, 128, 1, 1, 2, 2, 1, 1, 1, 0, 1, 1, 0, 0, 0, 1, 1, 1},  // chunks of 56
-  };
   // F(2, 7), F(2x2, 5x5) and F(2x2, 2x2) have one tile; 1x3 and 3x1 take both.
-  for (const ConvCase& c : cases) {
+  for (const ConvCase& c : kWindowCases) {
     checkConv(c, Weights::kWinograd);
     if (c.kh * c.kw == 3) checkConv(c, Weights::kWinograd4);
   }
+}
+
+TEST_CASE("every conv variant this runtime has, on every case it takes") {
+  // The variants of cgc/kernels/conv_variants.def, each forced on the
+  // cases above that it computes, against the direct loop.
+  const char* tier = runtime_isa_tier();
+  std::string ran, skipped;
+  for (const ConvVariantInfo& v : kConvVariants) {
+    if (!isaTierIncludes(tier, v.tier)) {
+      skipped += std::string(" ") + v.name + " (tier " + v.tier + ")";
+      continue;
+    }
+    int count = 0;
+    for (std::span<const ConvCase> cases :
+         {std::span<const ConvCase>(kStrategyCases), std::span<const ConvCase>(kPackedCases),
+          std::span<const ConvCase>(kWinogradCases), std::span<const ConvCase>(kWindowCases)})
+      for (const ConvCase& c : cases) {
+        if (!convVariantTakes(v.variant, paramsOf(c))) continue;
+        ++count;
+        if (v.weights == ConvWeights::kPanels) {
+          checkConv(c, Weights::kPacked, v.variant, false);
+        } else if (v.weights == ConvWeights::kWinograd) {
+          checkConv(c, Weights::kWinograd, v.variant, false);
+          if (c.kh * c.kw == 9 || c.kh * c.kw == 3)
+            checkConv(c, Weights::kWinograd4, v.variant, false);
+        } else {
+          checkConv(c, Weights::kPlain, v.variant, false);
+        }
+      }
+    INFO("variant " << v.name);
+    CHECK(count > 0);  // every variant the runtime has meets a case
+    ran += std::string(" ") + v.name + " (" + std::to_string(count) + " cases)";
+  }
+  std::printf("conv variants run on tier %s:%s; skipped for want of a tier:%s\n", tier, ran.c_str(),
+              skipped.empty() ? " none" : skipped.c_str());
 }
 
 TEST_CASE("stem conv with a fused 3x3 stride-2 max pooling matches conv then pool") {

@@ -16,9 +16,10 @@
 #            model_runtimes.cpp (two ModelRuntime instances run from two
 #            threads at once, one on the caller's arena, while a third
 #            thread's run() calls meet the busy guard).
-# Usage: run_sanitizers.sh CGC SAMPLES_DIR RUNTIME_DIR WORK_DIR [address|thread]
+# Usage: run_sanitizers.sh CGC SAMPLES_DIR RUNTIME_DIR GENERATED_DIR WORK_DIR [address|thread]
+#   GENERATED_DIR: the build's runtime/generated (core/isa.h).
 set -eu
-cgc=$1 samples=$2 runtime=$3 work=$4 mode=${5:-address}
+cgc=$1 samples=$2 runtime=$3 generated=$4 work=$5 mode=${6:-address}
 rm -rf "$work" && mkdir -p "$work/runtime"
 case $mode in
   address)
@@ -36,14 +37,30 @@ case $mode in
 esac
 flags="-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=$sanitize -fno-sanitize-recover=all -Wall -Wextra -Werror"
 
+# build_runtime DIR [FLAGS...]: the runtime's sources compiled into DIR
+# with $flags and FLAGS, `nproc` at a time (the int8 family without
+# contraction, as runtime/CMakeLists.txt builds it); sets `objects`.
+build_runtime() {
+  local dir=$1 src rel obj
+  shift
+  mkdir -p "$dir"
+  objects=()
+  for src in "$runtime"/src/*/*.cpp; do
+    rel=${src#"$runtime/src/"}
+    obj="$dir/${rel//\//_}"
+    local extra=()
+    [[ $rel == int8/* ]] && extra=(-ffp-contract=off)
+    while [ "$(jobs -rp | wc -l)" -ge "$(nproc)" ]; do wait -n; done
+    # shellcheck disable=SC2086
+    c++ $flags "$@" "${extra[@]}" -I"$runtime/include" -I"$runtime/src" -I"$generated" \
+        -c "$src" -o "${obj%.cpp}.o" &
+    objects+=("${obj%.cpp}.o")
+  done
+  wait
+}
+
 # The runtime once, with sanitizers.
-objects=()
-for src in "$runtime"/src/*.cpp; do
-  obj="$work/runtime/$(basename "$src" .cpp).o"
-  c++ $flags -I"$runtime/include" -c "$src" -o "$obj" &
-  objects+=("$obj")
-done
-wait
+build_runtime "$work/runtime"
 
 for sample in "${models[@]}"; do
   out="$work/$sample"
@@ -75,17 +92,10 @@ if [ "$mode" = address ]; then  # the convolution kernels' own tests: scratch si
   # for the baseline, so its AVX2 and AVX-512 (VNNI) kernels, the int8 ones
   # with their gathers and masked tails, ran under no sanitizer. The int8
   # files round as the float emulation only without contraction.
-  native=()
-  mkdir -p "$work/runtime_native"
-  for src in "$runtime"/src/*.cpp; do
-    obj="$work/runtime_native/$(basename "$src" .cpp).o"
-    c++ $flags -march=native -ffp-contract=off -I"$runtime/include" -c "$src" -o "$obj" &
-    native+=("$obj")
-  done
-  wait
+  build_runtime "$work/runtime_native" -march=native
   c++ $flags -march=native -ffp-contract=off -Wno-maybe-uninitialized -I"$runtime/include" \
       "$tests/main.cpp" "$tests/gemm_conv_tests.cpp" "$tests/quant_kernel_tests.cpp" \
-      "${native[@]}" -lxsmm -lxsmmnoblas -lpthread -ldl -o "$work/kernel_tests_native"
+      "${objects[@]}" -lxsmm -lxsmmnoblas -lpthread -ldl -o "$work/kernel_tests_native"
   "$work/kernel_tests_native" --use-colour no | tail -2
   [ "${PIPESTATUS[0]}" -eq 0 ]
 fi

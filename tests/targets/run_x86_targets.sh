@@ -18,6 +18,9 @@
 #              the CPU lacks AVX-512F, creating the model must fail with
 #              CGC_ERROR_CPU naming avx512f (driver exit 3), not SIGILL;
 #              where it has it, the outputs are compared;
+#   cascadelake: v4's, and vpdpbusd in the runtime (its int8 kernels) but
+#              no VBMI byte permute (vpermb, vpermt2b, vpermi2b): Cascade
+#              Lake has VNNI without VBMI;
 #   x86-64-v4-vnni: v4's, and vpdpbusd and vpermb in the runtime (its int8
 #              kernels); where the CPU lacks AVX-512 VNNI or VBMI, the
 #              model must be refused the same way, naming the feature.
@@ -36,19 +39,21 @@ check_isa() {
   local target=$1 kind=$2
   shift 2
   objdump -d --no-show-raw-insn "$@" > "$work/$target.asm"
-  local zmm ymm kmask fma vnni
+  local zmm ymm kmask fma vnni vbmi
   zmm=$(grep -c '%zmm' "$work/$target.asm" || true)
+  vbmi=$(grep -cE 'vperm(b|t2b|i2b)\b' "$work/$target.asm" || true)
   vnni=$(grep -cE 'vpdpbusd.*%zmm' "$work/$target.asm" || true)
   ymm=$(grep -c '%ymm' "$work/$target.asm" || true)
   kmask=$(grep -cE '%k[0-7]\b' "$work/$target.asm" || true)
   fma=$(grep -cE 'vfmadd[0-9a-z]*ps.*%ymm' "$work/$target.asm" || true)
-  echo "$target: $zmm zmm, $ymm ymm, $kmask k-mask operands, $fma ymm FMAs, $vnni zmm vpdpbusd in $*"
+  echo "$target: $zmm zmm, $ymm ymm, $kmask k-mask operands, $fma ymm FMAs, $vnni zmm vpdpbusd, $vbmi VBMI permutes in $*"
   case $target/$kind in
     x86-64-v2/*) [ "$zmm" -eq 0 ] && [ "$ymm" -eq 0 ] && [ "$kmask" -eq 0 ] ;;
     x86-64-v3/runtime) [ "$zmm" -eq 0 ] && [ "$kmask" -eq 0 ] && [ "$fma" -gt 0 ] ;;
     x86-64-v3/model) [ "$zmm" -eq 0 ] && [ "$kmask" -eq 0 ] ;;
     x86-64-v4/runtime) [ "$zmm" -gt 0 ] && [ "$vnni" -eq 0 ] ;;
-    x86-64-v4-vnni/runtime) [ "$zmm" -gt 0 ] && [ "$vnni" -gt 0 ] && grep -q vpermb "$work/$target.asm" ;;
+    cascadelake/runtime) [ "$zmm" -gt 0 ] && [ "$vnni" -gt 0 ] && [ "$vbmi" -eq 0 ] ;;
+    x86-64-v4-vnni/runtime) [ "$zmm" -gt 0 ] && [ "$vnni" -gt 0 ] && [ "$vbmi" -gt 0 ] ;;
   esac || { echo "FAIL: $target code holds instructions its target lacks (or lacks its vectors)"; exit 1; }
 }
 
@@ -73,7 +78,7 @@ for spec in "$@"; do
     code=$?
     set -e
     cat "$out/stderr.txt"
-    if [ $code -eq 3 ] && [[ "$target" = x86-64-v4* ]] &&
+    if [ $code -eq 3 ] && [[ "$target" = x86-64-v4* || "$target" = cascadelake ]] &&
        grep -qE 'avx512(f|vnni|vbmi)' "$out/stderr.txt"; then
       echo "$target/$model: refused at creation (CGC_ERROR_CPU, names the feature): this CPU cannot run it"
     elif [ $code -ne 0 ]; then

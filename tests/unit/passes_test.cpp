@@ -473,15 +473,16 @@ TEST_CASE("block-activations blocks what passes between packed convolutions") {
     // Winograd F(4x4)'s 36 x c_in x c_out or panels of c_out x c_in x 9.
     const int packing = side == 14 ? 3 : 1;
     const char* form = side == 14 ? "winograd" : "packed";
+    const char* variant = side == 14 ? "Winograd" : "Packed";
     checkIr(b.graph, {fmt::format("%wa_{} = constant float32[{}]", form, side == 14 ? 36864 : 9216),
                       fmt::format("%wb_{} = constant float32[{}]", form, side == 14 ? 36864 : 9216),
                       fmt::format("a = Conv(%x, %wa_{}) -> %a_out float32{}{} "
-                                  "{{cgc_packed_weights = {}, ",
-                                  form, shape, layout, packing),
+                                  "{{cgc_conv_variant = \"{}\", cgc_packed_weights = {}, ",
+                                  form, shape, layout, variant, packing),
                       fmt::format("b = Conv(%a_out, %wb_{}, none, %a_out) -> %relu_out "
                                   "float32{}{} {{cgc_activation = \"Relu\", "
-                                  "cgc_packed_weights = {}, ",
-                                  form, shape, layout, packing),
+                                  "cgc_conv_variant = \"{}\", cgc_packed_weights = {}, ",
+                                  form, shape, layout, variant, packing),
                       "gap = GlobalAveragePool(%relu_out)"});
     int blocked = 0;
     for (int v = 0; v < b.graph.numValues(); ++v)
@@ -544,8 +545,12 @@ TEST_CASE("pack-conv-weights chooses the Winograd tile for the target's vector w
   // (AVX2) it needs 64 channels in and out together, and the layer, too
   // shallow for F(2x2), takes the packed kernel.
   const std::pair<int, std::string> expected[] = {
-      {16, "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,20,20] {cgc_packed_weights = 3"},
-      {8, "conv = Conv(%x, %w_packed) -> %conv_out float32[1,32,20,20] {cgc_packed_weights = 1"}};
+      {16,
+       "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,20,20] {cgc_conv_variant = "
+       "\"Winograd\", cgc_packed_weights = 3"},
+      {8,
+       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,32,20,20] {cgc_conv_variant = "
+       "\"Packed\", cgc_packed_weights = 1"}};
   for (const auto& [lanes, ir] : expected) {
     INFO(lanes << " lanes");
     GraphBuilder b("tile");
@@ -580,22 +585,24 @@ TEST_CASE("pack-conv-weights gives 5x5, 1x7, 7x1, 1x3 and 3x1 layers Winograd up
   };
   auto winograd = [](int64_t packing, int64_t side) {
     return fmt::format(
-        "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,{0},{0}] {{cgc_packed_weights = "
-        "{1}",
+        "conv = Conv(%x, %w_winograd) -> %conv_out float32[1,32,{0},{0}] "
+        "{{cgc_conv_variant = \"Winograd\", cgc_packed_weights = {1}",
         side, packing);
   };
-  const Case cases[] = {
-      {1, 7, 32, 32, 17, winograd(2, 17)},
-      {7, 1, 32, 32, 17, winograd(2, 17)},
-      {5, 5, 32, 32, 17, winograd(2, 17)},
-      {1, 3, 32, 32, 17, winograd(3, 17)},
-      {3, 1, 32, 32, 17, winograd(3, 17)},
-      {1, 3, 64, 64, 8,
-       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,64,8,8] {cgc_packed_weights = 1"},
-      {1, 7, 768, 768, 3,
-       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,768,3,3] {cgc_packed_weights = 1"},
-      {5, 5, 384, 384, 3,
-       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,384,3,3] {cgc_packed_weights = 1"}};
+  const Case cases[] = {{1, 7, 32, 32, 17, winograd(2, 17)},
+                        {7, 1, 32, 32, 17, winograd(2, 17)},
+                        {5, 5, 32, 32, 17, winograd(2, 17)},
+                        {1, 3, 32, 32, 17, winograd(3, 17)},
+                        {3, 1, 32, 32, 17, winograd(3, 17)},
+                        {1, 3, 64, 64, 8,
+                         "conv = Conv(%x, %w_packed) -> %conv_out float32[1,64,8,8] "
+                         "{cgc_conv_variant = \"Packed\", cgc_packed_weights = 1"},
+                        {1, 7, 768, 768, 3,
+                         "conv = Conv(%x, %w_packed) -> %conv_out float32[1,768,3,3] "
+                         "{cgc_conv_variant = \"Packed\", cgc_packed_weights = 1"},
+                        {5, 5, 384, 384, 3,
+                         "conv = Conv(%x, %w_packed) -> %conv_out float32[1,384,3,3] "
+                         "{cgc_conv_variant = \"Packed\", cgc_packed_weights = 1"}};
   for (const Case& c : cases) {
     INFO(c.kh << "x" << c.kw << ", " << c.in << " channels in, " << c.out << " out");
     GraphBuilder b("one_dimensional");
@@ -620,6 +627,67 @@ TEST_CASE("pack-conv-weights gives 5x5, 1x7, 7x1, 1x3 and 3x1 layers Winograd up
     if (c.in == 32)
       checkIr(b.graph,
               {fmt::format("%w_winograd = constant float32[{}]", matrices * c.in * c.out)});
+    const auto after = cgc::testing::interpret(b.graph, input);
+    REQUIRE(before.size() == after.size());
+    for (size_t i = 0; i < before.size(); ++i)
+      CHECK(after[i] == Approx(before[i]).epsilon(1e-4).margin(1e-4));
+  }
+}
+
+TEST_CASE("pack-conv-weights records each layer's variant for the target's tier") {
+  // The variants of cgc/kernels/conv_variants.def, chosen with the target's
+  // context: a 3x3 depthwise layer takes the AVX-512 row kernel from tier
+  // skx, and without it (avx2) channel vectors at stride 2, the plane
+  // phases at stride 1; a 1x1 layer on 56x56 the NCHW GEMM; a 3x3 layer on
+  // 56x56 Winograd's weights. Each runs the same numbers as before.
+  struct Case {
+    const char* tier;
+    int lanes;
+    int64_t stride;
+    std::vector<std::string> ir;
+  };
+  const Case cases[] = {
+      {"skx",
+       16,
+       1,
+       {"dw = Conv(%x, %wdw)", "SAME: cgc_conv_variant = \"DepthwiseRows\"",
+        "pw = Conv(%dw_out, %wpw)", "SAME: cgc_conv_variant = \"Pointwise\"",
+        "full = Conv(%pw_out, %wfull_winograd)", "SAME: cgc_conv_variant = \"Winograd\""}},
+      {"avx2", 8, 2, {"dw = Conv(%x, %wdw)", "SAME: cgc_conv_variant = \"DepthwiseVectors\""}},
+      {"avx2", 8, 1, {"dw = Conv(%x, %wdw)", "SAME: cgc_conv_variant = \"DepthwisePlanes\""}},
+  };
+  for (const Case& c : cases) {
+    INFO("tier " << c.tier << ", stride " << c.stride);
+    GraphBuilder b("variants");
+    auto weights = [&](const std::string& name, std::vector<int64_t> shape) {
+      int64_t count = 1;
+      for (int64_t d : shape) count *= d;
+      std::vector<float> w(static_cast<size_t>(count));
+      for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * std::sin(0.41f * i + name.size());
+      return b.constant(name, shape, w);
+    };
+    const int64_t side = 56 / c.stride;
+    const int x = b.input("x", {1, 32, 56, 56});
+    const int dw = b.node("Conv", "dw", {x, weights("wdw", {32, 1, 3, 3})}, {1, 32, side, side},
+                          {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                           {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                           {"strides", std::vector<int64_t>{c.stride, c.stride}},
+                           {"group", int64_t{32}}});
+    const int pw = b.node("Conv", "pw", {dw, weights("wpw", {64, 32, 1, 1})}, {1, 64, side, side},
+                          {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+    b.output(b.node("Conv", "full", {pw, weights("wfull", {64, 64, 3, 3})}, {1, 64, side, side},
+                    {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                     {"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
+             "y");
+    std::vector<float> input(32 * 56 * 56);
+    for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
+    const auto before = cgc::testing::interpret(b.graph, input);
+    passes::PassTarget target;
+    target.vectorLanes = c.lanes;
+    target.tier = c.tier;
+    REQUIRE(passes::packConvolutionWeights(b.graph, target));
+    ir::verifyGraph(b.graph);
+    checkIr(b.graph, c.ir);
     const auto after = cgc::testing::interpret(b.graph, input);
     REQUIRE(before.size() == after.size());
     for (size_t i = 0; i < before.size(); ++i)

@@ -151,9 +151,19 @@ struct ModelSpec {
 /// cannot check that name.
 int cpu_has_feature(const char* feature);
 
-/// The feature names cpu_has_feature can check on this processor family,
-/// null-terminated.
+/// The feature names cpu_has_feature can check on this processor family
+/// (every feature of the instruction-set tiers of cgc/isa_tiers.def that
+/// belong to it), null-terminated.
 const char* const* checkable_cpu_features();
+
+/// The instruction-set tier this runtime library was built for: the last
+/// tier of cgc/isa_tiers.def whose features its compiler flags enable.
+const char* runtime_isa_tier();
+
+/// 1 when this CPU has every feature of tier `name` (cgc/isa_tiers.def) and
+/// of its bases, 0 when it lacks one, -1 for an unknown tier or one of
+/// another processor family.
+int cpu_has_tier(const char* name);
 
 /// The state of one model instance. Construction checks the runtime ABI and
 /// the CPU's features, then takes the arena and the weights; it throws Error

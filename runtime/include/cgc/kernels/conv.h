@@ -7,6 +7,57 @@
 
 namespace cgc::rt {
 
+/// The layouts of a convolution's weights that its variants read: OI(D)HW
+/// as the model has them, packConvWeights' panels, winogradWeights'
+/// transforms.
+CGC_ENUM(ConvWeights, kPlain, kPanels, kWinograd)
+
+/// The variants of the float convolution (cgc/kernels/conv_variants.def);
+/// kNone: conv chooses (chooseConvVariant).
+enum class ConvVariant : int32_t {
+  kNone,
+#define CGC_CONV_VARIANT(name, tier, weights) k##name,
+#include "cgc/kernels/conv_variants.def"
+#undef CGC_CONV_VARIANT
+};
+constexpr const char* enumTypeName(ConvVariant) { return "ConvVariant"; }
+constexpr const char* enumName(ConvVariant v) {
+  switch (v) {
+    case ConvVariant::kNone:
+      return "kNone";
+#define CGC_CONV_VARIANT(name, tier, weights) \
+  case ConvVariant::k##name:                  \
+    return "k" #name;
+#include "cgc/kernels/conv_variants.def"
+#undef CGC_CONV_VARIANT
+  }
+  return "";
+}
+
+/// A variant's declaration: its name ("Winograd"), the instruction-set tier
+/// it needs and the weights it reads.
+struct ConvVariantInfo {
+  ConvVariant variant;
+  const char* name;
+  const char* tier;
+  ConvWeights weights;
+};
+inline constexpr ConvVariantInfo kConvVariants[] = {
+#define CGC_CONV_VARIANT(name, tier, weights) \
+  {ConvVariant::k##name, #name, tier, ConvWeights::weights},
+#include "cgc/kernels/conv_variants.def"
+#undef CGC_CONV_VARIANT
+};
+
+/// What a variant's choice weighs of the CPU that runs it.
+struct ConvContext {
+  int lanes;         // floats per vector register
+  const char* tier;  // its instruction-set tier (cgc/isa_tiers.def)
+};
+
+/// This runtime's context: its vector width and the tier it was built for.
+ConvContext buildConvContext();
+
 /// Convolution over (depth,) height and width: NC(D)HW input, OI(D)HW
 /// weights (I = c_in / groups). 1-D and 2-D convolutions have unit depth
 /// (and height) with unit window, stride and dilation there (the defaults,
@@ -41,12 +92,35 @@ struct ConvParams {
   // layout on both sides.
   bool winograd = false;
   int64_t winograd_tile = 2;
+  // The variant conv runs (the pack-conv-weights pass's choice, or a
+  // test's); kNone: conv chooses, as chooseConvVariant.
+  ConvVariant variant = ConvVariant::kNone;
   CGC_REFLECT(ConvParams, n, c_in, d_in, h_in, w_in, c_out, d_out, h_out, w_out, groups, k_d, k_h,
               k_w, stride_d, stride_h, stride_w, pad_front, pad_top, pad_left, dilation_d,
               dilation_h, dilation_w, activation, act_min, act_max, packed_weights, pool_h_out,
               pool_w_out, pool_pad_top, pool_pad_left, blocked_input, blocked_output, winograd,
-              winograd_tile)
+              winograd_tile, variant)
 };
+
+/// The layout of p's weights (packed_weights, winograd).
+ConvWeights convWeightsOf(const ConvParams& p);
+
+/// Whether variant v computes p: its shapes and layouts, p's weights'
+/// layout and v's tier aside.
+bool convVariantTakes(ConvVariant v, const ConvParams& p);
+
+/// The variant called `name` ("Winograd"), or kNone.
+ConvVariant convVariantNamed(const char* name);
+
+/// The variant to run p on a CPU of `context`: the first of kConvVariants
+/// whose tier the context has, that takes p and prefers it (else the first
+/// that takes it), among those reading p's weights, or, with `mayPack`
+/// (constant weights the compiler may rearrange), any weights. conv runs
+/// this where p.variant is kNone; the pack-conv-weights pass records it,
+/// with its target's context, and gives the layer the weights it reads.
+/// kNone where no variant takes p.
+ConvVariant chooseConvVariant(const ConvParams& p, const ConvContext& context,
+                              bool mayPack = false);
 
 /// Channels per block of the channel-blocked activation layout: one
 /// AVX-512 vector, so a vector of output channels leaves a convolution

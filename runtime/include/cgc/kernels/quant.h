@@ -151,7 +151,13 @@ void qgemm(const QGemmParams& p, const void* a, const void* a_zero_point, const 
 /// loops, AVX2 (vpmaddubsw), AVX-512 VNNI (vpdpbusd, with AVX-512BW).
 CGC_ENUM(QIsa, kPortable, kAvx2, kVnni)
 
-/// The int8 instruction set of this build of the runtime.
+/// The int8 kernels' instruction set in a runtime built for instruction-set
+/// tier `tier` (cgc/isa_tiers.def): kVnni from "vnni", kAvx2 from "avx2",
+/// else the portable loops.
+QIsa qIsaOfTier(const char* tier);
+
+/// The int8 instruction set of this build of the runtime:
+/// qIsaOfTier(runtime_isa_tier()).
 QIsa buildQIsa();
 
 /// The packing qconv and qgemm read fastest on `isa` for weights whose w -

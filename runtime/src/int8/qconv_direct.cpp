@@ -1,0 +1,526 @@
+// qconv's direct case: the int8 convolution without im2col, for weights
+// packed kTapQuads (AVX-512 VNNI builds choose it for every layer that is
+// not depthwise; any build runs it).
+//
+// The input is copied once per call into padded planes, 4 channels
+// interleaved, in which every tap of the window reads a tile's positions
+// as contiguous bytes. For image n, group g, quad of input channels cq,
+// row phase ry of the stride and column plane cp, a plane of [hq][wq][4]
+// uint8 whose element (i, j) is the input at row i * stride_h + ry -
+// pad_top, column j * stride_w + base(cp) - pad_left (the zero point
+// outside the image and for channels past c_in). Output (oy, ox) is the
+// virtual position v = oy * wq + ox of every plane, and tap (kh, kw) reads
+// row phase (kh * dilation_h) % stride_h at v + (kh * dilation_h /
+// stride_h) * wq + shift(kw) in column plane cp(kw):
+//  - column phases (cp = (kw * dilation_w) % stride_w, base = cp, shift =
+//    kw * dilation_w / stride_w): wq is w_out plus the window's reach, and
+//    a tile also computes the columns between rows, which it does not store
+//    (2 of 58 at 56x56);
+//  - where those would cost a tenth of the tiles (at 8x8, 3x3: 3 tiles
+//    instead of 2), a plane per column tap (cp = kw, base = kw * dilation_w, shift = 0):
+//    wq is w_out, the input is copied k_w times (small: such planes are
+//    small), and a tile's positions are y's.
+// So a tile's 32 positions are 128 contiguous bytes for every (tap, quad),
+// the same addressing at any stride, dilation and padding.
+//
+// The product is quant_microkernels.h's productVnni: 32 positions x 8
+// output channels in 16 registers, vpdpbusd over the quads (tap by tap,
+// quads of channels within), one offset per quad into the copy. The requantising epilogue
+// runs on those registers (16 lanes at a time, the same float operations
+// as finishQ: this file is built with -ffp-contract=off) and stores each
+// output row's part of the tile with one masked store per channel; a
+// residual is read the same way. Without VNNI the product and epilogue
+// are the portable loops.
+//
+// The copy is shared: each thread copies a share of the (image, group,
+// quad, phase) planes into thread 0's scratch. Then the team splits (image,
+// group, chunk of output-channel blocks, tile), tiles innermost, so that
+// a chunk's weights (at most kChunkBytes) stay in L2 while its tiles pass;
+// each thread runs its tiles in groups of 8, the chunk's blocks outer.
+#include "int8/qconv_direct.h"
+
+#include "cgc/kernels.h"
+#include "core/diagnostics.h"
+#include "core/isa.h"
+#include "core/scratch.h"
+#include "int8/quant_microkernels.h"
+#include "int8/requant_skx.h"
+
+namespace cgc::rt {
+namespace {
+
+using detail::kQTile;
+using detail::kQuad;
+constexpr int64_t kBlock = detail::kMaxBlock;  // output channels per packed block
+constexpr int64_t kChunkBytes = 128 * 1024;    // packed weights per chunk of blocks
+
+using Geometry = detail::DirectGeometry;
+
+/// The most (block, tile) products a thread of `threads` runs where the
+/// team splits (chunk of blocks, tile) items, tiles innermost.
+int64_t heaviestShare(int64_t blocks, int64_t chunks, int64_t tiles, int threads) {
+  const int64_t chunkBlocks = (blocks + chunks - 1) / chunks;
+  int64_t heaviest = 0;
+  for (int t = 0; t < threads; ++t) {
+    const Range r = Team(t, threads, nullptr).split(chunks * tiles);
+    int64_t load = 0;
+    for (int64_t c = r.begin / tiles; c * tiles < r.end; ++c) {
+      const int64_t items = std::min(r.end, (c + 1) * tiles) - std::max(r.begin, c * tiles);
+      load += items * std::clamp<int64_t>(blocks - c * chunkBlocks, 0, chunkBlocks);
+    }
+    heaviest = std::max(heaviest, load);
+  }
+  return heaviest;
+}
+
+Geometry geometryOf(const QConvParams& p, int threads) {
+  Geometry g{};
+  g.cinG = p.c_in / p.groups, g.coutG = p.c_out / p.groups;
+  g.channelQuads = (g.cinG + kQuad - 1) / kQuad;
+  g.taps = p.k_h * p.k_w;
+  g.quads = g.taps * g.channelQuads;
+  const int64_t rowReach = (p.k_h - 1) * p.dilation_h / p.stride_h;
+  const int64_t colReach = (p.k_w - 1) * p.dilation_w / p.stride_w;
+  // A plane per column tap where that saves a tenth of the tiles (8x8 at
+  // 3x3: 2 tiles instead of 3; not 7x7, 2 either way).
+  const int64_t tilesWith = (p.h_out * p.w_out + kQTile - 1) / kQTile;
+  const int64_t tilesWithout = (p.h_out * (p.w_out + colReach) + kQTile - 1) / kQTile;
+  g.tapPlanes = tilesWith * 10 < tilesWithout * 9;
+  // The product along channels where a twentieth or more of the tiles'
+  // lanes would not be outputs (7x7: 49 of 64; 14x14 at 3x3: 196 of 224),
+  // on the planes per phase: it computes outputs only, whatever wq.
+  const int64_t lanes = std::min(tilesWith, tilesWithout) * kQTile;
+  g.channelTiles = detail::kChannelTiles && p.out.y_type != DType::kI32 &&
+                   g.coutG % detail::kChannelLanes == 0 && p.h_out * p.w_out * 20 < lanes * 19;
+  if (g.channelTiles) g.tapPlanes = false;
+  g.columnPlanes = g.tapPlanes ? p.k_w : p.stride_w;
+  g.wq = g.tapPlanes ? p.w_out : p.w_out + colReach;
+  g.hq = p.h_out + rowReach;
+  g.virtualPositions = p.h_out * g.wq;
+  g.tiles = (g.virtualPositions + kQTile - 1) / kQTile;
+  // The last tile reads up to kQTile positions past the last row.
+  const int64_t positions = g.hq * g.wq + colReach + kQTile;
+  g.planeBytes = (positions * kQuad + 63) / 64 * 64;
+  g.imageBytes = g.channelQuads * p.stride_h * g.columnPlanes * g.planeBytes;
+  g.blocks = (g.coutG + kBlock - 1) / kBlock;
+  // At least the chunks that keep a chunk's weights within kChunkBytes;
+  // more where the team's items then split more evenly: a 14x14 layer's 7
+  // tiles split 4 and 3 on two threads, 2 chunks of its 72 blocks 7 and 7.
+  const int64_t most = std::clamp<int64_t>(kChunkBytes / (g.quads * kBlock * kQuad), 1, g.blocks);
+  const int64_t fewest = (g.blocks + most - 1) / most;
+  int64_t best = -1;
+  for (int64_t chunks = fewest; chunks <= std::min(g.blocks, fewest + 2 * threads); ++chunks) {
+    const int64_t load = heaviestShare(g.blocks, chunks, g.tiles, threads);
+    if (best < 0 || load * 10 < best * 9) best = load, g.chunks = chunks;
+  }
+  g.chunkBlocks = (g.blocks + g.chunks - 1) / g.chunks;
+  return g;
+}
+
+/// Column plane cp's first input column (before padding) and the planes'
+/// column shift for tap kw.
+int64_t columnBase(const QConvParams& p, const Geometry& g, int64_t cp) {
+  return g.tapPlanes ? cp * p.dilation_w : cp;
+}
+int64_t columnPlane(const QConvParams& p, const Geometry& g, int64_t kw) {
+  return g.tapPlanes ? kw : kw * p.dilation_w % p.stride_w;
+}
+int64_t columnShift(const QConvParams& p, const Geometry& g, int64_t kw) {
+  return g.tapPlanes ? 0 : kw * p.dilation_w / p.stride_w;
+}
+
+/// Whether some tap reads row phase ry and column plane cp (a 1x1 window
+/// at stride 2 reads one plane of four: the others are not copied).
+bool planeRead(const QConvParams& p, const Geometry& g, int64_t ry, int64_t cp) {
+  bool row = false, column = false;
+  for (int64_t kh = 0; kh < p.k_h; ++kh) row = row || kh * p.dilation_h % p.stride_h == ry;
+  for (int64_t kw = 0; kw < p.k_w; ++kw) column = column || columnPlane(p, g, kw) == cp;
+  return row && column;
+}
+
+/// Copies plane (ry, cp) of quad cq (image n, group g) into `planes`.
+void copyPlane(const QConvParams& p, const Geometry& g, const uint8_t* x, int64_t n, int64_t group,
+               int64_t cq, int64_t ry, int64_t cp, uint8_t* planes) {
+  const uint8_t flip = p.x_signed ? 0x80 : 0;
+  const auto rawZero = static_cast<uint8_t>(p.x_zero);
+  // Channels past c_in read rows of the zero point.
+  thread_local std::vector<uint8_t> padRows;
+  const auto imageSize = static_cast<size_t>(p.h_in * p.w_in);
+  if ((cq + 1) * kQuad > g.cinG && (padRows.size() != imageSize || padRows[0] != rawZero))
+    padRows.assign(imageSize, rawZero);
+  uint8_t* plane = planes + ((cq * p.stride_h + ry) * g.columnPlanes + cp) * g.planeBytes;
+  // Columns j of the plane inside the image: [j0, j1); its rows i
+  // inside the image: [i0, i1).
+  const int64_t first = columnBase(p, g, cp) - p.pad_left;  // input column of j = 0
+  const int64_t j0 = std::min(g.wq, first >= 0 ? 0 : (-first + p.stride_w - 1) / p.stride_w);
+  const int64_t j1 = std::clamp<int64_t>(
+      first >= p.w_in ? 0 : (p.w_in - first + p.stride_w - 1) / p.stride_w, j0, g.wq);
+  const int64_t top = p.pad_top - ry;  // plane row i reads input row i * stride_h - top
+  const int64_t i0 = std::clamp<int64_t>((top + p.stride_h - 1) / p.stride_h, 0, g.hq);
+  const int64_t i1 = std::clamp<int64_t>((p.h_in + top + p.stride_h - 1) / p.stride_h, i0, g.hq);
+  const auto fill = [&](int64_t from, int64_t to) {  // positions [from, to)
+    std::memset(plane + from * kQuad, rawZero ^ flip, static_cast<size_t>((to - from) * kQuad));
+  };
+  if (i1 == i0 || j1 == j0) {
+    fill(0, g.planeBytes / kQuad);
+    return;
+  }
+  const uint8_t* rows[kQuad];  // the quad's channels at the first row inside the image
+  for (int64_t r = 0; r < kQuad; ++r) {
+    const int64_t channel = cq * kQuad + r, row = i0 * p.stride_h - top;
+    rows[r] = channel < g.cinG
+                  ? x + ((n * p.c_in + group * g.cinG + channel) * p.h_in + row) * p.w_in
+                  : padRows.data() + row * p.w_in;
+  }
+  // Where the plane's rows are whole input rows one after another in x
+  // (a 1x1 layer's plane), its rows inside the image are one run, and
+  // the zero point goes only around it (writing it everywhere first
+  // doubled the copy of a 1x1 layer's input). Otherwise the plane is
+  // filled first, then its rows interleaved in one call (a call per row
+  // of 28 columns and its two fills cost more than the row).
+  if (p.stride_h == 1 && p.stride_w == 1 && first == 0 && j1 - j0 == g.wq && g.wq == p.w_in) {
+    fill(0, i0 * g.wq);
+    fill(i1 * g.wq, g.planeBytes / kQuad);
+    detail::interleaveQuad({{rows[0], rows[1], rows[2], rows[3]}, (i1 - i0) * g.wq}, flip,
+                           plane + i0 * g.wq * kQuad);
+    return;
+  }
+  fill(0, g.planeBytes / kQuad);
+  const int64_t at = first + j0 * p.stride_w;
+  detail::interleaveQuad({{rows[0] + at, rows[1] + at, rows[2] + at, rows[3] + at},
+                          j1 - j0,
+                          p.stride_w,
+                          i1 - i0,
+                          p.stride_h * p.w_in,
+                          g.wq * kQuad},
+                         flip, plane + (i0 * g.wq + j0) * kQuad);
+}
+
+/// Where a tile's 32 positions go in y, per half of 16 lanes: runs of one
+/// output row each, as the lanes (a mask) and the y position of the
+/// half's lane 0. Made once per tile for all its channels.
+struct TileRuns {
+  struct Run {
+    uint16_t lanes;
+    int64_t base;
+  };
+  Run runs[2][kQTile / 2];
+  int64_t count[2];
+
+  /// Whether the tile's 32 positions are one run of y (a tile within an
+  /// output row), and that run's lanes.
+  bool oneRun() const {
+    return count[0] == 1 && count[1] == 1 && runs[1][0].base == runs[0][0].base + 16;
+  }
+  uint32_t lanes32() const { return runs[0][0].lanes | uint32_t{runs[1][0].lanes} << 16; }
+};
+
+void runsOf(const QConvParams& p, const Geometry& g, int64_t v0, TileRuns& out) {
+  out.count[0] = out.count[1] = 0;
+  for (int64_t oy = v0 / g.wq; oy < p.h_out && oy * g.wq < v0 + kQTile; ++oy) {
+    const int64_t from = std::max(v0, oy * g.wq), to = std::min(v0 + kQTile, oy * g.wq + p.w_out);
+    const int64_t at = oy * p.w_out + (from - oy * g.wq);  // y's position of lane from - v0
+    for (int h = 0; h < 2; ++h) {
+      const int64_t lo = std::max(from - v0, int64_t{16} * h);
+      const int64_t hi = std::min(to - v0, int64_t{16} * h + 16);
+      if (hi <= lo) continue;
+      const auto lanes = static_cast<uint16_t>(((1u << (hi - lo)) - 1) << (lo - 16 * h));
+      out.runs[h][out.count[h]++] = {lanes, at - (from - v0) + 16 * h};
+    }
+  }
+}
+
+/// One block's job: where its weights, terms and results are.
+struct BlockJob {
+  const int8_t* w;   // the block's packed weights
+  int64_t channels;  // of its 8, those that exist
+  const int32_t* bias;
+  const float* multiplier;
+  uint8_t* y;               // channel 0 of the block, position 0 (bytes of y's type)
+  const uint8_t* residual;  // likewise, or null
+  int64_t plane;            // h_out * w_out
+  bool packs;               // into bytes by storePacked (its conditions hold)
+};
+
+#if CGC_ISA_VNNI
+
+// GCC 12's extracts pass _mm512_undefined_* (bug 105593, as requant_skx.h).
+#pragma GCC diagnostic push
+CGC_IGNORE_MAYBE_UNINITIALIZED
+
+/// c = the biases plus the products of one tile and one block
+/// (quant_microkernels.h), quad q of the tile at offsets[q]. Starting from
+/// the biases saves an add per vector in the epilogue. Not inlined: next to
+/// the epilogue's constants, GCC spilled the two activation vectors on every
+/// quad (64 to 64 channels 3x3 at 56x56: 596 to 735 us).
+__attribute__((noinline)) void tileProducts(const uint8_t* a, const int64_t* offsets, int64_t quads,
+                                            const int8_t* w, const int32_t* bias,
+                                            __m512i (&c)[2][kBlock]) {
+  __m512i sums[2][kBlock];
+  for (int64_t j = 0; j < kBlock; ++j) sums[0][j] = sums[1][j] = _mm512_set1_epi32(bias[j]);
+  detail::productVnni(
+      a, [offsets](int64_t q) { return offsets[q]; }, quads, w, sums);
+  for (int h = 0; h < 2; ++h)
+    for (int64_t j = 0; j < kBlock; ++j) c[h][j] = sums[h][j];
+}
+
+/// storeBlock where the tile's 32 positions are one run of bytes in y (a
+/// tile within an output row): per channel one masked load of the
+/// residual and one store of both halves (a quarter off the epilogue of a
+/// 16-to-96 1x1 layer on 112x112, which the epilogue dominates).
+template <QOutput kKind>
+void storeRun(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
+              __mmask32 lanes, int64_t base) {
+  detail::Requant16 same = e;
+  same.kind = kKind;  // a constant the compiler folds into requant16
+  for (int64_t j = 0; j < job.channels; ++j) {
+    __m512i r[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    if constexpr (kKind == QOutput::kRequantAdd) {
+      const __m256i bytes = _mm256_maskz_loadu_epi8(lanes, job.residual + j * job.plane + base);
+      r[0] = detail::widen16(_mm256_castsi256_si128(bytes), e.rSigned);
+      r[1] = detail::widen16(_mm256_extracti128_si256(bytes, 1), e.rSigned);
+    }
+    __m128i q[2];
+    for (int h = 0; h < 2; ++h)
+      q[h] = detail::narrow16(e.type, detail::requant16(same, c[h][j], job.multiplier[j], r[h]));
+    _mm256_mask_storeu_epi8(job.y + j * job.plane + base, lanes,
+                            _mm256_inserti128_si256(_mm256_castsi128_si256(q[0]), q[1], 1));
+  }
+}
+
+/// A channel's residual for the tile's lanes (zero elsewhere), per half.
+void loadResidual(const BlockJob& job, int64_t channel, const TileRuns& runs, bool oneRun,
+                  __mmask32 lanes, bool isSigned, __m512i (&r)[2]) {
+  const uint8_t* residual = job.residual + channel * job.plane;
+  __m256i bytes;
+  if (oneRun) {
+    bytes = _mm256_maskz_loadu_epi8(lanes, residual + runs.runs[0][0].base);
+  } else {
+    __m128i half[2] = {_mm_setzero_si128(), _mm_setzero_si128()};
+    for (int h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < runs.count[h]; ++i)
+        half[h] =
+            detail::loadBytes16(half[h], runs.runs[h][i].lanes, residual + runs.runs[h][i].base);
+    bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(half[0]), half[1], 1);
+  }
+  r[0] = detail::widen16(_mm256_castsi256_si128(bytes), isSigned);
+  r[1] = detail::widen16(_mm256_extracti128_si256(bytes, 1), isSigned);
+}
+
+/// kRequant or kRequantAdd into int8 or uint8 (packsToBytes): two channels' 64 sums
+/// rounded, then packed into bytes at once with the zero point and the
+/// clamp (packBytes64), stored a channel (one run) or a run of a half at a
+/// time.
+template <QOutput kKind>
+void storePacked(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
+                 const TileRuns& runs) {
+  const bool oneRun = runs.oneRun();
+  const __mmask32 lanes = runs.lanes32();
+  for (int64_t j = 0; j < job.channels; j += 2) {
+    __m512i q[2][2];  // [channel j, j + 1][half]
+    for (int k = 0; k < 2; ++k) {
+      const __m512 m = _mm512_set1_ps(job.multiplier[j + k]);  // terms pad with zeros
+      if constexpr (kKind == QOutput::kRequantAdd) {
+        __m512i r[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        if (j + k < job.channels) loadResidual(job, j + k, runs, oneRun, lanes, e.rSigned, r);
+        for (int h = 0; h < 2; ++h) q[k][h] = detail::residualRound16(e, c[h][j + k], m, r[h]);
+      } else {
+        for (int h = 0; h < 2; ++h) q[k][h] = detail::scaleRound16(c[h][j + k], m);
+      }
+    }
+    const __m512i bytes = _mm512_permutexvar_epi32(
+        e.order, detail::packBytes64(e, q[0][0], q[0][1], q[1][0], q[1][1], e.zero16));
+    for (int64_t k = j; k < std::min(j + 2, job.channels); ++k) {
+      uint8_t* y = job.y + k * job.plane;
+      const __m256i channel =
+          k == j ? _mm512_castsi512_si256(bytes) : _mm512_extracti64x4_epi64(bytes, 1);
+      if (oneRun) {
+        _mm256_mask_storeu_epi8(y + runs.runs[0][0].base, lanes, channel);
+        continue;
+      }
+      for (int h = 0; h < 2; ++h) {
+        const __m128i half =
+            h == 0 ? _mm256_castsi256_si128(channel) : _mm256_extracti128_si256(channel, 1);
+        for (int64_t i = 0; i < runs.count[h]; ++i)
+          _mm_mask_storeu_epi8(y + runs.runs[h][i].base, runs.runs[h][i].lanes, half);
+      }
+    }
+  }
+}
+
+/// The epilogue of one block: 8 channels x 2 halves of sums into y.
+template <QOutput kKind>
+void storeBlock(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
+                const TileRuns& runs) {
+  if (e.type != DType::kI32 && runs.oneRun())
+    return storeRun<kKind>(e, c, job, runs.lanes32(), runs.runs[0][0].base);
+  const int64_t size = e.type == DType::kI32 ? 4 : 1;
+  for (int64_t j = 0; j < job.channels; ++j)
+    for (int h = 0; h < 2; ++h) {
+      const TileRuns::Run* run = runs.runs[h];
+      const int64_t count = runs.count[h];
+      __m512i r = _mm512_setzero_si512();
+      if constexpr (kKind == QOutput::kRequantAdd) {
+        __m128i bytes = _mm_setzero_si128();
+        for (int64_t i = 0; i < count; ++i)
+          bytes =
+              detail::loadBytes16(bytes, run[i].lanes, job.residual + j * job.plane + run[i].base);
+        r = detail::widen16(bytes, e.rSigned);
+      }
+      detail::Requant16 same = e;
+      same.kind = kKind;  // a constant the compiler folds into requant16
+      const __m512i q = detail::requant16(same, c[h][j], job.multiplier[j], r);
+      for (int64_t i = 0; i < count; ++i)
+        detail::storeQ16(job.y + (j * job.plane + run[i].base) * size, run[i].lanes, e.type, q);
+    }
+}
+
+/// One tile x one block: the products in registers, then the epilogue.
+void tileBlock(const detail::Requant16& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
+               const BlockJob& job, const TileRuns& runs) {
+  __m512i c[2][kBlock];
+  tileProducts(a, offsets, quads, job.w, job.bias, c);
+  if (job.packs && e.kind == QOutput::kRequantAdd)
+    return storePacked<QOutput::kRequantAdd>(e, c, job, runs);
+  if (job.packs) return storePacked<QOutput::kRequant>(e, c, job, runs);
+  switch (e.kind) {
+    case QOutput::kRequant:
+      return storeBlock<QOutput::kRequant>(e, c, job, runs);
+    case QOutput::kRequantAdd:
+      return storeBlock<QOutput::kRequantAdd>(e, c, job, runs);
+    default:
+      return storeBlock<QOutput::kInt32>(e, c, job, runs);
+  }
+}
+
+using Epilogue = detail::Requant16;
+
+#pragma GCC diagnostic pop
+
+#else
+
+using Epilogue = QEpilogue;
+
+/// The portable form of tileBlock.
+void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
+               const BlockJob& job, const TileRuns& runs) {
+  int32_t acc[kBlock][kQTile] = {};
+  const int8_t* w = job.w;
+  for (int64_t q = 0; q < quads; ++q, w += kBlock * kQuad) {
+    const uint8_t* aq = a + offsets[q];
+    for (int64_t j = 0; j < job.channels; ++j)
+      for (int64_t m = 0; m < kQTile; ++m)
+        for (int64_t r = 0; r < kQuad; ++r) acc[j][m] += aq[m * kQuad + r] * w[j * kQuad + r];
+  }
+  for (int64_t j = 0; j < job.channels; ++j)
+    for (int h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < runs.count[h]; ++i)
+        for (int64_t lane = 0; lane < 16; ++lane) {
+          if (!(runs.runs[h][i].lanes >> lane & 1)) continue;
+          const int64_t at = j * job.plane + runs.runs[h][i].base + lane;
+          const int32_t r = job.residual ? detail::loadQ(job.residual, at, e.r_signed) : 0;
+          detail::storeQ(
+              job.y, at, e.y_type,
+              detail::finishQ(e, acc[j][16 * h + lane], job.bias[j], job.multiplier[j], r));
+        }
+}
+
+#endif
+
+/// The byte offset of each quad's 32 positions from the tile's first, in
+/// an (image, group)'s planes: kTapQuads' order, tap by tap.
+void quadOffsets(const QConvParams& p, const Geometry& g, int64_t* offsets) {
+  for (int64_t kh = 0; kh < p.k_h; ++kh)
+    for (int64_t kw = 0; kw < p.k_w; ++kw) {
+      const int64_t dh = kh * p.dilation_h;
+      const int64_t plane = dh % p.stride_h * g.columnPlanes + columnPlane(p, g, kw);
+      const int64_t shift = (dh / p.stride_h * g.wq + columnShift(p, g, kw)) * kQuad;
+      for (int64_t cq = 0; cq < g.channelQuads; ++cq)
+        *offsets++ = (cq * p.stride_h * g.columnPlanes + plane) * g.planeBytes + shift;
+    }
+}
+
+}  // namespace
+
+void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, const float* w_scale,
+                 const int32_t* bias, const void* residual, void* y, const Team& team) {
+  const Geometry g = geometryOf(p, team.size());
+  const QWeightShape shape{p.groups,   g.coutG,       g.cinG * g.taps, true,
+                           p.w_signed, p.per_channel, g.taps};
+  const detail::QPackLayout layout =
+      detail::qPackLayout(shape, {QPacking::kTapQuads, kBlock, 0, 0});
+  const auto* sums = reinterpret_cast<const int32_t*>(packed + layout.sumsOffset);
+  const int32_t activationZero = p.x_zero + (p.x_signed ? 128 : 0);
+  const int64_t ySize = p.out.y_type == DType::kI32 ? 4 : 1;
+  const int64_t images = p.n * p.groups;
+
+  // The copy: thread 0's scratch, a share of the planes each.
+  auto* planes = team.shareFromFirst(
+      team.thread() == 0 ? detail::scratch<uint8_t>(images * g.imageBytes) : nullptr);
+  const int64_t quadPlanes = p.stride_h * g.columnPlanes;
+  const Range copies = team.split(images * g.channelQuads * quadPlanes);
+  for (int64_t item = copies.begin; item < copies.end; ++item) {
+    const int64_t image = item / (g.channelQuads * quadPlanes);
+    const int64_t cq = item / quadPlanes % g.channelQuads, ry = item % quadPlanes / g.columnPlanes;
+    if (!planeRead(p, g, ry, item % g.columnPlanes)) continue;
+    copyPlane(p, g, static_cast<const uint8_t*>(x), image / p.groups, image % p.groups, cq, ry,
+              item % g.columnPlanes, planes + image * g.imageBytes);
+  }
+  team.barrier();
+
+  // Then the last again, as far as productVnni prefetches.
+  int64_t* offsets = detail::scratch<int64_t>(g.quads + detail::kPrefetchQuads);
+  quadOffsets(p, g, offsets);
+  std::fill_n(offsets + g.quads, detail::kPrefetchQuads, offsets[g.quads - 1]);
+  if (g.channelTiles) {
+    detail::channelTiles(p, g, planes, offsets, packed, sums, w_scale, bias, residual, y, team);
+    team.barrier();  // thread 0's copy outlives the others' reads
+    return;
+  }
+  const int64_t plane = p.h_out * p.w_out;
+  const Epilogue epilogue(p.out);
+  const Range items = team.split(images * g.chunks * g.tiles);
+  int64_t termsGroup = -1;
+  detail::ChannelTerms terms{};
+  bool packs = false;
+  // Blocks outer over a group of tiles: each block's stores then run along
+  // 8 channel planes, not a tile's 32 bytes into every plane of the chunk
+  // (one core, 16-to-96 1x1 on 112x112: 205 to 188 us; 24 to 144 on 56x56:
+  // 92 to 88).
+  constexpr int64_t kTileGroup = 8;
+  TileRuns runs[kTileGroup];
+  for (int64_t item = items.begin; item < items.end;) {
+    const int64_t tile = item % g.tiles, chunk = item / g.tiles % g.chunks;
+    const int64_t image = item / (g.tiles * g.chunks), group = image % p.groups;
+    const int64_t count = std::min({kTileGroup, items.end - item, g.tiles - tile});
+    if (group != termsGroup) {
+      terms = detail::channelTerms(p.out, group * g.coutG, g.coutG, sums, activationZero, w_scale,
+                                   p.per_channel, bias);
+      termsGroup = group;
+      packs = detail::packsToBytes(p.out, terms.multiplier, g.coutG);
+    }
+    for (int64_t i = 0; i < count; ++i) runsOf(p, g, (tile + i) * kQTile, runs[i]);
+    const int64_t first = image / p.groups * p.c_out + group * g.coutG;  // y's channel 0
+    const int64_t b1 = std::min(g.blocks, (chunk + 1) * g.chunkBlocks);
+    for (int64_t b = chunk * g.chunkBlocks; b < b1; ++b) {
+      const int64_t c0 = b * kBlock;
+      const BlockJob job{
+          reinterpret_cast<const int8_t*>(packed) +
+              (group * g.blocks + b) * g.quads * kBlock * kQuad,
+          std::min(kBlock, g.coutG - c0),
+          terms.bias + c0,
+          terms.multiplier + c0,
+          static_cast<uint8_t*>(y) + (first + c0) * plane * ySize,
+          residual ? static_cast<const uint8_t*>(residual) + (first + c0) * plane : nullptr,
+          plane,
+          packs};
+      for (int64_t i = 0; i < count; ++i)
+        tileBlock(epilogue, planes + image * g.imageBytes + (tile + i) * kQTile * kQuad, offsets,
+                  g.quads, job, runs[i]);
+    }
+    item += count;
+  }
+  team.barrier();  // thread 0's copy outlives the others' reads
+}
+
+}  // namespace cgc::rt

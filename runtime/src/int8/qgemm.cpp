@@ -1,0 +1,172 @@
+// qgemm: the int8 matrix product (QLinearMatMul, MatMulInteger, and the
+// MatMul or Gemm that fuse-quantized turns into int8), on the same product
+// engine as qconv: rows of A are its positions, columns of B its output
+// channels. A tile of 32 rows of A is packed as [quads][32][4] (4
+// consecutive depths of a row are 4 bytes of that row, so packing is a
+// transpose of 32-bit words); the epilogue writes each column of the tile
+// at the row stride n. B is packed by the compiler (constant weights) or,
+// for a B computed at run time, per batch into scratch. The team splits
+// (batch, row tiles) and, where there are fewer of those than threads,
+// blocks of columns.
+#include "cgc/kernels.h"
+#include "core/isa.h"
+#include "core/scratch.h"
+#include "int8/quant_microkernels.h"
+#include "int8/quant_support.h"
+
+namespace cgc::rt {
+namespace {
+
+using detail::kQTile;
+using detail::kQuad;
+
+/// Rows [m0, m0 + 32) of A (k columns) as a tile; rows past m and depths
+/// past k hold the zero point.
+void packRows(const QGemmParams& p, const uint8_t* a, int64_t m0, uint8_t* tile) {
+  const int64_t quads = (p.k + kQuad - 1) / kQuad;
+  const uint8_t pad = static_cast<uint8_t>(p.a_zero);
+  const uint8_t flip = p.a_signed ? 0x80 : 0;
+  uint8_t quad[kQuad];
+  for (int64_t r = 0; r < kQTile; ++r) {
+    const int64_t row = m0 + r;
+    const uint8_t* src = a + row * p.k;
+    for (int64_t q = 0; q < quads; ++q) {
+      uint8_t* out = tile + (q * kQTile + r) * kQuad;
+      if (row < p.m && q * kQuad + kQuad <= p.k) {
+        std::memcpy(quad, src + q * kQuad, kQuad);
+      } else {
+        for (int64_t i = 0; i < kQuad; ++i)
+          quad[i] = row < p.m && q * kQuad + i < p.k ? src[q * kQuad + i] : pad;
+      }
+      for (int64_t i = 0; i < kQuad; ++i) out[i] = quad[i] ^ flip;
+    }
+  }
+}
+
+/// Offset of batch index `flat` in elements, given per-dimension strides.
+int64_t batchOffset(const QGemmParams& p, int64_t flat, const PerDim<int64_t>& strides) {
+  int64_t offset = 0;
+  for (int32_t d = p.batch_rank - 1; d >= 0; --d) {
+    offset += flat % p.batch_shape[d] * strides[d];
+    flat /= p.batch_shape[d];
+  }
+  return offset;
+}
+
+#if CGC_ISA_VNNI
+/// One row of A against the blocks [b0, b1) of 8 packed columns (kQuads,
+/// nb 8), for the batch-1 classifier heads: a tile of 32 rows would hold
+/// one (1.28 M multiply-adds of MobileNetV2's head in 134 us). Each quad of
+/// the row is broadcast against a block's 8 x 4 weights, four blocks at a
+/// time; the epilogue is finishQ per column.
+void rowTimesBlocks(const QGemmParams& p, const uint8_t* a, const uint8_t* weights, int64_t quads,
+                    const detail::ChannelTerms& terms, int64_t b0, int64_t b1, uint8_t* y,
+                    const uint8_t* residual, uint8_t* row) {
+  // The row as uint8 quads, once, into `row` (quads * 4 bytes): the zero
+  // point past k.
+  const uint8_t flip = p.a_signed ? 0x80 : 0;
+  for (int64_t d = 0; d < quads * kQuad; ++d)
+    row[d] = static_cast<uint8_t>((d < p.k ? a[d] : static_cast<uint8_t>(p.a_zero)) ^ flip);
+  constexpr int64_t kBlocks = 4, kBlockBytes = detail::kMaxBlock * kQuad;
+  for (int64_t b = b0; b < b1; b += kBlocks) {
+    const int64_t count = std::min(kBlocks, b1 - b);
+    __m256i acc[kBlocks] = {};
+    for (int64_t q = 0; q < quads; ++q) {
+      int32_t word;
+      std::memcpy(&word, row + q * kQuad, kQuad);
+      const __m256i x = _mm256_set1_epi32(word);
+      for (int64_t i = 0; i < count; ++i)
+        acc[i] = _mm256_dpbusd_epi32(acc[i], x,
+                                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                                         weights + ((b + i) * quads + q) * kBlockBytes)));
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      alignas(32) int32_t sums[detail::kMaxBlock];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sums), acc[i]);
+      for (int64_t j = 0; j < detail::kMaxBlock; ++j) {
+        const int64_t c = (b + i) * detail::kMaxBlock + j;
+        if (c >= p.n) break;
+        const int32_t r = residual ? detail::loadQ(residual, c, p.out.r_signed) : 0;
+        detail::storeQ(
+            y, c, p.out.y_type,
+            detail::finishQ(p.out, sums[j], terms.bias[c],
+                            p.out.kind == QOutput::kInt32 ? 1.0f : terms.multiplier[c], r));
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace
+
+void qgemm(const QGemmParams& given, const void* a, const void* a_zero_point, const void* b,
+           const float* b_scale, const void* b_zero, const int32_t* bias, const void* residual,
+           void* y, const Team& team) {
+  QGemmParams p = given;
+  if (a_zero_point) p.a_zero = detail::loadQ(a_zero_point, 0, p.a_signed);
+  int64_t batches = 1;
+  for (int32_t d = 0; d < p.batch_rank; ++d) batches *= p.batch_shape[d];
+  const QWeightShape shape{1, p.n, p.k, p.trans_b, p.b_signed, p.per_column};
+  const int64_t quads = (p.k + kQuad - 1) / kQuad;
+  const int64_t tiles = (p.m + kQTile - 1) / kQTile;
+  const int32_t activationZero = p.a_zero + (p.a_signed ? 128 : 0);
+  const int64_t ySize = p.out.y_type == DType::kI32 ? 4 : 1;
+  const bool packed = p.packing != QPacking::kNone;
+  QPackInfo info{p.packing, p.pack_nb, 0, 0};
+  if (!packed) info = planQWeights(shape, b, b_zero, preferredQPacking());
+  const detail::QPackLayout layout = detail::qPackLayout(shape, info);
+
+  const int64_t rowItems = batches * tiles;
+  const int64_t chunks =
+      std::min(layout.blocks, std::max<int64_t>(1, (2 * team.size() + rowItems - 1) / rowItems));
+  const int64_t blocksPerChunk = (layout.blocks + chunks - 1) / chunks;
+  const Range items = team.split(rowItems * chunks);
+  uint8_t* tile = detail::scratch<uint8_t>(quads * kQTile * kQuad);
+  uint8_t* own = packed ? nullptr : reinterpret_cast<uint8_t*>(detail::scratch<int8_t>(info.bytes));
+  int64_t packedBatch = -1;
+  const uint8_t* weights = static_cast<const uint8_t*>(b);
+  detail::ChannelTerms terms{};
+  for (int64_t item = items.begin; item < items.end; ++item) {
+    const int64_t row = item / chunks, chunk = item % chunks;
+    const int64_t batch = row / tiles, m0 = row % tiles * kQTile;
+    if (!packed && batch != packedBatch) {
+      const int64_t offset = batchOffset(p, batch, p.b_batch_strides);
+      packQWeights(shape, info, static_cast<const uint8_t*>(b) + offset, b_zero, own);
+      weights = own;
+    }
+    if (packedBatch < 0 || (!packed && batch != packedBatch))
+      terms = detail::channelTerms(p.out, 0, p.n,
+                                   reinterpret_cast<const int32_t*>(weights + layout.sumsOffset),
+                                   activationZero, b_scale, p.per_column, bias);
+    packedBatch = batch;
+#if CGC_ISA_VNNI
+    if (p.m == 1 && info.packing == QPacking::kQuads && info.nb == detail::kMaxBlock) {
+      const int64_t b0 = chunk * blocksPerChunk, b1 = std::min(layout.blocks, b0 + blocksPerChunk);
+      rowTimesBlocks(p, static_cast<const uint8_t*>(a) + batchOffset(p, batch, p.a_batch_strides),
+                     weights, quads, terms, b0, b1, static_cast<uint8_t*>(y) + batch * p.n * ySize,
+                     residual ? static_cast<const uint8_t*>(residual) + batch * p.n : nullptr,
+                     tile);
+      continue;
+    }
+#endif
+    packRows(p, static_cast<const uint8_t*>(a) + batchOffset(p, batch, p.a_batch_strides), m0,
+             tile);
+    const int64_t first = batch * p.m * p.n;
+    const detail::QProduct q{p.k,
+                             p.n,
+                             weights,
+                             info,
+                             reinterpret_cast<const int32_t*>(weights + layout.splitOffset),
+                             weights + layout.entriesOffset,
+                             terms,
+                             &p.out,
+                             static_cast<uint8_t*>(y) + first * ySize,
+                             residual ? static_cast<const uint8_t*>(residual) + first : nullptr,
+                             1,
+                             p.n};
+    const int64_t b0 = chunk * blocksPerChunk, b1 = std::min(layout.blocks, b0 + blocksPerChunk);
+    detail::qProductTile(q, tile, m0, std::min(kQTile, p.m - m0), b0, b1);
+  }
+}
+
+}  // namespace cgc::rt
