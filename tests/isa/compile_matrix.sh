@@ -10,12 +10,12 @@
 #     under its tier's CGC_ISA_* condition (check_tier_macros.sh), so code
 #     that compiles with a tier's features alone compiles on every CPU that
 #     has the tier; the tiers' exact feature sets are the strictest builds.
-#     Every source compiles for the baseline tier with Clang (with GCC,
-#     CMake's runtime builds compile them all); a source that depends on
-#     the instruction set (includes core/isa.h) compiles again for each
-#     tier where its preprocessed code differs from its base tier's (the
-#     same code compiled with fewer features already), which is where it
-#     can fail.
+#     The sources without instruction-set code go through Clang's front end
+#     for the baseline tier (GCC compiles them in CMake's runtime builds); a
+#     source that depends on the instruction set (includes core/isa.h)
+#     compiles for the baseline and again for each tier where its
+#     preprocessed code differs from its base tier's (the same code compiled
+#     with fewer features already), which is where it can fail.
 #  2. Every -march a user may name (the list below): which tiers it enables
 #     (core/isa.h), and the generated model GENERATED_CPP compiled for it
 #     against the runtime's public headers.
@@ -84,10 +84,15 @@ for cxx in "${compilers[@]}"; do
   for tier in "${tiers[@]}"; do
     base=${baseOf[$tier]}
     if [ -z "$base" ]; then  # the baseline: every source (GCC: CMake's runtime builds do)
-      if [ "$cxx" = g++ ]; then baseline=("${sources[@]}"); else
-        mapfile -t baseline < <(cd "$src/runtime/src" && ls ./*/*.cpp | sed 's|^\./||'); fi
-      for f in "${baseline[@]}"; do
+      for f in "${sources[@]}"; do
         echo "tier $tier|$cxx|-march=x86-64${tierFlags[$tier]}|runtime/src/$f"; done >> "$jobfile"
+      # The others hold no instruction-set code: Clang's front end checks
+      # them (GCC's are CMake's runtime builds).
+      [ "$cxx" = g++ ] && continue
+      (cd "$src/runtime/src" && ls ./*/*.cpp | sed 's|^\./||') | while read -r f; do
+        [[ " ${sources[*]} " == *" $f "* ]] ||
+          echo "syntax $tier|$cxx|-march=x86-64${tierFlags[$tier]} -fsyntax-only|runtime/src/$f"
+      done >> "$jobfile"
       continue
     fi
     for f in "${sources[@]}"; do

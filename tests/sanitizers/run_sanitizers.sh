@@ -4,9 +4,10 @@
 # the test.
 #   address: AddressSanitizer + UndefinedBehaviorSanitizer, every sample on
 #            the default schedule, and the convolution kernel tests
-#            (gemm_conv_tests.cpp: scratch sized for every band and split),
-#            then those and the int8 kernel tests against the runtime
-#            built for this machine (-march=native: its vector paths);
+#            (gemm_conv_tests.cpp: scratch sized for every band and split);
+#   native:  the same sanitizers on those and the int8 kernel tests
+#            against the runtime built for this machine (-march=native: its
+#            vector paths);
 #   thread:  ThreadSanitizer, the samples with parallel branches on 3
 #            executors x 2 threads (cross-executor signals, team barriers,
 #            the pool's start and finish, the profiler recording from
@@ -16,15 +17,16 @@
 #            model_runtimes.cpp (two ModelRuntime instances run from two
 #            threads at once, one on the caller's arena, while a third
 #            thread's run() calls meet the busy guard).
-# Usage: run_sanitizers.sh CGC SAMPLES_DIR RUNTIME_DIR GENERATED_DIR WORK_DIR [address|thread]
+# Usage: run_sanitizers.sh CGC SAMPLES_DIR RUNTIME_DIR GENERATED_DIR WORK_DIR [address|native|thread]
 #   GENERATED_DIR: the build's runtime/generated (core/isa.h).
 set -eu
 cgc=$1 samples=$2 runtime=$3 generated=$4 work=$5 mode=${6:-address}
 rm -rf "$work" && mkdir -p "$work/runtime"
 case $mode in
-  address)
+  address | native)
     sanitize=address,undefined
     models=(tiny_cnn mlp shapes deconv batch_norm_only branches control_flow inception)
+    [ "$mode" = native ] && models=()
     schedule=()
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ;;
@@ -59,8 +61,9 @@ build_runtime() {
   wait
 }
 
-# The runtime once, with sanitizers.
-build_runtime "$work/runtime"
+# The runtime once, with sanitizers, for the baseline.
+[ "$mode" = native ] || build_runtime "$work/runtime"
+tests="$(dirname "$0")/../runtime"
 
 for sample in "${models[@]}"; do
   out="$work/$sample"
@@ -80,7 +83,6 @@ for sample in "${models[@]}"; do
   "$out/driver"
 done
 if [ "$mode" = address ]; then  # the convolution kernels' own tests: scratch sizes
-  tests="$(dirname "$0")/../runtime"
   # Catch2's std::regex trips GCC 12's -Wmaybe-uninitialized at -O1 (a
   # false positive inside libstdc++).
   c++ $flags -Wno-maybe-uninitialized -I"$runtime/include" "$tests/main.cpp" \
@@ -88,10 +90,13 @@ if [ "$mode" = address ]; then  # the convolution kernels' own tests: scratch si
       -lxsmm -lxsmmnoblas -lpthread -ldl -o "$work/conv_tests"
   "$work/conv_tests" "conv*,stem conv*" --use-colour no | tail -2
   [ "${PIPESTATUS[0]}" -eq 0 ]
-  # Again with this machine's instruction set: the runtime above is built
-  # for the baseline, so its AVX2 and AVX-512 (VNNI) kernels, the int8 ones
-  # with their gathers and masked tails, ran under no sanitizer. The int8
-  # files round as the float emulation only without contraction.
+fi
+if [ "$mode" = native ]; then
+  # Again with this machine's instruction set: the runtime of `address` is
+  # built for the baseline, so its AVX2 and AVX-512 (VNNI) kernels, the int8
+  # ones with their gathers and masked tails, ran under no sanitizer. The
+  # int8 files round as the float emulation only without contraction.
+  # Catch2's std::regex trips GCC 12's -Wmaybe-uninitialized at -O1.
   build_runtime "$work/runtime_native" -march=native
   c++ $flags -march=native -ffp-contract=off -Wno-maybe-uninitialized -I"$runtime/include" \
       "$tests/main.cpp" "$tests/gemm_conv_tests.cpp" "$tests/quant_kernel_tests.cpp" \

@@ -46,8 +46,10 @@ inline std::vector<std::string> isaTierFeatures(std::string_view name) {
   return out;
 }
 
-/// Whether tier `name` is `base` or extends it.
+/// Whether tier `name` is `base` or extends it; every tier includes ""
+/// (portable code, no feature needed).
 inline bool isaTierIncludes(std::string_view name, std::string_view base) {
+  if (base.empty()) return true;
   for (const IsaTier* tier = findIsaTier(name); tier; tier = findIsaTier(tier->base))
     if (base == tier->name) return true;
   return false;
