@@ -1,16 +1,15 @@
-// Depthwise 2-D convolution (groups == c_in == c_out), one of conv's
-// strategies (conv.cpp): a GEMM of depth k_h * k_w would waste the GEMM
-// micro-kernel, so every channel's window runs directly, on one of three
-// kernels that convDepthwise picks by shape:
-//  - 3x3 windows at stride 1 or 2 (AVX-512 only), in rows of 9 outputs or
-//    more, or on planes too large for channel vectors: blocks of 16
-//    outputs of 4 rows in registers straight from NCHW, the stores masked
-//    in rows under 16 (row_blocks.h), no copy of the input;
-//  - other planes up to L2's size: 16 channels per vector
+// Depthwise 2-D convolution (groups == c_in == c_out): a GEMM of depth
+// k_h * k_w would waste the GEMM micro-kernel, so every channel's window
+// runs directly, on one of three of conv's variants (conv_variants.def):
+//  - DepthwiseRows: 3x3 windows at stride 1 or 2 (AVX-512 only), in rows
+//    of 9 outputs or more, or on planes too large for channel vectors:
+//    blocks of 16 outputs of 4 rows in registers straight from NCHW, the
+//    stores masked in rows under 16 (row_blocks.h), no copy of the input;
+//  - DepthwiseVectors: planes up to L2's size, 16 channels per vector
 //    (channel_vectors.h), every tap one vector operation on whole vectors;
-//  - otherwise a direct loop per channel over the plane's stride phases
-//    (plane_phases.h), each block of outputs through every tap while its
-//    sums stay in registers.
+//  - DepthwisePlanes: a direct loop per channel over the plane's stride
+//    phases (plane_phases.h), each block of outputs through every tap
+//    while its sums stay in registers.
 // The epilogue (bias, residual, activation) is applied before the store,
 // but for channel vectors with a residual, which apply it on the planes
 // after.

@@ -1,5 +1,5 @@
 // Convolution on packed weights (the pack-conv-weights pass, where
-// convPrefersPackedWeights), one of conv's strategies (conv.cpp), and the
+// convPrefersPackedWeights), one of conv's variants (conv_variants.def), and the
 // packing itself. The weights are stored in panels of 64 output channels
 // (packConvWeights), so gemmPacked (packed_gemm.cpp) runs its vectors along
 // output channels and reads the (zero-padded) input in place through index

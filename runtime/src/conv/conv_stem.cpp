@@ -1,5 +1,5 @@
 // Direct convolution for few input channels (stem layers: RGB in, depth
-// 27 to 147; isFewChannels in conv_strategies.h), one of conv's strategies
+// 27 to 147; isFewChannels in conv_strategies.h), one of conv's variants
 // (conv.cpp). There im2col would copy as many floats as the GEMM then
 // multiplies per output, and the packed kernel's tiles would run a handful
 // of steps each: instead the input rows under a band of output rows are
