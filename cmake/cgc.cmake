@@ -1,7 +1,7 @@
 # cgc_add_graph(<target> MODEL <file.onnx> [NAME <Class>] [NAMESPACE <ns>]
 #               [SHAPES <input=1x3x224x224>...] [WEIGHTS embed|file]
 #               [EXECUTORS <E>] [THREADS <T>] [PROFILE <file.profile.json>]
-#               [TARGET <native|x86-64-v3|...>])
+#               [TARGET <native|x86-64-v3|...>...])
 #
 # Compiles an ONNX model with `cgc compile` at build time (again whenever the
 # model, its profile or cgc changes) into a static library <target> that
@@ -25,14 +25,19 @@
 # flags (-march=x86-64-v3, ...) and the runtime built for it:
 # cgc::cgc_runtime for native, cgc::cgc_runtime_<target> otherwise (aarch64:
 # the runtime cross-built with cmake -S runtime and a toolchain file, see the
-# README's "Targets").
+# README's "Targets"). Several TARGETs (TARGET x86-64-v3 cascadelake) build
+# the model once for each into one library whose create() runs the best build
+# the CPU has (the environment variable CGC_TARGET picks one): each build is
+# compiled with its target's flags, linked with its target's runtime into one
+# object, and everything in it but its <prefix>_<target>_api table made local
+# (cgc's compiler/target_library.cpp does the same for cgc run).
 # Needs CGC_EXECUTABLE (set by find_package(cgc) or cgc's own build) and the
 # runtime's target.
 include("${CMAKE_CURRENT_LIST_DIR}/targets.cmake")
 
 function(cgc_add_graph target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;NAME;NAMESPACE;WEIGHTS;EXECUTORS;THREADS;PROFILE;TARGET"
-                        "SHAPES")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;NAME;NAMESPACE;WEIGHTS;EXECUTORS;THREADS;PROFILE"
+                        "SHAPES;TARGET")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "cgc_add_graph(${target}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
   endif()
@@ -82,12 +87,15 @@ function(cgc_add_graph target)
   if(NOT ARG_TARGET)
     set(ARG_TARGET native)
   endif()
-  cgc_target_info(${ARG_TARGET} cgc_target)
-  if(NOT TARGET cgc::${cgc_target_RUNTIME})
-    message(FATAL_ERROR "cgc_add_graph(${target}): no runtime for target ${ARG_TARGET} "
-                        "(cgc::${cgc_target_RUNTIME}); see the README's \"Targets\"")
-  endif()
-  list(APPEND schedule_args --target "${ARG_TARGET}")
+  foreach(name IN LISTS ARG_TARGET)
+    cgc_target_info(${name} cgc_target)
+    if(NOT TARGET cgc::${cgc_target_RUNTIME})
+      message(FATAL_ERROR "cgc_add_graph(${target}): no runtime for target ${name} "
+                          "(cgc::${cgc_target_RUNTIME}); see the README's \"Targets\"")
+    endif()
+  endforeach()
+  list(JOIN ARG_TARGET "," target_list)
+  list(APPEND schedule_args --target "${target_list}")
 
   set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_cgc")
   set(depends "${model}")
@@ -101,13 +109,35 @@ function(cgc_add_graph target)
   else()
     list(APPEND depends "${CGC_EXECUTABLE}")
   endif()
+  list(LENGTH ARG_TARGET target_count)
+  if(target_count GREATER 1)
+    if(weights STREQUAL "file")
+      message(FATAL_ERROR "cgc_add_graph(${target}): WEIGHTS file with several TARGETs (each "
+                          "build packs the weights for its CPU, so they are embedded)")
+    endif()
+    _cgc_add_target_library(${target} "${out}" "${prefix}" "${ARG_TARGET}")
+    set(outputs "${out}/${prefix}.h" "${out}/${prefix}.cpp" ${_cgc_build_files})
+  else()
+    set(outputs "${out}/${prefix}.h" "${out}/${prefix}.cpp" "${out}/${prefix}.weights.bin")
+  endif()
   add_custom_command(
-    OUTPUT "${out}/${prefix}.h" "${out}/${prefix}.cpp" "${out}/${prefix}.weights.bin"
+    OUTPUT ${outputs}
     COMMAND "${CGC_EXECUTABLE}" compile "${model}" -o "${out}" --name "${name}"
             --namespace "${namespace}" --weights "${weights}" ${shape_args} ${schedule_args} --quiet
     DEPENDS ${depends}
     COMMENT "cgc: compiling ${ARG_MODEL} into class ${namespace}::${name}, header ${prefix}.h"
     VERBATIM)
+  if(target_count GREATER 1)
+    # The dispatcher, compiled for the family's baseline (it runs before any
+    # build is chosen), with one target's runtime for what a program calls
+    # directly, which is baseline code in every runtime.
+    add_library(${target} STATIC "${out}/${prefix}.cpp" "${out}/${prefix}.h" ${_cgc_build_objects})
+    target_include_directories(${target} PUBLIC "${out}")
+    target_compile_features(${target} PUBLIC cxx_std_20)
+    target_link_libraries(${target} PUBLIC cgc::${cgc_target_RUNTIME})
+    set_target_properties(${target} PROPERTIES CGC_HEADER "${prefix}.h")
+    return()
+  endif()
   set_source_files_properties("${out}/${prefix}.cpp" PROPERTIES
     OBJECT_DEPENDS "${out}/${prefix}.weights.bin")
   add_library(${target} STATIC "${out}/${prefix}.cpp" "${out}/${prefix}.h")
@@ -117,6 +147,45 @@ function(cgc_add_graph target)
   target_link_libraries(${target} PUBLIC cgc::${cgc_target_RUNTIME})
   set_target_properties(${target} PROPERTIES CGC_HEADER "${prefix}.h"
                                              CGC_WEIGHTS_FILE "${out}/${prefix}.weights.bin")
+endfunction()
+
+# The builds of a library for several targets: for each, an object library
+# of <prefix>_<target>.cpp with the target's flags, then one object of it
+# and its runtime (ld -r) with everything but its table made local and its
+# COMDAT groups dissolved (objcopy), so that the builds' runtimes never
+# meet. Sets _cgc_build_files (what cgc compile writes) and
+# _cgc_build_objects (the objects) in the caller.
+function(_cgc_add_target_library target out prefix targets)
+  set(files "")
+  set(objects "")
+  foreach(name IN LISTS targets)
+    cgc_target_info(${name} t)
+    string(REGEX REPLACE "[^A-Za-z0-9]" "_" symbol "${name}")
+    set(build "${prefix}_${symbol}")
+    list(APPEND files "${out}/${build}.h" "${out}/${build}.cpp" "${out}/${build}.weights.bin")
+    set_source_files_properties("${out}/${build}.cpp" PROPERTIES
+      GENERATED TRUE OBJECT_DEPENDS "${out}/${build}.weights.bin")
+    add_library(${target}_${symbol} OBJECT "${out}/${build}.cpp")
+    target_compile_options(${target}_${symbol} PRIVATE "-Wa,-I${out}" ${t_FLAGS}
+                           $<$<CXX_COMPILER_ID:GNU>:-fno-gnu-unique>)
+    target_include_directories(${target}_${symbol} PRIVATE "${out}"
+      $<TARGET_PROPERTY:cgc::${t_RUNTIME},INTERFACE_INCLUDE_DIRECTORIES>)
+    target_compile_features(${target}_${symbol} PRIVATE cxx_std_20)
+    set_target_properties(${target}_${symbol} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    add_custom_command(
+      OUTPUT "${out}/${build}.build.o"
+      COMMAND "${CMAKE_LINKER}" -r -o "${out}/${build}.linked.o"
+              $<TARGET_OBJECTS:${target}_${symbol}> $<TARGET_FILE:cgc::${t_RUNTIME}>
+      COMMAND "${CMAKE_OBJCOPY}" -R .group "--keep-global-symbol=${build}_api"
+              "${out}/${build}.linked.o" "${out}/${build}.build.o"
+      DEPENDS ${target}_${symbol} $<TARGET_OBJECTS:${target}_${symbol}>
+              $<TARGET_FILE:cgc::${t_RUNTIME}> $<$<TARGET_EXISTS:${t_RUNTIME}>:${t_RUNTIME}>
+      COMMENT "cgc: linking the ${name} build of ${prefix} with its runtime"
+      VERBATIM COMMAND_EXPAND_LISTS)
+    list(APPEND objects "${out}/${build}.build.o")
+  endforeach()
+  set(_cgc_build_files "${files}" PARENT_SCOPE)
+  set(_cgc_build_objects "${objects}" PARENT_SCOPE)
 endfunction()
 
 # cgc_copy_weights(<executable> <graph target>): copies a WEIGHTS file

@@ -3,6 +3,9 @@
 // around cgc::ModelRuntime. The fixed text is one template; the summary,
 // the accessors and the executor declarations vary per model.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "codegen/emit_parts.h"
 #include "codegen/template.h"
@@ -45,8 +48,9 @@ typedef struct {{PREFIX}} {{PREFIX}};
  * 64-byte aligned, alive as long as the instance (NULL: allocated). */
 {{PREFIX}}* {{PREFIX}}_create_with_arena(const char* weights_path, void* arena,
                                          int64_t arena_bytes);
-/* Why the last create on this thread failed. */
+/* Why the last create on this thread failed, and its code. */
 const char* {{PREFIX}}_last_error(void);
+cgc_status {{PREFIX}}_last_status(void);
 void {{PREFIX}}_destroy({{PREFIX}}* model);
 /* Bytes of arena one instance needs. */
 int64_t {{PREFIX}}_arena_bytes(void);
@@ -78,6 +82,8 @@ const cgc_model_info* {{PREFIX}}_info(void);
 const char* {{PREFIX}}_placement(const {{PREFIX}}* model);
 /* Attaches a cgc::Profiler (from C++; NULL detaches). */
 void {{PREFIX}}_set_profiler({{PREFIX}}* model, void* profiler);
+/* All of the above as one table (cgc_model_api, cgc/c_api.h). */
+const cgc_model_api* {{PREFIX}}_api(void);
 
 #ifdef __cplusplus
 }  // extern "C"
@@ -101,7 +107,7 @@ class {{CLASS}} {
   {{CLASS}}(void* arena, int64_t arena_bytes, const char* weights_path = nullptr);
   {{CLASS}}(const {{CLASS}}&) = delete;
   {{CLASS}}& operator=(const {{CLASS}}&) = delete;
-
+{{DESTRUCTOR}}
   /// Bytes of arena one instance needs.
   static constexpr int64_t arena_bytes() { return {{ARENA_BYTES}}; }
 
@@ -112,11 +118,11 @@ class {{CLASS}} {
   /// several may run at once from different threads.
   cgc::Status run();
   /// Per-node timings go to `profiler` while it is set (nullptr: off).
-  void set_profiler(cgc::Profiler* profiler) { runtime_.set_profiler(profiler); }
+{{SET_PROFILER}}
   /// Names, shapes and types of inputs and outputs, memory and schedule.
   static const cgc::ModelInfo& info();
   /// Where this instance's threads run: "1 executor(s) x 2 thread(s): ...".
-  const std::string& placement() const { return runtime_.placement(); }
+  const std::string& placement() const { return {{PLACEMENT}}; }
   /// Input or output by position (for generic drivers); nullptr if out of
   /// range.
   void* input(int index);
@@ -127,9 +133,7 @@ class {{CLASS}} {
   std::vector<int64_t> output_shape(int index) const;
 
  private:
-  static void run_executor(void* self, int executor, const cgc::rt::Team& team);
-{{EXECUTORS}}
-  cgc::ModelRuntime runtime_;
+{{PRIVATE}}
 };
 
 }  // namespace {{NAMESPACE}}
@@ -178,16 +182,49 @@ std::string executorDeclarations(const ModelLayout& layout) {
   return text;
 }
 
+/// The class's members that differ between a model's own build and a
+/// library of builds for several targets (whose class holds the C handle
+/// of the build the CPU runs).
+Substitutions classParts(const ModelLayout& layout, const std::vector<TargetBuild>* builds) {
+  if (builds)
+    return {{"DESTRUCTOR", fmt::format("  ~{}();\n", layout.className)},
+            {"SET_PROFILER", "  void set_profiler(cgc::Profiler* profiler);"},
+            {"PLACEMENT", "placement_"},
+            {"PRIVATE", fmt::format("  {}* model_;  // the build this CPU runs\n"
+                                    "  std::string placement_;",
+                                    layout.prefix)}};
+  return {{"DESTRUCTOR", ""},
+          {"SET_PROFILER",
+           "  void set_profiler(cgc::Profiler* profiler) { runtime_.set_profiler(profiler); }"},
+          {"PLACEMENT", "runtime_.placement()"},
+          {"PRIVATE", "  static void run_executor(void* self, int executor, const "
+                      "cgc::rt::Team& team);\n" +
+                          executorDeclarations(layout) + "\n  cgc::ModelRuntime runtime_;"}};
+}
+
+/// "native", or for a library of several builds: which, and how one is chosen.
+std::string targetLine(const ModelLayout& layout, const std::vector<TargetBuild>* builds) {
+  if (!builds) return layout.options.target;
+  std::vector<std::string> names;
+  for (const TargetBuild& build : *builds) names.push_back(build.target);
+  return fmt::format(
+      "{}, one build each;\n// an instance runs the first this CPU has (CGC_TARGET=<target> "
+      "picks one)",
+      fmt::join(names, ", "));
+}
+
 }  // namespace
 
-std::string emitHeader(const ModelLayout& layout) {
+std::string emitHeader(const ModelLayout& layout, const std::vector<TargetBuild>* builds) {
   const passes::MemoryPlan& plan = layout.model.plan;
-  const int64_t arena = layout.arenaBytes();
+  int64_t arena = layout.arenaBytes();
+  if (builds)
+    for (const TargetBuild& build : *builds) arena = std::max(arena, build.arenaBytes);
   std::string guard = "CGC_MODEL_" + layout.prefix + "_H";
   for (char& c : guard) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const std::string weightsFile = layout.prefix + ".weights.bin";
-  return expand(
-      kHeader,
+  Substitutions values = classParts(layout, builds);
+  values.insert(
       {{"VERSION", CGC_VERSION},
        {"SOURCE", sourceName(layout)},
        {"CLASS", layout.className},
@@ -195,20 +232,22 @@ std::string emitHeader(const ModelLayout& layout) {
        {"NAMESPACE", layout.options.nameSpace},
        {"NODES", std::to_string(layout.numNodes)},
        {"SCHEDULE", describeSchedule(layout)},
-       {"TARGET", layout.options.target},
+       {"TARGET", targetLine(layout, builds)},
        {"ARENA", withCommas(arena)},
        {"ARENA_BYTES", std::to_string(arena)},
        {"ARENA_NO_REUSE", withCommas(plan.bytesWithoutReuse)},
        {"WEIGHTS", withCommas(static_cast<int64_t>(layout.weights.size()))},
-       {"WEIGHTS_FROM", layout.options.embedWeights ? "embedded" : "read from " + weightsFile},
+       {"WEIGHTS_FROM", builds                      ? "each build embeds its own"
+                        : layout.options.embedWeights ? "embedded"
+                                                      : "read from " + weightsFile},
        {"WEIGHTS_DEFAULT", layout.options.embedWeights
                                ? "the embedded weights"
                                : weightsFile + " next to the binary that holds the model"},
        {"IN_PLACE", std::to_string(plan.inPlaceNodes)},
        {"TENSORS", tensorLines(layout)},
        {"GUARD", guard},
-       {"ACCESSORS", accessors(layout)},
-       {"EXECUTORS", executorDeclarations(layout)}});
+       {"ACCESSORS", accessors(layout)}});
+  return expand(kHeader, values);
 }
 
 }  // namespace cgc::codegen

@@ -10,8 +10,15 @@
 
 namespace cgc::codegen {
 
-/// NAME.h: the C interface (valid C11) and, for C++, the model class.
-std::string emitHeader(const ModelLayout& layout);
+/// NAME.h: the C interface (valid C11) and, for C++, the model class; with
+/// `builds`, the class of a library built for several targets.
+std::string emitHeader(const ModelLayout& layout, const std::vector<TargetBuild>* builds = nullptr);
+
+/// The dispatcher's NAME.cpp (emit_dispatcher.cpp).
+std::string emitDispatcherSource(const ModelLayout& layout, const std::vector<TargetBuild>& builds);
+
+/// <prefix>_api(): the C interface as one table (fixed text, every model).
+extern const char* const kApiTable;
 
 /// NAME.cpp: weights, the model's description, construction, accessors,
 /// run() and the executors, the C interface.

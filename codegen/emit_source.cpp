@@ -107,6 +107,8 @@ extern "C" {
                                          int64_t arena_bytes) {
   try {
     return new {{PREFIX}}(arena, arena_bytes, weights_path);
+  } catch (const cgc::Error& e) {
+    cgc::set_last_create_error(e.what(), e.code());
   } catch (const std::exception& e) {
     cgc::set_last_create_error(e.what());
   } catch (...) {
@@ -116,6 +118,8 @@ extern "C" {
 }
 
 const char* {{PREFIX}}_last_error(void) { return cgc::last_create_error(); }
+
+cgc_status {{PREFIX}}_last_status(void) { return cgc::last_create_status(); }
 
 void {{PREFIX}}_destroy({{PREFIX}}* model) { delete model; }
 
@@ -176,6 +180,7 @@ void {{PREFIX}}_set_profiler({{PREFIX}}* model, void* profiler) {
   if (model) model->model_.set_profiler(static_cast<cgc::Profiler*>(profiler));
 }
 
+{{API_TABLE}}
 }  // extern "C"
 )";
 
@@ -348,6 +353,41 @@ void emitRunExecutor(CodeWriter& w, const ModelLayout& layout) {
 
 }  // namespace
 
+const char* const kApiTable = R"(const cgc_model_api* {{PREFIX}}_api(void) {
+  using M = {{PREFIX}};
+  static const cgc_model_api api = {
+      [](const char* weights_path, void* arena, int64_t arena_bytes) -> void* {
+        return {{PREFIX}}_create_with_arena(weights_path, arena, arena_bytes);
+      },
+      {{PREFIX}}_last_error,
+      {{PREFIX}}_last_status,
+      [](void* model) { {{PREFIX}}_destroy(static_cast<M*>(model)); },
+      {{PREFIX}}_arena_bytes,
+      [](void* model) { return {{PREFIX}}_run(static_cast<M*>(model)); },
+      [](const void* model) { return {{PREFIX}}_error(static_cast<const M*>(model)); },
+      [](void* model, int index) { return {{PREFIX}}_input(static_cast<M*>(model), index); },
+      [](const void* model, int index) {
+        return {{PREFIX}}_output(static_cast<const M*>(model), index);
+      },
+      [](void* model, int index, const void* data, int64_t bytes) {
+        return {{PREFIX}}_set_input(static_cast<M*>(model), index, data, bytes);
+      },
+      [](const void* model, int index, void* data, int64_t bytes) {
+        return {{PREFIX}}_get_output(static_cast<const M*>(model), index, data, bytes);
+      },
+      [](const void* model, int index, int64_t* dims) {
+        return {{PREFIX}}_output_shape(static_cast<const M*>(model), index, dims);
+      },
+      {{PREFIX}}_info,
+      [](const void* model) { return {{PREFIX}}_placement(static_cast<const M*>(model)); },
+      [](void* model, void* profiler) {
+        {{PREFIX}}_set_profiler(static_cast<M*>(model), profiler);
+      },
+  };
+  return &api;
+}
+)";
+
 std::string emitSource(const ModelLayout& layout) {
   const Substitutions names = {{"CLASS", layout.className},
                                {"PREFIX", layout.prefix},
@@ -389,7 +429,9 @@ std::string emitSource(const ModelLayout& layout) {
   emitExecutors(w, layout);
   w.blank();
   w.close(fmt::format("  // namespace {}", layout.options.nameSpace));
-  w.raw(expand(kCInterface, names));
+  Substitutions withTable = names;
+  withTable["API_TABLE"] = expand(kApiTable, names);
+  w.raw(expand(kCInterface, withTable));
   return w.text();
 }
 

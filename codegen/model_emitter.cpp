@@ -67,8 +67,26 @@ EmittedModel emitModel(const ModelToEmit& model, const EmitOptions& options) {
   emitted.baseName = layout.prefix;
   emitted.weights = layout.weights;
   emitted.graphHash = layout.graphHash;
+  emitted.arenaBytes = layout.arenaBytes();
   emitted.header = emitHeader(layout);
   emitted.source = emitSource(layout);
+  if (options.format) {
+    emitted.header = formatCpp(emitted.header, layout.prefix + ".h");
+    emitted.source = formatCpp(emitted.source, layout.prefix + ".cpp");
+  }
+  return emitted;
+}
+
+EmittedModel emitDispatcher(const ModelToEmit& model, const EmitOptions& options,
+                            const std::vector<TargetBuild>& builds) {
+  const ModelLayout layout(model, options);
+  EmittedModel emitted;
+  emitted.className = layout.className;
+  emitted.baseName = layout.prefix;
+  emitted.graphHash = layout.graphHash;
+  emitted.hasWeightsFile = false;
+  emitted.header = emitHeader(layout, &builds);
+  emitted.source = emitDispatcherSource(layout, builds);
   if (options.format) {
     emitted.header = formatCpp(emitted.header, layout.prefix + ".h");
     emitted.source = formatCpp(emitted.source, layout.prefix + ".cpp");

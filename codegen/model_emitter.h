@@ -52,6 +52,17 @@ struct EmittedModel {
   std::string source;
   std::vector<uint8_t> weights;
   std::string graphHash;
+  int64_t arenaBytes = 0;
+  bool hasWeightsFile = true;  // false for a multi-target library's dispatcher
+};
+
+/// One build in a library built for several targets (cgc compile --target
+/// a,b,c): a whole model of its own, emitted with its own C prefix.
+struct TargetBuild {
+  std::string target;  // "x86-64-v3"
+  std::string tier;    // its instruction-set tier, "avx2"
+  std::string prefix;  // "tiny_cnn_x86_64_v3": its C symbols and file names
+  int64_t arenaBytes = 0;
 };
 
 /// "tiny_cnn" -> "TinyCnn".
@@ -60,5 +71,12 @@ std::string toClassName(const std::string& name);
 std::string toSymbolPrefix(const std::string& name);
 
 EmittedModel emitModel(const ModelToEmit& model, const EmitOptions& options);
+
+/// NAME.h and NAME.cpp of a library of `builds` (best first; each emitted
+/// by emitModel): the model's C interface and class, forwarding to the
+/// build an instance runs (the first the CPU has, or CGC_TARGET's). It has
+/// no weights of its own; `model` gives the names and types.
+EmittedModel emitDispatcher(const ModelToEmit& model, const EmitOptions& options,
+                            const std::vector<TargetBuild>& builds);
 
 }  // namespace cgc::codegen

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/model_runner.h"
+#include "compiler/target_library.h"
 #include "onnx_frontend/tensor_proto.h"
 #include "passes/cost_model.h"
 
@@ -264,25 +265,57 @@ std::vector<std::pair<std::string, std::string>> parseNamedFiles(
 }
 
 int compile(const driver::CompileOptions& options) {
+  if (driver::namesSeveralTargets(options)) {
+    driver::writeTargetLibrary(driver::emitTargetLibrary(options), options.outDir, options);
+    return 0;
+  }
   auto model = driver::compileGraph(options);
   auto emitted = driver::emitModel(model, options);
   driver::writeModel(std::move(emitted), options.outDir, options);
   return 0;
 }
 
-BuiltModel buildCached(const driver::CompiledModel& model, const driver::CompileOptions& options) {
-  auto emitted = driver::emitModel(model, options);
-  uint64_t key = fnv1a(emitted.header.data(), emitted.header.size());
+namespace {
+
+/// `key` extended by the emitted code, the flags it is built with and the
+/// runtime linked into it (a rebuilt runtime must not be shadowed by an old
+/// build of the same emitted code).
+uint64_t hashBuild(const codegen::EmittedModel& emitted, const std::string& target, uint64_t key) {
+  key = fnv1a(emitted.header.data(), emitted.header.size(), key);
   key = fnv1a(emitted.source.data(), emitted.source.size(), key);
   key = fnv1a(emitted.weights.data(), emitted.weights.size(), key);
-  std::string flags = driver::generatedCodeFlags(options.target);
+  std::string flags = driver::generatedCodeFlags(target);
   key = fnv1a(flags.data(), flags.size(), key);
-  // The runtime is linked into the cached library: a rebuilt runtime must
-  // not be shadowed by an old build of the same emitted code.
-  std::ifstream runtime(driver::runtimePaths(options.target).library, std::ios::binary);
+  std::ifstream runtime(driver::runtimePaths(target).library, std::ios::binary);
   std::string runtimeBytes((std::istreambuf_iterator<char>(runtime)), {});
-  key = fnv1a(runtimeBytes.data(), runtimeBytes.size(), key);
-  fs::path dir = fs::path(driver::cacheDirectory()) / fmt::format("{:016x}", key);
+  return fnv1a(runtimeBytes.data(), runtimeBytes.size(), key);
+}
+
+fs::path cacheEntry(uint64_t key) {
+  return fs::path(driver::cacheDirectory()) / fmt::format("{:016x}", key);
+}
+
+/// The library of builds for several targets (cached like buildCached).
+BuiltModel buildTargetLibraryCached(const driver::CompileOptions& options) {
+  driver::TargetLibrary library = driver::emitTargetLibrary(options);
+  uint64_t key = hashBuild(library.dispatcher, library.targets.back().name, 1469598103934665603ull);
+  for (size_t i = 0; i < library.targets.size(); ++i)
+    key = hashBuild(library.builds[i], library.targets[i].name, key);
+  const fs::path dir = cacheEntry(key);
+  const std::string prefix = library.dispatcher.baseName;
+  const fs::path shared = dir / (prefix + ".so");
+  if (fs::exists(shared)) return {shared.string(), prefix};
+  const std::vector<driver::Target> targets = library.targets;
+  const auto files = driver::writeTargetLibrary(std::move(library), dir.string(), options);
+  driver::buildTargetLibrary(targets, files, shared.string(), options);
+  return {shared.string(), prefix};
+}
+
+}  // namespace
+
+BuiltModel buildCached(const driver::CompiledModel& model, const driver::CompileOptions& options) {
+  auto emitted = driver::emitModel(model, options);
+  fs::path dir = cacheEntry(hashBuild(emitted, options.target, 1469598103934665603ull));
   std::string prefix = emitted.baseName;
   driver::WrittenFiles files;
   if (fs::exists(dir / (prefix + ".so"))) {
@@ -410,11 +443,17 @@ int build(const BuildOptions& options) {
 }
 
 int run(const RunOptions& options) {
-  const auto model = driver::compileGraph(options.compile);
-  const BuiltModel built =
-      options.library.empty() ? buildCached(model, options.compile) : prebuilt(options);
+  const bool several = driver::namesSeveralTargets(options.compile);
+  const auto model = driver::compileGraph(several ? driver::firstTargetOptions(options.compile)
+                                                  : options.compile);
+  const BuiltModel built = !options.library.empty() ? prebuilt(options)
+                           : several ? buildTargetLibraryCached(options.compile)
+                                     : buildCached(model, options.compile);
   driver::LoadedModel loaded(built.library, built.prefix);
   if (!options.library.empty()) requireSameModel(model, loaded, options);
+  if (several)
+    driver::progress(options.compile, fmt::format("this CPU runs the {} build (of {})",
+                                                  loaded.info().target, options.compile.target));
   driver::progress(options.compile, "running on " + loaded.placement());
   setInputs(model, loaded, options.inputsDir, options.fillMissingInputs);
 

@@ -59,9 +59,15 @@ WrittenFiles writeModel(codegen::EmittedModel emitted, const std::string& outDir
   files.weightsPath = (outDir / (e.baseName + ".weights.bin")).string();
   writeFile(files.headerPath, e.header.data(), e.header.size());
   writeFile(files.sourcePath, e.source.data(), e.source.size());
-  writeFile(files.weightsPath, e.weights.data(), e.weights.size());
-  progress(options, fmt::format("wrote {}, {} and {} ({:.2f} s)", files.headerPath,
-                                files.sourcePath, files.weightsPath, secondsSince(start)));
+  if (e.hasWeightsFile) {
+    writeFile(files.weightsPath, e.weights.data(), e.weights.size());
+    progress(options, fmt::format("wrote {}, {} and {} ({:.2f} s)", files.headerPath,
+                                  files.sourcePath, files.weightsPath, secondsSince(start)));
+  } else {
+    files.weightsPath.clear();
+    progress(options, fmt::format("wrote {} and {} ({:.2f} s)", files.headerPath,
+                                  files.sourcePath, secondsSince(start)));
+  }
   if (options.verify) {
     start = std::chrono::steady_clock::now();
     auto result = codegen::verifyTranslationUnit(files.sourcePath,

@@ -22,6 +22,7 @@ struct CompileOptions {
   std::string outDir = ".";
   std::string className;  // --name
   std::string nameSpace = "cgc_models";
+  std::string symbolPrefix;  // C prefix and file names; default: the class name's snake_case
   frontend::LoadOptions load;
   bool embedWeights = true;
   bool verify = false;
@@ -70,6 +71,10 @@ CompiledModel compileGraph(const CompileOptions& options);
 /// schedule and the memory plan, each verified: what every command and the
 /// tests run on a graph.
 CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options);
+
+/// What codegen is told: the names, the weights' place, the target's
+/// features and LIBXSMM's.
+codegen::EmitOptions emitOptions(const CompileOptions& options);
 
 /// Generates and formats NAME.h / NAME.cpp and the weights blob in memory.
 codegen::EmittedModel emitModel(const CompiledModel& model, const CompileOptions& options);

@@ -11,6 +11,7 @@
 
 #include "cgc/kernels.h"
 #include "compiler/commands.h"
+#include "compiler/target_library.h"
 #include "ir/conventions.h"
 
 namespace cgc::commands {
@@ -157,7 +158,9 @@ int inspect(const driver::CompileOptions& options, bool json) {
     report["unsupported_ops"] = ops;
   }
   try {
-    const auto model = driver::compileGraph(options);
+    // A library for several targets: its best build's plan.
+    const auto model = driver::compileGraph(
+        driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options);
     std::map<std::string, int> kernels;
     for (int id : model.graph.liveNodes()) ++kernels[model.graph.node(id).op];
     report["kernels"] = kernels;

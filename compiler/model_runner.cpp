@@ -20,8 +20,6 @@
 namespace cgc::driver {
 namespace fs = std::filesystem;
 
-namespace {
-
 std::string shellQuote(const std::string& text) {
   std::string out = "'";
   for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -38,6 +36,8 @@ int runCommand(const std::string& command, std::string& output) {
   int status = pclose(pipe);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+namespace {
 
 template <typename F>
 F symbol(void* handle, const std::string& name, const std::string& library) {
@@ -157,24 +157,14 @@ void buildLibrary(const std::vector<std::string>& sources, const std::string& li
 LoadedModel::LoadedModel(const std::string& library, const std::string& prefix) {
   handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) userError({library, "", ""}, "cannot load: {}", dlerror());
-  auto create = symbol<void* (*)(const char*)>(handle_, prefix + "_create", library);
-  auto lastError = symbol<const char* (*)()>(handle_, prefix + "_last_error", library);
-  destroy_ = symbol<void (*)(void*)>(handle_, prefix + "_destroy", library);
-  run_ = symbol<cgc_status (*)(void*)>(handle_, prefix + "_run", library);
-  error_ = symbol<const char* (*)(const void*)>(handle_, prefix + "_error", library);
-  input_ = symbol<void* (*)(void*, int)>(handle_, prefix + "_input", library);
-  output_ = symbol<const void* (*)(const void*, int)>(handle_, prefix + "_output", library);
-  outputShape_ =
-      symbol<int (*)(const void*, int, int64_t*)>(handle_, prefix + "_output_shape", library);
-  setProfiler_ = symbol<void (*)(void*, void*)>(handle_, prefix + "_set_profiler", library);
-  placement_ = symbol<const char* (*)(const void*)>(handle_, prefix + "_placement", library);
-  info_ = symbol<const cgc_model_info* (*)()>(handle_, prefix + "_info", library)();
-  instance_ = create(nullptr);
-  if (!instance_) userError({library, "", ""}, "cannot create the model: {}", lastError());
+  api_ = symbol<const cgc_model_api* (*)()>(handle_, prefix + "_api", library)();
+  info_ = api_->info();
+  instance_ = api_->create_with_arena(nullptr, nullptr, 0);
+  if (!instance_) userError({library, "", ""}, "cannot create the model: {}", api_->last_error());
 }
 
 LoadedModel::~LoadedModel() {
-  if (instance_) destroy_(instance_);
+  if (instance_) api_->destroy(instance_);
   if (handle_) dlclose(handle_);
 }
 

@@ -16,6 +16,13 @@ namespace cgc::driver {
 /// -march=x86-64-v3 ...", with -O`optLevel`.
 std::string generatedCodeFlags(const std::string& target, int optLevel = 2);
 
+/// `text` quoted for the shell.
+std::string shellQuote(const std::string& text);
+
+/// Runs a shell command; its stdout and stderr together go to `output`.
+/// Returns its exit status (-1 when it did not exit).
+int runCommand(const std::string& command, std::string& output);
+
 /// Builds `files` into `<dir>/<base>.so` unless that library already exists.
 /// Returns its path. Throws CompileError with the compiler's output if the
 /// build fails.
@@ -43,35 +50,28 @@ class LoadedModel {
   LoadedModel& operator=(const LoadedModel&) = delete;
 
   const cgc_model_info& info() const { return *info_; }
-  void* input(int index) { return input_(instance_, index); }
-  const void* output(int index) const { return output_(instance_, index); }
+  void* input(int index) { return api_->input(instance_, index); }
+  const void* output(int index) const { return api_->output(instance_, index); }
   /// Output `index`'s actual shape after the last run.
   std::vector<int64_t> outputShape(int index) const {
     std::vector<int64_t> dims(static_cast<size_t>(info_->outputs[index].rank) + 1);
-    dims.resize(static_cast<size_t>(std::max(0, outputShape_(instance_, index, dims.data()))));
+    dims.resize(static_cast<size_t>(std::max(0, api_->output_shape(instance_, index, dims.data()))));
     return dims;
   }
   /// One inference; the status and message of the model's run().
   Status run() {
-    const cgc_status code = run_(instance_);
-    return code == CGC_OK ? Status() : Status(code, error_(instance_));
+    const cgc_status code = api_->run(instance_);
+    return code == CGC_OK ? Status() : Status(code, api_->error(instance_));
   }
-  void setProfiler(Profiler* profiler) { setProfiler_(instance_, profiler); }
+  void setProfiler(Profiler* profiler) { api_->set_profiler(instance_, profiler); }
   /// Where the instance's threads run (ExecutorPool::describe_placement).
-  std::string placement() const { return placement_(instance_); }
+  std::string placement() const { return api_->placement(instance_); }
 
  private:
   void* handle_ = nullptr;
+  const cgc_model_api* api_ = nullptr;  // the model's C interface (<prefix>_api)
   void* instance_ = nullptr;
   const cgc_model_info* info_ = nullptr;
-  void (*destroy_)(void*) = nullptr;
-  cgc_status (*run_)(void*) = nullptr;
-  const char* (*error_)(const void*) = nullptr;
-  void* (*input_)(void*, int) = nullptr;
-  const void* (*output_)(const void*, int) = nullptr;
-  int (*outputShape_)(const void*, int, int64_t*) = nullptr;
-  void (*setProfiler_)(void*, void*) = nullptr;
-  const char* (*placement_)(const void*) = nullptr;
 };
 
 /// Directory for cached builds: $CGC_CACHE_DIR, else $XDG_CACHE_HOME/cgc,

@@ -184,17 +184,23 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
   return model;
 }
 
-codegen::EmittedModel emitModel(const CompiledModel& model, const CompileOptions& options) {
+codegen::EmitOptions emitOptions(const CompileOptions& options) {
   codegen::EmitOptions emit;
   emit.className = options.className;
-  if (!options.className.empty()) emit.symbolPrefix = codegen::toSymbolPrefix(options.className);
+  emit.symbolPrefix = options.symbolPrefix;
+  if (emit.symbolPrefix.empty() && !options.className.empty())
+    emit.symbolPrefix = codegen::toSymbolPrefix(options.className);
   emit.nameSpace = options.nameSpace;
   emit.embedWeights = options.embedWeights;
   const Target target = findTarget(options.target);
   emit.target = target.name;
   emit.cpuFeatures = target.features;
   if (target.xsmmArch != "none") emit.xsmmTarget = target.xsmmArch;
-  return codegen::emitModel(model.toEmit(), emit);
+  return emit;
+}
+
+codegen::EmittedModel emitModel(const CompiledModel& model, const CompileOptions& options) {
+  return codegen::emitModel(model.toEmit(), emitOptions(options));
 }
 
 }  // namespace cgc::driver

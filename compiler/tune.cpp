@@ -19,6 +19,7 @@
 #include "cgc/team.h"
 #include "compiler/commands.h"
 #include "compiler/model_runner.h"
+#include "compiler/target_library.h"
 
 namespace cgc::tune {
 namespace fs = std::filesystem;
@@ -149,6 +150,11 @@ std::string modelName(const std::string& modelPath) {
 }
 
 int tune(const TuneOptions& options) {
+  if (driver::namesSeveralTargets(options.compile))
+    throw CompileError(fmt::format(
+        "cgc: error: cgc tune --target {}: a profile is measured for one build; tune each "
+        "target on a machine it runs on",
+        options.compile.target));
   auto start = Clock::now();
   auto overBudget = [&] { return msSince(start) / 1000 > options.budgetSeconds; };
   const int cpus = cgc::available_cpus();

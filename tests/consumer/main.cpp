@@ -1,5 +1,7 @@
-// Runs two cgc-compiled models in one binary on raw input files and compares
-// their outputs with raw reference files (PyTorch's, converted from .pb).
+// Runs cgc-compiled models in one binary on raw input files and compares
+// their outputs with raw reference files (PyTorch's, converted from .pb);
+// TinyCnnFleet is built for three targets and says which build it runs
+// (the environment variable CGC_TARGET picks one).
 // Usage: consumer RAW_DIR   (RAW_DIR/<model>/input_N.raw, output_N.raw)
 #include <cmath>
 #include <cstdio>
@@ -9,6 +11,7 @@
 
 #include "mlp.h"
 #include "tiny_cnn.h"
+#include "tiny_cnn_fleet.h"
 
 namespace {
 
@@ -61,6 +64,14 @@ int main(int argc, char** argv) {
   consumer::Mlp mlp;
   bool ok = check(cnn, dir + "/tiny_cnn");
   ok = check(mlp, dir + "/mlp") && ok;
-  std::printf(ok ? "consumer: both models match PyTorch\n" : "consumer: MISMATCH\n");
+  try {
+    fleet::TinyCnnFleet fleet;
+    std::printf("TinyCnnFleet runs the %s build\n", fleet::TinyCnnFleet::info().target);
+    ok = check(fleet, dir + "/tiny_cnn") && ok;
+  } catch (const cgc::Error& e) {
+    std::printf("TinyCnnFleet: %s (code %d)\n", e.what(), e.code());
+    return 1;
+  }
+  std::printf(ok ? "consumer: every model matches PyTorch\n" : "consumer: MISMATCH\n");
   return ok ? 0 : 1;
 }

@@ -25,3 +25,17 @@ cmake -S "$here" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
       -DSAMPLES_DIR="$samples" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/build" -j2
 "$work/build/consumer" "$work/raw"
+# The three-target model: each build this CPU can run, forced, matches too;
+# a build it cannot run, or one the library lacks, is refused with the reason.
+for target in x86-64-v2 x86-64-v3 cascadelake; do
+  if "$build/cgc" targets --runnable | grep -qx "$target"; then
+    CGC_TARGET=$target "$work/build/consumer" "$work/raw" | tee "$work/forced.txt"
+    grep -qx "TinyCnnFleet runs the $target build" "$work/forced.txt"
+  else
+    ! CGC_TARGET=$target "$work/build/consumer" "$work/raw" > "$work/refused.txt"
+    grep "CGC_TARGET=$target: this CPU lacks" "$work/refused.txt"
+  fi
+done
+! CGC_TARGET=znver9 "$work/build/consumer" "$work/raw" > "$work/refused.txt"
+grep "CGC_TARGET=znver9: the library was built for cascadelake, x86-64-v3, x86-64-v2 only" \
+  "$work/refused.txt"

@@ -61,6 +61,27 @@ typedef struct cgc_model_info {
   const char* target;           /* what it was compiled for ("native", "x86-64-v3") */
 } cgc_model_info;
 
+/* A model's C interface as one table (<prefix>_api()): what a driver that
+ * loads models, or a library built for several targets, calls through one
+ * symbol. The functions are the model's <prefix>_* with the handle as void*. */
+typedef struct cgc_model_api {
+  void* (*create_with_arena)(const char* weights_path, void* arena, int64_t arena_bytes);
+  const char* (*last_error)(void);
+  cgc_status (*last_status)(void);
+  void (*destroy)(void* model);
+  int64_t (*arena_bytes)(void);
+  cgc_status (*run)(void* model);
+  const char* (*error)(const void* model);
+  void* (*input)(void* model, int index);
+  const void* (*output)(const void* model, int index);
+  cgc_status (*set_input)(void* model, int index, const void* data, int64_t bytes);
+  cgc_status (*get_output)(const void* model, int index, void* data, int64_t bytes);
+  int (*output_shape)(const void* model, int index, int64_t* dims);
+  const cgc_model_info* (*info)(void);
+  const char* (*placement)(const void* model);
+  void (*set_profiler)(void* model, void* profiler);
+} cgc_model_api;
+
 #ifdef __cplusplus
 }
 #endif

@@ -229,9 +229,24 @@ std::shared_ptr<const unsigned char> shared_weights(const std::string& path, int
 /// Error (CGC_ERROR_OUT_OF_MEMORY).
 unsigned char* allocate_arena(int64_t bytes);
 
-/// The message of the last failed create on this thread, for C interfaces
-/// (each generated model exports it as <prefix>_last_error()).
+/// The message and code of the last failed create on this thread, for C
+/// interfaces (each generated model exports them as <prefix>_last_error()
+/// and <prefix>_last_status()).
 const char* last_create_error();
-void set_last_create_error(const std::string& message);
+cgc_status last_create_status();
+void set_last_create_error(const std::string& message, cgc_status code = CGC_ERROR_INTERNAL);
+
+/// One build of a model in a library built for several targets (cgc
+/// compile --target a,b,c): its target and that target's tier.
+struct TargetVariant {
+  const char* target;
+  const char* tier;
+};
+
+/// The build this process runs, as an index into `variants` (best first):
+/// the one the environment variable CGC_TARGET names, else the first whose
+/// tier this CPU has. -1, with `why` set, when CGC_TARGET names a target the
+/// library lacks or one this CPU cannot run, or when the CPU runs none.
+int choose_target_variant(const TargetVariant* variants, int count, std::string& why);
 
 }  // namespace cgc

@@ -22,9 +22,14 @@
 namespace cgc {
 namespace {
 
-std::string& lastCreateError() {
-  thread_local std::string message;
-  return message;
+struct CreateFailure {
+  std::string message;
+  cgc_status code = CGC_OK;
+};
+
+CreateFailure& lastCreateFailure() {
+  thread_local CreateFailure failure;
+  return failure;
 }
 
 const char* modelName(const ModelSpec& spec) {
@@ -226,8 +231,12 @@ std::string default_weights_path(const void* module_symbol, const char* file_nam
   return (binary.parent_path() / name).string();
 }
 
-const char* last_create_error() { return lastCreateError().c_str(); }
+const char* last_create_error() { return lastCreateFailure().message.c_str(); }
 
-void set_last_create_error(const std::string& message) { lastCreateError() = message; }
+cgc_status last_create_status() { return lastCreateFailure().code; }
+
+void set_last_create_error(const std::string& message, cgc_status code) {
+  lastCreateFailure() = {message, code};
+}
 
 }  // namespace cgc
