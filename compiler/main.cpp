@@ -50,7 +50,9 @@ void addModelOptions(CLI::App& command, ModelArgs& args) {
       .add_option("--target", options.target,
                   "What the generated code is compiled for: " +
                       fmt::format("{}", fmt::join(cgc::driver::targetNames(), ", ")) +
-                      " (default: native, this machine's CPU; README \"Targets\")")
+                      " (default: native, this machine's CPU); several, comma-separated "
+                      "(x86-64-v3,cascadelake), build one library that runs the best build the "
+                      "CPU has (README \"Targets\")")
       ->capture_default_str();
   command.add_flag("-q,--quiet", options.quiet, "No progress lines on stderr");
 }
