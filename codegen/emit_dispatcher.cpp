@@ -198,7 +198,8 @@ std::string accessorDefinitions(const ModelLayout& layout) {
 
 }  // namespace
 
-std::string emitDispatcherSource(const ModelLayout& layout, const std::vector<TargetBuild>& builds) {
+std::string emitDispatcherSource(const ModelLayout& layout,
+                                 const std::vector<TargetBuild>& builds) {
   std::string targets, tables, includes, files;
   int64_t arena = layout.arenaBytes();
   for (const TargetBuild& build : builds) {

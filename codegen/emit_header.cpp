@@ -197,9 +197,10 @@ Substitutions classParts(const ModelLayout& layout, const std::vector<TargetBuil
           {"SET_PROFILER",
            "  void set_profiler(cgc::Profiler* profiler) { runtime_.set_profiler(profiler); }"},
           {"PLACEMENT", "runtime_.placement()"},
-          {"PRIVATE", "  static void run_executor(void* self, int executor, const "
-                      "cgc::rt::Team& team);\n" +
-                          executorDeclarations(layout) + "\n  cgc::ModelRuntime runtime_;"}};
+          {"PRIVATE",
+           "  static void run_executor(void* self, int executor, const "
+           "cgc::rt::Team& team);\n" +
+               executorDeclarations(layout) + "\n  cgc::ModelRuntime runtime_;"}};
 }
 
 /// "native", or for a library of several builds: which, and how one is chosen.
@@ -237,7 +238,7 @@ std::string emitHeader(const ModelLayout& layout, const std::vector<TargetBuild>
        {"ARENA_BYTES", std::to_string(arena)},
        {"ARENA_NO_REUSE", withCommas(plan.bytesWithoutReuse)},
        {"WEIGHTS", withCommas(static_cast<int64_t>(layout.weights.size()))},
-       {"WEIGHTS_FROM", builds                      ? "each build embeds its own"
+       {"WEIGHTS_FROM", builds                        ? "each build embeds its own"
                         : layout.options.embedWeights ? "embedded"
                                                       : "read from " + weightsFile},
        {"WEIGHTS_DEFAULT", layout.options.embedWeights

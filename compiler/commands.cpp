@@ -444,11 +444,11 @@ int build(const BuildOptions& options) {
 
 int run(const RunOptions& options) {
   const bool several = driver::namesSeveralTargets(options.compile);
-  const auto model = driver::compileGraph(several ? driver::firstTargetOptions(options.compile)
-                                                  : options.compile);
+  const auto model =
+      driver::compileGraph(several ? driver::firstTargetOptions(options.compile) : options.compile);
   const BuiltModel built = !options.library.empty() ? prebuilt(options)
-                           : several ? buildTargetLibraryCached(options.compile)
-                                     : buildCached(model, options.compile);
+                           : several                ? buildTargetLibraryCached(options.compile)
+                                                    : buildCached(model, options.compile);
   driver::LoadedModel loaded(built.library, built.prefix);
   if (!options.library.empty()) requireSameModel(model, loaded, options);
   if (several)

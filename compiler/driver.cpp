@@ -65,8 +65,8 @@ WrittenFiles writeModel(codegen::EmittedModel emitted, const std::string& outDir
                                   files.sourcePath, files.weightsPath, secondsSince(start)));
   } else {
     files.weightsPath.clear();
-    progress(options, fmt::format("wrote {} and {} ({:.2f} s)", files.headerPath,
-                                  files.sourcePath, secondsSince(start)));
+    progress(options, fmt::format("wrote {} and {} ({:.2f} s)", files.headerPath, files.sourcePath,
+                                  secondsSince(start)));
   }
   if (options.verify) {
     start = std::chrono::steady_clock::now();

@@ -55,7 +55,8 @@ class LoadedModel {
   /// Output `index`'s actual shape after the last run.
   std::vector<int64_t> outputShape(int index) const {
     std::vector<int64_t> dims(static_cast<size_t>(info_->outputs[index].rank) + 1);
-    dims.resize(static_cast<size_t>(std::max(0, api_->output_shape(instance_, index, dims.data()))));
+    dims.resize(
+        static_cast<size_t>(std::max(0, api_->output_shape(instance_, index, dims.data()))));
     return dims;
   }
   /// One inference; the status and message of the model's run().

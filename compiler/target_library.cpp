@@ -36,8 +36,9 @@ void runBuildStep(const std::string& command) {
   std::string output;
   const int status = runCommand(command, output);
   if (status != 0 || !output.empty())
-    throw InternalError(fmt::format("internal error: a build step of the multi-target library {}:\n{}\n{}",
-                                    status != 0 ? "failed" : "warned", command, output));
+    throw InternalError(
+        fmt::format("internal error: a build step of the multi-target library {}:\n{}\n{}",
+                    status != 0 ? "failed" : "warned", command, output));
 }
 
 }  // namespace
@@ -50,7 +51,8 @@ std::vector<Target> listedTargets(const CompileOptions& options) {
   std::vector<Target> targets;
   for (const std::string& name : splitList(options.target)) {
     if (name.empty())
-      throw CompileError(fmt::format("cgc: error: --target '{}' has an empty name", options.target));
+      throw CompileError(
+          fmt::format("cgc: error: --target '{}' has an empty name", options.target));
     Target target = findTarget(name);
     for (const Target& other : targets) {
       if (other.name == target.name)
@@ -89,8 +91,8 @@ TargetLibrary emitTargetLibrary(const CompileOptions& options) {
     one.target = target.name;
     const CompiledModel model = compileGraph(one);
     if (className.empty()) {
-      className = options.className.empty() ? codegen::toClassName(model.graph.name)
-                                            : options.className;
+      className =
+          options.className.empty() ? codegen::toClassName(model.graph.name) : options.className;
       prefix = codegen::toSymbolPrefix(className);
     }
     one.className = className;

@@ -267,10 +267,11 @@ int main(int argc, char** argv) {
     if (i) fputs(", ", stdout);
     putJson(stdout, info->inputs[i].name);
   }
-  printf("], \"create_ms\": %.3f, \"first_run_ms\": %.3f, \"warmup\": %d, \"runs\": %d, "
-         "\"rounds\": %d, \"median_ms\": %.4f, \"all_median_ms\": %.4f, \"min_ms\": %.4f, "
-         "\"round_ms\": [",
-         createMs, firstMs, warmup, runs, rounds, medianMs, allMedian, all[0]);
+  printf(
+      "], \"create_ms\": %.3f, \"first_run_ms\": %.3f, \"warmup\": %d, \"runs\": %d, "
+      "\"rounds\": %d, \"median_ms\": %.4f, \"all_median_ms\": %.4f, \"min_ms\": %.4f, "
+      "\"round_ms\": [",
+      createMs, firstMs, warmup, runs, rounds, medianMs, allMedian, all[0]);
   for (int r = 0; r < rounds; ++r) printf("%s%.4f", r ? ", " : "", roundMedians[r]);
   puts("]}");
   fflush(stdout);
