@@ -72,6 +72,10 @@ inline constexpr const char* kQTransB = "cgc_trans_b";
 inline constexpr const char* kQPackBlock = "cgc_q_pack_nb";
 inline constexpr const char* kQSplitEntries = "cgc_q_split_entries";
 inline constexpr const char* kQWeightsSigned = "cgc_q_w_signed";
+/// pack-quantized-weights: the variant a QLinearConv or ConvInteger runs
+/// (an rt::QConvVariantInfo name, "Direct"), chosen for the target's tier;
+/// its packing is the weights'.
+inline constexpr const char* kQConvVariant = "cgc_qconv_variant";
 
 /// Control flow (If, Loop, Scan; see Node::subgraphs): for subgraph k of a
 /// node, attribute "cgc_bindings_<k>" lists, for each input of the subgraph,

@@ -118,7 +118,7 @@ void setVariant(const Node& n, rt::ConvParams& p) {
   p.variant = rt::convVariantNamed(name.c_str());
   CGC_ASSERT(p.variant != rt::ConvVariant::kNone, "node '{}': unknown {} '{}'", n.name,
              conv::kConvVariant, name);
-  const rt::ConvVariantInfo& info = rt::kConvVariants[static_cast<size_t>(p.variant) - 1];
+  const rt::ConvVariantInfo& info = rt::convVariantInfo(p.variant);
   CGC_ASSERT(rt::convVariantTakes(p.variant, p) && info.weights == rt::convWeightsOf(p),
              "node '{}': the {} convolution does not take this layer on {} weights", n.name, name,
              rt::enumName(rt::convWeightsOf(p)));

@@ -101,6 +101,20 @@ Lowered lowerDynamicQuantize(const Graph& g, const Node& n) {
                     n.outputs};
 }
 
+/// The variant pack-quantized-weights chose, checked against the
+/// runtime's declaration of it (a mismatch is a pass's fault).
+void setVariant(const Node& n, rt::QConvParams& p) {
+  if (!n.has(conv::kQConvVariant)) return;
+  const std::string name = n.getString(conv::kQConvVariant, "");
+  p.variant = rt::qconvVariantNamed(name.c_str());
+  CGC_ASSERT(p.variant != rt::QConvVariant::kNone, "node '{}': unknown {} '{}'", n.name,
+             conv::kQConvVariant, name);
+  const rt::QConvVariantInfo& info = rt::qconvVariantInfo(p.variant);
+  CGC_ASSERT(p.packing == info.packing && rt::qconvVariantRuns(p.variant, p, info.tier),
+             "node '{}': the {} int8 convolution does not take this layer on {} weights", n.name,
+             name, rt::enumName(p.packing));
+}
+
 /// QLinearConv (x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B[,
 /// residual]) and ConvInteger (x, w, x_zp, w_zp).
 Lowered lowerQuantizedConv(const Graph& g, const Node& n) {
@@ -135,6 +149,7 @@ Lowered lowerQuantizedConv(const Graph& g, const Node& n) {
   } else {
     p.out = epilogueOf(g, n, residual);
   }
+  setVariant(n, p);
   return KernelCall{Kernel::kQConv,
                     DType::kF32,
                     p,

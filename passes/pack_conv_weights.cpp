@@ -40,7 +40,7 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     const rt::ConvVariant variant =
         rt::chooseConvVariant(params, {target.vectorLanes, target.tier.c_str()}, w.isConstant());
     if (variant == rt::ConvVariant::kNone) continue;  // the runtime chooses
-    const rt::ConvVariantInfo& info = rt::kConvVariants[static_cast<size_t>(variant) - 1];
+    const rt::ConvVariantInfo& info = rt::convVariantInfo(variant);
     graph.node(id).attrs[ir::conventions::kConvVariant] = std::string(info.name);
     changed = true;
     if (info.weights == rt::ConvWeights::kPlain) continue;

@@ -5,13 +5,17 @@
 // w_zero per output channel in blocks of channels and quads of depth, the
 // per-channel weight sums that compensate the activations' zero point, and
 // on AVX2 the split that keeps vpmaddubsw from saturating; depthwise layers
-// get the int16 taps their direct kernel reads. The packing is the one the
-// target's runtime reads fastest (PassTarget::int8): packed for the
-// machine cgc runs on, a VNNI machine's layout sent x86-64-v3 code to its
-// portable loops. The node keeps its zero
-// point and scale inputs (the scales are the epilogue's) and records the
-// packing in attributes (ir/conventions.h). Without this pass, the kernels
-// pack on every run.
+// get the int16 taps their direct kernel reads. A convolution's packing is
+// its variant's: rt::planQConv chooses the variant
+// (cgc/kernels/qconv_variants.def) for the target's tier (PassTarget::tier),
+// as qconv would on that CPU, and the pass records it (cgc_qconv_variant,
+// which lowering puts into QConvParams::variant). A matrix product's is the
+// one the target's int8 kernels read fastest (PassTarget::int8). Packed
+// for the machine cgc runs on, a VNNI machine's layout would send
+// x86-64-v3 code to its portable loops. The node keeps its zero point and
+// scale inputs (the scales are the epilogue's) and records the packing in
+// attributes (ir/conventions.h). Without this pass, the kernels pack on
+// every run.
 #include "cgc/kernels.h"
 #include "ir/conventions.h"
 #include "lowering/kernel_call.h"
@@ -22,25 +26,30 @@ namespace {
 
 namespace conv = ir::conventions;
 
-/// The weights' shape as packQWeights reads it, and the packing to use.
+/// The weights' shape as packQWeights reads it, how to pack them, and for
+/// a convolution the variant that reads them.
 struct Plan {
   rt::QWeightShape shape;
-  rt::QPacking preferred;
+  rt::QPackInfo info;
+  rt::QConvVariant variant = rt::QConvVariant::kNone;
 };
 
 std::optional<Plan> planFor(const ir::Graph& g, const ir::Node& n, const ir::Value& w,
-                            rt::QIsa isa) {
+                            const void* zeros, const PassTarget& target) {
   const lowering::KernelCall call = lowering::lowerNode(g, n);
   const bool wSigned = w.type.dtype == DType::kI8;
   if (const auto* p = std::get_if<rt::QConvParams>(&call.params)) {
-    const int64_t depth = p->c_in / p->groups * p->k_h * p->k_w;
-    return Plan{
-        {p->groups, p->c_out / p->groups, depth, true, wSigned, p->per_channel, p->k_h * p->k_w},
-        rt::preferredQConvPacking(*p, isa)};
+    rt::QConvParams params = *p;
+    params.w_signed = wSigned;
+    const rt::QConvPlan plan = rt::planQConv(params, w.data->data(), zeros, target.tier.c_str());
+    if (plan.variant == rt::QConvVariant::kNone) return std::nullopt;  // the runtime chooses
+    return Plan{rt::qconvWeightShape(params), plan.info, plan.variant};
   }
   const auto& p = std::get<rt::QGemmParams>(call.params);
   if (w.type.rank() != 2) return std::nullopt;
-  return Plan{{1, p.n, p.k, p.trans_b, wSigned, p.per_column}, rt::preferredQPacking(isa)};
+  const rt::QWeightShape shape{1, p.n, p.k, p.trans_b, wSigned, p.per_column};
+  return Plan{shape, rt::planQWeights(shape, w.data->data(), zeros,
+                                      rt::preferredQPacking(target.int8), target.int8)};
 }
 
 }  // namespace
@@ -57,21 +66,21 @@ bool packQuantizedWeights(ir::Graph& graph, const PassTarget& target) {
     const int zero = zeroIn < node.inputs.size() ? node.inputs[zeroIn] : -1;
     if (!w.isConstant() || (zero >= 0 && !graph.value(zero).isConstant())) continue;
     if (!std::holds_alternative<lowering::KernelCall>(lowering::tryLower(graph, node))) continue;
-    const auto plan = planFor(graph, node, w, target.int8);
-    if (!plan) continue;
     const void* zeros = zero >= 0 ? graph.value(zero).data->data() : nullptr;
-    const rt::QPackInfo info =
-        rt::planQWeights(plan->shape, w.data->data(), zeros, plan->preferred, target.int8);
-    std::vector<uint8_t> packed(static_cast<size_t>(info.bytes));
-    rt::packQWeights(plan->shape, info, w.data->data(), zeros, packed.data());
+    const auto plan = planFor(graph, node, w, zeros, target);
+    if (!plan) continue;
+    std::vector<uint8_t> packed(static_cast<size_t>(plan->info.bytes));
+    rt::packQWeights(plan->shape, plan->info, w.data->data(), zeros, packed.data());
     const int packedId = graph.addConstant(graph.uniqueValueName(w.name + "_packed"),
-                                           {DType::kU8, {info.bytes}}, std::move(packed));
+                                           {DType::kU8, {plan->info.bytes}}, std::move(packed));
     ir::Node& n = graph.node(id);
     n.inputs[wIn] = packedId;
-    n.attrs[conv::kPackedWeights] = static_cast<int64_t>(info.packing);
-    n.attrs[conv::kQPackBlock] = info.nb;
-    n.attrs[conv::kQSplitEntries] = info.split_entries;
+    n.attrs[conv::kPackedWeights] = static_cast<int64_t>(plan->info.packing);
+    n.attrs[conv::kQPackBlock] = plan->info.nb;
+    n.attrs[conv::kQSplitEntries] = plan->info.split_entries;
     n.attrs[conv::kQWeightsSigned] = int64_t{plan->shape.w_signed};
+    if (plan->variant != rt::QConvVariant::kNone)
+      n.attrs[conv::kQConvVariant] = std::string(rt::qconvVariantInfo(plan->variant).name);
     changed = true;
   }
   return changed;

@@ -8,7 +8,8 @@
 //
 // Square planes, K x K windows (K may also be KHxKW, e.g. 1x7: float
 // only), "same" padding; int8 weights packed as the
-// compiler packs them (rt::preferredQConvPacking); "add": a fused residual
+// compiler packs them for this runtime's tier (rt::planQConv: the variant
+// it prints and its packing); "add": a fused residual
 // Add in the epilogue; "depthwise": groups = C_IN = C_OUT. Prints
 // microseconds and GFLOP/s (float) or GMAC/s (int8). Built by
 // bench/micro/run.sh against build/runtime.
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cgc/kernels.h"
+#include "cgc/runtime.h"
 
 using namespace cgc::rt;
 
@@ -103,17 +105,20 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i * 13);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(i * 7);
   const QWeightShape shape{groups, cout / groups, cin / groups * k * k, true, true, true, k * k};
-  const QPackInfo info = planQWeights(shape, w.data(), zeros.data(), preferredQConvPacking(p));
+  const QConvPlan plan = planQConv(p, w.data(), zeros.data(), cgc::runtime_isa_tier());
+  const QPackInfo& info = plan.info;
   std::vector<uint8_t> packed(info.bytes);
   packQWeights(shape, info, w.data(), zeros.data(), packed.data());
   p.packing = info.packing, p.pack_nb = info.nb, p.split_entries = info.split_entries;
+  p.variant = plan.variant;
   const double s = bestSeconds([&] {
     qconv(p, x.data(), packed.data(), scales.data(), zeros.data(), bias.data(),
           form == "add" ? residual.data() : nullptr, y.data());
   });
-  std::printf("int8 n%lld %lld->%lld %lldx%lld k%lld s%lld %s: %.1f us, %.1f GMAC/s\n",
+  std::printf("int8 n%lld %lld->%lld %lldx%lld k%lld s%lld %s (%s): %.1f us, %.1f GMAC/s\n",
               static_cast<long long>(n), static_cast<long long>(cin), static_cast<long long>(cout),
               static_cast<long long>(side), static_cast<long long>(side), static_cast<long long>(k),
-              static_cast<long long>(stride), form.c_str(), s * 1e6, macs / s / 1e9);
+              static_cast<long long>(stride), form.c_str(), qconvVariantInfo(plan.variant).name,
+              s * 1e6, macs / s / 1e9);
   return 0;
 }

@@ -4,16 +4,22 @@
 // -128, 0, 127), per-tensor and per-channel scales, weights at both ends of
 // int8 (pairs that would saturate AVX2's vpmaddubsw) and uint8 weights
 // (the int16 packing), outputs saturating at both ends, every packing, on
-// teams of 1 to 3 threads. The requantisation must match exactly: the
-// reference computes the same float operations.
+// teams of 1 to 3 threads; then every int8 convolution variant of
+// cgc/kernels/qconv_variants.def that the runtime has, forced on every case
+// it takes. The requantisation must match exactly: the reference computes
+// the same float operations.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <tuple>
 #include <vector>
 
+#include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
+#include "cgc/runtime.h"
 #include "test_data.h"
 
 using namespace cgc::rt;
@@ -129,23 +135,80 @@ struct ConvCase {
   int64_t n, c_in, h, w, c_out, groups, k_h, k_w, stride, pad, dilation;
 };
 
-void checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bool perChannel,
-                int variant, QPacking packing) {
+/// The int8 convolutions' cases: shapes that take each path of every
+/// variant (qconv_variants.def).
+const ConvCase kQConvCases[] = {
+    {1, 3, 9, 7, 5, 1, 3, 3, 2, 1, 1},       // stem-like, strided, padded
+    {1, 17, 13, 11, 7, 1, 1, 1, 1, 0, 1},    // pointwise, 143 positions
+    {2, 8, 6, 6, 10, 2, 3, 3, 1, 1, 1},      // groups, two images
+    {1, 19, 10, 12, 19, 19, 3, 3, 1, 1, 1},  // depthwise
+    {1, 6, 11, 9, 6, 6, 3, 3, 2, 1, 1},      // depthwise, stride 2
+    {1, 3, 5, 71, 3, 3, 3, 3, 2, 1, 1},      // depthwise, stride 2, rows of 16s
+    {1, 5, 8, 8, 4, 1, 3, 3, 1, 2, 2},       // dilation
+    {1, 4, 1, 23, 9, 1, 1, 3, 1, 1, 1},      // 1-D
+    {1, 64, 7, 7, 70, 1, 3, 3, 1, 1, 1},     // depth 576, 49 positions
+    {1, 6, 12, 40, 9, 1, 7, 1, 1, 3, 1},     // 7x1 window, rows longer than a tile
+    {1, 9, 11, 13, 16, 1, 1, 1, 2, 0, 1},    // strided 1x1
+    {1, 128, 9, 9, 40, 1, 3, 3, 2, 1, 1},    // strided 3x3, depth 1152, 5 blocks
+    {2, 7, 3, 1, 11, 1, 3, 1, 1, 1, 1},      // one column: a tile spans many rows
+    {1, 8, 12, 37, 8, 8, 5, 5, 1, 2, 1},     // depthwise 5x5: two quads of taps a row
+    {1, 4, 9, 9, 4, 4, 3, 3, 1, 2, 2},       // depthwise, dilation
+    {1, 5, 6, 75, 6, 1, 3, 3, 2, 1, 1},      // stride 2, rows of 38: a copy of 32s and a tail
+    {1, 4, 7, 20, 5, 1, 3, 3, 3, 1, 1},      // stride 3: the copy gathers
+    {2, 3, 7, 7, 3, 3, 3, 3, 1, 1, 1},       // depthwise 7x7 planes: one flat block
+    {1, 5, 13, 10, 5, 5, 3, 3, 2, 2, 2},     // depthwise, stride 2 and dilation 2
+    {1, 2, 64, 33, 2, 2, 3, 3, 1, 1, 1},     // depthwise, flat mode in 3 bands
+    {1, 1, 140, 60, 1, 1, 3, 3, 2, 1, 1},    // depthwise, stride 2 in 3 bands
+    {1, 2, 9, 121, 2, 2, 3, 3, 2, 1, 1},     // depthwise, stride 2, chunks over two rows
+    {1, 1, 3, 1100, 1, 1, 3, 3, 1, 1, 1},    // depthwise, a row too long for flat mode
+    {1, 16, 14, 14, 48, 1, 1, 1, 1, 0, 1},   // 7 tiles: two threads split the channels
+    {1, 3, 10, 10, 3, 3, 3, 3, 5, 1, 1},     // depthwise, stride 5: past one vpermb (loops)
+    // The product along channels (7x7 and smaller planes, 14x14 at 3x3):
+    {2, 8, 5, 5, 64, 1, 3, 3, 1, 1, 1},     // tiles of 7, 7, 7 and 4; chunks of 3 and 1 vectors
+    {1, 12, 14, 14, 64, 2, 3, 3, 2, 1, 1},  // groups of 2 vectors, stride 2
+    {1, 8, 9, 9, 16, 1, 3, 3, 1, 2, 2},     // one vector, dilation 2, 81 positions
+};
+
+/// c's geometry as qconv's parameters.
+QConvParams qconvParamsOf(const ConvCase& c) {
   QConvParams p{};
   p.n = c.n, p.c_in = c.c_in, p.h_in = c.h, p.w_in = c.w, p.c_out = c.c_out, p.groups = c.groups;
   p.k_h = c.k_h, p.k_w = c.k_w, p.stride_h = p.stride_w = c.stride;
   p.pad_top = p.pad_left = c.pad, p.dilation_h = p.dilation_w = c.dilation;
   p.h_out = (c.h + 2 * c.pad - (c.k_h - 1) * c.dilation - 1) / c.stride + 1;
   p.w_out = (c.w + 2 * c.pad - (c.k_w - 1) * c.dilation - 1) / c.stride + 1;
+  return p;
+}
+
+/// qconv on case c against the reference loops, its weights packed so
+/// (kNone: as the model has them), or, given a variant `kernel`, forced
+/// onto it on weights packed as it reads them. False, and nothing run,
+/// where `kernel` does not take this layer (or its weights, packed, do not
+/// fit its packing).
+bool checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bool perChannel,
+                int variant, QPacking packing, QConvVariant kernel = QConvVariant::kNone) {
+  QConvParams p = qconvParamsOf(c);
   p.x_signed = xSigned, p.w_signed = wSigned, p.per_channel = perChannel, p.x_zero = xZero;
   p.out = epilogueFor(variant, xSigned);
+  if (kernel != QConvVariant::kNone) {
+    if (!qconvVariantRuns(kernel, p, cgc::runtime_isa_tier())) return false;
+    packing = qconvVariantInfo(kernel).packing;
+    p.variant = kernel;
+  }
   const int64_t cinG = c.c_in / c.groups, coutG = c.c_out / c.groups, taps = c.k_h * c.k_w;
   const uint32_t seed = static_cast<uint32_t>(c.c_in * 131 + c.c_out * 7 + variant);
   QTensors t;
   t.x = randomBytes(c.n * c.c_in * c.h * c.w, xSigned ? -128 : 0, xSigned ? 127 : 255, seed);
-  t.w = randomBytes(c.c_out * cinG * taps, wSigned ? -128 : 0, wSigned ? 127 : 255, seed + 1);
+  // A forced variant that reads int8 weights gets w - w_zero within int8
+  // (its extremes still saturate AVX2's pairs); the others, weights from
+  // both ends, which a zero point may push beyond it (the int16 packing).
+  const bool fits = kernel != QConvVariant::kNone && packing != QPacking::kWide;
+  const int wLo = wSigned ? (fits ? -125 : -128) : (fits ? 15 : 0);
+  const int wHi = wSigned ? (fits ? 124 : 127) : (fits ? 225 : 255);
+  t.w = randomBytes(c.c_out * cinG * taps, wLo, wHi, seed + 1);
   const int64_t scales = perChannel ? c.c_out : 1;
-  t.wZero = randomBytes(scales, wSigned ? -3 : 0, wSigned ? 3 : 255, seed + 2);
+  t.wZero = randomBytes(scales, wSigned ? -3 : (fits ? 100 : 0), wSigned ? 3 : (fits ? 140 : 255),
+                        seed + 2);
   for (int64_t i = 0; i < scales; ++i)
     t.wScale.push_back(0.01f + 0.003f * static_cast<float>(i % 5));
   for (int64_t i = 0; i < c.c_out; ++i) t.bias.push_back(static_cast<int32_t>(i * 37 % 500) - 250);
@@ -182,8 +245,9 @@ void checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bo
   if (packing != QPacking::kNone) {
     const QWeightShape shape{c.groups, coutG, cinG * taps, true, wSigned, perChannel, taps};
     const bool depthwise = c.groups == c.c_in && c.groups == c.c_out;
-    const QPackInfo info =
-        planQWeights(shape, t.w.data(), t.wZero.data(), depthwise ? QPacking::kWide : packing);
+    const QPacking wanted = depthwise && kernel == QConvVariant::kNone ? QPacking::kWide : packing;
+    const QPackInfo info = planQWeights(shape, t.w.data(), t.wZero.data(), wanted);
+    if (info.packing != wanted && kernel != QConvVariant::kNone) return false;
     packed.resize(info.bytes);
     packQWeights(shape, info, t.w.data(), t.wZero.data(), packed.data());
     p.packing = info.packing, p.pack_nb = info.nb, p.split_entries = info.split_entries;
@@ -196,42 +260,13 @@ void checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bo
               team);
       },
       outCount, p.out.y_type, expected);
+  return true;
 }
 
 }  // namespace
 
 TEST_CASE("qconv matches the integer reference") {
-  const ConvCase cases[] = {
-      {1, 3, 9, 7, 5, 1, 3, 3, 2, 1, 1},       // stem-like, strided, padded
-      {1, 17, 13, 11, 7, 1, 1, 1, 1, 0, 1},    // pointwise, 143 positions
-      {2, 8, 6, 6, 10, 2, 3, 3, 1, 1, 1},      // groups, two images
-      {1, 19, 10, 12, 19, 19, 3, 3, 1, 1, 1},  // depthwise
-      {1, 6, 11, 9, 6, 6, 3, 3, 2, 1, 1},      // depthwise, stride 2
-      {1, 3, 5, 71, 3, 3, 3, 3, 2, 1, 1},      // depthwise, stride 2, rows of 16s
-      {1, 5, 8, 8, 4, 1, 3, 3, 1, 2, 2},       // dilation
-      {1, 4, 1, 23, 9, 1, 1, 3, 1, 1, 1},      // 1-D
-      {1, 64, 7, 7, 70, 1, 3, 3, 1, 1, 1},     // depth 576, 49 positions
-      {1, 6, 12, 40, 9, 1, 7, 1, 1, 3, 1},     // 7x1 window, rows longer than a tile
-      {1, 9, 11, 13, 16, 1, 1, 1, 2, 0, 1},    // strided 1x1
-      {1, 128, 9, 9, 40, 1, 3, 3, 2, 1, 1},    // strided 3x3, depth 1152, 5 blocks
-      {2, 7, 3, 1, 11, 1, 3, 1, 1, 1, 1},      // one column: a tile spans many rows
-      {1, 8, 12, 37, 8, 8, 5, 5, 1, 2, 1},     // depthwise 5x5: two quads of taps a row
-      {1, 4, 9, 9, 4, 4, 3, 3, 1, 2, 2},       // depthwise, dilation
-      {1, 5, 6, 75, 6, 1, 3, 3, 2, 1, 1},      // stride 2, rows of 38: a copy of 32s and a tail
-      {1, 4, 7, 20, 5, 1, 3, 3, 3, 1, 1},      // stride 3: the copy gathers
-      {2, 3, 7, 7, 3, 3, 3, 3, 1, 1, 1},       // depthwise 7x7 planes: one flat block
-      {1, 5, 13, 10, 5, 5, 3, 3, 2, 2, 2},     // depthwise, stride 2 and dilation 2
-      {1, 2, 64, 33, 2, 2, 3, 3, 1, 1, 1},     // depthwise, flat mode in 3 bands
-      {1, 1, 140, 60, 1, 1, 3, 3, 2, 1, 1},    // depthwise, stride 2 in 3 bands
-      {1, 2, 9, 121, 2, 2, 3, 3, 2, 1, 1},     // depthwise, stride 2, chunks over two rows
-      {1, 1, 3, 1100, 1, 1, 3, 3, 1, 1, 1},    // depthwise, a row too long for flat mode
-      {1, 16, 14, 14, 48, 1, 1, 1, 1, 0, 1},   // 7 tiles: two threads split the channels
-      // The product along channels (7x7 and smaller planes, 14x14 at 3x3):
-      {2, 8, 5, 5, 64, 1, 3, 3, 1, 1, 1},     // tiles of 7, 7, 7 and 4; chunks of 3 and 1 vectors
-      {1, 12, 14, 14, 64, 2, 3, 3, 2, 1, 1},  // groups of 2 vectors, stride 2
-      {1, 8, 9, 9, 16, 1, 3, 3, 1, 2, 2},     // one vector, dilation 2, 81 positions
-  };
-  for (const ConvCase& c : cases)
+  for (const ConvCase& c : kQConvCases)
     for (QPacking packing :
          {QPacking::kNone, QPacking::kQuadsSplit, QPacking::kQuads, QPacking::kTapQuads})
       for (int variant : {0, 1, 2, 3, 4})
@@ -247,6 +282,42 @@ TEST_CASE("qconv matches the integer reference") {
                             << (perChannel ? " per channel" : " per tensor"));
           checkQConv(c, xSigned, xZero, wSigned, perChannel, variant, packing);
         }
+}
+
+TEST_CASE("every int8 conv variant this runtime has, on every case it takes") {
+  // The variants of cgc/kernels/qconv_variants.def, each forced on the
+  // cases above that it computes, on weights packed as it reads them,
+  // against the reference loops.
+  const char* tier = cgc::runtime_isa_tier();
+  std::string ran, skipped;
+  for (const QConvVariantInfo& v : kQConvVariants) {
+    if (!cgc::isaTierIncludes(tier, v.tier)) {
+      skipped += std::string(" ") + v.name + " (tier " + v.tier + ")";
+      continue;
+    }
+    int count = 0;
+    for (const ConvCase& c : kQConvCases) {
+      bool taken = false;
+      for (int variant : {0, 1, 2, 3, 4})
+        for (auto [xSigned, xZero] : {std::pair{false, 128}, std::pair{true, -128}}) {
+          const bool wSigned = variant != 2 || c.c_in % 2 == 0;  // some uint8 weights
+          const bool perChannel = (variant + c.c_out) % 2 == 0;
+          INFO("variant " << v.name << " case c_in " << c.c_in << " c_out " << c.c_out << " groups "
+                          << c.groups << " stride " << c.stride << " epilogue " << variant
+                          << " x zero " << xZero << (xSigned ? " int8" : " uint8")
+                          << (wSigned ? " int8 w" : " uint8 w"));
+          taken =
+              checkQConv(c, xSigned, xZero, wSigned, perChannel, variant, v.packing, v.variant) ||
+              taken;
+        }
+      count += taken;
+    }
+    INFO("variant " << v.name);
+    CHECK(count > 0);  // every variant the runtime has meets a case
+    ran += std::string(" ") + v.name + " (" + std::to_string(count) + " cases)";
+  }
+  std::printf("int8 conv variants run on tier %s:%s; skipped for want of a tier:%s\n", tier,
+              ran.c_str(), skipped.empty() ? " none" : skipped.c_str());
 }
 
 TEST_CASE("qgemm matches the integer reference") {

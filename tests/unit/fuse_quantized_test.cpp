@@ -138,27 +138,114 @@ TEST_CASE("fuse-quantized: DQ, Conv, Relu, Q and the residual Add become one QLi
            "y = DequantizeLinear(%q3_out, %sum_scale, %sum_zero)", "NOT: Conv(", "NOT: Add("});
   requireWithinSteps(interpret(b.graph, x0), before, 0.12f);
 
-  // Packed for each target's int8 kernels (PassTarget::int8): what that
-  // runtime reads fastest, and the same results from this build's kernels.
+  // Packed for each target's int8 kernels (PassTarget's tier and int8):
+  // what that runtime reads fastest, and the same results from this
+  // build's kernels.
   struct Packing {
     cgc::rt::QIsa isa;
-    std::string packing, block;
+    const char* tier;
+    std::string packing, block, variant;
   };
   const Packing packings[] = {
-      {cgc::rt::QIsa::kPortable, "SAME: cgc_packed_weights = 1", "SAME: cgc_q_pack_nb = 4"},
-      {cgc::rt::QIsa::kAvx2, "SAME: cgc_packed_weights = 2", "SAME: cgc_q_pack_nb = 3"},
-      {cgc::rt::QIsa::kVnni, "SAME: cgc_packed_weights = 4", "SAME: cgc_q_pack_nb = 8"}};
+      {cgc::rt::QIsa::kPortable, "sse4", "SAME: cgc_packed_weights = 1", "SAME: cgc_q_pack_nb = 4",
+       "SAME: cgc_qconv_variant = \"Gemm\""},
+      {cgc::rt::QIsa::kAvx2, "avx2", "SAME: cgc_packed_weights = 2", "SAME: cgc_q_pack_nb = 3",
+       "SAME: cgc_qconv_variant = \"GemmSplit\""},
+      {cgc::rt::QIsa::kVnni, "vnni", "SAME: cgc_packed_weights = 4", "SAME: cgc_q_pack_nb = 8",
+       "SAME: cgc_qconv_variant = \"Direct\""}};
   for (const Packing& p : packings) {
     INFO("int8 kernels " << cgc::rt::enumName(p.isa));
     ir::Graph g = b.graph;
-    REQUIRE(passes::packQuantizedWeights(g, {16, p.isa}));
+    REQUIRE(passes::packQuantizedWeights(g, {16, p.isa, p.tier}));
     passes::eliminateDeadCode(g);
     ir::verifyGraph(g);
     checkIr(g, {"side_conv = QLinearConv(%qx_out, %in_scale, %in_zero, %side_conv_w_packed,",
-                p.packing, p.block, "SAME: cgc_q_w_signed = 1",
+                p.packing, p.block, "SAME: cgc_q_w_signed = 1", p.variant,
                 "conv = QLinearConv(%qx_out, %in_scale, %in_zero, %conv_w_packed,", p.packing,
-                p.block});
+                p.block, p.variant});
     requireWithinSteps(interpret(g, x0), before, 0.12f);
+  }
+}
+
+TEST_CASE("pack-quantized-weights records each layer's int8 variant for the target's tier") {
+  // QLinearConv layers whose variants (cgc/kernels/qconv_variants.def)
+  // differ by tier: a depthwise 3x3 at stride 1 (vpdpbusd's planes with
+  // VNNI, else the int16 loops) and at stride 5 (past one vpermb: the
+  // loops everywhere); a 1x1 on 14x14 with 32 output channels (the direct
+  // kernel's tiles of channels with VNNI); a 3x3 with 24 (its tiles of
+  // positions); and uint8 weights beyond int8 (the int16 packing's GEMM).
+  // Without VNNI the others run the implicit GEMM: vpmaddubsw's split
+  // packing with AVX2, the portable quads without. The packed graph gives
+  // this build's kernels the same bytes as the unpacked one.
+  GraphBuilder b("qvariants");
+  const int x = b.input("x", {1, 16, 14, 14});
+  const Q q = params(b, "q", 0.05f, 128);
+  int prev = quantize(b, "qx", x, q, {1, 16, 14, 14});
+  struct Layer {
+    const char* name;
+    int64_t cIn, cOut, k, stride, group;
+    bool wide;
+  };
+  const Layer layers[] = {{"dw", 16, 16, 3, 1, 16, false},
+                          {"pw", 16, 32, 1, 1, 1, false},
+                          {"full", 32, 24, 3, 1, 1, false},
+                          {"wide", 24, 8, 1, 1, 1, true},
+                          {"dw5", 8, 8, 3, 5, 8, false}};
+  for (const Layer& l : layers) {
+    const ir::Shape shape = {l.cOut, l.cIn / l.group, l.k, l.k};
+    const int64_t count = ir::numElements(shape);
+    std::vector<uint8_t> w(count);
+    for (int64_t i = 0; i < count; ++i)
+      w[i] = static_cast<uint8_t>(l.wide ? (i * 53) % 256 : (i * 37) % 255 - 127);
+    const DType wType = l.wide ? DType::kU8 : DType::kI8;
+    const int wq = typedConstant<uint8_t>(b, std::string(l.name) + "_w", shape, w, wType);
+    const std::vector<uint8_t> zero = {l.wide ? uint8_t{3} : uint8_t{0}};
+    const int wz = typedConstant<uint8_t>(b, std::string(l.name) + "_wz", {}, zero, wType);
+    const int ws = b.constant(std::string(l.name) + "_ws", {}, {0.01f});
+    std::vector<int32_t> bias(l.cOut);
+    for (int64_t c = 0; c < l.cOut; ++c) bias[c] = static_cast<int32_t>(c * 97 % 400) - 200;
+    const int bq =
+        typedConstant<int32_t>(b, std::string(l.name) + "_b", {l.cOut}, bias, DType::kI32);
+    const int64_t pad = l.k / 2, side = (14 + 2 * pad - l.k) / l.stride + 1;
+    const Attrs attrs = {{"kernel_shape", std::vector<int64_t>{l.k, l.k}},
+                         {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                         {"strides", std::vector<int64_t>{l.stride, l.stride}},
+                         {"dilations", std::vector<int64_t>{1, 1}},
+                         {"group", l.group}};
+    prev = b.node("QLinearConv", l.name, {prev, q.scale, q.zero, wq, ws, wz, q.scale, q.zero, bq},
+                  {1, l.cOut, side, side}, attrs, DType::kU8);
+  }
+  b.output(dequantize(b, "y", prev, q, {1, 8, 3, 3}), "y");
+  ir::verifyGraph(b.graph);
+  const auto x0 = image(16 * 14 * 14);
+  const auto before = interpret(b.graph, x0);
+
+  struct Case {
+    const char* tier;
+    std::vector<std::string> variants;  // of dw, pw, full, wide, dw5
+  };
+  const Case cases[] = {
+      {"vbmi", {"DepthwiseVnni", "DirectChannels", "Direct", "GemmWide", "Depthwise"}},
+      {"vnni", {"DepthwiseVnni", "DirectChannels", "Direct", "GemmWide", "Depthwise"}},
+      {"avx2", {"Depthwise", "GemmSplit", "GemmSplit", "GemmWide", "Depthwise"}},
+      {"sse4", {"Depthwise", "Gemm", "Gemm", "GemmWide", "Depthwise"}},
+  };
+  for (const Case& c : cases) {
+    INFO("tier " << c.tier);
+    ir::Graph g = b.graph;
+    passes::PassTarget target;
+    target.int8 = cgc::rt::qIsaOfTier(c.tier);
+    target.tier = c.tier;
+    REQUIRE(passes::packQuantizedWeights(g, target));
+    passes::eliminateDeadCode(g);
+    ir::verifyGraph(g);
+    std::vector<std::string> expected;
+    for (size_t i = 0; i < std::size(layers); ++i) {
+      expected.push_back(std::string(layers[i].name) + " = QLinearConv(");
+      expected.push_back("SAME: cgc_qconv_variant = \"" + c.variants[i] + "\"");
+    }
+    checkIr(g, expected);
+    REQUIRE(interpret(g, x0) == before);
   }
 }
 

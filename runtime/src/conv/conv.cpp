@@ -273,7 +273,7 @@ constexpr VariantFunctions kFunctions[] = {
 #undef CGC_CONV_VARIANT
 };
 
-/// v's declaration and functions (v is not kNone).
+/// v's functions (v is not kNone).
 size_t indexOf(ConvVariant v) { return static_cast<size_t>(v) - 1; }
 
 }  // namespace
@@ -316,8 +316,8 @@ void conv(const ConvParams& p, const float* x, const float* w, const float* bias
   // checks that it does), else this build's.
   ConvVariant v = p.variant;
   if (v == ConvVariant::kNone || !convVariantTakes(v, p) ||
-      kConvVariants[indexOf(v)].weights != convWeightsOf(p) ||
-      !isaTierIncludes(runtime_isa_tier(), kConvVariants[indexOf(v)].tier))
+      convVariantInfo(v).weights != convWeightsOf(p) ||
+      !isaTierIncludes(runtime_isa_tier(), convVariantInfo(v).tier))
     v = chooseConvVariant(p, buildConvContext());
   if (v == ConvVariant::kNone) {  // a compiler fault: lowering checks every layer's variant
     std::fprintf(stderr, "cgc runtime: no convolution variant takes this layer\n");

@@ -1,11 +1,25 @@
-// qconv: the int8 convolution on NCHW activations.
+// qconv: the int8 convolution on NCHW activations, and the choice of its
+// variant (cgc/kernels/qconv_variants.def), in priority order:
+//  - DepthwiseVnni and Depthwise (groups == c_in == c_out): a direct loop
+//    per channel plane, on vpdpbusd or on int16 pairs;
+//    qconv_depthwise.cpp;
+//  - DirectChannels and Direct, on kTapQuads weights: the convolution
+//    without im2col, by tiles of output channels or of positions, what
+//    AVX-512 VNNI prefers; qconv_direct.cpp;
+//  - GemmSplit, Gemm and GemmWide, on kQuadsSplit (AVX2's vpmaddubsw),
+//    kQuads and kWide (w - w_zero beyond int8) weights: the implicit GEMM,
+//    any layer; here.
+// The pack-quantized-weights pass plans a layer (planQConv: the variant
+// chooseQConvVariant takes for its target's tier, the packing it reads)
+// and records the variant; qconv runs p.variant where this build has it,
+// else chooses the same way, packing unpacked weights into scratch first.
 //
-// Depthwise layers (groups == c_in == c_out) run qconv_depthwise.cpp's
-// direct loop. Every other layer is an implicit GEMM per image and group:
-// positions of the output plane in tiles of 32, the depth (input channels x
-// window taps) in quads of 4, so a tile is the im2col of 32 positions with
-// each position's 4 depths side by side: [quads][32][4] uint8, the layout
-// the micro-kernels broadcast their weights against (quant_microkernels.h).
+// The implicit GEMM runs per image and group: positions of the output
+// plane in tiles of 32, the depth (input channels x window taps) in quads
+// of 4, so a tile is the im2col of 32 positions with each position's 4
+// depths side by side: [quads][32][4] uint8, the layout the micro-kernels
+// broadcast their weights against (quant_microkernels.h: the packing's
+// block picks vpdpbusd, vpmaddubsw or the portable loops).
 // A thread packs a band of up to 8 tiles at once (a row of the input per
 // depth and output row: memcpy at stride 1, a gather otherwise; 1x1
 // stride-1 layers interleave straight from the input planes), then runs
@@ -13,31 +27,22 @@
 // in L1 while the weights stream. Positions outside the image read the
 // activations' zero point, which the compensation term cancels; int8
 // activations are flipped to uint8 (x ^ 0x80, zero point + 128).
-//
 // The team splits bands (images x groups x bands of the plane); when there
 // are fewer bands than threads, it splits the output-channel blocks too and
 // each thread packs the bands it needs.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
+#include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
+#include "cgc/runtime.h"
 #include "core/scratch.h"
+#include "int8/qconv_strategies.h"
 #include "int8/quant_support.h"
 
 namespace cgc::rt {
-
-void qconvDepthwise(const QConvParams& p, const void* x, const void* w, const float* w_scale,
-                    const void* w_zero, const int32_t* bias, const void* residual, void* y,
-                    const Team& team);
-bool qconvRunsDepthwise(const QConvParams& p);
-bool qconvDepthwiseShape(const QConvParams& p);
-void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, const float* w_scale,
-                 const int32_t* bias, const void* residual, void* y, const Team& team);
-
-QPacking preferredQConvPacking(const QConvParams& p, QIsa isa) {
-  if (qconvDepthwiseShape(p)) return QPacking::kWide;
-  return isa == QIsa::kVnni ? QPacking::kTapQuads : preferredQPacking(isa);
-}
-
 namespace {
 
 using detail::kQTile;
@@ -157,42 +162,13 @@ void packBand(const ConvGeometry& g, const uint8_t* x, int64_t n, int64_t group,
   }
 }
 
-/// The weights as the kernel reads them: packed by the compiler, or here
-/// into scratch.
-struct Weights {
-  QWeightShape shape;
-  QPackInfo info;
-  const uint8_t* packed;
-};
-
-Weights weightsOf(const QConvParams& p, const ConvGeometry& g, const void* w, const void* w_zero) {
-  Weights out{
-      {p.groups, g.coutG, g.depth, true, p.w_signed, p.per_channel, p.k_h * p.k_w}, {}, nullptr};
-  if (p.packing != QPacking::kNone) {
-    out.info = {p.packing, p.pack_nb, 0, p.split_entries};
-    out.packed = static_cast<const uint8_t*>(w);
-    return out;
-  }
-  out.info = planQWeights(out.shape, w, w_zero, preferredQConvPacking(p));
-  auto* packed = reinterpret_cast<uint8_t*>(detail::scratch<int8_t>(out.info.bytes));
-  packQWeights(out.shape, out.info, w, w_zero, packed);
-  out.packed = packed;
-  return out;
-}
-
-}  // namespace
-
-void qconv(const QConvParams& p, const void* x, const void* w, const float* w_scale,
-           const void* w_zero, const int32_t* bias, const void* residual, void* y,
-           const Team& team) {
-  if (qconvRunsDepthwise(p))
-    return qconvDepthwise(p, x, w, w_scale, w_zero, bias, residual, y, team);
+/// The implicit GEMM on packed weights (kQuads, kQuadsSplit or kWide).
+void implicitGemm(const QConvParams& p, const void* x, const uint8_t* packed, const float* w_scale,
+                  const int32_t* bias, const void* residual, void* y, const Team& team) {
   const ConvGeometry g = geometryOf(p);
-  const Weights weights = weightsOf(p, g, w, w_zero);
-  if (weights.info.packing == QPacking::kTapQuads)
-    return qconvDirect(p, x, weights.packed, w_scale, bias, residual, y, team);
-  const detail::QPackLayout layout = detail::qPackLayout(weights.shape, weights.info);
-  const auto* sums = reinterpret_cast<const int32_t*>(weights.packed + layout.sumsOffset);
+  const QPackInfo info{p.packing, p.pack_nb, 0, p.split_entries};
+  const detail::QPackLayout layout = detail::qPackLayout(qconvWeightShape(p), info);
+  const auto* sums = reinterpret_cast<const int32_t*>(packed + layout.sumsOffset);
   const int32_t activationZero = p.x_zero + (p.x_signed ? 128 : 0);
   const int64_t ySize = p.out.y_type == DType::kI32 ? 4 : 1;
 
@@ -224,11 +200,11 @@ void qconv(const QConvParams& p, const void* x, const void* w, const float* w_sc
     const detail::QProduct q{
         g.depth,
         g.coutG,
-        weights.packed + group * layout.blocks * g.quads * weights.info.nb * kQuad *
-                             (weights.info.packing == QPacking::kWide ? 2 : 1),
-        weights.info,
-        reinterpret_cast<const int32_t*>(weights.packed + layout.splitOffset) + group * g.coutG,
-        weights.packed + layout.entriesOffset,
+        packed + group * layout.blocks * g.quads * info.nb * kQuad *
+                     (info.packing == QPacking::kWide ? 2 : 1),
+        info,
+        reinterpret_cast<const int32_t*>(packed + layout.splitOffset) + group * g.coutG,
+        packed + layout.entriesOffset,
         terms,
         &p.out,
         static_cast<uint8_t*>(y) + first * ySize,
@@ -242,6 +218,138 @@ void qconv(const QConvParams& p, const void* x, const void* w, const float* w_sc
                            std::min(kQTile, g.positions - m0), b0, b1);
     }
   }
+}
+
+}  // namespace
+
+namespace detail {
+
+// The implicit GEMM's variants (qconv_variants.def): one kernel, on the
+// packing each reads. Each takes every layer.
+
+bool takesGemmSplit(const QConvParams&) { return true; }
+/// The packing of AVX2's vpmaddubsw (VNNI has vpdpbusd, on which the
+/// direct kernel runs).
+bool prefersGemmSplit(const QConvParams&, const char* tier) {
+  return qIsaOfTier(tier) == QIsa::kAvx2;
+}
+void qconvGemmSplit(const QConvParams& p, const void* x, const void* w, const float* w_scale,
+                    const int32_t* bias, const void* residual, void* y, const Team& team) {
+  implicitGemm(p, x, static_cast<const uint8_t*>(w), w_scale, bias, residual, y, team);
+}
+
+bool takesGemm(const QConvParams&) { return true; }
+bool prefersGemm(const QConvParams&, const char*) { return true; }
+void qconvGemm(const QConvParams& p, const void* x, const void* w, const float* w_scale,
+               const int32_t* bias, const void* residual, void* y, const Team& team) {
+  implicitGemm(p, x, static_cast<const uint8_t*>(w), w_scale, bias, residual, y, team);
+}
+
+bool takesGemmWide(const QConvParams&) { return true; }
+bool prefersGemmWide(const QConvParams&, const char*) { return true; }
+void qconvGemmWide(const QConvParams& p, const void* x, const void* w, const float* w_scale,
+                   const int32_t* bias, const void* residual, void* y, const Team& team) {
+  implicitGemm(p, x, static_cast<const uint8_t*>(w), w_scale, bias, residual, y, team);
+}
+
+}  // namespace detail
+
+namespace {
+
+/// The variants' functions, in kQConvVariants' order.
+struct VariantFunctions {
+  bool (*takes)(const QConvParams&);
+  bool (*prefers)(const QConvParams&, const char*);
+  void (*run)(const QConvParams&, const void*, const void*, const float*, const int32_t*,
+              const void*, void*, const Team&);
+};
+constexpr VariantFunctions kFunctions[] = {
+#define CGC_QCONV_VARIANT(name, tier, packing) \
+  {detail::takes##name, detail::prefers##name, detail::qconv##name},
+#include "cgc/kernels/qconv_variants.def"
+#undef CGC_QCONV_VARIANT
+};
+
+/// v's functions (v is not kNone).
+const VariantFunctions& functionsOf(QConvVariant v) {
+  return kFunctions[static_cast<size_t>(v) - 1];
+}
+
+}  // namespace
+
+QWeightShape qconvWeightShape(const QConvParams& p) {
+  const int64_t taps = p.k_h * p.k_w;
+  return {p.groups, p.c_out / p.groups, p.c_in / p.groups * taps, true, p.w_signed, p.per_channel,
+          taps};
+}
+
+bool qconvVariantRuns(QConvVariant v, const QConvParams& p, const char* tier) {
+  if (v == QConvVariant::kNone) return false;
+  const QConvVariantInfo& info = qconvVariantInfo(v);
+  return isaTierIncludes(tier, info.tier) &&
+         (p.packing == QPacking::kNone || p.packing == info.packing) && functionsOf(v).takes(p);
+}
+
+QConvVariant qconvVariantNamed(const char* name) {
+  for (const QConvVariantInfo& v : kQConvVariants)
+    if (std::strcmp(v.name, name) == 0) return v.variant;
+  return QConvVariant::kNone;
+}
+
+QConvVariant chooseQConvVariant(const QConvParams& p, const char* tier) {
+  QConvVariant fallback = QConvVariant::kNone;
+  for (const QConvVariantInfo& v : kQConvVariants) {
+    if (!qconvVariantRuns(v.variant, p, tier)) continue;
+    if (functionsOf(v.variant).prefers(p, tier)) return v.variant;
+    if (fallback == QConvVariant::kNone) fallback = v.variant;
+  }
+  return fallback;
+}
+
+QConvPlan planQConv(const QConvParams& p, const void* w, const void* w_zero, const char* tier) {
+  QConvPlan plan{qconvVariantRuns(p.variant, p, tier) ? p.variant : chooseQConvVariant(p, tier),
+                 {}};
+  if (plan.variant == QConvVariant::kNone) return plan;
+  const QPacking packing = qconvVariantInfo(plan.variant).packing;
+  plan.info = planQWeights(qconvWeightShape(p), w, w_zero, packing, qIsaOfTier(tier));
+  if (plan.info.packing != packing) {  // some w - w_zero beyond int8: kWide
+    QConvParams wide = p;
+    wide.packing = plan.info.packing, wide.pack_nb = plan.info.nb;
+    plan.variant = chooseQConvVariant(wide, tier);
+  }
+  return plan;
+}
+
+namespace {
+
+[[noreturn]] void noVariant() {  // every packing has a variant that takes any layer
+  std::fprintf(stderr, "cgc runtime: no int8 convolution variant takes this layer\n");
+  std::abort();
+}
+
+}  // namespace
+
+void qconv(const QConvParams& p, const void* x, const void* w, const float* w_scale,
+           const void* w_zero, const int32_t* bias, const void* residual, void* y,
+           const Team& team) {
+  const char* tier = runtime_isa_tier();
+  QConvParams packed = p;
+  if (p.packing == QPacking::kNone) {
+    // Packed here, on every call, as pack-quantized-weights would have.
+    const QConvPlan plan = planQConv(p, w, w_zero, tier);
+    if (plan.variant == QConvVariant::kNone) noVariant();
+    auto* bytes = reinterpret_cast<uint8_t*>(detail::scratch<int8_t>(plan.info.bytes));
+    packQWeights(qconvWeightShape(p), plan.info, w, w_zero, bytes);
+    packed.packing = plan.info.packing, packed.pack_nb = plan.info.nb;
+    packed.split_entries = plan.info.split_entries, packed.variant = plan.variant;
+    w = bytes;
+  }
+  // The compiler's choice where this build has it and it fits (lowering
+  // checks that it does), else this build's.
+  if (!qconvVariantRuns(packed.variant, packed, tier))
+    packed.variant = chooseQConvVariant(packed, tier);
+  if (packed.variant == QConvVariant::kNone) noVariant();
+  functionsOf(packed.variant).run(packed, x, w, w_scale, bias, residual, y, team);
 }
 
 }  // namespace cgc::rt

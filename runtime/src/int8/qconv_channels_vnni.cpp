@@ -1,6 +1,7 @@
 // The int8 direct convolution's product along output channels (AVX-512
-// VNNI), for the planes whose tiles of 32 positions would hold
-// lanes that are not outputs: 7x7 planes fill 49 of 64, 14x14 planes at
+// VNNI; the DirectChannels variant of qconv_variants.def, whose choice
+// qconv_direct.cpp makes), for the planes whose tiles of 32 positions
+// would hold lanes that are not outputs: 7x7 planes fill 49 of 64, 14x14 planes at
 // 3x3 196 of 224 (their virtual rows carry the window's reach). Here a
 // tile is 7 output positions times up to 3 vectors of 16 output channels,
 // 21 sums in registers; each step broadcasts one position's quad of input

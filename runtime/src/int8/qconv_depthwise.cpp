@@ -1,8 +1,11 @@
-// qconv's depthwise case (groups == c_in == c_out, quantised MobileNets'
-// 3x3 layers): a direct loop per channel plane, vectorised along output
-// columns; the team splits the planes. AVX-512 VNNI builds run the planes
-// on vpdpbusd (qconv_depthwise_vnni.cpp); the loops here are the AVX2 and
-// portable paths, and take the taps VNNI cannot (w - w_zero beyond int8).
+// qconv's depthwise variants (groups == c_in == c_out, quantised
+// MobileNets' 3x3 layers; qconv_variants.def): a direct loop per channel
+// plane, vectorised along output columns; the team splits the planes.
+// DepthwiseVnni (AVX-512 VNNI builds) runs the planes on vpdpbusd
+// (qconv_depthwise_vnni.cpp) where a window's outputs fit its byte
+// permutes, and the loops here the channels whose taps it cannot take (w -
+// w_zero beyond int8); Depthwise runs every plane on the loops, AVX2's or
+// portable ones.
 // Each input plane is widened once to int16 with the zero point
 // subtracted (zero outside the image, so padding needs no compensation)
 // and split into stride phases, so that every tap reads 16 consecutive
@@ -10,15 +13,16 @@
 // pairs through vpmaddwd ((x0, x1) . (w0, w1) into int32: exact, |x - zx|,
 // |w - zw| <= 255), the sums of 16 columns stay in registers over the
 // whole window, and the plane ends in the requantising epilogue
-// (finishRow). Weights: OIHW as the model has them, or packQWeights' kWide
-// form with one channel per block (int16 w - w_zero, taps padded to a
-// multiple of 4).
+// (finishRow). Weights: packQWeights' kWide form with one channel per
+// block (int16 w - w_zero, taps padded to a multiple of 4).
+#include <optional>
 #include <type_traits>
 
 #include "cgc/kernels.h"
 #include "core/isa.h"
 #include "core/scratch.h"
 #include "int8/qconv_depthwise_vnni.h"
+#include "int8/qconv_strategies.h"
 #include "int8/quant_support.h"
 
 #if CGC_ISA_AVX2
@@ -26,22 +30,6 @@
 #endif
 
 namespace cgc::rt {
-
-namespace {
-
-bool depthwiseShape(const QConvParams& p) {
-  return p.groups == p.c_in && p.groups == p.c_out && p.k_h <= 16 && p.k_w <= 16;
-}
-
-}  // namespace
-
-bool qconvDepthwiseShape(const QConvParams& p) { return depthwiseShape(p); }
-
-bool qconvRunsDepthwise(const QConvParams& p) {
-  return depthwiseShape(p) &&
-         (p.packing == QPacking::kNone || (p.packing == QPacking::kWide && p.pack_nb == 1));
-}
-
 namespace {
 
 /// Output columns (rounded up to 16) and the widened row length they read.
@@ -185,26 +173,20 @@ void rowSums(const RowSizes& s, const TapPairs& pairs, int32_t* acc) {
   }
 }
 
-/// The taps of channel c as int16 w - w_zero: kWide's own, or made in `taps`.
-const int16_t* channelTaps(const QConvParams& p, const void* w, const void* w_zero, int64_t c,
-                           int16_t* taps) {
-  const int64_t count = p.k_h * p.k_w;
-  if (p.packing == QPacking::kWide)
-    return static_cast<const int16_t*>(w) + c * ((count + 3) / 4 * 4);
-  const int32_t zero =
-      detail::zeroPoint(w_zero, p.w_signed ? DType::kI8 : DType::kU8, p.per_channel ? c : 0);
-  for (int64_t t = 0; t < count; ++t)
-    taps[t] = static_cast<int16_t>(detail::loadQ(w, c * count + t, p.w_signed) - zero);
-  return taps;
+/// The taps of channel c: kWide's int16 w - w_zero, one channel a block.
+const int16_t* channelTaps(const QConvParams& p, const void* w, int64_t c) {
+  return static_cast<const int16_t*>(w) + c * ((p.k_h * p.k_w + 3) / 4 * 4);
 }
 
-}  // namespace
-
-void qconvDepthwise(const QConvParams& p, const void* x, const void* w, const float* w_scale,
-                    const void* w_zero, const int32_t* bias, const void* residual, void* y,
-                    const Team& team) {
+/// The planes of every image and channel, split over the team: on
+/// vpdpbusd (DepthwiseVnni) where `vnni` and the channel's taps fit int8,
+/// else on the loops above.
+void depthwise(const QConvParams& p, const void* x, const void* w, const float* w_scale,
+               const int32_t* bias, const void* residual, void* y, const Team& team,
+               [[maybe_unused]] bool vnni) {
 #ifdef CGC_DEPTHWISE_VNNI
-  const detail::DepthwiseVnni vnni(p);
+  std::optional<detail::DepthwiseVnni> planes;
+  if (vnni) planes.emplace(p);
   int32_t quads[16 * 4];
 #endif
   const RowSizes s = rowSizes(p);
@@ -217,25 +199,24 @@ void qconvDepthwise(const QConvParams& p, const void* x, const void* w, const fl
   // tail (one Zen 3 core: MobileNetV2's 576 planes of 14x14 at stride 2
   // 656 to 468 us, its 960 of 7x7 650 to 415).
   int32_t* acc = detail::scratch<int32_t>(outPlane + s.columns);
-  int16_t made[16 * 16];
   TapPairs pairs;
   const float divisor = p.out.kind == QOutput::kRequantAdd ? p.out.mid_scale : p.out.y_scale;
-  const Range planes = team.split(p.n * p.c_out);
-  for (int64_t nc = planes.begin; nc < planes.end; ++nc) {
+  const Range work = team.split(p.n * p.c_out);
+  for (int64_t nc = work.begin; nc < work.end; ++nc) {
     const int64_t c = nc % p.c_out;
-    const int16_t* taps = channelTaps(p, w, w_zero, c, made);
+    const int16_t* taps = channelTaps(p, w, c);
     const int32_t b = bias ? bias[c] : 0;
     const float multiplier = p.out.kind == QOutput::kInt32
                                  ? 1.0f
                                  : p.out.x_scale * w_scale[p.per_channel ? c : 0] / divisor;
 #ifdef CGC_DEPTHWISE_VNNI
     int32_t sum;
-    if (vnni.usable() && vnni.quadTaps(taps, quads, sum)) {
+    if (planes && planes->usable() && planes->quadTaps(taps, quads, sum)) {
       const int32_t zero = p.x_zero + (p.x_signed ? 128 : 0);
       const int64_t at = nc * outPlane;
-      vnni.plane(static_cast<const uint8_t*>(x) + nc * plane, quads, b - zero * sum, multiplier,
-                 residual ? static_cast<const uint8_t*>(residual) + at : nullptr,
-                 static_cast<uint8_t*>(y) + at * ySize);
+      planes->plane(static_cast<const uint8_t*>(x) + nc * plane, quads, b - zero * sum, multiplier,
+                    residual ? static_cast<const uint8_t*>(residual) + at : nullptr,
+                    static_cast<uint8_t*>(y) + at * ySize);
       continue;
     }
 #endif
@@ -254,4 +235,33 @@ void qconvDepthwise(const QConvParams& p, const void* x, const void* w, const fl
   }
 }
 
+}  // namespace
+
+namespace detail {
+
+// The two depthwise variants (qconv_variants.def). Their choice is the
+// same in every build (the compiler's is its target's), so the VNNI one's
+// predicates are here, outside its tier.
+
+bool takesDepthwise(const QConvParams& p) {
+  return p.groups == p.c_in && p.groups == p.c_out && p.k_h <= 16 && p.k_w <= 16 &&
+         (p.packing != QPacking::kWide || p.pack_nb == 1);
+}
+bool prefersDepthwise(const QConvParams&, const char*) { return true; }
+
+void qconvDepthwise(const QConvParams& p, const void* x, const void* w, const float* w_scale,
+                    const int32_t* bias, const void* residual, void* y, const Team& team) {
+  depthwise(p, x, w, w_scale, bias, residual, y, team, false);
+}
+
+/// Where a window's 16 outputs fit one vpermb (stride and dilation).
+bool takesDepthwiseVnni(const QConvParams& p) { return takesDepthwise(p) && depthwiseVnniFits(p); }
+bool prefersDepthwiseVnni(const QConvParams&, const char*) { return true; }
+
+void qconvDepthwiseVnni(const QConvParams& p, const void* x, const void* w, const float* w_scale,
+                        const int32_t* bias, const void* residual, void* y, const Team& team) {
+  depthwise(p, x, w, w_scale, bias, residual, y, team, true);
+}
+
+}  // namespace detail
 }  // namespace cgc::rt

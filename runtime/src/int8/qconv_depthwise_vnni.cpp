@@ -197,7 +197,7 @@ const FlatPlanes* flatPlanes(const QConvParams& p, int64_t groups) {
 DepthwiseVnni::DepthwiseVnni(const QConvParams& p)
     : p_(p),
       epilogue_(p.out),
-      usable_(p.stride_w * (kLanes - 1) + p.dilation_w * 3 < 64),
+      usable_(depthwiseVnniFits(p)),
       flip_(p.x_signed ? 0x80 : 0),
       zero_(static_cast<uint8_t>(static_cast<uint8_t>(p.x_zero) ^ flip_)),
       rows_(vnniRows(p)),

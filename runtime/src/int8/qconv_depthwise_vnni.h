@@ -1,12 +1,24 @@
 // The depthwise int8 convolution's AVX-512 VNNI planes (with VBMI's
 // vpermb, or its emulation: byte_permute_skx.h), for qconv_depthwise.cpp:
 // one object per kernel call holds the layout of its planes, decided once,
-// and runs one channel plane at a time. Builds without AVX-512 VNNI do not
-// define CGC_DEPTHWISE_VNNI and run the AVX2 and portable loops of
-// qconv_depthwise.cpp.
+// and runs one channel plane at a time: the DepthwiseVnni variant
+// (qconv_variants.def). Builds without AVX-512 VNNI do not define
+// CGC_DEPTHWISE_VNNI and lack the variant (every build has its predicate,
+// depthwiseVnniFits, for the compiler's choice).
 #pragma once
 
+#include "cgc/kernels/quant.h"
 #include "core/isa.h"
+
+namespace cgc::rt::detail {
+
+/// Whether a window's 16 outputs fit one vpermb of 64 bytes (stride and
+/// dilation): the layers DepthwiseVnni takes (every build asks).
+inline bool depthwiseVnniFits(const QConvParams& p) {
+  return p.stride_w * 15 + p.dilation_w * 3 < 64;
+}
+
+}  // namespace cgc::rt::detail
 
 #if CGC_ISA_VNNI
 #define CGC_DEPTHWISE_VNNI 1

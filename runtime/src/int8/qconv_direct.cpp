@@ -1,6 +1,9 @@
-// qconv's direct case: the int8 convolution without im2col, for weights
-// packed kTapQuads (AVX-512 VNNI builds choose it for every layer that is
-// not depthwise; any build runs it).
+// qconv's direct variants (qconv_variants.def): the int8 convolution
+// without im2col, for weights packed kTapQuads. Direct, by tiles of
+// positions, is what AVX-512 VNNI prefers for every layer that is not
+// depthwise (any build runs it: without VNNI on the portable loops);
+// DirectChannels, by tiles of channels (qconv_channels_vnni.cpp), for the
+// planes whose tiles of positions would hold lanes that are not outputs.
 //
 // The input is copied once per call into padded planes, 4 channels
 // interleaved, in which every tap of the window reads a tile's positions
@@ -43,6 +46,7 @@
 #include "core/diagnostics.h"
 #include "core/isa.h"
 #include "core/scratch.h"
+#include "int8/qconv_strategies.h"
 #include "int8/quant_microkernels.h"
 #include "int8/requant_skx.h"
 
@@ -73,7 +77,22 @@ int64_t heaviestShare(int64_t blocks, int64_t chunks, int64_t tiles, int threads
   return heaviest;
 }
 
-Geometry geometryOf(const QConvParams& p, int threads) {
+/// The tiles of 32 positions that cover an output plane with a plane per
+/// column tap (`with`) and with a plane per phase (`without`), whose rows
+/// carry the window's reach.
+struct TileCounts {
+  int64_t with, without;
+};
+
+TileCounts tileCounts(const QConvParams& p) {
+  const int64_t colReach = (p.k_w - 1) * p.dilation_w / p.stride_w;
+  return {(p.h_out * p.w_out + kQTile - 1) / kQTile,
+          (p.h_out * (p.w_out + colReach) + kQTile - 1) / kQTile};
+}
+
+/// channelTiles: the product along channels (DirectChannels), on the
+/// planes per phase: it computes outputs only, whatever wq.
+Geometry geometryOf(const QConvParams& p, int threads, bool channelTiles) {
   Geometry g{};
   g.cinG = p.c_in / p.groups, g.coutG = p.c_out / p.groups;
   g.channelQuads = (g.cinG + kQuad - 1) / kQuad;
@@ -83,16 +102,9 @@ Geometry geometryOf(const QConvParams& p, int threads) {
   const int64_t colReach = (p.k_w - 1) * p.dilation_w / p.stride_w;
   // A plane per column tap where that saves a tenth of the tiles (8x8 at
   // 3x3: 2 tiles instead of 3; not 7x7, 2 either way).
-  const int64_t tilesWith = (p.h_out * p.w_out + kQTile - 1) / kQTile;
-  const int64_t tilesWithout = (p.h_out * (p.w_out + colReach) + kQTile - 1) / kQTile;
-  g.tapPlanes = tilesWith * 10 < tilesWithout * 9;
-  // The product along channels where a twentieth or more of the tiles'
-  // lanes would not be outputs (7x7: 49 of 64; 14x14 at 3x3: 196 of 224),
-  // on the planes per phase: it computes outputs only, whatever wq.
-  const int64_t lanes = std::min(tilesWith, tilesWithout) * kQTile;
-  g.channelTiles = detail::kChannelTiles && p.out.y_type != DType::kI32 &&
-                   g.coutG % detail::kChannelLanes == 0 && p.h_out * p.w_out * 20 < lanes * 19;
-  if (g.channelTiles) g.tapPlanes = false;
+  const TileCounts tiles = tileCounts(p);
+  g.tapPlanes = !channelTiles && tiles.with * 10 < tiles.without * 9;
+  g.channelTiles = channelTiles;
   g.columnPlanes = g.tapPlanes ? p.k_w : p.stride_w;
   g.wq = g.tapPlanes ? p.w_out : p.w_out + colReach;
   g.hq = p.h_out + rowReach;
@@ -440,11 +452,12 @@ void quadOffsets(const QConvParams& p, const Geometry& g, int64_t* offsets) {
     }
 }
 
-}  // namespace
-
-void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, const float* w_scale,
-                 const int32_t* bias, const void* residual, void* y, const Team& team) {
-  const Geometry g = geometryOf(p, team.size());
+/// The direct convolution on kTapQuads weights, by tiles of positions or
+/// (channelTiles) of channels.
+void direct(const QConvParams& p, const void* x, const uint8_t* packed, const float* w_scale,
+            const int32_t* bias, const void* residual, void* y, const Team& team,
+            bool channelTiles) {
+  const Geometry g = geometryOf(p, team.size(), channelTiles);
   const QWeightShape shape{p.groups,   g.coutG,       g.cinG * g.taps, true,
                            p.w_signed, p.per_channel, g.taps};
   const detail::QPackLayout layout =
@@ -523,4 +536,43 @@ void qconvDirect(const QConvParams& p, const void* x, const uint8_t* packed, con
   team.barrier();  // thread 0's copy outlives the others' reads
 }
 
+}  // namespace
+
+namespace detail {
+
+// The two direct variants (qconv_variants.def). Their choice is the same
+// in every build (the compiler's is its target's), so DirectChannels'
+// predicates are here, outside its tier.
+
+bool takesDirect(const QConvParams&) { return true; }
+
+/// Where vpdpbusd runs it; the portable loops are slower than the
+/// implicit GEMM's.
+bool prefersDirect(const QConvParams&, const char* tier) { return qIsaOfTier(tier) == QIsa::kVnni; }
+
+void qconvDirect(const QConvParams& p, const void* x, const void* w, const float* w_scale,
+                 const int32_t* bias, const void* residual, void* y, const Team& team) {
+  direct(p, x, static_cast<const uint8_t*>(w), w_scale, bias, residual, y, team, false);
+}
+
+/// Whole vectors of 16 output channels, stored as bytes.
+bool takesDirectChannels(const QConvParams& p) {
+  return p.out.y_type != DType::kI32 && (p.c_out / p.groups) % kChannelLanes == 0;
+}
+
+/// Where a twentieth or more of the lanes of the tiles of positions would
+/// not be outputs (7x7: 49 of 64; 14x14 at 3x3: 196 of 224).
+bool prefersDirectChannels(const QConvParams& p, const char*) {
+  const TileCounts tiles = tileCounts(p);
+  return p.h_out * p.w_out * 20 < std::min(tiles.with, tiles.without) * kQTile * 19;
+}
+
+/// (Without AVX-512 VNNI, which the dispatch never runs it on: the tiles of
+/// positions.)
+void qconvDirectChannels(const QConvParams& p, const void* x, const void* w, const float* w_scale,
+                         const int32_t* bias, const void* residual, void* y, const Team& team) {
+  direct(p, x, static_cast<const uint8_t*>(w), w_scale, bias, residual, y, team, kChannelTiles);
+}
+
+}  // namespace detail
 }  // namespace cgc::rt

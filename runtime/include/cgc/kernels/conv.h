@@ -49,6 +49,11 @@ inline constexpr ConvVariantInfo kConvVariants[] = {
 #undef CGC_CONV_VARIANT
 };
 
+/// v's declaration (v is not kNone).
+constexpr const ConvVariantInfo& convVariantInfo(ConvVariant v) {
+  return kConvVariants[static_cast<size_t>(v) - 1];
+}
+
 /// What a variant's choice weighs of the CPU that runs it.
 struct ConvContext {
   int lanes;         // floats per vector register

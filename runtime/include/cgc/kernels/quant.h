@@ -90,6 +90,48 @@ struct QEpilogue {
 /// compensation for the activations' zero point).
 CGC_ENUM(QPacking, kNone, kQuads, kQuadsSplit, kWide, kTapQuads)
 
+/// The variants of the int8 convolution (cgc/kernels/qconv_variants.def);
+/// kNone: qconv chooses (chooseQConvVariant).
+enum class QConvVariant : int32_t {
+  kNone,
+#define CGC_QCONV_VARIANT(name, tier, packing) k##name,
+#include "cgc/kernels/qconv_variants.def"
+#undef CGC_QCONV_VARIANT
+};
+constexpr const char* enumTypeName(QConvVariant) { return "QConvVariant"; }
+constexpr const char* enumName(QConvVariant v) {
+  switch (v) {
+    case QConvVariant::kNone:
+      return "kNone";
+#define CGC_QCONV_VARIANT(name, tier, packing) \
+  case QConvVariant::k##name:                  \
+    return "k" #name;
+#include "cgc/kernels/qconv_variants.def"
+#undef CGC_QCONV_VARIANT
+  }
+  return "";
+}
+
+/// A variant's declaration: its name ("Direct"), the instruction-set tier
+/// it needs and the packing of the weights it reads.
+struct QConvVariantInfo {
+  QConvVariant variant;
+  const char* name;
+  const char* tier;
+  QPacking packing;
+};
+inline constexpr QConvVariantInfo kQConvVariants[] = {
+#define CGC_QCONV_VARIANT(name, tier, packing) \
+  {QConvVariant::k##name, #name, tier, QPacking::packing},
+#include "cgc/kernels/qconv_variants.def"
+#undef CGC_QCONV_VARIANT
+};
+
+/// v's declaration (v is not kNone).
+constexpr const QConvVariantInfo& qconvVariantInfo(QConvVariant v) {
+  return kQConvVariants[static_cast<size_t>(v) - 1];
+}
+
 /// Convolution of uint8 or int8 NCHW activations with int8 or uint8 OIHW
 /// weights (1-D or 2-D; groups; depthwise when groups == c_in == c_out),
 /// int32 accumulation, then `out`. Weights are per tensor or per output
@@ -105,17 +147,22 @@ struct QConvParams {
   int64_t pack_nb = 0;        // output channels per packed block
   int64_t split_entries = 0;  // kQuadsSplit: length of the split list
   QEpilogue out;
+  // The variant qconv runs (the pack-quantized-weights pass's choice, or a
+  // test's); kNone: qconv chooses, as chooseQConvVariant.
+  QConvVariant variant = QConvVariant::kNone;
   CGC_REFLECT(QConvParams, n, c_in, h_in, w_in, c_out, h_out, w_out, groups, k_h, k_w, stride_h,
               stride_w, pad_top, pad_left, dilation_h, dilation_w, x_signed, w_signed, per_channel,
-              x_zero, packing, pack_nb, split_entries, out)
+              x_zero, packing, pack_nb, split_entries, out, variant)
 };
 
 /// x: n x c_in x h_in x w_in (uint8, or int8 when x_signed); w: the weights
 /// (packing kNone: c_out x c_in / groups x k_h x k_w; else packQWeights'
 /// bytes); w_scale, w_zero: per tensor or per channel (w_zero may be null);
 /// bias: int32 per output channel or null; residual: kRequantAdd's r, the
-/// shape of y; y: n x c_out x h_out x w_out. Splits images, output
-/// channels and output rows over the team.
+/// shape of y; y: n x c_out x h_out x w_out. Runs p.variant where this
+/// build's tier has it and it reads p's packing, else chooseQConvVariant's
+/// (planQConv's, packing the weights into scratch, where they are not
+/// packed). Splits images, output channels and output rows over the team.
 void qconv(const QConvParams& p, const void* x, const void* w, const float* w_scale,
            const void* w_zero, const int32_t* bias, const void* residual, void* y,
            const Team& team = Team::serial());
@@ -168,11 +215,6 @@ QIsa buildQIsa();
 QPacking preferredQPacking(QIsa isa = buildQIsa());
 int64_t preferredQBlock(QPacking packing, QIsa isa = buildQIsa());
 
-/// The packing qconv reads fastest for this layer on `isa`: kWide with one
-/// channel per block for the depthwise kernel's layers, kTapQuads for the
-/// direct kernel of VNNI, else preferredQPacking(isa).
-QPacking preferredQConvPacking(const QConvParams& p, QIsa isa = buildQIsa());
-
 /// The weights of a qconv (groups x c_out / groups output channels of
 /// depth c_in / groups x k_h x k_w) or a qgemm (one group of n columns of
 /// depth k; trans_b: B stored [n, k]) in one shape: what packQWeights reads.
@@ -196,6 +238,38 @@ QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero,
 /// Writes the packed weights (info.bytes bytes) that qconv and qgemm read.
 void packQWeights(const QWeightShape& s, const QPackInfo& info, const void* w, const void* w_zero,
                   uint8_t* packed);
+
+/// A qconv's weights in packQWeights' terms (OIHW, groups x c_out / groups
+/// channels of depth c_in / groups x k_h x k_w).
+QWeightShape qconvWeightShape(const QConvParams& p);
+
+/// Whether variant v runs p on a CPU of instruction-set tier `tier`: the
+/// tier includes v's, v takes p's shape, and p's weights are packed as v
+/// reads them or not packed at all (kNone: the caller packs them for v).
+bool qconvVariantRuns(QConvVariant v, const QConvParams& p, const char* tier);
+
+/// The variant called `name` ("Direct"), or kNone.
+QConvVariant qconvVariantNamed(const char* name);
+
+/// The variant to run p on a CPU of `tier`: the first of kQConvVariants
+/// that runs p there (qconvVariantRuns) and prefers it, else the first
+/// that runs it; kNone where none does. qconv runs this where p.variant is
+/// kNone or does not run p on its build's tier.
+QConvVariant chooseQConvVariant(const QConvParams& p, const char* tier);
+
+/// A layer's variant and how its weights are packed for it.
+struct QConvPlan {
+  QConvVariant variant;
+  QPackInfo info;
+};
+
+/// The plan for p (weights w as the model has them: p.packing kNone) on a
+/// CPU of `tier`: p.variant where it runs p there, else chooseQConvVariant's,
+/// its packing (packQWeights' blocks for qIsaOfTier(tier)); where some w -
+/// w_zero does not fit int8, kWide and the variant chosen for it. The
+/// pack-quantized-weights pass packs and records this with its target's
+/// tier; qconv, given unpacked weights, packs them so on every call.
+QConvPlan planQConv(const QConvParams& p, const void* w, const void* w_zero, const char* tier);
 
 /// The quantised sum of two same-shape int8 or uint8 tensors (DequantizeLinear,
 /// Add, an optional Relu, QuantizeLinear): y = clamp(round(((a - a_zero) *
