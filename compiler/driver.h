@@ -34,6 +34,9 @@ struct CompileOptions {
   int threadsPerExecutor = 0;     // --threads; 0: the profile's, else at run time
   std::string profilePath;        // --profile: measured costs for levels/partition
   bool quiet = false;             // no progress lines on stderr
+  /// cgc tune's trials: this convolution variant ("Im2col") on every float
+  /// Conv that takes it (passes::PassTarget::everyConvVariant).
+  std::string everyConvVariant;
 };
 
 /// The compiled model in memory (before anything is written).

@@ -1,8 +1,9 @@
 // `cgc inspect`: the first stop with a new model. What it takes and gives
 // (inputs and outputs with types and symbolic shapes, even when it cannot
 // be compiled), its ops, what cgc cannot compile yet (per op, with the
-// first nodes), and either the compiled plan (kernels, memory) or why it
-// does not compile and what to try next.
+// first nodes), and either the compiled plan (kernels, convolution
+// variants, the layers whose variant a tuned --profile chose, memory) or
+// why it does not compile and what to try next.
 #include <fmt/ranges.h>
 
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "cgc/kernels.h"
 #include "compiler/commands.h"
 #include "compiler/target_library.h"
+#include "compiler/tuned_profile.h"
 #include "ir/conventions.h"
 
 namespace cgc::commands {
@@ -91,6 +93,26 @@ bool floatEquivalent(const driver::CompiledModel& model, int64_t& arena, int64_t
   return true;
 }
 
+/// The float convolutions' variants: a count per variant and, with a tuned
+/// profile, the layers that run the profile's variant.
+void reportVariants(const driver::CompiledModel& model, const std::string& profilePath,
+                    nlohmann::json& report) {
+  std::map<std::string, int> counts;
+  std::map<std::string, std::string> fromProfile;
+  const auto measured = profilePath.empty() ? std::map<std::string, std::string>{}
+                                            : driver::readTunedConfig(profilePath).convVariants;
+  for (int id : model.graph.liveNodes()) {
+    const ir::Node& node = model.graph.node(id);
+    if (!node.has(ir::conventions::kConvVariant)) continue;
+    const std::string variant = node.getString(ir::conventions::kConvVariant, "");
+    ++counts[variant];
+    auto it = measured.find(node.name);
+    if (it != measured.end() && it->second == variant) fromProfile[node.name] = variant;
+  }
+  if (!counts.empty()) report["conv_variants"] = counts;
+  if (!profilePath.empty()) report["profile_variants"] = fromProfile;
+}
+
 void printText(const nlohmann::json& report) {
   std::cout << fmt::format("{}: opset {}, {} nodes\n", report["model"].get<std::string>(),
                            report["opset"].get<int>(), report["nodes"].get<int>());
@@ -117,6 +139,17 @@ void printText(const nlohmann::json& report) {
   std::cout << "kernels after passes:\n";
   for (const auto& [op, count] : report["kernels"].items())
     std::cout << fmt::format("  {:<24} {:>6}\n", op, count.get<int>());
+  if (report.contains("conv_variants")) {
+    std::cout << "convolution variants:\n";
+    for (const auto& [variant, count] : report["conv_variants"].items())
+      std::cout << fmt::format("  {:<24} {:>6}\n", variant, count.get<int>());
+  }
+  if (report.contains("profile_variants")) {
+    std::cout << fmt::format("variants from the profile ({} layers):\n",
+                             report["profile_variants"].size());
+    for (const auto& [node, variant] : report["profile_variants"].items())
+      std::cout << fmt::format("  {:<24} {}\n", node, variant.get<std::string>());
+  }
   std::cout << fmt::format(
       "arena: {} bytes with reuse, {} bytes without ({} ops in place)\nweights: {} bytes\n",
       report["arena_bytes"].get<int64_t>(), report["arena_bytes_no_reuse"].get<int64_t>(),
@@ -168,6 +201,7 @@ int inspect(const driver::CompileOptions& options, bool json) {
     report["arena_bytes_no_reuse"] = model.plan.bytesWithoutReuse;
     report["weight_bytes"] = ir::constantBytes(model.graph);
     report["in_place_ops"] = model.plan.inPlaceNodes;
+    reportVariants(model, options.profilePath, report);
     int64_t floatArena = 0, floatWeights = 0;
     if (floatEquivalent(model, floatArena, floatWeights)) {
       report["float_arena_bytes"] = floatArena;

@@ -74,7 +74,8 @@ void addScheduleOptions(CLI::App& command, CompileOptions& options) {
       .add_option("--profile", options.profilePath,
                   "Profile JSON (cgc run --profile-out, cgc tune): its measured costs drive "
                   "the schedule, and a tuned profile's executors, threads and per-op thread "
-                  "counts are used unless given here")
+                  "counts are used unless given here, and its convolution variants where the "
+                  "target has them (a profile tuned on another CPU is refused for native)")
       ->check(CLI::ExistingFile);
 }
 
@@ -175,8 +176,8 @@ CLI::App* addBuild(CLI::App& app, cgc::commands::BuildOptions& build) {
 CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) {
   CLI::App* command = app.add_subcommand(
       "tune",
-      "Measure executor configurations and per-op thread counts; write the fastest as "
-      "DIR/<model>.profile.json for --profile");
+      "Measure executor configurations, each convolution layer's kernel variant and per-op "
+      "thread counts; write the fastest as DIR/<model>.profile.json for --profile");
   addModelOptions(*command, args);
   command->add_option("-o,--output", tune.outDir,
                       "Directory for the profile (default: current directory)");
@@ -233,6 +234,7 @@ int main(int argc, char** argv) {
       "Report MODEL's inputs and outputs, its ops, what cgc cannot compile yet and "
       "what to try, and the memory plan");
   addModelOptions(*inspect, inspectArgs);
+  addScheduleOptions(*inspect, inspectOptions);
   inspect->add_flag("--json", json, "Print the report as JSON");
   bool runnableOnly = false;
   CLI::App* targets = app.add_subcommand(

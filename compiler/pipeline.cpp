@@ -6,14 +6,13 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "cgc/team.h"
 #include "compiler/driver.h"
 #include "compiler/targets.h"
+#include "compiler/tuned_profile.h"
 #include "ir/conventions.h"
 #include "ir/printer.h"
 #include "passes/cost_model.h"
@@ -32,32 +31,11 @@ void progress(const CompileOptions& options, const std::string& text) {
 
 namespace {
 
-/// What a tuned profile fixes besides the costs (cgc tune writes these).
-struct TunedConfig {
-  int executors = 0, threads = 0;
-  std::map<std::string, int> nodeThreads;  // by node name
-};
-
-TunedConfig readTunedConfig(const std::string& path) {
-  TunedConfig config;
-  std::ifstream in(path);
-  nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!json.is_object()) return config;  // costsFromProfile reports the error
-  config.executors = json.value("executors", 0);
-  config.threads = json.value("threads", 0);
-  if (json.contains("node_threads") && json["node_threads"].is_object())
-    for (auto& [name, threads] : json["node_threads"].items())
-      if (threads.is_number_integer()) config.nodeThreads[name] = threads.get<int>();
-  return config;
-}
-
 /// Executors and threads: the command line's, else a tuned profile's, else
 /// one executor whose team is every core the process may use when the model
 /// is created (the compiler's own core count only weighs the costs).
 passes::Schedule scheduleGraph(const ir::Graph& graph, const lowering::KernelCalls& calls,
-                               const CompileOptions& options) {
-  TunedConfig tuned;
-  if (!options.profilePath.empty()) tuned = readTunedConfig(options.profilePath);
+                               const CompileOptions& options, const TunedConfig& tuned) {
   const int cores = available_cpus();
   const int executors = options.executors > 0 ? options.executors
                         : tuned.executors > 0 ? tuned.executors
@@ -88,12 +66,18 @@ passes::Schedule scheduleGraph(const ir::Graph& graph, const lowering::KernelCal
   return schedule;
 }
 
-/// The pipeline's options, with --print-ir-after's printer.
-passes::PipelineOptions pipelineOptions(const CompileOptions& options) {
+/// The pipeline's options: the target, a tuned profile's convolution
+/// variants (tune's trial variant), --print-ir-after's printer.
+passes::PipelineOptions pipelineOptions(const CompileOptions& options, const TunedConfig& tuned) {
   passes::PipelineOptions pipeline;
   pipeline.disabled = options.disabledPasses;
   const Target target = findTarget(options.target);
   pipeline.target = {target.lanes, target.int8Isa(), target.tier};
+  pipeline.target.convVariants = tuned.convVariants;
+  pipeline.target.everyConvVariant = options.everyConvVariant;
+  pipeline.target.note = [&options](const std::string& text) {
+    progress(options, "note: " + text);
+  };
   const auto names = passes::passNames();
   for (const auto& name : options.printIrAfter)
     if (name != "all" && std::find(names.begin(), names.end(), name) == names.end())
@@ -170,9 +154,14 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
   CompiledModel model;
   model.importedNodes = static_cast<int>(graph.liveNodes().size());
   model.graph = std::move(graph);
-  passes::runPipeline(model.graph, pipelineOptions(options));
+  TunedConfig tuned;
+  if (!options.profilePath.empty()) {
+    tuned = readTunedConfig(options.profilePath);
+    checkMeasuredHere(options.profilePath, tuned, findTarget(options.target));
+  }
+  passes::runPipeline(model.graph, pipelineOptions(options, tuned));
   model.calls = lowering::lowerGraph(model.graph);
-  model.schedule = scheduleGraph(model.graph, model.calls, options);
+  model.schedule = scheduleGraph(model.graph, model.calls, options, tuned);
   compileSubgraphs(model, options);
   passes::verifySchedule(model.graph, model.schedule);
   model.plan = passes::planMemory(model.graph, model.calls, model.schedule);

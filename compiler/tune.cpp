@@ -1,9 +1,14 @@
-// See tune.h. Each try compiles the model twice for its configuration: once
-// with estimated costs, to profile it, and once with that profile, whose
-// schedule is the one timed (and the one a user gets with --profile).
+// See tune.h. Each configuration is compiled twice: once with estimated
+// costs, to profile it, and once with that profile, whose schedule is the
+// one timed (and the one a user gets with --profile). Each variant trial is
+// one build with the variant on every layer that takes it; the per-layer
+// choice they give is kept only if the whole model, timed in alternation
+// with the default build, is not slower.
 #include "compiler/tune.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,10 +21,15 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cgc/isa_tiers.h"
+#include "cgc/kernels.h"
 #include "cgc/team.h"
 #include "compiler/commands.h"
 #include "compiler/model_runner.h"
 #include "compiler/target_library.h"
+#include "compiler/targets.h"
+#include "compiler/tuned_profile.h"
+#include "ir/conventions.h"
 
 namespace cgc::tune {
 namespace fs = std::filesystem;
@@ -68,36 +78,83 @@ std::vector<std::pair<int, int>> configurations(int cpus) {
   return full;
 }
 
+/// A compiled and built model, ready to load and time.
+struct Build {
+  driver::CompiledModel model;
+  commands::BuiltModel built;
+  std::map<std::string, std::string> variants;  // each float Conv's variant, by node name
+};
+
 struct Measurement {
   double ms = std::numeric_limits<double>::infinity();
-  json profile;  // the profiler's per-node medians of this build
+  json profile;                                 // the profiler's per-node medians of this build
+  std::map<std::string, std::string> variants;  // the build's convolution variants
 };
 
 struct Try {
-  std::string config;  // "2x1", "2x1 node X: 1 thread"
+  std::string config;  // "2x1", "2x1 node X: 1 thread", "2x1 variant Im2col"
   double ms;
   std::string outcome;
 };
 
+std::map<std::string, std::string> convVariantsOf(const ir::Graph& graph) {
+  std::map<std::string, std::string> variants;
+  for (int id : graph.liveNodes()) {
+    const ir::Node& node = graph.node(id);
+    if (node.has(ir::conventions::kConvVariant))
+      variants[node.name] = node.getString(ir::conventions::kConvVariant, "");
+  }
+  return variants;
+}
+
+/// The variants worth a trial: those the target's runtime has and this CPU
+/// runs.
+std::vector<std::string> candidateVariants(const std::string& targetTier) {
+  std::vector<std::string> names;
+  for (const rt::ConvVariantInfo& v : rt::kConvVariants)
+    if (isaTierIncludes(targetTier, v.tier) && (*v.tier == '\0' || cpu_has_tier(v.tier) == 1))
+      names.emplace_back(v.name);
+  return names;
+}
+
 class Tuner {
  public:
   Tuner(const TuneOptions& options, fs::path workDir)
-      : options_(options), work_(std::move(workDir)) {}
+      : options_(options), work_(std::move(workDir)) {
+    CPU_ZERO(&cpus_);
+    haveCpus_ = sched_getaffinity(0, sizeof(cpus_), &cpus_) == 0;
+  }
 
-  /// Builds the model for E x T (with the profile at `profilePath`, if any),
-  /// times it and profiles it.
-  Measurement measure(int executors, int threads, const std::string& profilePath) {
+  /// Compiles the model for E x T with the profile at `profilePath` (if
+  /// any) and `every` on each convolution that takes it; builds it unless
+  /// `compileOnly` (to see which variants it chose).
+  Build build(int executors, int threads, const std::string& profilePath,
+              const std::string& every = "", bool compileOnly = false) {
     driver::CompileOptions compile = options_.compile;
     compile.executors = executors;
     compile.threadsPerExecutor = threads;
     compile.profilePath = profilePath;
+    compile.everyConvVariant = every;
     compile.quiet = true;  // tune's own lines say what happens
-    auto model = driver::compileGraph(compile);
-    auto built = commands::buildCached(model, compile);
-    driver::LoadedModel loaded(built.library, built.prefix);
-    commands::setInputs(model, loaded, options_.inputsDir,
+    Build b{driver::compileGraph(compile), {}, {}};
+    b.variants = convVariantsOf(b.model.graph);
+    if (!compileOnly) b.built = commands::buildCached(b.model, compile);
+    return b;
+  }
+
+  /// Times one instance of `b` (the median of `rounds` rounds) and, with
+  /// `profile`, profiles it.
+  Measurement time(const Build& b, int rounds, bool profile) {
+    // A model's run() narrows this thread's CPU mask (keeping the caller
+    // off its workers' cores), and each built library has a runtime of its
+    // own that takes the mask it first finds for every CPU the process may
+    // use: without the whole mask back, the next build's threads would
+    // all share this thread's core.
+    if (haveCpus_) sched_setaffinity(0, sizeof(cpus_), &cpus_);
+    driver::LoadedModel loaded(b.built.library, b.built.prefix);
+    commands::setInputs(b.model, loaded, options_.inputsDir,
                         /*fillMissing=*/options_.inputsDir.empty());
-    const std::string& path0 = compile.modelPath;
+    const std::string& path0 = options_.compile.modelPath;
 
     auto start = Clock::now();
     commands::runOnce(loaded, path0);
@@ -106,14 +163,16 @@ class Tuner {
     // at the clock's and the scheduler's resolution.
     int perRound = std::clamp(static_cast<int>(std::ceil(20.0 / std::max(first, 1e-3))), 1, 1000);
     for (int i = 0; i < std::min(perRound, 3); ++i) commands::runOnce(loaded, path0);
-    std::vector<double> rounds;
-    for (int r = 0; r < options_.rounds; ++r) {
+    std::vector<double> times;
+    for (int r = 0; r < rounds; ++r) {
       start = Clock::now();
       for (int i = 0; i < perRound; ++i) commands::runOnce(loaded, path0);
-      rounds.push_back(msSince(start) / perRound);
+      times.push_back(msSince(start) / perRound);
     }
     Measurement m;
-    m.ms = median(rounds);
+    m.ms = median(times);
+    m.variants = b.variants;
+    if (!profile) return m;
 
     Profiler profiler;
     loaded.setProfiler(&profiler);
@@ -125,9 +184,16 @@ class Tuner {
     return m;
   }
 
-  /// Writes `profile` with the given node thread counts for a build to read.
-  std::string writeProfile(json profile, const std::map<std::string, int>& nodeThreads) {
+  Measurement measure(int executors, int threads, const std::string& profilePath) {
+    return time(build(executors, threads, profilePath), options_.rounds, /*profile=*/true);
+  }
+
+  /// Writes `profile` with the given node thread counts and convolution
+  /// variants for a build to read.
+  std::string writeProfile(json profile, const std::map<std::string, int>& nodeThreads,
+                           const std::map<std::string, std::string>& variants = {}) {
     profile["node_threads"] = nodeThreads;
+    profile["variants"] = variants;
     std::string path = (work_ / fmt::format("profile_{}.json", ++files_)).string();
     writeJson(path, profile);
     return path;
@@ -137,6 +203,229 @@ class Tuner {
   const TuneOptions& options_;
   fs::path work_;
   int files_ = 0;
+  cpu_set_t cpus_;  // this thread's CPU mask when tune began
+  bool haveCpus_ = false;
+};
+
+/// The search's state and its three stages.
+class Search {
+ public:
+  Search(const TuneOptions& options, const fs::path& work)
+      : options_(options), tuner_(options, work), start_(Clock::now()) {}
+
+  void line(const std::string& text) const { std::cout << "tune: " << text << std::endl; }
+  bool overBudget() const { return msSince(start_) / 1000 > options_.budgetSeconds; }
+  double seconds() const { return msSince(start_) / 1000; }
+
+  /// Stage 1: executors x threads. False when no configuration ran.
+  bool searchConfigurations(int cpus) {
+    for (auto [e, t] : configurations(cpus)) {
+      if (bestE_ > 0 && overBudget()) {
+        line("budget spent; configurations left untried");
+        break;
+      }
+      std::string config = fmt::format("{}x{}", e, t);
+      try {
+        Measurement estimated = tuner_.measure(e, t, "");
+        std::string profile = tuner_.writeProfile(estimated.profile, {});
+        Measurement measured = tuner_.measure(e, t, profile);
+        bool better = measured.ms < best_.ms;
+        line(fmt::format("{:<6} estimated costs {:.3f} ms, measured costs {:.3f} ms{}", config,
+                         estimated.ms, measured.ms, better ? " (best)" : ""));
+        tries_.push_back({config, measured.ms, better ? "best so far" : ""});
+        if (better) {
+          best_ = std::move(measured);
+          bestE_ = e;
+          bestT_ = t;
+        }
+      } catch (const CompileError& error) {
+        line(fmt::format("{:<6} failed: {}", config, error.what()));
+        tries_.push_back({config, std::nan(""), "failed"});
+      }
+    }
+    return bestE_ > 0;
+  }
+
+  /// Stage 2: the convolution variants. Each candidate runs on every layer
+  /// that takes it, in one build each; each layer then takes the variant
+  /// with the lowest median where it beats the default's by kMargin, and
+  /// the model keeps that choice only if it is not slower as a whole.
+  void variants(const std::string& targetTier) {
+    if (best_.variants.empty()) return;
+    const std::string costs = tuner_.writeProfile(best_.profile, {});
+    LayerTimes us;
+    record(best_, us);
+    const std::vector<std::string> candidates = candidateVariants(targetTier);
+    int trials = 0;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (overBudget()) {
+        line(fmt::format("budget spent; variants left untried: {}",
+                         fmt::join(candidates.begin() + i, candidates.end(), ", ")));
+        break;
+      }
+      const std::string config = fmt::format("{}x{} variant {}", bestE_, bestT_, candidates[i]);
+      try {
+        Build b = tuner_.build(bestE_, bestT_, costs, candidates[i], /*compileOnly=*/true);
+        int changed = 0;
+        for (const auto& [node, variant] : b.variants) {
+          auto before = best_.variants.find(node);
+          changed += before == best_.variants.end() || before->second != variant;
+        }
+        if (changed == 0) {
+          line(fmt::format("{}: no layer whose default differs", config));
+          continue;
+        }
+        b = tuner_.build(bestE_, bestT_, costs, candidates[i]);
+        Measurement m = tuner_.time(b, options_.rounds, /*profile=*/true);
+        ++trials;
+        record(m, us);
+        line(fmt::format("{} on {} layer(s): {:.3f} ms", config, changed, m.ms));
+        tries_.push_back({config, m.ms, fmt::format("{} layer(s)", changed)});
+      } catch (const CompileError& error) {
+        line(fmt::format("{} failed: {}", config, error.what()));
+        tries_.push_back({config, std::nan(""), "failed"});
+      }
+    }
+    if (trials == 0) return;
+    std::map<std::string, std::string> chosen = fastestPerLayer(us);
+    if (chosen.empty()) {
+      line("variants: the default is the fastest measured on every layer");
+      return;
+    }
+    confirm(chosen, costs);
+  }
+
+  /// Stage 3: per-op thread counts for the most expensive ops of the best
+  /// configuration: halve (or, failing that, double) an op's threads and
+  /// keep the change if the whole model gets faster by more than the noise.
+  void nodeThreads() {
+    if (bestT_ <= 1) return;
+    std::vector<std::pair<double, std::string>> costs;
+    for (const auto& node : best_.profile["nodes"])
+      costs.emplace_back(node["median_us"].get<double>(), node["name"].get<std::string>());
+    std::sort(costs.rbegin(), costs.rend());
+    const size_t maxNodes = 16;
+    for (size_t i = 0; i < std::min(costs.size(), maxNodes) && !overBudget(); ++i) {
+      const std::string& name = costs[i].second;
+      int current = nodeThreads_.count(name) ? nodeThreads_[name] : bestT_;
+      for (int candidate : {current / 2, current * 2}) {
+        if (candidate < 1 || candidate > bestT_ || overBudget()) continue;
+        auto trial = nodeThreads_;
+        trial[name] = candidate;
+        std::string config = fmt::format("{}x{} {}: {} thread{}", bestE_, bestT_, name, candidate,
+                                         candidate == 1 ? "" : "s");
+        Measurement m =
+            tuner_.measure(bestE_, bestT_, tuner_.writeProfile(best_.profile, trial, variants_));
+        bool kept = m.ms < best_.ms * 0.98;
+        line(fmt::format("{:<6} {:.3f} ms{}", config, m.ms, kept ? " (best)" : ""));
+        tries_.push_back({config, m.ms, kept ? "kept" : ""});
+        if (kept) {
+          nodeThreads_ = std::move(trial);
+          best_ = std::move(m);
+          break;
+        }
+      }
+    }
+  }
+
+  /// The profile to write: the best build's measured profile and what it
+  /// fixes.
+  json result(const std::string& targetTier) const {
+    json result = best_.profile;
+    result["executors"] = bestE_;
+    result["threads"] = bestT_;
+    result["node_threads"] = nodeThreads_;
+    result["variants"] = variants_;
+    driver::CpuRecord cpu = driver::thisCpu();
+    cpu.tier = targetTier;
+    result["cpu"] = {
+        {"vendor", cpu.vendor}, {"family", cpu.family}, {"model", cpu.model}, {"tier", cpu.tier}};
+    result["tuned_ms"] = best_.ms;
+    return result;
+  }
+
+  void summary(const std::string& out) const {
+    std::cout << fmt::format("\n{:<48} {:>10}  {}\n", "tried", "median ms", "");
+    for (const auto& t : tries_)
+      std::cout << fmt::format("{:<48} {:>10.3f}  {}\n", t.config, t.ms, t.outcome);
+    line(fmt::format(
+        "best {}x{} ({} ops with their own thread count, {} layers with a measured "
+        "variant): {:.3f} ms; wrote {} ({:.0f} s)",
+        bestE_, bestT_, nodeThreads_.size(), variants_.size(), best_.ms, out, seconds()));
+  }
+
+ private:
+  /// Per convolution layer, the median microseconds of each variant measured.
+  using LayerTimes = std::map<std::string, std::map<std::string, double>>;
+  /// A layer's time differs by this fraction before its variant changes.
+  static constexpr double kMargin = 0.05;
+
+  /// The layers' times in `m` under their variants (the first measurement
+  /// of a layer's variant stays: the default's is the best build's).
+  static void record(const Measurement& m, LayerTimes& us) {
+    for (const auto& node : m.profile["nodes"]) {
+      auto variant = m.variants.find(node["name"].get<std::string>());
+      if (variant != m.variants.end())
+        us[variant->first].emplace(variant->second, node["median_us"].get<double>());
+    }
+  }
+
+  /// Each layer's fastest variant where it beats the default by kMargin,
+  /// with a line for each.
+  std::map<std::string, std::string> fastestPerLayer(const LayerTimes& us) const {
+    std::map<std::string, std::string> chosen;
+    for (const auto& [node, defaultVariant] : best_.variants) {
+      auto times = us.find(node);
+      if (times == us.end() || !times->second.count(defaultVariant)) continue;
+      const double defaultUs = times->second.at(defaultVariant);
+      auto fastest = std::min_element(times->second.begin(), times->second.end(),
+                                      [](auto& a, auto& b) { return a.second < b.second; });
+      if (fastest->first == defaultVariant || fastest->second >= defaultUs * (1 - kMargin))
+        continue;
+      chosen[node] = fastest->first;
+      line(fmt::format("layer {}: {} {:.1f} us -> {} {:.1f} us", node, defaultVariant, defaultUs,
+                       fastest->first, fastest->second));
+    }
+    return chosen;
+  }
+
+  /// The chosen variants against the defaults, builds alternated (A B A B)
+  /// so that both see the same load; kept if not slower. Runs even past the
+  /// budget: it finishes the trials already made.
+  void confirm(const std::map<std::string, std::string>& chosen, const std::string& costs) {
+    try {
+      Build before = tuner_.build(bestE_, bestT_, costs);
+      Build after = tuner_.build(bestE_, bestT_, tuner_.writeProfile(best_.profile, {}, chosen));
+      std::vector<double> a, b;
+      for (int r = 0; r < std::max(options_.rounds, 3); ++r) {
+        a.push_back(tuner_.time(before, 1, false).ms);
+        b.push_back(tuner_.time(after, 1, false).ms);
+      }
+      const double msBefore = median(a), msAfter = median(b);
+      const bool kept = msAfter <= msBefore;
+      line(
+          fmt::format("variants: model {:.3f} ms with the defaults, {:.3f} ms with {} layer(s) "
+                      "changed ({} rounds alternated): {}",
+                      msBefore, msAfter, chosen.size(), a.size(), kept ? "kept" : "dropped"));
+      tries_.push_back({fmt::format("{}x{} {} layer variant(s) against the defaults", bestE_,
+                                    bestT_, chosen.size()),
+                        msAfter, kept ? fmt::format("kept (defaults {:.3f})", msBefore) : ""});
+      if (!kept) return;
+      best_ = tuner_.time(after, options_.rounds, /*profile=*/true);
+      variants_ = chosen;
+    } catch (const CompileError& error) {
+      line(fmt::format("variants: the chosen variants failed: {}", error.what()));
+    }
+  }
+
+  const TuneOptions& options_;
+  Tuner tuner_;
+  Clock::time_point start_;
+  std::vector<Try> tries_;
+  int bestE_ = 0, bestT_ = 0;
+  Measurement best_;
+  std::map<std::string, int> nodeThreads_;
+  std::map<std::string, std::string> variants_;
 };
 
 }  // namespace
@@ -155,100 +444,27 @@ int tune(const TuneOptions& options) {
         "cgc: error: cgc tune --target {}: a profile is measured for one build; tune each "
         "target on a machine it runs on",
         options.compile.target));
-  auto start = Clock::now();
-  auto overBudget = [&] { return msSince(start) / 1000 > options.budgetSeconds; };
   const int cpus = cgc::available_cpus();
+  const std::string tier = driver::findTarget(options.compile.target).tier;
   fs::path work = fs::temp_directory_path() / fmt::format("cgc-tune-{}", getpid());
   fs::create_directories(work);
-  Tuner tuner(options, work);
-  std::vector<Try> tries;
-  auto line = [](const std::string& text) { std::cout << "tune: " << text << std::endl; };
-  line(fmt::format("{} on {} cores, {} rounds per try, budget {:.0f} s", options.compile.modelPath,
-                   cpus, options.rounds, options.budgetSeconds));
-
-  // Stage 1: executors x threads.
-  int bestE = 0, bestT = 0;
-  Measurement best;
-  for (auto [e, t] : configurations(cpus)) {
-    if (bestE > 0 && overBudget()) {
-      line("budget spent; configurations left untried");
-      break;
-    }
-    std::string config = fmt::format("{}x{}", e, t);
-    try {
-      Measurement estimated = tuner.measure(e, t, "");
-      std::string profile = tuner.writeProfile(estimated.profile, {});
-      Measurement measured = tuner.measure(e, t, profile);
-      bool better = measured.ms < best.ms;
-      line(fmt::format("{:<6} estimated costs {:.3f} ms, measured costs {:.3f} ms{}", config,
-                       estimated.ms, measured.ms, better ? " (best)" : ""));
-      tries.push_back({config, measured.ms, better ? "best so far" : ""});
-      if (better) {
-        best = std::move(measured);
-        bestE = e;
-        bestT = t;
-      }
-    } catch (const CompileError& error) {
-      line(fmt::format("{:<6} failed: {}", config, error.what()));
-      tries.push_back({config, std::nan(""), "failed"});
-    }
-  }
-  if (bestE == 0) {
+  Search search(options, work);
+  search.line(fmt::format("{} on {} cores, {} rounds per try, budget {:.0f} s",
+                          options.compile.modelPath, cpus, options.rounds, options.budgetSeconds));
+  if (!search.searchConfigurations(cpus)) {
     fs::remove_all(work);
     userError({options.compile.modelPath, "", ""}, "no configuration compiled and ran");
   }
+  search.variants(tier);
+  search.nodeThreads();
 
-  // Stage 2: per-op thread counts for the most expensive ops of the best
-  // configuration: halve (or, failing that, double) an op's threads and keep
-  // the change if the whole model gets faster by more than the noise.
-  std::map<std::string, int> nodeThreads;
-  if (bestT > 1) {
-    std::vector<std::pair<double, std::string>> costs;
-    for (const auto& node : best.profile["nodes"])
-      costs.emplace_back(node["median_us"].get<double>(), node["name"].get<std::string>());
-    std::sort(costs.rbegin(), costs.rend());
-    const size_t maxNodes = 16;
-    for (size_t i = 0; i < std::min(costs.size(), maxNodes) && !overBudget(); ++i) {
-      const std::string& name = costs[i].second;
-      int current = nodeThreads.count(name) ? nodeThreads[name] : bestT;
-      for (int candidate : {current / 2, current * 2}) {
-        if (candidate < 1 || candidate > bestT || overBudget()) continue;
-        auto trial = nodeThreads;
-        trial[name] = candidate;
-        std::string config = fmt::format("{}x{} {}: {} thread{}", bestE, bestT, name, candidate,
-                                         candidate == 1 ? "" : "s");
-        Measurement m = tuner.measure(bestE, bestT, tuner.writeProfile(best.profile, trial));
-        bool kept = m.ms < best.ms * 0.98;
-        line(fmt::format("{:<6} {:.3f} ms{}", config, m.ms, kept ? " (best)" : ""));
-        tries.push_back({config, m.ms, kept ? "kept" : ""});
-        if (kept) {
-          nodeThreads = std::move(trial);
-          best = std::move(m);
-          break;
-        }
-      }
-    }
-  }
-
-  json result = best.profile;
-  result["executors"] = bestE;
-  result["threads"] = bestT;
-  result["node_threads"] = nodeThreads;
-  result["tuned_ms"] = best.ms;
   fs::create_directories(options.outDir);
   std::string out =
       (fs::path(options.outDir) / (modelName(options.compile.modelPath) + ".profile.json"))
           .string();
-  writeJson(out, result);
+  writeJson(out, search.result(tier));
   fs::remove_all(work);
-
-  std::cout << fmt::format("\n{:<48} {:>10}  {}\n", "tried", "median ms", "");
-  for (const auto& t : tries)
-    std::cout << fmt::format("{:<48} {:>10.3f}  {}\n", t.config, t.ms, t.outcome);
-  line(
-      fmt::format("best {}x{} ({} ops with their own thread count): {:.3f} ms; "
-                  "wrote {} ({:.0f} s)",
-                  bestE, bestT, nodeThreads.size(), best.ms, out, msSince(start) / 1000));
+  search.summary(out);
   return 0;
 }
 

@@ -19,12 +19,53 @@
 // doing it in the model constructor would hold two copies. Runs after
 // fold-conv-batchnorm, which rewrites the weights it packs, and after the
 // fusions that change what a layer computes (residual, pooling).
+// A measured choice (PassTarget::convVariants, from a profile that cgc tune
+// wrote, or everyConvVariant, tune's trials) replaces the default where the
+// target has the variant and the variant takes the layer.
+#include <fmt/format.h>
+
+#include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
 #include "ir/conventions.h"
 #include "lowering/kernel_call.h"
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {
+namespace {
+
+
+/// Why `variant` cannot run `conv` for `target` ("" where it can).
+std::string whyNot(rt::ConvVariant variant, const rt::ConvParams& params, const PassTarget& target,
+                   bool mayPack) {
+  if (variant == rt::ConvVariant::kNone) return "no such variant";
+  const rt::ConvVariantInfo& info = rt::convVariantInfo(variant);
+  if (!isaTierIncludes(target.tier, info.tier))
+    return fmt::format("it needs tier {}, the target's is {}", info.tier, target.tier);
+  if (!rt::convVariantTakes(variant, params)) return "it does not take this layer";
+  if (info.weights != rt::ConvWeights::kPlain && !mayPack)
+    return "it reads rearranged weights and these are not constant";
+  return "";
+}
+
+/// The layer's measured variant where it can run it, else the default.
+rt::ConvVariant variantFor(const ir::Node& conv, const rt::ConvParams& params,
+                           const PassTarget& target, bool mayPack) {
+  const rt::ConvVariant chosen =
+      rt::chooseConvVariant(params, {target.vectorLanes, target.tier.c_str()}, mayPack);
+  const auto recorded = target.convVariants.find(conv.name);
+  const bool measured = recorded != target.convVariants.end();
+  const std::string& name = measured ? recorded->second : target.everyConvVariant;
+  if (name.empty() || chosen == rt::ConvVariant::kNone) return chosen;
+  const rt::ConvVariant wanted = rt::convVariantNamed(name.c_str());
+  const std::string why = whyNot(wanted, params, target, mayPack);
+  if (why.empty()) return wanted;
+  if (measured && target.note)
+    target.note(fmt::format("node '{}': the profile's variant {} is not taken ({}); {} runs it",
+                            conv.name, name, why, rt::convVariantInfo(chosen).name));
+  return chosen;
+}
+
+}  // namespace
 
 bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
   bool changed = false;
@@ -37,8 +78,7 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     if (w.type.dtype != DType::kF32) continue;
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
     rt::ConvParams params = std::get<rt::ConvParams>(call.params);
-    const rt::ConvVariant variant =
-        rt::chooseConvVariant(params, {target.vectorLanes, target.tier.c_str()}, w.isConstant());
+    const rt::ConvVariant variant = variantFor(conv, params, target, w.isConstant());
     if (variant == rt::ConvVariant::kNone) continue;  // the runtime chooses
     const rt::ConvVariantInfo& info = rt::convVariantInfo(variant);
     graph.node(id).attrs[ir::conventions::kConvVariant] = std::string(info.name);

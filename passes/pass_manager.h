@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,17 @@ struct PassTarget {
   /// The instruction-set tier (cgc/isa_tiers.def) of the runtime that runs
   /// the model: the kernel variants it has.
   std::string tier = runtime_isa_tier();
+  /// Measured convolution variants (a tuned profile's "variants", by node
+  /// name): pack-conv-weights runs such a float Conv with its variant where
+  /// the variant exists, `tier` includes the variant's tier and it takes
+  /// the layer, else with its own choice (and says so through `note`).
+  std::map<std::string, std::string> convVariants{};
+  /// cgc tune's trials: this variant on every float Conv not named in
+  /// convVariants that it takes, the pass's own choice elsewhere ("": none).
+  std::string everyConvVariant{};
+  /// What a pass tells the user (a measured choice it did not take); null:
+  /// nothing is said.
+  std::function<void(const std::string&)> note{};
 };
 
 #define CGC_DECLARE_PASS(name, function) \

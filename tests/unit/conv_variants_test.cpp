@@ -1,0 +1,153 @@
+// pack-conv-weights with measured variants (PassTarget::convVariants, a
+// tuned profile's "variants", and everyConvVariant, cgc tune's trials): a
+// recorded variant runs its layer where the target has it and it takes the
+// layer, else the default choice does, with a note saying why.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "graph_builder.h"
+#include "interpret.h"
+#include "ir/conventions.h"
+#include "ir/verifier.h"
+#include "ir_check.h"
+#include "passes/pass_manager.h"
+
+using cgc::testing::checkIr;
+using cgc::testing::GraphBuilder;
+namespace ir = cgc::ir;
+namespace passes = cgc::passes;
+
+namespace {
+
+/// x -> dw (3x3 depthwise) -> pw (1x1) -> full (3x3), on 28x28 planes.
+GraphBuilder threeLayers() {
+  GraphBuilder b("variants");
+  auto weights = [&](const std::string& name, std::vector<int64_t> shape) {
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    std::vector<float> w(static_cast<size_t>(count));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * std::sin(0.41f * i + name.size());
+    return b.constant(name, shape, w);
+  };
+  const std::map<std::string, ir::Attribute> same{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                                  {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  auto depthwise = same;
+  depthwise["group"] = int64_t{32};
+  const int x = b.input("x", {1, 32, 28, 28});
+  const int dw =
+      b.node("Conv", "dw", {x, weights("wdw", {32, 1, 3, 3})}, {1, 32, 28, 28}, depthwise);
+  const int pw = b.node("Conv", "pw", {dw, weights("wpw", {64, 32, 1, 1})}, {1, 64, 28, 28},
+                        {{"kernel_shape", std::vector<int64_t>{1, 1}}});
+  b.output(b.node("Conv", "full", {pw, weights("wfull", {64, 64, 3, 3})}, {1, 64, 28, 28}, same),
+           "y");
+  return b;
+}
+
+std::vector<float> input() {
+  std::vector<float> x(32 * 28 * 28);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(0.3f * i);
+  return x;
+}
+
+/// Each layer's variant after pack-conv-weights for `target`.
+std::map<std::string, std::string> variantsAfter(GraphBuilder& b,
+                                                 const passes::PassTarget& target) {
+  REQUIRE(passes::packConvolutionWeights(b.graph, target));
+  ir::verifyGraph(b.graph);
+  std::map<std::string, std::string> variants;
+  for (int id : b.graph.liveNodes())
+    variants[b.graph.node(id).name] = b.graph.node(id).getString(ir::conventions::kConvVariant, "");
+  return variants;
+}
+
+void checkSameResults(const std::vector<std::vector<float>>& before,
+                      const std::vector<std::vector<float>>& after) {
+  REQUIRE(before.size() == after.size());
+  for (size_t o = 0; o < before.size(); ++o) {
+    REQUIRE(before[o].size() == after[o].size());
+    for (size_t i = 0; i < before[o].size(); ++i)
+      CHECK(after[o][i] == Approx(before[o][i]).epsilon(1e-4).margin(1e-4));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("pack-conv-weights runs a profile's variant on its layer, else the default") {
+  passes::PassTarget target;
+  target.vectorLanes = 16;
+  target.tier = "skx";
+  GraphBuilder plain = threeLayers();
+  const auto defaults = variantsAfter(plain, target);
+  REQUIRE(defaults.at("full") != "Im2col");
+
+  // Im2col takes the 3x3 layer: its plain weights stay, unpacked; the
+  // depthwise vector kernel does not take a 1x1 layer, and an unknown name
+  // is no variant: those two keep the default, each with a note.
+  GraphBuilder b = threeLayers();
+  const auto before = cgc::testing::interpretAll(b.graph, input());
+  std::vector<std::string> notes;
+  target.convVariants = {{"full", "Im2col"}, {"pw", "DepthwiseVectors"}, {"dw", "Fastest"}};
+  target.note = [&](const std::string& text) { notes.push_back(text); };
+  const auto variants = variantsAfter(b, target);
+  CHECK(variants.at("full") == "Im2col");
+  CHECK(variants.at("pw") == defaults.at("pw"));
+  CHECK(variants.at("dw") == defaults.at("dw"));
+  checkIr(b.graph, {fmt::format("pw = Conv(%dw_out, %wpw) -> %pw_out float32[1,64,28,28] "
+                                "{{cgc_conv_variant = \"{}\"",
+                                defaults.at("pw")),
+                    "full = Conv(%pw_out, %wfull) -> %full_out float32[1,64,28,28] "
+                    "{cgc_conv_variant = \"Im2col\", kernel_shape",
+                    "NOT: cgc_packed_weights"});
+  checkSameResults(before, cgc::testing::interpretAll(b.graph, input()));
+  INFO("the notes:\n" << fmt::format("{}", fmt::join(notes, "\n")));
+  REQUIRE(notes.size() == 2);
+  CHECK(notes[0].find("node 'dw': the profile's variant Fastest is not taken (no such variant)") !=
+        std::string::npos);
+  CHECK(notes[1].find("node 'pw': the profile's variant DepthwiseVectors is not taken (it does "
+                      "not take this layer)") != std::string::npos);
+}
+
+TEST_CASE("pack-conv-weights takes a profile's variant only within the target's tier") {
+  // DepthwiseRows needs AVX-512 (skx): an avx2 target runs its default.
+  passes::PassTarget target;
+  target.vectorLanes = 8;
+  target.tier = "avx2";
+  GraphBuilder plain = threeLayers();
+  const auto defaults = variantsAfter(plain, target);
+  REQUIRE(defaults.at("dw") != "DepthwiseRows");
+  GraphBuilder b = threeLayers();
+  std::vector<std::string> notes;
+  target.convVariants = {{"dw", "DepthwiseRows"}};
+  target.note = [&](const std::string& text) { notes.push_back(text); };
+  CHECK(variantsAfter(b, target).at("dw") == defaults.at("dw"));
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].find("it needs tier skx, the target's is avx2") != std::string::npos);
+
+  target.tier = "vbmi";  // a tier above skx has it
+  target.vectorLanes = 16;
+  GraphBuilder wide = threeLayers();
+  CHECK(variantsAfter(wide, target).at("dw") == "DepthwiseRows");
+}
+
+TEST_CASE("pack-conv-weights runs tune's trial variant on every layer that takes it") {
+  passes::PassTarget target;
+  target.tier = "skx";
+  GraphBuilder plain = threeLayers();
+  const auto defaults = variantsAfter(plain, target);
+  // Im2col everywhere it takes the layer; a profile's entry wins; no notes
+  // for the layers the trial variant does not take.
+  GraphBuilder b = threeLayers();
+  const auto before = cgc::testing::interpretAll(b.graph, input());
+  int notes = 0;
+  target.everyConvVariant = "Im2col";
+  target.convVariants = {{"pw", defaults.at("pw")}};
+  target.note = [&](const std::string&) { ++notes; };
+  const auto variants = variantsAfter(b, target);
+  CHECK(variants.at("full") == "Im2col");
+  CHECK(variants.at("pw") == defaults.at("pw"));
+  CHECK(notes == 0);
+  checkSameResults(before, cgc::testing::interpretAll(b.graph, input()));
+}
