@@ -33,7 +33,6 @@
 namespace cgc::passes {
 namespace {
 
-
 /// Why `variant` cannot run `conv` for `target` ("" where it can).
 std::string whyNot(rt::ConvVariant variant, const rt::ConvParams& params, const PassTarget& target,
                    bool mayPack) {
