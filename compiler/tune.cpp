@@ -80,8 +80,9 @@ std::vector<std::pair<int, int>> configurations(int cpus) {
 
 /// A compiled and built model, ready to load and time.
 struct Build {
+  driver::CompileOptions compile;
   driver::CompiledModel model;
-  commands::BuiltModel built;
+  commands::BuiltModel built;                   // empty until built
   std::map<std::string, std::string> variants;  // each float Conv's variant, by node name
 };
 
@@ -136,10 +137,15 @@ class Tuner {
     compile.profilePath = profilePath;
     compile.everyConvVariant = every;
     compile.quiet = true;  // tune's own lines say what happens
-    Build b{driver::compileGraph(compile), {}, {}};
+    Build b{compile, driver::compileGraph(compile), {}, {}};
     b.variants = convVariantsOf(b.model.graph);
-    if (!compileOnly) b.built = commands::buildCached(b.model, compile);
+    if (!compileOnly) finish(b);
     return b;
+  }
+
+  /// Builds a compiled model's library.
+  void finish(Build& b) {
+    if (b.built.library.empty()) b.built = commands::buildCached(b.model, b.compile);
   }
 
   /// Times one instance of `b` (the median of `rounds` rounds) and, with
@@ -275,7 +281,7 @@ class Search {
           line(fmt::format("{}: no layer whose default differs", config));
           continue;
         }
-        b = tuner_.build(bestE_, bestT_, costs, candidates[i]);
+        tuner_.finish(b);
         Measurement m = tuner_.time(b, options_.rounds, /*profile=*/true);
         ++trials;
         record(m, us);
@@ -360,13 +366,17 @@ class Search {
   /// A layer's time differs by this fraction before its variant changes.
   static constexpr double kMargin = 0.05;
 
-  /// The layers' times in `m` under their variants (the first measurement
-  /// of a layer's variant stays: the default's is the best build's).
+  /// The layers' times in `m` under their variants, each layer's lowest
+  /// median kept: load from other processes only adds time. A layer that
+  /// a trial leaves on its default is measured again, so a variant must
+  /// beat the default's best.
   static void record(const Measurement& m, LayerTimes& us) {
     for (const auto& node : m.profile["nodes"]) {
       auto variant = m.variants.find(node["name"].get<std::string>());
-      if (variant != m.variants.end())
-        us[variant->first].emplace(variant->second, node["median_us"].get<double>());
+      if (variant == m.variants.end()) continue;
+      const double time = node["median_us"].get<double>();
+      auto [at, added] = us[variant->first].emplace(variant->second, time);
+      if (!added) at->second = std::min(at->second, time);
     }
   }
 
@@ -397,9 +407,9 @@ class Search {
       Build before = tuner_.build(bestE_, bestT_, costs);
       Build after = tuner_.build(bestE_, bestT_, tuner_.writeProfile(best_.profile, {}, chosen));
       std::vector<double> a, b;
-      for (int r = 0; r < std::max(options_.rounds, 3); ++r) {
-        a.push_back(tuner_.time(before, 1, false).ms);
-        b.push_back(tuner_.time(after, 1, false).ms);
+      for (int r = 0; r < std::max(options_.rounds, 5); ++r) {
+        a.push_back(tuner_.time(before, 2, false).ms);
+        b.push_back(tuner_.time(after, 2, false).ms);
       }
       const double msBefore = median(a), msAfter = median(b);
       const bool kept = msAfter <= msBefore;
@@ -409,7 +419,8 @@ class Search {
                       msBefore, msAfter, chosen.size(), a.size(), kept ? "kept" : "dropped"));
       tries_.push_back({fmt::format("{}x{} {} layer variant(s) against the defaults", bestE_,
                                     bestT_, chosen.size()),
-                        msAfter, kept ? fmt::format("kept (defaults {:.3f})", msBefore) : ""});
+                        msAfter,
+                        fmt::format("{} (defaults {:.3f})", kept ? "kept" : "dropped", msBefore)});
       if (!kept) return;
       best_ = tuner_.time(after, options_.rounds, /*profile=*/true);
       variants_ = chosen;
