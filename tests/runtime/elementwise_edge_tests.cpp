@@ -299,6 +299,8 @@ double referenceUnary(UnaryOp op, double v, double alpha, double beta) {
       return v > alpha ? v : 0;
     case UnaryOp::kShrink:
       return v < -alpha ? v + beta : v > alpha ? v - beta : 0;
+    case UnaryOp::kPowConstant:
+      return std::pow(v, alpha);
   }
   return 0;
 }
