@@ -125,6 +125,12 @@ std::vector<WrittenFiles> writeTargetLibrary(TargetLibrary library, const std::s
 
 void buildTargetLibrary(const std::vector<Target>& targets, const std::vector<WrittenFiles>& files,
                         const std::string& output, const CompileOptions& options) {
+  if (const std::string why = whyNotRunnableHere(targets.front());
+      targets.front().arch != findTarget("native").arch)
+    userError({options.modelPath, "", ""},
+              "{}: cgc run loads the model here; build a library for {} with cgc compile and "
+              "cgc_add_graph",
+              why, options.target);
   const fs::path dir = fs::path(files.front().sourcePath).parent_path();
   const std::string includes =
       fmt::format("-I{0} -I{1} -Wa,-I{1}", shellQuote(runtimePaths("native").includeDir),
