@@ -13,7 +13,7 @@ mkdir -p "$work"
 name=inception
 model="$samples/$name/model.onnx"
 data="$samples/$name/test_data_set_0"
-"$cgc" tune "$model" -q --budget 60 --rounds 2 -o "$work" | tee "$work/tune.log"
+"$cgc" tune "$model" -q --budget 250 --rounds 2 -o "$work" | tee "$work/tune.log"
 profile="$work/$name.profile.json"
 test -f "$profile" || { echo "FAIL no profile at $profile"; exit 1; }
 grep -Eq "^tune: .* variant (Winograd|Packed|Pointwise|Im2col|FewChannels|Depthwise)" \
