@@ -1,5 +1,7 @@
 // Lowering of elementwise ops: unary and binary arithmetic (numpy
-// broadcasting resolved into strides), comparisons, Where and Cast.
+// broadcasting resolved into strides; Pow by a constant exponent as a unary
+// op), comparisons, Where and Cast.
+#include <algorithm>
 #include <limits>
 
 #include "lowering/lower_support.h"
@@ -72,7 +74,30 @@ Lowered lowerUnary(const Graph& g, const Node& n) {
   return KernelCall{Kernel::kUnary, kernelType(t.dtype), p, {n.inputs[0]}, {n.outputs[0]}};
 }
 
+/// Pow whose exponent is one constant value (a scalar, or a tensor of equal
+/// elements) on floats, when the output has the base's elements: the unary
+/// kPowConstant, whose kernel computes the common exponents without
+/// std::pow. Integer Pow, a run-time exponent, one that broadcasts the base
+/// to more elements or that float does not hold exactly stay binary.
+std::optional<KernelCall> lowerPowConstant(const Graph& g, const Node& n) {
+  const ir::TensorType& t = g.value(n.outputs[0]).type;
+  const ir::Value& exponent = g.value(n.inputs[1]);
+  if ((t.dtype != DType::kF32 && t.dtype != DType::kF64) || !exponent.isConstant() ||
+      exponent.type.numElements() == 0 ||
+      t.numElements() != g.value(n.inputs[0]).type.numElements())
+    return std::nullopt;
+  const std::vector<double> values = exponent.doubleValues();
+  const double e = values[0];
+  if (static_cast<double>(static_cast<float>(e)) != e ||
+      std::any_of(values.begin(), values.end(), [e](double v) { return v != e; }))
+    return std::nullopt;
+  rt::UnaryParams p{rt::UnaryOp::kPowConstant, t.numElements(), static_cast<float>(e), 0.f};
+  return KernelCall{Kernel::kUnary, t.dtype, p, {n.inputs[0]}, {n.outputs[0]}};
+}
+
 Lowered lowerBinary(const Graph& g, const Node& n) {
+  if (n.op == "Pow")
+    if (auto call = lowerPowConstant(g, n)) return *call;
   auto bc = broadcastOf(g, n);
   if (auto* problem = std::get_if<Unsupported>(&bc)) return *problem;
   return KernelCall{Kernel::kBinary,

@@ -299,6 +299,8 @@ double referenceUnary(UnaryOp op, double v, double alpha, double beta) {
       return v > alpha ? v : 0;
     case UnaryOp::kShrink:
       return v < -alpha ? v + beta : v > alpha ? v - beta : 0;
+    case UnaryOp::kPowConstant:
+      return std::pow(v, alpha);
   }
   return 0;
 }
@@ -371,6 +373,32 @@ TEST_CASE("unary ops for int32 and int64 compute exactly and cast back") {
     unary<int32_t>({UnaryOp::kExp, 1, 0, 0}, x + 1, y + 1);
     CHECK(y[0] == std::numeric_limits<int32_t>::max());
     CHECK(y[1] == std::numeric_limits<int32_t>::max());
+  }
+}
+
+TEST_CASE("Pow by a constant exponent: std::pow's values for double, in place, and integers") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> x = {0.0, -0.0, 1.0, -3.0, 0.3, 1e-200, 1e200, 5e-320, inf, -inf};
+  for (float e : {1.0f, 2.0f, 3.0f, 4.0f, 0.5f, -1.0f, -0.5f, 2.5f}) {
+    std::vector<double> y = x;
+    unary<double>({UnaryOp::kPowConstant, static_cast<int64_t>(x.size()), e, 0}, y.data(),
+                  y.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = std::pow(x[i], double{e});
+      INFO(x[i] << "^" << e << ": std::pow " << want << ", got " << y[i]);
+      if (std::isnan(want) || want == 0 || std::isinf(want)) {
+        CHECK(std::isnan(y[i]) == std::isnan(want));
+        if (!std::isnan(want)) CHECK((y[i] == want && std::signbit(y[i]) == std::signbit(want)));
+      } else {
+        CHECK(std::fabs(y[i] - want) <=
+              2 * std::fabs(want) * std::numeric_limits<double>::epsilon());
+      }
+    }
+  }
+  SECTION("integers through double, as the binary kPow") {
+    std::vector<int32_t> i = {-3, 0, 2, 5, 1 << 20}, y(5);
+    unary<int32_t>({UnaryOp::kPowConstant, 5, 2, 0}, i.data(), y.data());
+    CHECK(y == std::vector<int32_t>{9, 0, 4, 25, std::numeric_limits<int32_t>::max()});
   }
 }
 

@@ -124,6 +124,39 @@ void forEachBroadcast(const BroadcastParams& p, const T* a, const T* b, Out* y, 
   }
 }
 
+/// Pow by a constant exponent e (UnaryOp::kPowConstant). The exponents
+/// models use run as multiplies, sqrt and division instead of std::pow (an
+/// order of magnitude slower, and not vectorised); each gives std::pow's
+/// value within an ulp or two (exactly for 1, 2, 0.5 and -1) and its special
+/// cases: x^0.5 is NaN for x < 0, +0 for -0 and +inf for -inf. Integers go
+/// through double, as the binary kPow does.
+template <typename T>
+void powConstant(int64_t n, const T* x, T* y, float e) {
+  if constexpr (!std::is_floating_point_v<T>) {
+    map(n, x, y, [e](T v) { return fromDouble<T>(std::pow(static_cast<double>(v), double{e})); });
+  } else {
+    constexpr T kInf = std::numeric_limits<T>::infinity();
+    // + 0 turns -0 into +0; sqrt(-inf) is NaN where pow gives +inf.
+    auto root = [](T v) { return v == -kInf ? kInf : std::sqrt(v + T(0)); };
+    if (e == 1)
+      map(n, x, y, [](T v) { return v; });
+    else if (e == 2)
+      map(n, x, y, [](T v) { return v * v; });
+    else if (e == 3)
+      map(n, x, y, [](T v) { return v * v * v; });
+    else if (e == 4)
+      map(n, x, y, [](T v) { return (v * v) * (v * v); });
+    else if (e == 0.5f)
+      map(n, x, y, root);
+    else if (e == -1)
+      map(n, x, y, [](T v) { return T(1) / v; });
+    else if (e == -0.5f)
+      map(n, x, y, [&](T v) { return T(1) / root(v); });
+    else
+      map(n, x, y, [e](T v) { return std::pow(v, static_cast<T>(e)); });
+  }
+}
+
 /// The trigonometric and hyperbolic functions, Sign, Round and the rarer
 /// activations: computed in double, then stored as T.
 template <typename T>
@@ -300,6 +333,9 @@ void unary(const UnaryParams& p, const T* x, T* y, const Team& team) {
       break;
     case UnaryOp::kNot:
       map(n, x, y, [](T v) { return static_cast<T>(v == T(0)); });
+      break;
+    case UnaryOp::kPowConstant:
+      powConstant(n, x, y, p.alpha);
       break;
     default:
       unaryMath(p.op, n, x, y, alpha, beta);

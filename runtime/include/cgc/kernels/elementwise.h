@@ -19,7 +19,9 @@ CGC_ENUM(UnaryOp, kRelu,
          kRound,            // half to even
          kSelu,             // alpha, beta = gamma
          kThresholdedRelu,  // x > alpha ? x : 0
-         kShrink)           // alpha = lambd, beta = bias
+         kShrink,           // alpha = lambd, beta = bias
+         kPowConstant)      // x^alpha: Pow by a constant exponent (1, 2, 3, 4, 0.5, -1
+                            // and -0.5 by multiplies, sqrt and division; others std::pow)
 
 struct UnaryParams {
   UnaryOp op;
