@@ -93,7 +93,7 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options) {
   passes::PipelineOptions pipeline;
   pipeline.disabled = options.disabledPasses;
   const Target target = findTarget(options.target);
-  pipeline.target = {target.lanes, target.int8Isa(), target.tier};
+  pipeline.target = {target.machine, target.int8Isa(), target.tier};
   const auto names = passes::passNames();
   for (const auto& name : options.printIrAfter)
     if (name != "all" && std::find(names.begin(), names.end(), name) == names.end())
