@@ -72,7 +72,7 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
   passes::PipelineOptions pipeline;
   pipeline.disabled = options.disabledPasses;
   const Target target = findTarget(options.target);
-  pipeline.target = {target.lanes, target.int8Isa(), target.tier};
+  pipeline.target = {target.machine, target.int8Isa(), target.tier};
   pipeline.target.convVariants = tuned.convVariants;
   pipeline.target.everyConvVariant = options.everyConvVariant;
   pipeline.target.note = [&options](const std::string& text) {

@@ -68,7 +68,7 @@ Target findTarget(const std::string& name) {
   for (const TableRow& row : kTable) {
     if (name != row.name) continue;
     Target target{row.name,  row.arch, row.flags, row.tier, isaTierFeatures(row.tier),
-                  row.lanes, row.xsmm};
+                  row.lanes, row.xsmm, {}};
     if (target.isNative()) {
       // This machine's features, and the tier of the native runtime cgc
       // links (built for CGC_NATIVE_MARCH, this machine unless told).
@@ -80,7 +80,12 @@ Target findTarget(const std::string& name) {
       const std::string native = "-march=native", march = "-march=" CGC_NATIVE_MARCH;
       if (const size_t at = target.flags.find(native); at != std::string::npos)
         target.flags.replace(at, native.size(), march);
+      target.machine = rt::hostMachine(32 * target.lanes);
+      return target;
     }
+    const auto machine = rt::machineOfTarget(target.name, 32 * target.lanes);
+    CGC_ASSERT(machine, "target {} has no row in cgc/machines.def", target.name);
+    target.machine = *machine;
     return target;
   }
   throw CompileError(fmt::format("cgc: error: unknown target '{}' (known: {})", name,
@@ -107,8 +112,9 @@ int printTargets(bool runnableOnly) {
       if (why.empty()) fmt::print("{}\n", name);
       continue;
     }
-    fmt::print("{:<16} {:<8} {:<70} {}\n", name, target.tier.empty() ? "-" : target.tier,
-               target.flags, why.empty() ? "runs here" : why);
+    fmt::print("{:<16} {:<8} {:<70} {}\n{:<16} {}\n", name, target.tier.empty() ? "-" : target.tier,
+               target.flags, why.empty() ? "runs here" : why, "",
+               rt::describeMachine(target.machine));
   }
   return 0;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cgc/kernels.h"
+#include "cgc/machine.h"
 
 namespace cgc::driver {
 
@@ -22,6 +23,7 @@ struct Target {
   std::vector<std::string> features;  // the ModelSpec's CPU features: the tier's
   int lanes = 0;                      // floats per vector register
   std::string xsmmArch;               // libxsmm_set_target_arch name; "" LIBXSMM's choice; "none"
+  rt::MachineInfo machine;            // its row of cgc/machines.def, or this machine (native)
 
   bool isNative() const { return name == "native"; }
   /// The C++ compiler for generated code of this target ("aarch64-linux-gnu-g++"

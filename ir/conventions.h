@@ -22,6 +22,9 @@ enum class ConvPacking : int64_t { kNone = 0, kPanels = 1, kWinograd = 2, kWinog
 /// pack-conv-weights: the variant a float Conv runs (an
 /// rt::ConvVariantInfo name, "Winograd"), chosen for the target.
 inline constexpr const char* kConvVariant = "cgc_conv_variant";
+/// pack-conv-weights: on a Conv it gives packed panels, the depth the
+/// packed GEMM takes per pass on the target (rt::convPackedDepthStep).
+inline constexpr const char* kConvDepthStep = "cgc_depth_step";
 
 /// fuse-epilogues: the activation applied to a Conv's, Gemm's or MatMul's
 /// result ("Relu", or "Clip" with its bounds).

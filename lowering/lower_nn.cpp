@@ -116,6 +116,7 @@ void setVariant(const Node& n, rt::ConvParams& p) {
   if (!n.has(conv::kConvVariant)) return;
   const std::string name = n.getString(conv::kConvVariant, "");
   p.variant = rt::convVariantNamed(name.c_str());
+  p.depth_step = n.getInt(conv::kConvDepthStep, 0);
   CGC_ASSERT(p.variant != rt::ConvVariant::kNone, "node '{}': unknown {} '{}'", n.name,
              conv::kConvVariant, name);
   const rt::ConvVariantInfo& info = rt::convVariantInfo(p.variant);

@@ -1,6 +1,7 @@
 // pack-conv-weights: chooses the variant every float Conv runs
 // (rt::chooseConvVariant over cgc/kernels/conv_variants.def, with the
-// target's vector width and instruction-set tier) and records it
+// target's instruction-set tier and machine: vector width, caches, cores)
+// and records it
 // (cgc_conv_variant, which lowering puts into ConvParams::variant). Where
 // the variant reads rearranged weights and the weights are constants, they
 // are rearranged once here, and the attribute cgc_packed_weights that
@@ -14,7 +15,9 @@
 //    (ConvParams::winograd, winograd_tile);
 //  - 1: Packed (rt::convPrefersPackedWeights: windows larger than 1x1, 7x7
 //    pointwise layers, 14x14 ones with 256+ output channels; groups 1),
-//    weights in rt::packConvWeights' panels (ConvParams::packed_weights).
+//    weights in rt::packConvWeights' panels (ConvParams::packed_weights),
+//    with the packed GEMM's depth step for the target's caches
+//    (cgc_depth_step, rt::convPackedDepthStep: ConvParams::depth_step).
 // Rearranging at run time would copy every weight on every inference;
 // doing it in the model constructor would hold two copies. Runs after
 // fold-conv-batchnorm, which rewrites the weights it packs, and after the
@@ -48,9 +51,9 @@ std::string whyNot(rt::ConvVariant variant, const rt::ConvParams& params, const 
 
 /// The layer's measured variant where it can run it, else the default.
 rt::ConvVariant variantFor(const ir::Node& conv, const rt::ConvParams& params,
-                           const PassTarget& target, bool mayPack) {
-  const rt::ConvVariant chosen =
-      rt::chooseConvVariant(params, {target.vectorLanes, target.tier.c_str()}, mayPack);
+                           const PassTarget& target, const rt::ConvContext& context,
+                           bool mayPack) {
+  const rt::ConvVariant chosen = rt::chooseConvVariant(params, context, mayPack);
   const auto recorded = target.convVariants.find(conv.name);
   const bool measured = recorded != target.convVariants.end();
   const std::string& name = measured ? recorded->second : target.everyConvVariant;
@@ -77,14 +80,15 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     if (w.type.dtype != DType::kF32) continue;
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
     rt::ConvParams params = std::get<rt::ConvParams>(call.params);
-    const rt::ConvVariant variant = variantFor(conv, params, target, w.isConstant());
+    const rt::ConvContext context{target.tier.c_str(), target.machine};
+    const rt::ConvVariant variant = variantFor(conv, params, target, context, w.isConstant());
     if (variant == rt::ConvVariant::kNone) continue;  // the runtime chooses
     const rt::ConvVariantInfo& info = rt::convVariantInfo(variant);
     graph.node(id).attrs[ir::conventions::kConvVariant] = std::string(info.name);
     changed = true;
     if (info.weights == rt::ConvWeights::kPlain) continue;
     const bool winograd = info.weights == rt::ConvWeights::kWinograd;
-    if (winograd) params.winograd_tile = rt::convWinogradTile(params, target.vectorLanes);
+    if (winograd) params.winograd_tile = rt::convWinogradTile(params, context.lanes());
     const int64_t count =
         winograd ? rt::winogradWeightCount(params) : rt::packedConvWeightCount(params);
     std::vector<float> packed(static_cast<size_t>(count));
@@ -97,6 +101,7 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
         addFloatConstant(graph, w.name + (winograd ? "_winograd" : "_packed"), {count}, packed);
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedId;
+    if (!winograd) node.attrs[ir::conventions::kConvDepthStep] = rt::convPackedDepthStep(context);
     node.attrs[ir::conventions::kPackedWeights] =
         static_cast<int64_t>(!winograd                   ? ir::conventions::ConvPacking::kPanels
                              : params.winograd_tile == 4 ? ir::conventions::ConvPacking::kWinograd4

@@ -31,7 +31,7 @@ bool passForTarget(const std::string& name, const PassTarget& target) {
   // they spill, and the NCHW kernels are faster.
   constexpr int kMinBlockedLanes = 8;
   if (name == "pack-conv-weights" || name == "block-activations")
-    return target.vectorLanes >= kMinBlockedLanes;
+    return target.vectorLanes() >= kMinBlockedLanes;
   return true;
 }
 

@@ -33,13 +33,15 @@ namespace cgc::passes {
   X("dead-code", eliminateDeadCode)
 
 /// What the passes may assume of the target they compile for
-/// (compiler/targets.h makes it from cmake/targets.def): layouts that pay
-/// on one instruction set and not another are chosen by it. The defaults:
-/// 16 lanes, and this build's int8 kernels and tier.
+/// (compiler/targets.h makes it from cmake/targets.def and
+/// cgc/machines.def): layouts that pay on one instruction set and not
+/// another are chosen by it. The defaults: the "native" row of
+/// cgc/machines.def with 16 lanes, and this build's int8 kernels and tier.
 struct PassTarget {
-  /// Floats per vector register: the channel-blocked layouts skip targets
-  /// of fewer than 8 (passForTarget); the Winograd tile weighs it.
-  int vectorLanes = 16;
+  /// Its vector width, caches and cores (cgc/machine.h): the
+  /// channel-blocked layouts skip targets of fewer than 8 lanes
+  /// (passForTarget); the convolutions' choices weigh all of it.
+  rt::MachineInfo machine = *rt::machineOfTarget("native", 512);
   /// The int8 kernels' instruction set, whose weight packing
   /// pack-quantized-weights stores.
   rt::QIsa int8 = rt::buildQIsa();
@@ -57,6 +59,8 @@ struct PassTarget {
   /// What a pass tells the user (a measured choice it did not take); null:
   /// nothing is said.
   std::function<void(const std::string&)> note{};
+
+  int vectorLanes() const { return machine.lanes(); }
 };
 
 #define CGC_DECLARE_PASS(name, function) \

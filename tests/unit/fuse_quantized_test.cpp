@@ -156,7 +156,7 @@ TEST_CASE("fuse-quantized: DQ, Conv, Relu, Q and the residual Add become one QLi
   for (const Packing& p : packings) {
     INFO("int8 kernels " << cgc::rt::enumName(p.isa));
     ir::Graph g = b.graph;
-    REQUIRE(passes::packQuantizedWeights(g, {16, p.isa, p.tier}));
+    REQUIRE(passes::packQuantizedWeights(g, {.int8 = p.isa, .tier = p.tier}));
     passes::eliminateDeadCode(g);
     ir::verifyGraph(g);
     checkIr(g, {"side_conv = QLinearConv(%qx_out, %in_scale, %in_zero, %side_conv_w_packed,",

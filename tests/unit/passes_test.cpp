@@ -474,15 +474,16 @@ TEST_CASE("block-activations blocks what passes between packed convolutions") {
     const int packing = side == 14 ? 3 : 1;
     const char* form = side == 14 ? "winograd" : "packed";
     const char* variant = side == 14 ? "Winograd" : "Packed";
+    const char* depthStep = side == 14 ? "" : "cgc_depth_step = 1024, ";
     checkIr(b.graph, {fmt::format("%wa_{} = constant float32[{}]", form, side == 14 ? 36864 : 9216),
                       fmt::format("%wb_{} = constant float32[{}]", form, side == 14 ? 36864 : 9216),
                       fmt::format("a = Conv(%x, %wa_{}) -> %a_out float32{}{} "
-                                  "{{cgc_conv_variant = \"{}\", cgc_packed_weights = {}, ",
-                                  form, shape, layout, variant, packing),
+                                  "{{cgc_conv_variant = \"{}\", {}cgc_packed_weights = {}, ",
+                                  form, shape, layout, variant, depthStep, packing),
                       fmt::format("b = Conv(%a_out, %wb_{}, none, %a_out) -> %relu_out "
                                   "float32{}{} {{cgc_activation = \"Relu\", "
-                                  "cgc_conv_variant = \"{}\", cgc_packed_weights = {}, ",
-                                  form, shape, layout, variant, packing),
+                                  "cgc_conv_variant = \"{}\", {}cgc_packed_weights = {}, ",
+                                  form, shape, layout, variant, depthStep, packing),
                       "gap = GlobalAveragePool(%relu_out)"});
     int blocked = 0;
     for (int v = 0; v < b.graph.numValues(); ++v)
@@ -550,7 +551,7 @@ TEST_CASE("pack-conv-weights chooses the Winograd tile for the target's vector w
        "\"Winograd\", cgc_packed_weights = 3"},
       {8,
        "conv = Conv(%x, %w_packed) -> %conv_out float32[1,32,20,20] {cgc_conv_variant = "
-       "\"Packed\", cgc_packed_weights = 1"}};
+       "\"Packed\", cgc_depth_step = 384, cgc_packed_weights = 1"}};
   for (const auto& [lanes, ir] : expected) {
     INFO(lanes << " lanes");
     GraphBuilder b("tile");
@@ -564,7 +565,9 @@ TEST_CASE("pack-conv-weights chooses the Winograd tile for the target's vector w
     std::vector<float> input(16 * 400);
     for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
     const auto before = cgc::testing::interpret(b.graph, input);
-    REQUIRE(passes::packConvolutionWeights(b.graph, {lanes}));
+    passes::PassTarget target;
+    target.machine.vectorBits = 32 * lanes;
+    REQUIRE(passes::packConvolutionWeights(b.graph, target));
     ir::verifyGraph(b.graph);
     checkIr(b.graph, {ir});
     const auto after = cgc::testing::interpret(b.graph, input);
@@ -589,20 +592,21 @@ TEST_CASE("pack-conv-weights gives 5x5, 1x7, 7x1, 1x3 and 3x1 layers Winograd up
         "{{cgc_conv_variant = \"Winograd\", cgc_packed_weights = {1}",
         side, packing);
   };
-  const Case cases[] = {{1, 7, 32, 32, 17, winograd(2, 17)},
-                        {7, 1, 32, 32, 17, winograd(2, 17)},
-                        {5, 5, 32, 32, 17, winograd(2, 17)},
-                        {1, 3, 32, 32, 17, winograd(3, 17)},
-                        {3, 1, 32, 32, 17, winograd(3, 17)},
-                        {1, 3, 64, 64, 8,
-                         "conv = Conv(%x, %w_packed) -> %conv_out float32[1,64,8,8] "
-                         "{cgc_conv_variant = \"Packed\", cgc_packed_weights = 1"},
-                        {1, 7, 768, 768, 3,
-                         "conv = Conv(%x, %w_packed) -> %conv_out float32[1,768,3,3] "
-                         "{cgc_conv_variant = \"Packed\", cgc_packed_weights = 1"},
-                        {5, 5, 384, 384, 3,
-                         "conv = Conv(%x, %w_packed) -> %conv_out float32[1,384,3,3] "
-                         "{cgc_conv_variant = \"Packed\", cgc_packed_weights = 1"}};
+  const Case cases[] = {
+      {1, 7, 32, 32, 17, winograd(2, 17)},
+      {7, 1, 32, 32, 17, winograd(2, 17)},
+      {5, 5, 32, 32, 17, winograd(2, 17)},
+      {1, 3, 32, 32, 17, winograd(3, 17)},
+      {3, 1, 32, 32, 17, winograd(3, 17)},
+      {1, 3, 64, 64, 8,
+       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,64,8,8] "
+       "{cgc_conv_variant = \"Packed\", cgc_depth_step = 1024, cgc_packed_weights = 1"},
+      {1, 7, 768, 768, 3,
+       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,768,3,3] "
+       "{cgc_conv_variant = \"Packed\", cgc_depth_step = 1024, cgc_packed_weights = 1"},
+      {5, 5, 384, 384, 3,
+       "conv = Conv(%x, %w_packed) -> %conv_out float32[1,384,3,3] "
+       "{cgc_conv_variant = \"Packed\", cgc_depth_step = 1024, cgc_packed_weights = 1"}};
   for (const Case& c : cases) {
     INFO(c.kh << "x" << c.kw << ", " << c.in << " channels in, " << c.out << " out");
     GraphBuilder b("one_dimensional");
@@ -618,7 +622,7 @@ TEST_CASE("pack-conv-weights gives 5x5, 1x7, 7x1, 1x3 and 3x1 layers Winograd up
     std::vector<float> input(c.in * c.side * c.side);
     for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
     const auto before = cgc::testing::interpret(b.graph, input);
-    REQUIRE(passes::packConvolutionWeights(b.graph, {16}));
+    REQUIRE(passes::packConvolutionWeights(b.graph));
     ir::verifyGraph(b.graph);
     checkIr(b.graph, {c.ir});
     // Transformed matrices: F(2x2, 5x5) 36, F(2x2, 2x2) 9, F(2, 7) 8, F(4, 3) 6.
@@ -683,7 +687,7 @@ TEST_CASE("pack-conv-weights records each layer's variant for the target's tier"
     for (size_t i = 0; i < input.size(); ++i) input[i] = std::cos(0.3f * i);
     const auto before = cgc::testing::interpret(b.graph, input);
     passes::PassTarget target;
-    target.vectorLanes = c.lanes;
+    target.machine.vectorBits = 32 * c.lanes;
     target.tier = c.tier;
     REQUIRE(passes::packConvolutionWeights(b.graph, target));
     ir::verifyGraph(b.graph);

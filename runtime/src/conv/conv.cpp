@@ -278,7 +278,7 @@ size_t indexOf(ConvVariant v) { return static_cast<size_t>(v) - 1; }
 
 }  // namespace
 
-ConvContext buildConvContext() { return {simd::kLanes, runtime_isa_tier()}; }
+ConvContext buildConvContext() { return {runtime_isa_tier(), hostMachine(simd::kLanes * 32)}; }
 
 ConvWeights convWeightsOf(const ConvParams& p) {
   return p.winograd         ? ConvWeights::kWinograd

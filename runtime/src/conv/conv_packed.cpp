@@ -95,6 +95,8 @@ void convPacked(const ConvParams& p, const float* x, const float* w, const float
         std::min(h, (blk.cols.end - 1) / p.w_out * p.stride_h + (p.k_h - 1) * p.dilation_h + 1)};
   }
   constexpr int64_t kChunk = 96;  // positions: 64 x 96 floats of result fit L1
+  const int64_t depthStep =
+      p.depth_step > 0 ? p.depth_step : convPackedDepthStep(buildConvContext());
   float* transposed =
       scratch<float>(kChunk * detail::kPackedPanel + (inPlace ? 0 : p.c_in * volume));
   float* padded = transposed + kChunk * detail::kPackedPanel;
@@ -127,10 +129,11 @@ void convPacked(const ConvParams& p, const float* x, const float* w, const float
                                          e.residual ? e.residual + first : nullptr,
                                          bounds.low,
                                          bounds.high};
-          detail::gemmPacked(channels, kSize, w, o, end, count, in, offsets, positions + s0, out);
+          detail::gemmPacked(channels, kSize, w, o, end, count, in, offsets, positions + s0, out,
+                             depthStep);
         } else {
           detail::gemmPacked(channels, kSize, w, o, end, count, in, offsets, positions + s0,
-                             detail::PackedOutput{transposed, width});
+                             detail::PackedOutput{transposed, width}, depthStep);
           detail::transpose(transposed, width, count, real, yn + first, spatial, e.at(o, s0));
         }
         o = end;
@@ -144,6 +147,10 @@ void convPacked(const ConvParams& p, const float* x, const float* w, const float
 }
 
 }  // namespace detail
+
+int64_t convPackedDepthStep(const ConvContext& context) {
+  return detail::packedDepthStep(context.machine);
+}
 
 int64_t packedConvWeightCount(const ConvParams& p) {
   return packedChannels(p) * (p.c_in / p.groups) * p.k_d * p.k_h * p.k_w;

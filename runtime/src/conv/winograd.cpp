@@ -71,13 +71,26 @@ namespace {
 constexpr int64_t kChunkFloats = 128 * 1024;
 // Tiles per image below which the direct kernel wins (see above): 7x7
 // planes have 16, 13x13 and 14x14 ones 49. Input channels below which it
-// wins: 32.
+// wins: 32. Both measured on one and two Zen 4 threads, and not derived
+// from the machine (cgc/machine.h) yet.
 constexpr int64_t kMinTiles = 49;
 constexpr int64_t kMinChannels = 32;
-// The most floats of transformed weights (U) for which the 5x5 and 1-D
-// forms beat the packed kernel (measured in convPrefersWinograd), and the
-// fewest tiles.
-constexpr int64_t kMaxTransformedWeights = 4 << 20, kMinTilesOther = 32;
+
+/// The most floats of transformed weights (U) for which the 5x5 and 1-D
+/// forms beat the packed kernel: 16 MB measured on a Zen 4 (see
+/// convPrefersWinograd), half its 32 MiB L3. Every thread reads all of U,
+/// so U stays in the L3 they share or streams from memory.
+int64_t maxTransformedWeights(const MachineInfo& m) {
+  return m.lastLevelBytes() / 2 / static_cast<int64_t>(sizeof(float));
+}
+
+/// The fewest tiles (over the batch) for those forms: 32 measured on two
+/// threads. Each thread streams all of U for its share of the tiles, so
+/// the share is what must pay for it: 16 tiles a core.
+int64_t minTilesOther(const MachineInfo& m) {
+  constexpr int64_t kMinTilesPerCore = 16;
+  return kMinTilesPerCore * std::max(1, m.cores);
+}
 
 // A register of a channel block's lanes (simd.h); a block is kPerBlock.
 using Lanes = simd::Floats;
@@ -323,8 +336,9 @@ bool prefersTile4(const ConvParams& p, int vectorLanes) {
 
 }  // namespace
 
-bool convPrefersWinograd(const ConvParams& p, int vectorLanes) {
+bool convPrefersWinograd(const ConvParams& p, const ConvContext& context) {
   if (!convTakesWinograd(p)) return false;
+  const int vectorLanes = context.lanes();
   // Against the packed kernel, one Zen 4 thread (bench/micro/run.sh float
   // 1 ...), 16 input channels or more:
   //  - F(2, 7): 1.5-1.8x faster from 16 to 512 channels on 8x8 to 35x35
@@ -339,19 +353,20 @@ bool convPrefersWinograd(const ConvParams& p, int vectorLanes) {
   //  - F(2x2, 2x2) on DCGAN's phase convolutions, batch 64 (tiles taken
   //    across images): 512-to-256 on 4x4 17.5 to 12.8 ms, 256-to-128 on
   //    8x8 13.6 to 9.6, 128-to-64 on 16x16 12.5 to 9.9.
-  // So: transformed weights up to 16 MB. But in a model, on two threads,
-  // Inception-v3's 1x3 and 3x1 layers on 8x8 planes (16 tiles of 4) ran
-  // slower, 1.11-1.16 ms against 1.25-1.35 (cgc run --profile-out): each
-  // thread streams all of U from memory for 8 tiles, where the packed kernel
-  // splits the weights. So also 32 tiles or more, over the batch.
+  // So: transformed weights up to 16 MB, half the L3 (maxTransformedWeights).
+  // But in a model, on two threads, Inception-v3's 1x3 and 3x1 layers on 8x8
+  // planes (16 tiles of 4) ran slower, 1.11-1.16 ms against 1.25-1.35 (cgc
+  // run --profile-out): each thread streams all of U from memory for 8
+  // tiles, where the packed kernel splits the weights. So also 32 tiles or
+  // more over the batch on two cores, 16 a core (minTilesOther).
   if (p.k_h != 3 || p.k_w != 3) {
     ConvParams chosen = p;
     chosen.winograd_tile = convWinogradTile(p, vectorLanes);
     const FormShape form = formOf(chosen);
     const int64_t tiles =
         p.n * ((p.h_out + form.tileH - 1) / form.tileH) * ((p.w_out + form.tileW - 1) / form.tileW);
-    return p.c_in >= 16 && tiles >= kMinTilesOther &&
-           winogradWeightCount(chosen) <= kMaxTransformedWeights;
+    return p.c_in >= 16 && tiles >= minTilesOther(context.machine) &&
+           winogradWeightCount(chosen) <= maxTransformedWeights(context.machine);
   }
   return (p.c_in >= kMinChannels && (p.h_out + 1) / 2 * ((p.w_out + 1) / 2) >= kMinTiles) ||
          prefersTile4(p, vectorLanes);
@@ -548,7 +563,7 @@ void convWinogradTiles(const ConvParams& p, const float* x, const float* u, cons
 bool takesWinograd(const ConvParams& p) { return convTakesWinograd(p); }
 
 bool prefersWinograd(const ConvParams& p, const ConvContext& context) {
-  return convPrefersWinograd(p, context.lanes);
+  return convPrefersWinograd(p, context);
 }
 
 void convWinograd(const ConvParams& p, const float* x, const float* u, const float* bias,

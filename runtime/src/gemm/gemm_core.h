@@ -87,10 +87,14 @@ struct PackedOutput {
 /// panel) and positions j < n, out(j, o) = sum_p A(o, p) B(p, j), where A is
 /// the m x k matrix that packConvWeights stored in `packed` and B is read
 /// in place, B(p, j) = b[offsets[p] + positions[j]] (im2col without the
-/// copy). One thread.
+/// copy), `depthStep` rows of A at a time (packedDepthStep). One thread.
 void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0, int64_t o1, int64_t n,
                 const float* b, const int64_t* offsets, const int64_t* positions,
-                const PackedOutput& out);
+                const PackedOutput& out, int64_t depthStep);
+
+/// The depth gemmPacked takes per pass on `machine` (its lanes: the
+/// runtime's that runs it).
+int64_t packedDepthStep(const MachineInfo& machine);
 
 /// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (16 x 16
 /// tiles in registers where the CPU has AVX-512), then `e` applied to the

@@ -14,6 +14,7 @@
 // inputs. Measured on one Zen 5 core against gemmRows on the same products:
 // 512x49x4608 198 vs 171 GFLOP/s, 2048x49x512 215 vs 188, 256x196x2304 229
 // vs 218. On one Zen 3 core (AVX2, peak 82): 43, 54 and 56 GFLOP/s.
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <utility>
@@ -36,14 +37,6 @@ constexpr int kTile = 6;  // positions per register tile
 /// tile's weights and a broadcast fill the registers (4 on AVX-512 and
 /// NEON, 2 on AVX2 and SSE). A panel wider than a tile takes several.
 constexpr int kTileVectors = (simd::kRegisters - 1) / (kTile + 1);
-// Depth per pass. AVX-512: the panel's slice (256 KiB) stays in L2 across
-// the tiles; 512 and 4096 were 3-10% slower on ResNet-50 and GoogLeNet
-// (Zen 5). AVX2: a tile group's slice (16 channels, 24 KiB) stays in L1
-// across the tiles; against 1024, one Zen 3 core, best of 5 alternated:
-// 288-to-384 3x3 stride 2 on 35x35 8.7 to 7.7 ms, 512-to-512 3x3 on 7x7
-// 3.9 to 3.5, 1024-to-256 1x1 on 14x14 1.68 to 1.37, 64-to-64 3x3 on
-// 56x56 2.76 to 2.81.
-constexpr int64_t kDepthStep = simd::kLanes == 8 ? 384 : 1024;
 using Lanes = simd::Floats;
 
 /// out(j, o) (+)= sum_p b[offsets[p] + positions[j]] * a[p * lda + o] for
@@ -122,14 +115,29 @@ constexpr auto kTiles = tileTable(std::make_integer_sequence<int, kTileVectors>{
 
 }  // namespace
 
+// Depth per pass. AVX-512: the panel's slice (1024 deep, 256 KiB) stays in
+// L2 across the tiles, a quarter of Zen 5's 1 MiB; 512 and 4096 were 3-10%
+// slower on ResNet-50 and GoogLeNet. AVX2: a tile group's slice (16
+// channels, 384 deep, 24 KiB) stays in L1 across the tiles, three quarters
+// of Zen 3's 32 KiB; against 1024, one Zen 3 core, best of 5 alternated:
+// 288-to-384 3x3 stride 2 on 35x35 8.7 to 7.7 ms, 512-to-512 3x3 on 7x7
+// 3.9 to 3.5, 1024-to-256 1x1 on 14x14 1.68 to 1.37, 64-to-64 3x3 on
+// 56x56 2.76 to 2.81. Other machines keep those shares of their caches.
+int64_t packedDepthStep(const MachineInfo& machine) {
+  constexpr int64_t kFloat = sizeof(float), kTileGroup = 16, kMinStep = 64;
+  const int64_t step = machine.lanes() == 8 ? machine.l1dBytes * 3 / 4 / (kTileGroup * kFloat)
+                                            : machine.l2Bytes / 4 / (kPackedPanel * kFloat);
+  return std::max(kMinStep, step);
+}
+
 void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0, int64_t o1, int64_t n,
                 const float* b, const int64_t* offsets, const int64_t* positions,
-                const PackedOutput& out) {
+                const PackedOutput& out, int64_t depthStep) {
   const int64_t panel = o0 / kPackedPanel * kPackedPanel;
   const int64_t width = std::min(kPackedPanel, m - panel);
   const int vectors = static_cast<int>((o1 - o0) / kLanes);
   const float* a = packed + panel * k + (o0 - panel);
-  const int64_t steps = (k + kDepthStep - 1) / kDepthStep;
+  const int64_t steps = (k + depthStep - 1) / depthStep;
   const int64_t step = (k + steps - 1) / steps;
   // The weights are read in the order they lie: this depth step's slice,
   // then the next step's or the next panel's. While the tiles of a step run,

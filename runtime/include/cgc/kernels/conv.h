@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cgc/kernels/common.h"
+#include "cgc/machine.h"
 
 namespace cgc::rt {
 
@@ -56,11 +57,14 @@ constexpr const ConvVariantInfo& convVariantInfo(ConvVariant v) {
 
 /// What a variant's choice weighs of the CPU that runs it.
 struct ConvContext {
-  int lanes;         // floats per vector register
-  const char* tier;  // its instruction-set tier (cgc/isa_tiers.def)
+  const char* tier;     // its instruction-set tier (cgc/isa_tiers.def)
+  MachineInfo machine;  // its vector width, caches and cores (cgc/machine.h)
+
+  int lanes() const { return machine.lanes(); }  // floats per vector register
 };
 
-/// This runtime's context: its vector width and the tier it was built for.
+/// This runtime's context: the tier and vector width it was built for, on
+/// the machine it runs on (hostMachine).
 ConvContext buildConvContext();
 
 /// Convolution over (depth,) height and width: NC(D)HW input, OI(D)HW
@@ -100,11 +104,15 @@ struct ConvParams {
   // The variant conv runs (the pack-conv-weights pass's choice, or a
   // test's); kNone: conv chooses, as chooseConvVariant.
   ConvVariant variant = ConvVariant::kNone;
+  // The Packed variant's depth per pass over the weights
+  // (convPackedDepthStep of the target's context, set by the
+  // pack-conv-weights pass); 0: this runtime's context's.
+  int64_t depth_step = 0;
   CGC_REFLECT(ConvParams, n, c_in, d_in, h_in, w_in, c_out, d_out, h_out, w_out, groups, k_d, k_h,
               k_w, stride_d, stride_h, stride_w, pad_front, pad_top, pad_left, dilation_d,
               dilation_h, dilation_w, activation, act_min, act_max, packed_weights, pool_h_out,
               pool_w_out, pool_pad_top, pool_pad_left, blocked_input, blocked_output, winograd,
-              winograd_tile, variant)
+              winograd_tile, variant, depth_step)
 };
 
 /// The layout of p's weights (packed_weights, winograd).
@@ -172,19 +180,24 @@ int64_t packedConvWeightCount(const ConvParams& p);
 /// kernel's vectors run along output channels.
 void packConvWeights(const ConvParams& p, const float* w, float* packed);
 
+/// The depth (rows of packed weights) the Packed variant takes per pass on
+/// a CPU of `context`: a panel's slice a quarter of L2 (AVX-512: 1024 on
+/// 1 MiB), or, with 8-float vectors, a tile group's slice three quarters of
+/// L1d (384 on 32 KiB).
+int64_t convPackedDepthStep(const ConvContext& context);
+
 /// Whether conv can run as Winograd F(2x2, 3x3) (takes): 2-D 3x3 windows
 /// at stride 1, no dilation, groups 1, no fused pooling (any channel
 /// counts: the transforms are padded to whole kChannelBlocks), or F(2x2,
 /// 5x5), F(2x2, 2x2), F(2, 7) and F(m, 3) on 5x5, 2x2, 1x7, 7x1, 1x3 and
-/// 3x1 windows likewise; and whether that is faster (prefers): for 3x3, 32 input
-/// channels or more and at least 49 tiles of 2x2 outputs, 13x13 and larger
-/// planes, or where F(4x4) pays; for the others, 16 input channels or
-/// more, 32 tiles or more over the batch and at most 16 MB of transformed
-/// weights.
-/// vectorLanes: floats per vector of the runtime that runs it (0: this
-/// build's; the compiler gives its target's).
+/// 3x1 windows likewise; and whether that is faster (prefers) on a CPU of
+/// `context`: for 3x3, 32 input channels or more and at least 49 tiles of
+/// 2x2 outputs, 13x13 and larger planes, or where F(4x4) pays; for the
+/// others, 16 input channels or more, 16 tiles a core or more over the
+/// batch and transformed weights of at most half the L3 (32 tiles and 16 MB
+/// on two cores of a Zen 4).
 bool convTakesWinograd(const ConvParams& p);
-bool convPrefersWinograd(const ConvParams& p, int vectorLanes = 0);
+bool convPrefersWinograd(const ConvParams& p, const ConvContext& context);
 
 /// The tile a preferred Winograd layer runs fastest with: 4 (F(4x4, 3x3))
 /// or 2 (F(2x2, 3x3)); 2 for 5x5, 2x2, 1x7 and 7x1 windows, 4 for 1x3 and
