@@ -145,11 +145,14 @@ class {{CLASS}} {
 std::string tensorLines(const ModelLayout& layout) {
   const ir::Graph& graph = layout.model.graph;
   std::string lines;
-  for (int in : graph.inputs)
-    lines += fmt::format("// Input  {}: {}\n", graph.value(in).name, graph.value(in).type.str());
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const ir::Value& v = graph.value(graph.inputs[i]);
+    lines +=
+        fmt::format("// Input  {}: {} -> {}()\n", v.name, v.type.str(), layout.inputAccessors[i]);
+  }
   for (size_t i = 0; i < graph.outputs.size(); ++i)
-    lines += fmt::format("// Output {}: {}\n", graph.outputNames[i],
-                         graph.value(graph.outputs[i]).type.str());
+    lines += fmt::format("// Output {}: {} -> {}()\n", graph.outputNames[i],
+                         graph.value(graph.outputs[i]).type.str(), layout.outputAccessors[i]);
   if (!lines.empty()) lines.pop_back();
   return lines;
 }

@@ -1,4 +1,4 @@
-// See model_emitter.h: the names, and the parts put together and formatted.
+// See model_emitter.h: the parts put together and formatted.
 #include "codegen/model_emitter.h"
 
 #include <fmt/format.h>
@@ -10,33 +10,6 @@
 #include "codegen/emit_parts.h"
 
 namespace cgc::codegen {
-
-std::string toClassName(const std::string& name) {
-  std::string out;
-  bool upper = true;
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) {
-      upper = true;
-      continue;
-    }
-    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
-    upper = false;
-  }
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "Model" + out;
-  return out;
-}
-
-std::string toSymbolPrefix(const std::string& name) {
-  std::string out;
-  for (size_t i = 0; i < name.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(name[i]);
-    if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1])))
-      out += '_';
-    out += std::isalnum(c) ? static_cast<char>(std::tolower(c)) : '_';
-  }
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "model_" + out;
-  return out;
-}
 
 std::string withCommas(int64_t n) {
   const std::string digits = std::to_string(n);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/names.h"
 #include "ir/graph.h"
 #include "lowering/kernel_call.h"
 #include "passes/memory_plan.h"
@@ -64,11 +65,6 @@ struct TargetBuild {
   std::string prefix;  // "tiny_cnn_x86_64_v3": its C symbols and file names
   int64_t arenaBytes = 0;
 };
-
-/// "tiny_cnn" -> "TinyCnn".
-std::string toClassName(const std::string& name);
-/// "TinyCnn" or "tiny-cnn" -> "tiny_cnn".
-std::string toSymbolPrefix(const std::string& name);
 
 EmittedModel emitModel(const ModelToEmit& model, const EmitOptions& options);
 

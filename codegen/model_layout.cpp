@@ -10,13 +10,6 @@
 
 namespace cgc::codegen {
 
-std::string sanitize(const std::string& name) {
-  std::string out;
-  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "t_" + out;
-  return out;
-}
-
 std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -51,15 +44,9 @@ ModelLayout::ModelLayout(const ModelToEmit& model, const EmitOptions& options)
   graphHash = passes::graphHash(graph);
   numSizeSlots = *graph.sizeSlots;
   sizeSlotsOffset = (model.plan.arenaBytes + 63) / 64 * 64;
-  std::set<std::string> accessors;
-  auto accessor = [&](const std::string& name) {
-    std::string base = sanitize(name) + "_data", candidate = base;
-    for (int i = 1; !accessors.insert(candidate).second; ++i)
-      candidate = fmt::format("{}{}", base, i);
-    return candidate;
-  };
-  for (int in : graph.inputs) inputAccessors.push_back(accessor(graph.value(in).name));
-  for (const auto& name : graph.outputNames) outputAccessors.push_back(accessor(name));
+  AccessorNames accessors = accessorNames(graph);
+  inputAccessors = std::move(accessors.inputs);
+  outputAccessors = std::move(accessors.outputs);
   take("kSizeSlots");
   addGraph(model, 0, "");
   placeWeights();
@@ -123,7 +110,7 @@ void ModelLayout::nameOffsets(GraphLayout& layout, const std::string& scope) {
     if (value.isConstant()) {
       auto& known = weightName_[value.data.get()];
       if (known.empty()) {
-        known = take(fmt::format("k{}", toClassName(value.name)));
+        known = take(fmt::format("k{}", toPascalCase(value.name)));
         weightOffsets.push_back({known, weightOffset_.at(value.data.get()),
                                  fmt::format("'{}' {}", value.name, value.type.str())});
       }
@@ -131,7 +118,7 @@ void ModelLayout::nameOffsets(GraphLayout& layout, const std::string& scope) {
       return;
     }
     if (!plan.hasStorage(v)) return;
-    layout.valueNames[v] = take(fmt::format("k{}", toClassName(scope + value.name)));
+    layout.valueNames[v] = take(fmt::format("k{}", toPascalCase(scope + value.name)));
     const std::string role =
         value.kind == ir::ValueKind::kInput ? (layout.isTop() ? ", input" : ", subgraph input")
         : graph.isGraphOutput(v)            ? (layout.isTop() ? ", output" : ", subgraph output")

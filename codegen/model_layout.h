@@ -88,8 +88,6 @@ class ModelLayout {
   std::map<const std::vector<uint8_t>*, std::string> weightName_;
 };
 
-/// "conv1/out:0" -> "conv1_out_0": an identifier made of the name's letters.
-std::string sanitize(const std::string& name);
 /// Text inside a C string literal.
 std::string escape(const std::string& text);
 

@@ -265,6 +265,7 @@ std::vector<std::pair<std::string, std::string>> parseNamedFiles(
 }
 
 int compile(const driver::CompileOptions& options) {
+  driver::checkedNames(options);
   if (driver::namesSeveralTargets(options)) {
     driver::writeTargetLibrary(driver::emitTargetLibrary(options), options.outDir, options);
     return 0;
@@ -411,12 +412,12 @@ namespace {
 /// The model as built into --library: the symbols of --name, and the same
 /// graph, schedule and memory plan as this compile (else the library holds
 /// another model, or one compiled with other options).
-BuiltModel prebuilt(const RunOptions& options) {
+BuiltModel prebuilt(const RunOptions& options, const codegen::ModelNames& names) {
   if (options.compile.className.empty())
     throw CompileError("cgc: error: --library needs the model's --name (its class name)");
   if (!fs::is_regular_file(options.library))
     userError({options.library, "", ""}, "--library: no such file");
-  return {options.library, codegen::toSymbolPrefix(options.compile.className)};
+  return {options.library, names.prefix};
 }
 
 void requireSameModel(const driver::CompiledModel& model, const driver::LoadedModel& loaded,
@@ -443,10 +444,11 @@ int build(const BuildOptions& options) {
 }
 
 int run(const RunOptions& options) {
+  const codegen::ModelNames names = driver::checkedNames(options.compile);
   const bool several = driver::namesSeveralTargets(options.compile);
   const auto model =
       driver::compileGraph(several ? driver::firstTargetOptions(options.compile) : options.compile);
-  const BuiltModel built = !options.library.empty() ? prebuilt(options)
+  const BuiltModel built = !options.library.empty() ? prebuilt(options, names)
                            : several                ? buildTargetLibraryCached(options.compile)
                                                     : buildCached(model, options.compile);
   driver::LoadedModel loaded(built.library, built.prefix);

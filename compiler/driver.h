@@ -75,6 +75,12 @@ CompiledModel compileGraph(const CompileOptions& options);
 /// tests run on a graph.
 CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options);
 
+/// The names the generated code declares: --namespace, the class name
+/// (--name, else made from the model's file name) and its C prefix, which
+/// is also the files' base name. CompileError naming the flag, or the file
+/// a default name came from, when one cannot name generated code.
+codegen::ModelNames checkedNames(const CompileOptions& options);
+
 /// What codegen is told: the names, the weights' place, the target's
 /// features and LIBXSMM's.
 codegen::EmitOptions emitOptions(const CompileOptions& options);

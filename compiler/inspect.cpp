@@ -9,6 +9,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "cgc/kernels.h"
 #include "compiler/commands.h"
@@ -113,14 +114,50 @@ void reportVariants(const driver::CompiledModel& model, const std::string& profi
   if (!profilePath.empty()) report["profile_variants"] = fromProfile;
 }
 
+/// The names cgc compile gives the generated code by default, and each
+/// input's and output's accessor (codegen's own table of them: the
+/// compiled graph's inputs, which lack those bound by --constant, else the
+/// file's).
+void reportNames(const driver::CompileOptions& options, const driver::CompiledModel* model,
+                 nlohmann::json& report) {
+  try {
+    const codegen::ModelNames names = driver::checkedNames(options);
+    report["class"] = names.nameSpace + "::" + names.className;
+    report["c_prefix"] = names.prefix;
+  } catch (const CompileError& e) {
+    report["names_error"] = e.what();
+  }
+  std::vector<std::string> inputs, outputs;
+  if (model) {
+    for (int in : model->graph.inputs) inputs.push_back(model->graph.value(in).name);
+    outputs = model->graph.outputNames;
+  } else {
+    for (const auto& t : report["inputs"]) inputs.push_back(t["name"].get<std::string>());
+    for (const auto& t : report["outputs"]) outputs.push_back(t["name"].get<std::string>());
+  }
+  const codegen::AccessorNames accessors = codegen::accessorNames(inputs, outputs);
+  for (const auto& [side, names, accessed] : {std::tuple{"inputs", &inputs, &accessors.inputs},
+                                              std::tuple{"outputs", &outputs, &accessors.outputs}})
+    for (auto& t : report[side]) {
+      const auto it = std::find(names->begin(), names->end(), t["name"].get<std::string>());
+      if (it != names->end()) t["accessor"] = (*accessed)[it - names->begin()] + "()";
+    }
+}
+
 void printText(const nlohmann::json& report) {
   std::cout << fmt::format("{}: opset {}, {} nodes\n", report["model"].get<std::string>(),
                            report["opset"].get<int>(), report["nodes"].get<int>());
+  if (report.contains("class"))
+    std::cout << fmt::format("generated code: class {}, C prefix and files {}\n",
+                             report["class"].get<std::string>(),
+                             report["c_prefix"].get<std::string>());
+  else
+    std::cout << "generated code: " << report["names_error"].get<std::string>() << "\n";
   for (const char* side : {"inputs", "outputs"}) {
-    std::cout << side << ":\n";
+    std::cout << side << " (ONNX name, type, accessor):\n";
     for (const auto& t : report[side])
-      std::cout << fmt::format("  {:<24} {}\n", t["name"].get<std::string>(),
-                               t["type"].get<std::string>());
+      std::cout << fmt::format("  {:<24} {:<24} {}\n", t["name"].get<std::string>(),
+                               t["type"].get<std::string>(), t.value("accessor", "-"));
   }
   std::cout << "ONNX ops:\n";
   for (const auto& [op, count] : report["ops"].items())
@@ -194,6 +231,7 @@ int inspect(const driver::CompileOptions& options, bool json) {
     // A library for several targets: its best build's plan.
     const auto model = driver::compileGraph(
         driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options);
+    reportNames(options, &model, report);
     std::map<std::string, int> kernels;
     for (int id : model.graph.liveNodes()) ++kernels[model.graph.node(id).op];
     report["kernels"] = kernels;
@@ -210,6 +248,7 @@ int inspect(const driver::CompileOptions& options, bool json) {
   } catch (const CompileError& e) {
     report["error"] = e.what();
     report["hint"] = hintFor(e.what());
+    reportNames(options, nullptr, report);
   }
   if (json)
     std::cout << report.dump(2) << std::endl;

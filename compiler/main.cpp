@@ -88,10 +88,13 @@ CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
   compile->add_option("-o,--output", options.outDir,
                       "Output directory (default: current directory)");
   compile->add_option("--name", options.className,
-                      "C++ class name (default: from the file name); the C prefix and file "
-                      "names are its snake_case form");
+                      "C++ class name (default: from the file name, hey_jarvis_v0.1.onnx -> "
+                      "HeyJarvisV0_1); the C prefix and file names are its snake_case form "
+                      "(hey_jarvis_v0_1). A C++ identifier: no keyword, no leading '_', no "
+                      "'__', no '_t' ending (README \"Names\")");
   compile->add_option("--namespace", options.nameSpace,
-                      "C++ namespace of the class (default: cgc_models)");
+                      "C++ namespace of the class, nested ones as a::b (default: cgc_models); "
+                      "each part follows --name's rules");
   compile
       ->add_option("--weights", weightsMode,
                    "embed: weights inside the object file (.incbin); file: read "
@@ -155,8 +158,9 @@ CLI::App* addBuild(CLI::App& app, cgc::commands::BuildOptions& build) {
   CLI::App* command = app.add_subcommand(
       "build",
       "Build the NAME.cpp files of several compiled models (cgc compile, each with "
-      "its own --name and --namespace) into one shared library, as one translation "
-      "unit; run one with cgc run --library LIB --name NAME");
+      "its own --name and --namespace: models that would clash are refused, naming both "
+      "files) into one shared library, as one translation unit; run one with cgc run "
+      "--library LIB --name NAME");
   command->add_option("SOURCES", build.sources, "Generated NAME.cpp files")->required();
   command->add_option("-o,--output", build.library, "The shared library to write")->required();
   command->add_flag("--verify", build.verify,

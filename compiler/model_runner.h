@@ -34,8 +34,10 @@ std::string buildSharedLibrary(const WrittenFiles& files, const CompileOptions& 
 /// headers are parsed once for all of them. With `verify`, Clang parses that
 /// unit first (as `cgc compile --verify` does one source). `optLevel` is
 /// the C++ compiler's -O for the generated code (the kernels are prebuilt
-/// in the runtime library either way). Throws InternalError with the
-/// compiler's output if the build fails.
+/// in the runtime library either way). Models that would clash in one unit
+/// (the same namespace or C prefix, by the line each source carries) are a
+/// CompileError naming both files, before anything is compiled. Throws
+/// InternalError with the compiler's output if the build fails.
 void buildLibrary(const std::vector<std::string>& sources, const std::string& library, bool verify,
                   int optLevel, const CompileOptions& options);
 

@@ -173,6 +173,42 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
   return model;
 }
 
+codegen::ModelNames checkedNames(const CompileOptions& options) {
+  const bool named = !options.className.empty();
+  codegen::ModelNames names{options.nameSpace, options.className, ""};
+  if (!named) names.className = codegen::toClassName(frontend::graphName(options.modelPath));
+  names.prefix = codegen::toSymbolPrefix(names.className);
+  const DiagLocation file{options.modelPath, "", ""};
+  if (std::string why = codegen::whyNotCppName(names.className); !why.empty()) {
+    const std::string suggestion = codegen::toClassName(names.className);
+    if (named && codegen::whyNotCppName(suggestion).empty() &&
+        codegen::whyNotSymbolPrefix(codegen::toSymbolPrefix(suggestion)).empty())
+      why += fmt::format(": try --name {}", suggestion);
+    if (named) throw CompileError(fmt::format("cgc: error: --name '{}' {}", names.className, why));
+    userError(file, "the class name '{}' made from the file name {}: name the model with --name",
+              names.className, why);
+  }
+  if (std::string why = codegen::whyNotSymbolPrefix(names.prefix); !why.empty()) {
+    if (named)
+      throw CompileError(fmt::format(
+          "cgc: error: --name '{}' gives the C prefix and file name '{}', which {}: choose "
+          "another --name",
+          names.className, names.prefix, why));
+    userError(file,
+              "the class name '{}' made from the file name gives the C prefix and file name "
+              "'{}', which {}: name the model with --name",
+              names.className, names.prefix, why);
+  }
+  if (std::string why = codegen::whyNotNamespace(names.nameSpace); !why.empty())
+    throw CompileError(fmt::format("cgc: error: --namespace '{}' {}", names.nameSpace, why));
+  if (names.nameSpace.substr(0, names.nameSpace.find("::")) == names.prefix)
+    throw CompileError(fmt::format(
+        "cgc: error: --namespace '{}' is also the C prefix of class {} (both global names): "
+        "choose another --namespace or --name",
+        names.nameSpace, names.className));
+  return names;
+}
+
 codegen::EmitOptions emitOptions(const CompileOptions& options) {
   codegen::EmitOptions emit;
   emit.className = options.className;

@@ -85,16 +85,12 @@ TargetLibrary emitTargetLibrary(const CompileOptions& options) {
   TargetLibrary library;
   library.targets = listedTargets(options);
   std::vector<codegen::TargetBuild> builds;
-  std::string className, prefix;
+  const codegen::ModelNames names = checkedNames(options);
+  const std::string &className = names.className, &prefix = names.prefix;
   for (const Target& target : library.targets) {
     CompileOptions one = options;
     one.target = target.name;
     const CompiledModel model = compileGraph(one);
-    if (className.empty()) {
-      className =
-          options.className.empty() ? codegen::toClassName(model.graph.name) : options.className;
-      prefix = codegen::toSymbolPrefix(className);
-    }
     one.className = className;
     one.nameSpace = options.nameSpace + "::" + symbolOf(target.name);
     one.symbolPrefix = prefix + "_" + symbolOf(target.name);

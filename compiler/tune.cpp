@@ -455,6 +455,7 @@ int tune(const TuneOptions& options) {
         "cgc: error: cgc tune --target {}: a profile is measured for one build; tune each "
         "target on a machine it runs on",
         options.compile.target));
+  driver::checkedNames(options.compile);
   const int cpus = cgc::available_cpus();
   const std::string tier = driver::findTarget(options.compile.target).tier;
   fs::path work = fs::temp_directory_path() / fmt::format("cgc-tune-{}", getpid());

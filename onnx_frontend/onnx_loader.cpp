@@ -397,12 +397,13 @@ void checkInferredShapes(const ir::Graph& graph, onnx::ModelProto& model,
   }
 }
 
+}  // namespace
+
 std::string graphName(const std::string& path) {
   std::string base = path.substr(path.find_last_of('/') + 1);
-  return base.substr(0, base.find('.'));
+  const size_t dot = base.rfind('.');
+  return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
 }
-
-}  // namespace
 
 ir::Shape parseShape(const std::string& text) {
   ir::Shape shape;

@@ -58,6 +58,11 @@ struct ModelSummary {
 /// CompileError if the file is not an ONNX model.
 ModelSummary summarizeModel(const std::string& path);
 
+/// The graph's name: the file's name without its directories and its last
+/// extension ("hey_jarvis_v0.1.onnx" -> "hey_jarvis_v0.1"); the default
+/// class name and file names come from it.
+std::string graphName(const std::string& path);
+
 /// Parses "1x3x224x224" (empty for a scalar: "" or "scalar").
 ir::Shape parseShape(const std::string& text);
 

@@ -194,6 +194,67 @@ else
   failures=$((failures + 1))
 fi
 
+# --- names (issue 34 items 1-2) ---
+# --name and --namespace that cannot name generated code, named before any
+# code is written; a default name from a file name that cannot either.
+expect name_dash "--name 'my-net'" "not a C++ identifier" "try --name MyNet" -- "$cgc" compile "$model" --name my-net -o "$work/names" --quiet
+expect name_space "--name 'Net Work'" "not a C++ identifier" -- "$cgc" compile "$model" --name "Net Work" -o "$work/names" --quiet
+expect name_digit "--name '3dNet'" "starts with a digit" -- "$cgc" compile "$model" --name 3dNet -o "$work/names" --quiet
+expect name_keyword "--name 'class'" "keyword" -- "$cgc" compile "$model" --name class -o "$work/names" --quiet
+expect name_reserved "--name '_Net'" "reserved" -- "$cgc" compile "$model" --name _Net -o "$work/names" --quiet
+expect name_double_underscore "--name 'a__b'" "reserved" -- "$cgc" compile "$model" --name a__b -o "$work/names" --quiet
+expect name_used "--name 'std'" "generated code uses" -- "$cgc" compile "$model" --name std -o "$work/names" --quiet
+expect name_prefix_keyword "--name 'Int'" "C prefix" "'int'" "keyword" -- "$cgc" compile "$model" --name Int -o "$work/names" --quiet
+expect name_prefix_header "--name 'Math'" "math.h" -- "$cgc" compile "$model" --name Math -o "$work/names" --quiet
+expect namespace_dash "--namespace 'my-ns'" "not a C++ identifier" -- "$cgc" compile "$model" --namespace my-ns -o "$work/names" --quiet
+expect namespace_part "--namespace 'a::std'" "part 'std'" -- "$cgc" compile "$model" --namespace a::std -o "$work/names" --quiet
+expect namespace_empty_part "--namespace 'a::'" "empty" -- "$cgc" compile "$model" --namespace a:: -o "$work/names" --quiet
+expect namespace_is_prefix "--namespace 'tiny_cnn'" "C prefix" -- "$cgc" compile "$model" --name TinyCnn --namespace tiny_cnn -o "$work/names" --quiet
+expect name_run_library "--name 'my-net'" -- "$cgc" run "$model" --library "$work/not_a_library.so" --name my-net --quiet
+cp "$model" "$work/time.onnx"
+expect default_name_header "time.onnx" "class name 'Time'" "--name" -- "$cgc" compile "$work/time.onnx" -o "$work/names" --quiet
+if [ -e "$work/names" ]; then
+  echo "FAIL names: a refused name still wrote $(ls "$work/names")"; failures=$((failures + 1))
+fi
+
+# cgc build: models that would clash in one translation unit, refused
+# before compiling, naming both files and the flag that fixes it.
+"$cgc" compile "$model" --name NetA -o "$work/clash_a" --quiet &&
+"$cgc" compile "$samples/mlp/model.onnx" --name NetB -o "$work/clash_b" --quiet &&
+"$cgc" compile "$samples/mlp/model.onnx" --name NetA --namespace other -o "$work/clash_c" --quiet ||
+  { echo "FAIL names: cannot compile the models for cgc build"; failures=$((failures + 1)); }
+expect build_same_namespace "clash_a/net_a.cpp" "clash_b/net_b.cpp" "namespace cgc_models" "--namespace cgc_models::net_b" -- "$cgc" build "$work/clash_a/net_a.cpp" "$work/clash_b/net_b.cpp" -o "$work/clash.so" --quiet
+expect build_same_prefix "clash_a/net_a.cpp" "clash_c/net_a.cpp" "C prefix 'net_a'" "--name" -- "$cgc" build "$work/clash_a/net_a.cpp" "$work/clash_c/net_a.cpp" -o "$work/clash.so" --quiet
+expect build_twice "net_a.cpp" "given twice" -- "$cgc" build "$work/clash_a/net_a.cpp" "$work/clash_a/../clash_a/net_a.cpp" -o "$work/clash.so" --quiet
+
+# Default names keep the whole file stem; each input's and output's
+# accessor is in the header's top comment and in cgc inspect.
+/usr/bin/python3 - "$work/hey_jarvis_v0.1.onnx" <<'PY' || failures=$((failures + 1))
+import sys
+from onnx import TensorProto, helper, save
+graph = helper.make_graph(
+    [helper.make_node("Relu", ["x.1"], ["53"], name="relu")], "g",
+    [helper.make_tensor_value_info("x.1", TensorProto.FLOAT, [2, 3])],
+    [helper.make_tensor_value_info("53", TensorProto.FLOAT, [2, 3])])
+save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+PY
+names_ok=1
+"$cgc" compile "$work/hey_jarvis_v0.1.onnx" -o "$work/dotted" --verify --quiet 2>"$work/dotted.err" || names_ok=0
+h="$work/dotted/hey_jarvis_v0_1.h"
+grep -q "Model HeyJarvisV0_1:" "$h" 2>/dev/null || names_ok=0
+grep -q "Input  x.1: float32\[2,3\] -> x_1_data()" "$h" 2>/dev/null || names_ok=0
+grep -q "Output 53: float32\[2,3\] -> t_53_data()" "$h" 2>/dev/null || names_ok=0
+"$cgc" inspect "$work/hey_jarvis_v0.1.onnx" >"$work/dotted_inspect.txt" 2>&1 || names_ok=0
+grep -q "class cgc_models::HeyJarvisV0_1, C prefix and files hey_jarvis_v0_1" "$work/dotted_inspect.txt" || names_ok=0
+grep -qE "^  x\.1 .* x_1_data\(\)$" "$work/dotted_inspect.txt" || names_ok=0
+grep -qE "^  53 .* t_53_data\(\)$" "$work/dotted_inspect.txt" || names_ok=0
+if [ $names_ok -eq 1 ]; then
+  echo "ok   default_names: hey_jarvis_v0.1.onnx -> HeyJarvisV0_1 in hey_jarvis_v0_1.h; x.1 -> x_1_data(), 53 -> t_53_data()"
+else
+  echo "FAIL default_names:"; cat "$work/dotted.err" "$work/dotted_inspect.txt"; ls "$work/dotted"
+  failures=$((failures + 1))
+fi
+
 if [ $failures -ne 0 ]; then
   echo "$failures diagnostics tests failed"
   exit 1

@@ -1,0 +1,59 @@
+// The names generated code declares, in one place: the class name and C
+// prefix derived from a model's file name, the rules a class name, namespace
+// and C prefix must follow so that the generated code compiles (checked
+// before anything is emitted, so a bad --name is the user's one-line error,
+// never code that does not build), the accessors named after the inputs and
+// outputs, and the line NAME.cpp carries so that cgc build can tell which
+// models collide before it compiles them.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace cgc::codegen {
+
+/// "tiny_cnn" -> "TinyCnn"; separators next to a digit stay as one '_'
+/// ("hey_jarvis_v0.1" -> "HeyJarvisV0_1"), so that no name loses a part.
+std::string toClassName(const std::string& name);
+/// "conv1/out:0" -> "Conv1Out0": the names of the generated constants
+/// (kConv1Out0); "Model" before a leading digit.
+std::string toPascalCase(const std::string& name);
+/// "TinyCnn" or "tiny-cnn" -> "tiny_cnn".
+std::string toSymbolPrefix(const std::string& name);
+/// "conv1/out:0" -> "conv1_out_0": an identifier made of the name's letters.
+std::string sanitize(const std::string& name);
+
+/// Why `name` cannot be a class name or one part of a namespace of
+/// generated code ("is a C++ keyword", ...), or "" if it can.
+std::string whyNotCppName(const std::string& name);
+/// Why `nameSpace` ("a" or "a::b") cannot be the namespace of generated
+/// code, or "" if it can.
+std::string whyNotNamespace(const std::string& nameSpace);
+/// Why `prefix` cannot be the C prefix (a global C name: the handle type,
+/// prefix_create, ...) and the base name of the generated files, or "".
+std::string whyNotSymbolPrefix(const std::string& prefix);
+
+/// The accessor of each input and output, named after its tensor ("x.1"
+/// -> "x_1_data", "53" -> "t_53_data"), numbered where two would meet.
+struct AccessorNames {
+  std::vector<std::string> inputs, outputs;
+};
+AccessorNames accessorNames(const std::vector<std::string>& inputs,
+                            const std::vector<std::string>& outputs);
+/// The accessors of the graph's inputs and outputs (what codegen emits).
+AccessorNames accessorNames(const ir::Graph& graph);
+
+/// What a generated NAME.cpp declares outside its own scopes; it says so
+/// on one line of its own ("// cgc model: namespace cgc_models, class
+/// TinyCnn, C prefix tiny_cnn"), which cgc build reads.
+struct ModelNames {
+  std::string nameSpace, className, prefix;
+};
+std::string modelNamesLine(const ModelNames& names);
+/// The names of a line modelNamesLine wrote; nullopt for any other line.
+std::optional<ModelNames> parseModelNamesLine(const std::string& line);
+
+}  // namespace cgc::codegen
