@@ -1,11 +1,23 @@
 # cgc_add_graph(<target> MODEL <file.onnx> [NAME <Class>] [NAMESPACE <ns>]
-#               [SHAPES <input=1x3x224x224>...] [WEIGHTS embed|file]
+#               [SHAPES <input=1x3x224x224>...] [CONSTANTS <input=file.pb>...]
+#               [BOUNDS <node=N>...] [DISABLE_PASS <pass>...] [WEIGHTS embed|file]
 #               [EXECUTORS <E>] [THREADS <T>] [PROFILE <file.profile.json>]
-#               [TARGET <native|x86-64-v3|...>...])
+#               [TARGET <native|x86-64-v3|...>...] [VERIFY] [PRINT_IR_AFTER <pass|all>...])
 #
 # Compiles an ONNX model with `cgc compile` at build time (again whenever the
-# model, its profile or cgc changes) into a static library <target> that
-# carries the generated header's include path and the runtime.
+# model, its profile, its CONSTANTS files or cgc changes) into a static
+# library <target> that carries the generated header's include path and the
+# runtime. Every keyword is a `cgc compile` option (cgc compile --help):
+# SHAPES --shape, CONSTANTS --constant (a relative file is relative to the
+# calling CMakeLists.txt), BOUNDS --bound, DISABLE_PASS --disable-pass,
+# VERIFY --verify, PRINT_IR_AFTER --print-ir-after, and those below; -o and
+# --quiet are cgc_add_graph's own. An unknown keyword is a configure error
+# wherever it stands (after SHAPES too).
+#
+# The header is C11 and C++17: a C project (project(x C)) calls the C API,
+# a C++17 one the class (find_package(cgc) enables CXX, which the generated
+# source and the runtime need); the generated source itself is built as
+# C++20 (PRIVATE: the standard does not reach the targets linking <target>).
 #
 # The header: NAME defaults to the target name in CamelCase (tiny_cnn_model
 # -> TinyCnnModel); the header and the C prefix are NAME's snake_case form
@@ -35,12 +47,45 @@
 # runtime's target.
 include("${CMAKE_CURRENT_LIST_DIR}/targets.cmake")
 
-function(cgc_add_graph target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODEL;NAME;NAMESPACE;WEIGHTS;EXECUTORS;THREADS;PROFILE"
-                        "SHAPES;TARGET")
-  if(ARG_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "cgc_add_graph(${target}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
+# cgc_add_graph's keywords by the values each takes: the one list that both
+# parses the arguments and names them in errors.
+set(_CGC_GRAPH_FLAGS VERIFY)
+set(_CGC_GRAPH_ONE_VALUE MODEL NAME NAMESPACE WEIGHTS EXECUTORS THREADS PROFILE)
+set(_CGC_GRAPH_MULTI_VALUE SHAPES CONSTANTS BOUNDS DISABLE_PASS TARGET PRINT_IR_AFTER)
+
+# A fatal error unless every argument of cgc_add_graph(<target> ...) belongs
+# to a keyword it knows. A multi-value keyword swallows what follows it, so
+# an unknown keyword after SHAPES is one of its values: a value written as a
+# keyword (upper case, no '=') is taken for one (no shape, bound, constant,
+# target or pass name has that form).
+function(_cgc_check_graph_keywords target)
+  set(keywords ${_CGC_GRAPH_FLAGS} ${_CGC_GRAPH_ONE_VALUE} ${_CGC_GRAPH_MULTI_VALUE})
+  list(SORT keywords)
+  list(JOIN keywords ", " known)
+  set(stray "")
+  foreach(keyword IN LISTS _CGC_GRAPH_MULTI_VALUE)
+    foreach(value IN LISTS ARG_${keyword})
+      if(value MATCHES "^[A-Z][A-Z0-9_]*$")
+        list(APPEND stray "${value}")
+      endif()
+    endforeach()
+  endforeach()
+  list(APPEND stray ${ARG_UNPARSED_ARGUMENTS})
+  if(stray)
+    list(GET stray 0 first)
+    message(FATAL_ERROR "cgc_add_graph(${target}): unknown keyword or stray value '${first}' "
+                        "(the keywords are ${known})")
   endif()
+  if(ARG_KEYWORDS_MISSING_VALUES)
+    list(GET ARG_KEYWORDS_MISSING_VALUES 0 first)
+    message(FATAL_ERROR "cgc_add_graph(${target}): ${first} needs a value")
+  endif()
+endfunction()
+
+function(cgc_add_graph target)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "${_CGC_GRAPH_FLAGS}" "${_CGC_GRAPH_ONE_VALUE}"
+                        "${_CGC_GRAPH_MULTI_VALUE}")
+  _cgc_check_graph_keywords(${target})
   if(NOT ARG_MODEL)
     message(FATAL_ERROR "cgc_add_graph(${target}): MODEL is required")
   endif()
@@ -76,6 +121,29 @@ function(cgc_add_graph target)
   foreach(shape IN LISTS ARG_SHAPES)
     list(APPEND shape_args --shape "${shape}")
   endforeach()
+  # The other cgc compile options that shape the generated code.
+  set(model_args "")
+  set(constant_files "")
+  foreach(constant IN LISTS ARG_CONSTANTS)
+    if(constant MATCHES "^([^=]*)=(.+)$")
+      get_filename_component(file "${CMAKE_MATCH_2}" ABSOLUTE)
+      set(constant "${CMAKE_MATCH_1}=${file}")
+      list(APPEND constant_files "${file}")
+    endif()
+    list(APPEND model_args --constant "${constant}")
+  endforeach()
+  foreach(bound IN LISTS ARG_BOUNDS)
+    list(APPEND model_args --bound "${bound}")
+  endforeach()
+  foreach(pass IN LISTS ARG_DISABLE_PASS)
+    list(APPEND model_args --disable-pass "${pass}")
+  endforeach()
+  foreach(pass IN LISTS ARG_PRINT_IR_AFTER)
+    list(APPEND model_args --print-ir-after "${pass}")
+  endforeach()
+  if(ARG_VERIFY)
+    list(APPEND model_args --verify)
+  endif()
 
   set(schedule_args "")
   if(ARG_EXECUTORS)
@@ -98,7 +166,7 @@ function(cgc_add_graph target)
   list(APPEND schedule_args --target "${target_list}")
 
   set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_cgc")
-  set(depends "${model}")
+  set(depends "${model}" ${constant_files})
   if(ARG_PROFILE)
     get_filename_component(profile "${ARG_PROFILE}" ABSOLUTE)
     list(APPEND schedule_args --profile "${profile}")
@@ -123,7 +191,8 @@ function(cgc_add_graph target)
   add_custom_command(
     OUTPUT ${outputs}
     COMMAND "${CGC_EXECUTABLE}" compile "${model}" -o "${out}" --name "${name}"
-            --namespace "${namespace}" --weights "${weights}" ${shape_args} ${schedule_args} --quiet
+            --namespace "${namespace}" --weights "${weights}" ${shape_args} ${model_args}
+            ${schedule_args} --quiet
     DEPENDS ${depends}
     COMMENT "cgc: compiling ${ARG_MODEL} into class ${namespace}::${name}, header ${prefix}.h"
     VERBATIM)
@@ -133,9 +202,9 @@ function(cgc_add_graph target)
     # directly, which is baseline code in every runtime.
     add_library(${target} STATIC "${out}/${prefix}.cpp" "${out}/${prefix}.h" ${_cgc_build_objects})
     target_include_directories(${target} PUBLIC "${out}")
-    target_compile_features(${target} PUBLIC cxx_std_20)
+    target_compile_features(${target} PRIVATE cxx_std_20)
     target_link_libraries(${target} PUBLIC cgc::${cgc_target_RUNTIME})
-    set_target_properties(${target} PROPERTIES CGC_HEADER "${prefix}.h")
+    set_target_properties(${target} PROPERTIES CGC_HEADER "${prefix}.h" LINKER_LANGUAGE CXX)
     return()
   endif()
   set_source_files_properties("${out}/${prefix}.cpp" PROPERTIES
@@ -143,9 +212,9 @@ function(cgc_add_graph target)
   add_library(${target} STATIC "${out}/${prefix}.cpp" "${out}/${prefix}.h")
   target_include_directories(${target} PUBLIC "${out}")
   target_compile_options(${target} PRIVATE "-Wa,-I${out}" ${cgc_target_FLAGS})
-  target_compile_features(${target} PUBLIC cxx_std_20)
+  target_compile_features(${target} PRIVATE cxx_std_20)
   target_link_libraries(${target} PUBLIC cgc::${cgc_target_RUNTIME})
-  set_target_properties(${target} PROPERTIES CGC_HEADER "${prefix}.h"
+  set_target_properties(${target} PROPERTIES CGC_HEADER "${prefix}.h" LINKER_LANGUAGE CXX
                                              CGC_WEIGHTS_FILE "${out}/${prefix}.weights.bin")
 endfunction()
 

@@ -3,6 +3,14 @@
 # cgc_add_graph().
 # The runtime links Threads::Threads and LIBXSMM (by path) publicly.
 include(CMakeFindDependencyMacro)
+# The generated model source is C++ and the runtime links the C++ library:
+# a C project (project(x C)) gets CXX enabled here, at the file scope of
+# find_package(cgc), where CMake allows it.
+get_property(_cgc_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+if(NOT "CXX" IN_LIST _cgc_languages)
+  enable_language(CXX)
+endif()
+unset(_cgc_languages)
 find_dependency(Threads)
 include("${CMAKE_CURRENT_LIST_DIR}/cgcTargets.cmake")
 # Runtimes built standalone for other processor families (cmake -S runtime

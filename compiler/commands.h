@@ -65,6 +65,18 @@ void runOnce(driver::LoadedModel& loaded, const std::string& modelPath);
 
 int inspect(const driver::CompileOptions& options, bool json);
 
+struct ConfigOptions {
+  bool cflags = false;    // -I for the runtime's headers (any file including a generated header)
+  bool cxxflags = false;  // what compiling a generated NAME.cpp takes
+  bool libs = false;      // the runtime archive and what it links
+  std::string target = "native";
+};
+
+/// `cgc config`: the flags a build without CMake needs, on one line, for
+/// this cgc's install or build tree; CompileError when none is asked for
+/// or the target's runtime is missing.
+int config(const ConfigOptions& options);
+
 /// "--shape" values "NAME=1x3x224x224" -> bindings; CompileError if malformed.
 std::vector<std::pair<std::string, ir::Shape>> parseShapeBindings(
     const std::vector<std::string>& texts);

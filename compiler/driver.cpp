@@ -43,6 +43,14 @@ RuntimePaths runtimePaths(const std::string& target) {
   return {CGC_BUILD_RUNTIME_INCLUDE_DIR, (fs::path(CGC_BUILD_RUNTIME_DIR) / library).string()};
 }
 
+std::string runtimeLinkLibraries(const std::string& target, bool cxxLibrary) {
+  std::string libraries = CGC_SYSTEM_LIBRARIES;
+  if (findTarget(target).xsmmArch != "none" && *CGC_XSMM_LIBRARIES)
+    libraries = CGC_XSMM_LIBRARIES " " + libraries;
+  if (cxxLibrary && *CGC_CXX_LIBRARIES) libraries += " " CGC_CXX_LIBRARIES;
+  return libraries;
+}
+
 WrittenFiles writeModel(codegen::EmittedModel emitted, const std::string& outDirName,
                         const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();

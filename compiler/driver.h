@@ -67,6 +67,12 @@ struct RuntimePaths {
 };
 RuntimePaths runtimePaths(const std::string& target = "native");
 
+/// What a program linking the runtime of `target` links after it: LIBXSMM's
+/// archives (where the target's runtime has LIBXSMM), threads and dl, as
+/// the build found them (compiler_config.h); with `cxxLibrary`, the C++
+/// library too, for a program the C compiler links.
+std::string runtimeLinkLibraries(const std::string& target = "native", bool cxxLibrary = false);
+
 /// Loads options.modelPath and compiles it (the other compileGraph).
 CompiledModel compileGraph(const CompileOptions& options);
 

@@ -196,6 +196,28 @@ CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) 
   return command;
 }
 
+CLI::App* addConfig(CLI::App& app, cgc::commands::ConfigOptions& config) {
+  CLI::App* command = app.add_subcommand(
+      "config",
+      "Print the flags a build without CMake needs (as pkg-config does; README \"Building "
+      "against a generated model\"), for this cgc's install or build tree");
+  command->add_flag("--cflags", config.cflags,
+                    "The runtime's include directory: for any C or C++ (C++17 on) file that "
+                    "includes a generated header (add -I<its directory>)");
+  command->add_flag("--cxxflags", config.cxxflags,
+                    "What compiling a generated NAME.cpp takes: C++20, the target's flags, the "
+                    "include directory (add -I and, for embedded weights, -Wa,-I<its directory>)");
+  command->add_flag("--libs", config.libs,
+                    "The runtime archive and what it links (LIBXSMM, threads, dl, the C++ "
+                    "library), after the program's objects; any C or C++ compiler links them");
+  command
+      ->add_option("--target", config.target,
+                   "The target the model was compiled for (cgc compile --target): its runtime "
+                   "and flags")
+      ->capture_default_str();
+  return command;
+}
+
 /// Runs the chosen command; CompileError is the user's problem (exit 1),
 /// anything else cgc's (exit 2).
 template <typename F>
@@ -225,6 +247,7 @@ int main(int argc, char** argv) {
   cgc::commands::RunOptions runOptions;
   cgc::tune::TuneOptions tuneOptions;
   cgc::commands::BuildOptions buildOptions;
+  cgc::commands::ConfigOptions configOptions;
   ModelArgs compileArgs{&compileOptions}, runArgs{&runOptions.compile},
       tuneArgs{&tuneOptions.compile}, inspectArgs{&inspectOptions};
   std::string weightsMode = "embed";
@@ -233,6 +256,7 @@ int main(int argc, char** argv) {
   CLI::App* run = addRun(app, runArgs, runOptions);
   CLI::App* tune = addTune(app, tuneArgs, tuneOptions);
   CLI::App* build = addBuild(app, buildOptions);
+  CLI::App* config = addConfig(app, configOptions);
   CLI::App* inspect = app.add_subcommand(
       "inspect",
       "Report MODEL's inputs and outputs, its ops, what cgc cannot compile yet and "
@@ -265,6 +289,7 @@ int main(int argc, char** argv) {
     }
     if (*build) return cgc::commands::build(buildOptions);
     if (*targets) return cgc::driver::printTargets(runnableOnly);
+    if (*config) return cgc::commands::config(configOptions);
     if (*tune) {
       tuneArgs.parse();
       return cgc::tune::tune(tuneOptions);

@@ -49,10 +49,13 @@ F symbol(void* handle, const std::string& name, const std::string& library) {
 
 }  // namespace
 
+std::string generatedCodeOptions(const std::string& targetName, int optLevel) {
+  return fmt::format("-std=c++20 -O{} {} -fPIC -Wall -Wextra", optLevel,
+                     findTarget(targetName).flags);
+}
+
 std::string generatedCodeFlags(const std::string& targetName, int optLevel) {
-  const Target target = findTarget(targetName);
-  return fmt::format("{} -std=c++20 -O{} {} -fPIC -Wall -Wextra", target.compiler(), optLevel,
-                     target.flags);
+  return findTarget(targetName).compiler() + " " + generatedCodeOptions(targetName, optLevel);
 }
 
 std::string cacheDirectory() {
@@ -93,9 +96,10 @@ void compileShared(const fs::path& source, const std::vector<std::string>& dirs,
   fs::path temporary = library.string() + fmt::format(".tmp{}", getpid());
   std::string command = fmt::format(
       // The runtime's GEMMs call LIBXSMM (static, PIC), which needs dl.
-      "{} -shared -I{}{} {} {} -lxsmm -lxsmmnoblas -lpthread -ldl -o {}",
-      generatedCodeFlags(target.name, optLevel), shellQuote(runtime.includeDir), includes,
-      shellQuote(source.string()), shellQuote(runtime.library), shellQuote(temporary.string()));
+      "{} -shared -I{}{} {} {} {} -o {}", generatedCodeFlags(target.name, optLevel),
+      shellQuote(runtime.includeDir), includes, shellQuote(source.string()),
+      shellQuote(runtime.library), runtimeLinkLibraries(target.name),
+      shellQuote(temporary.string()));
   std::string output;
   int status = runCommand(command, output);
   if (status != 0 || !output.empty()) {

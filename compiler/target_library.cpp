@@ -156,11 +156,10 @@ void buildTargetLibrary(const std::vector<Target>& targets, const std::vector<Wr
   // parts (errors, the CPU check, the choice), which are baseline code too.
   const Target& lowest = targets.back();  // any would do: that part is baseline code
   const fs::path temporary = output + fmt::format(".tmp{}", getpid());
-  runBuildStep(fmt::format(
-      "{} -std=c++20 -O2 -fPIC -Wall -Wextra -shared {} {}{} {} -lxsmm -lxsmmnoblas -lpthread "
-      "-ldl -o {}",
-      lowest.compiler(), includes, shellQuote(files.front().sourcePath), objects,
-      shellQuote(runtimePaths(lowest.name).library), shellQuote(temporary.string())));
+  runBuildStep(fmt::format("{} -std=c++20 -O2 -fPIC -Wall -Wextra -shared {} {}{} {} {} -o {}",
+                           lowest.compiler(), includes, shellQuote(files.front().sourcePath),
+                           objects, shellQuote(runtimePaths(lowest.name).library),
+                           runtimeLinkLibraries(lowest.name), shellQuote(temporary.string())));
   fs::rename(temporary, output);
 }
 

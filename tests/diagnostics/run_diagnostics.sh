@@ -255,6 +255,21 @@ else
   failures=$((failures + 1))
 fi
 
+# --- build settings (issue 34 items 5-6) ---
+# cgc config: nothing asked for, an unknown target, a target whose runtime
+# this build lacks; and what it prints (tests/consumer builds with it).
+expect config_nothing "cgc config" "--cflags, --cxxflags, --libs" -- "$cgc" config
+expect config_unknown_target "unknown target 'znver9'" "known:" -- "$cgc" config --libs --target znver9
+expect config_no_runtime "libcgc_runtime_aarch64.a" "runtime for target aarch64 is not installed" -- "$cgc" config --libs --target aarch64
+if "$cgc" config --cflags --libs >"$work/config.out" 2>"$work/config.err" &&
+   grep -qE -- "^-I[^ ]*/include [^ ]*/libcgc_runtime\.a .*-ldl" "$work/config.out" &&
+   "$cgc" config --cxxflags --target x86-64-v3 | grep -q -- "-std=c++20 .*-march=x86-64-v3"; then
+  echo "ok   config: $(cat "$work/config.out")"
+else
+  echo "FAIL config:"; cat "$work/config.out" "$work/config.err"
+  failures=$((failures + 1))
+fi
+
 if [ $failures -ne 0 ]; then
   echo "$failures diagnostics tests failed"
   exit 1

@@ -13,7 +13,7 @@ extern "C" {
 
 /* The runtime ABI that generated code is written against; a model checks
  * it against the runtime it is linked with when it is created. */
-#define CGC_RUNTIME_ABI_VERSION 3
+#define CGC_RUNTIME_ABI_VERSION 4
 
 /* What a model's functions return: 0 on success. Codes below 16 are
  * failures the model itself defines (its kernels report them, naming the

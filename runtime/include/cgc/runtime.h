@@ -7,6 +7,12 @@
 // every instance), the executor pool and its pinned threads, the first
 // error of a run, the guard against two concurrent run() calls, and the
 // profiler hook.
+//
+// C++17: an application that includes a generated model header may be built
+// with -std=c++17, so nothing here may need C++20. The executor pool and its
+// thread teams (cgc/team.h: C++20 atomic wait and notify) stay behind
+// ModelRuntime's pointer, for the runtime's sources and the generated .cpp
+// (built with C++20) to include.
 #pragma once
 
 #include <atomic>
@@ -18,7 +24,6 @@
 #include <vector>
 
 #include "cgc/c_api.h"
-#include "cgc/team.h"
 #include "cgc/types.h"
 
 namespace cgc {
@@ -27,7 +32,12 @@ namespace rt {
 /// What a kernel that can fail returns (defined in cgc/kernels/common.h,
 /// which generated headers need not include).
 enum class Status : int32_t;
+/// The threads that run one op (cgc/team.h).
+class Team;
 }  // namespace rt
+
+/// The threads of one model instance (cgc/team.h).
+class ExecutorPool;
 
 using TensorInfo = cgc_tensor_info;
 using ModelInfo = cgc_model_info;
@@ -192,16 +202,18 @@ class ModelRuntime {
   /// CGC_ERROR_BUSY without running when another thread is inside run() of
   /// this instance; otherwise the first failure a node reported (fail), or
   /// ok. A run after a failed run starts afresh.
-  Status run(ExecutorPool::Body body, void* model);
+  /// `body` is an ExecutorPool::Body.
+  Status run(void (*body)(void* context, int executor, const rt::Team& team), void* model);
 
   /// Records a node's failure (first one wins; any thread, lock-free).
   void fail(int node, rt::Status status) noexcept;
 
   Profiler* profiler() const { return profiler_; }
   void set_profiler(Profiler* profiler) { profiler_ = profiler; }
-  ExecutorPool& pool() { return pool_; }
+  /// The executor pool (cgc/team.h has its definition).
+  ExecutorPool& pool() { return *pool_; }
   /// Where this instance's threads run: "1 executor(s) x 2 thread(s): e0 [caller, cpu 1]".
-  const std::string& placement() const { return pool_.describe_placement(); }
+  const std::string& placement() const;
 
  private:
   ModelSpec spec_;
@@ -212,7 +224,7 @@ class ModelRuntime {
   Profiler* profiler_ = nullptr;
   std::atomic<bool> running_{false};
   std::atomic<int64_t> failure_{-1};  // node << 8 | status, -1 when none
-  ExecutorPool pool_;
+  std::unique_ptr<ExecutorPool> pool_;
 };
 
 /// "<directory of the binary holding `module_symbol`>/<file_name>", or

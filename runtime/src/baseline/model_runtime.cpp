@@ -17,6 +17,7 @@
 
 #include "cgc/kernels/common.h"
 #include "cgc/runtime.h"
+#include "cgc/team.h"
 #include "gemm/gemm_core.h"
 
 namespace cgc {
@@ -111,9 +112,10 @@ void populateWeights(const unsigned char* weights, int64_t bytes) {
 #endif
 }
 
-ExecutorPool startPool(const ModelSpec& spec) {
+std::unique_ptr<ExecutorPool> startPool(const ModelSpec& spec) {
   try {
-    return ExecutorPool(spec.info->executors, spec.info->threads_per_executor, spec.signals);
+    return std::make_unique<ExecutorPool>(spec.info->executors, spec.info->threads_per_executor,
+                                          spec.signals);
   } catch (const std::system_error& e) {
     throw Error(CGC_ERROR_INTERNAL, std::string("model ") + modelName(spec) +
                                         ": cannot start its threads (" + e.what() + ")");
@@ -178,6 +180,8 @@ void ModelRuntime::fail(int node, rt::Status status) noexcept {
                                    std::memory_order_relaxed);
 }
 
+const std::string& ModelRuntime::placement() const { return pool_->describe_placement(); }
+
 Status ModelRuntime::run(ExecutorPool::Body body, void* model) {
   if (running_.exchange(true, std::memory_order_acquire)) {
     try {
@@ -191,7 +195,7 @@ Status ModelRuntime::run(ExecutorPool::Body body, void* model) {
   Status result;
   try {
     failure_.store(-1, std::memory_order_relaxed);
-    pool_.run(body, model);
+    pool_->run(body, model);
     if (profiler_) profiler_->end_run();
     const int64_t failure = failure_.load(std::memory_order_acquire);
     if (failure >= 0) {
