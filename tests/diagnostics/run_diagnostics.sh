@@ -216,21 +216,21 @@ pass threads_capped "1 x $over capped to 1 x $cpus, with a warning" bash -c '
   [ "$(wc -l <"$1.err")" -eq 1 ] &&
   grep -qF "cgc: warning: model Model: 1 executor(s) x $2 thread(s) are more threads than the $3 CPU(s)" "$1.err" &&
   grep -qF "running 1 x $3 (CGC_OVERSUBSCRIBE=1 or cgc run --oversubscribe runs 1 x $2)" "$1.err" &&
-  grep -qF "\"threads\":$3," "$1.out" && grep -qF "capped: 1 x $2 asked, $3 CPUs" "$1.out"' \
+  grep -qE "\"threads\":$3[,}]" "$1.out" && grep -qF "capped: 1 x $2 asked, $3 CPUs" "$1.out"' \
   _ "$work/threads_capped" $over $cpus
 "$cgc" run "$mlp/model.onnx" --inputs "$mlp/test_data_set_0" --threads $over --bench 1 --quiet \
     --oversubscribe >"$work/threads_oversubscribed.out" 2>"$work/threads_oversubscribed.err"
 pass threads_oversubscribed "--oversubscribe runs 1 x $over, without a warning" bash -c '
-  [ ! -s "$1.err" ] && grep -qF "\"threads\":$2," "$1.out" && ! grep -qF "capped" "$1.out"' \
+  [ ! -s "$1.err" ] && grep -qE "\"threads\":$2[,}]" "$1.out" && ! grep -qF "capped" "$1.out"' \
   _ "$work/threads_oversubscribed" $over
 CGC_OVERSUBSCRIBE=1 "$cgc" run "$mlp/model.onnx" --inputs "$mlp/test_data_set_0" --threads $over \
     --bench 1 --quiet >"$work/threads_env.out" 2>"$work/threads_env.err"
 pass threads_env "CGC_OVERSUBSCRIBE=1 runs 1 x $over" bash -c '
-  [ ! -s "$1.err" ] && grep -qF "\"threads\":$2," "$1.out"' _ "$work/threads_env" $over
+  [ ! -s "$1.err" ] && grep -qE "\"threads\":$2[,}]" "$1.out"' _ "$work/threads_env" $over
 # Threads decided at creation: the JSON says how many, not 0.
 "$cgc" run "$mlp/model.onnx" --inputs "$mlp/test_data_set_0" --bench 1 --quiet \
     >"$work/threads_auto.out" 2>"$work/threads_auto.err"
-pass threads_auto "--bench JSON: \"threads\":$cpus" grep -qF "\"threads\":$cpus," "$work/threads_auto.out"
+pass threads_auto "--bench JSON: \"threads\":$cpus" grep -qE "\"threads\":$cpus[,}]" "$work/threads_auto.out"
 
 # --check says which tolerance passed each output.
 "$cgc" run "$mlp/model.onnx" --inputs "$mlp/test_data_set_0" --check "$mlp/test_data_set_0" \
@@ -247,8 +247,8 @@ pass check_fails "... or the tolerance it failed" \
   grep -qF "differ by more than atol 0 + rtol 0 x |expected|" "$work/check_fails.out"
 
 # cgc run --library with a --name the library lacks: the models it holds.
-"$cgc" compile "$mlp/model.onnx" --name Mlp -o "$work/lib_mlp" --quiet &&
-  "$cgc" compile "$model" --name TinyCnn -o "$work/lib_tiny" --quiet &&
+"$cgc" compile "$mlp/model.onnx" --name Mlp --namespace diag_a -o "$work/lib_mlp" --quiet &&
+  "$cgc" compile "$model" --name TinyCnn --namespace diag_b -o "$work/lib_tiny" --quiet &&
   "$cgc" build "$work/lib_mlp/mlp.cpp" "$work/lib_tiny/tiny_cnn.cpp" -O 0 -o "$work/two_models.so" --quiet
 expect library_unknown_name "two_models.so" "holds no model of C prefix 'nope'" "the models it holds (--name): Mlp, TinyCnn" -- "$cgc" run "$model" --library "$work/two_models.so" --name Nope --quiet
 
