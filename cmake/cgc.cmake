@@ -26,7 +26,9 @@
 # the build prints it.
 #
 # EXECUTORS/THREADS fix the schedule (default: one executor whose team is
-# every core the process may use, decided when the model is created);
+# every core the process may use, decided when the model is created; more
+# than the cores of the machine it runs on are capped to them, with a
+# warning, unless CGC_OVERSUBSCRIBE=1: README "Using cgc");
 # PROFILE is a profile from `cgc run --profile-out` or `cgc tune`, whose
 # measured costs (and, from tune, executors, threads and per-op thread
 # counts) drive the schedule. WEIGHTS file reads <prefix>.weights.bin at

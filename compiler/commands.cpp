@@ -68,7 +68,7 @@ void fillDeterministic(const cgc_tensor_info& info, void* data) {
 }
 
 void loadInput(const std::string& path, const cgc_tensor_info& info, void* data) {
-  frontend::HostTensor tensor = frontend::readTensorFile(path);
+  frontend::HostTensor tensor = frontend::readTensorFile(path, info.name);
   ir::TensorType expected = typeOf(info);
   if (tensor.type.dtype != expected.dtype || tensor.type.shape != expected.shape)
     userError({path, "", ""}, "tensor '{}' is {} but input '{}' of the model is {}", tensor.name,
@@ -126,6 +126,58 @@ std::string preview(const frontend::HostTensor& t) {
                      n > 6 ? " ..." : "", *lo, *hi, sum / static_cast<double>(n));
 }
 
+/// The errors of one output against its expected values. An element
+/// passes when |actual - expected| <= atol + rtol x |expected|.
+struct Comparison {
+  double maxAbs = 0, maxRel = 0;
+  double relAt = 0;  // the expected value where the relative error is largest
+  int64_t elements = 0, bad = 0, firstBad = -1;
+  double badActual = 0, badExpected = 0;  // at firstBad
+  bool allWithinRtol = true;              // rtol x |expected| alone passes every element
+
+  /// "max abs error 2e-07, max rel error 1.03 (where expected is 1.9e-07):
+  /// ok, every error within atol 0.0001" and the like: which tolerance
+  /// passed it, or how many elements it failed.
+  std::string report(double rtol, double atol) const {
+    std::string out = fmt::format("max abs error {:.3g}, max rel error {:.3g}", maxAbs, maxRel);
+    if (maxRel > rtol) out += fmt::format(" (where expected is {:.3g})", relAt);
+    const std::string both = fmt::format("atol {:.3g} + rtol {:.3g} x |expected|", atol, rtol);
+    if (bad > 0)
+      return out + fmt::format(": {} of {} elements differ by more than {} (first at {}: {} vs {})",
+                               bad, elements, both, firstBad, badActual, badExpected);
+    if (maxAbs <= atol) return out + fmt::format(": ok, every error within atol {:.3g}", atol);
+    if (allWithinRtol)
+      return out + fmt::format(": ok, every error within rtol {:.3g} x |expected|", rtol);
+    return out + ": ok, every error within " + both;
+  }
+};
+
+Comparison compare(const std::vector<double>& a, const std::vector<double>& e, double rtol,
+                   double atol) {
+  Comparison c;
+  c.elements = static_cast<int64_t>(e.size());
+  for (size_t k = 0; k < e.size(); ++k) {
+    if (std::isnan(e[k]) && std::isnan(a[k])) continue;
+    double diff = std::fabs(a[k] - e[k]);
+    if (std::isinf(e[k]) && a[k] == e[k]) diff = 0;
+    c.maxAbs = std::max(c.maxAbs, diff);
+    if (e[k] != 0 && diff / std::fabs(e[k]) > c.maxRel) {
+      c.maxRel = diff / std::fabs(e[k]);
+      c.relAt = e[k];
+    }
+    if (!(diff <= rtol * std::fabs(e[k]))) c.allWithinRtol = false;
+    if (!(diff <= atol + rtol * std::fabs(e[k]))) {
+      if (c.firstBad < 0) {
+        c.firstBad = static_cast<int64_t>(k);
+        c.badActual = a[k];
+        c.badExpected = e[k];
+      }
+      ++c.bad;
+    }
+  }
+  return c;
+}
+
 /// Compares against DIR/output_i.pb (a sequence output's file against its
 /// tensors, outputs NAME[0], NAME[1], ...); returns whether all match.
 bool checkOutputs(const std::string& dir, const std::string& modelPath,
@@ -148,27 +200,10 @@ bool checkOutputs(const std::string& dir, const std::string& modelPath,
       allMatch = false;
       continue;
     }
-    auto e = toDoubles(expected), a = toDoubles(actual);
-    double maxAbs = 0, maxRel = 0;
-    int64_t bad = 0, firstBad = -1;
-    for (size_t k = 0; k < e.size(); ++k) {
-      if (std::isnan(e[k]) && std::isnan(a[k])) continue;
-      double diff = std::fabs(a[k] - e[k]);
-      if (std::isinf(e[k]) && a[k] == e[k]) diff = 0;
-      maxAbs = std::max(maxAbs, diff);
-      if (e[k] != 0) maxRel = std::max(maxRel, diff / std::fabs(e[k]));
-      if (!(diff <= atol + rtol * std::fabs(e[k]))) {
-        if (firstBad < 0) firstBad = static_cast<int64_t>(k);
-        ++bad;
-      }
-    }
-    std::cout << fmt::format("check: output '{}': max abs error {:.3g}, max rel error {:.3g}: {}\n",
-                             info.outputs[i].name, maxAbs, maxRel,
-                             bad == 0
-                                 ? "ok"
-                                 : fmt::format("{} of {} elements differ (first at {}: {} vs {})",
-                                               bad, e.size(), firstBad, a[firstBad], e[firstBad]));
-    allMatch &= bad == 0;
+    const Comparison c = compare(toDoubles(actual), toDoubles(expected), rtol, atol);
+    std::cout << fmt::format("check: output '{}': {}\n", info.outputs[i].name,
+                             c.report(rtol, atol));
+    allMatch &= c.bad == 0;
   }
   return allMatch;
 }
@@ -383,7 +418,8 @@ void bench(driver::LoadedModel& loaded, const RunOptions& options) {
                                {"min_ms", *std::min_element(times.begin(), times.end())},
                                {"runs", options.benchRuns},
                                {"executors", info.executors},
-                               {"threads", info.threads_per_executor}};
+                               {"threads", loaded.threadsPerExecutor()},
+                               {"placement", loaded.placement()}};
   std::cout << line.dump() << std::endl;
 }
 
@@ -445,6 +481,8 @@ int build(const BuildOptions& options) {
 
 int run(const RunOptions& options) {
   const codegen::ModelNames names = driver::checkedNames(options.compile);
+  // Read by the runtime when the instance is created (ExecutorPool).
+  if (options.oversubscribe) setenv("CGC_OVERSUBSCRIBE", "1", 1);
   const bool several = driver::namesSeveralTargets(options.compile);
   const auto model =
       driver::compileGraph(several ? driver::firstTargetOptions(options.compile) : options.compile);

@@ -28,6 +28,9 @@ struct RunOptions {
   /// model's `cgc compile --name` output) instead of building it; the class
   /// name (--name) gives the symbols' prefix.
   std::string library;
+  /// --oversubscribe: run executors x threads as compiled even beyond this
+  /// machine's cores (sets CGC_OVERSUBSCRIBE=1 for the runtime).
+  bool oversubscribe = false;
 };
 
 int run(const RunOptions& options);

@@ -68,7 +68,10 @@ void addScheduleOptions(CLI::App& command, CompileOptions& options) {
       .add_option("--threads", options.threadsPerExecutor,
                   "Threads per executor; each op splits over them (default: the profile's, "
                   "else decided when the model is created: every core the process may use, "
-                  "divided by the executors)")
+                  "divided by the executors). A model whose executors x threads exceed the "
+                  "cores the process may use when it is created runs fewer threads per "
+                  "executor, with a warning (cgc run --oversubscribe, or CGC_OVERSUBSCRIBE=1 "
+                  "for a built model, runs them all)")
       ->check(CLI::Range(1, 1024));
   command
       .add_option("--profile", options.profilePath,
@@ -139,6 +142,10 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
                       "else of one cold run");
   command->add_flag("--verify", run.compile.verify,
                     "Parse the generated code with Clang before building it");
+  command->add_flag("--oversubscribe", run.oversubscribe,
+                    "Run executors x threads as given even where they exceed the cores this "
+                    "process may use (slow: by default they are capped to the cores, with a "
+                    "warning); the same as CGC_OVERSUBSCRIBE=1");
   CLI::Option* library =
       command
           ->add_option("--library", run.library,

@@ -2,6 +2,8 @@
 #include "compiler/model_runner.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fmt/ranges.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -220,13 +223,85 @@ void buildLibrary(const std::vector<std::string>& sources, const std::string& li
   compileShared(unityPath, dirs, library, target, optLevel, options);
 }
 
+namespace {
+
+/// The defined symbols of the ELF file `path`'s dynamic symbol table that
+/// end in `suffix`, without it; empty when the file is no 64-bit ELF file.
+std::vector<std::string> dynamicSymbolsEndingIn(const std::string& path,
+                                                const std::string& suffix) {
+  std::ifstream file(path, std::ios::binary);
+  auto read = [&file](void* into, uint64_t offset, uint64_t bytes) {
+    file.seekg(static_cast<std::streamoff>(offset));
+    return static_cast<bool>(
+        file.read(static_cast<char*>(into), static_cast<std::streamsize>(bytes)));
+  };
+  Elf64_Ehdr header{};
+  if (!read(&header, 0, sizeof header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+      header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_shentsize != sizeof(Elf64_Shdr))
+    return {};
+  std::vector<Elf64_Shdr> sections(header.e_shnum);
+  if (!read(sections.data(), header.e_shoff, sections.size() * sizeof(Elf64_Shdr))) return {};
+  std::vector<std::string> names;
+  for (const Elf64_Shdr& table : sections) {
+    if (table.sh_type != SHT_DYNSYM || table.sh_link >= sections.size()) continue;
+    const Elf64_Shdr& strings = sections[table.sh_link];
+    std::vector<Elf64_Sym> symbols(table.sh_size / sizeof(Elf64_Sym));
+    std::string text(strings.sh_size, '\0');
+    if (!read(symbols.data(), table.sh_offset, symbols.size() * sizeof(Elf64_Sym)) ||
+        !read(text.data(), strings.sh_offset, text.size()))
+      return {};
+    for (const Elf64_Sym& symbol : symbols) {
+      if (symbol.st_shndx == SHN_UNDEF || symbol.st_name >= text.size()) continue;
+      const std::string name = text.c_str() + symbol.st_name;
+      if (name.size() > suffix.size() && name.ends_with(suffix))
+        names.push_back(name.substr(0, name.size() - suffix.size()));
+    }
+  }
+  return names;
+}
+
+}  // namespace
+
+std::vector<std::string> modelsInLibrary(void* handle, const std::string& library) {
+  std::vector<std::string> models;
+  for (const std::string& prefix : dynamicSymbolsEndingIn(library, "_api")) {
+    // A model's <prefix>_info returns its description (a static), nothing else.
+    auto info =
+        reinterpret_cast<const cgc_model_info* (*)()>(dlsym(handle, (prefix + "_info").c_str()));
+    const cgc_model_info* model = info ? info() : nullptr;
+    if (model && model->name &&
+        std::find(models.begin(), models.end(), model->name) == models.end())
+      models.push_back(model->name);
+  }
+  std::sort(models.begin(), models.end());
+  return models;
+}
+
 LoadedModel::LoadedModel(const std::string& library, const std::string& prefix) {
   handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) userError({library, "", ""}, "cannot load: {}", dlerror());
+  if (!dlsym(handle_, (prefix + "_api").c_str())) {
+    const std::vector<std::string> models = modelsInLibrary(handle_, library);
+    dlclose(handle_);
+    handle_ = nullptr;
+    userError({library, "", ""}, "holds no model of C prefix '{}' ({}_api); {}", prefix, prefix,
+              models.empty()
+                  ? std::string("it holds no cgc model")
+                  : fmt::format("the models it holds (--name): {}", fmt::join(models, ", ")));
+  }
   api_ = symbol<const cgc_model_api* (*)()>(handle_, prefix + "_api", library)();
   info_ = api_->info();
   instance_ = api_->create_with_arena(nullptr, nullptr, 0);
   if (!instance_) userError({library, "", ""}, "cannot create the model: {}", api_->last_error());
+}
+
+int LoadedModel::threadsPerExecutor() const {
+  // "1 executor(s) x 2 thread(s): ..."
+  int executors = 0, threads = 0;
+  if (std::sscanf(api_->placement(instance_), "%d executor(s) x %d thread(s)", &executors,
+                  &threads) == 2)
+    return threads;
+  return info_->threads_per_executor;
 }
 
 LoadedModel::~LoadedModel() {

@@ -72,6 +72,10 @@ class LoadedModel {
   void setProfiler(Profiler* profiler) { api_->set_profiler(instance_, profiler); }
   /// Where the instance's threads run (ExecutorPool::describe_placement).
   std::string placement() const { return api_->placement(instance_); }
+  /// The threads per executor the instance runs (decided at creation when
+  /// the model says 0, capped to the CPUs): read from placement(), the C
+  /// interface's one view of the instance's pool.
+  int threadsPerExecutor() const;
 
  private:
   void* handle_ = nullptr;
@@ -79,6 +83,12 @@ class LoadedModel {
   void* instance_ = nullptr;
   const cgc_model_info* info_ = nullptr;
 };
+
+/// The class names (cgc compile --name) of the models that the shared
+/// library `library`, loaded as `handle`, holds: each <prefix>_api in its
+/// dynamic symbol table with its <prefix>_info beside it; empty when it
+/// holds none or is not an ELF file this process can read.
+std::vector<std::string> modelsInLibrary(void* handle, const std::string& library);
 
 /// Directory for cached builds: $CGC_CACHE_DIR, else $XDG_CACHE_HOME/cgc,
 /// else ~/.cache/cgc.

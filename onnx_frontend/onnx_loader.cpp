@@ -217,7 +217,7 @@ void freezeConstantInputs(const std::string& path, onnx::GraphProto& graph,
     auto it = std::find_if(inputs.begin(), inputs.end(),
                            [&](const auto& in) { return in.name() == name; });
     if (it == inputs.end()) userError({path, "", ""}, "--constant names unknown input '{}'", name);
-    HostTensor tensor = readTensorFile(file);
+    HostTensor tensor = readTensorFile(file, name);
     auto declared = static_cast<DType>(it->type().tensor_type().elem_type());
     if (declared != tensor.type.dtype)
       userError({file, "", ""}, "tensor is {} but input '{}' is {}", tensor.type.str(), name,

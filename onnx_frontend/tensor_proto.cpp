@@ -143,7 +143,7 @@ onnx::TensorProto tensorToProto(const HostTensor& tensor) {
   return proto;
 }
 
-HostTensor readTensorFile(const std::string& path) {
+HostTensor readTensorFile(const std::string& path, const std::string& input) {
   std::ifstream file(path, std::ios::binary);
   if (!file) userError({path, "", ""}, "cannot open tensor file");
   std::stringstream buffer;
@@ -151,6 +151,8 @@ HostTensor readTensorFile(const std::string& path) {
   onnx::TensorProto proto;
   if (!proto.ParseFromString(buffer.str()))
     userError({path, "", ""}, "not a serialized ONNX TensorProto");
+  if (!input.empty() && !proto.name().empty() && proto.name() != input)
+    userError({path, "", ""}, "holds tensor '{}', but is read for input '{}'", proto.name(), input);
   return tensorFromProto(proto, {path, "", ""});
 }
 

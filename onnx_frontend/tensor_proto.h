@@ -30,8 +30,11 @@ ir::TensorType checkTensorProto(const onnx::TensorProto& proto, const DiagLocati
 ir::TensorType checkTensorSizes(const onnx::TensorProto& proto, const DiagLocation& where);
 onnx::TensorProto tensorToProto(const HostTensor& tensor);
 
-/// Reads a serialized TensorProto file; CompileError if unreadable.
-HostTensor readTensorFile(const std::string& path);
+/// Reads a serialized TensorProto file; CompileError if unreadable. With
+/// `input` (the graph input it is read for: --inputs, --constant), also
+/// when the tensor's name is set and is another (the file of another
+/// input); an empty name is accepted.
+HostTensor readTensorFile(const std::string& path, const std::string& input = "");
 /// Writes a serialized TensorProto file; CompileError if unwritable.
 void writeTensorFile(const std::string& path, const HostTensor& tensor);
 

@@ -270,6 +270,77 @@ else
   failures=$((failures + 1))
 fi
 
+# --- threads and cgc run (issue 34 items 7-8) ---
+# pass NAME DESCRIPTION COMMAND...: a check that is no one-line error.
+pass() {
+  local name=$1 what=$2; shift 2
+  if "$@"; then
+    echo "ok   $name: $what"
+  else
+    echo "FAIL $name: $what"; sed 's/^/     /' "$work/$name".{out,err} 2>/dev/null
+    failures=$((failures + 1))
+  fi
+}
+# More threads than the CPUs this process may use: capped to them, with a
+# one-line warning naming the CPUs and the override; the --bench JSON says
+# the threads that ran. --oversubscribe (or CGC_OVERSUBSCRIBE=1) runs them all.
+cpus=$(nproc) mlp=$samples/mlp
+over=$((cpus + 1))
+"$cgc" run "$mlp/model.onnx" --inputs "$mlp/test_data_set_0" --threads $over --bench 1 --quiet \
+    >"$work/threads_capped.out" 2>"$work/threads_capped.err"
+pass threads_capped "1 x $over capped to 1 x $cpus, with a warning" bash -c '
+  [ "$(wc -l <"$1.err")" -eq 1 ] &&
+  grep -qF "cgc: warning: model Model: 1 executor(s) x $2 thread(s) are more threads than the $3 CPU(s)" "$1.err" &&
+  grep -qF "running 1 x $3 (CGC_OVERSUBSCRIBE=1 or cgc run --oversubscribe runs 1 x $2)" "$1.err" &&
+  grep -qE "\"threads\":$3[,}]" "$1.out" && grep -qF "capped: 1 x $2 asked, $3 CPUs" "$1.out"' \
+  _ "$work/threads_capped" $over $cpus
+"$cgc" run "$mlp/model.onnx" --inputs "$mlp/test_data_set_0" --threads $over --bench 1 --quiet \
+    --oversubscribe >"$work/threads_oversubscribed.out" 2>"$work/threads_oversubscribed.err"
+pass threads_oversubscribed "--oversubscribe runs 1 x $over, without a warning" bash -c '
+  [ ! -s "$1.err" ] && grep -qE "\"threads\":$2[,}]" "$1.out" && ! grep -qF "capped" "$1.out"' \
+  _ "$work/threads_oversubscribed" $over
+CGC_OVERSUBSCRIBE=1 "$cgc" run "$mlp/model.onnx" --inputs "$mlp/test_data_set_0" --threads $over \
+    --bench 1 --quiet >"$work/threads_env.out" 2>"$work/threads_env.err"
+pass threads_env "CGC_OVERSUBSCRIBE=1 runs 1 x $over" bash -c '
+  [ ! -s "$1.err" ] && grep -qE "\"threads\":$2[,}]" "$1.out"' _ "$work/threads_env" $over
+# Threads decided at creation: the JSON says how many, not 0.
+"$cgc" run "$mlp/model.onnx" --inputs "$mlp/test_data_set_0" --bench 1 --quiet \
+    >"$work/threads_auto.out" 2>"$work/threads_auto.err"
+pass threads_auto "--bench JSON: \"threads\":$cpus" grep -qE "\"threads\":$cpus[,}]" "$work/threads_auto.out"
+
+# --check says which tolerance passed each output.
+"$cgc" run "$mlp/model.onnx" --inputs "$mlp/test_data_set_0" --check "$mlp/test_data_set_0" \
+    --atol 1 --quiet >"$work/check_atol.out" 2>"$work/check_atol.err"
+pass check_atol "--check names the tolerance that passed" \
+  grep -qF "check: output 'logits': max abs error" "$work/check_atol.out"
+pass check_atol_named "... atol 1" grep -qF ": ok, every error within atol 1" "$work/check_atol.out"
+"$cgc" run "$mlp/model.onnx" --inputs "$mlp/test_data_set_0" --check "$mlp/test_data_set_0" \
+    --atol 0 --rtol 0.5 --quiet >"$work/check_rtol.out" 2>"$work/check_rtol.err"
+pass check_rtol "... rtol 0.5 alone" grep -qF ": ok, every error within rtol 0.5 x |expected|" "$work/check_rtol.out"
+"$cgc" run "$mlp/model.onnx" --inputs "$mlp/test_data_set_0" --check "$mlp/test_data_set_0" \
+    --atol 0 --rtol 0 --quiet >"$work/check_fails.out" 2>"$work/check_fails.err"
+pass check_fails "... or the tolerance it failed" \
+  grep -qF "differ by more than atol 0 + rtol 0 x |expected|" "$work/check_fails.out"
+
+# cgc run --library with a --name the library lacks: the models it holds.
+"$cgc" compile "$mlp/model.onnx" --name Mlp --namespace diag_a -o "$work/lib_mlp" --quiet &&
+  "$cgc" compile "$model" --name TinyCnn --namespace diag_b -o "$work/lib_tiny" --quiet &&
+  "$cgc" build "$work/lib_mlp/mlp.cpp" "$work/lib_tiny/tiny_cnn.cpp" -O 0 -o "$work/two_models.so" --quiet
+expect library_unknown_name "two_models.so" "holds no model of C prefix 'nope'" "the models it holds (--name): Mlp, TinyCnn" -- "$cgc" run "$model" --library "$work/two_models.so" --name Nope --quiet
+
+# A .pb whose tensor is named for another input: --inputs and --constant.
+# (Unnamed tensors are accepted: data_dependent_k9's above have no names.)
+mkdir -p "$work/misnamed_inputs"
+/usr/bin/python3 - "$work/misnamed_inputs/input_0.pb" "$work/shape_misnamed.pb" <<'PY'
+import sys
+import numpy as np
+from onnx import numpy_helper
+open(sys.argv[1], "wb").write(numpy_helper.from_array(np.zeros((1, 3, 16, 16), np.float32), "image").SerializeToString())
+open(sys.argv[2], "wb").write(numpy_helper.from_array(np.array([2, -1], np.int64), "dims").SerializeToString())
+PY
+expect input_misnamed "misnamed_inputs/input_0.pb" "holds tensor 'image', but is read for input 'input'" -- "$cgc" run "$model" --inputs "$work/misnamed_inputs" --quiet
+expect constant_misnamed "shape_misnamed.pb" "holds tensor 'dims', but is read for input 'shape'" -- "$cgc" compile "$ri" --constant shape="$work/shape_misnamed.pb" -o "$work/out" --quiet
+
 if [ $failures -ne 0 ]; then
   echo "$failures diagnostics tests failed"
   exit 1

@@ -1,6 +1,6 @@
 // ExecutorPool placement: what a model instance's threads are pinned to,
 // and how pools in one process share the CPUs (the registry of claimed
-// CPUs, CGC_PIN=0, more threads than CPUs).
+// CPUs, CGC_PIN=0, more threads than CPUs: capped, or CGC_OVERSUBSCRIBE=1).
 #include <pthread.h>
 #include <sched.h>
 
@@ -103,13 +103,48 @@ TEST_CASE("CGC_PIN=0 leaves the workers unpinned and claims no CPU") {
   CHECK(ran == 2);
 }
 
-TEST_CASE("more threads than CPUs run unpinned, saying so") {
+TEST_CASE("more threads than CPUs are capped to them, saying so") {
   const int cpus = cgc::available_cpus();
   cgc::ExecutorPool pool(1, cpus + 1, 1);
-  CHECK(pool.describe_placement().ends_with("; unpinned: " + std::to_string(cpus + 1) +
-                                            " threads, " + std::to_string(cpus) + " CPUs"));
+  CHECK(pool.threads_per_executor() == cpus);
+  const std::string asked = "1 x " + std::to_string(cpus + 1);
+  CHECK(pool.describe_placement().find("; capped: " + asked + " asked, " + std::to_string(cpus) +
+                                       " CPUs") != std::string::npos);
+  CHECK(pool.oversubscription() ==
+        "1 executor(s) x " + std::to_string(cpus + 1) + " thread(s) are more threads than the " +
+            std::to_string(cpus) + " CPU(s) this process may use: running 1 x " +
+            std::to_string(cpus) + " (CGC_OVERSUBSCRIBE=1 or cgc run --oversubscribe runs " +
+            asked + ")");
   std::atomic<int> ran{0};
   pool.run(countThread, &ran);
+  CHECK(ran == cpus);
+}
+
+TEST_CASE("more executors than CPUs run one thread each, unpinned, saying so") {
+  const int cpus = cgc::available_cpus();
+  cgc::ExecutorPool pool(cpus + 1, 2, 1);
+  CHECK(pool.threads_per_executor() == 1);
+  CHECK(pool.describe_placement().ends_with("; unpinned: " + std::to_string(cpus + 1) +
+                                            " threads, " + std::to_string(cpus) + " CPUs"));
+  CHECK(pool.oversubscription().find("running " + std::to_string(cpus + 1) +
+                                     " x 1, still more, unpinned and more slowly (compile with "
+                                     "--executors " +
+                                     std::to_string(cpus) + " or fewer; ") != std::string::npos);
+}
+
+TEST_CASE("CGC_OVERSUBSCRIBE=1: more threads than CPUs run unpinned, saying so") {
+  const int cpus = cgc::available_cpus();
+  std::optional<cgc::ExecutorPool> pool;
+  {
+    ScopedEnv env("CGC_OVERSUBSCRIBE", "1");
+    pool.emplace(1, cpus + 1, 1);
+  }
+  CHECK(pool->threads_per_executor() == cpus + 1);
+  CHECK(pool->oversubscription().empty());
+  CHECK(pool->describe_placement().ends_with("; unpinned: " + std::to_string(cpus + 1) +
+                                             " threads, " + std::to_string(cpus) + " CPUs"));
+  std::atomic<int> ran{0};
+  pool->run(countThread, &ran);
   CHECK(ran == cpus + 1);
   // It claimed nothing: a pool that fits still pins.
   if (cpus >= 2) {

@@ -34,6 +34,8 @@ case $mode in
     sanitize=thread
     models=(inception tiny_cnn mlp branches control_flow)
     schedule=(--executors 3 --threads 2)
+    # Every thread asked for, also on a machine of fewer cores (not capped).
+    export CGC_OVERSUBSCRIBE=1
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

@@ -166,6 +166,15 @@ namespace cgc {
 /// exceeds the CPUs, or CGC_PIN=0, the workers run unpinned and
 /// describe_placement() says why ("unpinned: cores held by other
 /// instances"). A pool of one thread has no workers and claims nothing.
+///
+/// Oversubscription. More threads than the CPUs the process may use is
+/// ruinous (a barrier waits for a thread that has no core: 0.9 ms became
+/// 43 ms at 3 threads on 2 cores), so a pool given E x T above them runs
+/// max(1, CPUs / E) threads per executor instead, and oversubscription()
+/// says so (a model compiled for a bigger machine still runs well on a
+/// smaller one). CGC_OVERSUBSCRIBE=1 in the environment runs E x T as given.
+/// Executors cannot be capped (the schedule is compiled): more executors
+/// than CPUs run unpinned, and oversubscription() says that too.
 class ExecutorPool {
  public:
   /// What one executor runs: its thread of `team` executes op list `executor`.
@@ -177,7 +186,7 @@ class ExecutorPool {
   /// `threads_per_executor` 0 decides here: the CPUs the process may use
   /// that no other pool holds, divided by the executors, at least 1 (every
   /// CPU the process may use when it is the only pool); see
-  /// threads_per_executor(). Pinning: see the class comment. The calling
+  /// threads_per_executor(). Pinning and capping: see the class comment. The calling
   /// thread is not pinned, but when run() finds it on a CPU that a worker (of
   /// any pool) is pinned to (two threads on one core, each waiting for the
   /// other) its affinity is narrowed to the CPUs no worker holds. Throws
@@ -209,14 +218,23 @@ class ExecutorPool {
   rt::SpinBarrier* barrier_for(int executor, int threads);
 
   int executors() const { return executors_; }
-  /// T: as given, or as decided at construction when given 0.
+  /// T: as given, capped to the CPUs (see the class comment), or as decided
+  /// at construction when given 0.
   int threads_per_executor() const { return threads_; }
+  /// Empty, or a warning when E x T as given exceed the CPUs the process
+  /// may use and CGC_OVERSUBSCRIBE=1 is not set: "1 executor(s) x 64
+  /// thread(s) are more threads than the 2 CPU(s) this process may use:
+  /// running 1 x 2 (CGC_OVERSUBSCRIBE=1 or cgc run --oversubscribe runs
+  /// 1 x 64)".
+  const std::string& oversubscription() const { return oversubscription_; }
   /// CPU of each thread, executor-major; -1 where not pinned (thread 0 is the
   /// caller's thread).
   const std::vector<int>& placement() const { return placement_; }
-  /// "2 executor(s) x 1 thread(s): e0 [caller] e1 [cpu 1]"; when the workers
-  /// are unpinned, followed by why ("; unpinned: cores held by other
-  /// instances", "; unpinned: CGC_PIN=0", "; unpinned: 4 threads, 2 CPUs").
+  /// "2 executor(s) x 1 thread(s): e0 [caller] e1 [cpu 1]"; when the threads
+  /// were capped, followed by what was asked ("; capped: 1 x 64 asked, 2
+  /// CPUs"); when the workers are unpinned, followed by why ("; unpinned:
+  /// cores held by other instances", "; unpinned: CGC_PIN=0", "; unpinned:
+  /// 4 threads, 2 CPUs").
   const std::string& describe_placement() const { return description_; }
 
  private:
@@ -226,13 +244,14 @@ class ExecutorPool {
   void worker(int slot);
   void startWorkers();
   void stopWorkers();
-  std::string describe(const std::string& unpinned) const;
+  std::string describe(const std::string& unpinned, const std::string& capped) const;
   void keepCallerOffWorkers();
 
   int executors_, threads_ = 1;
   std::vector<int> placement_;
   std::vector<int> claimed_;  // CPUs held in the registry: the caller's, then the workers'
   std::string description_;
+  std::string oversubscription_;
   std::unique_ptr<Signal[]> signals_;
   std::vector<std::unique_ptr<rt::SpinBarrier>> barriers_;  // [e * T + (k-1)]
   std::vector<std::thread> workers_;

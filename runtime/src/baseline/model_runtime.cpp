@@ -1,7 +1,8 @@
 // ModelRuntime: the state every generated model instance shares (see
 // cgc/runtime.h): the checks at creation (runtime ABI, CPU features, the
 // caller's arena), the weights (embedded or shared per file), the executor
-// pool, the first failure of a run, the guard against two concurrent run()
+// pool (and its warning when the model asks for more threads than the
+// CPUs), the first failure of a run, the guard against two concurrent run()
 // calls, and where the weights file is looked up by default.
 #include <dlfcn.h>
 #include <link.h>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -122,6 +124,20 @@ std::unique_ptr<ExecutorPool> startPool(const ModelSpec& spec) {
   }
 }
 
+/// The pool's oversubscription warning on stderr (see ExecutorPool), once
+/// per process for each model and warning: a server that creates many
+/// instances says it once. The warning of a deployed library too: the model
+/// runs, but not with the threads it was compiled for.
+void warnOversubscribed(const ModelSpec& spec, const ExecutorPool& pool) {
+  if (pool.oversubscription().empty()) return;
+  static auto* mutex = new std::mutex;  // never destroyed, as instances in statics may outlive it
+  static auto* said = new std::set<std::string>;
+  const std::string line =
+      std::string("cgc: warning: model ") + modelName(spec) + ": " + pool.oversubscription();
+  std::lock_guard<std::mutex> lock(*mutex);
+  if (said->insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 /// CGC_ERROR_INTERNAL for an exception inside run(); never throws.
 Status internalError(const char* model, const char* what) noexcept {
   try {
@@ -141,6 +157,7 @@ ModelRuntime::ModelRuntime(const ModelSpec& spec, const char* weights_path, void
       fileWeights_(fileWeights(spec, weights_path)),
       weights_(fileWeights_ ? fileWeights_.get() : spec.embedded_weights),
       pool_(startPool(spec)) {
+  warnOversubscribed(spec_, pool_);
   // LIBXSMM sets itself up on another thread while this one allocates the
   // arena and pages the weights in, not in the first run's first GEMM.
   std::thread xsmm;

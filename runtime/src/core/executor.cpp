@@ -41,6 +41,34 @@ bool pinningWanted() {
   return !env || std::strcmp(env, "0") != 0;
 }
 
+/// CGC_OVERSUBSCRIBE=1: run every thread asked for, even beyond the CPUs.
+bool oversubscriptionWanted() {
+  const char* env = std::getenv("CGC_OVERSUBSCRIBE");
+  return env && std::strcmp(env, "1") == 0;
+}
+
+/// What a pool of `executors` x `asked` threads that runs `threads` per
+/// executor on `cpus` CPUs says when it asks for more threads than the CPUs
+/// (one thread per core waits for the others at every barrier: 0.9 ms
+/// became 43 ms at 3 threads on 2 cores); empty when they fit or `allowed`.
+std::string oversubscription(int executors, int asked, int threads, int cpus, bool allowed) {
+  if (allowed || executors * asked <= cpus) return {};
+  const bool capped = threads != asked, over = executors * threads > cpus;
+  const std::string e = std::to_string(executors);
+  std::string out = e + " executor(s) x " + std::to_string(asked) +
+                    " thread(s) are more threads than the " + std::to_string(cpus) +
+                    " CPU(s) this process may use: running ";
+  if (capped) out += e + " x " + std::to_string(threads) + (over ? ", still more, " : "");
+  if (over) out += "unpinned and more slowly";
+  out += " (";
+  if (over) out += "compile with --executors " + std::to_string(cpus) + " or fewer";
+  if (capped && over) out += "; ";
+  if (capped)
+    out +=
+        "CGC_OVERSUBSCRIBE=1 or cgc run --oversubscribe runs " + e + " x " + std::to_string(asked);
+  return out + ")";
+}
+
 /// Which CPUs the pools of this process hold. A pool that pins claims one
 /// CPU per thread (the caller's, then its workers'), all or none, under the
 /// mutex; whether a worker is pinned to a CPU is also readable without it
@@ -54,25 +82,35 @@ class CpuRegistry {
   }
 
   struct Claim {
-    int threads;            // per executor
-    std::vector<int> cpus;  // the caller's, then the workers'; empty: unpinned
-    std::string unpinned;   // why not pinned, when there are workers
+    int threads;                 // per executor
+    std::vector<int> cpus;       // the caller's, then the workers'; empty: unpinned
+    std::string unpinned;        // why not pinned, when there are workers
+    std::string capped;          // the threads asked for, when fewer run
+    std::string oversubscribed;  // the warning, when more threads than CPUs were asked for
   };
 
   /// A new pool's threads per executor (`threads` 0: the free CPUs divided
-  /// by the executors, at least 1) and, when pinning is wanted and that many
-  /// CPUs are free, the CPUs it claims.
-  Claim claim(int executors, int threads, bool pin) {
+  /// by the executors, at least 1; more than the CPUs the process may use:
+  /// those CPUs divided by the executors, unless `oversubscribe`) and, when
+  /// pinning is wanted and that many CPUs are free, the CPUs it claims.
+  Claim claim(int executors, int threads, bool pin, bool oversubscribe) {
     const std::vector<int>& allowed = allowedCpus();
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<int> free;
     for (int cpu : allowed)
       if (state_[cpu].load(std::memory_order_relaxed) == kFree) free.push_back(cpu);
-    Claim claim{threads, {}, {}};
-    if (threads == 0) {
-      const int cpus = allowed.empty() ? available_cpus() : static_cast<int>(free.size());
+    Claim claim{threads, {}, {}, {}, {}};
+    const int cpus = available_cpus();
+    if (threads == 0)
+      claim.threads =
+          std::max(1, (allowed.empty() ? cpus : static_cast<int>(free.size())) / executors);
+    else if (!oversubscribe && executors * threads > cpus)
       claim.threads = std::max(1, cpus / executors);
-    }
+    if (claim.threads != threads && threads != 0)
+      claim.capped = std::to_string(executors) + " x " + std::to_string(threads) + " asked, " +
+                     std::to_string(cpus) + " CPUs";
+    claim.oversubscribed = oversubscription(executors, threads == 0 ? claim.threads : threads,
+                                            claim.threads, cpus, oversubscribe);
     const int total = executors * claim.threads;
     if (total <= 1) return claim;  // no workers: nothing to pin
     if (!pin)
@@ -129,7 +167,7 @@ ExecutorPool::ExecutorPool(int executors, int threads_per_executor, int signals)
     : executors_(std::max(1, executors)), signals_(new Signal[std::max(1, signals)]) {
   CpuRegistry::Claim claim = CpuRegistry::instance().claim(
       executors_, threads_per_executor == 0 ? 0 : std::max(1, threads_per_executor),
-      pinningWanted());
+      pinningWanted(), oversubscriptionWanted());
   threads_ = claim.threads;
   claimed_ = std::move(claim.cpus);
   for (int e = 0; e < executors_; ++e)
@@ -146,7 +184,8 @@ ExecutorPool::ExecutorPool(int executors, int threads_per_executor, int signals)
     CpuRegistry::instance().release(claimed_);
     throw;
   }
-  description_ = describe(claim.unpinned);
+  description_ = describe(claim.unpinned, claim.capped);
+  oversubscription_ = std::move(claim.oversubscribed);
 }
 
 void ExecutorPool::startWorkers() {
@@ -231,7 +270,7 @@ void ExecutorPool::worker(int slot) {
   }
 }
 
-std::string ExecutorPool::describe(const std::string& unpinned) const {
+std::string ExecutorPool::describe(const std::string& unpinned, const std::string& capped) const {
   std::string out =
       std::to_string(executors_) + " executor(s) x " + std::to_string(threads_) + " thread(s):";
   for (int e = 0; e < executors_; ++e) {
@@ -245,6 +284,7 @@ std::string ExecutorPool::describe(const std::string& unpinned) const {
     }
     out += "]";
   }
+  if (!capped.empty()) out += "; capped: " + capped;
   if (!unpinned.empty()) out += "; unpinned: " + unpinned;
   return out;
 }
