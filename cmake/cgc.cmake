@@ -122,7 +122,8 @@ function(cgc_add_graph target)
   endif()
   add_custom_command(
     OUTPUT ${outputs}
-    COMMAND "${CGC_EXECUTABLE}" compile "${model}" -o "${out}" --name "${name}"
+    COMMAND ${CMAKE_COMMAND} -E env CGC_CALLER=cmake
+            "${CGC_EXECUTABLE}" compile "${model}" -o "${out}" --name "${name}"
             --namespace "${namespace}" --weights "${weights}" ${shape_args} ${schedule_args} --quiet
     DEPENDS ${depends}
     COMMENT "cgc: compiling ${ARG_MODEL} into class ${namespace}::${name}, header ${prefix}.h"

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "compiler/input_shapes.h"
 #include "compiler/model_runner.h"
 #include "compiler/target_library.h"
 #include "onnx_frontend/tensor_proto.h"
@@ -442,7 +443,18 @@ int build(const BuildOptions& options) {
   return 0;
 }
 
-int run(const RunOptions& options) {
+int run(const RunOptions& given) {
+  RunOptions options = given;
+  const auto fromFiles = shapesFromInputs(options.compile, options.inputsDir);
+  if (!fromFiles.empty()) {
+    std::vector<std::string> shown;
+    for (const auto& [name, shape] : fromFiles) {
+      options.compile.load.shapes.emplace_back(name, shape);
+      shown.push_back(fmt::format("{}={}", name, fmt::join(shape, "x")));
+    }
+    driver::progress(options.compile, fmt::format("input shapes from {}: {}", options.inputsDir,
+                                                  fmt::join(shown, ", ")));
+  }
   const bool several = driver::namesSeveralTargets(options.compile);
   const auto model =
       driver::compileGraph(several ? driver::firstTargetOptions(options.compile) : options.compile);

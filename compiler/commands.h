@@ -65,6 +65,9 @@ void runOnce(driver::LoadedModel& loaded, const std::string& modelPath);
 
 int inspect(const driver::CompileOptions& options, bool json);
 
+/// `cgc inspect --ops`: the supported ops as Markdown (docs/OPS.md).
+int printSupportedOps();
+
 /// "--shape" values "NAME=1x3x224x224" -> bindings; CompileError if malformed.
 std::vector<std::pair<std::string, ir::Shape>> parseShapeBindings(
     const std::vector<std::string>& texts);

@@ -1,6 +1,7 @@
 // cgc: the command line. Exit codes: 0 success, 1 a problem in the model or
 // the arguments (the diagnostic names file, node and op), 2 an internal error.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "compiler/commands.h"
@@ -21,6 +22,10 @@ struct ModelArgs {
   std::vector<std::string> shapes, constants, bounds;
 
   void parse() {
+    // cgc_add_graph runs cgc so (cmake/cgc.cmake): hints then say SHAPES.
+    const char* caller = std::getenv("CGC_CALLER");
+    if (caller && std::string(caller) == "cmake")
+      options->load.spelling = cgc::frontend::ShapeSpelling::kCMake;
     options->load.shapes = cgc::commands::parseShapeBindings(shapes);
     options->load.constantInputs = cgc::commands::parseNamedFiles(constants);
     options->load.bounds = cgc::commands::parseBounds(bounds);
@@ -236,6 +241,13 @@ int main(int argc, char** argv) {
   addModelOptions(*inspect, inspectArgs);
   addScheduleOptions(*inspect, inspectOptions);
   inspect->add_flag("--json", json, "Print the report as JSON");
+  bool listOps = false;
+  CLI::Option* model = inspect->get_option("MODEL")->required(false);
+  inspect
+      ->add_flag("--ops", listOps,
+                 "Print the ONNX ops cgc supports, as Markdown (docs/OPS.md), instead of "
+                 "inspecting a model")
+      ->excludes(model);
   bool runnableOnly = false;
   CLI::App* targets = app.add_subcommand(
       "targets",
@@ -265,6 +277,9 @@ int main(int argc, char** argv) {
       tuneArgs.parse();
       return cgc::tune::tune(tuneOptions);
     }
+    if (listOps) return cgc::commands::printSupportedOps();
+    if (inspectOptions.modelPath.empty())
+      throw cgc::CompileError("cgc: error: inspect needs MODEL (or --ops)");
     inspectArgs.parse();
     inspectOptions.quiet = true;
     return cgc::commands::inspect(inspectOptions, json);
