@@ -445,16 +445,7 @@ int build(const BuildOptions& options) {
 
 int run(const RunOptions& given) {
   RunOptions options = given;
-  const auto fromFiles = shapesFromInputs(options.compile, options.inputsDir);
-  if (!fromFiles.empty()) {
-    std::vector<std::string> shown;
-    for (const auto& [name, shape] : fromFiles) {
-      options.compile.load.shapes.emplace_back(name, shape);
-      shown.push_back(fmt::format("{}={}", name, fmt::join(shape, "x")));
-    }
-    driver::progress(options.compile, fmt::format("input shapes from {}: {}", options.inputsDir,
-                                                  fmt::join(shown, ", ")));
-  }
+  bindShapesFromInputs(options.compile, options.inputsDir);
   const bool several = driver::namesSeveralTargets(options.compile);
   const auto model =
       driver::compileGraph(several ? driver::firstTargetOptions(options.compile) : options.compile);

@@ -57,4 +57,16 @@ std::vector<std::pair<std::string, ir::Shape>> shapesFromInputs(
   return bindings;
 }
 
+void bindShapesFromInputs(driver::CompileOptions& options, const std::string& inputsDir) {
+  const auto fromFiles = shapesFromInputs(options, inputsDir);
+  if (fromFiles.empty()) return;
+  std::vector<std::string> shown;
+  for (const auto& [name, shape] : fromFiles) {
+    options.load.shapes.emplace_back(name, shape);
+    shown.push_back(fmt::format("{}={}", name, fmt::join(shape, "x")));
+  }
+  driver::progress(options,
+                   fmt::format("input shapes from {}: {}", inputsDir, fmt::join(shown, ", ")));
+}
+
 }  // namespace cgc::commands

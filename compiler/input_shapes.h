@@ -1,6 +1,6 @@
-// `cgc run --inputs DIR` on a model with symbolic dimensions: the shapes of
-// the tensors in DIR bind the dimensions that no --shape binds, so that an
-// ONNX test-data directory runs as it is.
+// `cgc run --inputs DIR` (and `cgc tune --inputs DIR`) on a model with
+// symbolic dimensions: the shapes of the tensors in DIR bind the dimensions
+// that no --shape binds, so that an ONNX test-data directory runs as it is.
 #pragma once
 
 #include <string>
@@ -19,5 +19,9 @@ namespace cgc::commands {
 /// than --shape or an earlier file does. Empty when DIR is not given.
 std::vector<std::pair<std::string, ir::Shape>> shapesFromInputs(
     const driver::CompileOptions& options, const std::string& inputsDir);
+
+/// Adds shapesFromInputs to options' --shape bindings, with a progress line
+/// naming them.
+void bindShapesFromInputs(driver::CompileOptions& options, const std::string& inputsDir);
 
 }  // namespace cgc::commands

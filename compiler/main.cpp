@@ -119,7 +119,8 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
   addScheduleOptions(*command, run.compile);
   command->add_option("--inputs", run.inputsDir,
                       "Directory with input_0.pb, input_1.pb, ... (ONNX test-data layout); "
-                      "every input must be there unless --fill-missing-inputs");
+                      "every input must be there unless --fill-missing-inputs; their shapes "
+                      "bind the symbolic dimensions that no --shape binds");
   command->add_flag("--fill-missing-inputs", run.fillMissingInputs,
                     "Fill inputs that --inputs lacks (or all, without --inputs) with "
                     "deterministic data, naming them on stderr");
@@ -187,7 +188,8 @@ CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) 
   command->add_option("-o,--output", tune.outDir,
                       "Directory for the profile (default: current directory)");
   command->add_option("--inputs", tune.inputsDir,
-                      "Directory with input_0.pb, ... to time on (default: deterministic data)");
+                      "Directory with input_0.pb, ... to time on (default: deterministic data); "
+                      "their shapes bind the symbolic dimensions that no --shape binds");
   command->add_option("--rounds", tune.rounds, "Timed rounds per try (median)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -237,7 +239,8 @@ int main(int argc, char** argv) {
   CLI::App* inspect = app.add_subcommand(
       "inspect",
       "Report MODEL's inputs and outputs, its ops, what cgc cannot compile yet and "
-      "what to try, and the memory plan");
+      "what to try, and the compiled plan (ops, kernels and weights include those in If, Loop "
+      "and Scan bodies); with --ops, the ONNX ops cgc supports");
   addModelOptions(*inspect, inspectArgs);
   addScheduleOptions(*inspect, inspectOptions);
   inspect->add_flag("--json", json, "Print the report as JSON");
