@@ -192,7 +192,8 @@ function(cgc_add_graph target)
   endif()
   add_custom_command(
     OUTPUT ${outputs}
-    COMMAND "${CGC_EXECUTABLE}" compile "${model}" -o "${out}" --name "${name}"
+    COMMAND ${CMAKE_COMMAND} -E env CGC_CALLER=cmake
+            "${CGC_EXECUTABLE}" compile "${model}" -o "${out}" --name "${name}"
             --namespace "${namespace}" --weights "${weights}" ${shape_args} ${model_args}
             ${schedule_args} --quiet
     DEPENDS ${depends}

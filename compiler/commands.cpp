@@ -12,6 +12,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "compiler/input_shapes.h"
 #include "compiler/model_runner.h"
 #include "compiler/target_library.h"
 #include "onnx_frontend/tensor_proto.h"
@@ -479,7 +480,9 @@ int build(const BuildOptions& options) {
   return 0;
 }
 
-int run(const RunOptions& options) {
+int run(const RunOptions& given) {
+  RunOptions options = given;
+  bindShapesFromInputs(options.compile, options.inputsDir);
   const codegen::ModelNames names = driver::checkedNames(options.compile);
   // Read by the runtime when the instance is created (ExecutorPool).
   if (options.oversubscribe) setenv("CGC_OVERSUBSCRIBE", "1", 1);

@@ -80,6 +80,9 @@ struct ConfigOptions {
 /// or the target's runtime is missing.
 int config(const ConfigOptions& options);
 
+/// `cgc inspect --ops`: the supported ops as Markdown (docs/OPS.md).
+int printSupportedOps();
+
 /// "--shape" values "NAME=1x3x224x224" -> bindings; CompileError if malformed.
 std::vector<std::pair<std::string, ir::Shape>> parseShapeBindings(
     const std::vector<std::string>& texts);

@@ -52,6 +52,14 @@ struct CompiledModel {
   std::map<int, std::vector<CompiledModel>> subgraphs;
 
   codegen::ModelToEmit toEmit() const;
+  /// Kernels per op, in the graph and every compiled body at any depth (a
+  /// control-flow node counts as its op, and its bodies' kernels too).
+  std::map<std::string, int> kernelCounts() const;
+  /// The compiled bodies at any depth (If's branches, Loop's and Scan's).
+  int numSubgraphs() const;
+  /// Bytes of weights in the graph and every body, each constant once: the
+  /// generated weights' size before alignment.
+  int64_t weightBytes() const;
 };
 
 struct WrittenFiles {

@@ -1,9 +1,11 @@
 // `cgc inspect`: the first stop with a new model. What it takes and gives
 // (inputs and outputs with types and symbolic shapes, even when it cannot
 // be compiled), its ops, what cgc cannot compile yet (per op, with the
-// first nodes), and either the compiled plan (kernels, convolution
-// variants, the layers whose variant a tuned --profile chose, memory) or
-// why it does not compile and what to try next.
+// first nodes; ONNX Runtime's internal ops said to be so), and either the
+// compiled plan (kernels, convolution variants, the layers whose variant a
+// tuned --profile chose, memory) or why it does not compile and what to try
+// next. Ops, kernels and weights count the bodies of If, Loop and Scan at
+// any depth. `cgc inspect --ops` prints the supported ops (docs/OPS.md).
 #include <fmt/ranges.h>
 
 #include <iostream>
@@ -21,18 +23,25 @@ namespace cgc::commands {
 namespace {
 
 /// What to try for the error a compile gave.
-std::string hintFor(const std::string& error) {
+std::string hintFor(const std::string& error, const frontend::ModelSummary& summary,
+                    frontend::ShapeSpelling spelling) {
   if (error.find("symbolic dimension") != std::string::npos ||
-      error.find("has no shape") != std::string::npos)
-    return "bind the inputs' symbolic dimensions with --shape NAME=1x3x224x224 (one binding "
-           "also binds the same dimension name in the other inputs)";
+      error.find("has no shape") != std::string::npos) {
+    const std::string example = frontend::shapeExample(summary.inputs, spelling);
+    return fmt::format(
+        "bind the inputs' symbolic dimensions{}{} (one binding also binds the same dimension "
+        "name in the other inputs)",
+        example.empty() ? "" : ", e.g. ", example);
+  }
   if (error.find("compile-time constant") != std::string::npos)
     return "bind that input to a value with --constant NAME=FILE.pb (a TensorProto file): it "
            "decides a shape";
-  if (error.find("unsupported op") != std::string::npos ||
-      error.find("no kernel") != std::string::npos)
-    return "these ops have no kernel in cgc yet; see the README's list of supported ops";
-  return "see the README's section on rejected models";
+  if (error.find("unsupported op") != std::string::npos)
+    return frontend::unsupportedAdvice(summary.unsupported);
+  if (error.find("no kernel") != std::string::npos)
+    return "cgc has no kernel for this form of the op (its element type or attributes) yet; " +
+           frontend::unsupportedAdvice({});
+  return "see the README's \"Using cgc\" on what cgc compiles";
 }
 
 bool isQuantType(DType t) { return t == DType::kU8 || t == DType::kI8; }
@@ -145,8 +154,11 @@ void reportNames(const driver::CompileOptions& options, const driver::CompiledMo
 }
 
 void printText(const nlohmann::json& report) {
-  std::cout << fmt::format("{}: opset {}, {} nodes\n", report["model"].get<std::string>(),
-                           report["opset"].get<int>(), report["nodes"].get<int>());
+  const int inBodies = report["subgraph_nodes"].get<int>();
+  std::cout << fmt::format(
+      "{}: opset {}, {} nodes{}\n", report["model"].get<std::string>(), report["opset"].get<int>(),
+      report["nodes"].get<int>(),
+      inBodies == 0 ? "" : fmt::format(" ({} in If/Loop/Scan bodies)", inBodies));
   if (report.contains("class"))
     std::cout << fmt::format("generated code: class {}, C prefix and files {}\n",
                              report["class"].get<std::string>(),
@@ -159,21 +171,30 @@ void printText(const nlohmann::json& report) {
       std::cout << fmt::format("  {:<24} {:<24} {}\n", t["name"].get<std::string>(),
                                t["type"].get<std::string>(), t.value("accessor", "-"));
   }
+  // Ops of other domains have long names: one column width for the lists.
+  size_t width = 24;
+  for (const auto& [op, count] : report["ops"].items()) width = std::max(width, op.size());
   std::cout << "ONNX ops:\n";
   for (const auto& [op, count] : report["ops"].items())
-    std::cout << fmt::format("  {:<24} {:>6}\n", op, count.get<int>());
+    std::cout << fmt::format("  {:<{}} {:>6}\n", op, width, count.get<int>());
   if (report.contains("unsupported_ops")) {
     std::cout << "not supported yet (nodes per op, the first few named):\n";
     for (const auto& [op, entry] : report["unsupported_ops"].items())
-      std::cout << fmt::format("  {:<24} {:>6}  {}\n", op, entry["count"].get<int>(),
-                               fmt::join(entry["first_nodes"], ", "));
+      std::cout << fmt::format(
+          "  {:<{}} {:>6}  {}{}\n", op, width, entry["count"].get<int>(),
+          fmt::join(entry["first_nodes"], ", "),
+          entry["onnxruntime_internal"].get<bool>() ? "  (ONNX Runtime's internal op)" : "");
   }
   if (report.contains("error")) {
     std::cout << "does not compile: " << report["error"].get<std::string>() << "\n";
     std::cout << "try: " << report["hint"].get<std::string>() << "\n";
     return;
   }
-  std::cout << "kernels after passes:\n";
+  const int bodies = report["subgraphs"].get<int>();
+  std::cout << (bodies == 0
+                    ? std::string("kernels after passes:\n")
+                    : fmt::format("kernels after passes (with the {} If/Loop/Scan bod{}):\n",
+                                  bodies, bodies == 1 ? "y" : "ies"));
   for (const auto& [op, count] : report["kernels"].items())
     std::cout << fmt::format("  {:<24} {:>6}\n", op, count.get<int>());
   if (report.contains("conv_variants")) {
@@ -204,13 +225,79 @@ void printText(const nlohmann::json& report) {
   }
 }
 
+/// Ops as Markdown lines, one per initial: "- **A**: `Abs`, `Acos`"; a
+/// note after an op's name in `notes`.
+std::string byInitial(const std::vector<std::string>& names,
+                      const std::map<std::string, std::string>& notes = {}) {
+  std::map<char, std::vector<std::string>> groups;
+  for (const auto& name : names) {
+    const auto note = notes.find(name);
+    groups[name[0]].push_back("`" + name + "`" + (note == notes.end() ? "" : " " + note->second));
+  }
+  std::string text;
+  for (const auto& [initial, group] : groups)
+    text += fmt::format("- **{}**: {}\n", initial, fmt::join(group, ", "));
+  return text;
+}
+
 }  // namespace
+
+int printSupportedOps() {
+  const frontend::SupportedOps ops = frontend::supportedOps();
+  std::vector<std::string> functions;
+  std::map<std::string, std::string> since;
+  for (const auto& [op, version] : ops.functions) {
+    functions.push_back(op);
+    if (version > 1) since[op] = fmt::format("(opset {}+)", version);
+  }
+  std::cout << fmt::format(
+      R"(# Supported ONNX ops
+
+<!-- Generated from the frontend's tables by `cgc inspect --ops`; do not edit.
+     Regenerate with `build/cgc inspect --ops > docs/OPS.md` (the ops_doc test
+     checks that this file is the output). -->
+
+The ops of ONNX's default domain (`ai.onnx`) that cgc compiles. An op listed
+here can still be refused in a form that has no kernel (an element type, an
+attribute value): the error names the node. Ops of other domains
+(`ai.onnx.ml`, custom domains) are not supported; the `com.microsoft` ops of
+a model that ONNX Runtime saved after optimising it (`com.microsoft.nchwc.Conv`,
+`FusedMatMul`, ...) are ONNX Runtime's internal ops: compile the original
+model. `cgc inspect MODEL` lists a model's ops and those cgc lacks.
+
+## Imported op by op ({})
+
+{}
+## Control flow ({})
+
+{}
+An `If` whose condition is known at compile time becomes the branch it
+takes; otherwise only the taken branch runs. `Loop` and `Scan` run their
+bodies, compiled once.
+
+## Sequences and optionals, computed at compile time ({})
+
+{}
+Their lengths and presence must be known when compiling (README, "Using cgc").
+
+## Through the function body ONNX defines ({})
+
+Compiled as the ops of their body (supported where those ops are), from the
+first opset whose schema has one.
+
+{})",
+      ops.imported.size(), byInitial(ops.imported), ops.controlFlow.size(),
+      byInitial(ops.controlFlow), ops.compileTime.size(), byInitial(ops.compileTime),
+      functions.size(), byInitial(functions, since));
+  return 0;
+}
 
 int inspect(const driver::CompileOptions& options, bool json) {
   const frontend::ModelSummary summary = frontend::summarizeModel(options.modelPath);
   nlohmann::json report = {{"model", options.modelPath},
                            {"opset", summary.opset},
                            {"nodes", summary.nodes},
+                           {"subgraph_nodes", summary.subgraphNodes},
                            {"ops", summary.opCounts}};
   for (const auto& [side, tensors] :
        {std::pair{"inputs", &summary.inputs}, std::pair{"outputs", &summary.outputs}}) {
@@ -221,7 +308,10 @@ int inspect(const driver::CompileOptions& options, bool json) {
     nlohmann::json ops = nlohmann::json::object();
     for (const auto& u : summary.unsupported) {
       auto& entry = ops[u.domain.empty() ? u.op : u.domain + "." + u.op];
-      if (entry.is_null()) entry = {{"count", 0}, {"first_nodes", nlohmann::json::array()}};
+      if (entry.is_null())
+        entry = {{"count", 0},
+                 {"first_nodes", nlohmann::json::array()},
+                 {"onnxruntime_internal", frontend::isOnnxRuntimeDomain(u.domain)}};
       entry["count"] = entry["count"].get<int>() + 1;
       if (entry["first_nodes"].size() < 3) entry["first_nodes"].push_back(u.node);
     }
@@ -232,12 +322,11 @@ int inspect(const driver::CompileOptions& options, bool json) {
     const auto model = driver::compileGraph(
         driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options);
     reportNames(options, &model, report);
-    std::map<std::string, int> kernels;
-    for (int id : model.graph.liveNodes()) ++kernels[model.graph.node(id).op];
-    report["kernels"] = kernels;
+    report["kernels"] = model.kernelCounts();
+    report["subgraphs"] = model.numSubgraphs();
     report["arena_bytes"] = model.plan.arenaBytes;
     report["arena_bytes_no_reuse"] = model.plan.bytesWithoutReuse;
-    report["weight_bytes"] = ir::constantBytes(model.graph);
+    report["weight_bytes"] = model.weightBytes();
     report["in_place_ops"] = model.plan.inPlaceNodes;
     reportVariants(model, options.profilePath, report);
     int64_t floatArena = 0, floatWeights = 0;
@@ -247,7 +336,7 @@ int inspect(const driver::CompileOptions& options, bool json) {
     }
   } catch (const CompileError& e) {
     report["error"] = e.what();
-    report["hint"] = hintFor(e.what());
+    report["hint"] = hintFor(e.what(), summary, options.load.spelling);
     reportNames(options, nullptr, report);
   }
   if (json)

@@ -1,6 +1,7 @@
 // cgc: the command line. Exit codes: 0 success, 1 a problem in the model or
 // the arguments (the diagnostic names file, node and op), 2 an internal error.
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 
 #include "compiler/commands.h"
@@ -21,6 +22,10 @@ struct ModelArgs {
   std::vector<std::string> shapes, constants, bounds;
 
   void parse() {
+    // cgc_add_graph runs cgc so (cmake/cgc.cmake): hints then say SHAPES.
+    const char* caller = std::getenv("CGC_CALLER");
+    if (caller && std::string(caller) == "cmake")
+      options->load.spelling = cgc::frontend::ShapeSpelling::kCMake;
     options->load.shapes = cgc::commands::parseShapeBindings(shapes);
     options->load.constantInputs = cgc::commands::parseNamedFiles(constants);
     options->load.bounds = cgc::commands::parseBounds(bounds);
@@ -120,7 +125,8 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
   addScheduleOptions(*command, run.compile);
   command->add_option("--inputs", run.inputsDir,
                       "Directory with input_0.pb, input_1.pb, ... (ONNX test-data layout); "
-                      "every input must be there unless --fill-missing-inputs");
+                      "every input must be there unless --fill-missing-inputs; their shapes "
+                      "bind the symbolic dimensions that no --shape binds");
   command->add_flag("--fill-missing-inputs", run.fillMissingInputs,
                     "Fill inputs that --inputs lacks (or all, without --inputs) with "
                     "deterministic data, naming them on stderr");
@@ -193,7 +199,8 @@ CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) 
   command->add_option("-o,--output", tune.outDir,
                       "Directory for the profile (default: current directory)");
   command->add_option("--inputs", tune.inputsDir,
-                      "Directory with input_0.pb, ... to time on (default: deterministic data)");
+                      "Directory with input_0.pb, ... to time on (default: deterministic data); "
+                      "their shapes bind the symbolic dimensions that no --shape binds");
   command->add_option("--rounds", tune.rounds, "Timed rounds per try (median)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -267,10 +274,18 @@ int main(int argc, char** argv) {
   CLI::App* inspect = app.add_subcommand(
       "inspect",
       "Report MODEL's inputs and outputs, its ops, what cgc cannot compile yet and "
-      "what to try, and the memory plan");
+      "what to try, and the compiled plan (ops, kernels and weights include those in If, Loop "
+      "and Scan bodies); with --ops, the ONNX ops cgc supports");
   addModelOptions(*inspect, inspectArgs);
   addScheduleOptions(*inspect, inspectOptions);
   inspect->add_flag("--json", json, "Print the report as JSON");
+  bool listOps = false;
+  CLI::Option* model = inspect->get_option("MODEL")->required(false);
+  inspect
+      ->add_flag("--ops", listOps,
+                 "Print the ONNX ops cgc supports, as Markdown (docs/OPS.md), instead of "
+                 "inspecting a model")
+      ->excludes(model);
   bool runnableOnly = false;
   CLI::App* targets = app.add_subcommand(
       "targets",
@@ -301,6 +316,9 @@ int main(int argc, char** argv) {
       tuneArgs.parse();
       return cgc::tune::tune(tuneOptions);
     }
+    if (listOps) return cgc::commands::printSupportedOps();
+    if (inspectOptions.modelPath.empty())
+      throw cgc::CompileError("cgc: error: inspect needs MODEL (or --ops)");
     inspectArgs.parse();
     inspectOptions.quiet = true;
     return cgc::commands::inspect(inspectOptions, json);

@@ -6,8 +6,10 @@
 #include <fmt/ranges.h>
 
 #include <chrono>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "cgc/team.h"
 #include "compiler/driver.h"
@@ -114,6 +116,33 @@ codegen::ModelToEmit CompiledModel::toEmit() const {
   return emit;
 }
 
+std::map<std::string, int> CompiledModel::kernelCounts() const {
+  std::map<std::string, int> counts;
+  for (int id : graph.liveNodes()) ++counts[graph.node(id).op];
+  for (const auto& [node, bodies] : subgraphs)
+    for (const CompiledModel& body : bodies)
+      for (const auto& [op, count] : body.kernelCounts()) counts[op] += count;
+  return counts;
+}
+
+int CompiledModel::numSubgraphs() const {
+  int count = 0;
+  for (const auto& [node, bodies] : subgraphs)
+    for (const CompiledModel& body : bodies) count += 1 + body.numSubgraphs();
+  return count;
+}
+
+int64_t CompiledModel::weightBytes() const {
+  std::set<const std::vector<uint8_t>*> seen;
+  std::function<int64_t(const CompiledModel&)> bytes = [&](const CompiledModel& model) {
+    int64_t total = ir::constantBytes(model.graph, seen);
+    for (const auto& [node, bodies] : model.subgraphs)
+      for (const CompiledModel& body : bodies) total += bytes(body);
+    return total;
+  };
+  return bytes(*this);
+}
+
 namespace {
 
 /// Compiles every subgraph of the graph's control-flow nodes for the team
@@ -166,10 +195,14 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
   passes::verifySchedule(model.graph, model.schedule);
   model.plan = passes::planMemory(model.graph, model.calls, model.schedule);
   passes::verifyMemoryPlan(model.graph, model.calls, model.schedule, model.plan);
-  progress(options, fmt::format("planned {} kernels; arena {} bytes ({} without reuse), "
-                                "weights {} bytes",
-                                model.graph.liveNodes().size(), model.plan.arenaBytes,
-                                model.plan.bytesWithoutReuse, ir::constantBytes(model.graph)));
+  if (!options.quiet) {
+    int kernels = 0;
+    for (const auto& [op, count] : model.kernelCounts()) kernels += count;
+    progress(options, fmt::format("planned {} kernels; arena {} bytes ({} without reuse), "
+                                  "weights {} bytes",
+                                  kernels, model.plan.arenaBytes, model.plan.bytesWithoutReuse,
+                                  model.weightBytes()));
+  }
   return model;
 }
 

@@ -25,6 +25,7 @@
 #include "cgc/kernels.h"
 #include "cgc/team.h"
 #include "compiler/commands.h"
+#include "compiler/input_shapes.h"
 #include "compiler/model_runner.h"
 #include "compiler/target_library.h"
 #include "compiler/targets.h"
@@ -449,7 +450,9 @@ std::string modelName(const std::string& modelPath) {
   return stem;
 }
 
-int tune(const TuneOptions& options) {
+int tune(const TuneOptions& given) {
+  TuneOptions options = given;
+  commands::bindShapesFromInputs(options.compile, options.inputsDir);
   if (driver::namesSeveralTargets(options.compile))
     throw CompileError(fmt::format(
         "cgc: error: cgc tune --target {}: a profile is measured for one build; tune each "

@@ -318,6 +318,10 @@ int Graph::countOps(const std::string& op) const {
 
 int64_t constantBytes(const Graph& graph) {
   std::set<const std::vector<uint8_t>*> seen;
+  return constantBytes(graph, seen);
+}
+
+int64_t constantBytes(const Graph& graph, std::set<const std::vector<uint8_t>*>& seen) {
   int64_t bytes = 0;
   for (int id : graph.liveNodes()) {
     for (int in : graph.node(id).inputs) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -219,6 +220,9 @@ class Graph {
 
 /// Bytes of constant data (weights) the graph holds, counting each once.
 int64_t constantBytes(const Graph& graph);
+/// The same, leaving out and adding to `seen` (the constants' data), so
+/// that several graphs sharing constants (a model's bodies) count each once.
+int64_t constantBytes(const Graph& graph, std::set<const std::vector<uint8_t>*>& seen);
 
 /// The bytes folding the node would materialise, or -1 when its outputs
 /// together exceed kMaxFoldBytes or `budget`.

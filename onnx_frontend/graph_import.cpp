@@ -25,8 +25,7 @@ void collectUnsupported(const onnx::ModelProto& model, const NodeList& nodes, in
     const auto& node = nodes.Get(i);
     std::string label = prefix + nodeLabel(node, i);
     if (hasImporter(node) || isCompositeOp(node)) continue;
-    if (isDefaultDomain(node.domain()) &&
-        (node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan")) {
+    if (isDefaultDomain(node.domain()) && controlFlowOps().count(node.op_type())) {
       for (const auto& attr : node.attribute())
         if (attr.has_g())
           collectUnsupported(model, attr.g().node(), opset, label + "/" + attr.name() + "/",
@@ -50,6 +49,41 @@ void collectUnsupported(const onnx::ModelProto& model, const NodeList& nodes, in
 }
 
 }  // namespace
+
+bool isOnnxRuntimeDomain(const std::string& domain) {
+  return domain == "com.microsoft" || domain.rfind("com.microsoft.", 0) == 0;
+}
+
+std::string unsupportedAdvice(const std::vector<UnsupportedNode>& nodes) {
+  std::set<std::string> domains;
+  for (const auto& u : nodes)
+    if (isOnnxRuntimeDomain(u.domain)) domains.insert(u.domain);
+  if (!domains.empty())
+    return fmt::format(
+        "the {} ops are ONNX Runtime's internal ops, which its optimiser writes into a model it "
+        "saves: compile the original model",
+        fmt::join(domains, " and "));
+  return "the supported ops are listed in docs/OPS.md and by cgc inspect --ops";
+}
+
+SupportedOps supportedOps() {
+  SupportedOps ops;
+  for (const auto& entry : opImporters()) ops.imported.push_back(entry.first);
+  ops.controlFlow.assign(controlFlowOps().begin(), controlFlowOps().end());
+  ops.compileTime.assign(compositeOps().begin(), compositeOps().end());
+  std::map<std::string, int> functions;
+  for (const auto& schema : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
+    const std::string& name = schema.Name();
+    if (!isDefaultDomain(schema.domain()) || opImporters().count(name) ||
+        compositeOps().count(name) || controlFlowOps().count(name) ||
+        !(schema.HasFunction() || schema.HasContextDependentFunction()))
+      continue;
+    auto [it, added] = functions.emplace(name, schema.SinceVersion());
+    if (!added) it->second = std::min(it->second, schema.SinceVersion());
+  }
+  ops.functions.assign(functions.begin(), functions.end());
+  return ops;
+}
 
 int modelOpset(const onnx::ModelProto& model) { return defaultOpset(model.opset_import(), 1); }
 

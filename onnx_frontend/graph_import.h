@@ -39,6 +39,28 @@ struct UnsupportedNode {
 /// (node 't')": per op, its count and the first `shown` node names.
 std::string describeUnsupported(const std::vector<UnsupportedNode>& nodes, size_t shown);
 
+/// ONNX Runtime's own domains (com.microsoft, com.microsoft.nchwc, ...):
+/// the ops its optimiser writes into a model it saves, which only ONNX
+/// Runtime runs.
+bool isOnnxRuntimeDomain(const std::string& domain);
+
+/// What to do about these unsupported nodes, for the error and `cgc
+/// inspect`: for ONNX Runtime's internal ops, to compile the original model;
+/// else where the supported ops are listed.
+std::string unsupportedAdvice(const std::vector<UnsupportedNode>& nodes);
+
+/// The ops cgc imports, from the frontend's tables (`cgc inspect --ops`,
+/// docs/OPS.md), each list sorted.
+struct SupportedOps {
+  std::vector<std::string> imported;     // an importer each (op_import.h)
+  std::vector<std::string> controlFlow;  // If, Loop, Scan
+  std::vector<std::string> compileTime;  // sequence and optional ops, computed at compile time
+  /// Ops ONNX defines by a function body that cgc inlines, with the first
+  /// opset whose schema has a body.
+  std::vector<std::pair<std::string, int>> functions;
+};
+SupportedOps supportedOps();
+
 /// The model's version of the default ONNX domain.
 int modelOpset(const onnx::ModelProto& model);
 

@@ -147,7 +147,14 @@ class Scope {
 };
 
 /// The ops on sequences and optionals that the frontend computes itself.
+const std::set<std::string>& compositeOps();
 bool isCompositeOp(const onnx::NodeProto& node);
+
+/// The control-flow ops, whose bodies the importer imports (import_control.cpp).
+inline const std::set<std::string>& controlFlowOps() {
+  static const std::set<std::string> ops = {"If", "Loop", "Scan"};
+  return ops;
+}
 
 inline onnx::TypeProto typeProto(const ir::TensorType& type) {
   onnx::TypeProto proto;

@@ -17,12 +17,16 @@
 
 namespace cgc::frontend::detail {
 
-bool isCompositeOp(const onnx::NodeProto& node) {
+const std::set<std::string>& compositeOps() {
   static const std::set<std::string> ops = {
       "SequenceEmpty", "SequenceConstruct",  "SequenceInsert",    "SequenceAt",
       "SequenceErase", "SequenceLength",     "SplitToSequence",   "ConcatFromSequence",
       "Optional",      "OptionalHasElement", "OptionalGetElement"};
-  return isDefaultDomain(node.domain()) && ops.count(node.op_type()) != 0;
+  return ops;
+}
+
+bool isCompositeOp(const onnx::NodeProto& node) {
+  return isDefaultDomain(node.domain()) && compositeOps().count(node.op_type()) != 0;
 }
 
 std::string Composite::describe() const {

@@ -196,7 +196,8 @@ std::string oneLine(const std::string& text) {
 void rejectUnsupported(const std::string& path, const onnx::ModelProto& model) {
   auto unsupported = unsupportedNodes(model);
   if (unsupported.empty()) return;
-  userError({path, "", ""}, "{} (cgc inspect lists them all)", describeUnsupported(unsupported, 3));
+  userError({path, "", ""}, "{} (cgc inspect lists them all); {}",
+            describeUnsupported(unsupported, 3), unsupportedAdvice(unsupported));
 }
 
 std::set<std::string> initializerNames(const onnx::GraphProto& graph) {
@@ -226,6 +227,29 @@ void freezeConstantInputs(const std::string& path, onnx::GraphProto& graph,
     *graph.add_initializer() = tensorToProto(tensor);
     inputs.erase(it);
   }
+}
+
+/// Its type as "float32[batch,3,224,224]" ("?" for a dimension neither known
+/// nor named), its dimensions and their names.
+DeclaredTensor declaredTensor(const onnx::ValueInfoProto& info) {
+  DeclaredTensor t{info.name(), "(not a tensor)", false, {}, {}};
+  if (!info.type().has_tensor_type()) return t;
+  const auto& tensor = info.type().tensor_type();
+  const char* element = dtypeName(static_cast<DType>(tensor.elem_type()));
+  t.type = fmt::format("{}[unknown rank]", element);
+  if (!tensor.has_shape()) return t;
+  t.ranked = true;
+  std::vector<std::string> dims;
+  for (const auto& dim : tensor.shape().dim()) {
+    const bool named = dim.has_dim_param() && !dim.dim_param().empty();
+    t.dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    t.symbols.push_back(!dim.has_dim_value() && named ? dim.dim_param() : "");
+    dims.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
+                   : named             ? dim.dim_param()
+                                       : "?");
+  }
+  t.type = fmt::format("{}[{}]", element, fmt::join(dims, ","));
+  return t;
 }
 
 /// The values --shape gives each symbolic dimension it binds (batch = 1
@@ -313,8 +337,10 @@ void bindInputShapes(const std::string& path, onnx::GraphProto& graph, const Loa
       bindings.erase(binding);
     }
     if (!tensorType->has_shape())
-      userError({path, "", ""}, "input '{}' has no shape; give one with --shape {}=...",
-                input.name(), input.name());
+      userError({path, "", ""}, "input '{}' has no shape; give one with {}", input.name(),
+                options.spelling == ShapeSpelling::kCMake
+                    ? fmt::format("SHAPES {}=... in cgc_add_graph", input.name())
+                    : fmt::format("--shape {}=...", input.name()));
     for (auto& dim : *shape->mutable_dim()) {
       auto symbol = dim.has_dim_param() ? symbols.find(dim.dim_param()) : symbols.end();
       if (symbol != symbols.end()) dim.set_dim_value(symbol->second);
@@ -335,11 +361,15 @@ void bindInputShapes(const std::string& path, onnx::GraphProto& graph, const Loa
   if (!bindings.empty())
     userError({path, "", ""}, "--shape names unknown input '{}' (inputs: {})",
               bindings.begin()->first, fmt::join(inputNames, ", "));
-  if (!unbound.empty())
-    userError({path, "", ""},
-              "symbolic dimension{} {} not bound; give the input shapes with "
-              "--shape NAME=DxDx...",
-              unbound.size() > 1 ? "s" : "", fmt::join(unbound, ", "));
+  if (unbound.empty()) return;
+  std::vector<DeclaredTensor> inputs;
+  for (const auto& input : graph.input())
+    if (!initializers.count(input.name())) inputs.push_back(declaredTensor(input));
+  userError({path, "", ""},
+            "symbolic dimension{} {} not bound; give the input shapes, e.g. {} (a dimension "
+            "bound in one input is bound in every input)",
+            unbound.size() > 1 ? "s" : "", fmt::join(unbound, ", "),
+            shapeExample(inputs, options.spelling));
 }
 
 /// Fully static shapes that ONNX shape inference found, by value name.
@@ -425,32 +455,56 @@ ir::Shape parseShape(const std::string& text) {
   return shape;
 }
 
-/// "float32[batch,3,224,224]"; "?" for a dimension neither known nor named.
-static std::string describeType(const onnx::TypeProto& type) {
-  if (!type.has_tensor_type()) return "(not a tensor)";
-  const auto& tensor = type.tensor_type();
-  const char* element = dtypeName(static_cast<DType>(tensor.elem_type()));
-  if (!tensor.has_shape()) return fmt::format("{}[unknown rank]", element);
-  std::vector<std::string> dims;
-  for (const auto& dim : tensor.shape().dim())
-    dims.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
-                   : dim.has_dim_param() && !dim.dim_param().empty() ? dim.dim_param()
-                                                                     : "?");
-  return fmt::format("{}[{}]", element, fmt::join(dims, ","));
+namespace {
+
+/// Counts the nodes of `graph` and of the bodies of its nodes (If's
+/// branches, Loop's and Scan's body), at any depth.
+void countOps(const onnx::GraphProto& graph, bool inBody, ModelSummary& summary) {
+  for (const auto& node : graph.node()) {
+    ++summary.nodes;
+    summary.subgraphNodes += inBody;
+    const bool standard = node.domain().empty() || node.domain() == "ai.onnx";
+    ++summary.opCounts[standard ? node.op_type() : node.domain() + "." + node.op_type()];
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) countOps(attr.g(), true, summary);
+      for (const auto& g : attr.graphs()) countOps(g, true, summary);
+    }
+  }
+}
+
+}  // namespace
+
+std::string shapeExample(const std::vector<DeclaredTensor>& inputs, ShapeSpelling spelling) {
+  std::set<std::string> bound;
+  std::vector<std::string> bindings;
+  for (const DeclaredTensor& t : inputs) {
+    bool needed = false;
+    for (size_t d = 0; d < t.dims.size(); ++d)
+      needed |= t.dims[d] < 0 && (t.symbols[d].empty() || !bound.count(t.symbols[d]));
+    if (!t.ranked || !needed) continue;
+    ir::Shape example;
+    for (size_t d = 0; d < t.dims.size(); ++d) {
+      example.push_back(t.dims[d] < 0 ? 1 : t.dims[d]);
+      if (!t.symbols[d].empty()) bound.insert(t.symbols[d]);
+    }
+    bindings.push_back(fmt::format("{}={}", t.name, fmt::join(example, "x")));
+  }
+  if (bindings.empty()) return "";
+  if (spelling == ShapeSpelling::kCMake)
+    return fmt::format("cgc_add_graph(... SHAPES {})", fmt::join(bindings, " "));
+  return fmt::format("--shape {}", fmt::join(bindings, " --shape "));
 }
 
 ModelSummary summarizeModel(const std::string& path) {
   onnx::ModelProto model = parseModel(readFile(path), path);
   ModelSummary summary;
   summary.opset = modelOpset(model);
-  summary.nodes = model.graph().node_size();
   const auto initializers = initializerNames(model.graph());
   for (const auto& input : model.graph().input())
-    if (!initializers.count(input.name()))
-      summary.inputs.push_back({input.name(), describeType(input.type())});
+    if (!initializers.count(input.name())) summary.inputs.push_back(declaredTensor(input));
   for (const auto& output : model.graph().output())
-    summary.outputs.push_back({output.name(), describeType(output.type())});
-  for (const auto& node : model.graph().node()) ++summary.opCounts[node.op_type()];
+    summary.outputs.push_back(declaredTensor(output));
+  countOps(model.graph(), false, summary);
   summary.unsupported = unsupportedNodes(model);
   return summary;
 }

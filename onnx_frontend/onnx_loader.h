@@ -20,6 +20,11 @@
 
 namespace cgc::frontend {
 
+/// How the user binds input shapes, for the hints that say it: cgc's
+/// `--shape NAME=1x16000`, or `SHAPES NAME=1x16000` of cgc_add_graph, which
+/// runs cgc with CGC_CALLER=cmake in its environment.
+enum class ShapeSpelling { kFlag, kCMake };
+
 struct LoadOptions {
   /// Input name -> full shape, from --shape NAME=1x3x224x224.
   std::vector<std::pair<std::string, ir::Shape>> shapes;
@@ -30,6 +35,7 @@ struct LoadOptions {
   /// --bound NAME=N: the largest size a data-dependent output may take
   /// (a Loop's scan outputs, NonZero's count, ...), by node or output name.
   std::map<std::string, int64_t> bounds;
+  ShapeSpelling spelling = ShapeSpelling::kFlag;
 };
 
 /// Throws CompileError for an unreadable, truncated or invalid file, for
@@ -42,26 +48,42 @@ ir::Graph loadOnnx(const std::string& path, const LoadOptions& options = {});
 ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
                             const LoadOptions& options = {});
 
+/// A graph input or output as the model declares it.
+struct DeclaredTensor {
+  std::string name;
+  std::string type;  // "float32[batch,3,224,224]": symbolic dimensions by name
+  bool ranked = false;
+  ir::Shape dims;                    // -1 where not known
+  std::vector<std::string> symbols;  // per dimension: its name where it has one
+};
+
 struct ModelSummary {
-  struct Tensor {
-    std::string name;
-    std::string type;  // "float32[batch,3,224,224]": symbolic dimensions by name
-  };
   int opset = 0;
-  int nodes = 0;
-  std::vector<Tensor> inputs, outputs;  // graph inputs (not initializers), outputs
-  std::map<std::string, int> opCounts;  // ONNX op type -> nodes
+  int nodes = 0;          // in every graph: the main graph and its If/Loop/Scan bodies
+  int subgraphNodes = 0;  // of those, the nodes inside bodies
+  std::vector<DeclaredTensor> inputs, outputs;  // graph inputs (not initializers), outputs
+  /// Op -> nodes, in every graph; ops of other domains than ONNX's default
+  /// named with their domain ("com.microsoft.FusedMatMul").
+  std::map<std::string, int> opCounts;
   std::vector<UnsupportedNode> unsupported;
 };
 
-/// What the file holds, without importing it (for `cgc inspect`). Throws
-/// CompileError if the file is not an ONNX model.
+/// What the file holds, without importing it (for `cgc inspect` and for
+/// `cgc run` to read its inputs' shapes). Throws CompileError if the file is
+/// not an ONNX model.
 ModelSummary summarizeModel(const std::string& path);
 
 /// The graph's name: the file's name without its directories and its last
 /// extension ("hey_jarvis_v0.1.onnx" -> "hey_jarvis_v0.1"); the default
 /// class name and file names come from it.
 std::string graphName(const std::string& path);
+
+/// The shape bindings that would bind every unknown dimension of `inputs`,
+/// with each unknown or symbolic dimension 1, as the user writes them:
+/// "--shape pcm=1x16000" or "cgc_add_graph(... SHAPES pcm=1x16000)". Only
+/// the inputs that need one: an input whose symbols an earlier binding
+/// binds is left out. Empty when no input needs a binding.
+std::string shapeExample(const std::vector<DeclaredTensor>& inputs, ShapeSpelling spelling);
 
 /// Parses "1x3x224x224" (empty for a scalar: "" or "scalar").
 ir::Shape parseShape(const std::string& text);

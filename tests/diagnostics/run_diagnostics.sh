@@ -341,6 +341,50 @@ PY
 expect input_misnamed "misnamed_inputs/input_0.pb" "holds tensor 'image', but is read for input 'input'" -- "$cgc" run "$model" --inputs "$work/misnamed_inputs" --quiet
 expect constant_misnamed "shape_misnamed.pb" "holds tensor 'dims', but is read for input 'shape'" -- "$cgc" compile "$ri" --constant shape="$work/shape_misnamed.pb" -o "$work/out" --quiet
 
+# --- inspect and hints (issue 34 items 3-4) ---
+/usr/bin/python3 "$(dirname "$0")/make_inspect_models.py" "$work" || exit 1
+# check NAME CONDITION_COMMAND...: a test that is not a one-line error.
+inspect_check() {
+  local name=$1; shift
+  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
+}
+# Ops, kernels and weights inside If branches, two deep (352 bytes of Conv
+# weights, all in the branches; the main graph holds one If).
+"$cgc" inspect "$work/nested_branches.onnx" --json >"$work/nested.json" 2>"$work/nested.err"
+inspect_check inspect_counts_bodies /usr/bin/python3 - "$work/nested.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+want = {"ops": {"Conv": 3, "If": 2, "Relu": 1}, "nodes": 6, "subgraph_nodes": 5,
+        "subgraphs": 4, "weight_bytes": 352}
+got = {k: r.get(k) for k in want}
+ok = got == want and r["kernels"].get("Conv") == 3 and r["kernels"].get("If") == 2
+print(json.dumps({"got": got, "kernels": r.get("kernels")}) if not ok else "", end="")
+sys.exit(0 if ok else 1)
+PY
+"$cgc" inspect "$work/nested_branches.onnx" >"$work/nested.txt" 2>&1
+inspect_check inspect_text_bodies grep -q "kernels after passes (with the 4 If/Loop/Scan bodies)" "$work/nested.txt"
+# ONNX Runtime's internal ops: the error and inspect say so, and what to do.
+expect ort_internal "com.microsoft.nchwc.Conv (node 'nchwc_conv')" "com.microsoft.FusedMatMul" "ONNX Runtime's internal ops" "compile the original model" -- "$cgc" compile "$work/ort_internal.onnx" -o "$work/out" --quiet
+"$cgc" inspect "$work/ort_internal.onnx" >"$work/ort_inspect.txt" 2>&1
+inspect_check inspect_ort_internal grep -q "nchwc_conv  (ONNX Runtime's internal op)" "$work/ort_inspect.txt"
+inspect_check inspect_ort_hint grep -q "^try: .*ONNX Runtime's internal ops.*compile the original model" "$work/ort_inspect.txt"
+# Other unsupported ops point to the list of supported ops, which exists.
+expect unsupported_ops_list "docs/OPS.md" "cgc inspect --ops" -- "$cgc" compile "$work/unsupported.onnx" -o "$work/out" --quiet
+inspect_check ops_list_exists test -s "$(dirname "$0")/../../docs/OPS.md"
+# The --shape example has the input's rank and known dimensions; batch bound
+# in pcm binds it in state too. Under cgc_add_graph it says SHAPES.
+expect shape_hint_rank "e.g. --shape pcm=1x16 (a dimension" -- "$cgc" compile "$work/pcm.onnx" -o "$work/out" --quiet
+"$cgc" inspect "$work/pcm.onnx" >"$work/pcm_inspect.txt" 2>&1
+inspect_check inspect_shape_hint_rank grep -q "^try: .*e.g. --shape pcm=1x16 (" "$work/pcm_inspect.txt"
+expect shape_hint_cmake "cgc_add_graph(... SHAPES pcm=1x16)" -- env CGC_CALLER=cmake "$cgc" compile "$work/pcm.onnx" -o "$work/out" --quiet
+inspect_check cmake_passes_caller grep -q "CGC_CALLER=cmake" "$(dirname "$0")/../../cmake/cgc.cmake"
+# cgc run --inputs DIR binds the symbolic dimensions from the files' shapes,
+# saying so; files that disagree on one are an error naming the file.
+"$cgc" run "$work/pcm.onnx" --inputs "$work/pcm_inputs" >"$work/pcm_run.out" 2>"$work/pcm_run.err"
+inspect_check run_inputs_bind_shapes grep -q "input shapes from .*pcm_inputs: pcm=1x16, state=2x1x4" "$work/pcm_run.err"
+inspect_check run_inputs_bound_output grep -q "output 's' float32\[2,1,4\]: -1 -1" "$work/pcm_run.out"
+expect run_inputs_conflict "pcm_conflict/input_1.pb" "dimension 'batch' of input 'state' 3" "input_0.pb makes it 1" -- "$cgc" run "$work/pcm.onnx" --inputs "$work/pcm_conflict" --quiet
+
 if [ $failures -ne 0 ]; then
   echo "$failures diagnostics tests failed"
   exit 1
