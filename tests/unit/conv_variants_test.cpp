@@ -77,7 +77,7 @@ void checkSameResults(const std::vector<std::vector<float>>& before,
 
 TEST_CASE("pack-conv-weights runs a profile's variant on its layer, else the default") {
   passes::PassTarget target;
-  target.vectorLanes = 16;
+  target.machine.vectorBits = 512;
   target.tier = "skx";
   GraphBuilder plain = threeLayers();
   const auto defaults = variantsAfter(plain, target);
@@ -113,7 +113,7 @@ TEST_CASE("pack-conv-weights runs a profile's variant on its layer, else the def
 TEST_CASE("pack-conv-weights takes a profile's variant only within the target's tier") {
   // DepthwiseRows needs AVX-512 (skx): an avx2 target runs its default.
   passes::PassTarget target;
-  target.vectorLanes = 8;
+  target.machine.vectorBits = 256;
   target.tier = "avx2";
   GraphBuilder plain = threeLayers();
   const auto defaults = variantsAfter(plain, target);
@@ -127,7 +127,7 @@ TEST_CASE("pack-conv-weights takes a profile's variant only within the target's 
   CHECK(notes[0].find("it needs tier skx, the target's is avx2") != std::string::npos);
 
   target.tier = "vbmi";  // a tier above skx has it
-  target.vectorLanes = 16;
+  target.machine.vectorBits = 512;
   GraphBuilder wide = threeLayers();
   CHECK(variantsAfter(wide, target).at("dw") == "DepthwiseRows");
 }

@@ -157,7 +157,7 @@ ModelRuntime::ModelRuntime(const ModelSpec& spec, const char* weights_path, void
       fileWeights_(fileWeights(spec, weights_path)),
       weights_(fileWeights_ ? fileWeights_.get() : spec.embedded_weights),
       pool_(startPool(spec)) {
-  warnOversubscribed(spec_, pool_);
+  warnOversubscribed(spec_, *pool_);
   // LIBXSMM sets itself up on another thread while this one allocates the
   // arena and pages the weights in, not in the first run's first GEMM.
   std::thread xsmm;
