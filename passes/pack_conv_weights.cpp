@@ -51,8 +51,7 @@ std::string whyNot(rt::ConvVariant variant, const rt::ConvParams& params, const 
 
 /// The layer's measured variant where it can run it, else the default.
 rt::ConvVariant variantFor(const ir::Node& conv, const rt::ConvParams& params,
-                           const PassTarget& target, const rt::ConvContext& context,
-                           bool mayPack) {
+                           const PassTarget& target, const rt::ConvContext& context, bool mayPack) {
   const rt::ConvVariant chosen = rt::chooseConvVariant(params, context, mayPack);
   const auto recorded = target.convVariants.find(conv.name);
   const bool measured = recorded != target.convVariants.end();
