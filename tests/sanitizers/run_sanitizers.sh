@@ -2,12 +2,12 @@
 # Builds sample models' generated code, the runtime and a driver with
 # sanitizers (-Wall -Wextra -Werror) and runs it. Any sanitizer report fails
 # the test.
-#   address: AddressSanitizer + UndefinedBehaviorSanitizer, every sample on
-#            the default schedule, and the convolution kernel tests
-#            (gemm_conv_tests.cpp: scratch sized for every band and split);
-#   native:  the same sanitizers on those and the int8 kernel tests
-#            against the runtime built for this machine (-march=native: its
-#            vector paths);
+#   address: AddressSanitizer + UndefinedBehaviorSanitizer on the runtime
+#            built for this machine (-march=native: its vector paths, the
+#            int8 ones with their gathers and masked tails), every sample on
+#            the default schedule, and the float and int8 kernel tests
+#            (gemm_conv_tests.cpp: scratch sized for every band and split;
+#            quant_kernel_tests.cpp);
 #   thread:  ThreadSanitizer, the samples with parallel branches on 3
 #            executors x 2 threads (cross-executor signals, team barriers,
 #            the pool's start and finish, the profiler recording from
@@ -17,23 +17,24 @@
 #            model_runtimes.cpp (two ModelRuntime instances run from two
 #            threads at once, one on the caller's arena, while a third
 #            thread's run() calls meet the busy guard).
-# Usage: run_sanitizers.sh CGC SAMPLES_DIR RUNTIME_DIR GENERATED_DIR WORK_DIR [address|native|thread]
+# Usage: run_sanitizers.sh CGC SAMPLES_DIR RUNTIME_DIR GENERATED_DIR WORK_DIR [address|thread]
 #   GENERATED_DIR: the build's runtime/generated (core/isa.h).
 set -eu
 cgc=$1 samples=$2 runtime=$3 generated=$4 work=$5 mode=${6:-address}
 rm -rf "$work" && mkdir -p "$work/runtime"
 case $mode in
-  address | native)
+  address)
     sanitize=address,undefined
     models=(tiny_cnn mlp shapes deconv batch_norm_only branches control_flow inception)
-    [ "$mode" = native ] && models=()
     schedule=()
+    march=(-march=native)
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ;;
   thread)
     sanitize=thread
     models=(inception tiny_cnn mlp branches control_flow)
     schedule=(--executors 3 --threads 2)
+    march=()
     # Every thread asked for, also on a machine of fewer cores (not capped).
     export CGC_OVERSUBSCRIBE=1
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ;;
@@ -63,8 +64,9 @@ build_runtime() {
   wait
 }
 
-# The runtime once, with sanitizers, for the baseline.
-[ "$mode" = native ] || build_runtime "$work/runtime"
+# The runtime once, with sanitizers: for this machine (address), for the
+# baseline (thread).
+build_runtime "$work/runtime" "${march[@]}"
 tests="$(dirname "$0")/../runtime"
 
 for sample in "${models[@]}"; do
@@ -78,32 +80,20 @@ for sample in "${models[@]}"; do
   "$cgc" compile "$samples/$sample/model.onnx" -o "$out" --name "San_$sample" \
       --quiet "${placement[@]}"
   prefix="san_$sample"
-  c++ $flags -I"$runtime/include" -I"$out" -Wa,-I"$out" \
+  c++ $flags "${march[@]}" -I"$runtime/include" -I"$out" -Wa,-I"$out" \
       -DCGC_MODEL_HEADER="\"$prefix.h\"" -DCGC_MODEL_PREFIX="$prefix" \
       "$out/$prefix.cpp" "$(dirname "$0")/driver.cpp" "${objects[@]}" \
       -lxsmm -lxsmmnoblas -lpthread -ldl -o "$out/driver"
   "$out/driver"
 done
-if [ "$mode" = address ]; then  # the convolution kernels' own tests: scratch sizes
+if [ "$mode" = address ]; then  # the kernels' own tests
   # Catch2's std::regex trips GCC 12's -Wmaybe-uninitialized at -O1 (a
-  # false positive inside libstdc++).
-  c++ $flags -Wno-maybe-uninitialized -I"$runtime/include" "$tests/main.cpp" \
-      "$tests/gemm_conv_tests.cpp" "${objects[@]}" \
-      -lxsmm -lxsmmnoblas -lpthread -ldl -o "$work/conv_tests"
-  "$work/conv_tests" "conv*,stem conv*" --use-colour no | tail -2
-  [ "${PIPESTATUS[0]}" -eq 0 ]
-fi
-if [ "$mode" = native ]; then
-  # Again with this machine's instruction set: the runtime of `address` is
-  # built for the baseline, so its AVX2 and AVX-512 (VNNI) kernels, the int8
-  # ones with their gathers and masked tails, ran under no sanitizer. The
-  # int8 files round as the float emulation only without contraction.
-  # Catch2's std::regex trips GCC 12's -Wmaybe-uninitialized at -O1.
-  build_runtime "$work/runtime_native" -march=native
-  c++ $flags -march=native -ffp-contract=off -Wno-maybe-uninitialized -I"$runtime/include" \
+  # false positive inside libstdc++). The int8 tests round as the float
+  # emulation only without contraction.
+  c++ $flags "${march[@]}" -ffp-contract=off -Wno-maybe-uninitialized -I"$runtime/include" \
       "$tests/main.cpp" "$tests/gemm_conv_tests.cpp" "$tests/quant_kernel_tests.cpp" \
-      "${objects[@]}" -lxsmm -lxsmmnoblas -lpthread -ldl -o "$work/kernel_tests_native"
-  "$work/kernel_tests_native" --use-colour no | tail -2
+      "${objects[@]}" -lxsmm -lxsmmnoblas -lpthread -ldl -o "$work/kernel_tests"
+  "$work/kernel_tests" --use-colour no | tail -2
   [ "${PIPESTATUS[0]}" -eq 0 ]
 fi
 if [ "$mode" = thread ]; then  # memory shared inside one kernel call; instances at once
