@@ -1,59 +1,55 @@
-// See clang_tools.h. Uses Debian's libclang-cpp 14 (libTooling, libFormat).
+// See clang_tools.h: the Clang module, loaded on first use from the install
+// (PREFIX/LIBDIR next to PREFIX/bin/cgc) or else the build tree.
 #include "codegen/clang_tools.h"
 
-#include <clang/Basic/Diagnostic.h>
-#include <clang/Basic/DiagnosticOptions.h>
-#include <clang/Format/Format.h>
-#include <clang/Frontend/FrontendActions.h>
-#include <clang/Frontend/TextDiagnosticPrinter.h>
-#include <clang/Tooling/Core/Replacement.h>
-#include <clang/Tooling/Tooling.h>
-#include <llvm/Support/raw_ostream.h>
+#include <dlfcn.h>
+
+#include <filesystem>
 
 #include "compiler_config.h"
+#include "ir/diagnostics.h"
 
 namespace cgc::codegen {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string modulePath() {
+  std::error_code error;
+  fs::path exe = fs::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    fs::path installed = exe.parent_path().parent_path() / CGC_INSTALL_LIBDIR / CGC_CLANG_MODULE;
+    if (fs::exists(installed)) return installed.string();
+  }
+  return (fs::path(CGC_BUILD_DIR) / CGC_CLANG_MODULE).string();
+}
+
+const ClangTools& tools() {
+  static const ClangTools* loaded = [] {
+    const std::string path = modulePath();
+    void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!module) internalError(__FILE__, __LINE__, fmt::format("cannot load {}", dlerror()));
+    using Entry = const ClangTools* (*)();
+    auto entry = reinterpret_cast<Entry>(dlsym(module, "cgc_clang_tools"));
+    const ClangTools* tools = entry ? entry() : nullptr;
+    if (!tools || tools->version != kClangToolsVersion)
+      internalError(__FILE__, __LINE__,
+                    fmt::format("{} is not the Clang module of this cgc (version {})", path,
+                                kClangToolsVersion));
+    return tools;
+  }();
+  return *loaded;
+}
+
+}  // namespace
 
 std::string formatCpp(const std::string& code, const std::string& fileName) {
-  clang::format::FormatStyle style =
-      clang::format::getGoogleStyle(clang::format::FormatStyle::LK_Cpp);
-  // The line cgc build reads (codegen::modelNamesLine) stays one line.
-  style.CommentPragmas = "^ IWYU pragma:|^ cgc model:";
-  clang::tooling::Replacements replacements = clang::format::reformat(
-      style, code, {clang::tooling::Range(0, static_cast<unsigned>(code.size()))}, fileName);
-  auto formatted = clang::tooling::applyAllReplacements(code, replacements);
-  if (!formatted) {
-    llvm::consumeError(formatted.takeError());
-    return code;
-  }
-  return *formatted;
+  return tools().format(code, fileName);
 }
 
 VerifyResult verifyTranslationUnit(const std::string& sourcePath,
                                    const std::vector<std::string>& includeDirs) {
-  std::vector<std::string> args = {"clang-tool", "-fsyntax-only", "-std=c++20", "-Wall", "-Wextra",
-                                   // no "N warnings generated." on stderr
-                                   "-fno-caret-diagnostics", "-resource-dir",
-                                   CGC_CLANG_RESOURCE_DIR};
-  for (const auto& dir : includeDirs) args.push_back("-I" + dir);
-  args.push_back(sourcePath);
-
-  std::string text;
-  llvm::raw_string_ostream stream(text);
-  auto options = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
-  clang::TextDiagnosticPrinter printer(stream, options.get());
-  auto files = llvm::makeIntrusiveRefCnt<clang::FileManager>(clang::FileSystemOptions());
-  clang::tooling::ToolInvocation invocation(args, std::make_unique<clang::SyntaxOnlyAction>(),
-                                            files.get());
-  invocation.setDiagnosticConsumer(&printer);
-  VerifyResult result;
-  bool ran = invocation.run();
-  stream.flush();
-  result.errors = printer.getNumErrors();
-  result.warnings = printer.getNumWarnings();
-  result.ok = ran && result.errors == 0 && result.warnings == 0;
-  result.diagnostics = text;
-  return result;
+  return tools().verify(sourcePath, includeDirs);
 }
 
 }  // namespace cgc::codegen
