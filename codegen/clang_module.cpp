@@ -1,8 +1,6 @@
 // libcgc_clang.so, the module clang_tools.cpp loads (see clang_tools.h):
 // formatting and verifying with Debian's libclang-cpp 14 (libTooling,
 // libFormat).
-#include "codegen/clang_tools.h"
-
 #include <clang/Basic/Diagnostic.h>
 #include <clang/Basic/DiagnosticOptions.h>
 #include <clang/Format/Format.h>
@@ -12,6 +10,7 @@
 #include <clang/Tooling/Tooling.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "codegen/clang_tools.h"
 #include "compiler_config.h"
 
 namespace cgc::codegen {

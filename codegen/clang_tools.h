@@ -34,7 +34,8 @@ VerifyResult verifyTranslationUnit(const std::string& sourcePath,
 struct ClangTools {
   int version;
   std::string (*format)(const std::string& code, const std::string& fileName);
-  VerifyResult (*verify)(const std::string& sourcePath, const std::vector<std::string>& includeDirs);
+  VerifyResult (*verify)(const std::string& sourcePath,
+                         const std::vector<std::string>& includeDirs);
 };
 inline constexpr int kClangToolsVersion = 1;
 
