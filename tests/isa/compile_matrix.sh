@@ -54,26 +54,28 @@ mapfile -t sources < <(cd "$src/runtime/src" && for f in */*.cpp; do
   g++ -std=c++20 -MM "${includes[@]}" "$f" | grep -q 'core/isa\.h' && echo "$f"; done)
 echo "${#sources[@]} runtime sources depend on the instruction set"
 
-# The preprocessed code of each ISA-dependent source for each tier, less
+# GCC's preprocessed code of each ISA-dependent source for each tier, less
 # the system headers' `#pragma GCC target` switches (the same intrinsics
-# declared either way): a hash a line, "<compiler> <tier> <file> <hash>".
+# declared either way): a hash a line, "<tier> <file> <hash>". Both
+# compilers take it: a tier's code is chosen by the CGC_ISA_* macros alone
+# (check_tier_macros.sh), which the same -m flags set alike in both; GCC's
+# headers differ by tier where Clang's do not, so GCC's hashes are the
+# stricter.
 hash_one() {
-  IFS='|' read -r cxx tier flags file <<<"$1"
+  IFS='|' read -r tier flags file <<<"$1"
   # shellcheck disable=SC2086
-  echo "$cxx $tier $file $("$cxx" "${common[@]}" $flags "${includes[@]}" -E -P \
+  echo "$tier $file $(g++ "${common[@]}" $flags "${includes[@]}" -E -P \
         "$src/runtime/src/$file" 2>/dev/null |
         grep -vE '^#pragma GCC (push_options|pop_options|target)' | sha1sum | cut -c1-16)"
 }
 export -f hash_one
 export work src includes_str="${includes[*]}" common_str="${common[*]}"
-for cxx in "${compilers[@]}"; do
-  for tier in "${tiers[@]}"; do
-    for f in "${sources[@]}"; do echo "$cxx|$tier|-march=x86-64${tierFlags[$tier]}|$f"; done
-  done
+for tier in "${tiers[@]}"; do
+  for f in "${sources[@]}"; do echo "$tier|-march=x86-64${tierFlags[$tier]}|$f"; done
 done | xargs -d '\n' -P "$jobs" -I{} bash -c \
   'includes=($includes_str); common=($common_str); hash_one "$@"' _ {} > "$work/hashes.txt"
 declare -A hashOf baseOf
-while read -r cxx tier file hash; do hashOf["$cxx $tier $file"]=$hash; done < "$work/hashes.txt"
+while read -r tier file hash; do hashOf["$tier $file"]=$hash; done < "$work/hashes.txt"
 for tier in "${tiers[@]}"; do baseOf[$tier]=$(sed -nE "s/^CGC_TIER\(\"$tier\", *\"([^\"]*)\".*/\1/p" \
                                                "$src/runtime/include/cgc/isa_tiers.def"); done
 
@@ -96,7 +98,7 @@ for cxx in "${compilers[@]}"; do
       continue
     fi
     for f in "${sources[@]}"; do
-      if [ "${hashOf["$cxx $tier $f"]}" = "${hashOf["$cxx $base $f"]}" ]; then
+      if [ "${hashOf["$tier $f"]}" = "${hashOf["$base $f"]}" ]; then
         echo "same|$tier|$cxx|runtime/src/$f" >> "$work/same.txt"
         continue
       fi
