@@ -21,7 +21,7 @@
 #   GENERATED_DIR: the build's runtime/generated (core/isa.h).
 set -eu
 cgc=$1 samples=$2 runtime=$3 generated=$4 work=$5 mode=${6:-address}
-rm -rf "$work" && mkdir -p "$work"
+rm -rf "$work" && mkdir -p "$work/runtime"
 case $mode in
   address)
     sanitize=address,undefined
@@ -61,7 +61,6 @@ libs=(-lxsmm -lxsmmnoblas -lpthread -ldl)
 # The runtime once, with sanitizers: for this machine (address), for the
 # baseline (thread). The int8 family without contraction, as
 # runtime/CMakeLists.txt builds it.
-mkdir -p "$work/runtime"
 objects=()
 for src in "$runtime"/src/*/*.cpp; do
   rel=${src#"$runtime/src/"}
