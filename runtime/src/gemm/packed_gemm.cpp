@@ -66,11 +66,18 @@ void tile(int64_t k, const float* __restrict a, int64_t lda, const float* __rest
   for (int j = 0; j < J; ++j) from[j] = positions[j];
   for (int64_t p = 0; p < k; ++p) {
     if (p < lines) __builtin_prefetch(prefetch + p * 64, 0, 2);
+    // Unrolled before store motion runs, so that the sums live in
+    // registers under every -mtune: GCC 12's Skylake-AVX512, Cascade Lake
+    // and Ice Lake tunings unroll these loops later and keep all 24 sums
+    // on the stack, 4.5x slower (docs/PERFORMANCE.md).
     Lanes w[V];
+#pragma GCC unroll 4
     for (int v = 0; v < V; ++v) std::memcpy(&w[v], a + p * lda + v * kLanes, sizeof(Lanes));
     const float* row = b + offsets[p];
+#pragma GCC unroll 8
     for (int j = 0; j < J; ++j) {
       const float in = row[from[j]];
+#pragma GCC unroll 4
       for (int v = 0; v < V; ++v) sum[j][v] += w[v] * in;
     }
   }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Register tiles under every AVX-512 tuning: the runtime's register-tiled
+# kernels, built as the x86-64-v4-vnni runtime is (cmake/targets.def) but
+# with each -mtune below, have in no function more multiply-adds that read
+# a stack operand (an accumulator kept in memory) than with -mtune=generic,
+# the tuning the benchmarks time. A tuning's code is otherwise timed only
+# on a machine of its family: GCC 12's Cascade Lake tuning once kept the
+# packed GEMM's 24 sums on the stack, 4.5x slower, and every test passed.
+# The kernels are the sources that size tiles by simd::kRegisters, use the
+# channel-vector tiles or VNNI; compiled at most `nproc` at a time.
+# Usage: register_tiles.sh SOURCE_DIR GENERATED_INCLUDE_DIR WORK
+set -u
+src=$1 generated=$2 work=$3
+# cascadelake stands for skylake-avx512 and cooperlake, which GCC tunes alike.
+tunings=(generic cascadelake icelake-server sapphirerapids)
+rm -rf "$work" && mkdir -p "$work"
+row=$(grep '^CGC_TARGET("x86-64-v4-vnni"' "$src/cmake/targets.def")
+march=$(sed -E 's/^CGC_TARGET\("[^"]*", *"[^"]*", *"([^"]*)".*/\1/' <<<"$row")
+mapfile -t sources < <(cd "$src/runtime/src" &&
+  grep -lE 'kRegisters|channel_vectors\.h|dpbusd' -- */*.cpp)
+echo "${#sources[@]} register-tiled sources, tunings: ${tunings[*]}"
+
+# "<function> <count>" for each function of one object with any
+# multiply-add (FMA, VNNI) that takes an operand from the stack.
+compile_one() {
+  IFS='|' read -r tune file <<<"$1"
+  local out="$work/$tune.${file//\//_}"
+  # shellcheck disable=SC2086
+  g++ -std=c++20 -O3 -DNDEBUG -fno-trapping-math --param=sra-max-scalarization-size-Ospeed=2048 \
+      $march -mtune="$tune" -I"$src/runtime/include" -I"$src/runtime/src" -I"$generated" \
+      -c "$src/runtime/src/$file" -o "$out.o" || { echo "compile failed: $tune $file"; return 1; }
+  objdump -d --no-show-raw-insn -C "$out.o" | awk '
+    /^[0-9a-f]+ <.*>:$/ { fn = substr($0, index($0, "<") + 1); sub(/>:$/, "", fn) }
+    /(vfn?madd|vpdpbusd|vpdpwssd)[a-z0-9]* [^,]*\(%rsp\)/ { n[fn]++ }
+    END { for (f in n) print n[f] "\t" f }' | sort -k2 > "$out.spills"
+}
+export -f compile_one
+export work src generated march
+for tune in "${tunings[@]}"; do
+  for f in "${sources[@]}"; do echo "$tune|$f"; done
+done | xargs -d '\n' -P "$(nproc)" -I{} bash -c 'compile_one "$@"' _ {} || exit 1
+
+status=0
+for f in "${sources[@]}"; do
+  base="$work/generic.${f//\//_}.spills"
+  for tune in "${tunings[@]:1}"; do
+    # Functions whose count under `tune` passes generic's.
+    worse=$(awk -F'\t' 'FILENAME == ARGV[1] { g[$2] = $1; next } $1 > g[$2] + 0 {
+                          printf "  %s: %d stack multiply-adds, generic %d\n", $2, $1, g[$2] }' \
+            "$base" "$work/$tune.${f//\//_}.spills")
+    if [ -n "$worse" ]; then
+      echo "FAIL $f with -mtune=$tune keeps accumulators on the stack:"
+      echo "$worse"
+      status=1
+    fi
+  done
+done
+[ $status = 0 ] && echo "every tuning keeps the register tiles' accumulators in registers"
+exit $status
