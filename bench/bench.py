@@ -59,10 +59,11 @@ def measure_peak():
     return float(out[0]), float(out[1])
 
 
-def model_flops(path, shapes):
-    """Multiply-add FLOPs of Conv, ConvTranspose, Gemm, MatMul and the
-    recurrent ops, from ONNX shape inference with the case's bindings. For
-    If, the then-branch counts."""
+def node_flops(path, shapes):
+    """Multiply-add FLOPs of each Conv, ConvTranspose, Gemm, MatMul and
+    recurrent node, as (name, FLOPs) in graph order, from ONNX shape
+    inference with the case's bindings. An If counts its then-branch, under
+    the If's name."""
     model = onnx.load(path)
     for value in model.graph.input:
         if value.name in shapes:
@@ -87,28 +88,34 @@ def model_flops(path, shapes):
             result *= v
         return result
 
+    def flops(node):
+        attrs = {a.name: a for a in node.attribute}
+        shape = lambda i: known.get(node.input[i], []) if i < len(node.input) else []
+        out = known.get(node.output[0], [])
+        if node.op_type == "If":
+            return sum(f for _, f in count(attrs["then_branch"].g))
+        if node.op_type == "Conv" and out and shape(1):
+            return 2 * product(out) * product(shape(1)[1:])
+        if node.op_type == "ConvTranspose" and shape(0) and shape(1):
+            return 2 * product(shape(0)) * product(shape(1)[1:])
+        if node.op_type in ("Gemm", "MatMul") and out and shape(0):
+            return 2 * product(out) * shape(0)[-1]
+        if node.op_type in ("LSTM", "GRU", "RNN") and shape(0) and shape(1) and shape(2):
+            seq, batch = shape(0)[0], shape(0)[1]
+            w, r = shape(1), shape(2)
+            return 2 * seq * batch * w[0] * w[1] * (w[2] + r[2])
+        return 0
+
     def count(graph):
         collect(graph)
-        total = 0
-        for node in graph.node:
-            attrs = {a.name: a for a in node.attribute}
-            shape = lambda i: known.get(node.input[i], []) if i < len(node.input) else []
-            out = known.get(node.output[0], [])
-            if node.op_type == "If":
-                total += count(attrs["then_branch"].g)
-            elif node.op_type == "Conv" and out and shape(1):
-                total += 2 * product(out) * product(shape(1)[1:])
-            elif node.op_type == "ConvTranspose" and shape(0) and shape(1):
-                total += 2 * product(shape(0)) * product(shape(1)[1:])
-            elif node.op_type in ("Gemm", "MatMul") and out and shape(0):
-                total += 2 * product(out) * shape(0)[-1]
-            elif node.op_type in ("LSTM", "GRU", "RNN") and shape(0) and shape(1) and shape(2):
-                seq, batch = shape(0)[0], shape(0)[1]
-                w, r = shape(1), shape(2)
-                total += 2 * seq * batch * w[0] * w[1] * (w[2] + r[2])
-        return total
+        return [(node.name, flops(node)) for node in graph.node]
 
-    return count(model.graph)
+    return [(name, f) for name, f in count(model.graph) if f]
+
+
+def model_flops(path, shapes):
+    """The model's multiply-add FLOPs (node_flops summed)."""
+    return sum(f for _, f in node_flops(path, shapes))
 
 
 def ort_median(model, data, runs, threads):

@@ -13,8 +13,13 @@ matrix product. ONNX Runtime's nodes with no cgc node of their own (its layout c
 ReorderInput/ReorderOutput, or a max pool cgc fused into a convolution) are
 listed by op.
 
+Each product's GFLOP/s (its multiply-adds as written, bench.py's count) is
+given for both, and cgc's as a share of the threads' FMA peak (bench.py
+measures one core's); --kinds adds a table by kind of layer (op, kernel,
+stride), the per-layer view of docs/PERFORMANCE.md.
+
 Usage: /usr/bin/python3 bench/layers.py MODEL [--cgc CGC] [--runs 50]
-           [--threads N] [--top 25]
+           [--threads N] [--target T] [--top 25] [--kinds]
 (MODEL is a corpus name, e.g. resnet50; bench/check.sh makes the corpus)
 """
 
@@ -32,6 +37,7 @@ import tempfile
 import onnx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import measure_peak, node_flops  # noqa: E402
 from check import BENCH_DIR, ROOT, load_case  # noqa: E402
 
 # Ops that fusion folds into the node producing their (first) input.
@@ -103,10 +109,11 @@ def ort_profile(model, data, runs, threads):
     return {name: (statistics.median(t), ops[name], shapes[name]) for name, t in times.items()}
 
 
-def cgc_profile(cgc, model, data, bindings, runs, threads):
+def cgc_profile(cgc, model, data, bindings, runs, threads, target):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "profile.json")
         schedule = ["--threads", str(threads)] if threads else []
+        schedule += ["--target", target] if target else []
         subprocess.run([cgc, "run", model, "-q", "--inputs", data, "--bench", str(runs),
                         "--profile-out", path] + bindings + schedule,
                        check=True, capture_output=True)
@@ -122,6 +129,24 @@ def shape_text(shapes):
     return " ".join(parts)
 
 
+def kind(node):
+    """A product's kind of layer: op, kernel and stride, depthwise/grouped."""
+    if node is None or node.op_type not in ("Conv", "ConvTranspose"):
+        return node.op_type if node is not None else "?"
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    text = node.op_type + " " + "x".join(str(k) for k in attrs.get("kernel_shape", []))
+    strides = attrs.get("strides", [])
+    if any(st > 1 for st in strides):
+        text += " stride " + "x".join(str(st) for st in strides)
+    if attrs.get("group", 1) > 1:
+        text += " grouped"
+    return text
+
+
+def gflops(flops, us):
+    return f"{flops / us / 1e3:.1f}" if flops and us else "-"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a corpus model, e.g. resnet50")
@@ -129,12 +154,18 @@ def main():
     parser.add_argument("--corpus", default=os.path.join(BENCH_DIR, "corpus"))
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--target", default="", help="cgc's --target (default: native)")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--kinds", action="store_true",
+                        help="also a table by kind of layer (op, kernel, stride)")
     args = parser.parse_args()
-    _, model, data, bindings = load_case(os.path.join(args.corpus, args.model))
+    case, model, data, bindings = load_case(os.path.join(args.corpus, args.model))
     graph = Graph(model)
+    flops = dict(node_flops(model, case.get("shapes", {})))
+    peak = measure_peak()[0] * (args.threads or os.cpu_count())
     ort = ort_profile(model, data, args.runs, args.threads)
-    cgc = cgc_profile(os.path.abspath(args.cgc), model, data, bindings, args.runs, args.threads)
+    cgc = cgc_profile(os.path.abspath(args.cgc), model, data, bindings, args.runs,
+                      args.threads, args.target)
 
     rows = collections.OrderedDict()  # ONNX head node -> [op, cgc us, ort us, shapes]
     unmatched = collections.Counter()
@@ -154,7 +185,8 @@ def main():
     total_cgc = sum(r[1] for r in rows.values())
     total_ort = sum(r[2] for r in rows.values()) + sum(unmatched.values())
     print(f"{args.model}: node times summed, cgc {total_cgc / 1000:.3f} ms, "
-          f"ONNX Runtime {total_ort / 1000:.3f} ms ({args.runs} profiled runs each)")
+          f"ONNX Runtime {total_ort / 1000:.3f} ms ({args.runs} profiled runs each); "
+          f"FMA peak {peak:.0f} GFLOP/s on {args.threads or os.cpu_count()} threads")
     by_op = collections.defaultdict(lambda: [0.0, 0.0])
     for op, c, o, _ in rows.values():
         by_op[op][0] += c
@@ -164,12 +196,26 @@ def main():
         print(f"| {op} | {c:.0f} | {o:.0f} |")
     for op, us in sorted(unmatched.items(), key=lambda kv: -kv[1]):
         print(f"| {op} (no cgc node of its own: fused, or a layout change) | - | {us:.0f} |")
+    if args.kinds:
+        kinds = collections.OrderedDict()  # kind -> [layers, flops, cgc us, ort us]
+        for name, (_, c, o, _) in rows.items():
+            if flops.get(name):
+                k = kinds.setdefault(kind(graph.nodes.get(name)), [0, 0, 0.0, 0.0])
+                k[0], k[1], k[2], k[3] = k[0] + 1, k[1] + flops[name], k[2] + c, k[3] + o
+        print("\n| layer kind | layers | GFLOP | cgc (us) | cgc GFLOP/s | cgc % of peak "
+              "| ONNX Runtime (us) | ONNX Runtime GFLOP/s |\n|---|---:|---:|---:|---:|---:|---:|---:|")
+        for k, (n, f, c, o) in sorted(kinds.items(), key=lambda kv: -kv[1][2]):
+            print(f"| {k} | {n} | {f / 1e9:.2f} | {c:.0f} | {gflops(f, c)} | "
+                  f"{100 * f / c / 1e3 / peak:.0f}% | {o:.0f} | {gflops(f, o)} |")
     print(f"\nThe {args.top} layers where cgc loses the most time:\n")
-    print("| node | op | input shapes | cgc (us) | ONNX Runtime (us) | cgc - ORT (us) |")
-    print("|---|---|---|---:|---:|---:|")
+    print("| node | op | input shapes | cgc (us) | ONNX Runtime (us) | cgc - ORT (us) "
+          "| cgc GFLOP/s | ONNX Runtime GFLOP/s |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
     ranked = sorted(rows.items(), key=lambda kv: kv[1][2] - kv[1][1])
     for name, (op, c, o, shapes) in ranked[:args.top]:
-        print(f"| {name} | {op} | {shapes} | {c:.1f} | {o:.1f} | {c - o:+.1f} |")
+        f = flops.get(name, 0)
+        print(f"| {name} | {op} | {shapes} | {c:.1f} | {o:.1f} | {c - o:+.1f} "
+              f"| {gflops(f, c)} | {gflops(f, o)} |")
     return 0
 
 

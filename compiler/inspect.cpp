@@ -103,8 +103,9 @@ bool floatEquivalent(const driver::CompiledModel& model, int64_t& arena, int64_t
   return true;
 }
 
-/// The float convolutions' variants: a count per variant and, with a tuned
-/// profile, the layers that run the profile's variant.
+/// The float convolutions' variants, with their settings
+/// (ir::conventions::ConvChoice): a count of each and, with a tuned
+/// profile, the layers that run the profile's choice.
 void reportVariants(const driver::CompiledModel& model, const std::string& profilePath,
                     nlohmann::json& report) {
   std::map<std::string, int> counts;
@@ -114,10 +115,14 @@ void reportVariants(const driver::CompiledModel& model, const std::string& profi
   for (int id : model.graph.liveNodes()) {
     const ir::Node& node = model.graph.node(id);
     if (!node.has(ir::conventions::kConvVariant)) continue;
-    const std::string variant = node.getString(ir::conventions::kConvVariant, "");
-    ++counts[variant];
+    const std::string choice = ir::conventions::convChoice(node);
+    ++counts[choice];
+    // A profile's choice without a setting takes the target's default one.
     auto it = measured.find(node.name);
-    if (it != measured.end() && it->second == variant) fromProfile[node.name] = variant;
+    if (it != measured.end() &&
+        (it->second == choice ||
+         it->second == node.getString(ir::conventions::kConvVariant, "")))
+      fromProfile[node.name] = choice;
   }
   if (!counts.empty()) report["conv_variants"] = counts;
   if (!profilePath.empty()) report["profile_variants"] = fromProfile;

@@ -193,8 +193,9 @@ CLI::App* addBuild(CLI::App& app, cgc::commands::BuildOptions& build) {
 CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) {
   CLI::App* command = app.add_subcommand(
       "tune",
-      "Measure executor configurations, each convolution layer's kernel variant and per-op "
-      "thread counts; write the fastest as DIR/<model>.profile.json for --profile");
+      "Measure executor configurations, each convolution layer's kernel variant (with "
+      "Winograd's forms and the packed GEMM's depth steps) and per-op thread counts; write the "
+      "fastest as DIR/<model>.profile.json for --profile");
   addModelOptions(*command, args);
   command->add_option("-o,--output", tune.outDir,
                       "Directory for the profile (default: current directory)");

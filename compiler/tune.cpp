@@ -1,7 +1,8 @@
 // See tune.h. Each configuration is compiled twice: once with estimated
 // costs, to profile it, and once with that profile, whose schedule is the
 // one timed (and the one a user gets with --profile). Each variant trial is
-// one build with the variant on every layer that takes it; the per-layer
+// one build with the variant (and its setting: Winograd's form, Packed's
+// depth step) on every layer that takes it; the per-layer
 // choice they give is kept only if the whole model, timed in alternation
 // with the default build, is not slower.
 #include "compiler/tune.h"
@@ -19,6 +20,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cgc/isa_tiers.h"
@@ -104,18 +106,38 @@ std::map<std::string, std::string> convVariantsOf(const ir::Graph& graph) {
   for (int id : graph.liveNodes()) {
     const ir::Node& node = graph.node(id);
     if (node.has(ir::conventions::kConvVariant))
-      variants[node.name] = node.getString(ir::conventions::kConvVariant, "");
+      variants[node.name] = ir::conventions::convChoice(node);
   }
   return variants;
 }
 
-/// The variants worth a trial: those the target's runtime has and this CPU
-/// runs.
-std::vector<std::string> candidateVariants(const std::string& targetTier) {
+/// The trials worth a build: the variants the target's runtime has and this
+/// CPU runs, Winograd in each of its forms (tiles 2 and 4), Packed with the
+/// depth steps the default build chose (`defaults`), halved and doubled.
+std::vector<std::string> candidateVariants(const std::string& targetTier,
+                                           const std::map<std::string, std::string>& defaults) {
+  std::set<int64_t> depths;
+  for (const auto& [node, text] : defaults) {
+    const ir::conventions::ConvChoice choice = ir::conventions::parseConvChoice(text);
+    if (choice.variant == rt::convVariantInfo(rt::ConvVariant::kPacked).name && choice.setting)
+      depths.insert(choice.setting);
+  }
   std::vector<std::string> names;
-  for (const rt::ConvVariantInfo& v : rt::kConvVariants)
-    if (isaTierIncludes(targetTier, v.tier) && (*v.tier == '\0' || cpu_has_tier(v.tier) == 1))
+  for (const rt::ConvVariantInfo& v : rt::kConvVariants) {
+    if (!isaTierIncludes(targetTier, v.tier) || (*v.tier != '\0' && cpu_has_tier(v.tier) != 1))
+      continue;
+    if (v.weights == rt::ConvWeights::kWinograd) {
+      for (int tile : {2, 4}) names.push_back(fmt::format("{}:{}", v.name, tile));
+    } else if (v.weights == rt::ConvWeights::kPanels) {
       names.emplace_back(v.name);
+      std::set<int64_t> others;
+      for (int64_t d : depths) others.insert({d / 2, d * 2});
+      for (int64_t d : others)
+        if (!depths.count(d)) names.push_back(fmt::format("{}:{}", v.name, d));
+    } else {
+      names.emplace_back(v.name);
+    }
+  }
   return names;
 }
 
@@ -262,7 +284,7 @@ class Search {
     const std::string costs = tuner_.writeProfile(best_.profile, {});
     LayerTimes us;
     record(best_, us);
-    const std::vector<std::string> candidates = candidateVariants(targetTier);
+    const std::vector<std::string> candidates = candidateVariants(targetTier, best_.variants);
     int trials = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (overBudget()) {

@@ -101,6 +101,45 @@ inline ConvPacking convPacking(const Node& n) {
   return static_cast<ConvPacking>(n.getInt(kPackedWeights, 0));
 }
 
+/// A float Conv's variant with its setting, as cgc tune tries it and a tuned
+/// profile records it: "Winograd:4" (the form F(4x4, 3x3); the tile),
+/// "Packed:512" (the packed GEMM's depth step), "Pointwise" (a variant
+/// without settings). Setting 0: the target's default.
+struct ConvChoice {
+  std::string variant;
+  int64_t setting = 0;
+};
+
+/// "Name" or "Name:N"; a setting that is not a positive number leaves the
+/// text whole as the name (no variant has such a name).
+inline ConvChoice parseConvChoice(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) return {text, 0};
+  const std::string digits = text.substr(colon + 1);
+  if (digits.empty() || digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      std::stoll(digits) == 0)
+    return {text, 0};
+  return {text.substr(0, colon), std::stoll(digits)};
+}
+
+/// The choice pack-conv-weights made for `conv` (its variant, and the form
+/// or depth step of the variants that have one); "" where it made none.
+inline std::string convChoice(const Node& conv) {
+  const std::string variant = conv.getString(kConvVariant, "");
+  switch (convPacking(conv)) {
+    case ConvPacking::kPanels:
+      return variant + ":" + std::to_string(conv.getInt(kConvDepthStep, 0));
+    case ConvPacking::kWinograd:
+      return variant + ":2";
+    case ConvPacking::kWinograd4:
+      return variant + ":4";
+    case ConvPacking::kNone:
+      break;
+  }
+  return variant;
+}
+
 /// A Conv on weights that pack-conv-weights rearranged (panels or
 /// Winograd's transform) and without a fused pool: the kernels that can
 /// take the blocked layout.

@@ -24,7 +24,9 @@
 // fusions that change what a layer computes (residual, pooling).
 // A measured choice (PassTarget::convVariants, from a profile that cgc tune
 // wrote, or everyConvVariant, tune's trials) replaces the default where the
-// target has the variant and the variant takes the layer.
+// target has the variant and the variant takes the layer, with its setting
+// where it names one (ir::conventions::ConvChoice: Winograd's form,
+// Packed's depth step).
 #include <fmt/format.h>
 
 #include "cgc/isa_tiers.h"
@@ -36,9 +38,10 @@
 namespace cgc::passes {
 namespace {
 
-/// Why `variant` cannot run `conv` for `target` ("" where it can).
-std::string whyNot(rt::ConvVariant variant, const rt::ConvParams& params, const PassTarget& target,
-                   bool mayPack) {
+/// Why `variant` with `setting` (ir::conventions::ConvChoice) cannot run
+/// `conv` for `target` ("" where it can).
+std::string whyNot(rt::ConvVariant variant, int64_t setting, const rt::ConvParams& params,
+                   const PassTarget& target, bool mayPack) {
   if (variant == rt::ConvVariant::kNone) return "no such variant";
   const rt::ConvVariantInfo& info = rt::convVariantInfo(variant);
   if (!isaTierIncludes(target.tier, info.tier))
@@ -46,24 +49,41 @@ std::string whyNot(rt::ConvVariant variant, const rt::ConvParams& params, const 
   if (!rt::convVariantTakes(variant, params)) return "it does not take this layer";
   if (info.weights != rt::ConvWeights::kPlain && !mayPack)
     return "it reads rearranged weights and these are not constant";
-  return "";
+  if (setting == 0) return "";
+  switch (info.weights) {
+    case rt::ConvWeights::kWinograd:
+      return rt::convWinogradTakesTile(params, setting)
+                 ? ""
+                 : fmt::format("this layer has no Winograd form with tile {}", setting);
+    case rt::ConvWeights::kPanels:
+      return "";  // any depth step
+    default:
+      return "the variant has no setting";
+  }
 }
 
+/// What a layer runs: a variant and its setting (0: the target's default).
+struct Choice {
+  rt::ConvVariant variant;
+  int64_t setting = 0;
+};
+
 /// The layer's measured variant where it can run it, else the default.
-rt::ConvVariant variantFor(const ir::Node& conv, const rt::ConvParams& params,
-                           const PassTarget& target, const rt::ConvContext& context, bool mayPack) {
+Choice choiceFor(const ir::Node& conv, const rt::ConvParams& params, const PassTarget& target,
+                 const rt::ConvContext& context, bool mayPack) {
   const rt::ConvVariant chosen = rt::chooseConvVariant(params, context, mayPack);
   const auto recorded = target.convVariants.find(conv.name);
   const bool measured = recorded != target.convVariants.end();
-  const std::string& name = measured ? recorded->second : target.everyConvVariant;
-  if (name.empty() || chosen == rt::ConvVariant::kNone) return chosen;
-  const rt::ConvVariant wanted = rt::convVariantNamed(name.c_str());
-  const std::string why = whyNot(wanted, params, target, mayPack);
-  if (why.empty()) return wanted;
+  const std::string& text = measured ? recorded->second : target.everyConvVariant;
+  if (text.empty() || chosen == rt::ConvVariant::kNone) return {chosen};
+  const ir::conventions::ConvChoice wanted = ir::conventions::parseConvChoice(text);
+  const rt::ConvVariant variant = rt::convVariantNamed(wanted.variant.c_str());
+  const std::string why = whyNot(variant, wanted.setting, params, target, mayPack);
+  if (why.empty()) return {variant, wanted.setting};
   if (measured && target.note)
     target.note(fmt::format("node '{}': the profile's variant {} is not taken ({}); {} runs it",
-                            conv.name, name, why, rt::convVariantInfo(chosen).name));
-  return chosen;
+                            conv.name, text, why, rt::convVariantInfo(chosen).name));
+  return {chosen};
 }
 
 }  // namespace
@@ -80,14 +100,16 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
     rt::ConvParams params = std::get<rt::ConvParams>(call.params);
     const rt::ConvContext context{target.tier.c_str(), target.machine};
-    const rt::ConvVariant variant = variantFor(conv, params, target, context, w.isConstant());
-    if (variant == rt::ConvVariant::kNone) continue;  // the runtime chooses
-    const rt::ConvVariantInfo& info = rt::convVariantInfo(variant);
+    const Choice choice = choiceFor(conv, params, target, context, w.isConstant());
+    if (choice.variant == rt::ConvVariant::kNone) continue;  // the runtime chooses
+    const rt::ConvVariantInfo& info = rt::convVariantInfo(choice.variant);
     graph.node(id).attrs[ir::conventions::kConvVariant] = std::string(info.name);
     changed = true;
     if (info.weights == rt::ConvWeights::kPlain) continue;
     const bool winograd = info.weights == rt::ConvWeights::kWinograd;
-    if (winograd) params.winograd_tile = rt::convWinogradTile(params, context.lanes());
+    if (winograd)
+      params.winograd_tile =
+          choice.setting ? choice.setting : rt::convWinogradTile(params, context.lanes());
     const int64_t count =
         winograd ? rt::winogradWeightCount(params) : rt::packedConvWeightCount(params);
     std::vector<float> packed(static_cast<size_t>(count));
@@ -100,7 +122,9 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
         addFloatConstant(graph, w.name + (winograd ? "_winograd" : "_packed"), {count}, packed);
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedId;
-    if (!winograd) node.attrs[ir::conventions::kConvDepthStep] = rt::convPackedDepthStep(context);
+    if (!winograd)
+      node.attrs[ir::conventions::kConvDepthStep] =
+          choice.setting ? choice.setting : rt::convPackedDepthStep(context);
     node.attrs[ir::conventions::kPackedWeights] =
         static_cast<int64_t>(!winograd                   ? ir::conventions::ConvPacking::kPanels
                              : params.winograd_tile == 4 ? ir::conventions::ConvPacking::kWinograd4

@@ -3,7 +3,8 @@
 # inception sample (a small budget, few rounds) it must write "variants" and
 # "cpu" into the profile; `cgc run --profile` must still match the test
 # data and `cgc inspect --profile` list the variants; a layer forced to
-# Im2col through the profile must run it; a profile of another CPU (for
+# Im2col through the profile must run it, and to the packed GEMM with a
+# depth step of its own (a setting) must run that; a profile of another CPU (for
 # native) or of another graph must be refused with one line, exit 1.
 # Usage: run_tune_variants.sh CGC SAMPLES_DIR WORK_DIR
 set -euo pipefail
@@ -28,7 +29,8 @@ work = sys.argv[2]
 known = {"Winograd", "Packed", "DepthwiseRows", "DepthwiseVectors", "DepthwisePlanes",
          "FewChannels", "Pointwise", "Im2col"}
 assert isinstance(p["variants"], dict), p.get("variants")
-assert all(v in known for v in p["variants"].values()), p["variants"]
+# "Name" or "Name:setting" (Winograd's form, Packed's depth step).
+assert all(v.split(":")[0] in known for v in p["variants"].values()), p["variants"]
 cpu = p["cpu"]
 assert isinstance(cpu["vendor"], str) and cpu["vendor"], cpu
 assert isinstance(cpu["family"], int) and isinstance(cpu["model"], int), cpu
@@ -39,6 +41,8 @@ json.dump(other, open(f"{work}/other_cpu.json", "w"), indent=2)
 conv = next(n["name"] for n in p["nodes"] if n["op"] == "Conv")
 forced = dict(p, variants={conv: "Im2col"})
 json.dump(forced, open(f"{work}/forced.json", "w"), indent=2)
+depth = dict(p, variants={conv: "Packed:96"})
+json.dump(depth, open(f"{work}/forced_depth.json", "w"), indent=2)
 open(f"{work}/forced_layer.txt", "w").write(conv)
 PY
 
@@ -54,6 +58,18 @@ layer=$(cat "$work/forced_layer.txt")
 grep -Eq "^  $layer +Im2col$" "$work/inspect_forced.txt" ||
     { echo "FAIL inspect does not show $layer on Im2col:"; cat "$work/inspect_forced.txt"; exit 1; }
 "$cgc" run "$model" -q --profile "$work/forced.json" --inputs "$data" --check "$data"
+
+# The same layer on the packed GEMM with a depth step of 96 (a setting):
+# inspect shows it, the compiled IR carries it, the model still checks.
+"$cgc" inspect "$model" --profile "$work/forced_depth.json" >"$work/inspect_depth.txt"
+grep -Eq "^  $layer +Packed:96$" "$work/inspect_depth.txt" ||
+    { echo "FAIL inspect does not show $layer on Packed:96:"; cat "$work/inspect_depth.txt"; exit 1; }
+"$cgc" compile "$model" -q --profile "$work/forced_depth.json" -o "$work/depth" \
+    --print-ir-after pack-conv-weights >"$work/depth_ir.txt" 2>&1
+grep -Eq "^ *$layer = Conv\(.*cgc_conv_variant = \"Packed\", cgc_depth_step = 96" \
+    "$work/depth_ir.txt" ||
+    { echo "FAIL the IR has no depth step 96 on $layer:"; grep "$layer" "$work/depth_ir.txt"; exit 1; }
+"$cgc" run "$model" -q --profile "$work/forced_depth.json" --inputs "$data" --check "$data"
 
 # refused PROFILE MESSAGE MODEL: exit 1 and one line with MESSAGE.
 refused() {

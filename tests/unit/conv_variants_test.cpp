@@ -151,3 +151,66 @@ TEST_CASE("pack-conv-weights runs tune's trial variant on every layer that takes
   CHECK(notes == 0);
   checkSameResults(before, cgc::testing::interpretAll(b.graph, input()));
 }
+
+TEST_CASE("pack-conv-weights applies a profile's setting: Winograd's form, Packed's depth step") {
+  passes::PassTarget target;
+  target.machine.vectorBits = 512;
+  target.tier = "skx";
+  std::vector<std::string> notes;
+  target.note = [&](const std::string& text) { notes.push_back(text); };
+  const auto before = [] {
+    GraphBuilder b = threeLayers();
+    return cgc::testing::interpretAll(b.graph, input());
+  }();
+  // Both Winograd forms of the 3x3 layer, and a depth step of 16 (the
+  // 64-deep products then take four passes), compute what the model does.
+  for (const char* choice : {"Winograd:2", "Winograd:4", "Packed:16"}) {
+    INFO(choice);
+    GraphBuilder b = threeLayers();
+    target.convVariants = {{"full", choice}};
+    variantsAfter(b, target);
+    for (int id : b.graph.liveNodes())
+      if (b.graph.node(id).name == "full")
+        CHECK(ir::conventions::convChoice(b.graph.node(id)) == choice);
+    checkSameResults(before, cgc::testing::interpretAll(b.graph, input()));
+  }
+  GraphBuilder packed = threeLayers();
+  target.convVariants = {{"full", "Packed:16"}};
+  variantsAfter(packed, target);
+  checkIr(packed.graph, {"full = Conv(%pw_out, %wfull_packed) -> %full_out float32[1,64,28,28] "
+                         "{cgc_conv_variant = \"Packed\", cgc_depth_step = 16"});
+  CHECK(notes.empty());
+
+  // A setting the layer or the variant does not have: the default runs,
+  // with a note.
+  GraphBuilder b = threeLayers();
+  const auto defaults = [&] {
+    GraphBuilder plain = threeLayers();
+    target.convVariants = {};
+    return variantsAfter(plain, target);
+  }();
+  target.convVariants = {{"full", "Winograd:3"}, {"pw", "Im2col:8"}};
+  const auto variants = variantsAfter(b, target);
+  CHECK(variants.at("full") == defaults.at("full"));
+  CHECK(variants.at("pw") == defaults.at("pw"));
+  INFO("the notes:\n" << fmt::format("{}", fmt::join(notes, "\n")));
+  REQUIRE(notes.size() == 2);
+  CHECK(notes[0].find("node 'pw': the profile's variant Im2col:8 is not taken (the variant has "
+                      "no setting)") != std::string::npos);
+  CHECK(notes[1].find("node 'full': the profile's variant Winograd:3 is not taken (this layer has "
+                      "no Winograd form with tile 3)") != std::string::npos);
+}
+
+TEST_CASE("a convolution choice's text parses into its variant and setting") {
+  using ir::conventions::parseConvChoice;
+  CHECK(parseConvChoice("Winograd:4").variant == "Winograd");
+  CHECK(parseConvChoice("Winograd:4").setting == 4);
+  CHECK(parseConvChoice("Packed:1024").setting == 1024);
+  CHECK(parseConvChoice("Im2col").variant == "Im2col");
+  CHECK(parseConvChoice("Im2col").setting == 0);
+  // Not a positive number: the whole text is the (unknown) name.
+  for (const char* text : {"Packed:", "Packed:0", "Packed:-4", "Packed:x", "Packed:99999999999"}) {
+    CHECK(parseConvChoice(text).variant == text);
+    CHECK(parseConvChoice(text).setting == 0);
+  }
+}

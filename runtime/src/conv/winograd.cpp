@@ -377,6 +377,11 @@ int64_t convWinogradTile(const ConvParams& p, int vectorLanes) {
   return prefersTile4(p, vectorLanes) ? 4 : 2;
 }
 
+bool convWinogradTakesTile(const ConvParams& p, int64_t tile) {
+  if (isOneDimensional(p) || p.k_h != 3) return tile == convWinogradTile(p);
+  return tile == 2 || tile == 4;
+}
+
 namespace {
 
 /// Channels rounded up to whole blocks: the transforms' width.

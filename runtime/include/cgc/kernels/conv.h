@@ -204,6 +204,10 @@ bool convPrefersWinograd(const ConvParams& p, const ConvContext& context);
 /// 3x1.
 int64_t convWinogradTile(const ConvParams& p, int vectorLanes = 0);
 
+/// Whether Winograd can run p with `tile` (winograd_tile): 2 or 4 on 3x3
+/// windows, the one form the others have (convWinogradTile's).
+bool convWinogradTakesTile(const ConvParams& p, int64_t tile);
+
 /// Floats winogradWeights writes for p.winograd_tile m: (m + 2)^2 x c_in x
 /// c_out for 3x3 windows, 36 for 5x5 ones, 9 for 2x2 ones, 8 for 1x7 and 7x1 ones, m + 2
 /// for 1x3 and 3x1 ones; the channels rounded up to multiples of
