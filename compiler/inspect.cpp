@@ -120,8 +120,7 @@ void reportVariants(const driver::CompiledModel& model, const std::string& profi
     // A profile's choice without a setting takes the target's default one.
     auto it = measured.find(node.name);
     if (it != measured.end() &&
-        (it->second == choice ||
-         it->second == node.getString(ir::conventions::kConvVariant, "")))
+        (it->second == choice || it->second == node.getString(ir::conventions::kConvVariant, "")))
       fromProfile[node.name] = choice;
   }
   if (!counts.empty()) report["conv_variants"] = counts;

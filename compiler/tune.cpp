@@ -2,9 +2,9 @@
 // costs, to profile it, and once with that profile, whose schedule is the
 // one timed (and the one a user gets with --profile). Each variant trial is
 // one build with the variant (and its setting: Winograd's form, Packed's
-// depth step) on every layer that takes it; the per-layer
-// choice they give is kept only if the whole model, timed in alternation
-// with the default build, is not slower.
+// depth step) on every layer that takes it; the per-layer choice they give
+// is kept only if the whole model, timed in alternation with the default
+// build, is not slower.
 #include "compiler/tune.h"
 
 #include <fmt/format.h>
@@ -20,8 +20,8 @@
 #include <iostream>
 #include <limits>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"

@@ -3,9 +3,10 @@
 # inception sample (a small budget, few rounds) it must write "variants" and
 # "cpu" into the profile; `cgc run --profile` must still match the test
 # data and `cgc inspect --profile` list the variants; a layer forced to
-# Im2col through the profile must run it, and to the packed GEMM with a
-# depth step of its own (a setting) must run that; a profile of another CPU (for
-# native) or of another graph must be refused with one line, exit 1.
+# Im2col through the profile must run it, and one forced to the packed GEMM
+# with a depth step of its own (a setting) must run that; a profile of
+# another CPU (for native) or of another graph must be refused with one
+# line, exit 1.
 # Usage: run_tune_variants.sh CGC SAMPLES_DIR WORK_DIR
 set -euo pipefail
 cgc="$1" samples="$2" work="$3"
