@@ -28,6 +28,8 @@ mapfile -t sources < <(cd "$src/runtime/src" && grep -lE 'kRegisters|dpbusd' -- 
 compile_one() {
   IFS='|' read -r tune file <<<"$1"
   local out="$work/$tune.${file//\//_}"
+  # The runtime's flags (runtime/CMakeLists.txt: -O3, -fno-trapping-math,
+  # the register tiles' scalarisation limit) and the target row's.
   # shellcheck disable=SC2086
   g++ -std=c++20 -O3 -DNDEBUG -fno-trapping-math --param=sra-max-scalarization-size-Ospeed=2048 \
       $march -mtune="$tune" -I"$src/runtime/include" -I"$src/runtime/src" -I"$generated" \
