@@ -34,10 +34,14 @@ compile_one() {
   g++ -std=c++20 -O3 -DNDEBUG -fno-trapping-math --param=sra-max-scalarization-size-Ospeed=2048 \
       $march -mtune="$tune" -I"$src/runtime/include" -I"$src/runtime/src" -I"$generated" \
       -c "$src/runtime/src/$file" -o "$out.o" || { echo "compile failed: $tune $file"; return 1; }
+  # The stack: %rsp, or %rbp in a function that makes it its frame pointer
+  # (those that align their frame for 64-byte vectors).
   objdump -d --no-show-raw-insn -C "$out.o" | awk -v all="$out.all" '
-    /^[0-9a-f]+ <.*>:$/ { fn = substr($0, index($0, "<") + 1); sub(/>:$/, "", fn) }
+    /^[0-9a-f]+ <.*>:$/ { fn = substr($0, index($0, "<") + 1); sub(/>:$/, "", fn); fp = 0 }
+    /\tmov +%rsp,%rbp$/ { fp = 1 }
     /(vfn?madd|vpdpbusd|vpdpwssd)[a-z0-9]* / { print fn > all }
-    /(vfn?madd|vpdpbusd|vpdpwssd)[a-z0-9]* [^,]*\(%rsp\)/ { n[fn]++ }
+    /(vfn?madd|vpdpbusd|vpdpwssd)[a-z0-9]* [^,]*\(%rsp\)/ ||
+      (fp && /(vfn?madd|vpdpbusd|vpdpwssd)[a-z0-9]* [^,]*\(%rbp\)/) { n[fn]++ }
     END { for (f in n) print n[f] "\t" f }' | sort -k2 > "$out.spills"
   touch "$out.all"
 }

@@ -68,8 +68,9 @@ void tile(int64_t k, const float* __restrict a, int64_t lda, const float* __rest
     if (p < lines) __builtin_prefetch(prefetch + p * 64, 0, 2);
     // Unrolled before store motion runs, so that the sums live in
     // registers under every -mtune: GCC 12's Skylake-AVX512, Cascade Lake
-    // and Ice Lake tunings unroll these loops later and keep all 24 sums
-    // on the stack, 4.5x slower (docs/PERFORMANCE.md).
+    // and Ice Lake tunings (which also split each 64-byte memcpy in two,
+    // -mmove-max=256) unroll these loops later and keep all 24 sums on the
+    // stack, 4.5x slower (docs/PERFORMANCE.md).
     Lanes w[V];
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) std::memcpy(&w[v], a + p * lda + v * kLanes, sizeof(Lanes));
