@@ -116,12 +116,6 @@ std::map<std::string, std::string> convVariantsOf(const ir::Graph& graph) {
 /// depth steps the default build chose (`defaults`), halved and doubled.
 std::vector<std::string> candidateVariants(const std::string& targetTier,
                                            const std::map<std::string, std::string>& defaults) {
-  std::set<int64_t> depths;
-  for (const auto& [node, text] : defaults) {
-    const ir::conventions::ConvChoice choice = ir::conventions::parseConvChoice(text);
-    if (choice.variant == rt::convVariantInfo(rt::ConvVariant::kPacked).name && choice.setting)
-      depths.insert(choice.setting);
-  }
   std::vector<std::string> names;
   for (const rt::ConvVariantInfo& v : rt::kConvVariants) {
     if (!isaTierIncludes(targetTier, v.tier) || (*v.tier != '\0' && cpu_has_tier(v.tier) != 1))
@@ -130,7 +124,11 @@ std::vector<std::string> candidateVariants(const std::string& targetTier,
       for (int tile : {2, 4}) names.push_back(fmt::format("{}:{}", v.name, tile));
     } else if (v.weights == rt::ConvWeights::kPanels) {
       names.emplace_back(v.name);
-      std::set<int64_t> others;
+      std::set<int64_t> depths, others;
+      for (const auto& [node, text] : defaults) {
+        const ir::conventions::ConvChoice choice = ir::conventions::parseConvChoice(text);
+        if (choice.variant == v.name && choice.setting) depths.insert(choice.setting);
+      }
       for (int64_t d : depths) others.insert({d / 2, d * 2});
       for (int64_t d : others)
         if (!depths.count(d)) names.push_back(fmt::format("{}:{}", v.name, d));
