@@ -109,7 +109,7 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     const bool winograd = info.weights == rt::ConvWeights::kWinograd;
     if (winograd)
       params.winograd_tile =
-          choice.setting ? choice.setting : rt::convWinogradTile(params, context.lanes());
+          choice.setting ? choice.setting : rt::convWinogradTile(params, context);
     const int64_t count =
         winograd ? rt::winogradWeightCount(params) : rt::packedConvWeightCount(params);
     std::vector<float> packed(static_cast<size_t>(count));

@@ -182,6 +182,29 @@ TEST_CASE("pack-conv-weights' thresholds follow the target's caches and cores") 
     checkIr(packedConv(192, 17, 1, 7, 1, many).graph,
             {"conv = Conv(%x, %w_packed)", "SAME: cgc_conv_variant = \"Packed\""});
   }
+  SECTION("F(4x4, 3x3) where a core keeps its weights in L2 or has 16 tiles to stream them for") {
+    // cgc_packed_weights 3 is F(4x4)'s 36 matrices, 2 F(2x2)'s 16.
+    // ResNet-50's 256-to-256 on 14x14: 9.4 MB for 16 tiles, 8 a core on two.
+    checkIr(packedConv(256, 14, 3, 3, 1, typical).graph,
+            {"conv = Conv(%x, %w_winograd)", "SAME: cgc_packed_weights = 2"});
+    rt::MachineInfo one = typical;
+    one.cores = 1;
+    INFO("the one-core machine: " << text(one));
+    checkIr(packedConv(256, 14, 3, 3, 1, one).graph,
+            {"conv = Conv(%x, %w_winograd)", "SAME: cgc_packed_weights = 3"});
+    // 128-to-128 on 28x28: 2.4 MB for 49 tiles; its L2 on a larger one.
+    checkIr(packedConv(128, 28, 3, 3, 1, typical).graph,
+            {"conv = Conv(%x, %w_winograd)", "SAME: cgc_packed_weights = 3"});
+    rt::MachineInfo many = typical;
+    many.cores = 16;
+    INFO("the many-core machine: " << text(many));
+    checkIr(packedConv(128, 28, 3, 3, 1, many).graph,
+            {"conv = Conv(%x, %w_winograd)", "SAME: cgc_packed_weights = 2"});
+    many.l2Bytes = 4 << 20;
+    INFO("with 4 MiB of L2: " << text(many));
+    checkIr(packedConv(128, 28, 3, 3, 1, many).graph,
+            {"conv = Conv(%x, %w_winograd)", "SAME: cgc_packed_weights = 3"});
+  }
   SECTION("the packed GEMM's depth step keeps a panel's slice in a quarter of L2") {
     // A 3x3 stride-2 layer: packed panels.
     checkIr(packedConv(64, 28, 3, 3, 2, typical).graph,

@@ -98,8 +98,8 @@ using simd::kPerBlock;
 
 // Vectors pass by reference: by value they change the ABI where AVX-512 is
 // off (the sanitizer builds).
-void load(const float* from, Lanes& v) { std::memcpy(&v, from, sizeof v); }
-void store(float* to, const Lanes& v) { std::memcpy(to, &v, sizeof v); }
+void load(const float* from, Lanes& v) { v = simd::load(from); }
+void store(float* to, const Lanes& v) { simd::store(to, v); }
 
 /// A Winograd form: tiles of TileH x TileW outputs from patches of
 /// PatchH x PatchW inputs, kXi products per channel pair and tile. An axis
@@ -326,19 +326,34 @@ namespace {
 /// the same core: F(4x4) wins on the same layers (56x56 64-to-64 2372
 /// packed, 1819 F(2x2), 1071 F(4x4)) except PathNet's, whose 16 x 16
 /// products it runs slower than the packed kernel (4534 against 3968).
-bool prefersTile4(const ConvParams& p, int vectorLanes) {
+/// On a team, each thread streams all of U for its share of the tiles: where
+/// U outgrows a core's L2, F(4x4) needs the share minTilesOther asks of the
+/// other forms. On two Zen 5 cores, 14x14 layers of 96-to-208 to 256-to-256
+/// channels (2.9 to 9.4 MB, 8 tiles a thread) ran 8-39% faster as F(2x2)
+/// (cgc tune, docs/tune_variants_zen5.md); 28x28 ones (25 tiles a thread)
+/// kept F(4x4).
+bool prefersTile4(const ConvParams& p, const ConvContext& context) {
   if (p.k_h != 3 || p.k_w != 3) return false;
-  const int64_t tiles = (p.h_out + 3) / 4 * ((p.w_out + 3) / 4);
-  const int lanes = vectorLanes > 0 ? vectorLanes : simd::kLanes;
+  const int64_t tiles = p.n * ((p.h_out + 3) / 4) * ((p.w_out + 3) / 4);
+  const int lanes = context.lanes() > 0 ? context.lanes() : simd::kLanes;
   const int64_t fewest = lanes >= 16 ? 32 : 64;  // c_in + c_out
-  return p.c_in >= 16 && p.c_in + p.c_out >= fewest && p.c_in + p.c_out <= 512 && tiles >= 9;
+  if (p.c_in < 16 || p.c_in + p.c_out < fewest || p.c_in + p.c_out > 512 || tiles < 9 * p.n)
+    return false;
+  ConvParams four = p;
+  four.winograd_tile = 4;
+  const int64_t bytes = winogradWeightCount(four) * static_cast<int64_t>(sizeof(float));
+  return bytes <= context.machine.l2Bytes || tiles >= minTilesOther(context.machine);
+}
+
+/// The tile of the forms that have one: 4 for 1x3 and 3x1 windows, else 2.
+int64_t fixedTile(const ConvParams& p) {
+  return isOneDimensional(p) && p.k_h * p.k_w == 3 ? 4 : 2;
 }
 
 }  // namespace
 
 bool convPrefersWinograd(const ConvParams& p, const ConvContext& context) {
   if (!convTakesWinograd(p)) return false;
-  const int vectorLanes = context.lanes();
   // Against the packed kernel, one Zen 4 thread (bench/micro/run.sh float
   // 1 ...), 16 input channels or more:
   //  - F(2, 7): 1.5-1.8x faster from 16 to 512 channels on 8x8 to 35x35
@@ -361,7 +376,7 @@ bool convPrefersWinograd(const ConvParams& p, const ConvContext& context) {
   // more over the batch on two cores, 16 a core (minTilesOther).
   if (p.k_h != 3 || p.k_w != 3) {
     ConvParams chosen = p;
-    chosen.winograd_tile = convWinogradTile(p, vectorLanes);
+    chosen.winograd_tile = fixedTile(p);
     const FormShape form = formOf(chosen);
     const int64_t tiles =
         p.n * ((p.h_out + form.tileH - 1) / form.tileH) * ((p.w_out + form.tileW - 1) / form.tileW);
@@ -369,16 +384,15 @@ bool convPrefersWinograd(const ConvParams& p, const ConvContext& context) {
            winogradWeightCount(chosen) <= maxTransformedWeights(context.machine);
   }
   return (p.c_in >= kMinChannels && (p.h_out + 1) / 2 * ((p.w_out + 1) / 2) >= kMinTiles) ||
-         prefersTile4(p, vectorLanes);
+         prefersTile4(p, context);
 }
 
-int64_t convWinogradTile(const ConvParams& p, int vectorLanes) {
-  if (isOneDimensional(p)) return p.k_h * p.k_w == 3 ? 4 : 2;
-  return prefersTile4(p, vectorLanes) ? 4 : 2;
+int64_t convWinogradTile(const ConvParams& p, const ConvContext& context) {
+  return prefersTile4(p, context) ? 4 : fixedTile(p);
 }
 
 bool convWinogradTakesTile(const ConvParams& p, int64_t tile) {
-  if (isOneDimensional(p) || p.k_h != 3) return tile == convWinogradTile(p);
+  if (isOneDimensional(p) || p.k_h != 3) return tile == fixedTile(p);
   return tile == 2 || tile == 4;
 }
 

@@ -199,10 +199,11 @@ int64_t convPackedDepthStep(const ConvContext& context);
 bool convTakesWinograd(const ConvParams& p);
 bool convPrefersWinograd(const ConvParams& p, const ConvContext& context);
 
-/// The tile a preferred Winograd layer runs fastest with: 4 (F(4x4, 3x3))
-/// or 2 (F(2x2, 3x3)); 2 for 5x5, 2x2, 1x7 and 7x1 windows, 4 for 1x3 and
-/// 3x1.
-int64_t convWinogradTile(const ConvParams& p, int vectorLanes = 0);
+/// The tile a preferred Winograd layer runs fastest with on `context`'s
+/// machine: 4 (F(4x4, 3x3)) or 2 (F(2x2, 3x3)), 4 only where each core
+/// keeps F(4x4)'s transformed weights in its L2 or has 16 tiles or more to
+/// stream them for; 2 for 5x5, 2x2, 1x7 and 7x1 windows, 4 for 1x3 and 3x1.
+int64_t convWinogradTile(const ConvParams& p, const ConvContext& context);
 
 /// Whether Winograd can run p with `tile` (winograd_tile): 2 or 4 on 3x3
 /// windows, the one form the others have (convWinogradTile's).
