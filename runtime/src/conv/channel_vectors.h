@@ -118,7 +118,7 @@ class ChannelVectors {
         // Unrolled before the loop vectoriser sees it: otherwise the loads
         // became a copy loop into the stack (AVX2, half the kernel's time).
 #pragma GCC unroll 16
-        for (int64_t j = 0; j < kInputs; ++j) std::memcpy(&in[j], row + j * kLanes, sizeof(Lanes));
+        for (int64_t j = 0; j < kInputs; ++j) in[j] = simd::load(row + j * kLanes);
         for (int64_t t = 0; t < kW; ++t) op.tap(kh * kW + t, part, taps[t]);
         for (int64_t t = 0; t < kW; ++t)
           for (int64_t i = 0; i < kPositions; ++i) op(acc[i], in[i * kStride + t], taps[t]);
@@ -127,18 +127,15 @@ class ChannelVectors {
           Lanes tap;
           op.tap(kh * kw + t, part, tap);
           for (int64_t i = 0; i < kPositions; ++i) {
-            Lanes in;
-            std::memcpy(&in, row + (i * stride + t * dilation) * kLanes, sizeof in);
-            op(acc[i], in, tap);
+            op(acc[i], simd::load(row + (i * stride + t * dilation) * kLanes), tap);
           }
         }
       }
     }
     for (Lanes& v : acc) op.finish(part, v);
     const int64_t count = std::min(kPositions, g_.w_out - ow0);
-    for (int64_t i = 0; i < count; ++i)  // not one memcpy: a libc call
-      std::memcpy(out + (oh * g_.w_out + ow0 + i) * kLanes + part * simd::kLanes, &acc[i],
-                  sizeof(Lanes));
+    for (int64_t i = 0; i < count; ++i)
+      simd::store(out + (oh * g_.w_out + ow0 + i) * kLanes + part * simd::kLanes, acc[i]);
   }
 
   Window2d g_;

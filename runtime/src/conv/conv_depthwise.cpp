@@ -54,10 +54,10 @@ struct MultiplyAdd {
   float bias[detail::ChannelVectors::kLanes];
   Lanes low, high;
   void start(int part, Lanes& sum) const {
-    std::memcpy(&sum, bias + part * simd::kLanes, sizeof sum);
+    sum = simd::load(bias + part * simd::kLanes);
   }
   void tap(int64_t t, int part, Lanes& w) const {
-    std::memcpy(&w, weights + t * detail::ChannelVectors::kLanes + part * simd::kLanes, sizeof w);
+    w = simd::load(weights + t * detail::ChannelVectors::kLanes + part * simd::kLanes);
   }
   void operator()(Lanes& sum, const Lanes& in, const Lanes& w) const { sum += w * in; }
   void finish(int, Lanes& sum) const {  // std::clamp, lane by lane
@@ -124,13 +124,9 @@ void depthwise(const ConvParams& p, const float* x, const float* w, const float*
       for (size_t t = 0; t < taps.size(); ++t) {
         const float* src = buffer + taps[t] + j;
         const float wv = wc[t];
-        for (int v = 0; v < kVectors; ++v) {
-          Lanes in;
-          std::memcpy(&in, src + v * simd::kLanes, sizeof in);
-          sum[v] += wv * in;
-        }
+        for (int v = 0; v < kVectors; ++v) sum[v] += wv * simd::load(src + v * simd::kLanes);
       }
-      std::memcpy(acc + j, sum, sizeof sum);
+      for (int v = 0; v < kVectors; ++v) simd::store(acc + j + v * simd::kLanes, sum[v]);
     };
     constexpr int64_t kSlack = PlanePhases::kSlack;  // floats of a block
     constexpr int64_t kWide =

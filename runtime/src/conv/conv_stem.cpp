@@ -44,14 +44,14 @@ void fewChannelsBlock(const float* planes, int64_t planeSize, int64_t inChannels
     for (int64_t t = 0; t < taps; ++t) {
       const float* src = planes + c * planeSize + tapOffsets[t];
       simd::Floats in[V];
-      for (int v = 0; v < V; ++v) std::memcpy(&in[v], src + v * kLanes, sizeof(simd::Floats));
+      for (int v = 0; v < V; ++v) in[v] = simd::load(src + v * kLanes);
       const float* wk = weights + (c * taps + t) * ldw;
       for (int o = 0; o < C; ++o)
         for (int v = 0; v < V; ++v) sum[o][v] += wk[o] * in[v];
     }
   for (int o = 0; o < C; ++o)
     for (int v = 0; v < V; ++v)
-      std::memcpy(sums + o * ldSums + v * kLanes, &sum[o][v], sizeof(simd::Floats));
+      simd::store(sums + o * ldSums + v * kLanes, sum[o][v]);
 }
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which

@@ -36,6 +36,17 @@ inline constexpr int kRegisters = 16;
 typedef float Floats __attribute__((vector_size(kLanes * sizeof(float))));
 typedef int32_t Ints __attribute__((vector_size(kLanes * sizeof(int32_t))));
 
+/// kLanes floats at any float's address. Kernels load and store registers
+/// through it (load, store), never by memcpy into a Floats: GCC's Cascade
+/// Lake and Ice Lake tunings move at most 32 bytes a piece (-mmove-max=256),
+/// so a 64-byte memcpy goes through the stack as two halves and the
+/// register it fills cannot stay one.
+typedef float UnalignedFloats
+    __attribute__((vector_size(kLanes * sizeof(float)), aligned(4), may_alias));
+
+inline Floats load(const float* from) { return *reinterpret_cast<const UnalignedFloats*>(from); }
+inline void store(float* to, Floats v) { *reinterpret_cast<UnalignedFloats*>(to) = v; }
+
 /// Registers that hold a block of 16 floats (one channel block).
 inline constexpr int kPerBlock = 16 / kLanes;
 

@@ -58,7 +58,7 @@ void tile(int64_t k, const float* __restrict a, int64_t lda, const float* __rest
   for (int j = 0; j < J; ++j)
     for (int v = 0; v < V; ++v) {
       if (accumulate)
-        std::memcpy(&sum[j][v], c + at(j, v), sizeof(Lanes));
+        sum[j][v] = simd::load(c + at(j, v));
       else
         sum[j][v] = Lanes{};
     }
@@ -68,12 +68,11 @@ void tile(int64_t k, const float* __restrict a, int64_t lda, const float* __rest
     if (p < lines) __builtin_prefetch(prefetch + p * 64, 0, 2);
     // Unrolled before store motion runs, so that the sums live in
     // registers under every -mtune: GCC 12's Skylake-AVX512, Cascade Lake
-    // and Ice Lake tunings (which also split each 64-byte memcpy in two,
-    // -mmove-max=256) unroll these loops later and keep all 24 sums on the
+    // and Ice Lake tunings unroll these loops later and keep all 24 sums on the
     // stack, 4.5x slower (docs/PERFORMANCE.md).
     Lanes w[V];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) std::memcpy(&w[v], a + p * lda + v * kLanes, sizeof(Lanes));
+    for (int v = 0; v < V; ++v) w[v] = simd::load(a + p * lda + v * kLanes);
     const float* row = b + offsets[p];
 #pragma GCC unroll 8
     for (int j = 0; j < J; ++j) {
@@ -85,23 +84,18 @@ void tile(int64_t k, const float* __restrict a, int64_t lda, const float* __rest
   if (last) {
     const Lanes low = out.low - Lanes{}, high = out.high - Lanes{};
     for (int v = 0; v < V; ++v) {
-      Lanes bias{};
-      if (out.bias) std::memcpy(&bias, out.bias + v * kLanes, sizeof bias);
+      const Lanes bias = out.bias ? simd::load(out.bias + v * kLanes) : Lanes{};
       for (int j = 0; j < J; ++j) {
         Lanes& s = sum[j][v];
         s += bias;
-        if (out.residual) {
-          Lanes r;
-          std::memcpy(&r, out.residual + at(j, v), sizeof r);
-          s += r;
-        }
+        if (out.residual) s += simd::load(out.residual + at(j, v));
         s = s < low ? low : s;  // a NaN sum stays NaN, as in std::clamp
         s = high < s ? high : s;
       }
     }
   }
   for (int j = 0; j < J; ++j)
-    for (int v = 0; v < V; ++v) std::memcpy(c + at(j, v), &sum[j][v], sizeof(Lanes));
+    for (int v = 0; v < V; ++v) simd::store(c + at(j, v), sum[j][v]);
 }
 
 using TileFn = void (*)(int64_t, const float*, int64_t, const float*, const int64_t*,

@@ -245,13 +245,9 @@ void gemvRow(int64_t n, int64_t k, const float* __restrict a, const float* __res
       const float* row = b + q * ldb + j0;
       if (q + kAhead < k)
         for (int v = 0; v < kVectors; ++v) __builtin_prefetch(row + kAhead * ldb + v * kLanes);
-      for (int v = 0; v < kVectors; ++v) {
-        Lanes in;
-        std::memcpy(&in, row + v * kLanes, sizeof in);
-        sum[v] += a[q] * in;
-      }
+      for (int v = 0; v < kVectors; ++v) sum[v] += a[q] * simd::load(row + v * kLanes);
     }
-    std::memcpy(y + j0, sum, sizeof sum);
+    for (int v = 0; v < kVectors; ++v) simd::store(y + j0 + v * kLanes, sum[v]);
   }
   std::fill(y + j0, y + n, 0.0f);
   for (int64_t q = 0; q < k && j0 < n; ++q)

@@ -107,16 +107,14 @@ Lanes evenLanes(const Lanes& low, const Lanes& high, std::integer_sequence<int, 
 template <int64_t kStride>
 void stridedLoad(const float* src, int64_t stride, Lanes& v) {
   if constexpr (kStride == 1) {
-    std::memcpy(&v, src, sizeof v);
+    v = simd::load(src);
   } else if constexpr (kStride == 2) {
-    Lanes low, high;
-    std::memcpy(&low, src, sizeof low);
-    std::memcpy(&high, src + kLanes, sizeof high);
-    v = evenLanes(low, high, std::make_integer_sequence<int, kLanes>{});
+    v = evenLanes(simd::load(src), simd::load(src + kLanes),
+                  std::make_integer_sequence<int, kLanes>{});
   } else {
     float lanes[kLanes];
     for (int64_t i = 0; i < kLanes; ++i) lanes[i] = src[i * stride];
-    std::memcpy(&v, lanes, sizeof v);
+    v = simd::load(lanes);
   }
 }
 
@@ -160,7 +158,7 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
           stridedLoad<1>(sources[r] + c, 1, v);
           maximum(m, v);
         }
-        std::memcpy(buffer + colBegin + c, &m, sizeof m);
+        simd::store(buffer + colBegin + c, m);
       }
       for (int64_t c = width < kLanes ? 0 : width; c < width; ++c) {
         float m = sources[0][c];
@@ -204,7 +202,7 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
           stridedLoad<kStride>(first + kw * p.dilation_w, stride, v);
           maximum(m, v);
         }
-        std::memcpy(out + ow, &m, sizeof m);
+        simd::store(out + ow, m);
       }
       for (int64_t ow = p.w_out < kLanes && reduced ? 0 : p.w_out; ow < p.w_out; ++ow) {
         float m = row[ow * stride];
@@ -416,16 +414,8 @@ void globalAvgPoolPlain(int64_t n_c, int64_t spatial, const float* x, float* y, 
       const int64_t end = s + std::min(kBlock, (spatial - s) / kLanes * kLanes);
       Lanes lanes[4] = {};
       for (; s + 4 * kLanes <= end; s += 4 * kLanes)
-        for (int v = 0; v < 4; ++v) {
-          Lanes in;
-          std::memcpy(&in, plane + s + v * kLanes, sizeof in);
-          lanes[v] += in;
-        }
-      for (; s < end; s += kLanes) {
-        Lanes in;
-        std::memcpy(&in, plane + s, sizeof in);
-        lanes[0] += in;
-      }
+        for (int v = 0; v < 4; ++v) lanes[v] += simd::load(plane + s + v * kLanes);
+      for (; s < end; s += kLanes) lanes[0] += simd::load(plane + s);
       const Lanes total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
       for (int64_t l = 0; l < kLanes; ++l) sum += total[l];
     }
@@ -450,16 +440,8 @@ void globalAvgPoolBlocked(int64_t n_c, int64_t spatial, const float* x, float* y
         Lanes lanes[2] = {};
         int64_t s = s0;
         for (; s + 2 <= s1; s += 2)
-          for (int v = 0; v < 2; ++v) {
-            Lanes in;
-            std::memcpy(&in, block + (s + v) * kChannelBlock, sizeof in);
-            lanes[v] += in;
-          }
-        if (s < s1) {
-          Lanes in;
-          std::memcpy(&in, block + s * kChannelBlock, sizeof in);
-          lanes[0] += in;
-        }
+          for (int v = 0; v < 2; ++v) lanes[v] += simd::load(block + (s + v) * kChannelBlock);
+        if (s < s1) lanes[0] += simd::load(block + s * kChannelBlock);
         const Lanes total = lanes[0] + lanes[1];
         for (int64_t l = 0; l < kLanes; ++l) sum[part * kLanes + l] += total[l];
       }

@@ -88,7 +88,7 @@ void activate(const RnnActivationParams& a, float clip, float* v, int64_t n = kU
 /// One register (simd.h), kParts to a block of kUnits units. Spelled as a
 /// vector type because plain float arrays get spilled to the stack; of
 /// alignment 4, as it is read from any float.
-typedef float Vec __attribute__((vector_size(simd::kLanes * sizeof(float)), aligned(4)));
+using Vec = simd::UnalignedFloats;
 constexpr int kParts = kUnits / simd::kLanes;
 /// Registers a product's sums may take: 24 of AVX-512's 32, 12 of AVX2's 16.
 constexpr int kSumRegisters = simd::kRegisters * 3 / 4;
@@ -378,12 +378,11 @@ void Direction::lstmEpilogue(int64_t t, const float* hPrev, float* hNext, const 
   // Whole vectors of 16 units (pad_ is a multiple of 16): written as
   // scalars, GCC kept these loops scalar (the gate arrays share gates_), a
   // quarter of a 256-unit LSTM's step at batch 10. (Vectors pass by
-  // reference: by value they change the ABI where AVX-512 is off.) Vec
-  // accesses, not memcpy: GCC's Intel tunings copy at most 256 bits a move
-  // (-mmove-max), so a 64-byte memcpy went through the stack in two halves
-  // and the gate sums with it (12% of the LSTM's step on two threads).
-  auto load = [](const float* from, Vec& v) { v = *reinterpret_cast<const Vec*>(from); };
-  auto store = [](float* to, const Vec& v) { *reinterpret_cast<Vec*>(to) = v; };
+  // reference: by value they change the ABI where AVX-512 is off.) Through
+  // simd::load and store, not memcpy (simd.h): under GCC's Intel tunings a
+  // memcpy took the gate sums through the stack, 12% of the step.
+  auto load = [](const float* from, Vec& v) { v = simd::load(from); };
+  auto store = [](float* to, const Vec& v) { simd::store(to, v); };
   float* const gates[4] = {i, o, f, g};
   const float* const peepholes[4] = {pi, nullptr, pf, nullptr};
   for (int64_t b = 0; b < B; ++b) {
