@@ -101,3 +101,28 @@ def test_inspect_and_load(tiny_cnn):
     assert_close(cgc.load(model.library)(inputs[0]), expected[0])
     with pytest.raises(cgc.CompileError):
         cgc.load(model.library + ".absent", name=model.name)
+
+
+def test_constants_from_array(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    data = helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, 3])
+    indices = helper.make_tensor_value_info("indices", TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    node = helper.make_node("Gather", ["data", "indices"], ["y"], name="gather_node", axis=0)
+    path = tmp_path / "gather_constant.onnx"
+    onnx.save(helper.make_model(helper.make_graph([node], "gather", [data, indices], [y]),
+                                opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    model = cgc.compile(path, constants={"indices": np.array([2, 0])})
+    assert [t.name for t in model.inputs] == ["data"]
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(model(table), table[[2, 0]])
+
+
+def test_tune_writes_a_profile_compile_reads(tmp_path):
+    sample = SAMPLES / "tiny_cnn" / "model.onnx"
+    path = cgc.tune(sample, out_dir=tmp_path, rounds=1, budget=1)
+    profile = json.loads(open(path).read())
+    assert profile["executors"] >= 1 and "nodes" in profile
+    model = cgc.compile(sample, profile=path)
+    assert model.info["executors"] == profile["executors"]
