@@ -35,11 +35,12 @@ constexpr std::array<Type, 12> kTypes = {{{DType::kF32, 'f', 4},
 py::dtype numpyDtype(int32_t code) {
   for (const Type& type : kTypes)
     if (static_cast<int32_t>(type.dtype) == code)
-      return py::dtype(type.kind == 'b' ? std::string("?") : fmt::format("{}{}", type.kind, type.size));
-  throw py::value_error(fmt::format(
-      "ONNX element type {} has no numpy dtype (the Python API takes float16/32/64, "
-      "(u)int8/16/32/64 and bool)",
-      code));
+      return py::dtype(type.kind == 'b' ? std::string("?")
+                                        : fmt::format("{}{}", type.kind, type.size));
+  throw py::value_error(
+      fmt::format("ONNX element type {} has no numpy dtype (the Python API takes float16/32/64, "
+                  "(u)int8/16/32/64 and bool)",
+                  code));
 }
 
 int32_t onnxCode(const py::dtype& dtype) {

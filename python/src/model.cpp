@@ -101,7 +101,8 @@ py::dict tensorInfo(const cgc_tensor_info& tensor) {
   py::dict entry;
   entry["name"] = tensor.name;
   entry["onnx_type"] = tensor.dtype;
-  entry["shape"] = py::tuple(py::cast(std::vector<int64_t>(tensor.shape, tensor.shape + tensor.rank)));
+  entry["shape"] =
+      py::tuple(py::cast(std::vector<int64_t>(tensor.shape, tensor.shape + tensor.rank)));
   entry["bytes"] = tensor.bytes;
   return entry;
 }
@@ -146,8 +147,8 @@ py::array bufferView(const cgc_tensor_info& tensor, const std::vector<int64_t>& 
 
 int checkedIndex(int index, int count, const char* what) {
   if (index < 0 || index >= count)
-    throw py::index_error(fmt::format("{} index {} out of range (the model has {})", what, index,
-                                      count));
+    throw py::index_error(
+        fmt::format("{} index {} out of range (the model has {})", what, index, count));
   return index;
 }
 

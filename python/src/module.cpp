@@ -66,9 +66,9 @@ std::string prefixIn(const std::string& library, std::string name) {
     const std::vector<std::string> models = driver::modelsInLibrary(handle, library);
     dlclose(handle);
     if (models.size() != 1)
-      throw CompileError(fmt::format(
-          "{}: error: the library holds {} models ({}): name one with name=", library,
-          models.size(), fmt::join(models, ", ")));
+      throw CompileError(
+          fmt::format("{}: error: the library holds {} models ({}): name one with name=", library,
+                      models.size(), fmt::join(models, ", ")));
     name = models.front();
   }
   driver::CompileOptions options;
@@ -121,8 +121,8 @@ PYBIND11_MODULE(_cgc, module) {
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, int executors, int threads, const std::string& profile,
          bool verbose) {
-        return compile(compileOptions(model, shapes, constants, target, executors, threads,
-                                      profile, verbose));
+        return compile(
+            compileOptions(model, shapes, constants, target, executors, threads, profile, verbose));
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
       py::arg("executors"), py::arg("threads"), py::arg("profile"), py::arg("verbose"));
@@ -149,8 +149,7 @@ PYBIND11_MODULE(_cgc, module) {
          const std::string& target, const std::string& outDir, const std::string& inputsDir,
          int rounds, double budget, bool verbose) {
         cgc::tune::TuneOptions options;
-        options.compile =
-            compileOptions(model, shapes, constants, target, 0, 0, "", verbose);
+        options.compile = compileOptions(model, shapes, constants, target, 0, 0, "", verbose);
         options.outDir = outDir;
         options.inputsDir = inputsDir;
         options.rounds = rounds;
