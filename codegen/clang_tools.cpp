@@ -1,11 +1,12 @@
 // See clang_tools.h: the Clang module, loaded on first use from the install
-// (PREFIX/LIBDIR next to PREFIX/bin/cgc) or else the build tree.
+// (PREFIX/LIBDIR, install_prefix.h) or else the build tree.
 #include "codegen/clang_tools.h"
 
 #include <dlfcn.h>
 
 #include <filesystem>
 
+#include "codegen/install_prefix.h"
 #include "compiler_config.h"
 #include "ir/diagnostics.h"
 
@@ -15,12 +16,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string modulePath() {
-  std::error_code error;
-  fs::path exe = fs::read_symlink("/proc/self/exe", error);
-  if (!error) {
-    fs::path installed = exe.parent_path().parent_path() / CGC_INSTALL_LIBDIR / CGC_CLANG_MODULE;
-    if (fs::exists(installed)) return installed.string();
-  }
+  const std::string module = std::string(CGC_INSTALL_LIBDIR) + "/" + CGC_CLANG_MODULE;
+  const std::string prefix = installPrefix({module});
+  if (!prefix.empty()) return (fs::path(prefix) / module).string();
   return (fs::path(CGC_BUILD_DIR) / CGC_CLANG_MODULE).string();
 }
 

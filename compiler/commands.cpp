@@ -364,6 +364,12 @@ BuiltModel buildCached(const driver::CompiledModel& model, const driver::Compile
   return {driver::buildSharedLibrary(files, options), prefix};
 }
 
+BuiltModel compileAndBuild(const driver::CompileOptions& options, driver::CompiledModel& model) {
+  const bool several = driver::namesSeveralTargets(options);
+  model = driver::compileGraph(several ? driver::firstTargetOptions(options) : options);
+  return several ? buildTargetLibraryCached(options) : buildCached(model, options);
+}
+
 void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
                const std::string& inputsDir, bool fillMissing) {
   const auto& info = loaded.info();
@@ -487,11 +493,15 @@ int run(const RunOptions& given) {
   // Read by the runtime when the instance is created (ExecutorPool).
   if (options.oversubscribe) setenv("CGC_OVERSUBSCRIBE", "1", 1);
   const bool several = driver::namesSeveralTargets(options.compile);
-  const auto model =
-      driver::compileGraph(several ? driver::firstTargetOptions(options.compile) : options.compile);
-  const BuiltModel built = !options.library.empty() ? prebuilt(options, names)
-                           : several                ? buildTargetLibraryCached(options.compile)
-                                                    : buildCached(model, options.compile);
+  driver::CompiledModel model;
+  BuiltModel built;
+  if (options.library.empty()) {
+    built = compileAndBuild(options.compile, model);
+  } else {
+    model = driver::compileGraph(several ? driver::firstTargetOptions(options.compile)
+                                         : options.compile);
+    built = prebuilt(options, names);
+  }
   driver::LoadedModel loaded(built.library, built.prefix);
   if (!options.library.empty()) requireSameModel(model, loaded, options);
   if (several)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,12 @@ struct BuiltModel {
 };
 BuiltModel buildCached(const driver::CompiledModel& model, const driver::CompileOptions& options);
 
+/// What `cgc run` (and the Python module) compile and load: the model
+/// compiled with `options` into `model` (for several targets, the first
+/// target's) and built by buildCached, or for several targets into one
+/// cached library of all of them.
+BuiltModel compileAndBuild(const driver::CompileOptions& options, driver::CompiledModel& model);
+
 /// Fills the model's inputs from DIR/input_N.pb (ONNX test-data numbering).
 /// A missing or empty directory or a missing file is a CompileError, unless
 /// `fillMissing`: then the inputs without a file get deterministic data and
@@ -66,6 +73,10 @@ void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
 /// model and the node (a problem in the model's data).
 void runOnce(driver::LoadedModel& loaded, const std::string& modelPath);
 
+/// What `cgc inspect --json` prints: the model's summary and, when it
+/// compiles, its plan; a CompileError of the compile is reported in it
+/// ("error", "hint"), one of reading the file is thrown.
+nlohmann::json inspectReport(const driver::CompileOptions& options);
 int inspect(const driver::CompileOptions& options, bool json);
 
 struct ConfigOptions {

@@ -14,6 +14,7 @@
 
 #include "cgc/team.h"
 #include "codegen/clang_tools.h"
+#include "codegen/install_prefix.h"
 #include "compiler/targets.h"
 #include "compiler_config.h"
 
@@ -32,14 +33,10 @@ void writeFile(const fs::path& path, const void* data, size_t bytes) {
 
 RuntimePaths runtimePaths(const std::string& target) {
   const std::string library = findTarget(target).runtimeLibrary();
-  std::error_code error;
-  fs::path exe = fs::read_symlink("/proc/self/exe", error);
-  if (!error) {
-    fs::path prefix = exe.parent_path().parent_path();
-    if (fs::exists(prefix / "include/cgc/runtime.h") &&
-        fs::exists(prefix / CGC_INSTALL_LIBDIR / "libcgc_runtime.a"))
-      return {(prefix / "include").string(), (prefix / CGC_INSTALL_LIBDIR / library).string()};
-  }
+  const fs::path prefix = codegen::installPrefix(
+      {"include/cgc/runtime.h", std::string(CGC_INSTALL_LIBDIR) + "/libcgc_runtime.a"});
+  if (!prefix.empty())
+    return {(prefix / "include").string(), (prefix / CGC_INSTALL_LIBDIR / library).string()};
   return {CGC_BUILD_RUNTIME_INCLUDE_DIR, (fs::path(CGC_BUILD_RUNTIME_DIR) / library).string()};
 }
 

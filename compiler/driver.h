@@ -67,8 +67,9 @@ struct WrittenFiles {
   std::string headerPath, sourcePath, weightsPath;
 };
 
-/// Where the runtime's headers and library are: the install tree next to the
-/// cgc executable if there is one, else the build tree cgc was built in.
+/// Where the runtime's headers and library are: the install tree that holds
+/// the cgc executable or the Python module (codegen::installPrefix) if there
+/// is one, else the build tree cgc was built in.
 struct RuntimePaths {
   std::string includeDir;
   std::string library;  // libcgc_runtime.a, or libcgc_runtime_<target>.a

@@ -296,7 +296,7 @@ first opset whose schema has one.
   return 0;
 }
 
-int inspect(const driver::CompileOptions& options, bool json) {
+nlohmann::json inspectReport(const driver::CompileOptions& options) {
   const frontend::ModelSummary summary = frontend::summarizeModel(options.modelPath);
   nlohmann::json report = {{"model", options.modelPath},
                            {"opset", summary.opset},
@@ -343,6 +343,11 @@ int inspect(const driver::CompileOptions& options, bool json) {
     report["hint"] = hintFor(e.what(), summary, options.load.spelling);
     reportNames(options, nullptr, report);
   }
+  return report;
+}
+
+int inspect(const driver::CompileOptions& options, bool json) {
+  const nlohmann::json report = inspectReport(options);
   if (json)
     std::cout << report.dump(2) << std::endl;
   else

@@ -1,0 +1,108 @@
+"""cgc: compile ONNX models to specialised C++ and run them from numpy.
+
+    import cgc
+    m = cgc.compile("model.onnx")           # compiled, built (cached), loaded
+    y = m(x)                                # numpy in, numpy out
+
+The compile shares ``cgc run``'s cache ($CGC_CACHE_DIR, else
+$XDG_CACHE_HOME/cgc, else ~/.cache/cgc): a model compiled before with the
+same options only loads. README.md, "Python", lists the API.
+"""
+
+import json
+import os
+import tempfile
+
+from .errors import CompileError, Error, InternalError, RunError
+from . import _cgc
+from .model import Model, TensorInfo
+
+__all__ = ["compile", "load", "inspect", "tune", "cache_directory", "Model", "TensorInfo",
+           "Error", "CompileError", "InternalError", "RunError"]
+
+
+def cache_directory():
+    """Where compiled models are cached (shared with ``cgc run``)."""
+    return _cgc.cache_directory()
+
+
+def compile(model, shapes=None, constants=None, target="native", executors=0, threads=0,
+            profile=None, verbose=False):
+    """Compiles the ONNX file `model`, builds it (cached) and loads it.
+
+    shapes     {input name: shape}: binds inputs' symbolic dimensions (--shape)
+    constants  {input name: array or TensorProto .pb path}: the input becomes
+               a compile-time constant (--constant)
+    target     a cgc target name (--target; "native": this CPU)
+    executors, threads   the schedule (--executors, --threads; 0: the default)
+    profile    a profile JSON (Model.profile, cgc.tune) whose costs and
+               tuned configuration the compile uses (--profile)
+    verbose    cgc's progress lines on stderr
+    Raises CompileError for a problem in the model or the arguments.
+    """
+    with tempfile.TemporaryDirectory(prefix="cgc-constants-") as scratch:
+        native = _cgc.compile(_path(model), _shapes(shapes), _constants(constants, scratch),
+                              target, int(executors), int(threads),
+                              "" if profile is None else _path(profile), bool(verbose))
+    return Model(native)
+
+
+def load(library, name=None):
+    """Loads model class `name` from a shared library built earlier
+    (``cgc build``; ``cgc run --library LIB --name NAME``). Without a name,
+    the library must hold one model."""
+    return Model(_cgc.load(_path(library), name or ""))
+
+
+def inspect(model, shapes=None, constants=None, target="native", executors=0, threads=0,
+            profile=None):
+    """What ``cgc inspect --json`` prints, as a dict: the model's ops and
+    inputs, and when it compiles its kernels, arena and weights; a model
+    that does not compile has "error" and "hint" (a file that cannot be
+    read raises CompileError)."""
+    with tempfile.TemporaryDirectory(prefix="cgc-constants-") as scratch:
+        text = _cgc.inspect(_path(model), _shapes(shapes), _constants(constants, scratch),
+                            target, int(executors), int(threads),
+                            "" if profile is None else _path(profile))
+    return json.loads(text)
+
+
+def tune(model, shapes=None, constants=None, target="native", out_dir=".", inputs=None,
+         rounds=5, budget=120.0, verbose=False):
+    """``cgc tune``: searches executors x threads and per-node threads for
+    the lowest latency, writes OUT_DIR/<model>.profile.json and returns its
+    path (give it to compile(..., profile=PATH)). `inputs` is a directory of
+    input_N.pb files (else deterministic data)."""
+    with tempfile.TemporaryDirectory(prefix="cgc-constants-") as scratch:
+        return _cgc.tune(_path(model), _shapes(shapes), _constants(constants, scratch), target,
+                         _path(out_dir), "" if inputs is None else _path(inputs), int(rounds),
+                         float(budget), bool(verbose))
+
+
+def _path(value):
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"expected a file path, got {type(value).__name__}")
+    return os.fspath(value)
+
+
+def _shapes(shapes):
+    result = []
+    for name, shape in (shapes or {}).items():
+        dims = [int(d) for d in shape]
+        result.append((str(name), dims))
+    return result
+
+
+def _constants(constants, scratch):
+    """{name: array or path} -> [(name, path)]: arrays written as TensorProto
+    files into `scratch`."""
+    result = []
+    for i, (name, value) in enumerate((constants or {}).items()):
+        if isinstance(value, (str, os.PathLike)):
+            result.append((str(name), os.fspath(value)))
+            continue
+        import numpy as np
+        path = os.path.join(scratch, f"constant_{i}.pb")
+        _cgc.write_tensor(path, str(name), np.ascontiguousarray(value))
+        result.append((str(name), path))
+    return result

@@ -1,0 +1,166 @@
+// The extension module _cgc: what the `cgc` package (python/cgc) calls. It
+// compiles, builds and loads models through the same driver functions as
+// `cgc run` (commands::compileAndBuild, the cache of driver::cacheDirectory),
+// wraps `cgc inspect --json` and `cgc tune`, and turns cgc's C++ errors into
+// the package's exceptions (cgc.errors). Argument checking and the numpy
+// conveniences are the pure-Python layer's.
+#include <dlfcn.h>
+#include <fmt/ranges.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "codegen/names.h"
+#include "compiler/commands.h"
+#include "compiler/tune.h"
+#include "dtypes.h"
+#include "ir/diagnostics.h"
+#include "model.h"
+#include "onnx_frontend/tensor_proto.h"
+
+namespace cgc::python {
+namespace py = pybind11;
+namespace {
+
+using Shapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+using Files = std::vector<std::pair<std::string, std::string>>;
+
+/// The options of the cgc flags the Python functions take (their checks
+/// are the CLI's: the frontend's and checkedNames).
+driver::CompileOptions compileOptions(const std::string& model, const Shapes& shapes,
+                                      const Files& constants, const std::string& target,
+                                      int executors, int threads, const std::string& profile,
+                                      bool verbose) {
+  driver::CompileOptions options;
+  options.modelPath = model;
+  for (const auto& [name, dims] : shapes) options.load.shapes.emplace_back(name, ir::Shape(dims));
+  options.load.constantInputs = constants;
+  options.target = target;
+  options.executors = executors;
+  options.threadsPerExecutor = threads;
+  options.profilePath = profile;
+  options.quiet = !verbose;
+  return options;
+}
+
+std::unique_ptr<Model> compile(const driver::CompileOptions& options) {
+  driver::checkedNames(options);
+  commands::BuiltModel built;
+  {
+    py::gil_scoped_release release;
+    driver::CompiledModel model;
+    built = commands::compileAndBuild(options, model);
+  }
+  return std::make_unique<Model>(built.library, built.prefix);
+}
+
+/// The C prefix of class `name` in `library`; without a name, of the one
+/// model the library holds (CompileError when it holds none or several).
+std::string prefixIn(const std::string& library, std::string name) {
+  if (name.empty()) {
+    void* handle = dlopen(library.c_str(), RTLD_LAZY | RTLD_LOCAL);
+    if (!handle) throw CompileError(fmt::format("cgc: error: cannot load {}", dlerror()));
+    const std::vector<std::string> models = driver::modelsInLibrary(handle, library);
+    dlclose(handle);
+    if (models.size() != 1)
+      throw CompileError(
+          fmt::format("{}: error: the library holds {} models ({}): name one with name=", library,
+                      models.size(), fmt::join(models, ", ")));
+    name = models.front();
+  }
+  driver::CompileOptions options;
+  options.modelPath = library;
+  options.className = name;
+  return driver::checkedNames(options).prefix;
+}
+
+void writeTensor(const std::string& path, const std::string& name, const py::array& array) {
+  if (!(array.flags() & py::array::c_style))
+    throw py::value_error("write_tensor takes a C-contiguous array");
+  frontend::HostTensor tensor;
+  tensor.name = name;
+  tensor.type.dtype = static_cast<DType>(onnxCode(array.dtype()));
+  tensor.type.shape.assign(array.shape(), array.shape() + array.ndim());
+  const auto* data = static_cast<const uint8_t*>(array.data());
+  tensor.bytes.assign(data, data + array.nbytes());
+  frontend::writeTensorFile(path, tensor);
+}
+
+/// cgc's C++ errors as the package's exceptions, by class name in cgc.errors.
+void translateErrors(std::exception_ptr error) {
+  auto raise = [](const char* type, const char* message) {
+    PyErr_SetString(py::module_::import("cgc.errors").attr(type).ptr(), message);
+  };
+  try {
+    if (error) std::rethrow_exception(error);
+  } catch (const CompileError& e) {
+    raise("CompileError", e.what());
+  } catch (const InternalError& e) {
+    raise("InternalError", e.what());
+  } catch (const RunFailure& e) {
+    raise("RunError", e.what());
+  }
+}
+
+}  // namespace
+}  // namespace cgc::python
+
+PYBIND11_MODULE(_cgc, module) {
+  using namespace cgc::python;
+  namespace commands = cgc::commands;
+  module.doc() = "cgc's compiler and loaded models (use the cgc package, not this module)";
+  py::register_exception_translator(&translateErrors);
+  bindModel(module);
+  module.def("cache_directory", &cgc::driver::cacheDirectory);
+  module.def("numpy_dtype", &numpyDtype, py::arg("onnx_type"));
+  module.def(
+      "compile",
+      [](const std::string& model, const Shapes& shapes, const Files& constants,
+         const std::string& target, int executors, int threads, const std::string& profile,
+         bool verbose) {
+        return compile(
+            compileOptions(model, shapes, constants, target, executors, threads, profile, verbose));
+      },
+      py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
+      py::arg("executors"), py::arg("threads"), py::arg("profile"), py::arg("verbose"));
+  module.def(
+      "load",
+      [](const std::string& library, const std::string& name) {
+        return std::make_unique<Model>(library, prefixIn(library, name));
+      },
+      py::arg("library"), py::arg("name"));
+  module.def(
+      "inspect",
+      [](const std::string& model, const Shapes& shapes, const Files& constants,
+         const std::string& target, int executors, int threads, const std::string& profile) {
+        const auto options =
+            compileOptions(model, shapes, constants, target, executors, threads, profile, false);
+        py::gil_scoped_release release;
+        return commands::inspectReport(options).dump();
+      },
+      py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
+      py::arg("executors"), py::arg("threads"), py::arg("profile"));
+  module.def(
+      "tune",
+      [](const std::string& model, const Shapes& shapes, const Files& constants,
+         const std::string& target, const std::string& outDir, const std::string& inputsDir,
+         int rounds, double budget, bool verbose) {
+        cgc::tune::TuneOptions options;
+        options.compile = compileOptions(model, shapes, constants, target, 0, 0, "", verbose);
+        options.outDir = outDir;
+        options.inputsDir = inputsDir;
+        options.rounds = rounds;
+        options.budgetSeconds = budget;
+        py::gil_scoped_release release;
+        cgc::tune::tune(options);
+        return (std::filesystem::path(outDir) / (cgc::tune::modelName(model) + ".profile.json"))
+            .string();
+      },
+      py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
+      py::arg("out_dir"), py::arg("inputs_dir"), py::arg("rounds"), py::arg("budget"),
+      py::arg("verbose"));
+  module.def("write_tensor", &writeTensor, py::arg("path"), py::arg("name"), py::arg("array"));
+}

@@ -1,0 +1,128 @@
+"""The API around a model: PyTorch as the reference, several models at
+once, runs in threads (the GIL released), zero-copy inputs and outputs,
+profiles, inspect and load."""
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+import cgc
+from conftest import SAMPLES, assert_close
+
+
+def test_against_pytorch(tmp_path):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 10), torch.nn.Softmax(dim=1)).eval()
+    x = torch.randn(2, 3, 8, 8)
+    path = tmp_path / "net.onnx"
+    torch.onnx.export(net, (x,), str(path), input_names=["image"], output_names=["probs"],
+                      opset_version=13)
+    model = cgc.compile(path)
+    assert model.inputs == [("image", np.dtype(np.float32), (2, 3, 8, 8))]
+    with torch.no_grad():
+        expected = net(x).numpy()
+    assert_close(model(x.numpy()), expected)
+
+
+def test_two_models_at_once(compiled):
+    first, first_inputs, first_expected = compiled("tiny_cnn")
+    second, second_inputs, second_expected = compiled("mlp")
+    assert first.library != second.library
+    for _ in range(2):
+        for model, inputs, expected in ((first, first_inputs, first_expected),
+                                        (second, second_inputs, second_expected)):
+            outputs = model.run({t.name: x for t, x in zip(model.inputs, inputs)})
+            for actual, reference in zip(outputs.values(), expected):
+                assert_close(actual, reference)
+
+
+def test_run_in_thread_releases_gil(tiny_cnn):
+    model, inputs, expected = tiny_cnn
+    results, ticks = [], []
+    stop = threading.Event()
+
+    def runs():
+        for _ in range(200):
+            results.append(model(inputs[0]))
+        stop.set()
+
+    thread = threading.Thread(target=runs)
+    thread.start()
+    while not stop.is_set():
+        ticks.append(sum(range(100)))  # Python keeps running meanwhile
+    thread.join()
+    assert ticks
+    assert len(results) == 200
+    assert_close(results[-1], expected[0])
+
+
+def test_zero_copy(tiny_cnn):
+    model, inputs, expected = tiny_cnn
+    name = model.inputs[0].name
+    buffer = model.input_buffer(name)
+    assert buffer.flags.writeable and buffer.shape == model.inputs[0].shape
+    buffer[...] = inputs[0]
+    views = model.run(copy=False)
+    view = views[model.outputs[0].name]
+    assert not view.flags.writeable
+    assert_close(view, expected[0])
+    kept = view.copy()
+    buffer[...] = 0
+    model.run()  # inputs=None: the buffer as written
+    assert not np.array_equal(view, kept)  # the next run overwrote the view
+    fresh = model.run({name: inputs[0]})[model.outputs[0].name]
+    assert_close(fresh, expected[0])
+    assert not np.shares_memory(fresh, view)
+
+
+def test_profile(tiny_cnn, tmp_path):
+    model, inputs, _ = tiny_cnn
+    model(inputs[0])
+    nodes = model.profile(runs=3, profile_path=tmp_path / "p.json",
+                          trace_path=tmp_path / "t.json")
+    names = [name for name, _ in model.info["nodes"]]
+    assert [n["name"] for n in nodes] == [n for n in names if n in {m["name"] for m in nodes}]
+    assert all(n["calls"] == 3 and n["median_us"] >= 0 for n in nodes)
+    assert json.loads((tmp_path / "p.json").read_text())
+    assert json.loads((tmp_path / "t.json").read_text())
+
+
+def test_inspect_and_load(tiny_cnn):
+    model, inputs, expected = tiny_cnn
+    report = cgc.inspect(SAMPLES / "tiny_cnn" / "model.onnx")
+    assert report["nodes"] > 0 and "kernels" in report
+    loaded = cgc.load(model.library, name=model.name)
+    assert_close(loaded(inputs[0]), expected[0])
+    assert_close(cgc.load(model.library)(inputs[0]), expected[0])
+    with pytest.raises(cgc.CompileError):
+        cgc.load(model.library + ".absent", name=model.name)
+
+
+def test_constants_from_array(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    data = helper.make_tensor_value_info("data", TensorProto.FLOAT, [4, 3])
+    indices = helper.make_tensor_value_info("indices", TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    node = helper.make_node("Gather", ["data", "indices"], ["y"], name="gather_node", axis=0)
+    path = tmp_path / "gather_constant.onnx"
+    onnx.save(helper.make_model(helper.make_graph([node], "gather", [data, indices], [y]),
+                                opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    model = cgc.compile(path, constants={"indices": np.array([2, 0])})
+    assert [t.name for t in model.inputs] == ["data"]
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(model(table), table[[2, 0]])
+
+
+def test_tune_writes_a_profile_compile_reads(tmp_path):
+    sample = SAMPLES / "tiny_cnn" / "model.onnx"
+    path = cgc.tune(sample, out_dir=tmp_path, rounds=1, budget=1)
+    profile = json.loads(open(path).read())
+    assert profile["executors"] >= 1 and "nodes" in profile
+    model = cgc.compile(sample, profile=path)
+    assert model.info["executors"] == profile["executors"]
