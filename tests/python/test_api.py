@@ -4,6 +4,7 @@ profiles, inspect and load."""
 
 import json
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -42,23 +43,31 @@ def test_two_models_at_once(compiled):
 
 
 def test_run_in_thread_releases_gil(tiny_cnn):
+    # One C++ call of many runs in a thread: were the GIL held through it,
+    # this thread could not run Python until it returned.
     model, inputs, expected = tiny_cnn
-    results, ticks = [], []
-    stop = threading.Event()
+    model.input_buffer(model.inputs[0].name)[...] = inputs[0]
+    runs_in_300ms = int(300 / max(min(model._bench_run(100)), 1e-3))
+    window = []
+    done = threading.Event()
 
     def runs():
-        for _ in range(200):
-            results.append(model(inputs[0]))
-        stop.set()
+        window.append(time.perf_counter())
+        model._bench_run(runs_in_300ms)
+        window.append(time.perf_counter())
+        done.set()
 
+    ticks = []
     thread = threading.Thread(target=runs)
     thread.start()
-    while not stop.is_set():
-        ticks.append(sum(range(100)))  # Python keeps running meanwhile
+    while not done.is_set():
+        ticks.append(time.perf_counter())
     thread.join()
-    assert ticks
-    assert len(results) == 200
-    assert_close(results[-1], expected[0])
+    start, end = window
+    assert end - start >= 0.2
+    inside = [t for t in ticks if start + 0.05 < t < end - 0.05]
+    assert len(inside) > 1000, f"{len(inside)} ticks of this thread while the model ran"
+    assert_close(model.run()[model.outputs[0].name], expected[0])
 
 
 def test_zero_copy(tiny_cnn):
