@@ -47,8 +47,9 @@ onnx::ModelProto readModelProto(const std::string& path) {
   return model;
 }
 
-/// Element types by tensor name, as ONNX shape inference finds them.
-std::unordered_map<std::string, int32_t> inferredElemTypes(const onnx::ModelProto& model,
+/// Tensor types by name, as ONNX shape inference finds them (those of a
+/// known rank: ONNX's checker wants a graph output's shape).
+std::unordered_map<std::string, onnx::TypeProto> inferredTypes(const onnx::ModelProto& model,
                                                            const std::string& path) {
   onnx::ModelProto inferred = model;
   try {
@@ -56,9 +57,10 @@ std::unordered_map<std::string, int32_t> inferredElemTypes(const onnx::ModelProt
   } catch (const std::exception& e) {
     userError({path, "", ""}, "ONNX shape inference fails: {}", e.what());
   }
-  std::unordered_map<std::string, int32_t> types;
+  std::unordered_map<std::string, onnx::TypeProto> types;
   auto add = [&](const onnx::ValueInfoProto& info) {
-    if (info.type().has_tensor_type()) types[info.name()] = info.type().tensor_type().elem_type();
+    if (info.type().has_tensor_type() && info.type().tensor_type().has_shape())
+      types[info.name()] = info.type();
   };
   for (const auto& v : inferred.graph().value_info()) add(v);
   for (const auto& v : inferred.graph().output()) add(v);
@@ -69,10 +71,11 @@ std::unordered_map<std::string, int32_t> inferredElemTypes(const onnx::ModelProt
 /// inputs a graph output (constants, and tensors computed from constants
 /// only, are weights rather than activations). A node with If/Loop/Scan
 /// bodies counts as computed from the inputs: its bodies may read them.
-/// Returns how many outputs it added.
-int addObservedOutputs(onnx::ModelProto& model, const std::string& path,
+/// Returns the float tensors the nodes compute from the inputs, outputs or
+/// not, in graph order.
+std::vector<std::string> addObservedOutputs(onnx::ModelProto& model, const std::string& path,
                        const frontend::LoadOptions& load) {
-  const auto types = inferredElemTypes(model, path);
+  const auto types = inferredTypes(model, path);
   onnx::GraphProto& graph = *model.mutable_graph();
   std::set<std::string> initializers, outputs, live;
   for (const auto& init : graph.initializer()) initializers.insert(init.name());
@@ -80,7 +83,7 @@ int addObservedOutputs(onnx::ModelProto& model, const std::string& path,
   for (const auto& input : graph.input())
     if (!initializers.count(input.name())) live.insert(input.name());
   for (const auto& output : graph.output()) outputs.insert(output.name());
-  int added = 0;
+  std::vector<std::string> observed;
   for (const auto& node : graph.node()) {
     bool reads = std::any_of(node.input().begin(), node.input().end(),
                              [&](const std::string& name) { return live.count(name) > 0; });
@@ -90,14 +93,15 @@ int addObservedOutputs(onnx::ModelProto& model, const std::string& path,
       if (name.empty()) continue;
       live.insert(name);
       const auto type = types.find(name);
-      if (type == types.end() || !isFloat(type->second) || !outputs.insert(name).second) continue;
+      if (type == types.end() || !isFloat(type->second.tensor_type().elem_type())) continue;
+      observed.push_back(name);
+      if (!outputs.insert(name).second) continue;
       onnx::ValueInfoProto* output = graph.add_output();
       output->set_name(name);
-      output->mutable_type()->mutable_tensor_type()->set_elem_type(type->second);
-      ++added;
+      *output->mutable_type() = type->second;
     }
   }
-  return added;
+  return observed;
 }
 
 /// One observed tensor: a float input of the loaded model (read from the
@@ -114,8 +118,10 @@ struct Observed {
   std::vector<int64_t> histogram;
 };
 
-/// The float inputs, then the float outputs, each name once.
-std::vector<Observed> observedTensors(const cgc_model_info& info) {
+/// The float inputs, then the float outputs in `graphOrder` (the others
+/// last), each name once: a NaN is reported where it first appears.
+std::vector<Observed> observedTensors(const cgc_model_info& info,
+                                      const std::vector<std::string>& graphOrder) {
   std::vector<Observed> observed;
   std::set<std::string> seen;
   auto add = [&](const cgc_tensor_info& t, bool input, int index) {
@@ -129,7 +135,16 @@ std::vector<Observed> observedTensors(const cgc_model_info& info) {
     observed.push_back(std::move(o));
   };
   for (int i = 0; i < info.num_inputs; ++i) add(info.inputs[i], true, i);
-  for (int i = 0; i < info.num_outputs; ++i) add(info.outputs[i], false, i);
+  std::unordered_map<std::string, size_t> position;
+  for (const std::string& name : graphOrder) position.emplace(name, position.size());
+  std::vector<int> outputs(static_cast<size_t>(info.num_outputs));
+  for (int i = 0; i < info.num_outputs; ++i) outputs[i] = i;
+  auto at = [&](int i) {
+    const auto found = position.find(info.outputs[i].name);
+    return found == position.end() ? position.size() : found->second;
+  };
+  std::stable_sort(outputs.begin(), outputs.end(), [&](int a, int b) { return at(a) < at(b); });
+  for (int i : outputs) add(info.outputs[i], false, i);
   return observed;
 }
 
@@ -146,8 +161,9 @@ frontend::HostTensor tensorOf(driver::LoadedModel& loaded, const Observed& t) {
 void addRange(Observed& t, const std::vector<double>& values, const std::string& dir) {
   for (double v : values) {
     if (!std::isfinite(v))
-      userError({dir, "", ""}, "tensor '{}' holds {} on this input set (calibration needs finite "
-                "values)", t.name, v);
+      userError({dir, "", ""},
+                "tensor '{}' holds {} on this input set (calibration needs finite values)", t.name,
+                std::isnan(v) ? "a NaN" : v > 0 ? "+inf" : "-inf");
     t.lo = std::min(t.lo, v);
     t.hi = std::max(t.hi, v);
   }
@@ -211,15 +227,18 @@ nlohmann::ordered_json report(const CalibrateOptions& options, const std::vector
 
 /// The model with its observed tensors as outputs, compiled, built (cached)
 /// and loaded; `model` is the compiled graph (setInputs reads its input
-/// names).
+/// names), `graphOrder` what addObservedOutputs returns.
 std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOptions& options,
-                                                         driver::CompiledModel& model) {
+                                                         driver::CompiledModel& model,
+                                                         std::vector<std::string>& graphOrder) {
   // cgc's own loader checks the file first: ONNX's shape inference trusts
   // the model it is given.
   frontend::loadOnnx(options.modelPath, options.load);
   onnx::ModelProto proto = readModelProto(options.modelPath);
-  const int added = addObservedOutputs(proto, options.modelPath, options.load);
-  driver::progress(options, fmt::format("calibrate: observing {} intermediate tensors", added));
+  const int before = proto.graph().output_size();
+  graphOrder = addObservedOutputs(proto, options.modelPath, options.load);
+  driver::progress(options, fmt::format("calibrate: {} intermediate tensors made outputs",
+                                        proto.graph().output_size() - before));
   const driver::CompileOptions one =
       driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options;
   model = driver::compileGraph(
@@ -247,8 +266,9 @@ int calibrate(const CalibrateOptions& given) {
   driver::checkedNames(options.compile);
 
   driver::CompiledModel model;
-  const auto loaded = buildObservingModel(options.compile, model);
-  std::vector<Observed> observed = observedTensors(loaded->info());
+  std::vector<std::string> graphOrder;
+  const auto loaded = buildObservingModel(options.compile, model, graphOrder);
+  std::vector<Observed> observed = observedTensors(loaded->info(), graphOrder);
   const size_t sets = options.inputDirs.size();
   for (int pass = 1; pass <= 2; ++pass) {
     for (size_t k = 0; k < sets; ++k) {
