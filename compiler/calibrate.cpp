@@ -50,7 +50,7 @@ onnx::ModelProto readModelProto(const std::string& path) {
 /// Tensor types by name, as ONNX shape inference finds them (those of a
 /// known rank: ONNX's checker wants a graph output's shape).
 std::unordered_map<std::string, onnx::TypeProto> inferredTypes(const onnx::ModelProto& model,
-                                                           const std::string& path) {
+                                                               const std::string& path) {
   onnx::ModelProto inferred = model;
   try {
     onnx::shape_inference::InferShapes(inferred);
@@ -74,7 +74,7 @@ std::unordered_map<std::string, onnx::TypeProto> inferredTypes(const onnx::Model
 /// Returns the float tensors the nodes compute from the inputs, outputs or
 /// not, in graph order.
 std::vector<std::string> addObservedOutputs(onnx::ModelProto& model, const std::string& path,
-                       const frontend::LoadOptions& load) {
+                                            const frontend::LoadOptions& load) {
   const auto types = inferredTypes(model, path);
   onnx::GraphProto& graph = *model.mutable_graph();
   std::set<std::string> initializers, outputs, live;
@@ -163,7 +163,9 @@ void addRange(Observed& t, const std::vector<double>& values, const std::string&
     if (!std::isfinite(v))
       userError({dir, "", ""},
                 "tensor '{}' holds {} on this input set (calibration needs finite values)", t.name,
-                std::isnan(v) ? "a NaN" : v > 0 ? "+inf" : "-inf");
+                std::isnan(v) ? "a NaN"
+                : v > 0       ? "+inf"
+                              : "-inf");
     t.lo = std::min(t.lo, v);
     t.hi = std::max(t.hi, v);
   }
