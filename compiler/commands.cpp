@@ -77,42 +77,6 @@ void loadInput(const std::string& path, const cgc_tensor_info& info, void* data)
   std::memcpy(data, tensor.bytes.data(), tensor.bytes.size());
 }
 
-/// Output i as a dense tensor of its actual shape: a data-dependent size
-/// is stored at the bound shape, its elements at their places in it.
-frontend::HostTensor outputTensor(const driver::LoadedModel& model, int i) {
-  const cgc_tensor_info& info = model.info().outputs[i];
-  const ir::Shape shape = model.outputShape(i);
-  frontend::HostTensor t{info.name, {static_cast<DType>(info.dtype), shape}, {}};
-  const auto* bytes = static_cast<const uint8_t*>(model.output(i));
-  const ir::Shape bound(info.shape, info.shape + info.rank);
-  if (shape == bound) {
-    t.bytes.assign(bytes, bytes + info.bytes);
-    return t;
-  }
-  const int64_t elem = dtypeSize(t.type.dtype);
-  t.bytes.resize(static_cast<size_t>(t.type.numElements() * elem));
-  std::vector<int64_t> index(shape.size(), 0);
-  for (int64_t e = 0; e < t.type.numElements(); ++e) {
-    int64_t at = 0;
-    for (size_t d = 0; d < shape.size(); ++d) at = at * bound[d] + index[d];
-    std::memcpy(t.bytes.data() + e * elem, bytes + at * elem, static_cast<size_t>(elem));
-    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-      if (++index[d] < shape[d]) break;
-      index[d] = 0;
-    }
-  }
-  return t;
-}
-
-/// A tensor's elements as doubles, through the IR's constant reader.
-std::vector<double> toDoubles(const frontend::HostTensor& t) {
-  ir::Value value;
-  value.type = t.type;
-  value.kind = ir::ValueKind::kConstant;
-  value.data = std::make_shared<const std::vector<uint8_t>>(t.bytes);
-  return value.doubleValues();
-}
-
 std::string preview(const frontend::HostTensor& t) {
   int64_t n = t.type.numElements();
   if (n == 0) return "(empty)";
@@ -254,6 +218,39 @@ double median(std::vector<double> values) {
 }
 
 }  // namespace
+
+frontend::HostTensor outputTensor(const driver::LoadedModel& model, int i) {
+  const cgc_tensor_info& info = model.info().outputs[i];
+  const ir::Shape shape = model.outputShape(i);
+  frontend::HostTensor t{info.name, {static_cast<DType>(info.dtype), shape}, {}};
+  const auto* bytes = static_cast<const uint8_t*>(model.output(i));
+  const ir::Shape bound(info.shape, info.shape + info.rank);
+  if (shape == bound) {
+    t.bytes.assign(bytes, bytes + info.bytes);
+    return t;
+  }
+  const int64_t elem = dtypeSize(t.type.dtype);
+  t.bytes.resize(static_cast<size_t>(t.type.numElements() * elem));
+  std::vector<int64_t> index(shape.size(), 0);
+  for (int64_t e = 0; e < t.type.numElements(); ++e) {
+    int64_t at = 0;
+    for (size_t d = 0; d < shape.size(); ++d) at = at * bound[d] + index[d];
+    std::memcpy(t.bytes.data() + e * elem, bytes + at * elem, static_cast<size_t>(elem));
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return t;
+}
+
+std::vector<double> toDoubles(const frontend::HostTensor& t) {
+  ir::Value value;
+  value.type = t.type;
+  value.kind = ir::ValueKind::kConstant;
+  value.data = std::make_shared<const std::vector<uint8_t>>(t.bytes);
+  return value.doubleValues();
+}
 
 std::vector<std::pair<std::string, ir::Shape>> parseShapeBindings(
     const std::vector<std::string>& texts) {

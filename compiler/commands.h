@@ -9,6 +9,7 @@
 
 #include "compiler/driver.h"
 #include "compiler/model_runner.h"
+#include "onnx_frontend/tensor_proto.h"
 
 namespace cgc::commands {
 
@@ -68,6 +69,14 @@ BuiltModel compileAndBuild(const driver::CompileOptions& options, driver::Compil
 /// a note on stderr names them.
 void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
                const std::string& inputsDir, bool fillMissing);
+
+/// Output `index` of the loaded model (after run()) as a dense tensor of its
+/// actual shape: a data-dependent size is stored at the bound shape, its
+/// elements at their places in it.
+frontend::HostTensor outputTensor(const driver::LoadedModel& model, int index);
+
+/// A tensor's elements as doubles, through the IR's constant reader.
+std::vector<double> toDoubles(const frontend::HostTensor& t);
 
 /// Runs the loaded model once; a failed run() is a CompileError naming the
 /// model and the node (a problem in the model's data).

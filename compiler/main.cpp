@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "compiler/calibrate.h"
 #include "compiler/commands.h"
 #include "compiler/targets.h"
 #include "compiler/tune.h"
@@ -167,6 +168,32 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
   return command;
 }
 
+CLI::App* addCalibrate(CLI::App& app, ModelArgs& args, cgc::commands::CalibrateOptions& calib) {
+  CLI::App* command = app.add_subcommand(
+      "calibrate",
+      "Run the float MODEL (compiled and built as cgc run does, cached) on calibration input "
+      "sets and write per-tensor statistics as JSON, for int8 quantisation to choose "
+      "activation scales from: for each float graph input and each float tensor a top-level "
+      "node computes from the inputs, its dtype, shape, count, min, max and a histogram. Two "
+      "passes over the input sets: the first finds min and max, the second counts each value "
+      "into --bins equal bins over [min, max] (bin = floor((x - min) / (max - min) x bins), "
+      "max in the last bin; one bin when min == max). A NaN or infinite value is an error "
+      "naming the tensor and the input set; nothing is written then");
+  addModelOptions(*command, args);
+  command->add_option("--inputs", calib.inputDirs,
+                      "A calibration input set: a directory with input_0.pb, input_1.pb, ... "
+                      "(ONNX test-data layout, as cgc run --inputs), every input there; repeat "
+                      "for several sets (at least one); the first binds the symbolic dimensions "
+                      "that no --shape binds");
+  command->add_option("-o,--output", calib.output,
+                      "The JSON file to write (default: next to the model, <model "
+                      "stem>.calib.json), written whole or not at all");
+  command->add_option("--bins", calib.bins, "Histogram bins per tensor")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  return command;
+}
+
 CLI::App* addBuild(CLI::App& app, cgc::commands::BuildOptions& build) {
   CLI::App* command = app.add_subcommand(
       "build",
@@ -263,6 +290,8 @@ int main(int argc, char** argv) {
   cgc::tune::TuneOptions tuneOptions;
   cgc::commands::BuildOptions buildOptions;
   cgc::commands::ConfigOptions configOptions;
+  cgc::commands::CalibrateOptions calibrateOptions;
+  ModelArgs calibrateArgs{&calibrateOptions.compile};
   ModelArgs compileArgs{&compileOptions}, runArgs{&runOptions.compile},
       tuneArgs{&tuneOptions.compile}, inspectArgs{&inspectOptions};
   std::string weightsMode = "embed";
@@ -270,6 +299,7 @@ int main(int argc, char** argv) {
   CLI::App* compile = addCompile(app, compileArgs, weightsMode);
   CLI::App* run = addRun(app, runArgs, runOptions);
   CLI::App* tune = addTune(app, tuneArgs, tuneOptions);
+  CLI::App* calibrate = addCalibrate(app, calibrateArgs, calibrateOptions);
   CLI::App* build = addBuild(app, buildOptions);
   CLI::App* config = addConfig(app, configOptions);
   CLI::App* inspect = app.add_subcommand(
@@ -309,6 +339,10 @@ int main(int argc, char** argv) {
     if (*run) {
       runArgs.parse();
       return cgc::commands::run(runOptions);
+    }
+    if (*calibrate) {
+      calibrateArgs.parse();
+      return cgc::commands::calibrate(calibrateOptions);
     }
     if (*build) return cgc::commands::build(buildOptions);
     if (*targets) return cgc::driver::printTargets(runnableOnly);
