@@ -14,18 +14,6 @@ namespace {
 
 using ir::Shape;
 
-void requireFloat(const OpContext& ctx, size_t i) {
-  if (ctx.inputType(i) != DType::kF32)
-    ctx.fail(fmt::format("element type {} is not supported (float32 only)",
-                         dtypeName(ctx.inputType(i))));
-}
-
-std::vector<double> attrFloats(const OpContext& ctx, const char* name) {
-  for (const auto& a : ctx.proto.attribute())
-    if (a.name() == name) return {a.floats().begin(), a.floats().end()};
-  return {};
-}
-
 /// An optional input that is absent or an empty tensor (Resize-11 requires
 /// roi and scales to be present even when unused).
 bool hasValues(const OpContext& ctx, size_t i) {
@@ -64,7 +52,7 @@ Shape scaledShape(const OpContext& ctx, const Shape& x, const std::vector<double
 }
 
 void emitResize(OpContext& ctx, const ResizeSpec& spec, const Shape& out) {
-  requireFloat(ctx, 0);
+  ctx.requireFloat(0);
   const Shape& x = ctx.inputShape(0);
   for (size_t d = 0; d < x.size(); ++d)
     if (x[d] == 0 && out[d] > 0)
@@ -151,7 +139,7 @@ void importUpsample(OpContext& ctx) {
     scales = {1.0, 1.0, ctx.attrFloat("height_scale", 1.f), ctx.attrFloat("width_scale", 1.f)};
   } else if (ctx.opset < 9) {
     ctx.requireInputs(1, 1);
-    scales = attrFloats(ctx, "scales");
+    scales = ctx.attrFloats("scales");
   } else {
     ctx.requireInputs(2, 2);
     scales = ctx.constantDoubles(1, "scales");
@@ -164,7 +152,7 @@ void importUpsample(OpContext& ctx) {
 
 void importInstanceNorm(OpContext& ctx) {
   ctx.requireInputs(3, 3);
-  requireFloat(ctx, 0);
+  ctx.requireFloat(0);
   const Shape& x = ctx.inputShape(0);
   if (x.size() < 2) ctx.fail("InstanceNormalization needs an N x C (x spatial) input");
   for (size_t i = 1; i < 3; ++i)
@@ -178,7 +166,7 @@ void importInstanceNorm(OpContext& ctx) {
 /// have the input's shape with the normalised axes set to 1.
 void importLayerNorm(OpContext& ctx) {
   ctx.requireInputs(2, 3);
-  requireFloat(ctx, 0);
+  ctx.requireFloat(0);
   if (ctx.attrInt("stash_type", 1) != 1)
     ctx.fail("only stash_type 1 (float32 statistics) is supported");
   const Shape& x = ctx.inputShape(0);

@@ -70,15 +70,9 @@ std::map<std::string, ir::Attribute> windowAttrs(const Window& w) {
 
 Shape spatialDims(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
 
-void requireFloat(const OpContext& ctx, size_t i) {
-  if (ctx.inputType(i) != DType::kF32)
-    ctx.fail(fmt::format("element type {} is not supported (float32 only)",
-                         dtypeName(ctx.inputType(i))));
-}
-
 void importConv(OpContext& ctx) {
   ctx.requireInputs(2, 3);
-  requireFloat(ctx, 0);
+  ctx.requireFloat(0);
   const Shape& x = ctx.inputShape(0);
   const Shape& wShape = ctx.inputShape(1);
   if (x.size() < 3 || wShape.size() != x.size())
@@ -106,7 +100,7 @@ void importConv(OpContext& ctx) {
 
 void importConvTranspose(OpContext& ctx) {
   ctx.requireInputs(2, 3);
-  requireFloat(ctx, 0);
+  ctx.requireFloat(0);
   const Shape& x = ctx.inputShape(0);
   const Shape& wShape = ctx.inputShape(1);
   int64_t group = ctx.attrInt("group", 1);
@@ -162,7 +156,7 @@ void importPool(OpContext& ctx) {
   const DType type = ctx.inputType(0);
   const bool quantised =
       ctx.proto.op_type() == "MaxPool" && (type == DType::kU8 || type == DType::kI8);
-  if (!quantised) requireFloat(ctx, 0);
+  if (!quantised) ctx.requireFloat(0);
   const Shape& x = ctx.inputShape(0);
   if (x.size() < 3) ctx.fail("pooling needs an N x C x spatial input");
   if (!ctx.hasAttr("kernel_shape")) ctx.fail("kernel_shape is required");
@@ -181,7 +175,7 @@ void importPool(OpContext& ctx) {
 
 void importGlobalAveragePool(OpContext& ctx) {
   ctx.requireInputs(1, 1);
-  requireFloat(ctx, 0);
+  ctx.requireFloat(0);
   Shape out = ctx.inputShape(0);
   if (out.size() < 3) ctx.fail("GlobalAveragePool needs an N x C x spatial input");
   for (size_t i = 2; i < out.size(); ++i) out[i] = 1;
@@ -190,7 +184,7 @@ void importGlobalAveragePool(OpContext& ctx) {
 
 void importGemm(OpContext& ctx) {
   ctx.requireInputs(2, 3);
-  requireFloat(ctx, 0);
+  ctx.requireFloat(0);
   const Shape& a = ctx.inputShape(0);
   const Shape& b = ctx.inputShape(1);
   if (a.size() != 2 || b.size() != 2)
@@ -235,7 +229,7 @@ void importMatMul(OpContext& ctx) {
 
 void importBatchNorm(OpContext& ctx) {
   ctx.requireInputs(5, 5);
-  requireFloat(ctx, 0);
+  ctx.requireFloat(0);
   if (ctx.attrInt("training_mode", 0) != 0)
     ctx.fail("training_mode is not supported (inference only)");
   for (int i = 1; i < ctx.proto.output_size(); ++i)
@@ -252,7 +246,7 @@ void importBatchNorm(OpContext& ctx) {
 
 void importSoftmax(OpContext& ctx) {
   ctx.requireInputs(1, 1);
-  requireFloat(ctx, 0);
+  ctx.requireFloat(0);
   int64_t rank = static_cast<int64_t>(ctx.inputShape(0).size());
   bool legacy = ctx.opset < 13;
   int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", legacy ? 1 : -1), rank);
@@ -287,7 +281,7 @@ void importReduce(OpContext& ctx) {
 
 void importArgReduce(OpContext& ctx) {
   ctx.requireInputs(1, 1);
-  requireFloat(ctx, 0);
+  ctx.requireFloat(0);
   Shape out = ctx.inputShape(0);
   int64_t axis = ctx.normalizeAxis(ctx.attrInt("axis", 0), static_cast<int64_t>(out.size()));
   if (ctx.attrInt("keepdims", 1))

@@ -57,12 +57,6 @@ std::vector<std::string> attrStrings(const OpContext& ctx, const char* name) {
   return {};
 }
 
-std::vector<double> attrFloats(const OpContext& ctx, const char* name) {
-  for (const auto& a : ctx.proto.attribute())
-    if (a.name() == name) return {a.floats().begin(), a.floats().end()};
-  return {};
-}
-
 /// Resolves `activations` into three codes per direction (unused slots stay
 /// Tanh), with the alpha / beta lists consumed in order by the functions that
 /// take them, as ONNX Runtime does.
@@ -81,8 +75,8 @@ void resolveActivations(const OpContext& ctx, const CellInfo& cell, int64_t dirs
         fmt::format("activations lists {} functions; {} expects {} per "
                     "direction",
                     names.size(), ctx.proto.op_type(), perDir));
-  std::vector<double> alphas = attrFloats(ctx, "activation_alpha");
-  std::vector<double> betas = attrFloats(ctx, "activation_beta");
+  std::vector<double> alphas = ctx.attrFloats("activation_alpha");
+  std::vector<double> betas = ctx.attrFloats("activation_beta");
   size_t nextAlpha = 0, nextBeta = 0;
   std::vector<int64_t> codes(3 * dirs, static_cast<int64_t>(rt::RnnActivation::kTanh));
   std::vector<double> slotAlpha(3 * dirs, 0.0), slotBeta(3 * dirs, 0.0);

@@ -83,6 +83,17 @@ std::vector<int64_t> OpContext::attrInts(const char* name, std::vector<int64_t> 
   return {a->ints().begin(), a->ints().end()};
 }
 
+std::vector<double> OpContext::attrFloats(const char* name) const {
+  const auto* a = findAttr(proto, name);
+  if (!a) return {};
+  return {a->floats().begin(), a->floats().end()};
+}
+
+void OpContext::requireFloat(size_t i) const {
+  if (inputType(i) != DType::kF32)
+    fail(fmt::format("element type {} is not supported (float32 only)", dtypeName(inputType(i))));
+}
+
 const onnx::TensorProto* OpContext::attrTensor(const char* name) const {
   const auto* a = findAttr(proto, name);
   return a && a->has_t() ? &a->t() : nullptr;

@@ -51,6 +51,8 @@ class OpContext {
   /// Input i as doubles; fails unless it is a compile-time constant.
   std::vector<double> constantDoubles(size_t i, const char* role) const;
   void requireInputs(size_t min, size_t max) const;
+  /// Fails unless input i is float32.
+  void requireFloat(size_t i) const;
 
   bool hasAttr(const char* name) const;
   int64_t attrInt(const char* name, int64_t fallback) const;
@@ -59,6 +61,8 @@ class OpContext {
   /// string may end up in a one-line diagnostic).
   std::string attrString(const char* name, const std::string& fallback) const;
   std::vector<int64_t> attrInts(const char* name, std::vector<int64_t> fallback = {}) const;
+  /// A floats attribute; empty when absent.
+  std::vector<double> attrFloats(const char* name) const;
   const onnx::TensorProto* attrTensor(const char* name) const;
 
   /// Input i's first value, as a double; fails unless it is a compile-time

@@ -53,9 +53,7 @@ struct MultiplyAdd {
   const float* weights;  // [tap][16 channels]
   float bias[detail::ChannelVectors::kLanes];
   Lanes low, high;
-  void start(int part, Lanes& sum) const {
-    sum = simd::load(bias + part * simd::kLanes);
-  }
+  void start(int part, Lanes& sum) const { sum = simd::load(bias + part * simd::kLanes); }
   void tap(int64_t t, int part, Lanes& w) const {
     w = simd::load(weights + t * detail::ChannelVectors::kLanes + part * simd::kLanes);
   }

@@ -50,8 +50,7 @@ void fewChannelsBlock(const float* planes, int64_t planeSize, int64_t inChannels
         for (int v = 0; v < V; ++v) sum[o][v] += wk[o] * in[v];
     }
   for (int o = 0; o < C; ++o)
-    for (int v = 0; v < V; ++v)
-      simd::store(sums + o * ldSums + v * kLanes, sum[o][v]);
+    for (int v = 0; v < V; ++v) simd::store(sums + o * ldSums + v * kLanes, sum[o][v]);
 }
 
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which

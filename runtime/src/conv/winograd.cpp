@@ -346,9 +346,7 @@ bool prefersTile4(const ConvParams& p, const ConvContext& context) {
 }
 
 /// The tile of the forms that have one: 4 for 1x3 and 3x1 windows, else 2.
-int64_t fixedTile(const ConvParams& p) {
-  return isOneDimensional(p) && p.k_h * p.k_w == 3 ? 4 : 2;
-}
+int64_t fixedTile(const ConvParams& p) { return isOneDimensional(p) && p.k_h * p.k_w == 3 ? 4 : 2; }
 
 }  // namespace
 
