@@ -11,13 +11,14 @@ same options only loads. README.md, "Python", lists the API.
 
 import json
 import os
+import re
 import tempfile
 
 from .errors import CompileError, Error, InternalError, RunError
 from . import _cgc
 from .model import Model, TensorInfo
 
-__all__ = ["compile", "load", "inspect", "tune", "cache_directory", "Model", "TensorInfo",
+__all__ = ["compile", "load", "inspect", "tune", "calibrate", "cache_directory", "Model", "TensorInfo",
            "Error", "CompileError", "InternalError", "RunError"]
 
 
@@ -77,6 +78,75 @@ def tune(model, shapes=None, constants=None, target="native", out_dir=".", input
         return _cgc.tune(_path(model), _shapes(shapes), _constants(constants, scratch), target,
                          _path(out_dir), "" if inputs is None else _path(inputs), int(rounds),
                          float(budget), bool(verbose))
+
+
+def calibrate(model, batches, output=None, shapes=None, constants=None, target="native",
+              bins=2048, verbose=False):
+    """``cgc calibrate`` from numpy: runs the float model on each input set
+    of `batches` (an iterable of dicts {input name: array}, or of sequences
+    of arrays in the model's input order; each array exactly the input's
+    dtype and shape, else ValueError naming the set and the input), writes
+    the per-tensor statistics JSON to `output` (default: next to the model,
+    <model stem>.calib.json) and returns them as a dict. Raises
+    CompileError for a NaN or infinite value (naming the tensor), as the
+    command does."""
+    report = inspect(model, shapes=shapes, constants=constants, target=target)
+    if "error" in report:
+        raise CompileError(report["error"])
+    inputs = [(t["name"], _tensor_type(t["type"])) for t in report["inputs"]]
+    with tempfile.TemporaryDirectory(prefix="cgc-calibrate-") as scratch:
+        dirs = [_write_input_set(scratch, i, batch, inputs) for i, batch in enumerate(batches)]
+        if not dirs:
+            raise ValueError("calibrate() takes at least one input set")
+        path = _path(output) if output is not None else \
+            _cgc.default_calibration_path(_path(model))
+        with tempfile.TemporaryDirectory(prefix="cgc-constants-") as constants_dir:
+            _cgc.calibrate(_path(model), _shapes(shapes), _constants(constants, constants_dir),
+                           target, dirs, path, int(bins), bool(verbose))
+    with open(path) as file:
+        return json.load(file)
+
+
+def _tensor_type(text):
+    """"float32[1,3,224,224]" (cgc inspect's type) -> (numpy dtype, shape)."""
+    import numpy as np
+    match = re.fullmatch(r"(\w+)\[([\d,]*)\]", text)
+    if not match:
+        raise InternalError(f"cgc inspect gave the type '{text}'")
+    shape = tuple(int(d) for d in match.group(2).split(",") if d)
+    try:
+        return np.dtype(match.group(1)), shape
+    except TypeError:
+        return None, shape  # a type numpy lacks (bfloat16)
+
+
+def _write_input_set(scratch, index, batch, inputs):
+    """One input set as DIR/input_N.pb (the ONNX test-data layout)."""
+    import numpy as np
+    names = [name for name, _ in inputs]
+    if isinstance(batch, dict):
+        unknown = [name for name in batch if name not in names]
+        if unknown:
+            raise ValueError(f"input set {index}: the model has no input '{unknown[0]}' "
+                             f"(its inputs: {', '.join(names)})")
+        missing = [name for name in names if name not in batch]
+        if missing:
+            raise ValueError(f"input set {index}: input '{missing[0]}' is missing")
+        arrays = [batch[name] for name in names]
+    else:
+        arrays = list(batch)
+        if len(arrays) != len(names):
+            raise ValueError(f"input set {index}: the model takes {len(names)} input(s) "
+                             f"({', '.join(names)}), got {len(arrays)}")
+    directory = os.path.join(scratch, f"set_{index}")
+    os.mkdir(directory)
+    for n, ((name, (dtype, shape)), value) in enumerate(zip(inputs, arrays)):
+        array = np.ascontiguousarray(value)
+        if array.dtype != dtype or array.shape != shape:
+            raise ValueError(f"input set {index}, input '{name}': expected {dtype} of shape "
+                             f"{shape}, got {array.dtype} of shape {array.shape}")
+        _cgc.write_tensor(os.path.join(directory, f"input_{n}.pb"), name, array)
+    return directory
 
 
 def _path(value):

@@ -1,7 +1,7 @@
 // The extension module _cgc: what the `cgc` package (python/cgc) calls. It
 // compiles, builds and loads models through the same driver functions as
 // `cgc run` (commands::compileAndBuild, the cache of driver::cacheDirectory),
-// wraps `cgc inspect --json` and `cgc tune`, and turns cgc's C++ errors into
+// wraps `cgc inspect --json`, `cgc tune` and `cgc calibrate`, and turns cgc's C++ errors into
 // the package's exceptions (cgc.errors). Argument checking and the numpy
 // conveniences are the pure-Python layer's.
 #include <dlfcn.h>
@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/names.h"
+#include "compiler/calibrate.h"
 #include "compiler/commands.h"
 #include "compiler/tune.h"
 #include "dtypes.h"
@@ -162,5 +163,21 @@ PYBIND11_MODULE(_cgc, module) {
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
       py::arg("out_dir"), py::arg("inputs_dir"), py::arg("rounds"), py::arg("budget"),
       py::arg("verbose"));
+  module.def(
+      "calibrate",
+      [](const std::string& model, const Shapes& shapes, const Files& constants,
+         const std::string& target, const std::vector<std::string>& inputDirs,
+         const std::string& output, int bins, bool verbose) {
+        commands::CalibrateOptions options;
+        options.compile = compileOptions(model, shapes, constants, target, 0, 0, "", verbose);
+        options.inputDirs = inputDirs;
+        options.output = output;
+        options.bins = bins;
+        py::gil_scoped_release release;
+        commands::calibrate(options);
+      },
+      py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
+      py::arg("input_dirs"), py::arg("output"), py::arg("bins"), py::arg("verbose"));
+  module.def("default_calibration_path", &commands::defaultCalibrationPath, py::arg("model"));
   module.def("write_tensor", &writeTensor, py::arg("path"), py::arg("name"), py::arg("array"));
 }

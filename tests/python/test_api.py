@@ -135,3 +135,46 @@ def test_tune_writes_a_profile_compile_reads(tmp_path):
     assert profile["executors"] >= 1 and "nodes" in profile
     model = cgc.compile(sample, profile=path)
     assert model.info["executors"] == profile["executors"]
+
+
+def test_calibrate_from_numpy(tiny_cnn, tmp_path):
+    model, inputs, _ = tiny_cnn
+    path = SAMPLES / "tiny_cnn" / "model.onnx"
+    rng = np.random.default_rng(0)
+    shape = model.inputs[0].shape
+    batches = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
+    stats = cgc.calibrate(path, [{model.inputs[0].name: x} for x in batches],
+                          output=tmp_path / "c.json", bins=32)
+    assert stats == json.loads((tmp_path / "c.json").read_text())
+    assert stats["input_sets"] == 3 and stats["bins"] == 32
+    # The input and the output, against numpy over what cgc's model gives.
+    seen = np.stack(batches)
+    outputs = np.stack([model(x) for x in batches])
+    for name, values in ((model.inputs[0].name, seen), (model.outputs[0].name, outputs)):
+        tensor = stats["tensors"][name]
+        assert tensor["count"] == values.size, name
+        assert tensor["min"] == pytest.approx(float(values.min()), rel=1e-6), name
+        assert tensor["max"] == pytest.approx(float(values.max()), rel=1e-6), name
+        assert sum(tensor["histogram"]) == values.size, name
+    assert len(stats["tensors"]) > 2  # the intermediate activations too
+    # Sequences in input order work the same.
+    again = cgc.calibrate(path, [[x] for x in batches], output=tmp_path / "d.json", bins=32)
+    assert again["tensors"] == stats["tensors"]
+
+
+def test_calibrate_errors(tiny_cnn, tmp_path):
+    model, _, _ = tiny_cnn
+    path = SAMPLES / "tiny_cnn" / "model.onnx"
+    good = np.zeros(model.inputs[0].shape, np.float32)
+    out = tmp_path / "c.json"
+    with pytest.raises(ValueError, match="input set 1, input 'input': expected float32"):
+        cgc.calibrate(path, [[good], [good[..., :-1]]], output=out)
+    with pytest.raises(ValueError, match="at least one input set"):
+        cgc.calibrate(path, [], output=out)
+    with pytest.raises(ValueError, match="input set 0: the model has no input 'x'"):
+        cgc.calibrate(path, [{"x": good}], output=out)
+    nan = good.copy()
+    nan[0, 0, 0, 0] = np.nan
+    with pytest.raises(cgc.CompileError, match="NaN"):
+        cgc.calibrate(path, [[good], [nan]], output=out)
+    assert not out.exists()
