@@ -40,7 +40,9 @@ case $mode in
     export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac
-flags="-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=$sanitize -fno-sanitize-recover=all -Wall -Wextra -Werror"
+# -g1: line tables only; reports still name file and line, and the runtime
+# builds in half the time of -g (winograd.cpp under ASan: 32 s to 14).
+flags="-std=c++20 -O1 -g1 -fno-omit-frame-pointer -fsanitize=$sanitize -fno-sanitize-recover=all -Wall -Wextra -Werror"
 
 # spawn CMD...: CMD in the background, at most `nproc` at a time;
 # wait_all: waits for them, and fails if one failed.
@@ -103,7 +105,7 @@ if [ "$mode" = address ]; then  # the kernels' own tests
   # -Wmaybe-uninitialized (a false positive inside libstdc++). The int8
   # tests round as the float emulation only without contraction.
   for test in main gemm_conv_tests quant_kernel_tests; do
-    spawn c++ -std=c++20 -O2 -g -Wall -Wextra -Werror -Wno-maybe-uninitialized "${march[@]}" \
+    spawn c++ -std=c++20 -O2 -g1 -Wall -Wextra -Werror -Wno-maybe-uninitialized "${march[@]}" \
         -ffp-contract=off -I"$runtime/include" -c "$tests/$test.cpp" -o "$work/$test.o"
   done
   wait_all
