@@ -2,9 +2,10 @@
 and compares every output: |cgc - ort| <= atol + rtol * |ort| elementwise,
 where the relative error is |cgc - ort| / max(|ort|, atol),
 with rtol 1e-3 and atol 1e-4 unless the case's case.json gives its own
-tolerance with a reason. Prints a Markdown table (model, cgc compile time,
-status, max abs and relative error, largest output magnitude) and writes it with a JSON copy
-into bench/results/.
+tolerance with a reason. Prints a Markdown table (model, the time of cgc
+run: compile, build and one run; status, max abs and relative error,
+largest output magnitude) and writes it with a JSON copy into
+bench/results/.
 
 Usage: /usr/bin/python3 bench/check.py [--cgc CGC] [--corpus DIR] [--only NAMES]
            [--results DIR] [--cgc-arg=ARG]...
@@ -212,13 +213,10 @@ def check_case(cgc, name, case_dir, work, extra_args):
         reason = f"{spec['float_steps']} steps of the output's scale"
     row = {"model": name, "rtol": rtol, "atol": atol, "tolerance_reason": reason}
     try:
-        row["compile_s"], _ = run([cgc, "compile", model, "-q", "-o",
-                                   os.path.join(work, "generated")] + bindings,
-                                  "cgc compile")
         run(["node", os.path.join(BENCH_DIR, "ort_run.js"), model, data,
              os.path.join(work, "ort")], "ONNX Runtime")
-        run([cgc, "run", model, "-q", "--inputs", data, "--outputs",
-             os.path.join(work, "cgc")] + bindings, "cgc run")
+        row["run_s"], _ = run([cgc, "run", model, "-q", "--inputs", data, "--outputs",
+                               os.path.join(work, "cgc")] + bindings, "cgc run")
         theirs = ort_outputs(os.path.join(work, "ort"))
         ours = cgc_outputs(os.path.join(work, "cgc"), len(theirs))
         ok, row["max_abs_err"], row["max_rel_err"], row["output_scale"], detail = compare(ours, theirs, rtol, atol)
@@ -232,11 +230,11 @@ def check_case(cgc, name, case_dir, work, extra_args):
 
 
 def table(rows):
-    lines = ["| model | cgc compile (s) | status | max abs error | max rel error | largest output | tolerance (rtol / atol) | int8: largest difference in steps |",
+    lines = ["| model | cgc run (s) | status | max abs error | max rel error | largest output | tolerance (rtol / atol) | int8: largest difference in steps |",
              "|---|---:|---|---:|---:|---:|---|---|"]
     for r in rows:
         fmt = lambda key: f"{r[key]:.1e}" if key in r else "-"
-        compile_s = f"{r['compile_s']:.1f}" if "compile_s" in r else "-"
+        run_s = f"{r['run_s']:.1f}" if "run_s" in r else "-"
         status = r["status"] if not r.get("detail") or r["status"] == "pass" else f"{r['status']}: {r['detail']}"
         tolerance = f"{r['rtol']:g} / {r['atol']:g}" + (f" ({r['tolerance_reason']})" if r["tolerance_reason"] else "")
         steps = "-"
@@ -245,7 +243,7 @@ def table(rows):
                      f"{r['int_steps']}" + (f" ({r['int_steps_at']})" if r["int_steps_at"] else ""))
             if r.get("local_steps_at"):
                 steps += f"; from cgc's own inputs {r['local_steps']} ({r['local_steps_at']})"
-        lines.append(f"| {r['model']} | {compile_s} | {status} | {fmt('max_abs_err')} | {fmt('max_rel_err')} | {fmt('output_scale')} | {tolerance} | {steps} |")
+        lines.append(f"| {r['model']} | {run_s} | {status} | {fmt('max_abs_err')} | {fmt('max_rel_err')} | {fmt('output_scale')} | {tolerance} | {steps} |")
     return "\n".join(lines)
 
 
@@ -257,7 +255,7 @@ def main():
     parser.add_argument("--results", default=os.path.join(BENCH_DIR, "results"),
                         help="where the table and the outputs go")
     parser.add_argument("--cgc-arg", action="append", default=[],
-                        help="extra argument for cgc compile and run")
+                        help="extra argument for cgc run")
     args = parser.parse_args()
     args.cgc = os.path.abspath(args.cgc)
     if not os.path.isdir(args.corpus):
