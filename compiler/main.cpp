@@ -15,6 +15,12 @@ namespace {
 
 using cgc::driver::CompileOptions;
 
+/// A name given on the command line may not be empty (an empty --name would
+/// silently mean the default).
+const CLI::Validator kNotEmpty(
+    [](const std::string& text) { return text.empty() ? std::string("is empty") : std::string(); },
+    "", "not empty");
+
 /// The options every command that compiles takes, and the raw texts of
 /// --shape and --constant (parsed once the command is known).
 struct ModelArgs {
@@ -96,11 +102,13 @@ CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
   addScheduleOptions(*compile, options);
   compile->add_option("-o,--output", options.outDir,
                       "Output directory (default: current directory)");
-  compile->add_option("--name", options.className,
-                      "C++ class name (default: from the file name, hey_jarvis_v0.1.onnx -> "
-                      "HeyJarvisV0_1); the C prefix and file names are its snake_case form "
-                      "(hey_jarvis_v0_1). A C++ identifier: no keyword, no leading '_', no "
-                      "'__', no '_t' ending (README \"Names\")");
+  compile
+      ->add_option("--name", options.className,
+                   "C++ class name (default: from the file name, hey_jarvis_v0.1.onnx -> "
+                   "HeyJarvisV0_1); the C prefix and file names are its snake_case form "
+                   "(hey_jarvis_v0_1). A C++ identifier: no keyword, no leading '_', no "
+                   "'__', no '_t' ending (README \"Names\")")
+      ->check(kNotEmpty);
   compile->add_option("--namespace", options.nameSpace,
                       "C++ namespace of the class, nested ones as a::b (default: cgc_models); "
                       "each part follows --name's rules");
@@ -161,8 +169,10 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
                        "building it")
           ->check(CLI::ExistingFile);
   CLI::Option* name =
-      command->add_option("--name", run.compile.className,
-                          "With --library: the model's class name (cgc compile --name)");
+      command
+          ->add_option("--name", run.compile.className,
+                       "With --library: the model's class name (cgc compile --name)")
+          ->check(kNotEmpty);
   library->needs(name);
   name->needs(library);
   return command;
@@ -328,7 +338,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 1;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line naming the flag, as every other error.
+    std::cerr << "cgc: error: " << e.what() << " (see --help)\n";
+    return 1;
   }
   return guarded([&] {
     if (*compile) {

@@ -202,6 +202,12 @@ expect name_space "--name 'Net Work'" "not a C++ identifier" -- "$cgc" compile "
 expect name_digit "--name '3dNet'" "starts with a digit" -- "$cgc" compile "$model" --name 3dNet -o "$work/names" --quiet
 expect name_keyword "--name 'class'" "keyword" -- "$cgc" compile "$model" --name class -o "$work/names" --quiet
 expect name_reserved "--name '_Net'" "reserved" -- "$cgc" compile "$model" --name _Net -o "$work/names" --quiet
+expect name_empty "--name: is empty" -- "$cgc" compile "$model" --name "" -o "$work/names" --quiet
+expect library_name_empty "--name: is empty" -- "$cgc" run "$model" --library "$model" --name "" --quiet
+# A wrong flag or value: one line naming it, exit 1 (CLI11's own second line
+# left out).
+expect flag_range "--executors" "not in range" -- "$cgc" compile "$model" --executors 0 --quiet
+expect flag_unknown "--bogus" -- "$cgc" compile "$model" --bogus
 expect name_double_underscore "--name 'a__b'" "reserved" -- "$cgc" compile "$model" --name a__b -o "$work/names" --quiet
 expect name_used "--name 'std'" "generated code uses" -- "$cgc" compile "$model" --name std -o "$work/names" --quiet
 expect name_prefix_keyword "--name 'Int'" "C prefix" "'int'" "keyword" -- "$cgc" compile "$model" --name Int -o "$work/names" --quiet
