@@ -181,14 +181,16 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
 CLI::App* addCalibrate(CLI::App& app, ModelArgs& args, cgc::commands::CalibrateOptions& calib) {
   CLI::App* command = app.add_subcommand(
       "calibrate",
-      "Run the float MODEL (compiled and built as cgc run does, cached) on calibration input "
-      "sets and write per-tensor statistics as JSON, for int8 quantisation to choose "
-      "activation scales from: for each float graph input and each float tensor a top-level "
-      "node computes from the inputs, its dtype, shape, count, min, max and a histogram. Two "
-      "passes over the input sets: the first finds min and max, the second counts each value "
-      "into --bins equal bins over [min, max] (bin = floor((x - min) / (max - min) x bins), "
-      "max in the last bin; one bin when min == max). A NaN or infinite value is an error "
-      "naming the tensor and the input set; nothing is written then");
+      "Run the float MODEL on calibration input sets and write each activation's statistics "
+      "(min, max, histogram) as JSON, for int8 quantisation");
+  command->footer(
+      "The model is compiled and built as cgc run does (cached). The tensors: each float graph "
+      "input and each float tensor a top-level node computes from the inputs, with its dtype, "
+      "shape, count, min, max and histogram. Two passes over the input sets: the first finds "
+      "min and max, the second counts each value into --bins equal bins over [min, max] (bin = "
+      "floor((x - min) / (max - min) x bins), max in the last bin; one bin when min == max). A "
+      "NaN or infinite value is an error naming the tensor and the input set; nothing is "
+      "written then.");
   addModelOptions(*command, args);
   command->add_option("--inputs", calib.inputDirs,
                       "A calibration input set: a directory with input_0.pb, input_1.pb, ... "
