@@ -106,10 +106,7 @@ class Model:
         if not isinstance(inputs, dict):
             raise TypeError("run() takes a dict {input name: array}")
         for name in inputs:
-            if name not in self._input_index:
-                raise ValueError(
-                    f"model {self.name} has no input '{name}' (its inputs: "
-                    f"{', '.join(t.name for t in self.inputs)})")
+            self._index(name)  # ValueError for a name the model lacks
         for info in self.inputs:
             if info.name not in inputs:
                 raise ValueError(f"input '{info.name}' is missing: expected "
