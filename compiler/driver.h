@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/model_emitter.h"
+#include "compiler/quantize.h"
 #include "ir/graph.h"
 #include "lowering/kernel_call.h"
 #include "onnx_frontend/onnx_loader.h"
@@ -37,6 +38,10 @@ struct CompileOptions {
   /// cgc tune's trials: this convolution variant ("Im2col") on every float
   /// Conv that takes it (passes::PassTarget::everyConvVariant).
   std::string everyConvVariant;
+  /// --quantize int8 and its settings; the pass's input is made from them
+  /// once (quantizeSpec, where a caller has not made it already).
+  quant::QuantizeOptions quantize;
+  std::shared_ptr<const passes::QuantizeSpec> quantizeSpec;
 };
 
 /// The compiled model in memory (before anything is written).

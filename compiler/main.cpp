@@ -94,12 +94,47 @@ void addScheduleOptions(CLI::App& command, CompileOptions& options) {
       ->check(CLI::ExistingFile);
 }
 
+/// --quantize int8 and what it reads (compiler/quantize.h).
+void addQuantizeOptions(CLI::App& command, CompileOptions& options) {
+  cgc::quant::QuantizeOptions& q = options.quantize;
+  auto* quantize = command.add_option(
+      "--quantize", q.precision,
+      "Run the model in int8 where the int8 kernels pay (Conv, MatMul, Gemm with constant "
+      "weights; the Add, pooling and moves between them), from the activation ranges of "
+      "--calibration; the rest stays float: int8 (README \"Quantisation\")");
+  command
+      .add_option("--calibration", q.calibration,
+                  "The activation statistics --quantize reads (cgc calibrate's output)")
+      ->check(CLI::ExistingFile)
+      ->needs(quantize);
+  command
+      .add_option("--method", q.method,
+                  "How a tensor's range is chosen from its statistics: " +
+                      fmt::format("{}", fmt::join(cgc::quant::methodNames(), ", ")))
+      ->capture_default_str()
+      ->needs(quantize);
+  command
+      .add_option("--percentile", q.percentile,
+                  "--method percentile: the central percent of each tensor's values kept")
+      ->capture_default_str()
+      ->needs(quantize);
+  command
+      .add_option("--activations", q.activations, "The int8 activations' type: u8 or s8")
+      ->capture_default_str()
+      ->needs(quantize);
+  command
+      .add_option("--keep-float", q.keepFloat,
+                  "Leave these layers (node names, cgc inspect) in float (repeatable)")
+      ->needs(quantize);
+}
+
 CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
   CompileOptions& options = *args.options;
   CLI::App* compile =
       app.add_subcommand("compile", "Compile MODEL into NAME.h, NAME.cpp and NAME.weights.bin");
   addModelOptions(*compile, args);
   addScheduleOptions(*compile, options);
+  addQuantizeOptions(*compile, options);
   compile->add_option("-o,--output", options.outDir,
                       "Output directory (default: current directory)");
   compile
@@ -132,6 +167,7 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
       "outputs");
   addModelOptions(*command, args);
   addScheduleOptions(*command, run.compile);
+  addQuantizeOptions(*command, run.compile);
   command->add_option("--inputs", run.inputsDir,
                       "Directory with input_0.pb, input_1.pb, ... (ONNX test-data layout); "
                       "every input must be there unless --fill-missing-inputs; their shapes "
@@ -236,6 +272,7 @@ CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) 
       "Winograd's forms and the packed GEMM's depth steps) and per-op thread counts; write the "
       "fastest as DIR/<model>.profile.json for --profile");
   addModelOptions(*command, args);
+  addQuantizeOptions(*command, tune.compile);
   command->add_option("-o,--output", tune.outDir,
                       "Directory for the profile (default: current directory)");
   command->add_option("--inputs", tune.inputsDir,
@@ -321,6 +358,7 @@ int main(int argc, char** argv) {
       "and Scan bodies); with --ops, the ONNX ops cgc supports");
   addModelOptions(*inspect, inspectArgs);
   addScheduleOptions(*inspect, inspectOptions);
+  addQuantizeOptions(*inspect, inspectOptions);
   inspect->add_flag("--json", json, "Print the report as JSON");
   bool listOps = false;
   CLI::Option* model = inspect->get_option("MODEL")->required(false);

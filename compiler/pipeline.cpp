@@ -77,6 +77,7 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
   pipeline.target = {target.machine, target.int8Isa(), target.tier};
   pipeline.target.convVariants = tuned.convVariants;
   pipeline.target.everyConvVariant = options.everyConvVariant;
+  pipeline.target.quantize = options.quantizeSpec;
   pipeline.target.note = [&options](const std::string& text) {
     progress(options, "note: " + text);
   };
@@ -156,6 +157,8 @@ void compileSubgraphs(CompiledModel& model, const CompileOptions& options) {
   inner.profilePath.clear();
   inner.printIrAfter.clear();
   inner.quiet = true;
+  inner.quantize = {};  // bodies stay float: calibration observes the top level only
+  inner.quantizeSpec = nullptr;
   for (int id : model.graph.liveNodes()) {
     const ir::Node& node = model.graph.node(id);
     if (node.subgraphs.empty()) continue;
@@ -176,9 +179,30 @@ void compileSubgraphs(CompiledModel& model, const CompileOptions& options) {
   }
 }
 
+/// What --quantize made int8, on stderr; CompileError where it made
+/// nothing (a calibration file of another model).
+void reportQuantized(const ir::Graph& graph, const CompileOptions& options) {
+  int int8 = 0, float32 = 0;
+  for (int id : graph.liveNodes()) {
+    const std::string& op = graph.node(id).op;
+    int8 += op == "QLinearConv" || op == "QLinearMatMul";
+    float32 += op == "Conv" || op == "MatMul" || op == "Gemm";
+  }
+  if (int8 == 0)
+    userError({options.quantize.calibration, "", ""},
+              "--quantize int8: no layer of {} became int8: the calibration file has no range for "
+              "the activations of its Conv, MatMul and Gemm layers (calibrated on another model?)",
+              options.modelPath);
+  progress(options, fmt::format("quantize: {} layers int8, {} float ({} method)", int8, float32,
+                                options.quantize.method));
+}
+
 }  // namespace
 
-CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
+CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
+  CompileOptions options = given;
+  if (options.quantize.enabled() && !options.quantizeSpec)
+    options.quantizeSpec = quant::makeSpec(options.quantize);
   lowering::checkLowerable(graph);
   CompiledModel model;
   model.importedNodes = static_cast<int>(graph.liveNodes().size());
@@ -189,6 +213,7 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& options) {
     checkMeasuredHere(options.profilePath, tuned, findTarget(options.target));
   }
   passes::runPipeline(model.graph, pipelineOptions(options, tuned));
+  if (options.quantizeSpec) reportQuantized(model.graph, options);
   model.calls = lowering::lowerGraph(model.graph);
   model.schedule = scheduleGraph(model.graph, model.calls, options, tuned);
   compileSubgraphs(model, options);

@@ -5,6 +5,8 @@
 
 #include <functional>
 #include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@ namespace cgc::passes {
 #define CGC_GRAPH_PASSES(X)                               \
   X("canonicalize", canonicalize)                         \
   X("fold-pad", foldPad)                                  \
+  X("quantize", quantize)                                 \
   X("fuse-quantized", fuseQuantized)                      \
   X("pack-quantized-weights", packQuantizedWeights)       \
   X("fold-constants", foldConstants)                      \
@@ -31,6 +34,16 @@ namespace cgc::passes {
   X("block-activations", blockActivations)                \
   X("pack-rnn-weights", packRecurrentWeights)             \
   X("dead-code", eliminateDeadCode)
+
+/// What the quantize pass makes int8 (compiler/quantize.h makes it from a
+/// calibration file): the activations' ranges by value name, in float, as
+/// the calibration method chose them; the activations' type; and the
+/// nodes (by name) that stay in float.
+struct QuantizeSpec {
+  std::map<std::string, std::pair<float, float>> ranges;
+  DType activations = DType::kU8;
+  std::set<std::string> keepFloat;
+};
 
 /// What the passes may assume of the target they compile for
 /// (compiler/targets.h makes it from cmake/targets.def and
@@ -56,6 +69,8 @@ struct PassTarget {
   /// cgc tune's trials: this variant on every float Conv not named in
   /// convVariants that it takes, the pass's own choice elsewhere ("": none).
   std::string everyConvVariant{};
+  /// --quantize int8: what the quantize pass quantises (null: nothing).
+  std::shared_ptr<const QuantizeSpec> quantize{};
   /// What a pass tells the user (a measured choice it did not take); null:
   /// nothing is said.
   std::function<void(const std::string&)> note{};

@@ -1,0 +1,56 @@
+// --quantize int8: the activation ranges the quantize pass reads, chosen
+// from a `cgc calibrate` file by one of three methods:
+//   minmax      the smallest and largest value seen;
+//   percentile  the histogram's central --percentile percent (the tails
+//               beyond it, half on each side, are clipped);
+//   entropy     the clip threshold whose int8 histogram is nearest the
+//               float one in Kullback-Leibler divergence (TensorRT's and
+//               ONNX Runtime's calibration; below).
+// Each range is widened to hold 0 by the pass.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "passes/pass_manager.h"
+
+namespace cgc::quant {
+
+/// --quantize and the options that go with it.
+struct QuantizeOptions {
+  std::string precision;    // --quantize: "" (float) or "int8"
+  std::string calibration;  // --calibration FILE
+  std::string method = "percentile";
+  double percentile = 99.99;        // --percentile, for the percentile method
+  std::string activations = "u8";   // --activations u8|s8
+  std::vector<std::string> keepFloat;  // --keep-float NODE...: layers left in float
+  bool enabled() const { return !precision.empty(); }
+};
+
+/// The methods --method takes, for --help and its check.
+const std::vector<std::string>& methodNames();
+
+/// One tensor of a calibration file.
+struct TensorStats {
+  double lo = 0, hi = 0;  // min and max; lo > hi when the tensor had no values
+  int64_t count = 0;
+  std::vector<int64_t> histogram;  // equal bins over [lo, hi]
+};
+
+/// Reads a `cgc calibrate` file. CompileError naming the file where it is
+/// not one.
+std::map<std::string, TensorStats> readCalibration(const std::string& path);
+
+/// The range `method` chooses for one tensor.
+std::pair<float, float> chooseRange(const TensorStats& stats, const std::string& method,
+                                    double percentile);
+
+/// The quantize pass's input for these options (null when they do not
+/// quantise). CompileError for an unknown method or activation type, a
+/// percentile outside (0, 100], and a calibration file that cannot be read.
+std::shared_ptr<const passes::QuantizeSpec> makeSpec(const QuantizeOptions& options);
+
+}  // namespace cgc::quant
