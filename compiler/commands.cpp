@@ -1,5 +1,6 @@
 // The cgc subcommands: compile, run, inspect.
 #include "compiler/commands.h"
+#include "compiler/accuracy_budget.h"
 
 #include <fmt/ranges.h>
 
@@ -297,8 +298,9 @@ std::vector<std::pair<std::string, std::string>> parseNamedFiles(
   return pairs;
 }
 
-int compile(const driver::CompileOptions& options) {
-  driver::checkedNames(options);
+int compile(const driver::CompileOptions& given) {
+  driver::checkedNames(given);
+  const driver::CompileOptions options = quant::applyBudget(given);
   if (driver::namesSeveralTargets(options)) {
     driver::writeTargetLibrary(driver::emitTargetLibrary(options), options.outDir, options);
     return 0;
@@ -487,6 +489,7 @@ int run(const RunOptions& given) {
   RunOptions options = given;
   bindShapesFromInputs(options.compile, options.inputsDir);
   const codegen::ModelNames names = driver::checkedNames(options.compile);
+  options.compile = quant::applyBudget(options.compile);
   // Read by the runtime when the instance is created (ExecutorPool).
   if (options.oversubscribe) setenv("CGC_OVERSUBSCRIBE", "1", 1);
   const bool several = driver::namesSeveralTargets(options.compile);

@@ -38,8 +38,9 @@ struct CompileOptions {
   /// cgc tune's trials: this convolution variant ("Im2col") on every float
   /// Conv that takes it (passes::PassTarget::everyConvVariant).
   std::string everyConvVariant;
-  /// --quantize int8 and its settings; the pass's input is made from them
-  /// once (quantizeSpec, where a caller has not made it already).
+  /// --quantize int8 and its settings; the pass's ranges are made from them
+  /// once (quantizeSpec, where a caller has not made it already: the
+  /// accuracy budget's trials share it).
   quant::QuantizeOptions quantize;
   std::shared_ptr<const passes::QuantizeSpec> quantizeSpec;
 };
@@ -55,6 +56,8 @@ struct CompiledModel {
   /// Loop's or Scan's body), by node id; a branch that failed to import is
   /// an empty graph.
   std::map<int, std::vector<CompiledModel>> subgraphs;
+  /// --quantize: what the quantize pass was given and what it recorded.
+  std::shared_ptr<const passes::QuantizeSpec> quantization;
 
   codegen::ModelToEmit toEmit() const;
   /// Kernels per op, in the graph and every compiled body at any depth (a

@@ -128,6 +128,30 @@ void addQuantizeOptions(CLI::App& command, CompileOptions& options) {
       ->needs(quantize);
 }
 
+/// The accuracy budget (compiler/accuracy_budget.h): compile and run only.
+void addBudgetOptions(CLI::App& command, CompileOptions& options) {
+  cgc::quant::QuantizeOptions& q = options.quantize;
+  CLI::Option* quantize = command.get_option("--quantize");
+  command
+      .add_option("--max-error", q.maxError,
+                  "The accuracy budget: the largest relative error of an output (and share of "
+                  "top-1 disagreements of a classifier-shaped one) against the float model on "
+                  "--check-inputs; the most sensitive layers return to float until it holds")
+      ->check(CLI::PositiveNumber)
+      ->needs(quantize);
+  command
+      .add_option("--check-inputs", q.checkInputs,
+                  "Held-out input sets (directories of input_N.pb) that --max-error and the "
+                  "report measure on")
+      ->needs(quantize);
+  command
+      .add_option("--quantize-report", q.report,
+                  "Write the quantisation report to FILE.json and a table to FILE.txt: each "
+                  "layer's precision, each output's error and the float and int8 speed (with "
+                  "--check-inputs)")
+      ->needs(quantize);
+}
+
 CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
   CompileOptions& options = *args.options;
   CLI::App* compile =
@@ -135,6 +159,7 @@ CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
   addModelOptions(*compile, args);
   addScheduleOptions(*compile, options);
   addQuantizeOptions(*compile, options);
+  addBudgetOptions(*compile, options);
   compile->add_option("-o,--output", options.outDir,
                       "Output directory (default: current directory)");
   compile
@@ -168,6 +193,7 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
   addModelOptions(*command, args);
   addScheduleOptions(*command, run.compile);
   addQuantizeOptions(*command, run.compile);
+  addBudgetOptions(*command, run.compile);
   command->add_option("--inputs", run.inputsDir,
                       "Directory with input_0.pb, input_1.pb, ... (ONNX test-data layout); "
                       "every input must be there unless --fill-missing-inputs; their shapes "

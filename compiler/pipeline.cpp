@@ -201,10 +201,15 @@ void reportQuantized(const ir::Graph& graph, const CompileOptions& options) {
 
 CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
   CompileOptions options = given;
-  if (options.quantize.enabled() && !options.quantizeSpec)
-    options.quantizeSpec = quant::makeSpec(options.quantize);
-  lowering::checkLowerable(graph);
   CompiledModel model;
+  if (options.quantize.enabled()) {
+    auto spec = std::make_shared<passes::QuantizeSpec>(
+        options.quantizeSpec ? *options.quantizeSpec : *quant::makeSpec(options.quantize));
+    spec->keepFloat = {options.quantize.keepFloat.begin(), options.quantize.keepFloat.end()};
+    spec->record = std::make_shared<passes::QuantizeSpec::Record>();
+    options.quantizeSpec = model.quantization = spec;
+  }
+  lowering::checkLowerable(graph);
   model.importedNodes = static_cast<int>(graph.liveNodes().size());
   model.graph = std::move(graph);
   TunedConfig tuned;

@@ -177,7 +177,6 @@ std::shared_ptr<const passes::QuantizeSpec> makeSpec(const QuantizeOptions& opti
     throw CompileError("cgc: error: --quantize int8 needs --calibration FILE (cgc calibrate)");
   auto spec = std::make_shared<passes::QuantizeSpec>();
   spec->activations = activationType(options.activations);
-  spec->keepFloat.insert(options.keepFloat.begin(), options.keepFloat.end());
   for (const auto& [name, stats] : readCalibration(options.calibration))
     if (stats.count > 0)
       spec->ranges.emplace(name, chooseRange(stats, options.method, options.percentile));

@@ -27,7 +27,13 @@ struct QuantizeOptions {
   double percentile = 99.99;        // --percentile, for the percentile method
   std::string activations = "u8";   // --activations u8|s8
   std::vector<std::string> keepFloat;  // --keep-float NODE...: layers left in float
+  // The accuracy budget (compiler/accuracy_budget.h):
+  double maxError = 0;                   // --max-error; 0: no budget
+  std::vector<std::string> checkInputs;  // --check-inputs DIR...
+  std::string report;                    // --quantize-report FILE.json
+  int benchRuns = 20;                    // runs per timed round in the report
   bool enabled() const { return !precision.empty(); }
+  bool measured() const { return maxError > 0 || !checkInputs.empty() || !report.empty(); }
 };
 
 /// The methods --method takes, for --help and its check.
@@ -48,8 +54,8 @@ std::map<std::string, TensorStats> readCalibration(const std::string& path);
 std::pair<float, float> chooseRange(const TensorStats& stats, const std::string& method,
                                     double percentile);
 
-/// The quantize pass's input for these options (null when they do not
-/// quantise). CompileError for an unknown method or activation type, a
+/// The quantize pass's ranges and types for these options (null when they
+/// do not quantise; compileGraph adds keepFloat and the record). CompileError for an unknown method or activation type, a
 /// percentile outside (0, 100], and a calibration file that cannot be read.
 std::shared_ptr<const passes::QuantizeSpec> makeSpec(const QuantizeOptions& options);
 

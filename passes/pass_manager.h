@@ -43,6 +43,22 @@ struct QuantizeSpec {
   std::map<std::string, std::pair<float, float>> ranges;
   DType activations = DType::kU8;
   std::set<std::string> keepFloat;
+  /// What the pass did, for the quantisation report (null: not recorded).
+  struct Tensor {
+    std::string name;
+    float lo, hi, scale;
+    int32_t zeroPoint;
+  };
+  struct Layer {
+    std::string name, input, output;  // the node and its activations
+    double weightNoise;               // |Q(w) - w|^2 / |w|^2
+    bool writesGraphOutput;           // its output activation is one
+  };
+  struct Record {
+    std::vector<Tensor> tensors;
+    std::vector<Layer> layers;
+  };
+  std::shared_ptr<Record> record;
 };
 
 /// What the passes may assume of the target they compile for

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <set>
 
 #include "passes/pass_manager.h"
 
@@ -66,6 +67,7 @@ int weightAxis(const Graph& g, const Node& n) {
 int tailOf(const Graph& g, const Node& n) {
   const int out = n.outputs[0];
   const auto readers = g.consumers(out);
+  // A graph output gets its pair after the node: the activation cannot fuse.
   if (g.isGraphOutput(out) || readers.size() != 1) return out;
   const Node& act = g.node(readers[0]);
   const bool isAct = (act.op == "Relu" && act.inputs.size() == 1) ||
@@ -92,32 +94,41 @@ class Quantizer {
     if (sel_.products.empty()) return false;
     std::map<int, std::pair<float, int32_t>> params;  // group root -> scale, zero
     std::map<int, std::pair<float, float>> ranges;
-    for (int v = 0; v < g_.numValues(); ++v) {
+    const int values = static_cast<int>(sel_.marked.size());  // insertPair adds more
+    for (int v = 0; v < values; ++v) {
       if (!sel_.marked[v]) continue;
       const auto [lo, hi] = spec_.ranges.at(g_.value(v).name);
       auto [it, fresh] = ranges.try_emplace(sel_.find(v), lo, hi);
       if (!fresh) it->second = {std::min(it->second.first, lo), std::max(it->second.second, hi)};
     }
     for (const auto& [root, range] : ranges) params[root] = activationParams(range);
-    for (int v = 0; v < g_.numValues(); ++v)
-      if (sel_.marked[v]) insertPair(v, params.at(sel_.find(v)));
-    for (int id : sel_.products)
-      quantizeWeights(id, params.at(sel_.find(inputOf(id))).first);
+    auto* record = spec_.record.get();
+    std::set<int> graphOutputs(g_.outputs.begin(), g_.outputs.end());  // before the pairs
+    for (int v = 0; v < values; ++v) {
+      if (!sel_.marked[v]) continue;
+      const auto [scale, zero] = params.at(sel_.find(v));
+      const auto [lo, hi] = ranges.at(sel_.find(v));
+      if (record) record->tensors.push_back({g_.value(v).name, lo, hi, scale, zero});
+      insertPair(v, {scale, zero});
+    }
+    for (int id : sel_.products) {
+      const auto [x, tail] = activations_.at(id);
+      const double noise = quantizeWeights(id, params.at(sel_.find(x)).first);
+      if (record)
+        record->layers.push_back({g_.node(id).name, g_.value(x).name, g_.value(tail).name, noise,
+                                  graphOutputs.count(tail) > 0});
+    }
     return true;
   }
 
  private:
   bool hasRange(int v) const { return spec_.ranges.count(g_.value(v).name) > 0; }
 
-  /// The product's activation input (after insertPair: the DQ's input's
-  /// source, which is the marked value).
-  int inputOf(int id) const { return productInputs_.at(id); }
-
   void select();
   void pruneMoves(const std::vector<int>& order, const std::vector<bool>& int8Node);
   std::pair<float, int32_t> activationParams(std::pair<float, float> range) const;
   void insertPair(int v, std::pair<float, int32_t> params);
-  void quantizeWeights(int id, float xScale);
+  double quantizeWeights(int id, float xScale);
   int scalar(const std::string& name, float value);
   int zeroPoint(const std::string& name, int32_t value, DType type);
 
@@ -125,7 +136,7 @@ class Quantizer {
   const QuantizeSpec& spec_;
   const int weightMax_;
   Selection sel_;
-  std::map<int, int> productInputs_;  // product node -> its activation value
+  std::map<int, std::pair<int, int>> activations_;  // product -> the values it reads and writes
 };
 
 void Quantizer::select() {
@@ -145,7 +156,7 @@ void Quantizer::select() {
       if (!hasRange(x) || !hasRange(tail)) continue;
       sel_.marked[x] = sel_.marked[tail] = int8Node[id] = true;
       sel_.products.push_back(id);
-      productInputs_[id] = x;
+      activations_[id] = {x, tail};
     } else if (n.op == "Add" && n.inputs.size() == 2 && marked(n.inputs[0]) &&
                marked(n.inputs[1]) && g_.value(n.inputs[0]).type == g_.value(n.outputs[0]).type &&
                g_.value(n.inputs[1]).type == g_.value(n.outputs[0]).type) {
@@ -205,8 +216,9 @@ int Quantizer::zeroPoint(const std::string& name, int32_t value, DType type) {
                         {type == DType::kU8 ? static_cast<uint8_t>(value) : byte});
 }
 
-/// v -> QuantizeLinear -> DequantizeLinear, which every reader of v but
-/// the graph's outputs reads instead.
+/// v -> QuantizeLinear -> DequantizeLinear, which every reader of v reads
+/// instead, and which the graph outputs where it output v (so that the
+/// quantised layer before fuses).
 void Quantizer::insertPair(int v, std::pair<float, int32_t> params) {
   const std::string name = g_.value(v).name;
   const auto readers = g_.consumers(v);
@@ -222,11 +234,14 @@ void Quantizer::insertPair(int v, std::pair<float, int32_t> params) {
   for (int r : readers)
     for (int& in : g_.node(r).inputs)
       if (in == v) in = dq;
+  for (int& out : g_.outputs)
+    if (out == v) out = dq;
 }
 
 /// The product's weights as int8 per output channel and its bias as int32
-/// at xScale * w_scale[c], each behind a DequantizeLinear.
-void Quantizer::quantizeWeights(int id, float xScale) {
+/// at xScale * w_scale[c], each behind a DequantizeLinear. Returns the
+/// weights' relative rounding noise, |Q(w) - w|^2 / |w|^2.
+double Quantizer::quantizeWeights(int id, float xScale) {
   const int axis = weightAxis(g_, g_.node(id));
   const std::vector<int> inputs = g_.node(id).inputs;  // nodes and values move as they grow
   const ir::Value w = g_.value(inputs[1]);
@@ -239,14 +254,18 @@ void Quantizer::quantizeWeights(int id, float xScale) {
   auto at = [&](int64_t c, int64_t i) { return axis == 0 ? c * inner + i : i * stride + c; };
   std::vector<float> scales(channels);
   std::vector<uint8_t> q(w.type.numElements());
+  double noise = 0, power = 0;
   for (int64_t c = 0; c < channels; ++c) {
     float amax = 0;
     for (int64_t i = 0; i < count; ++i) amax = std::max(amax, std::abs(data[at(c, i)]));
     scales[c] = amax > 0 ? amax / static_cast<float>(weightMax_) : 1.0f;
     for (int64_t i = 0; i < count; ++i) {
-      const float v = std::nearbyint(data[at(c, i)] / scales[c]);
-      q[at(c, i)] = static_cast<uint8_t>(static_cast<int8_t>(
-          std::clamp<float>(v, static_cast<float>(-weightMax_), static_cast<float>(weightMax_))));
+      const float x = data[at(c, i)];
+      const float v = std::clamp<float>(std::nearbyint(x / scales[c]),
+                                        static_cast<float>(-weightMax_), static_cast<float>(weightMax_));
+      q[at(c, i)] = static_cast<uint8_t>(static_cast<int8_t>(v));
+      noise += (v * scales[c] - x) * (v * scales[c] - x);
+      power += x * x;
     }
   }
   const std::string name = w.name;
@@ -257,8 +276,9 @@ void Quantizer::quantizeWeights(int id, float xScale) {
   const int wDq = g_.addValue(g_.uniqueValueName(name + "_dequantized"), w.type);
   g_.addNode("DequantizeLinear", name + "_DequantizeLinear", {wq, wScale, -1}, {wDq}, perAxis);
   g_.node(id).inputs[1] = wDq;
+  const double relativeNoise = power > 0 ? noise / power : 0;
   const int bias = inputs.size() > 2 ? inputs[2] : -1;
-  if (bias < 0) return;
+  if (bias < 0) return relativeNoise;
   const ir::Value b = g_.value(bias);
   const auto values = b.doubleValues();
   std::vector<float> bScales(channels);
@@ -281,6 +301,7 @@ void Quantizer::quantizeWeights(int id, float xScale) {
   g_.addNode("DequantizeLinear", b.name + "_DequantizeLinear", {bInt, bScale, -1}, {bDq},
              channelAxis);
   g_.node(id).inputs[2] = bDq;
+  return relativeNoise;
 }
 
 }  // namespace
