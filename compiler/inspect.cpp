@@ -127,6 +127,20 @@ void reportVariants(const driver::CompiledModel& model, const std::string& profi
   if (!profilePath.empty()) report["profile_variants"] = fromProfile;
 }
 
+/// --quantize: each layer's precision (the int8 products and the float
+/// Conv, MatMul and Gemm nodes left), by node name.
+void reportPrecision(const driver::CompiledModel& model, nlohmann::json& report) {
+  if (!model.quantization) return;
+  nlohmann::json int8 = nlohmann::json::array(), float32 = nlohmann::json::array();
+  for (int id : model.graph.liveNodes()) {
+    const ir::Node& node = model.graph.node(id);
+    if (node.op == "QLinearConv" || node.op == "QLinearMatMul") int8.push_back(node.name);
+    if (node.op == "Conv" || node.op == "MatMul" || node.op == "Gemm") float32.push_back(node.name);
+  }
+  report["int8_layers"] = int8;
+  report["float_layers"] = float32;
+}
+
 /// The names cgc compile gives the generated code by default, and each
 /// input's and output's accessor (codegen's own table of them: the
 /// compiled graph's inputs, which lack those bound by --constant, else the
@@ -205,6 +219,13 @@ void printText(const nlohmann::json& report) {
     std::cout << "convolution variants:\n";
     for (const auto& [variant, count] : report["conv_variants"].items())
       std::cout << fmt::format("  {:<24} {:>6}\n", variant, count.get<int>());
+  }
+  if (report.contains("int8_layers")) {
+    std::cout << fmt::format("--quantize: {} layers int8, {} float{}\n",
+                             report["int8_layers"].size(), report["float_layers"].size(),
+                             report["float_layers"].empty() ? "" : ":");
+    for (const auto& name : report["float_layers"])
+      std::cout << fmt::format("  {} (float)\n", name.get<std::string>());
   }
   if (report.contains("profile_variants")) {
     std::cout << fmt::format("variants from the profile ({} layers):\n",
@@ -333,6 +354,7 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
     report["weight_bytes"] = model.weightBytes();
     report["in_place_ops"] = model.plan.inPlaceNodes;
     reportVariants(model, options.profilePath, report);
+    reportPrecision(model, report);
     int64_t floatArena = 0, floatWeights = 0;
     if (floatEquivalent(model, floatArena, floatWeights)) {
       report["float_arena_bytes"] = floatArena;

@@ -28,7 +28,7 @@ def cache_directory():
 
 
 def compile(model, shapes=None, constants=None, target="native", executors=0, threads=0,
-            profile=None, verbose=False):
+            profile=None, verbose=False, quantize=None, **quantize_options):
     """Compiles the ONNX file `model`, builds it (cached) and loads it.
 
     shapes     {input name: shape}: binds inputs' symbolic dimensions (--shape)
@@ -39,13 +39,46 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
     profile    a profile JSON (Model.profile, cgc.tune) whose costs and
                tuned configuration the compile uses (--profile)
     verbose    cgc's progress lines on stderr
+    quantize   "int8": --quantize, with these keyword arguments (README,
+               "Quantisation"): calibration (a cgc calibrate file, needed),
+               method ("percentile", "minmax", "entropy"), percentile
+               (99.99), activations ("u8", "s8"), keep_float (layer names),
+               max_error, check_inputs (directories of input_N.pb) and
+               report (the report's .json path)
     Raises CompileError for a problem in the model or the arguments.
     """
+    options = _quantize_options(quantize, quantize_options)
     with tempfile.TemporaryDirectory(prefix="cgc-constants-") as scratch:
         native = _cgc.compile(_path(model), _shapes(shapes), _constants(constants, scratch),
                               target, int(executors), int(threads),
-                              "" if profile is None else _path(profile), bool(verbose))
+                              "" if profile is None else _path(profile), bool(verbose), options)
     return Model(native)
+
+
+_QUANTIZE_DEFAULTS = {"calibration": None, "method": "percentile", "percentile": 99.99,
+                      "activations": "u8", "keep_float": (), "max_error": 0.0,
+                      "check_inputs": (), "report": None}
+
+
+def _quantize_options(quantize, given):
+    """compile()'s quantisation keywords as _cgc takes them ({} for float)."""
+    unknown = [k for k in given if k not in _QUANTIZE_DEFAULTS]
+    if unknown:
+        raise TypeError(f"compile() got an unexpected keyword argument '{unknown[0]}'")
+    if quantize is None:
+        if given:
+            raise ValueError(f"{next(iter(given))}= needs quantize=\"int8\"")
+        return {}
+    options = dict(_QUANTIZE_DEFAULTS, **given)
+    if options["calibration"] is None:
+        raise ValueError("quantize=\"int8\" needs calibration= (a cgc calibrate file)")
+    return {"quantize": str(quantize), "calibration": _path(options["calibration"]),
+            "method": str(options["method"]), "percentile": float(options["percentile"]),
+            "activations": str(options["activations"]),
+            "keep_float": [str(k) for k in options["keep_float"]],
+            "max_error": float(options["max_error"] or 0.0),
+            "check_inputs": [_path(d) for d in options["check_inputs"]],
+            "report": "" if options["report"] is None else _path(options["report"])}
 
 
 def load(library, name=None):
@@ -56,15 +89,16 @@ def load(library, name=None):
 
 
 def inspect(model, shapes=None, constants=None, target="native", executors=0, threads=0,
-            profile=None):
+            profile=None, quantize=None, **quantize_options):
     """What ``cgc inspect --json`` prints, as a dict: the model's ops and
     inputs, and when it compiles its kernels, arena and weights; a model
     that does not compile has "error" and "hint" (a file that cannot be
-    read raises CompileError)."""
+    read raises CompileError). quantize= and its keywords as compile()'s."""
+    options = _quantize_options(quantize, quantize_options)
     with tempfile.TemporaryDirectory(prefix="cgc-constants-") as scratch:
         text = _cgc.inspect(_path(model), _shapes(shapes), _constants(constants, scratch),
                             target, int(executors), int(threads),
-                            "" if profile is None else _path(profile))
+                            "" if profile is None else _path(profile), options)
     return json.loads(text)
 
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/names.h"
+#include "compiler/accuracy_budget.h"
 #include "compiler/calibrate.h"
 #include "compiler/commands.h"
 #include "compiler/tune.h"
@@ -47,11 +48,29 @@ driver::CompileOptions compileOptions(const std::string& model, const Shapes& sh
   return options;
 }
 
-std::unique_ptr<Model> compile(const driver::CompileOptions& options) {
+/// --quantize and its options from the package's keyword arguments
+/// (cgc.compile checks their types; the driver checks their values).
+quant::QuantizeOptions quantizeOptions(const py::dict& args) {
+  quant::QuantizeOptions q;
+  if (args.empty()) return q;
+  q.precision = args["quantize"].cast<std::string>();
+  q.calibration = args["calibration"].cast<std::string>();
+  q.method = args["method"].cast<std::string>();
+  q.percentile = args["percentile"].cast<double>();
+  q.activations = args["activations"].cast<std::string>();
+  q.keepFloat = args["keep_float"].cast<std::vector<std::string>>();
+  q.maxError = args["max_error"].cast<double>();
+  q.checkInputs = args["check_inputs"].cast<std::vector<std::string>>();
+  q.report = args["report"].cast<std::string>();
+  return q;
+}
+
+std::unique_ptr<Model> compile(driver::CompileOptions options) {
   driver::checkedNames(options);
   commands::BuiltModel built;
   {
     py::gil_scoped_release release;
+    options = quant::applyBudget(options);
     driver::CompiledModel model;
     built = commands::compileAndBuild(options, model);
   }
@@ -121,12 +140,15 @@ PYBIND11_MODULE(_cgc, module) {
       "compile",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, int executors, int threads, const std::string& profile,
-         bool verbose) {
-        return compile(
-            compileOptions(model, shapes, constants, target, executors, threads, profile, verbose));
+         bool verbose, const py::dict& quantize) {
+        auto options =
+            compileOptions(model, shapes, constants, target, executors, threads, profile, verbose);
+        options.quantize = quantizeOptions(quantize);
+        return compile(options);
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
-      py::arg("executors"), py::arg("threads"), py::arg("profile"), py::arg("verbose"));
+      py::arg("executors"), py::arg("threads"), py::arg("profile"), py::arg("verbose"),
+      py::arg("quantize"));
   module.def(
       "load",
       [](const std::string& library, const std::string& name) {
@@ -136,14 +158,16 @@ PYBIND11_MODULE(_cgc, module) {
   module.def(
       "inspect",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
-         const std::string& target, int executors, int threads, const std::string& profile) {
-        const auto options =
+         const std::string& target, int executors, int threads, const std::string& profile,
+         const py::dict& quantize) {
+        auto options =
             compileOptions(model, shapes, constants, target, executors, threads, profile, false);
+        options.quantize = quantizeOptions(quantize);
         py::gil_scoped_release release;
         return commands::inspectReport(options).dump();
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
-      py::arg("executors"), py::arg("threads"), py::arg("profile"));
+      py::arg("executors"), py::arg("threads"), py::arg("profile"), py::arg("quantize"));
   module.def(
       "tune",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
