@@ -2,7 +2,10 @@
 #               [SHAPES <input=1x3x224x224>...] [CONSTANTS <input=file.pb>...]
 #               [BOUNDS <node=N>...] [DISABLE_PASS <pass>...] [WEIGHTS embed|file]
 #               [EXECUTORS <E>] [THREADS <T>] [PROFILE <file.profile.json>]
-#               [TARGET <native|x86-64-v3|...>...] [VERIFY] [PRINT_IR_AFTER <pass|all>...])
+#               [TARGET <native|x86-64-v3|...>...] [VERIFY] [PRINT_IR_AFTER <pass|all>...]
+#               [QUANTIZE int8 CALIBRATION <file.calib.json> [METHOD <m>] [PERCENTILE <p>]
+#                [ACTIVATIONS u8|s8] [KEEP_FLOAT <node>...]
+#                [MAX_ERROR <e> CHECK_INPUTS <dir>...]])
 #
 # Compiles an ONNX model with `cgc compile` at build time (again whenever the
 # model, its profile, its CONSTANTS files or cgc changes) into a static
@@ -35,6 +38,13 @@
 # construction, by default from the directory of the executable or shared
 # library that holds the model: cgc_copy_weights(<executable> <target>) puts
 # it there; the target's CGC_WEIGHTS_FILE property is its path.
+# QUANTIZE int8 with CALIBRATION (a `cgc calibrate` file; it is a dependency)
+# and the keywords after it are --quantize and its options (README
+# "Quantisation"): METHOD --method, PERCENTILE --percentile, ACTIVATIONS
+# --activations, KEEP_FLOAT --keep-float, MAX_ERROR --max-error measured on
+# CHECK_INPUTS (directories, relative to the calling CMakeLists.txt); with
+# MAX_ERROR the report is <prefix>.quantization.json and .txt beside the
+# generated files.
 # TARGET (cmake/targets.def; default native) picks the generated code's
 # flags (-march=x86-64-v3, ...) and the runtime built for it:
 # cgc::cgc_runtime for native, cgc::cgc_runtime_<target> otherwise (aarch64:
@@ -52,8 +62,10 @@ include("${CMAKE_CURRENT_LIST_DIR}/targets.cmake")
 # cgc_add_graph's keywords by the values each takes: the one list that both
 # parses the arguments and names them in errors.
 set(_CGC_GRAPH_FLAGS VERIFY)
-set(_CGC_GRAPH_ONE_VALUE MODEL NAME NAMESPACE WEIGHTS EXECUTORS THREADS PROFILE)
-set(_CGC_GRAPH_MULTI_VALUE SHAPES CONSTANTS BOUNDS DISABLE_PASS TARGET PRINT_IR_AFTER)
+set(_CGC_GRAPH_ONE_VALUE MODEL NAME NAMESPACE WEIGHTS EXECUTORS THREADS PROFILE QUANTIZE
+                         CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR)
+set(_CGC_GRAPH_MULTI_VALUE SHAPES CONSTANTS BOUNDS DISABLE_PASS TARGET PRINT_IR_AFTER KEEP_FLOAT
+                           CHECK_INPUTS)
 
 # A fatal error unless every argument of cgc_add_graph(<target> ...) belongs
 # to a keyword it knows. A multi-value keyword swallows what follows it, so
@@ -83,6 +95,46 @@ function(_cgc_check_graph_keywords target)
     message(FATAL_ERROR "cgc_add_graph(${target}): ${first} needs a value")
   endif()
 endfunction()
+
+# The --quantize arguments of cgc_add_graph's QUANTIZE keywords into
+# <args_var>, and the files they read into <files_var> (in the caller's
+# ARG_ variables).
+macro(_cgc_quantize_args target args_var files_var)
+  set(${args_var} "")
+  set(${files_var} "")
+  if(ARG_QUANTIZE)
+    if(NOT ARG_CALIBRATION)
+      message(FATAL_ERROR "cgc_add_graph(${target}): QUANTIZE needs CALIBRATION <file.calib.json>")
+    endif()
+    get_filename_component(calibration "${ARG_CALIBRATION}" ABSOLUTE)
+    list(APPEND ${args_var} --quantize "${ARG_QUANTIZE}" --calibration "${calibration}")
+    list(APPEND ${files_var} "${calibration}")
+    foreach(keyword METHOD PERCENTILE ACTIVATIONS MAX_ERROR)
+      if(ARG_${keyword})
+        string(TOLOWER "${keyword}" flag)
+        string(REPLACE "_" "-" flag "${flag}")
+        list(APPEND ${args_var} --${flag} "${ARG_${keyword}}")
+      endif()
+    endforeach()
+    foreach(node IN LISTS ARG_KEEP_FLOAT)
+      list(APPEND ${args_var} --keep-float "${node}")
+    endforeach()
+    foreach(dir IN LISTS ARG_CHECK_INPUTS)
+      get_filename_component(dir "${dir}" ABSOLUTE)
+      list(APPEND ${args_var} --check-inputs "${dir}")
+    endforeach()
+    if(ARG_MAX_ERROR)
+      list(APPEND ${args_var} --quantize-report
+           "${CMAKE_CURRENT_BINARY_DIR}/${target}_cgc/${prefix}.quantization.json")
+    endif()
+  else()
+    foreach(keyword CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR KEEP_FLOAT CHECK_INPUTS)
+      if(ARG_${keyword})
+        message(FATAL_ERROR "cgc_add_graph(${target}): ${keyword} needs QUANTIZE int8")
+      endif()
+    endforeach()
+  endif()
+endmacro()
 
 function(cgc_add_graph target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "${_CGC_GRAPH_FLAGS}" "${_CGC_GRAPH_ONE_VALUE}"
@@ -146,6 +198,7 @@ function(cgc_add_graph target)
   if(ARG_VERIFY)
     list(APPEND model_args --verify)
   endif()
+  _cgc_quantize_args(${target} quantize_args quantize_files)
 
   set(schedule_args "")
   if(ARG_EXECUTORS)
@@ -168,7 +221,7 @@ function(cgc_add_graph target)
   list(APPEND schedule_args --target "${target_list}")
 
   set(out "${CMAKE_CURRENT_BINARY_DIR}/${target}_cgc")
-  set(depends "${model}" ${constant_files})
+  set(depends "${model}" ${constant_files} ${quantize_files})
   if(ARG_PROFILE)
     get_filename_component(profile "${ARG_PROFILE}" ABSOLUTE)
     list(APPEND schedule_args --profile "${profile}")
@@ -195,7 +248,7 @@ function(cgc_add_graph target)
     COMMAND ${CMAKE_COMMAND} -E env CGC_CALLER=cmake
             "${CGC_EXECUTABLE}" compile "${model}" -o "${out}" --name "${name}"
             --namespace "${namespace}" --weights "${weights}" ${shape_args} ${model_args}
-            ${schedule_args} --quiet
+            ${schedule_args} ${quantize_args} --quiet
     DEPENDS ${depends}
     COMMENT "cgc: compiling ${ARG_MODEL} into class ${namespace}::${name}, header ${prefix}.h"
     VERBATIM)

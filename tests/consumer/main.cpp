@@ -1,7 +1,8 @@
 // Runs cgc-compiled models in one binary on raw input files and compares
 // their outputs with raw reference files (PyTorch's, converted from .pb);
 // TinyCnnFleet is built for three targets and says which build it runs
-// (the environment variable CGC_TARGET picks one).
+// (the environment variable CGC_TARGET picks one); TinyCnnInt8 is the
+// model quantised by cgc_add_graph (QUANTIZE int8), within 1e-3 + 1% of it.
 // Usage: consumer RAW_DIR   (RAW_DIR/<model>/input_N.raw, output_N.raw)
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "mlp.h"
 #include "tiny_cnn.h"
 #include "tiny_cnn_fleet.h"
+#include "tiny_cnn_int8.h"
 
 namespace {
 
@@ -21,7 +23,7 @@ std::vector<char> readRaw(const std::string& path) {
 }
 
 template <typename Model>
-bool check(Model& model, const std::string& dir) {
+bool check(Model& model, const std::string& dir, double atol = 1e-4, double rtol = 1e-3) {
   const cgc::ModelInfo& info = Model::info();
   for (int i = 0; i < info.num_inputs; ++i) {
     auto data = readRaw(dir + "/input_" + std::to_string(i) + ".raw");
@@ -44,7 +46,7 @@ bool check(Model& model, const std::string& dir) {
     size_t n = expected.size() / sizeof(float);
     double worst = 0;
     for (size_t k = 0; k < n; ++k)
-      worst = std::fmax(worst, std::fabs(actual[k] - want[k]) / (1e-4 + 1e-3 * std::fabs(want[k])));
+      worst = std::fmax(worst, std::fabs(actual[k] - want[k]) / (atol + rtol * std::fabs(want[k])));
     std::printf("%s output '%s': worst error %.3f of tolerance\n", info.name, info.outputs[i].name,
                 worst);
     ok = ok && worst <= 1.0 && static_cast<int64_t>(expected.size()) == info.outputs[i].bytes;
@@ -64,6 +66,8 @@ int main(int argc, char** argv) {
   consumer::Mlp mlp;
   bool ok = check(cnn, dir + "/tiny_cnn");
   ok = check(mlp, dir + "/mlp") && ok;
+  cgc_models::TinyCnnInt8 int8;
+  ok = check(int8, dir + "/tiny_cnn", 1e-3, 1e-2) && ok;
   try {
     fleet::TinyCnnFleet fleet;
     std::printf("TinyCnnFleet runs the %s build\n", fleet::TinyCnnFleet::info().target);
