@@ -48,9 +48,12 @@ onnx::ModelProto readModelProto(const std::string& path) {
 }
 
 /// Tensor types by name, as ONNX shape inference finds them (those of a
-/// known rank: ONNX's checker wants a graph output's shape).
+/// known rank: ONNX's checker wants a graph output's shape), else as cgc's
+/// import of the model (`graph`, its shapes bound) has them: ONNX's
+/// inference loses shapes that Shape -> Reshape chains compute.
 std::unordered_map<std::string, onnx::TypeProto> inferredTypes(const onnx::ModelProto& model,
-                                                               const std::string& path) {
+                                                               const std::string& path,
+                                                               const ir::Graph& graph) {
   onnx::ModelProto inferred = model;
   try {
     onnx::shape_inference::InferShapes(inferred);
@@ -64,6 +67,17 @@ std::unordered_map<std::string, onnx::TypeProto> inferredTypes(const onnx::Model
   };
   for (const auto& v : inferred.graph().value_info()) add(v);
   for (const auto& v : inferred.graph().output()) add(v);
+  for (int id = 0; id < graph.numValues(); ++id) {
+    const ir::Value& v = graph.value(id);
+    if (v.isConstant() || types.count(v.name) || v.type.dtype == DType::kUndefined ||
+        !v.dynamic.empty())
+      continue;
+    onnx::TypeProto type;
+    type.mutable_tensor_type()->set_elem_type(static_cast<int32_t>(v.type.dtype));
+    auto* shape = type.mutable_tensor_type()->mutable_shape();
+    for (int64_t d : v.type.shape) shape->add_dim()->set_dim_value(d);
+    types[v.name] = type;
+  }
   return types;
 }
 
@@ -74,8 +88,9 @@ std::unordered_map<std::string, onnx::TypeProto> inferredTypes(const onnx::Model
 /// Returns the float tensors the nodes compute from the inputs, outputs or
 /// not, in graph order.
 std::vector<std::string> addObservedOutputs(onnx::ModelProto& model, const std::string& path,
+                                            const ir::Graph& imported,
                                             const frontend::LoadOptions& load) {
-  const auto types = inferredTypes(model, path);
+  const auto types = inferredTypes(model, path, imported);
   onnx::GraphProto& graph = *model.mutable_graph();
   std::set<std::string> initializers, outputs, live;
   for (const auto& init : graph.initializer()) initializers.insert(init.name());
@@ -235,10 +250,10 @@ std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOp
                                                          std::vector<std::string>& graphOrder) {
   // cgc's own loader checks the file first: ONNX's shape inference trusts
   // the model it is given.
-  frontend::loadOnnx(options.modelPath, options.load);
+  const ir::Graph imported = frontend::loadOnnx(options.modelPath, options.load);
   onnx::ModelProto proto = readModelProto(options.modelPath);
   const int before = proto.graph().output_size();
-  graphOrder = addObservedOutputs(proto, options.modelPath, options.load);
+  graphOrder = addObservedOutputs(proto, options.modelPath, imported, options.load);
   driver::progress(options, fmt::format("calibrate: {} intermediate tensors made outputs",
                                         proto.graph().output_size() - before));
   const driver::CompileOptions one =

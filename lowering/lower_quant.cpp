@@ -230,6 +230,14 @@ Lowered lowerQLinearAdd(const Graph& g, const Node& n) {
   return KernelCall{Kernel::kQAdd, DType::kF32, p, {n.inputs[0], n.inputs[3]}, {n.outputs[0]}};
 }
 
+/// QLinearLookup (x, table): y = table[x], the table 256 uint8 values.
+Lowered lowerQLinearLookup(const Graph& g, const Node& n) {
+  const ir::Value& table = g.value(n.inputs[1]);
+  if (table.type != ir::TensorType{DType::kU8, {256}}) return unsupported("a table of 256 bytes");
+  rt::QLookupParams p{g.value(n.outputs[0]).type.numElements()};
+  return KernelCall{Kernel::kQLookup, DType::kF32, p, {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
+}
+
 /// MaxPoolInt8: a MaxPool on uint8 or int8 (1-D or 2-D).
 Lowered lowerMaxPoolInt8(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
@@ -272,6 +280,7 @@ void registerQuantizationLowerers(std::map<std::string, OpLowerer>& table) {
   table["QLinearMatMul"] = lowerQuantizedMatMul;
   table["MatMulInteger"] = lowerQuantizedMatMul;
   table["QLinearAdd"] = lowerQLinearAdd;
+  table["QLinearLookup"] = lowerQLinearLookup;
   table["MaxPoolInt8"] = lowerMaxPoolInt8;
   table["QLinearGlobalAveragePool"] = lowerQGlobalAvgPool;
 }

@@ -15,6 +15,10 @@
 //         | Concat -> Q, one scale and zero point         => the op on int8 data
 //                                                            (exact: only moves or
 //                                                            compares values)
+//   DQ(x) -> elementwise ops of x and scalars -> Q        => QLinearLookup: the
+//                                                            256 results as a table
+//                                                            (an activation such as
+//                                                            HardSwish, affine steps)
 // so that tensors between int8 kernels stay int8 (the Q/DQ pair between
 // them disappears) and the memory plan counts them at one byte. An
 // activation becomes the output's clamp in integer units (Q is monotonic:
@@ -26,7 +30,9 @@
 // emulation, which `--disable-pass fuse-quantized` keeps for the whole
 // model (the tests' reference). Casts to the same type (PyTorch's export
 // puts one after every QuantizeLinear) are removed first.
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "ir/conventions.h"
@@ -355,6 +361,113 @@ bool fuseGlobalAveragePool(Graph& g, const Chain& c) {
   return true;
 }
 
+/// The elementwise ops a table can replace, on float data and scalar
+/// constants, and each one's value for one element.
+std::optional<float> applyScalar(const Node& n, const std::vector<float>& in) {
+  const std::string& op = n.op;
+  const float x = in[0];
+  if (in.size() == 2) {
+    const float y = in[1];
+    if (op == "Add") return x + y;
+    if (op == "Sub") return x - y;
+    if (op == "Mul") return x * y;
+    if (op == "Div") return x / y;
+    if (op == "Max") return std::max(x, y);
+    if (op == "Min") return std::min(x, y);
+    return std::nullopt;
+  }
+  if (op == "Relu") return std::max(x, 0.0f);
+  if (op == "Clip")
+    return std::clamp(x, static_cast<float>(n.getFloat("min", -INFINITY)),
+                      static_cast<float>(n.getFloat("max", INFINITY)));
+  if (op == "Neg") return -x;
+  if (op == "Abs") return std::abs(x);
+  if (op == "Tanh") return std::tanh(x);
+  if (op == "Sigmoid") return 1.0f / (1.0f + std::exp(-x));
+  if (op == "LeakyRelu") return x < 0 ? static_cast<float>(n.getFloat("alpha", 0.01)) * x : x;
+  if (op == "HardSigmoid" || op == "HardSwish") {
+    const float alpha = op == "HardSwish" ? 1.0f / 6 : static_cast<float>(n.getFloat("alpha", 0.2));
+    const float beta = op == "HardSwish" ? 0.5f : static_cast<float>(n.getFloat("beta", 0.5));
+    const float hard = std::clamp(alpha * x + beta, 0.0f, 1.0f);
+    return op == "HardSwish" ? x * hard : hard;
+  }
+  return std::nullopt;
+}
+
+/// The elementwise ops between a DQ and the Q that reads their result: the
+/// nodes in order, the DQ; every input a scalar constant, the DQ's output
+/// or another of them, of the DQ's shape, each read by these nodes only.
+struct LookupDag {
+  std::vector<int> nodes;
+  int dq = -1;
+};
+
+bool collectDag(const Graph& g, int v, LookupDag& dag, const ir::Shape& shape) {
+  const ir::Value& value = g.value(v);
+  if (value.isConstant()) return value.type.numElements() == 1 && value.type.dtype == DType::kF32;
+  const int p = value.producer;
+  if (p < 0 || g.node(p).dead || value.type != ir::TensorType{DType::kF32, shape}) return false;
+  if (g.node(p).op == "DequantizeLinear") {
+    if (dag.dq >= 0 && dag.dq != p) return false;
+    dag.dq = p;
+    return scalarParams(g, g.node(p)).has_value();
+  }
+  if (std::find(dag.nodes.begin(), dag.nodes.end(), p) != dag.nodes.end()) return true;
+  const Node& n = g.node(p);
+  const std::vector<float> probe(n.inputs.size(), 1.0f);
+  if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs.size() > 2 ||
+      n.numPresentInputs() != static_cast<int>(n.inputs.size()) || !applyScalar(n, probe))
+    return false;
+  for (int in : n.inputs)
+    if (!collectDag(g, in, dag, shape)) return false;
+  dag.nodes.push_back(p);
+  return true;
+}
+
+/// DQ(x) -> elementwise ops of it and scalars -> Q  =>  QLinearLookup(x,
+/// table): the ops' 256 results, computed here in float as they would run.
+bool fuseLookup(Graph& g, int qId) {
+  auto out = scalarParams(g, g.node(qId));
+  const int v = g.node(qId).inputs[0];
+  LookupDag dag;
+  if (!out || !readOnlyBy(g, v, qId) || !collectDag(g, v, dag, g.value(v).type.shape) ||
+      dag.nodes.empty() || dag.dq < 0)
+    return false;
+  for (size_t i = 0; i + 1 < dag.nodes.size(); ++i)
+    for (int r : g.consumers(g.node(dag.nodes[i]).outputs[0]))
+      if (std::find(dag.nodes.begin(), dag.nodes.end(), r) == dag.nodes.end() ||
+          g.isGraphOutput(g.node(dag.nodes[i]).outputs[0]))
+        return false;
+  const QParams in = *scalarParams(g, g.node(dag.dq));
+  std::vector<uint8_t> table(256);
+  for (int byte = 0; byte < 256; ++byte) {
+    const int32_t q = in.type == DType::kI8 ? static_cast<int8_t>(byte) : byte;
+    std::map<int, float> values = {{g.node(dag.dq).outputs[0],
+                                    static_cast<float>(q - in.zeroValue) * in.scaleValue}};
+    for (int id : dag.nodes) {
+      std::vector<float> args;
+      for (int a : g.node(id).inputs)
+        args.push_back(values.count(a) ? values.at(a)
+                                       : static_cast<float>(g.value(a).doubleValues()[0]));
+      values[g.node(id).outputs[0]] = *applyScalar(g.node(id), args);
+    }
+    const float y = values.at(v);
+    const float scaled = std::isnan(y) ? 0.0f : std::nearbyint(y / out->scaleValue);
+    const auto level = static_cast<int32_t>(std::clamp<float>(
+        scaled + static_cast<float>(out->zeroValue), typeMin(out->type), typeMax(out->type)));
+    table[byte] = static_cast<uint8_t>(level);
+  }
+  const int tableValue =
+      g.addConstant(g.uniqueValueName(g.node(qId).name + "_table"), {DType::kU8, {256}}, table);
+  const int x = g.node(dag.dq).inputs[0], result = g.node(qId).outputs[0];
+  const std::string name = g.node(dag.nodes.back()).name;
+  g.removeNode(qId);
+  for (int id : dag.nodes) g.removeNode(id);
+  g.addNode("QLinearLookup", name, {x, tableValue}, {result});
+  removeIfUnused(g, dag.dq);
+  return true;
+}
+
 bool fuseChain(Graph& g, int q) {
   auto c = chainOf(g, q);
   if (!c) return false;
@@ -389,7 +502,7 @@ bool fuseQuantized(ir::Graph& graph, const PassTarget&) {
   bool changed = removeIdentityCasts(graph);
   for (int id : graph.topologicalOrder())
     if (!graph.node(id).dead && graph.node(id).op == "QuantizeLinear")
-      changed |= fuseChain(graph, id);
+      changed |= fuseChain(graph, id) || fuseLookup(graph, id);
   return changed;
 }
 

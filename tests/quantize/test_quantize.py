@@ -11,10 +11,11 @@ Usage: test_quantize.py CGC WORKDIR
    within a histogram bin of np.quantile on them, entropy equal to reference.py's
    KL search (an independent numpy implementation) on the file's histogram.
 2. A CNN from PyTorch (Conv, BatchNorm, Relu, a residual Add, MaxPool,
-   Concat, global pooling, Linear), calibrated on 8 random inputs: on 4
-   other inputs its int8 outputs stay within 5% (relative error) of
-   PyTorch's float ones, every Conv runs as QLinearConv, and the report
-   shows every layer int8.
+   HardSwish and an affine step between two Convs, Concat, global
+   pooling, Linear), calibrated on 8 random inputs: on 4 other inputs its
+   int8 outputs stay within 5% (relative error) of PyTorch's float ones,
+   every Conv runs as QLinearConv, the HardSwish step as one table
+   (QLinearLookup), and the report shows every layer int8.
 3. --max-error below the all-int8 error returns layers to float until it
    holds (the report names them); one no layer choice can meet fails with
    exit 1, naming the budget.
@@ -152,13 +153,15 @@ class Net(torch.nn.Module):
                                         torch.nn.BatchNorm2d(16))
         self.pool = torch.nn.MaxPool2d(2)
         self.a = torch.nn.Conv2d(16, 8, 1)
+        self.a2 = torch.nn.Conv2d(8, 8, 1)
         self.b = torch.nn.Conv2d(16, 8, 3, padding=1)
         self.head = torch.nn.Linear(16, 10)
 
     def forward(self, x):
         s = self.stem(x)
         h = self.pool(torch.relu(self.body(s) + s))
-        c = torch.cat([torch.relu(self.a(h)), torch.relu(self.b(h))], 1)
+        a = self.a2(torch.nn.functional.hardswish(self.a(h)) * 0.5 + 0.25)
+        c = torch.cat([torch.relu(a), torch.relu(self.b(h))], 1)
         return self.head(torch.flatten(torch.nn.functional.adaptive_avg_pool2d(c, 1), 1))
 
 
@@ -197,11 +200,13 @@ error = (diff / power) ** 0.5
 check(0 < error < 0.05, f"int8 against PyTorch's float: relative error {error:.4f}")
 r = cgc("inspect", cnn, "--json", "--quantize", "int8", "--calibration", cnn_calib)
 kernels = json.loads(r.stdout).get("kernels", {}) if r.returncode == 0 else {}
-check(kernels.get("QLinearConv") == 4 and "Conv" not in kernels and "BatchNormalization" not in kernels,
+check(kernels.get("QLinearConv") == 5 and "Conv" not in kernels and "BatchNormalization" not in kernels,
       f"inspect: every Conv is QLinearConv: {kernels}")
+check(kernels.get("QLinearLookup") == 1 and "HardSigmoid" not in kernels,
+      f"inspect: HardSwish, * 0.5 + 0.25 between two int8 Convs is one table: {kernels}")
 report = report_of(cnn, cnn_calib, *inputs("--check-inputs", check_dirs))
 precisions = [layer["precision"] for layer in report["layers"]]
-check(precisions == ["int8"] * 5, f"report: every layer int8: {report['layers']}")
+check(precisions == ["int8"] * 6, f"report: every layer int8: {report['layers']}")
 all_int8 = report["outputs"][0]["relative_error"]
 check(abs(all_int8 - error) < 0.25 * error,
       f"the report's error {all_int8:.4f} is what PyTorch's outputs give ({error:.4f})")

@@ -1,5 +1,6 @@
 // The elementwise and pooling int8 kernels: QuantizeLinear,
-// DequantizeLinear, DynamicQuantizeLinear, the quantised Add, int8 max
+// DequantizeLinear, DynamicQuantizeLinear, the quantised Add, table
+// lookups, int8 max
 // pooling and the requantising global average pool. Plain loops the
 // compiler vectorises; built with -ffp-contract=off, so every float step
 // rounds as ONNX's definition (and the float emulation the fusion replaces)
@@ -11,6 +12,7 @@
 #include "cgc/kernels.h"
 #include "core/diagnostics.h"
 #include "core/isa.h"
+#include "int8/lookup_skx.h"
 #include "int8/quant_support.h"
 #include "int8/requant_skx.h"
 
@@ -226,6 +228,18 @@ void qadd(const QAddParams& p, const void* a, const void* b, void* y, const Team
     detail::storeQ(y, i, p.y_type,
                    detail::roundClamp((fa + fb) / p.y_scale, p.y_zero, p.y_min, p.y_max));
   }
+}
+
+void qlookup(const QLookupParams& p, const void* x, const uint8_t* table, void* y,
+             const Team& team) {
+  const Range r = team.split(p.count, 256);
+  const auto* in = static_cast<const uint8_t*>(x);
+  auto* out = static_cast<uint8_t*>(y);
+#if CGC_ISA_SKX
+  detail::lookupBytes(table, in + r.begin, out + r.begin, r.end - r.begin);
+#else
+  for (int64_t i = r.begin; i < r.end; ++i) out[i] = table[in[i]];
+#endif
 }
 
 template <typename T>

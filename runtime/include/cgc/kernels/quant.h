@@ -287,6 +287,17 @@ struct QAddParams {
 void qadd(const QAddParams& p, const void* a, const void* b, void* y,
           const Team& team = Team::serial());
 
+/// A function of one int8 or uint8 tensor, as a table of its 256 results:
+/// y[i] = table[byte of x[i]] (fuse-quantized makes the table from the
+/// elementwise ops between a DequantizeLinear and a QuantizeLinear).
+struct QLookupParams {
+  int64_t count;
+  CGC_REFLECT(QLookupParams, count)
+};
+
+void qlookup(const QLookupParams& p, const void* x, const uint8_t* table, void* y,
+             const Team& team = Team::serial());
+
 /// Max pooling of int8 or uint8 data (exact: the quantisation is monotonic,
 /// so a DequantizeLinear, MaxPool, QuantizeLinear with one scale and zero
 /// point is this). Team-parallel over the N * C planes.
