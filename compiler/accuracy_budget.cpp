@@ -47,7 +47,9 @@ struct OutputError {
   std::string name;
   double relative = 0;
   double top1 = -1;  // agreement; -1: not classifier-shaped
-  double worst() const { return std::max(relative, top1 < 0 ? 0.0 : 1 - top1); }
+  /// What the budget bounds: the top-1 disagreement of a classifier, the
+  /// relative error of any other output.
+  double worst() const { return top1 < 0 ? relative : 1 - top1; }
 };
 
 /// Rank 2 or 3 float, the last dimension >= 2 and the largest: rows of

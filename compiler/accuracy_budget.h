@@ -2,8 +2,9 @@
 // outputs are measured against the float model's on held-out inputs
 // (--check-inputs); while an output's relative error (|q - f| / |f| over
 // all its values and inputs) or, for a classifier-shaped output (rank 2 or
-// 3, float, its last dimension the largest), the share of rows whose top-1
-// class differs exceeds the budget, the most sensitive int8 layers return
+// 3, float, its last dimension the largest), instead the share of rows
+// whose top-1 class differs exceeds the budget, the most sensitive int8
+// layers return
 // to float: 1, 2, 4, ... of them, ranked by the quantisation noise of their
 // activations (from the calibration histograms) and weights. It fails,
 // naming the budget and the error it reached, when even all-float layers

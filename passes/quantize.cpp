@@ -4,7 +4,8 @@
 //   - Conv, MatMul and Gemm with constant weights: the weights become int8
 //     per output channel (symmetric; [-63, 63] where the target's int8
 //     kernels are AVX2 without VNNI, so that vpmaddubsw's pairs cannot
-//     saturate and need no split), a bias becomes int32 at x_scale *
+//     saturate and need no split), a bias (a MatMul's: the constant an
+//     Add after it adds) becomes int32 at x_scale *
 //     w_scale[c], and the activation read and the one written (after a
 //     Relu or Clip that only it feeds) get a QuantizeLinear and
 //     DequantizeLinear pair with per-tensor params from their calibrated
@@ -73,6 +74,29 @@ int tailOf(const Graph& g, const Node& n) {
   const bool isAct = (act.op == "Relu" && act.inputs.size() == 1) ||
                      (act.op == "Clip" && act.numPresentInputs() == 1);
   return isAct ? act.outputs[0] : out;
+}
+
+/// A MatMul whose output only an Add of a constant [N] reads takes that
+/// constant as its bias (fuse-epilogues' form), so that the bias joins
+/// the int8 product.
+void absorbBias(Graph& g, int id) {
+  const Node& n = g.node(id);
+  if (n.op != "MatMul" || n.inputs.size() != 2) return;
+  const int out = n.outputs[0];
+  const auto readers = g.consumers(out);
+  if (g.isGraphOutput(out) || readers.size() != 1) return;
+  const Node& add = g.node(readers[0]);
+  if (add.op != "Add" || add.inputs.size() != 2) return;
+  const int other = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
+  const ir::TensorType& type = g.value(out).type;
+  if (other == out || !isConstantF32(g, other) || type.shape.empty() ||
+      g.value(other).type.shape != ir::Shape{type.shape.back()} ||
+      !(g.value(add.outputs[0]).type == type))
+    return;
+  const int sum = add.outputs[0];
+  g.removeNode(readers[0]);
+  g.node(id).inputs.push_back(other);
+  g.setNodeOutput(id, 0, sum);
 }
 
 /// What becomes int8: the products, the values that get a Q/DQ pair, and
@@ -152,6 +176,7 @@ void Quantizer::select() {
     if (spec_.keepFloat.count(n.name)) continue;
     if (n.op == "Conv" || n.op == "MatMul" || n.op == "Gemm") {
       if (weightAxis(g_, n) < 0) continue;
+      absorbBias(g_, id);
       const int x = n.inputs[0], tail = tailOf(g_, n);
       if (!hasRange(x) || !hasRange(tail)) continue;
       sel_.marked[x] = sel_.marked[tail] = int8Node[id] = true;
