@@ -119,16 +119,9 @@ std::vector<std::pair<std::string, double>> rankLayers(const CompiledModel& mode
   for (const auto& t : record.tensors)
     if (auto it = stats.find(t.name); it != stats.end())
       tensorNoise[t.name] = activationNoise(it->second, t, model.quantization->activations);
-  const auto gain = static_cast<double>(record.layers.size());
   std::vector<std::pair<std::string, double>> ranked;
-  for (const auto& l : record.layers) {
-    // Noise inside the network reaches the outputs damped by the layers
-    // after it; that of a graph output reaches it whole: weighed by the
-    // layer count, a rough gain (ResNet-50: the last layer's output is
-    // about half the all-int8 error).
-    ranked.emplace_back(l.name, l.weightNoise + tensorNoise[l.input] +
-                                    tensorNoise[l.output] * (l.writesGraphOutput ? gain : 1.0));
-  }
+  for (const auto& l : record.layers)
+    ranked.emplace_back(l.name, l.weightNoise + tensorNoise[l.input] + tensorNoise[l.output]);
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   return ranked;
@@ -201,7 +194,8 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
     if (!int8)
       row["why"] = user.count(n.name)       ? "--keep-float"
                    : reverted.count(n.name) ? "--max-error"
-                                            : "not quantised (no calibrated range or no constant weights)";
+                                            : "not quantised (writes a graph output, no calibrated "
+                                              "range or no constant weights)";
     if (auto it = sensitivity.find(n.name); it != sensitivity.end()) row["sensitivity"] = it->second;
     layers.push_back(row);
   }

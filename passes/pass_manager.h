@@ -52,7 +52,6 @@ struct QuantizeSpec {
   struct Layer {
     std::string name, input, output;  // the node and its activations
     double weightNoise;               // |Q(w) - w|^2 / |w|^2
-    bool writesGraphOutput;           // its output activation is one
   };
   struct Record {
     std::vector<Tensor> tensors;

@@ -15,14 +15,13 @@
 //     Concat (which only move values: their inputs and output share one
 //     range, the union of theirs) where their inputs are int8 and an int8
 //     op reads their output.
-// Nodes the spec keeps in float, and those whose activations have no
-// calibrated range, stay as they are. Batch norms are folded first: the
+// Nodes the spec keeps in float, those whose activations have no
+// calibrated range and those that write a graph output stay as they are. Batch norms are folded first: the
 // weights are rounded once they are final.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
-#include <set>
 
 #include "passes/pass_manager.h"
 
@@ -68,7 +67,6 @@ int weightAxis(const Graph& g, const Node& n) {
 int tailOf(const Graph& g, const Node& n) {
   const int out = n.outputs[0];
   const auto readers = g.consumers(out);
-  // A graph output gets its pair after the node: the activation cannot fuse.
   if (g.isGraphOutput(out) || readers.size() != 1) return out;
   const Node& act = g.node(readers[0]);
   const bool isAct = (act.op == "Relu" && act.inputs.size() == 1) ||
@@ -99,6 +97,15 @@ void absorbBias(Graph& g, int id) {
   g.setNodeOutput(id, 0, sum);
 }
 
+/// Whether v is a graph output, or reaches one through moves alone.
+bool reachesOutput(const Graph& g, int v) {
+  if (g.isGraphOutput(v)) return true;
+  const auto readers = g.consumers(v);
+  if (readers.size() != 1) return false;
+  const Node& r = g.node(readers[0]);
+  return (r.op == "Reshape" || r.op == "Transpose") && reachesOutput(g, r.outputs[0]);
+}
+
 /// What becomes int8: the products, the values that get a Q/DQ pair, and
 /// the sets of values that must share their params (a move's).
 struct Selection {
@@ -127,7 +134,6 @@ class Quantizer {
     }
     for (const auto& [root, range] : ranges) params[root] = activationParams(range);
     auto* record = spec_.record.get();
-    std::set<int> graphOutputs(g_.outputs.begin(), g_.outputs.end());  // before the pairs
     for (int v = 0; v < values; ++v) {
       if (!sel_.marked[v]) continue;
       const auto [scale, zero] = params.at(sel_.find(v));
@@ -139,8 +145,7 @@ class Quantizer {
       const auto [x, tail] = activations_.at(id);
       const double noise = quantizeWeights(id, params.at(sel_.find(x)).first);
       if (record)
-        record->layers.push_back({g_.node(id).name, g_.value(x).name, g_.value(tail).name, noise,
-                                  graphOutputs.count(tail) > 0});
+        record->layers.push_back({g_.node(id).name, g_.value(x).name, g_.value(tail).name, noise});
     }
     return true;
   }
@@ -178,7 +183,9 @@ void Quantizer::select() {
       if (weightAxis(g_, n) < 0) continue;
       absorbBias(g_, id);
       const int x = n.inputs[0], tail = tailOf(g_, n);
-      if (!hasRange(x) || !hasRange(tail)) continue;
+      // A layer that writes a graph output (or one that only moves its
+      // output there) stays float: its rounding would reach it undamped.
+      if (!hasRange(x) || !hasRange(tail) || reachesOutput(g_, tail)) continue;
       sel_.marked[x] = sel_.marked[tail] = int8Node[id] = true;
       sel_.products.push_back(id);
       activations_[id] = {x, tail};

@@ -31,7 +31,7 @@ std::vector<float> wave(size_t n, float amplitude, float step) {
   return v;
 }
 
-/// x -> Conv -> Relu -> Conv -> HardSigmoid * 0.5 -> Conv -> y, and the
+/// x -> Conv -> Relu -> Conv -> HardSigmoid * 0.5 -> Conv -> Sigmoid -> y, and the
 /// calibrated ranges of the activations between them.
 GraphBuilder floatCnn(std::map<std::string, std::pair<float, float>>& ranges) {
   GraphBuilder b("cnn");
@@ -55,7 +55,8 @@ GraphBuilder floatCnn(std::map<std::string, std::pair<float, float>>& ranges) {
   const int hard = b.node("HardSigmoid", "hard", {c2}, shape, {{"alpha", 0.2}, {"beta", 0.5}});
   const int half = b.node("Mul", "half", {hard, b.constant("half_k", {}, {0.5f})}, shape);
   g.node(2).inputs[0] = half;
-  b.output(g.node(2).outputs[0], "y");
+  // A layer that writes a graph output stays float: c3 feeds a Sigmoid.
+  b.output(b.node("Sigmoid", "sigmoid", {g.node(2).outputs[0]}, shape), "y");
   ranges = {{"x", {-1, 1}}, {"relu_out", {0, 3}}, {"c2_out", {-4, 4}},
             {"half_out", {0, 0.5f}}, {"c3_out", {-3, 3}}};
   return b;
