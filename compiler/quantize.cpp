@@ -1,5 +1,7 @@
 // See quantize.h. The entropy method, as tests/quantize/reference.py
-// computes it too: the histogram is folded onto |x| (bins over [0, max|x|]);
+// computes it too: the histogram is folded onto |x| (bins over [0, max|x|],
+// the first left out: the zero point holds zeros exactly, and a Relu's
+// spike there would decide the threshold);
 // each candidate threshold i (in bins, from `levels` up) keeps bins [0, i)
 // with the clipped mass added to bin i - 1 (p), merges them into `levels`
 // chunks (the last takes the remainder) and spreads each chunk's mass over
@@ -78,7 +80,8 @@ double thresholdDivergence(const std::vector<double>& h, size_t i, size_t levels
 
 std::pair<float, float> entropyRange(const TensorStats& s) {
   const double amax = std::max(std::abs(s.lo), std::abs(s.hi));
-  const std::vector<double> h = foldedHistogram(s, amax);
+  std::vector<double> h = foldedHistogram(s, amax);
+  h[0] = 0;  // values at zero: the zero point holds them exactly
   const size_t levels = s.lo >= 0 ? 256 : 128, bins = h.size();
   size_t best = bins;
   double bestKl = std::numeric_limits<double>::infinity();

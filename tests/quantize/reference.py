@@ -3,7 +3,10 @@
 `cgc calibrate` histogram (equal bins over [lo, hi]):
 
   - the histogram is folded onto |x|: each bin's count goes to the bin of
-    |its centre| among as many bins over [0, max(|lo|, |hi|)];
+    |its centre| among as many bins over [0, max(|lo|, |hi|)]; the first
+    of them (values at zero, which the zero point holds exactly: after a
+    Relu, half the values) is left out, else its spike decides the
+    threshold;
   - for each threshold of i bins (from `levels` up), p is bins [0, i) with
     the mass beyond added to bin i - 1; q merges bins [0, i) into `levels`
     chunks (the last takes the remainder) and spreads each chunk's mass
@@ -42,6 +45,7 @@ def entropy_range(lo, hi, histogram):
     centres = np.abs(lo + (np.arange(bins) + 0.5) * (hi - lo) / bins)
     index = np.minimum((centres / amax * bins).astype(np.int64), bins - 1)
     folded = np.bincount(index, weights=hist, minlength=bins)
+    folded[0] = 0  # values at zero: the zero point holds them exactly
     levels = 256 if lo >= 0 else 128
     best, best_kl = bins, np.inf
     for i in range(levels, bins + 1):
