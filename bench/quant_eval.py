@@ -185,12 +185,14 @@ def calibrate(cgc_binary, spec, calib_dirs, data_dir):
     if os.path.exists(path) and os.path.getmtime(path) >= os.path.getmtime(spec["float"]):
         return path, None
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    command = [cgc_binary, "calibrate", spec["float"], "-o", path, "--inputs", *calib_dirs]
+    command = [cgc_binary, "calibrate", "-q", spec["float"], "-o", path, "--inputs", *calib_dirs]
     for name, shape in (spec["shapes"] or {}).items():
         command += ["--shape", f"{name}={'x'.join(map(str, shape))}"]
-    print("== " + " ".join(shlex.quote(c) for c in command[:6]) + " ...", flush=True)
+    print("== " + " ".join(shlex.quote(c) for c in command[:7]) + f" ... ({len(calib_dirs)} sets)",
+          flush=True)
     start = time.time()
     subprocess.run(command, check=True)
+    print(f"== wrote {path} in {time.time() - start:.0f} s", flush=True)
     return path, time.time() - start
 
 
@@ -495,6 +497,10 @@ def main():
               "(input buffer, outputs in place), ONNX Runtime through onnxruntime-node.", "",
               "| engine | median ms | round medians min-max | ratio to cgc float (min-max over rounds) |",
               "| --- | --- | --- | --- |", *rows, "",
+              *([f"The load average ({max(load_before[0], load_after[0]):.1f}, this script's "
+                 f"runs included) was above the {os.cpu_count()} CPUs: other processes shared "
+                 "the cores, and the ratios within rounds say more than the times.", ""]
+                if max(load_before[0], load_after[0]) > os.cpu_count() else []),
               f"Whole evaluation ({len(xs)} inputs, with copies and I/O): "
               + ", ".join(f"{e} {run_s[e]:.1f} s" for e in order), ""]
 
