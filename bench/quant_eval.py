@@ -30,7 +30,8 @@ PaddleOCR v4's text recogniser) and one calibration method:
      warm-up, --threads threads everywhere; the median of each round, the
      median over rounds, and ratios with their min-max over rounds;
   6. writes bench/results/quant_<model>_<method>.md (the CPU and the
-     command included) and prints it.
+     command included) and prints it; cgc's own quantisation report
+     (compile(..., report=)) goes beside it as .cgc.json.
 
 Until cgc has the quantize options, --int8-as-float compiles the float model
 in the int8 model's place to test everything else (the report then says so
@@ -40,7 +41,7 @@ Usage (from the repository root; the cgc Python package and binary from a
 build tree):
   PYTHONPATH=build/python /usr/bin/python3 bench/quant_eval.py \\
       --model resnet50|mobilenet_v2|ocr_rec|resnet50_bnfit|mobilenet_v2_bnfit \\
-      [--method minmax|percentile|entropy] \\
+      [--method percentile|minmax|entropy] [--percentile 99.99] \\
       [--activations u8|s8] [--limit N] [--rounds 5 --runs 20] [--threads 2] \\
       [--corpus bench/corpus] [--data bench/quant_data] [--cgc build/cgc] \\
       [--int8-as-float]
@@ -200,21 +201,26 @@ def compile_float(cgc, spec, threads):
     return cgc.compile(spec["float"], shapes=spec["shapes"], threads=threads)
 
 
-def compile_int8(cgc, spec, threads, calibration, method, activations, stand_in):
+def compile_int8(cgc, spec, threads, calibration, method, activations, percentile, report,
+                 stand_in):
     if stand_in:
         # PLUMBING TEST ONLY (--int8-as-float): the float model in the int8
         # model's place; every int8 number of the report is then float's.
         return cgc.compile(spec["float"], shapes=spec["shapes"], threads=threads)
     # ===== The int8 compile (issue 36): cgc quantises the float model itself,
     # with the activation scales chosen by `method` from `calibration`. =====
-    options = {"quantize": "int8", "calibration": calibration, "method": method}
+    # `report`: cgc's quantisation report (each layer's precision, the
+    # outputs' errors on the calibration sets), kept beside the table.
+    options = {"quantize": "int8", "calibration": calibration, "method": method,
+               "report": report}
     if activations:
         options["activations"] = activations
+    if percentile is not None:
+        options["percentile"] = percentile
     try:
         return cgc.compile(spec["float"], shapes=spec["shapes"], threads=threads, **options)
     except TypeError as error:
-        if "quantize" in str(error) or "calibration" in str(error) or "method" in str(error) \
-                or "activations" in str(error):
+        if any(word in str(error) for word in options):
             sys.exit(f"quant_eval.py: this cgc cannot quantise yet ({error}); "
                      "--int8-as-float tests the rest with the float model in its place")
         raise
@@ -344,7 +350,10 @@ def timing_rows(rounds_ms, order):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, choices=MODELS)
-    parser.add_argument("--method", default="minmax", choices=METHODS)
+    parser.add_argument("--method", default="percentile", choices=METHODS,
+                        help="how cgc chooses activation ranges (default: cgc's, percentile)")
+    parser.add_argument("--percentile", type=float,
+                        help="the percentile of --method percentile (default: cgc's, 99.99)")
     parser.add_argument("--activations", choices=("u8", "s8"),
                         help="the int8 activations' type (default: cgc's)")
     parser.add_argument("--limit", type=int, default=0, help="the first N evaluation sets only")
@@ -375,6 +384,13 @@ def main():
               file=sys.stderr)
         torch_int8 = None
     cgc_binary = find_cgc_binary(cgc, args.cgc)
+    suffix = "_float-stand-in" if args.int8_as_float else ""
+    activations = f"_{args.activations}" if args.activations else ""
+    percentile = f"{args.percentile:g}" if args.percentile is not None else ""
+    out = args.out or os.path.join(
+        BENCH_DIR, "results", f"quant_{args.model}_{args.method}{percentile}{activations}{suffix}.md")
+    quantize_report = os.path.splitext(out)[0] + ".cgc.json"
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     load_before = os.getloadavg()
 
     calib_dirs = set_dirs(os.path.join(spec["data"], "calib"))
@@ -387,7 +403,8 @@ def main():
     compile_s = {"cgc float": time.time() - start}
     start = time.time()
     models["cgc int8"] = compile_int8(cgc, spec, args.threads, calibration, args.method,
-                                      args.activations, args.int8_as_float)
+                                      args.activations, args.percentile, quantize_report,
+                                      args.int8_as_float)
     compile_s["cgc int8"] = time.time() - start
     ort = {"ORT float": OrtModel(spec["float"], args.threads)}
     if torch_int8:
@@ -423,7 +440,8 @@ def main():
 
     # ---------------------------------------------------------- the table
     stand_in = " (FLOAT STAND-IN: --int8-as-float, no quantisation)" if args.int8_as_float else ""
-    lines = [f"# int8 evaluation: {args.model}, method {args.method}"
+    method = args.method + (f" {args.percentile}" if args.percentile is not None else "")
+    lines = [f"# int8 evaluation: {args.model}, method {method}"
              f"{', activations ' + args.activations if args.activations else ''}{stand_in}", ""]
     if args.int8_as_float:
         lines += ["**Plumbing test: `cgc int8` below is the float model compiled again "
@@ -438,7 +456,8 @@ def main():
               f"- command: `{command_line()}`",
               f"- cgc: `{cgc_binary}`, Python package `{os.path.dirname(cgc.__file__)}`; "
               f"compile (or cache load): float {compile_s['cgc float']:.1f} s, "
-              f"int8 {compile_s['cgc int8']:.1f} s",
+              f"int8 {compile_s['cgc int8']:.1f} s"
+              + ("" if args.int8_as_float else f"; cgc's quantisation report: `{os.path.relpath(quantize_report, REPO_DIR)}`"),
               f"- date: {time.strftime('%Y-%m-%d %H:%M')}", ""]
 
     if spec["kind"] == "image":
@@ -505,11 +524,6 @@ def main():
               + ", ".join(f"{e} {run_s[e]:.1f} s" for e in order), ""]
 
     report = "\n".join(lines)
-    suffix = "_float-stand-in" if args.int8_as_float else ""
-    activations = f"_{args.activations}" if args.activations else ""
-    out = args.out or os.path.join(BENCH_DIR, "results",
-                                   f"quant_{args.model}_{args.method}{activations}{suffix}.md")
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
         f.write(report)
     print(report)
