@@ -154,7 +154,7 @@ def make(name, corpus, data, calibration, bnfit):
     path = os.path.join(out_dir, f"{name}.onnx")
     report_path = os.path.join(out_dir, f"{name}.verify.json")
     model, x = rebuild_float(name)
-    if not os.path.exists(report_path):
+    if not (os.path.exists(report_path) and os.path.exists(path)):
         report = {"model": name}
         corpus_model = os.path.join(corpus, name, "model.onnx")
         corpus_x = numpy_helper.to_array(onnx.load_tensor(
@@ -175,9 +175,8 @@ def make(name, corpus, data, calibration, bnfit):
         if not (report["same_input_stream"] and equal
                 and report["ort_rebuilt_vs_corpus_max_abs"] <= 1e-5 * max(1, report["output_max_abs"])):
             print(f"{name}: THE REBUILT NETWORK DIFFERS FROM THE CORPUS' (see above)", flush=True)
-        if not os.path.exists(path):
-            y_quantized, loaded = quantize(name, model, calibration, path)
-            report.update(check_export(path, calibration[:1], y_quantized, loaded))
+        y_quantized, loaded = quantize(name, model, calibration, path)
+        report.update(check_export(path, calibration[:1], y_quantized, loaded))
         print(f"{name}: {path}: {json.dumps({k: report[k] for k in report if 'int8' in k or 'quantizable' in k})}",
               flush=True)
         with open(report_path, "w") as f:

@@ -9,7 +9,7 @@ PaddleOCR v4's text recogniser) and one calibration method:
 
   1. `cgc calibrate` on the calibration sets of bench/quant_data.py
      (cached: <data>/calib/<model>.calib.json, made again when missing or
-     older than the model);
+     older than the model or a calibration set);
   2. compiles the float model and the int8 one with the cgc Python API
      (cgc.compile(..., quantize="int8", calibration=FILE, method=M); see
      compile_int8());
@@ -86,7 +86,8 @@ def model_spec(name, corpus, data):
     if name == "ocr_rec":
         with open(os.path.join(data, "ocr", "labels.json")) as f:
             labels = json.load(f)
-        return {"name": name, "kind": "ocr",
+        width = labels["shape"][-1]
+        return {"name": name, "kind": "ocr", "tag": name if width == 320 else f"{name}_w{width}",
                 "float": os.path.join(OCR_ASSETS, "ch_PP-OCRv4_rec_infer.onnx"),
                 "data": os.path.join(data, "ocr"), "shapes": {labels["input"]: labels["shape"]},
                 "labels": labels["eval"], "torch_int8": None,
@@ -137,14 +138,15 @@ class OrtModel:
         return self._read()
 
     def _stage(self, xs, name):
-        """xs as one raw file (written once per array)."""
+        """xs as one raw file, written once per array (kept referenced, so
+        that its id stays its own)."""
         key = id(xs)
         if key not in self.staged:
             path = os.path.join(self.scratch.name, f"inputs_{len(self.staged)}.bin")
             np.ascontiguousarray(xs).tofile(path)
-            self.staged[key] = {"name": name, "dtype": str(xs.dtype), "dims": list(xs.shape[1:]),
-                                "file": path}
-        return self.staged[key]
+            self.staged[key] = (xs, {"name": name, "dtype": str(xs.dtype),
+                                     "dims": list(xs.shape[1:]), "file": path})
+        return self.staged[key][1]
 
     def run_all(self, xs, name):
         """The first output of each xs[i]: an array (N, *output shape)."""
@@ -183,7 +185,9 @@ def find_cgc_binary(cgc_module, given):
 def calibrate(cgc_binary, spec, calib_dirs, data_dir):
     """`cgc calibrate` on the calibration sets, cached by file."""
     path = os.path.join(data_dir, "calib", f"{spec['name']}.calib.json")
-    if os.path.exists(path) and os.path.getmtime(path) >= os.path.getmtime(spec["float"]):
+    newest = max(os.path.getmtime(f) for f in
+                 [spec["float"]] + [os.path.join(d, "input_0.pb") for d in calib_dirs])
+    if os.path.exists(path) and os.path.getmtime(path) >= newest:
         return path, None
     os.makedirs(os.path.dirname(path), exist_ok=True)
     command = [cgc_binary, "calibrate", "-q", spec["float"], "-o", path, "--inputs", *calib_dirs]
@@ -388,7 +392,8 @@ def main():
     activations = f"_{args.activations}" if args.activations else ""
     percentile = f"{args.percentile:g}" if args.percentile is not None else ""
     out = args.out or os.path.join(
-        BENCH_DIR, "results", f"quant_{args.model}_{args.method}{percentile}{activations}{suffix}.md")
+        BENCH_DIR, "results",
+        f"quant_{spec.get('tag', args.model)}_{args.method}{percentile}{activations}{suffix}.md")
     quantize_report = os.path.splitext(out)[0] + ".cgc.json"
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     load_before = os.getloadavg()
@@ -477,9 +482,11 @@ def main():
         lines += ["", f"ORT float predicts {classes} distinct classes over the {len(xs)} inputs; "
                   f"a logit varies by {across_inputs:.2g} across the inputs (standard deviation, "
                   f"mean over classes) and by {across_classes:.2g} across the classes (mean over "
-                  "inputs). With random weights the logits can hardly depend on the input: then "
-                  "top-1 agreement is 100 % whatever the int8 model does, and the _bnfit models "
-                  "(bench/ptq_torch.py --bnfit) are the meaningful ones.", ""]
+                  "inputs)."
+                  + (" **These logits hardly depend on the input (random weights): top-1 "
+                     "agreement is 100 % whatever the int8 model does; the _bnfit models "
+                     "(bench/ptq_torch.py --bnfit) are the meaningful ones.**"
+                     if classes <= 2 or across_inputs < 0.05 * across_classes else ""), ""]
     else:
         charset = ocr_charset()
         texts = {name: ctc_greedy(y, charset) for name, y in outputs.items()}
@@ -496,6 +503,19 @@ def main():
                          f"{percent(exact(t, texts['cgc float']))} | "
                          f"{percent(char_agreement(stripped, truth))} | "
                          f"{percent(exact(stripped, truth))} |")
+        fit = [i for i in range(len(xs)) if not spec["squeezed"][i]]
+        if fit:
+            lines += ["", f"The {len(fit)} lines that fit the width (not squeezed):", "",
+                      "| engine | chars = cgc float | lines = cgc float | chars = ground truth | "
+                      "lines = ground truth |", "| --- | --- | --- | --- | --- |"]
+            for name in order:
+                t = [texts[name][i] for i in fit]
+                reference = [texts["cgc float"][i] for i in fit]
+                stripped, true = [s.strip() for s in t], [truth[i] for i in fit]
+                lines.append(f"| {name} | {percent(char_agreement(t, reference))} | "
+                             f"{percent(exact(t, reference))} | "
+                             f"{percent(char_agreement(stripped, true))} | "
+                             f"{percent(exact(stripped, true))} |")
         differ = [i for i in range(len(xs)) if texts["cgc int8"][i] != texts["cgc float"][i]]
         width = spec["shapes"][input_name][-1]
         lines += ["", "chars: 1 - sum of edit distances / sum of the reference's lengths; lines: "
