@@ -46,7 +46,11 @@ build tree):
       [--corpus bench/corpus] [--data bench/quant_data] [--cgc build/cgc] \\
       [--int8-as-float]
 Data first: bench/quant_data.py, and bench/ptq_torch.py [--bnfit] for the
-torch-int8 column (and the _bnfit models).
+torch-int8 column (and the _bnfit models). ocr_rec at another input width
+(at 320 most 10-40 character lines are squeezed, which costs the float model
+itself a quarter of its lines): bench/quant_data.py --out bench/quant_data/w640
+--only ocr --ocr-width 640, then --data bench/quant_data/w640 (the report is
+then quant_ocr_rec_w640_<method>.md).
 """
 
 import argparse
