@@ -68,7 +68,8 @@ std::vector<OutputError> compare(const Trial& reference, const Trial& trial) {
   for (int i = 0; i < info.num_outputs; ++i) {
     OutputError e{info.outputs[i].name};
     const bool classes = classifierShaped(info.outputs[i]);
-    const auto width = static_cast<size_t>(info.outputs[i].shape[std::max(0, info.outputs[i].rank - 1)]);
+    const auto width =
+        static_cast<size_t>(info.outputs[i].shape[std::max(0, info.outputs[i].rank - 1)]);
     double diff = 0, power = 0, rows = 0, agree = 0;
     for (size_t s = 0; s < trial.outputs.size(); ++s) {
       const auto& f = reference.outputs[s][i];
@@ -161,8 +162,9 @@ nlohmann::ordered_json measureSpeed(Trial& floatModel, Trial& int8Model,
   return {{"float_ms", fm},
           {"int8_ms", qm},
           {"speedup", fm / qm},
-          {"speedup_range", {*std::min_element(ratios.begin(), ratios.end()),
-                             *std::max_element(ratios.begin(), ratios.end())}},
+          {"speedup_range",
+           {*std::min_element(ratios.begin(), ratios.end()),
+            *std::max_element(ratios.begin(), ratios.end())}},
           {"rounds", kRounds},
           {"runs", budget.benchRuns}};
 }
@@ -190,18 +192,23 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
     const ir::Node& n = model.graph.node(id);
     const bool int8 = n.op == "QLinearConv" || n.op == "QLinearMatMul";
     if (!int8 && n.op != "Conv" && n.op != "MatMul" && n.op != "Gemm") continue;
-    nlohmann::ordered_json row = {{"name", n.name}, {"op", n.op}, {"precision", int8 ? "int8" : "float"}};
+    nlohmann::ordered_json row = {
+        {"name", n.name}, {"op", n.op}, {"precision", int8 ? "int8" : "float"}};
     if (!int8)
       row["why"] = user.count(n.name)       ? "--keep-float"
                    : reverted.count(n.name) ? "--max-error"
                                             : "not quantised (writes a graph output, no calibrated "
                                               "range or no constant weights)";
-    if (auto it = sensitivity.find(n.name); it != sensitivity.end()) row["sensitivity"] = it->second;
+    if (auto it = sensitivity.find(n.name); it != sensitivity.end())
+      row["sensitivity"] = it->second;
     layers.push_back(row);
   }
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
   for (const auto& t : model.quantization->record->tensors)
-    tensors.push_back({{"name", t.name}, {"min", t.lo}, {"max", t.hi}, {"scale", t.scale},
+    tensors.push_back({{"name", t.name},
+                       {"min", t.lo},
+                       {"max", t.hi},
+                       {"scale", t.scale},
                        {"zero_point", t.zeroPoint}});
   nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
   for (const auto& e : out.errors) {
@@ -210,7 +217,8 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
     outputs.push_back(row);
   }
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-  for (const auto& s : out.steps) steps.push_back({{"float_layers", s.floatLayers}, {"worst_error", s.worst}});
+  for (const auto& s : out.steps)
+    steps.push_back({{"float_layers", s.floatLayers}, {"worst_error", s.worst}});
   return {{"model", options.modelPath},
           {"calibration", options.quantize.calibration},
           {"method", options.quantize.method},
@@ -225,35 +233,45 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
 }
 
 std::string reportText(const nlohmann::ordered_json& r) {
-  std::string text = fmt::format("cgc quantisation report: {}\ncalibration {}, method {}, activations {}\n\n",
-                                 r["model"].get<std::string>(), r["calibration"].get<std::string>(),
-                                 r["method"].get<std::string>(), r["activations"].get<std::string>());
-  text += fmt::format("{:<40} {:<14} {:<9} {:>11}  {}\n", "layer", "op", "precision", "sensitivity", "why float");
+  std::string text =
+      fmt::format("cgc quantisation report: {}\ncalibration {}, method {}, activations {}\n\n",
+                  r["model"].get<std::string>(), r["calibration"].get<std::string>(),
+                  r["method"].get<std::string>(), r["activations"].get<std::string>());
+  text += fmt::format("{:<40} {:<14} {:<9} {:>11}  {}\n", "layer", "op", "precision", "sensitivity",
+                      "why float");
   for (const auto& l : r["layers"])
-    text += fmt::format("{:<40} {:<14} {:<9} {:>11}  {}\n", l["name"].get<std::string>(),
-                        l["op"].get<std::string>(), l["precision"].get<std::string>(),
-                        l.contains("sensitivity") ? fmt::format("{:.3g}", l["sensitivity"].get<double>()) : "-",
-                        l.value("why", ""));
+    text += fmt::format(
+        "{:<40} {:<14} {:<9} {:>11}  {}\n", l["name"].get<std::string>(),
+        l["op"].get<std::string>(), l["precision"].get<std::string>(),
+        l.contains("sensitivity") ? fmt::format("{:.3g}", l["sensitivity"].get<double>()) : "-",
+        l.value("why", ""));
   if (!r["outputs"].empty()) {
-    text += fmt::format("\noutputs against the float model on {} check input(s):\n{:<30} {:>15} {:>16}\n",
-                        r["check_inputs"].get<size_t>(), "output", "relative error", "top-1 agreement");
+    text += fmt::format(
+        "\noutputs against the float model on {} check input(s):\n{:<30} {:>15} {:>16}\n",
+        r["check_inputs"].get<size_t>(), "output", "relative error", "top-1 agreement");
     for (const auto& o : r["outputs"])
       text += fmt::format("{:<30} {:>15.3g} {:>16}\n", o["name"].get<std::string>(),
                           o["relative_error"].get<double>(),
-                          o.contains("top1_agreement") ? fmt::format("{:.2f}%", 100 * o["top1_agreement"].get<double>()) : "-");
+                          o.contains("top1_agreement")
+                              ? fmt::format("{:.2f}%", 100 * o["top1_agreement"].get<double>())
+                              : "-");
   }
   if (!r["max_error"].is_null()) {
-    text += fmt::format("\nbudget --max-error {}; trials (layers in float: worst error):", r["max_error"].get<double>());
+    text += fmt::format("\nbudget --max-error {}; trials (layers in float: worst error):",
+                        r["max_error"].get<double>());
     for (const auto& s : r["trials"])
-      text += fmt::format(" {}: {:.3g};", s["float_layers"].get<int>(), s["worst_error"].get<double>());
+      text +=
+          fmt::format(" {}: {:.3g};", s["float_layers"].get<int>(), s["worst_error"].get<double>());
     text += "\n";
   }
   if (!r["speed"].is_null()) {
     const auto& s = r["speed"];
-    text += fmt::format("\nspeed ({} rounds of {} runs, alternated): float {:.3f} ms, int8 {:.3f} ms: {:.2f}x ({:.2f}-{:.2f}x)\n",
-                        s["rounds"].get<int>(), s["runs"].get<int>(), s["float_ms"].get<double>(),
-                        s["int8_ms"].get<double>(), s["speedup"].get<double>(),
-                        s["speedup_range"][0].get<double>(), s["speedup_range"][1].get<double>());
+    text += fmt::format(
+        "\nspeed ({} rounds of {} runs, alternated): float {:.3f} ms, int8 {:.3f} ms: {:.2f}x "
+        "({:.2f}-{:.2f}x)\n",
+        s["rounds"].get<int>(), s["runs"].get<int>(), s["float_ms"].get<double>(),
+        s["int8_ms"].get<double>(), s["speedup"].get<double>(), s["speedup_range"][0].get<double>(),
+        s["speedup_range"][1].get<double>());
   }
   return text;
 }
@@ -280,10 +298,12 @@ CompileOptions applyBudget(const CompileOptions& options) {
   const QuantizeOptions& budget = options.quantize;
   if (!budget.measured()) return options;
   if (!budget.enabled())
-    throw CompileError("cgc: error: --max-error, --check-inputs and --quantize-report need --quantize int8");
+    throw CompileError(
+        "cgc: error: --max-error, --check-inputs and --quantize-report need --quantize int8");
   if (budget.maxError > 0 && budget.checkInputs.empty())
     throw CompileError(
-        "cgc: error: --max-error needs --check-inputs DIR... (held-out inputs, not the calibration's)");
+        "cgc: error: --max-error needs --check-inputs DIR... (held-out inputs, not the "
+        "calibration's)");
   for (const std::string& dir : budget.checkInputs)
     if (!fs::is_directory(dir)) userError({dir, "", ""}, "--check-inputs: no such directory");
   CompileOptions base = options;
@@ -303,9 +323,10 @@ CompileOptions applyBudget(const CompileOptions& options) {
   out.errors = dirs.empty() ? std::vector<OutputError>{} : compare(reference, trial);
   auto note = [&](const char* what) {
     out.steps.push_back({static_cast<int>(out.reverted.size()), worstOf(out.errors)});
-    driver::progress(options, fmt::format("quantize: {}: {} layer(s) returned to float, worst error {:.4g} (output '{}')",
-                                          what, out.reverted.size(), out.steps.back().worst,
-                                          worstOutput(out.errors)));
+    driver::progress(
+        options,
+        fmt::format("quantize: {}: {} layer(s) returned to float, worst error {:.4g} (output '{}')",
+                    what, out.reverted.size(), out.steps.back().worst, worstOutput(out.errors)));
   };
   if (!dirs.empty()) note("all int8");
   while (budget.maxError > 0 && worstOf(out.errors) > budget.maxError) {
@@ -322,15 +343,18 @@ CompileOptions applyBudget(const CompileOptions& options) {
     out.reverted.clear();
     for (size_t i = 0; i < n; ++i) out.reverted.push_back(out.ranking[i].first);
     CompileOptions next = base;
-    next.quantize.keepFloat.insert(next.quantize.keepFloat.end(), out.reverted.begin(), out.reverted.end());
+    next.quantize.keepFloat.insert(next.quantize.keepFloat.end(), out.reverted.begin(),
+                                   out.reverted.end());
     trial = runTrial(next, dirs);
     out.errors = compare(reference, trial);
     note("trial");
   }
   if (!dirs.empty()) out.speed = measureSpeed(reference, trial, options, budget);
-  if (!budget.report.empty()) writeReport(budget.report, reportJson(options, budget, trial.model, out));
+  if (!budget.report.empty())
+    writeReport(budget.report, reportJson(options, budget, trial.model, out));
   CompileOptions result = options;
-  result.quantize.keepFloat.insert(result.quantize.keepFloat.end(), out.reverted.begin(), out.reverted.end());
+  result.quantize.keepFloat.insert(result.quantize.keepFloat.end(), out.reverted.begin(),
+                                   out.reverted.end());
   result.quantizeSpec = base.quantizeSpec;
   return result;
 }

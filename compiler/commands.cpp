@@ -1,6 +1,5 @@
 // The cgc subcommands: compile, run, inspect.
 #include "compiler/commands.h"
-#include "compiler/accuracy_budget.h"
 
 #include <fmt/ranges.h>
 
@@ -13,6 +12,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "compiler/accuracy_budget.h"
 #include "compiler/input_shapes.h"
 #include "compiler/model_runner.h"
 #include "compiler/target_library.h"

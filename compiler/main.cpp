@@ -118,8 +118,7 @@ void addQuantizeOptions(CLI::App& command, CompileOptions& options) {
                   "--method percentile: the central percent of each tensor's values kept")
       ->capture_default_str()
       ->needs(quantize);
-  command
-      .add_option("--activations", q.activations, "The int8 activations' type: u8 or s8")
+  command.add_option("--activations", q.activations, "The int8 activations' type: u8 or s8")
       ->capture_default_str()
       ->needs(quantize);
   command

@@ -118,8 +118,7 @@ std::pair<float, float> percentileRange(const TensorStats& s, double percentile)
 DType activationType(const std::string& name) {
   if (name == "u8") return DType::kU8;
   if (name == "s8") return DType::kI8;
-  throw CompileError(
-      fmt::format("cgc: error: --activations: '{}' is not a type (u8 or s8)", name));
+  throw CompileError(fmt::format("cgc: error: --activations: '{}' is not a type (u8 or s8)", name));
 }
 
 }  // namespace
@@ -168,8 +167,8 @@ std::pair<float, float> chooseRange(const TensorStats& s, const std::string& met
 std::shared_ptr<const passes::QuantizeSpec> makeSpec(const QuantizeOptions& options) {
   if (!options.enabled()) return nullptr;
   if (options.precision != "int8")
-    throw CompileError(fmt::format("cgc: error: --quantize: '{}' is not a precision (int8)",
-                                   options.precision));
+    throw CompileError(
+        fmt::format("cgc: error: --quantize: '{}' is not a precision (int8)", options.precision));
   const auto& methods = methodNames();
   if (std::find(methods.begin(), methods.end(), options.method) == methods.end())
     throw CompileError(fmt::format("cgc: error: --method: '{}' is not a method ({})",

@@ -24,8 +24,8 @@ struct QuantizeOptions {
   std::string precision;    // --quantize: "" (float) or "int8"
   std::string calibration;  // --calibration FILE
   std::string method = "percentile";
-  double percentile = 99.99;        // --percentile, for the percentile method
-  std::string activations = "u8";   // --activations u8|s8
+  double percentile = 99.99;           // --percentile, for the percentile method
+  std::string activations = "u8";      // --activations u8|s8
   std::vector<std::string> keepFloat;  // --keep-float NODE...: layers left in float
   // The accuracy budget (compiler/accuracy_budget.h):
   double maxError = 0;                   // --max-error; 0: no budget
@@ -55,8 +55,8 @@ std::pair<float, float> chooseRange(const TensorStats& stats, const std::string&
                                     double percentile);
 
 /// The quantize pass's ranges and types for these options (null when they
-/// do not quantise; compileGraph adds keepFloat and the record). CompileError for an unknown method or activation type, a
-/// percentile outside (0, 100], and a calibration file that cannot be read.
+/// do not quantise; compileGraph adds keepFloat and the record). CompileError for an unknown method
+/// or activation type, a percentile outside (0, 100], and a calibration file that cannot be read.
 std::shared_ptr<const passes::QuantizeSpec> makeSpec(const QuantizeOptions& options);
 
 }  // namespace cgc::quant

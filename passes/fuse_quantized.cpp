@@ -442,8 +442,8 @@ bool fuseLookup(Graph& g, int qId) {
   std::vector<uint8_t> table(256);
   for (int byte = 0; byte < 256; ++byte) {
     const int32_t q = in.type == DType::kI8 ? static_cast<int8_t>(byte) : byte;
-    std::map<int, float> values = {{g.node(dag.dq).outputs[0],
-                                    static_cast<float>(q - in.zeroValue) * in.scaleValue}};
+    std::map<int, float> values = {
+        {g.node(dag.dq).outputs[0], static_cast<float>(q - in.zeroValue) * in.scaleValue}};
     for (int id : dag.nodes) {
       std::vector<float> args;
       for (int a : g.node(id).inputs)

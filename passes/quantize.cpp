@@ -16,8 +16,8 @@
 //     range, the union of theirs) where their inputs are int8 and an int8
 //     op reads their output.
 // Nodes the spec keeps in float, those whose activations have no
-// calibrated range and those that write a graph output stay as they are. Batch norms are folded first: the
-// weights are rounded once they are final.
+// calibrated range and those that write a graph output stay as they are. Batch norms are folded
+// first: the weights are rounded once they are final.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -222,8 +222,7 @@ void Quantizer::pruneMoves(const std::vector<int>& order, const std::vector<bool
     }
     if (!isMove(n.op)) continue;
     const size_t data = n.op == "Concat" ? n.inputs.size() : 1;
-    for (size_t i = 0; i < data; ++i)
-      sel_.parent[sel_.find(n.inputs[i])] = sel_.find(n.outputs[0]);
+    for (size_t i = 0; i < data; ++i) sel_.parent[sel_.find(n.inputs[i])] = sel_.find(n.outputs[0]);
   }
 }
 
@@ -257,10 +256,11 @@ void Quantizer::insertPair(int v, std::pair<float, int32_t> params) {
   const DType type = spec_.activations;
   const int scale = scalar(name + "_scale", params.first);
   const int zero = zeroPoint(name + "_zero_point", params.second, type);
-  const int q = g_.addValue(g_.uniqueValueName(name + "_quantized"), {type, g_.value(v).type.shape});
+  const int q =
+      g_.addValue(g_.uniqueValueName(name + "_quantized"), {type, g_.value(v).type.shape});
   const int dq = g_.addValue(g_.uniqueValueName(name + "_dequantized"), g_.value(v).type);
   const std::map<std::string, ir::Attribute> perTensor = {{"axis", int64_t{0}},
-                                                           {"per_axis", int64_t{0}}};
+                                                          {"per_axis", int64_t{0}}};
   g_.addNode("QuantizeLinear", name + "_QuantizeLinear", {v, scale, zero}, {q}, perTensor);
   g_.addNode("DequantizeLinear", name + "_DequantizeLinear", {q, scale, zero}, {dq}, perTensor);
   for (int r : readers)
@@ -293,8 +293,9 @@ double Quantizer::quantizeWeights(int id, float xScale) {
     scales[c] = amax > 0 ? amax / static_cast<float>(weightMax_) : 1.0f;
     for (int64_t i = 0; i < count; ++i) {
       const float x = data[at(c, i)];
-      const float v = std::clamp<float>(std::nearbyint(x / scales[c]),
-                                        static_cast<float>(-weightMax_), static_cast<float>(weightMax_));
+      const float v =
+          std::clamp<float>(std::nearbyint(x / scales[c]), static_cast<float>(-weightMax_),
+                            static_cast<float>(weightMax_));
       q[at(c, i)] = static_cast<uint8_t>(static_cast<int8_t>(v));
       noise += (v * scales[c] - x) * (v * scales[c] - x);
       power += x * x;
@@ -328,8 +329,8 @@ double Quantizer::quantizeWeights(int id, float xScale) {
                                   std::move(bytes));
   const int bScale =
       addFloatConstant(g_, g_.uniqueValueName(b.name + "_scale"), {channels}, bScales);
-  const int bDq = g_.addValue(g_.uniqueValueName(b.name + "_dequantized"),
-                              {DType::kF32, {channels}});
+  const int bDq =
+      g_.addValue(g_.uniqueValueName(b.name + "_dequantized"), {DType::kF32, {channels}});
   g_.addNode("DequantizeLinear", b.name + "_DequantizeLinear", {bInt, bScale, -1}, {bDq},
              channelAxis);
   g_.node(id).inputs[2] = bDq;

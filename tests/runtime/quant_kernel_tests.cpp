@@ -421,7 +421,7 @@ TEST_CASE("quantize and dequantize: half to even, saturation, per axis") {
   REQUIRE(out[2] == 50000.0f);
 }
 
-TEST_CASE("dynamic quantize, quantised add, int8 pools") {
+TEST_CASE("dynamic quantize, quantised add, table lookups, int8 pools") {
   const std::vector<float> x = {-1.0f, 0.0f, 2.0f, 0.3f};
   std::vector<uint8_t> y(4);
   float scale;
@@ -442,6 +442,19 @@ TEST_CASE("dynamic quantize, quantised add, int8 pools") {
   }
   checkOnTeams([&](const Team& team, uint8_t* out) { qadd(add, a.data(), b.data(), out, team); },
                a.size(), DType::kU8, expected);
+
+  // Table lookups: whole vectors of 64 and the tail, split over teams.
+  const auto table = randomBytes(256, 0, 255, 7);
+  for (size_t count : {size_t{1}, size_t{64}, size_t{1037}}) {
+    const auto x = randomBytes(count, 0, 255, 8);
+    std::vector<int32_t> looked;
+    for (uint8_t v : x) looked.push_back(table[v]);
+    checkOnTeams(
+        [&](const Team& team, uint8_t* out) {
+          qlookup({static_cast<int64_t>(count)}, x.data(), table.data(), out, team);
+        },
+        count, DType::kU8, looked);
+  }
 
   // Max pooling, int8 and uint8; rows of 150 columns: vectors of 64 and
   // their tails.

@@ -57,8 +57,11 @@ GraphBuilder floatCnn(std::map<std::string, std::pair<float, float>>& ranges) {
   g.node(2).inputs[0] = half;
   // A layer that writes a graph output stays float: c3 feeds a Sigmoid.
   b.output(b.node("Sigmoid", "sigmoid", {g.node(2).outputs[0]}, shape), "y");
-  ranges = {{"x", {-1, 1}}, {"relu_out", {0, 3}}, {"c2_out", {-4, 4}},
-            {"half_out", {0, 0.5f}}, {"c3_out", {-3, 3}}};
+  ranges = {{"x", {-1, 1}},
+            {"relu_out", {0, 3}},
+            {"c2_out", {-4, 4}},
+            {"half_out", {0, 0.5f}},
+            {"c3_out", {-3, 3}}};
   return b;
 }
 

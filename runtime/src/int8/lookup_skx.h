@@ -17,8 +17,7 @@ inline void lookupBytes(const uint8_t* table, const uint8_t* x, uint8_t* y, int6
     return _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high);
   };
   int64_t i = 0;
-  for (; i + 64 <= count; i += 64)
-    _mm512_storeu_si512(y + i, apply(_mm512_loadu_si512(x + i)));
+  for (; i + 64 <= count; i += 64) _mm512_storeu_si512(y + i, apply(_mm512_loadu_si512(x + i)));
   if (i == count) return;
   const __mmask64 tail = ~__mmask64{0} >> (64 - (count - i));
   _mm512_mask_storeu_epi8(y + i, tail, apply(_mm512_maskz_loadu_epi8(tail, x + i)));

@@ -1,9 +1,13 @@
 // The int8 product engine shared by qconv and qgemm: one tile of positions
 // times blocks of output channels (quant_microkernels.h), then the
 // requantising epilogue, vectorised with AVX2 where the positions are
-// contiguous in y, scalar (finishQ) otherwise. Both compute the same
+// contiguous in y or staged so (the matrix product's rows), scalar
+// (finishQ) otherwise. Both compute the same
 // float operations in the same order (this file is built with
 // -ffp-contract=off), so a tile's vector part and its tail agree.
+#include <algorithm>
+#include <cstring>
+
 #include "core/diagnostics.h"
 #include "core/isa.h"
 #include "core/scratch.h"
@@ -141,18 +145,62 @@ void finishRow(const QEpilogue& e, int32_t bias, float multiplier, const int32_t
     storeQ(out, m, e.y_type, finishQ(e, acc[m], bias, multiplier, r ? loadQ(r, m, e.r_signed) : 0));
 }
 
+namespace {
+
+/// A block of channels of a row-major result (the matrix product's y[m][c]:
+/// cStride 1): each channel finished by finishRow into a column of
+/// `staged`, its residual gathered likewise, then stored row by row, so
+/// that the epilogue runs on vectors rather than on one strided value at
+/// a time.
+void finishBlockRows(const QProduct& q, int64_t c0, int64_t channels, int64_t m0, int64_t valid,
+                     const int32_t* acc) {
+  const QEpilogue& e = *q.out;
+  const int64_t size = e.y_type == DType::kI32 ? 4 : 1;
+  alignas(64) uint8_t staged[kMaxBlock * kQTile * 4];
+  alignas(64) uint8_t residual[kMaxBlock * kQTile];
+  const auto* r = static_cast<const uint8_t*>(q.residual);
+  auto* y = static_cast<uint8_t*>(q.y);
+  for (int64_t j = 0; j < channels; ++j) {
+    if (r)
+      for (int64_t m = 0; m < valid; ++m)
+        residual[j * kQTile + m] = r[(m0 + m) * q.mStride + c0 + j];
+    const float multiplier = e.kind == QOutput::kInt32 ? 1.0f : q.terms.multiplier[c0 + j];
+    finishRow(e, q.terms.bias[c0 + j], multiplier, acc + j * kQTile, valid,
+              r ? residual + j * kQTile : nullptr, staged + j * kQTile * size);
+  }
+  if (size == 1 && channels == kMaxBlock) {
+    // A block of 8 bytes a row: an interleaving store group GCC vectorises.
+    for (int64_t m = 0; m < valid; ++m) {
+      uint8_t row[kMaxBlock];
+      for (int64_t j = 0; j < kMaxBlock; ++j) row[j] = staged[j * kQTile + m];
+      std::memcpy(y + (m0 + m) * q.mStride + c0, row, kMaxBlock);
+    }
+    return;
+  }
+  for (int64_t m = 0; m < valid; ++m) {
+    uint8_t* row = y + ((m0 + m) * q.mStride + c0) * size;
+    for (int64_t j = 0; j < channels; ++j)
+      std::memcpy(row + j * size, staged + (j * kQTile + m) * size, static_cast<size_t>(size));
+  }
+}
+
+}  // namespace
+
 void qProductTile(const QProduct& q, const uint8_t* a, int64_t m0, int64_t valid, int64_t b0,
                   int64_t b1) {
   alignas(64) int32_t acc[kMaxBlock * kQTile];
   const int64_t nb = q.pack.nb;
   for (int64_t b = b0; b < b1; ++b) {
     blockSums(q, a, b, valid, acc);
-    for (int64_t j = 0; j < nb; ++j) {
-      const int64_t c = b * nb + j;
-      if (c >= q.channels) break;
-      if (q.pack.packing == QPacking::kQuadsSplit) addSplits(q, a, c, valid, acc + j * kQTile);
-      finishChannel(q, c, m0, valid, acc + j * kQTile);
+    const int64_t channels = std::min(nb, q.channels - b * nb);
+    if (q.pack.packing == QPacking::kQuadsSplit)
+      for (int64_t j = 0; j < channels; ++j) addSplits(q, a, b * nb + j, valid, acc + j * kQTile);
+    if (q.mStride != 1 && q.cStride == 1) {
+      finishBlockRows(q, b * nb, channels, m0, valid, acc);
+      continue;
     }
+    for (int64_t j = 0; j < channels; ++j)
+      finishChannel(q, b * nb + j, m0, valid, acc + j * kQTile);
   }
 }
 
