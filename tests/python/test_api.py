@@ -178,3 +178,28 @@ def test_calibrate_errors(tiny_cnn, tmp_path):
     with pytest.raises(cgc.CompileError, match="NaN"):
         cgc.calibrate(path, [[good], [nan]], output=out)
     assert not out.exists()
+
+
+def test_compile_quantized(tiny_cnn, tmp_path):
+    """quantize="int8" and its keywords: the int8 model against PyTorch's
+    float outputs (the sample's test data), the layers inspect reports, a
+    layer kept float, the report, and the keywords' errors."""
+    _, inputs, outputs = tiny_cnn
+    path = SAMPLES / "tiny_cnn" / "model.onnx"
+    calibration = SAMPLES / "tiny_cnn" / "model.calib.json"
+    int8 = cgc.compile(path, executors=1, threads=1, quantize="int8", calibration=calibration,
+                       method="minmax", report=tmp_path / "q.json")
+    np.testing.assert_allclose(int8(*inputs), outputs[0], rtol=1e-2, atol=1e-3)
+    report = json.loads((tmp_path / "q.json").read_text())
+    assert [layer["precision"] for layer in report["layers"]] == ["int8"] * 3
+    first = "/features/features.0/Conv"
+    info = cgc.inspect(path, quantize="int8", calibration=calibration, keep_float=[first])
+    assert info["kernels"].get("QLinearConv") == 1 and info["float_layers"] == [first]
+    with pytest.raises(ValueError, match='method= needs quantize="int8"'):
+        cgc.compile(path, method="minmax")
+    with pytest.raises(ValueError, match="needs calibration="):
+        cgc.compile(path, quantize="int8")
+    with pytest.raises(TypeError, match="'bins'"):
+        cgc.compile(path, quantize="int8", calibration=calibration, bins=3)
+    with pytest.raises(cgc.CompileError, match="--method: 'mode'"):
+        cgc.compile(path, quantize="int8", calibration=calibration, method="mode")
