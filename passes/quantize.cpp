@@ -5,19 +5,19 @@
 //     per output channel (symmetric; [-63, 63] where the target's int8
 //     kernels are AVX2 without VNNI, so that vpmaddubsw's pairs cannot
 //     saturate and need no split), a bias (a MatMul's: the constant an
-//     Add after it adds) becomes int32 at x_scale *
-//     w_scale[c], and the activation read and the one written (after a
-//     Relu or Clip that only it feeds) get a QuantizeLinear and
-//     DequantizeLinear pair with per-tensor params from their calibrated
-//     range;
+//     Add after it adds) becomes int32 at x_scale * w_scale[c], and the
+//     activation read and the one written (after a Relu or Clip that only
+//     it feeds) get a QuantizeLinear and DequantizeLinear pair with
+//     per-tensor params from their calibrated range;
 //   - Add of two such activations (absorbed into the product before it or
 //     QLinearAdd), GlobalAveragePool, and MaxPool, Reshape, Transpose and
 //     Concat (which only move values: their inputs and output share one
 //     range, the union of theirs) where their inputs are int8 and an int8
 //     op reads their output.
 // Nodes the spec keeps in float, those whose activations have no
-// calibrated range and those that write a graph output stay as they are. Batch norms are folded
-// first: the weights are rounded once they are final.
+// calibrated range and those whose output reaches a graph output (its
+// rounding would reach it undamped) stay as they are. Batch norms are
+// folded first: the weights are rounded once they are final.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
