@@ -133,9 +133,10 @@ void addBudgetOptions(CLI::App& command, CompileOptions& options) {
   CLI::Option* quantize = command.get_option("--quantize");
   command
       .add_option("--max-error", q.maxError,
-                  "The accuracy budget: the largest relative error of an output (and share of "
-                  "top-1 disagreements of a classifier-shaped one) against the float model on "
-                  "--check-inputs; the most sensitive layers return to float until it holds")
+                  "The accuracy budget: the largest relative error of an output (of a "
+                  "classifier-shaped one, the share of rows whose top-1 class differs) against "
+                  "the float model on --check-inputs; the most sensitive layers return to float "
+                  "until it holds")
       ->check(CLI::PositiveNumber)
       ->needs(quantize);
   command
