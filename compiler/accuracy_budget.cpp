@@ -14,6 +14,7 @@
 #include <set>
 
 #include "compiler/commands.h"
+#include "ir/conventions.h"
 
 namespace cgc::quant {
 namespace {
@@ -98,7 +99,7 @@ double worstOf(const std::vector<OutputError>& errors) {
 /// params, over its calibration histogram (bin centres).
 double activationNoise(const TensorStats& s, const passes::QuantizeSpec::Tensor& t, DType type) {
   if (s.hi <= s.lo || s.histogram.empty()) return 0;
-  const double qMin = type == DType::kI8 ? -128 : 0, qMax = type == DType::kI8 ? 127 : 255;
+  const double qMin = ir::conventions::quantMin(type), qMax = ir::conventions::quantMax(type);
   const double width = (s.hi - s.lo) / static_cast<double>(s.histogram.size());
   double noise = 0, power = 0;
   for (size_t k = 0; k < s.histogram.size(); ++k) {
@@ -111,10 +112,10 @@ double activationNoise(const TensorStats& s, const passes::QuantizeSpec::Tensor&
   return power > 0 ? noise / power : 0;
 }
 
-/// The int8 layers, most sensitive first, with their sensitivity.
-std::vector<std::pair<std::string, double>> rankLayers(const CompiledModel& model,
-                                                       const QuantizeOptions& options) {
-  const auto stats = readCalibration(options.calibration);
+/// The int8 layers, most sensitive first, with their sensitivity (from the
+/// calibration statistics `stats`).
+std::vector<std::pair<std::string, double>> rankLayers(
+    const CompiledModel& model, const std::map<std::string, TensorStats>& stats) {
   const auto& record = *model.quantization->record;
   std::map<std::string, double> tensorNoise;
   for (const auto& t : record.tensors)
@@ -307,7 +308,8 @@ CompileOptions applyBudget(const CompileOptions& options) {
   for (const std::string& dir : budget.checkInputs)
     if (!fs::is_directory(dir)) userError({dir, "", ""}, "--check-inputs: no such directory");
   CompileOptions base = options;
-  base.quantizeSpec = makeSpec(options.quantize);
+  std::map<std::string, TensorStats> stats;
+  base.quantizeSpec = makeSpec(options.quantize, &stats);
   base.quiet = true;
   base.quantize.maxError = 0;  // the trials only compile
   base.quantize.checkInputs.clear();
@@ -319,7 +321,7 @@ CompileOptions applyBudget(const CompileOptions& options) {
   Trial reference = dirs.empty() ? Trial{} : runTrial(floatOptions, dirs);
   Trial trial = runTrial(base, dirs);
   Outcome out;
-  out.ranking = rankLayers(trial.model, options.quantize);
+  out.ranking = rankLayers(trial.model, stats);
   out.errors = dirs.empty() ? std::vector<OutputError>{} : compare(reference, trial);
   auto note = [&](const char* what) {
     out.steps.push_back({static_cast<int>(out.reverted.size()), worstOf(out.errors)});

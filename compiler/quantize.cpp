@@ -164,7 +164,8 @@ std::pair<float, float> chooseRange(const TensorStats& s, const std::string& met
   return entropyRange(s);
 }
 
-std::shared_ptr<const passes::QuantizeSpec> makeSpec(const QuantizeOptions& options) {
+std::shared_ptr<const passes::QuantizeSpec> makeSpec(const QuantizeOptions& options,
+                                                     std::map<std::string, TensorStats>* stats) {
   if (!options.enabled()) return nullptr;
   if (options.precision != "int8")
     throw CompileError(
@@ -179,9 +180,11 @@ std::shared_ptr<const passes::QuantizeSpec> makeSpec(const QuantizeOptions& opti
     throw CompileError("cgc: error: --quantize int8 needs --calibration FILE (cgc calibrate)");
   auto spec = std::make_shared<passes::QuantizeSpec>();
   spec->activations = activationType(options.activations);
-  for (const auto& [name, stats] : readCalibration(options.calibration))
-    if (stats.count > 0)
-      spec->ranges.emplace(name, chooseRange(stats, options.method, options.percentile));
+  auto read = readCalibration(options.calibration);
+  for (const auto& [name, tensor] : read)
+    if (tensor.count > 0)
+      spec->ranges.emplace(name, chooseRange(tensor, options.method, options.percentile));
+  if (stats) *stats = std::move(read);
   return spec;
 }
 

@@ -55,8 +55,11 @@ std::pair<float, float> chooseRange(const TensorStats& stats, const std::string&
                                     double percentile);
 
 /// The quantize pass's ranges and types for these options (null when they
-/// do not quantise; compileGraph adds keepFloat and the record). CompileError for an unknown method
-/// or activation type, a percentile outside (0, 100], and a calibration file that cannot be read.
-std::shared_ptr<const passes::QuantizeSpec> makeSpec(const QuantizeOptions& options);
+/// do not quantise; compileGraph adds keepFloat and the record), and into
+/// `stats` (where given) the calibration file's statistics. CompileError
+/// for an unknown method or activation type, a percentile outside
+/// (0, 100], and a calibration file that cannot be read.
+std::shared_ptr<const passes::QuantizeSpec> makeSpec(
+    const QuantizeOptions& options, std::map<std::string, TensorStats>* stats = nullptr);
 
 }  // namespace cgc::quant

@@ -42,6 +42,10 @@ inline constexpr size_t kMatMulBias = 2;
 inline constexpr const char* kConvShape = "cgc_conv_shape";
 inline constexpr const char* kPoolPads = "cgc_pool_pads";
 
+/// The values of a quantised type (uint8 or int8): the clamps' defaults.
+inline int32_t quantMin(DType t) { return t == DType::kI8 ? -128 : 0; }
+inline int32_t quantMax(DType t) { return t == DType::kI8 ? 127 : 255; }
+
 /// fuse-quantized: the clamp of a quantised product's or QLinearAdd's
 /// output in its own integer units, a Relu or Clip folded in (absent: the
 /// type's range).

@@ -35,8 +35,8 @@ int64_t count(const Graph& g, const Node& n, size_t i) {
   return present(n, i) ? g.value(n.inputs[i]).type.numElements() : 1;
 }
 
-int32_t typeMin(DType t) { return t == DType::kI8 ? -128 : 0; }
-int32_t typeMax(DType t) { return t == DType::kI8 ? 127 : 255; }
+using conv::quantMax;
+using conv::quantMin;
 
 /// The requantising epilogue of a QLinearConv or QLinearMatMul: scales and
 /// zero points at inputs 1/2 (x) and 6/7 (y), the clamp and a folded Add.
@@ -47,15 +47,15 @@ rt::QEpilogue epilogueOf(const Graph& g, const Node& n, int residual) {
   e.x_scale = scaleAt(g, n, 1);
   e.y_scale = scaleAt(g, n, 6);
   e.y_zero = zeroAt(g, n, 7);
-  e.y_min = static_cast<int32_t>(n.getInt(conv::kQMin, typeMin(y)));
-  e.y_max = static_cast<int32_t>(n.getInt(conv::kQMax, typeMax(y)));
+  e.y_min = static_cast<int32_t>(n.getInt(conv::kQMin, quantMin(y)));
+  e.y_max = static_cast<int32_t>(n.getInt(conv::kQMax, quantMax(y)));
   if (residual < 0) return e;
   e.kind = rt::QOutput::kRequantAdd;
   const auto mid = static_cast<DType>(n.getInt(conv::kQMidType, static_cast<int64_t>(DType::kU8)));
   e.mid_scale = static_cast<float>(n.getFloat(conv::kQMidScale, 1.0));
   e.mid_zero = static_cast<int32_t>(n.getInt(conv::kQMidZero, 0));
-  e.mid_min = static_cast<int32_t>(n.getInt(conv::kQMidMin, typeMin(mid)));
-  e.mid_max = static_cast<int32_t>(n.getInt(conv::kQMidMax, typeMax(mid)));
+  e.mid_min = static_cast<int32_t>(n.getInt(conv::kQMidMin, quantMin(mid)));
+  e.mid_max = static_cast<int32_t>(n.getInt(conv::kQMidMax, quantMax(mid)));
   e.r_signed = elementType(g, residual) == DType::kI8;
   e.r_scale = static_cast<float>(n.getFloat(conv::kQResidualScale, 1.0));
   e.r_zero = static_cast<int32_t>(n.getInt(conv::kQResidualZero, 0));
@@ -225,8 +225,8 @@ Lowered lowerQLinearAdd(const Graph& g, const Node& n) {
   p.y_type = y;
   p.a_scale = scaleAt(g, n, 1), p.b_scale = scaleAt(g, n, 4), p.y_scale = scaleAt(g, n, 6);
   p.a_zero = zeroAt(g, n, 2), p.b_zero = zeroAt(g, n, 5), p.y_zero = zeroAt(g, n, 7);
-  p.y_min = static_cast<int32_t>(n.getInt(conv::kQMin, typeMin(y)));
-  p.y_max = static_cast<int32_t>(n.getInt(conv::kQMax, typeMax(y)));
+  p.y_min = static_cast<int32_t>(n.getInt(conv::kQMin, quantMin(y)));
+  p.y_max = static_cast<int32_t>(n.getInt(conv::kQMax, quantMax(y)));
   return KernelCall{Kernel::kQAdd, DType::kF32, p, {n.inputs[0], n.inputs[3]}, {n.outputs[0]}};
 }
 

@@ -56,8 +56,8 @@ struct QParams {
   }
 };
 
-int32_t typeMin(DType t) { return t == DType::kI8 ? -128 : 0; }
-int32_t typeMax(DType t) { return t == DType::kI8 ? 127 : 255; }
+using conv::quantMax;
+using conv::quantMin;
 
 bool isConstantScalar(const Graph& g, int v) {
   return v < 0 || (g.value(v).isConstant() && g.value(v).type.numElements() == 1);
@@ -97,7 +97,7 @@ void removeIfUnused(Graph& g, int id) {
 
 /// The integer clamp that Q(act(v)) applies, act being Relu or Clip.
 std::pair<int32_t, int32_t> activationClamp(const Node* act, const QParams& q) {
-  int32_t lo = typeMin(q.type), hi = typeMax(q.type);
+  int32_t lo = quantMin(q.type), hi = quantMax(q.type);
   if (!act) return {lo, hi};
   auto quantize = [&](double bound) {
     if (std::isinf(bound)) return bound < 0 ? lo : hi;
@@ -137,8 +137,8 @@ std::optional<Chain> chainOf(const Graph& g, int qId) {
 /// Sets the clamp of Q(act(.)) on node `id`.
 void setClamp(Graph& g, const Chain& c, int id) {
   const auto [lo, hi] = activationClamp(c.act >= 0 ? &g.node(c.act) : nullptr, c.out);
-  if (lo != typeMin(c.out.type)) g.node(id).attrs[conv::kQMin] = int64_t{lo};
-  if (hi != typeMax(c.out.type)) g.node(id).attrs[conv::kQMax] = int64_t{hi};
+  if (lo != quantMin(c.out.type)) g.node(id).attrs[conv::kQMin] = int64_t{lo};
+  if (hi != quantMax(c.out.type)) g.node(id).attrs[conv::kQMax] = int64_t{hi};
 }
 
 /// Removes the chain's nodes and gives Q's output to a new node.
@@ -291,8 +291,8 @@ bool absorbAdd(Graph& g, const Chain& c, size_t side) {
   product.attrs[conv::kQMidScale] = double{mid->second.scaleValue};
   product.attrs[conv::kQMidZero] = int64_t{mid->second.zeroValue};
   product.attrs[conv::kQMidType] = static_cast<int64_t>(midType);
-  product.attrs[conv::kQMidMin] = product.getInt(conv::kQMin, typeMin(midType));
-  product.attrs[conv::kQMidMax] = product.getInt(conv::kQMax, typeMax(midType));
+  product.attrs[conv::kQMidMin] = product.getInt(conv::kQMin, quantMin(midType));
+  product.attrs[conv::kQMidMax] = product.getInt(conv::kQMax, quantMax(midType));
   product.attrs.erase(conv::kQMin);
   product.attrs.erase(conv::kQMax);
   product.attrs[conv::kQResidualScale] = double{residual->second.scaleValue};
@@ -454,7 +454,7 @@ bool fuseLookup(Graph& g, int qId) {
     const float y = values.at(v);
     const float scaled = std::isnan(y) ? 0.0f : std::nearbyint(y / out->scaleValue);
     const auto level = static_cast<int32_t>(std::clamp<float>(
-        scaled + static_cast<float>(out->zeroValue), typeMin(out->type), typeMax(out->type)));
+        scaled + static_cast<float>(out->zeroValue), quantMin(out->type), quantMax(out->type)));
     table[byte] = static_cast<uint8_t>(level);
   }
   const int tableValue =

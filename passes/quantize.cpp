@@ -23,6 +23,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "ir/conventions.h"
 #include "passes/pass_manager.h"
 
 namespace cgc::passes {
@@ -31,9 +32,8 @@ namespace {
 using ir::Graph;
 using ir::Node;
 
-// (Named apart from fuse_quantized.cpp's: the fuzz target's unity build.)
-int32_t lowestLevel(DType t) { return t == DType::kI8 ? -128 : 0; }
-int32_t highestLevel(DType t) { return t == DType::kI8 ? 127 : 255; }
+using ir::conventions::quantMax;
+using ir::conventions::quantMin;
 
 /// The ops that only move or compare values.
 bool isMove(const std::string& op) {
@@ -232,10 +232,10 @@ void Quantizer::pruneMoves(const std::vector<int>& order, const std::vector<bool
 std::pair<float, int32_t> Quantizer::activationParams(std::pair<float, float> range) const {
   const float lo = std::min(range.first, 0.0f), hi = std::max(range.second, 0.0f);
   const DType t = spec_.activations;
-  const float levels = static_cast<float>(highestLevel(t) - lowestLevel(t));
+  const float levels = static_cast<float>(quantMax(t) - quantMin(t));
   const float scale = hi > lo ? (hi - lo) / levels : 1.0f;
-  const float zero = std::nearbyint(static_cast<float>(lowestLevel(t)) - lo / scale);
-  return {scale, static_cast<int32_t>(std::clamp<float>(zero, lowestLevel(t), highestLevel(t)))};
+  const float zero = std::nearbyint(static_cast<float>(quantMin(t)) - lo / scale);
+  return {scale, static_cast<int32_t>(std::clamp<float>(zero, quantMin(t), quantMax(t)))};
 }
 
 int Quantizer::scalar(const std::string& name, float value) {
