@@ -92,9 +92,7 @@ def ort_profile(model, data, runs, threads):
     with tempfile.TemporaryDirectory() as tmp:
         command = ["node", os.path.join(BENCH_DIR, "ort_run.js"), model, data,
                    os.path.join(tmp, "out"), "--runs", str(runs),
-                   "--profile", os.path.join(tmp, "ort")]
-        if threads:
-            command += ["--threads", str(threads)]
+                   "--profile", os.path.join(tmp, "ort"), "--threads", str(threads)]
         subprocess.run(command, check=True, capture_output=True)
         with open(glob.glob(os.path.join(tmp, "ort_*.json"))[0]) as f:
             events = json.load(f)
@@ -112,8 +110,7 @@ def ort_profile(model, data, runs, threads):
 def cgc_profile(cgc, model, data, bindings, runs, threads, target):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "profile.json")
-        schedule = ["--threads", str(threads)] if threads else []
-        schedule += ["--target", target] if target else []
+        schedule = ["--threads", str(threads)] + (["--target", target] if target else [])
         subprocess.run([cgc, "run", model, "-q", "--inputs", data, "--bench", str(runs),
                         "--profile-out", path] + bindings + schedule,
                        check=True, capture_output=True)
@@ -162,10 +159,12 @@ def main():
     case, model, data, bindings = load_case(os.path.join(args.corpus, args.model))
     graph = Graph(model)
     flops = dict(node_flops(model, case.get("shapes", {})))
-    peak = measure_peak()[0] * (args.threads or os.cpu_count())
-    ort = ort_profile(model, data, args.runs, args.threads)
-    cgc = cgc_profile(os.path.abspath(args.cgc), model, data, bindings, args.runs,
-                      args.threads, args.target)
+    # Both told the count: ONNX Runtime's own default can be fewer (bench.py).
+    threads = args.threads or len(os.sched_getaffinity(0))
+    peak = measure_peak()[0] * threads
+    ort = ort_profile(model, data, args.runs, threads)
+    cgc = cgc_profile(os.path.abspath(args.cgc), model, data, bindings, args.runs, threads,
+                      args.target)
 
     rows = collections.OrderedDict()  # ONNX head node -> [op, cgc us, ort us, shapes]
     unmatched = collections.Counter()
@@ -186,7 +185,7 @@ def main():
     total_ort = sum(r[2] for r in rows.values()) + sum(unmatched.values())
     print(f"{args.model}: node times summed, cgc {total_cgc / 1000:.3f} ms, "
           f"ONNX Runtime {total_ort / 1000:.3f} ms ({args.runs} profiled runs each); "
-          f"FMA peak {peak:.0f} GFLOP/s on {args.threads or os.cpu_count()} threads")
+          f"FMA peak {peak:.0f} GFLOP/s on {threads} threads")
     by_op = collections.defaultdict(lambda: [0.0, 0.0])
     for op, c, o, _ in rows.values():
         by_op[op][0] += c
