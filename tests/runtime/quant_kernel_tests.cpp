@@ -62,9 +62,9 @@ int32_t finishRef(const QEpilogue& e, int64_t acc, int32_t bias, float wScale, i
   const float scaled = static_cast<float>(acc + bias) * multiplier;
   if (e.kind == QOutput::kRequant) return roundClampRef(scaled, e.y_zero, e.y_min, e.y_max);
   const int32_t mid = roundClampRef(scaled, e.mid_zero, e.mid_min, e.mid_max);
-  const float a = static_cast<float>(mid - e.mid_zero) * e.mid_scale;
-  const float b = static_cast<float>(r - e.r_zero) * e.r_scale;
-  return roundClampRef((a + b) / e.y_scale, e.y_zero, e.y_min, e.y_max);
+  const float a = static_cast<float>(mid - e.mid_zero) * (e.mid_scale / e.y_scale);
+  const float b = static_cast<float>(r - e.r_zero) * (e.r_scale / e.y_scale);
+  return roundClampRef(a + b, e.y_zero, e.y_min, e.y_max);
 }
 
 int32_t outputAt(const std::vector<uint8_t>& y, size_t i, DType t) {

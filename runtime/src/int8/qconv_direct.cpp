@@ -208,9 +208,10 @@ void copyPlane(const QConvParams& p, const Geometry& g, const uint8_t* x, int64_
                          flip, plane + (i0 * g.wq + j0) * kQuad);
 }
 
-/// Where a tile's 32 positions go in y, per half of 16 lanes: runs of one
-/// output row each, as the lanes (a mask) and the y position of the
-/// half's lane 0. Made once per tile for all its channels.
+/// Where a tile's 32 positions go in y, per half of 16 lanes: runs of
+/// contiguous outputs (a row, or rows that follow each other), as the
+/// lanes (a mask) and the y position of the half's lane 0. Made once per
+/// tile for all its channels.
 struct TileRuns {
   struct Run {
     uint16_t lanes;
@@ -219,8 +220,8 @@ struct TileRuns {
   Run runs[2][kQTile / 2];
   int64_t count[2];
 
-  /// Whether the tile's 32 positions are one run of y (a tile within an
-  /// output row), and that run's lanes.
+  /// Whether the tile's 32 positions are one run of y, and that run's
+  /// lanes.
   bool oneRun() const {
     return count[0] == 1 && count[1] == 1 && runs[1][0].base == runs[0][0].base + 16;
   }
@@ -237,7 +238,14 @@ void runsOf(const QConvParams& p, const Geometry& g, int64_t v0, TileRuns& out) 
       const int64_t hi = std::min(to - v0, int64_t{16} * h + 16);
       if (hi <= lo) continue;
       const auto lanes = static_cast<uint16_t>(((1u << (hi - lo)) - 1) << (lo - 16 * h));
-      out.runs[h][out.count[h]++] = {lanes, at - (from - v0) + 16 * h};
+      const int64_t base = at - (from - v0) + 16 * h;
+      // Rows that follow each other in y (wq == w_out: a 1x1 layer's)
+      // are one run: most tiles are then one run of y.
+      TileRuns::Run* last = out.count[h] ? &out.runs[h][out.count[h] - 1] : nullptr;
+      if (last && last->base == base)
+        last->lanes |= lanes;
+      else
+        out.runs[h][out.count[h]++] = {lanes, base};
     }
   }
 }

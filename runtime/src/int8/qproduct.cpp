@@ -99,14 +99,14 @@ void finish8(const QEpilogue& e, const int32_t* acc, int32_t bias, float multipl
     q = roundClamp8(scaled, e.y_zero, e.y_min, e.y_max);
   } else {
     const __m256i mid = roundClamp8(scaled, e.mid_zero, e.mid_min, e.mid_max);
+    const AddRatios ratio = addRatios(e);
     const __m256 a =
         _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(mid, _mm256_set1_epi32(e.mid_zero))),
-                      _mm256_set1_ps(e.mid_scale));
+                      _mm256_set1_ps(ratio.mid));
     const __m256i r =
         _mm256_sub_epi32(loadResidual8(residual, e.r_signed), _mm256_set1_epi32(e.r_zero));
-    const __m256 b = _mm256_mul_ps(_mm256_cvtepi32_ps(r), _mm256_set1_ps(e.r_scale));
-    q = roundClamp8(_mm256_div_ps(_mm256_add_ps(a, b), _mm256_set1_ps(e.y_scale)), e.y_zero,
-                    e.y_min, e.y_max);
+    const __m256 b = _mm256_mul_ps(_mm256_cvtepi32_ps(r), _mm256_set1_ps(ratio.r));
+    q = roundClamp8(_mm256_add_ps(a, b), e.y_zero, e.y_min, e.y_max);
   }
   storeBytes8(y, q);
 }

@@ -73,6 +73,14 @@ inline int32_t roundClamp(float v, int32_t zero, int32_t lo, int32_t hi) {
   return static_cast<int32_t>(std::nearbyint(v)) + zero;
 }
 
+/// kRequantAdd's multipliers of mid - mid_zero and r - r_zero (quant.h).
+struct AddRatios {
+  float mid, r;
+};
+inline AddRatios addRatios(const QEpilogue& e) {
+  return {e.mid_scale / e.y_scale, e.r_scale / e.y_scale};
+}
+
 /// The epilogue of one sum, scalar (the vector epilogues compute the same).
 /// `bias` already holds the zero-point compensation; `r` is the residual.
 inline int32_t finishQ(const QEpilogue& e, int32_t acc, int32_t bias, float multiplier, int32_t r) {
@@ -80,9 +88,10 @@ inline int32_t finishQ(const QEpilogue& e, int32_t acc, int32_t bias, float mult
   const float scaled = static_cast<float>(acc + bias) * multiplier;
   if (e.kind == QOutput::kRequant) return roundClamp(scaled, e.y_zero, e.y_min, e.y_max);
   const int32_t mid = roundClamp(scaled, e.mid_zero, e.mid_min, e.mid_max);
-  const float a = static_cast<float>(mid - e.mid_zero) * e.mid_scale;
-  const float b = static_cast<float>(r - e.r_zero) * e.r_scale;
-  return roundClamp((a + b) / e.y_scale, e.y_zero, e.y_min, e.y_max);
+  const AddRatios ratio = addRatios(e);
+  const float a = static_cast<float>(mid - e.mid_zero) * ratio.mid;
+  const float b = static_cast<float>(r - e.r_zero) * ratio.r;
+  return roundClamp(a + b, e.y_zero, e.y_min, e.y_max);
 }
 
 /// Whether the epilogue may round before it adds the zero point and

@@ -29,7 +29,7 @@ struct Requant16 {
   QOutput kind;
   DType type;
   bool rSigned;
-  __m512 low, high, midLow, midHigh, midScale, rScale, yScale, yReciprocal;
+  __m512 low, high, midLow, midHigh, midRatio, rRatio;  // the ratios: addRatios
   __m512i zero, rZero;
   __m512i zero16, low8, high8;  // packBytes64's: y_zero as int16, y_min and y_max as bytes
   __m512i order;                // vpermd's index from packBytes64's order to vector order
@@ -42,10 +42,8 @@ struct Requant16 {
         high(_mm512_set1_ps(static_cast<float>(e.y_max - e.y_zero))),
         midLow(_mm512_set1_ps(static_cast<float>(e.mid_min - e.mid_zero))),
         midHigh(_mm512_set1_ps(static_cast<float>(e.mid_max - e.mid_zero))),
-        midScale(_mm512_set1_ps(e.mid_scale)),
-        rScale(_mm512_set1_ps(e.r_scale)),
-        yScale(_mm512_set1_ps(e.y_scale)),
-        yReciprocal(_mm512_set1_ps(1.0f / e.y_scale)),
+        midRatio(_mm512_set1_ps(addRatios(e).mid)),
+        rRatio(_mm512_set1_ps(addRatios(e).r)),
         zero(_mm512_set1_epi32(e.y_zero)),
         rZero(_mm512_set1_epi32(e.r_zero)),
         zero16(_mm512_set1_epi16(static_cast<int16_t>(e.y_zero))),
@@ -72,26 +70,14 @@ inline __m512i roundClamp16(__m512 v, __m512 low, __m512 high, __m512i zero) {
   return _mm512_add_epi32(_mm512_cvtps_epi32(v), zero);
 }
 
-/// x / y rounded as the division rounds, without the divider (vdivps, one
-/// per 5 cycles at best on Zen 4, held up the residual epilogue): the
-/// quotient by the reciprocal, corrected once by its exact remainder
-/// (Markstein: with r = RN(1 / y) and q within an ulp of x / y,
-/// RN(q + r (x - q y)) is RN(x / y)).
-inline __m512 divide16(__m512 x, __m512 y, __m512 reciprocal) {
-  const __m512 q = _mm512_mul_ps(x, reciprocal);
-  const __m512 remainder = _mm512_fnmadd_ps(q, y, x);  // x - q y, exact
-  return _mm512_fmadd_ps(remainder, reciprocal, q);
-}
-
 /// kRequantAdd's output before its rounding, from the scaled sums and the
-/// residual r: ((mid - mid_zero) mid_scale + (r - r_zero) r_scale) /
-/// y_scale.
+/// residual r: (mid - mid_zero) mid_ratio + (r - r_zero) r_ratio. The
+/// rounding of mid is vrndscaleps: the float of roundClamp16's integer.
 inline __m512 residualSum16(const Requant16& e, __m512 scaled, __m512i r) {
-  // mid - mid_zero: roundClamp16 without adding the zero point back.
-  const __m512i mid = roundClamp16(scaled, e.midLow, e.midHigh, _mm512_setzero_si512());
-  const __m512 a = _mm512_mul_ps(_mm512_cvtepi32_ps(mid), e.midScale);
-  const __m512 b = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(r, e.rZero)), e.rScale);
-  return divide16(_mm512_add_ps(a, b), e.yScale, e.yReciprocal);
+  const __m512 mid = _mm512_roundscale_ps(_mm512_min_ps(_mm512_max_ps(scaled, e.midLow), e.midHigh),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 b = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(r, e.rZero)), e.rRatio);
+  return _mm512_add_ps(_mm512_mul_ps(mid, e.midRatio), b);
 }
 
 /// finishQ on 16 sums that already hold their bias (r: the residual,

@@ -52,9 +52,12 @@ void dynamic_quantize_linear(const DynamicQuantizeParams& p, const float* x, uin
 ///                = y_zero);
 ///  kRequantAdd:  the same into `mid` (zero mid_zero, range [mid_min,
 ///                mid_max]), then the quantised sum with the residual r:
-///                y = clamp(round(((mid - mid_zero) * mid_scale + (r - r_zero)
-///                * r_scale) / y_scale) + y_zero, y_min, y_max), the float
-///                form of DequantizeLinear, Add, QuantizeLinear.
+///                y = clamp(round((mid - mid_zero) * (mid_scale / y_scale)
+///                + (r - r_zero) * (r_scale / y_scale)) + y_zero, y_min,
+///                y_max): DequantizeLinear, Add, QuantizeLinear by the
+///                ratios of the scales, as ONNX Runtime's QLinearAdd (MLAS)
+///                computes it (a division per output was most of the
+///                epilogue).
 CGC_ENUM(QOutput, kInt32, kRequant, kRequantAdd)
 
 struct QEpilogue {
