@@ -284,10 +284,10 @@ __attribute__((noinline)) void tileProducts(const uint8_t* a, const int64_t* off
     for (int64_t j = 0; j < kBlock; ++j) c[h][j] = sums[h][j];
 }
 
-/// storeBlock where the tile's 32 positions are one run of bytes in y (a
-/// tile within an output row): per channel one masked load of the
-/// residual and one store of both halves (a quarter off the epilogue of a
-/// 16-to-96 1x1 layer on 112x112, which the epilogue dominates).
+/// storeBlock where the tile's 32 positions are one run of bytes in y:
+/// per channel one masked load of the residual and one store of both
+/// halves (a quarter off the epilogue of a 16-to-96 1x1 layer on 112x112,
+/// which the epilogue dominates).
 template <QOutput kKind>
 void storeRun(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
               __mmask32 lanes, int64_t base) {
