@@ -2,7 +2,8 @@
 #               [SHAPES <input=1x3x224x224>...] [CONSTANTS <input=file.pb>...]
 #               [BOUNDS <node=N>...] [DISABLE_PASS <pass>...] [WEIGHTS embed|file]
 #               [EXECUTORS <E>] [THREADS <T>] [PROFILE <file.profile.json>]
-#               [TARGET <native|x86-64-v3|...>...] [VERIFY] [PRINT_IR_AFTER <pass|all>...]
+#               [TARGET <native|x86-64-v3|...>...] [VERIFY] [OBSERVE]
+#               [PRINT_IR_AFTER <pass|all>...]
 #               [QUANTIZE int8 CALIBRATION <file.calib.json> [METHOD <m>] [PERCENTILE <p>]
 #                [ACTIVATIONS u8|s8] [KEEP_FLOAT <node>...]
 #                [MAX_ERROR <e> CHECK_INPUTS <dir>...]])
@@ -13,7 +14,10 @@
 # runtime. Every keyword is a `cgc compile` option (cgc compile --help):
 # SHAPES --shape, CONSTANTS --constant (a relative file is relative to the
 # calling CMakeLists.txt), BOUNDS --bound, DISABLE_PASS --disable-pass,
-# VERIFY --verify, PRINT_IR_AFTER --print-ir-after, and those below; -o and
+# VERIFY --verify, OBSERVE --observe (a cgc::Profiler with
+# record_statistics() attached then records the float tensors' statistics
+# for a later QUANTIZE: README "Quantisation"), PRINT_IR_AFTER
+# --print-ir-after, and those below; -o and
 # --quiet are cgc_add_graph's own. An unknown keyword is a configure error
 # wherever it stands (after SHAPES too).
 #
@@ -61,7 +65,7 @@ include("${CMAKE_CURRENT_LIST_DIR}/targets.cmake")
 
 # cgc_add_graph's keywords by the values each takes: the one list that both
 # parses the arguments and names them in errors.
-set(_CGC_GRAPH_FLAGS VERIFY)
+set(_CGC_GRAPH_FLAGS VERIFY OBSERVE)
 set(_CGC_GRAPH_ONE_VALUE MODEL NAME NAMESPACE WEIGHTS EXECUTORS THREADS PROFILE QUANTIZE
                          CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR)
 set(_CGC_GRAPH_MULTI_VALUE SHAPES CONSTANTS BOUNDS DISABLE_PASS TARGET PRINT_IR_AFTER KEEP_FLOAT
@@ -197,6 +201,9 @@ function(cgc_add_graph target)
   endforeach()
   if(ARG_VERIFY)
     list(APPEND model_args --verify)
+  endif()
+  if(ARG_OBSERVE)
+    list(APPEND model_args --observe)
   endif()
   _cgc_quantize_args(${target} quantize_args quantize_files)
 

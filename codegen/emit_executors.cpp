@@ -100,6 +100,20 @@ void emitCall(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
     w.line("{};", text);
 }
 
+/// --observe: what the node writes, shown to the profiler by thread 0
+/// after the node's barrier (every thread's part is written), and a barrier
+/// after it (the next node may write in place).
+void emitObserveOutputs(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
+                        int id) {
+  const auto& outputs = graph.graph().node(id).outputs;
+  if (!graph.isTop() || std::none_of(outputs.begin(), outputs.end(), [&](int v) {
+        return layout.observedIndex(v) >= 0;
+      }))
+    return;
+  for (int out : outputs) emitObserve(w, layout, out);
+  if (!layout.fixedTeam() || layout.teamSize() > 1) w.line("team.barrier();");
+}
+
 /// The kernel on as many threads as the schedule gives the node.
 void emitKernel(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph, int id,
                 int executor) {
@@ -130,6 +144,7 @@ void emitKernel(CodeWriter& w, const ModelLayout& layout, const GraphLayout& gra
     emitCall(w, layout, graph, call, "", index);
   }
   if (!fixed || teamSize > 1) w.line("team.barrier();");
+  emitObserveOutputs(w, layout, graph, id);
 }
 
 /// Which signals each node of `executor` waits for.
@@ -157,6 +172,7 @@ void emitNode(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   if (noCode && wait == waits.end() && signal == graph.signals.end()) {
     w.line("// {}: no code, {}", summary,
            call.kernel == Kernel::kView ? "a view" : "its inputs are written in place");
+    emitObserveOutputs(w, layout, graph, id);
     return;
   }
   w.open("{{  // {}", summary);
@@ -166,6 +182,7 @@ void emitNode(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
     emitControl(w, layout, graph, id);
   else if (!noCode)
     emitKernel(w, layout, graph, id, executor);
+  if (noCode) emitObserveOutputs(w, layout, graph, id);
   clearDynamicTails(w, layout, graph, node);
   if (signal != graph.signals.end()) {
     const bool alone = layout.fixedTeam() && layout.model.schedule.threadsPerExecutor == 1;
@@ -187,6 +204,10 @@ void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   for (auto it = first; it != last; ++it) {
     const KernelCall& call = graph.call(*it);
     usesTeam |= !teamOfOne && graph.signals.count(*it);
+    const auto& outputs = graph.graph().node(*it).outputs;
+    if (graph.isTop() && std::any_of(outputs.begin(), outputs.end(),
+                                     [&](int v) { return layout.observedIndex(v) >= 0; }))
+      anyKernel = readsArena = true, usesTeam |= !teamOfOne;  // emitObserve's
     if (call.kernel == Kernel::kView || graph.model->plan.copiesNothing(*it)) continue;
     anyKernel = true;
     usesTeam |= !teamOfOne || lowering::takesTeam(call);
@@ -211,6 +232,13 @@ void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
 }
 
 }  // namespace
+
+void emitObserve(CodeWriter& w, const ModelLayout& layout, int v) {
+  const int index = layout.observedIndex(v);
+  if (index >= 0)
+    w.line("if (profiler) profiler->observe(kInfo, kObserved[{}], {});", index,
+           layout.observedPointer(v));
+}
 
 std::vector<std::string> executorFunctionNames(const ModelLayout& layout) {
   std::vector<std::string> names;

@@ -32,6 +32,10 @@ void emitExecutors(CodeWriter& w, const ModelLayout& layout);
 /// functions on the executor's team (emit_control.cpp).
 void emitControl(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph, int node);
 
+/// --observe: value v shown to the profiler (ModelLayout::observed), where
+/// `profiler` and `arena` are in scope; nothing for a value not observed.
+void emitObserve(CodeWriter& w, const ModelLayout& layout, int v);
+
 /// After a node that writes values of data-dependent size: their elements
 /// past the actual extents zeroed.
 void clearDynamicTails(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,

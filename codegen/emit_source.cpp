@@ -262,6 +262,26 @@ void emitInfo(CodeWriter& w, const ModelLayout& layout) {
   w.close(";");
 }
 
+/// --observe: kObserved, the tensors the profiler is shown, by index.
+void emitObservedTable(CodeWriter& w, const ModelLayout& layout) {
+  if (layout.observed.empty()) return;
+  const ir::Graph& graph = layout.model.graph;
+  for (size_t i = 0; i < layout.observed.size(); ++i) {
+    const auto& shape = graph.value(layout.observed[i]).type.shape;
+    if (shape.empty())
+      w.line("constexpr int64_t kObservedShape{}[1] = {{0}};  // a scalar", i);
+    else
+      w.line("constexpr int64_t kObservedShape{}[] = {{{}}};", i, fmt::join(shape, ", "));
+  }
+  w.open("constexpr cgc::ObservedTensor kObserved[] = {{");
+  for (size_t i = 0; i < layout.observed.size(); ++i) {
+    const ir::Value& v = graph.value(layout.observed[i]);
+    w.line("{{{}, \"{}\", /*rank=*/{}, kObservedShape{}, /*count=*/{}}},", i, escape(v.name),
+           v.type.rank(), i, v.type.numElements());
+  }
+  w.close(";");
+}
+
 void emitSpec(CodeWriter& w, const ModelLayout& layout) {
   std::vector<std::string> features;
   for (const auto& f : layout.options.cpuFeatures) features.push_back(fmt::format("\"{}\"", f));
@@ -334,20 +354,43 @@ void emitAccessors(CodeWriter& w, const ModelLayout& layout) {
   emitOutputShape(w, layout);
 }
 
+/// The graph inputs that --observe shows the profiler.
+std::vector<int> observedInputs(const ModelLayout& layout) {
+  std::vector<int> inputs;
+  for (int in : layout.model.graph.inputs)
+    if (layout.observedIndex(in) >= 0) inputs.push_back(in);
+  return inputs;
+}
+
+/// run_executor: executor e's function; with --observe, executor 0 shows
+/// the profiler the graph inputs first.
 void emitRunExecutor(CodeWriter& w, const ModelLayout& layout) {
   const std::string& cls = layout.className;
   const int executors = layout.model.schedule.executors;
-  if (executors == 1) {
-    w.open("void {}::run_executor(void* self, int, const cgc::rt::Team& team) {{", cls);
-    w.line("static_cast<{}*>(self)->executor0(team);", cls);
+  const std::vector<int> inputs = observedInputs(layout);
+  const bool named = executors > 1 || !inputs.empty();
+  w.open("void {}::run_executor(void* self, int{}, const cgc::rt::Team& team) {{", cls,
+         named ? " executor" : "");
+  if (!inputs.empty()) {  // before executor 0's first node, which may write in place
+    w.open("if (executor == 0) {{");
+    w.line("const auto* const model = static_cast<{}*>(self);", cls);
+    w.open(
+        "if (cgc::Profiler* const profiler = team.thread() == 0 ? model->runtime_.profiler() "
+        ": nullptr) {{");
+    w.line("unsigned char* const arena = model->runtime_.arena();");
+    for (int in : inputs) emitObserve(w, layout, in);
     w.close();
-    return;
+    w.line("team.barrier();");
+    w.close();
   }
-  w.open("void {}::run_executor(void* self, int executor, const cgc::rt::Team& team) {{", cls);
-  w.open("switch (executor) {{");
-  for (int e = 0; e < executors; ++e)
-    w.line("case {0}: static_cast<{1}*>(self)->executor{0}(team); break;", e, cls);
-  w.close();
+  if (executors == 1) {
+    w.line("static_cast<{}*>(self)->executor0(team);", cls);
+  } else {
+    w.open("switch (executor) {{");
+    for (int e = 0; e < executors; ++e)
+      w.line("case {0}: static_cast<{1}*>(self)->executor{0}(team); break;", e, cls);
+    w.close();
+  }
   w.close();
 }
 
@@ -421,6 +464,7 @@ std::string emitSource(const ModelLayout& layout) {
   emitOffsets(w, "Weights (byte offsets into the weights blob).", layout.weightOffsets);
   w.raw(kHelpers);
   emitInfo(w, layout);
+  emitObservedTable(w, layout);
   emitSpec(w, layout);
   w.blank();
   w.close("  // namespace");

@@ -32,6 +32,9 @@ struct EmitOptions {
   /// The most LIBXSMM may JIT for (ModelSpec::xsmm_target); "": LIBXSMM's choice.
   std::string xsmmTarget;
   bool format = true;  // run Clang's formatter over the result
+  /// --observe: show the float32 tensors to an attached profiler
+  /// (cgc::Profiler::observe, kObserved).
+  bool observe = false;
 };
 
 /// What is emitted: everything the passes, the schedule and the memory plan

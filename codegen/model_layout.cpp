@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "lowering/kernel_table.h"
 #include "passes/cost_model.h"
 
 namespace cgc::codegen {
@@ -52,6 +53,49 @@ ModelLayout::ModelLayout(const ModelToEmit& model, const EmitOptions& options)
   placeWeights();
   for (size_t g = 0; g < graphs.size(); ++g)
     nameOffsets(graphs[g], g == 0 ? "" : graphs[g].function + "_");
+  if (options.observe) observeTensors();
+}
+
+void ModelLayout::observeTensors() {
+  const GraphLayout& g = top();
+  const ir::Graph& graph = g.graph();
+  auto observable = [&](int v) {
+    if (v < 0) return false;
+    const ir::Value& value = graph.value(v);
+    return !value.isConstant() && value.type.dtype == DType::kF32 && value.dynamic.empty() &&
+           !observed_.count(v);
+  };
+  auto add = [&](int v, int storage) {
+    observed_[v] = {static_cast<int>(observed.size()), storage};
+    observed.push_back(v);
+  };
+  for (int in : graph.inputs)
+    if (observable(in) && !g.valueNames[in].empty()) add(in, in);
+  for (int id : g.order) {
+    const lowering::KernelCall& call = g.call(id);
+    if (lowering::isStructural(call.kernel) && call.kernel != lowering::Kernel::kView) continue;
+    for (int out : graph.node(id).outputs) {
+      if (!observable(out)) continue;
+      if (!g.valueNames[out].empty()) {
+        add(out, out);
+        continue;
+      }
+      const auto& inputs = graph.node(id).inputs;
+      const int in = inputs.empty() ? -1 : inputs[0];
+      if (call.kernel == lowering::Kernel::kView && in >= 0 && !g.valueNames[in].empty() &&
+          graph.value(in).type.numElements() == graph.value(out).type.numElements())
+        add(out, in);
+    }
+  }
+}
+
+int ModelLayout::observedIndex(int v) const {
+  const auto found = observed_.find(v);
+  return found == observed_.end() ? -1 : found->second.first;
+}
+
+std::string ModelLayout::observedPointer(int v) const {
+  return fmt::format("at<float>(arena, {})", top().valueNames[observed_.at(v).second]);
 }
 
 /// The graph and, depth first, its control-flow nodes' subgraphs, each at

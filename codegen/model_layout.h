@@ -3,7 +3,8 @@
 // constant lies in it, a C++ name for every buffer and weight (kConv1Out,
 // kW1), the accessors named after the inputs and outputs, and, for the top
 // level and every control-flow subgraph, the nodes in profiler order with
-// where their arena lies in the model's arena.
+// where their arena lies in the model's arena; with --observe, the tensors
+// the profiler is shown.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +64,11 @@ class ModelLayout {
   int numNodes = 0;             // in every graph together
   int64_t sizeSlotsOffset = 0;  // the dynamic extents' slots (kSizeSlots)
   int numSizeSlots = 0;
+  /// --observe: the top level's float32 tensors an attached profiler is
+  /// shown, by their index in kObserved: the graph inputs, then in schedule
+  /// order what each kernel writes and what a view or an in-place Concat
+  /// makes (a view of a whole tensor shows its input's storage).
+  std::vector<int> observed;
 
   const GraphLayout& top() const { return graphs.front(); }
   /// The model's arena: the top level's plan, then the size slots.
@@ -75,6 +81,10 @@ class ModelLayout {
   /// Whether the team size is fixed when the code is generated.
   bool fixedTeam() const { return !model.schedule.threadsAtRunTime; }
   int teamSize() const { return model.schedule.threadsPerExecutor; }
+  /// v's index in kObserved, or -1.
+  int observedIndex(int v) const;
+  /// Where an observed value's elements are: `at<float>(arena, ...)`.
+  std::string observedPointer(int v) const;
 
  private:
   void addGraph(const ModelToEmit& graph, int64_t base, const std::string& function);
@@ -82,10 +92,12 @@ class ModelLayout {
   void nameOffsets(GraphLayout& graph, const std::string& scope);
   /// A C++ name not taken yet: `base`, `base2`, ...
   std::string take(const std::string& base);
+  void observeTensors();
 
   std::set<std::string> usedNames_;
   std::map<const std::vector<uint8_t>*, int64_t> weightOffset_;
   std::map<const std::vector<uint8_t>*, std::string> weightName_;
+  std::map<int, std::pair<int, int>> observed_;  // value -> index, the value it is read from
 };
 
 /// Text inside a C string literal.

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -447,6 +448,14 @@ void writeProfiles(const Profiler& profiler, const RunOptions& options) {
     userError({options.traceOut, "", ""}, "cannot write the trace");
 }
 
+void writeStatistics(const Profiler& profiler, const RunOptions& options) {
+  if (!profiler.write_calibration(options.statisticsOut))
+    userError({options.statisticsOut, "", ""}, "cannot write the statistics: {}",
+              std::strerror(errno));
+  driver::progress(options.compile,
+                   fmt::format("wrote the run's tensor statistics to {}", options.statisticsOut));
+}
+
 }  // namespace
 
 namespace {
@@ -487,6 +496,7 @@ int build(const BuildOptions& options) {
 
 int run(const RunOptions& given) {
   RunOptions options = given;
+  options.compile.observe |= !options.statisticsOut.empty();
   bindShapesFromInputs(options.compile, options.inputsDir);
   const codegen::ModelNames names = driver::checkedNames(options.compile);
   options.compile = quant::applyBudget(options.compile);
@@ -512,26 +522,29 @@ int run(const RunOptions& given) {
 
   // Profiles and traces record the --bench runs, warm; without --bench, the
   // one cold run (first touch of the arena and the weights), and say so.
-  Profiler profiler;
+  // Statistics record the first run, on the inputs given.
+  Profiler cold, warm;
   const bool profiling = !options.profileOut.empty() || !options.traceOut.empty();
-  if (profiling && options.benchRuns == 0) {
+  const bool coldProfile = profiling && options.benchRuns == 0;
+  if (coldProfile)
     driver::progress(options.compile,
                      "note: the profile records one cold run (--bench N "
                      "records N warm runs)");
-    loaded.setProfiler(&profiler);
-  }
+  if (!options.statisticsOut.empty()) cold.record_statistics();
+  if (coldProfile || !options.statisticsOut.empty()) loaded.setProfiler(&cold);
   const std::vector<std::vector<uint8_t>> inputsBefore = snapshot(loaded, true);
   runOnce(loaded, options.compile.modelPath);
   loaded.setProfiler(nullptr);
+  if (!options.statisticsOut.empty()) writeStatistics(cold, options);
   requireRepeatable(loaded, inputsBefore);
   printOutputs(loaded, options.outputsDir);
   const bool matches =
       options.checkDir.empty() ||
       checkOutputs(options.checkDir, options.compile.modelPath, loaded, options.rtol, options.atol);
-  if (profiling && options.benchRuns > 0) loaded.setProfiler(&profiler);
+  if (profiling && options.benchRuns > 0) loaded.setProfiler(&warm);
   if (options.benchRuns > 0) bench(loaded, options);
   loaded.setProfiler(nullptr);
-  if (profiling) writeProfiles(profiler, options);
+  if (profiling) writeProfiles(coldProfile ? cold : warm, options);
   if (!matches) {
     std::cerr << fmt::format("{}: error: outputs differ from the expected ones in {}\n",
                              options.compile.modelPath, options.checkDir);

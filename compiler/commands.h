@@ -26,6 +26,7 @@ struct RunOptions {
   int benchRuns = 0;
   std::string profileOut;
   std::string traceOut;
+  std::string statisticsOut;  // --statistics-out: the first run's, as a calibration file
   /// --library: run the model from this shared library (`cgc build` of the
   /// model's `cgc compile --name` output) instead of building it; the class
   /// name (--name) gives the symbols' prefix.

@@ -43,6 +43,10 @@ struct CompileOptions {
   /// accuracy budget's trials share it).
   quant::QuantizeOptions quantize;
   std::shared_ptr<const passes::QuantizeSpec> quantizeSpec;
+  /// --observe: the generated code shows its float tensors to an attached
+  /// profiler that records statistics (cgc::Profiler::record_statistics),
+  /// and the passes that would fuse tensors away are skipped.
+  bool observe = false;
 };
 
 /// The compiled model in memory (before anything is written).

@@ -180,6 +180,11 @@ CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
   compile->add_flag("--verify", options.verify,
                     "Parse the generated code with Clang in process and fail on any error or "
                     "warning");
+  compile->add_flag("--observe", options.observe,
+                    "Build the model so that a cgc::Profiler with record_statistics() attached "
+                    "records the statistics of its float tensors on live traffic, written as a "
+                    "calibration file for --quantize (README \"Quantisation\"); the fusions that "
+                    "would erase tensors are off, so it runs slower");
   compile->add_option("--print-ir-after", options.printIrAfter,
                       "Print the IR on stdout after a pass (repeatable; 'all' for every pass)");
   return compile;
@@ -217,6 +222,10 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
   command->add_option("--trace", run.traceOut,
                       "Write a Chrome trace (chrome://tracing, Perfetto): of the --bench runs, "
                       "else of one cold run");
+  command->add_option("--statistics-out", run.statisticsOut,
+                      "Build the model with --observe and write its float tensors' statistics "
+                      "on the first run's inputs as a calibration file (what cgc calibrate "
+                      "writes over many input sets)");
   command->add_flag("--verify", run.compile.verify,
                     "Parse the generated code with Clang before building it");
   command->add_flag("--oversubscribe", run.oversubscribe,

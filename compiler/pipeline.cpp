@@ -73,6 +73,16 @@ passes::Schedule scheduleGraph(const ir::Graph& graph, const lowering::KernelCal
 passes::PipelineOptions pipelineOptions(const CompileOptions& options, const TunedConfig& tuned) {
   passes::PipelineOptions pipeline;
   pipeline.disabled = options.disabledPasses;
+  if (options.observe) {
+    if (options.quantize.enabled())
+      throw CompileError(
+          "cgc: error: --observe records a float model's statistics; it does not combine "
+          "with --quantize");
+    // The tensors cgc calibrate observes stay whole and in ONNX's layout.
+    for (const char* pass : {"fuse-matmuls", "fuse-epilogues", "fuse-conv-maxpool",
+                             "block-activations"})
+      pipeline.disabled.push_back(pass);
+  }
   const Target target = findTarget(options.target);
   pipeline.target = {target.machine, target.int8Isa(), target.tier};
   pipeline.target.convVariants = tuned.convVariants;
@@ -280,6 +290,7 @@ codegen::EmitOptions emitOptions(const CompileOptions& options) {
     emit.symbolPrefix = codegen::toSymbolPrefix(options.className);
   emit.nameSpace = options.nameSpace;
   emit.embedWeights = options.embedWeights;
+  emit.observe = options.observe;
   const Target target = findTarget(options.target);
   emit.target = target.name;
   emit.cpuFeatures = target.features;

@@ -51,9 +51,9 @@ double divergence(const std::vector<double>& p, const std::vector<double>& q) {
 std::vector<double> foldedHistogram(const TensorStats& s, double amax) {
   const size_t bins = s.histogram.size();
   std::vector<double> folded(bins, 0);
-  const double width = (s.hi - s.lo) / static_cast<double>(bins);
+  const double width = (s.last - s.first) / static_cast<double>(bins);
   for (size_t k = 0; k < bins; ++k) {
-    const double center = std::abs(s.lo + (static_cast<double>(k) + 0.5) * width);
+    const double center = std::abs(s.first + (static_cast<double>(k) + 0.5) * width);
     const auto j = static_cast<size_t>(center / amax * static_cast<double>(bins));
     folded[std::min(j, bins - 1)] += static_cast<double>(s.histogram[k]);
   }
@@ -99,7 +99,7 @@ std::pair<float, float> entropyRange(const TensorStats& s) {
 std::pair<float, float> percentileRange(const TensorStats& s, double percentile) {
   const double tail = (100.0 - percentile) / 200.0 * static_cast<double>(s.count);
   const size_t bins = s.histogram.size();
-  const double width = (s.hi - s.lo) / static_cast<double>(bins);
+  const double width = (s.last - s.first) / static_cast<double>(bins);
   double below = 0;
   size_t first = 0;
   while (first + 1 < bins && below + static_cast<double>(s.histogram[first]) <= tail)
@@ -111,8 +111,8 @@ std::pair<float, float> percentileRange(const TensorStats& s, double percentile)
     if (cumulative >= static_cast<double>(s.count) - tail) break;
   }
   last = std::min(last, bins - 1);
-  return {static_cast<float>(s.lo + static_cast<double>(first) * width),
-          static_cast<float>(s.lo + static_cast<double>(last + 1) * width)};
+  return {static_cast<float>(std::max(s.lo, s.first + static_cast<double>(first) * width)),
+          static_cast<float>(std::min(s.hi, s.first + static_cast<double>(last + 1) * width))};
 }
 
 DType activationType(const std::string& name) {
@@ -146,7 +146,10 @@ std::map<std::string, TensorStats> readCalibration(const std::string& path) {
       } else {
         s.lo = 1, s.hi = 0;
       }
-      if (s.histogram.empty() || !(s.lo <= s.hi || s.count == 0))
+      s.first = entry.value("histogram_min", s.lo);
+      s.last = entry.value("histogram_max", s.hi);
+      if (s.histogram.empty() || !(s.lo <= s.hi || s.count == 0) ||
+          (s.count > 0 && !(s.first <= s.lo && s.hi <= s.last)))
         userError(file, "tensor '{}': its histogram or range is malformed", name);
       stats.emplace(name, std::move(s));
     }

@@ -43,7 +43,10 @@ const std::vector<std::string>& methodNames();
 struct TensorStats {
   double lo = 0, hi = 0;  // min and max; lo > hi when the tensor had no values
   int64_t count = 0;
-  std::vector<int64_t> histogram;  // equal bins over [lo, hi]
+  std::vector<int64_t> histogram;  // equal bins over [first, last]
+  /// The histogram's range: [lo, hi] in cgc calibrate's files; wider in a
+  /// profiler's (cgc::Profiler::write_calibration: it grew as values came).
+  double first = 0, last = 0;
 };
 
 /// Reads a `cgc calibrate` file. CompileError naming the file where it is

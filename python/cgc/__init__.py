@@ -28,7 +28,7 @@ def cache_directory():
 
 
 def compile(model, shapes=None, constants=None, target="native", executors=0, threads=0,
-            profile=None, verbose=False, quantize=None, **quantize_options):
+            profile=None, verbose=False, quantize=None, observe=False, **quantize_options):
     """Compiles the ONNX file `model`, builds it (cached) and loads it.
 
     shapes     {input name: shape}: binds inputs' symbolic dimensions (--shape)
@@ -45,13 +45,17 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
                (99.99), activations ("u8", "s8"), keep_float (layer names),
                max_error, check_inputs (directories of input_N.pb) and
                report (the report's .json path)
+    observe    --observe: Model.record_statistics() then records the float
+               tensors' statistics on every run, for write_calibration()
+               (the fusions that would erase tensors are off: slower)
     Raises CompileError for a problem in the model or the arguments.
     """
     options = _quantize_options(quantize, quantize_options)
     with tempfile.TemporaryDirectory(prefix="cgc-constants-") as scratch:
         native = _cgc.compile(_path(model), _shapes(shapes), _constants(constants, scratch),
                               target, int(executors), int(threads),
-                              "" if profile is None else _path(profile), bool(verbose), options)
+                              "" if profile is None else _path(profile), bool(verbose), options,
+                              bool(observe))
     return Model(native)
 
 

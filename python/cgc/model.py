@@ -165,6 +165,19 @@ class Model:
         """The last profile() as a Chrome trace (chrome://tracing, Perfetto)."""
         self._native.write_trace(str(path))
 
+    def record_statistics(self, bins=2048):
+        """From now on, every run records the statistics of the model's
+        float tensors (count, min, max, a histogram of `bins` bins): the
+        model must be compiled with observe=True. A new call starts afresh.
+        For quantising on the traffic a deployment sees: write_calibration()
+        then compile(..., quantize="int8", calibration=PATH)."""
+        self._native.record_statistics(int(bins))
+
+    def write_calibration(self, path):
+        """What record_statistics() recorded, as a calibration file (the
+        format of ``cgc calibrate``). ValueError when nothing was recorded."""
+        self._native.write_calibration(str(path))
+
     def _bench_run(self, runs):
         """`runs` runs on the current inputs, looped in C++ (no Python between
         them): the milliseconds of each (bench/python_overhead.py)."""

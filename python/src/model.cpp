@@ -49,8 +49,27 @@ void Model::profile(int runs) {
     py::gil_scoped_release release;
     for (int i = 0; i < runs && status.ok(); ++i) status = loaded_.run();
   }
-  loaded_.setProfiler(nullptr);
+  loaded_.setProfiler(statistics_.get());
   if (!status.ok()) throw RunFailure(status.message());
+}
+
+void Model::recordStatistics(int bins) {
+  if (bins < 1) throw py::value_error("bins must be at least 1");
+  auto recorder = std::make_unique<Profiler>();
+  recorder->record_statistics(bins);
+  loaded_.setProfiler(recorder.get());
+  statistics_ = std::move(recorder);
+}
+
+void Model::writeCalibration(const std::string& path) const {
+  if (!statistics_ || statistics_->observed_tensors() == 0)
+    throw py::value_error(
+        "no tensor statistics were recorded: compile the model with observe=True, call "
+        "record_statistics(), then run it");
+  if (!statistics_->write_calibration(path)) {
+    PyErr_SetFromErrnoWithFilename(PyExc_OSError, path.c_str());
+    throw py::error_already_set();
+  }
 }
 
 const Profiler& Model::lastProfiler() const {
@@ -185,7 +204,9 @@ void bindModel(py::module_& module) {
       .def("profile", &Model::profile, py::arg("runs"))
       .def("profile_nodes", &Model::profileNodes)
       .def("write_profile", &Model::writeProfile, py::arg("path"))
-      .def("write_trace", &Model::writeTrace, py::arg("path"));
+      .def("write_trace", &Model::writeTrace, py::arg("path"))
+      .def("record_statistics", &Model::recordStatistics, py::arg("bins"))
+      .def("write_calibration", &Model::writeCalibration, py::arg("path"));
 }
 
 }  // namespace cgc::python

@@ -44,6 +44,13 @@ class Model {
   /// naming the file when it cannot be written.
   void writeProfile(const std::string& path) const;
   void writeTrace(const std::string& path) const;
+  /// From now on every run records the statistics of the tensors that a
+  /// model compiled with --observe shows (Profiler::record_statistics), in
+  /// a new recorder (the previous one is dropped); profile() keeps it.
+  void recordStatistics(int bins);
+  /// Profiler::write_calibration of the recorder; ValueError when nothing
+  /// was recorded, OSError naming the file when it cannot be written.
+  void writeCalibration(const std::string& path) const;
 
  private:
   const Profiler& lastProfiler() const;
@@ -51,6 +58,7 @@ class Model {
   std::string library_;
   driver::LoadedModel loaded_;
   std::unique_ptr<Profiler> profiler_;
+  std::unique_ptr<Profiler> statistics_;
 };
 
 /// Adds the Model class (as _cgc.Model) to the module.

@@ -140,15 +140,16 @@ PYBIND11_MODULE(_cgc, module) {
       "compile",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, int executors, int threads, const std::string& profile,
-         bool verbose, const py::dict& quantize) {
+         bool verbose, const py::dict& quantize, bool observe) {
         auto options =
             compileOptions(model, shapes, constants, target, executors, threads, profile, verbose);
         options.quantize = quantizeOptions(quantize);
+        options.observe = observe;
         return compile(options);
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
       py::arg("executors"), py::arg("threads"), py::arg("profile"), py::arg("verbose"),
-      py::arg("quantize"));
+      py::arg("quantize"), py::arg("observe"));
   module.def(
       "load",
       [](const std::string& library, const std::string& name) {

@@ -2,7 +2,9 @@
 // their outputs with raw reference files (PyTorch's, converted from .pb);
 // TinyCnnFleet is built for three targets and says which build it runs
 // (the environment variable CGC_TARGET picks one); TinyCnnInt8 is the
-// model quantised by cgc_add_graph (QUANTIZE int8), within 1e-3 + 1% of it.
+// model quantised by cgc_add_graph (QUANTIZE int8), within 1e-3 + 1% of it;
+// TinyCnnObserved (OBSERVE) records its tensors' statistics through the
+// profiler hook into RAW_DIR/tiny_cnn.traffic.calib.json.
 // Usage: consumer RAW_DIR   (RAW_DIR/<model>/input_N.raw, output_N.raw)
 #include <cmath>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include "tiny_cnn.h"
 #include "tiny_cnn_fleet.h"
 #include "tiny_cnn_int8.h"
+#include "tiny_cnn_observed.h"
 
 namespace {
 
@@ -68,6 +71,18 @@ int main(int argc, char** argv) {
   ok = check(mlp, dir + "/mlp") && ok;
   cgc_models::TinyCnnInt8 int8;
   ok = check(int8, dir + "/tiny_cnn", 1e-3, 1e-2) && ok;
+  cgc_models::TinyCnnObserved observed;
+  cgc::Profiler traffic;
+  traffic.record_statistics();
+  observed.set_profiler(&traffic);
+  ok = check(observed, dir + "/tiny_cnn") && ok;
+  observed.set_profiler(nullptr);
+  const std::string calibration = dir + "/tiny_cnn.traffic.calib.json";
+  const bool written = traffic.observed_tensors() > 0 && traffic.write_calibration(calibration);
+  std::printf("TinyCnnObserved: statistics of %lld tensors %s %s\n",
+              static_cast<long long>(traffic.observed_tensors()),
+              written ? "written to" : "NOT written to", calibration.c_str());
+  ok = written && ok;
   try {
     fleet::TinyCnnFleet fleet;
     std::printf("TinyCnnFleet runs the %s build\n", fleet::TinyCnnFleet::info().target);

@@ -28,6 +28,14 @@ cmake -S "$here" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
       -DSAMPLES_DIR="$samples" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/build" -j2
 "$work/build/consumer" "$work/raw"
+# The statistics the observed build recorded through its profiler quantise
+# the model as cgc calibrate's do (the same layers int8).
+int8_layers() {
+  "$build/cgc" inspect "$samples/tiny_cnn/model.onnx" --quantize int8 --calibration "$1" |
+    grep "layers int8"
+}
+[ "$(int8_layers "$work/raw/tiny_cnn.traffic.calib.json")" = \
+  "$(int8_layers "$samples/tiny_cnn/model.calib.json")" ]
 # The three-target model: each build this CPU can run, forced, matches too;
 # a build it cannot run, or one the library lacks, is refused with the reason.
 for target in x86-64-v2 x86-64-v3 cascadelake; do

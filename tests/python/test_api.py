@@ -180,6 +180,41 @@ def test_calibrate_errors(tiny_cnn, tmp_path):
     assert not out.exists()
 
 
+def test_observed_statistics(tiny_cnn, tmp_path):
+    """observe=True and Model.record_statistics(): the statistics of every
+    run while recording (count, min and max as numpy's; the histogram holds
+    every value), an observed build's outputs unchanged, and a calibration
+    file that quantises the model as cgc calibrate's does."""
+    _, inputs, outputs = tiny_cnn
+    path = SAMPLES / "tiny_cnn" / "model.onnx"
+    model = cgc.compile(path, observe=True, executors=1, threads=1)
+    with pytest.raises(ValueError, match="no tensor statistics"):
+        model.write_calibration(tmp_path / "none.json")
+    model.record_statistics(bins=256)
+    x = inputs[0]
+    runs = [x, 0.5 * x, 3 * x, -x]  # ranges that grow both ways
+    for run in runs:
+        result = model(run)
+    np.testing.assert_allclose(model(x), outputs[0], rtol=1e-3, atol=1e-4)
+    model.write_calibration(tmp_path / "traffic.json")
+    stats = json.loads((tmp_path / "traffic.json").read_text())["tensors"]
+    seen = np.concatenate([r.ravel() for r in runs + [x]])
+    first = stats[model.inputs[0].name]
+    assert first["count"] == seen.size and sum(first["histogram"]) == seen.size
+    assert first["min"] == float(seen.min()) and first["max"] == float(seen.max())
+    assert first["histogram_min"] <= first["min"] and first["max"] <= first["histogram_max"]
+    assert len(first["histogram"]) == 256
+    assert stats[model.outputs[0].name]["count"] == (len(runs) + 1) * result.size
+
+    model.record_statistics()  # afresh: the sample's input alone
+    model(x)
+    model.write_calibration(tmp_path / "one.json")
+    int8 = cgc.compile(path, quantize="int8", calibration=tmp_path / "one.json", method="minmax")
+    np.testing.assert_allclose(int8(x), outputs[0], rtol=1e-2, atol=1e-3)
+    with pytest.raises(cgc.CompileError, match="--observe"):
+        cgc.compile(path, observe=True, quantize="int8", calibration=tmp_path / "one.json")
+
+
 def test_compile_quantized(tiny_cnn, tmp_path):
     """quantize="int8" and its keywords: the int8 model against PyTorch's
     float outputs (the sample's test data), the layers inspect reports, a

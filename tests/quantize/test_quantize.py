@@ -18,6 +18,9 @@ Usage: test_quantize.py CGC WORKDIR
    every Conv runs as QLinearConv, the HardSwish step as one table
    (QLinearLookup), and the report shows every layer int8 but the head
    (whose output, through a Reshape, is the model's).
+   The same CNN's statistics from the profiler hook (cgc run
+   --statistics-out) match cgc calibrate's on one set and quantise the
+   same layers.
 3. --max-error below the all-int8 error returns layers to float until it
    holds (the report names them); one no layer choice can meet fails with
    exit 1, naming the budget.
@@ -210,6 +213,34 @@ check(kernels.get("QLinearConv") == 5 and "Conv" not in kernels and "BatchNormal
       f"inspect: every Conv is QLinearConv: {kernels}")
 check(kernels.get("QLinearLookup") == 1 and "HardSigmoid" not in kernels,
       f"inspect: HardSwish, * 0.5 + 0.25 between two int8 Convs is one table: {kernels}")
+
+# The profiler hook (cgc run --statistics-out, an --observe build) on one
+# input set, against cgc calibrate on the same set: the same count, min and
+# max for every tensor both observe (calibrate alone has the Convs' outputs
+# that the BatchNorms after them are folded into), and the same int8 layers.
+traffic, one = os.path.join(WORK, "cnn.traffic.json"), os.path.join(WORK, "cnn.one.json")
+r = cgc("run", cnn, "-q", "--inputs", calib_dirs[0], "--statistics-out", traffic)
+check(r.returncode == 0, f"run --statistics-out: {r.stderr}")
+r = cgc("calibrate", cnn, "--inputs", calib_dirs[0], "-q", "-o", one)
+check(r.returncode == 0, f"calibrate one set: {r.stderr}")
+if os.path.exists(traffic) and os.path.exists(one):
+    ours, theirs = (json.load(open(f))["tensors"] for f in (traffic, one))
+    graph = onnx.load(cnn).graph
+    folded = {n.output[0] for n in graph.node if n.op_type == "Conv" and
+              any(m.op_type == "BatchNormalization" and n.output[0] in m.input for m in graph.node)}
+    check(set(theirs) - set(ours) <= folded and set(ours) <= set(theirs),
+          f"observed tensors: calibrate's alone {set(theirs) - set(ours)}, "
+          f"the hook's alone {set(ours) - set(theirs)}")
+    for name in set(ours) & set(theirs):
+        a, b = ours[name], theirs[name]
+        check(a["count"] == b["count"] and np.isclose(a["min"], b["min"], rtol=1e-5, atol=1e-6)
+              and np.isclose(a["max"], b["max"], rtol=1e-5, atol=1e-6),
+              f"{name}: the hook's {a['count']} [{a['min']}, {a['max']}] vs calibrate's "
+              f"{b['count']} [{b['min']}, {b['max']}]")
+    layers = [json.loads(cgc("inspect", cnn, "--json", "--quantize", "int8", "--calibration",
+                             f).stdout).get("int8_layers") for f in (traffic, one)]
+    check(layers[0] == layers[1] and len(layers[0]) == 5,
+          f"the hook's statistics quantise the layers calibrate's do: {layers}")
 report = report_of(cnn, cnn_calib, *inputs("--check-inputs", check_dirs))
 precisions = [layer["precision"] for layer in report["layers"]]
 floats = [layer for layer in report["layers"] if layer["precision"] == "float"]

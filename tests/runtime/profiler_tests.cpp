@@ -1,5 +1,5 @@
 // The profiler's files: per-node medians as profile JSON and Chrome traces,
-// read back with nlohmann_json.
+// and tensor statistics as a calibration file, read back with nlohmann_json.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
@@ -132,4 +132,62 @@ TEST_CASE("profiler with no events writes empty but valid JSON") {
   REQUIRE(profiler.write_trace(path));
   CHECK(nlohmann::json::parse(slurp(path))["traceEvents"].empty());
   std::remove(path.c_str());
+}
+
+TEST_CASE("profiler statistics: a histogram grown in steps equals one binned at once") {
+  cgc::ModelInfo info{};
+  info.source = "tiny.onnx";
+  info.cgc_version = "test";
+  const int64_t shape[] = {2, 3};
+  const cgc::ObservedTensor x{0, "x", 2, shape, 6}, c{2, "c", 2, shape, 6};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  // Widths that are powers of two keep every edge exact: 64 bins of 1 from
+  // 0, then of 2 from -10 (down 10 bins, twice as wide), then of 32 from -40.
+  const std::vector<std::vector<float>> batches = {{8, 8, 8, 8, 8, 8},
+                                                   {0, 64, 3.5f, 10, 20, 8},
+                                                   {-10, 5, 100, 64, 0, 8},
+                                                   {nan, inf, -inf, 0.5f, 1000, -40}};
+  cgc::Profiler profiler;
+  profiler.observe(info, x, batches[1].data());  // before record_statistics: not recorded
+  profiler.record_statistics(64);
+  for (const auto& batch : batches) {
+    profiler.observe(info, x, batch.data());
+    profiler.end_run();
+  }
+  const std::vector<float> same(6, -2.0f);
+  profiler.observe(info, c, same.data());
+  profiler.observe(info, c, same.data());
+
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp ? tmp : "/tmp") + "/cgc_kernel_tests_stats.json";
+  REQUIRE(profiler.write_calibration(path));
+  const auto file = nlohmann::json::parse(slurp(path));
+  std::remove(path.c_str());
+  CHECK(file["model"] == "tiny.onnx");
+  CHECK(file["input_sets"] == 4);
+  CHECK(file["bins"] == 64);
+  const auto& tensors = file["tensors"];
+  REQUIRE(tensors.size() == 2);  // index 1 was never observed
+  const auto& t = tensors["x"];
+  CHECK(t["shape"] == std::vector<int64_t>{2, 3});
+  CHECK(t["count"] == 21);
+  CHECK(t["nonfinite"] == 3);
+  CHECK(t["min"] == -40.0);
+  CHECK(t["max"] == 1000.0);
+  const double first = t["histogram_min"], last = t["histogram_max"];
+  CHECK(first == -40.0);
+  CHECK(last == -40.0 + 64 * 32);
+  std::vector<int64_t> direct(64, 0);
+  for (const auto& batch : batches)
+    for (float v : batch)
+      if (std::isfinite(v)) ++direct[static_cast<size_t>(std::floor((v - first) / 32))];
+  CHECK(t["histogram"].get<std::vector<int64_t>>() == direct);
+  const auto& constant = tensors["c"];
+  CHECK(constant["count"] == 12);
+  CHECK(constant["min"] == -2.0);
+  CHECK(constant["max"] == -2.0);
+  CHECK(constant["histogram"] == std::vector<int64_t>{12});
+  CHECK_FALSE(constant.contains("histogram_min"));
+  CHECK_FALSE(profiler.write_calibration("/nonexistent-dir/x/stats.json"));
 }

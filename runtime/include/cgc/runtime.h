@@ -72,8 +72,20 @@ class Error : public std::runtime_error {
   cgc_status code_;
 };
 
+/// A float32 tensor of a model built with `cgc compile --observe`, as its
+/// generated code describes it to Profiler::observe.
+struct ObservedTensor {
+  int32_t index;     // in the model's table of observed tensors
+  const char* name;  // its ONNX name
+  int32_t rank;
+  const int64_t* shape;
+  int64_t count;  // elements
+};
+
 /// Collects per-node timings from a model's run() while it is attached with
-/// set_profiler(); writes them as profile JSON or as a Chrome trace.
+/// set_profiler(); writes them as profile JSON or as a Chrome trace. With
+/// record_statistics(), also the statistics of the tensors a model built
+/// with `cgc compile --observe` computes, written as a calibration file.
 class Profiler {
  public:
   struct Event {
@@ -95,6 +107,24 @@ class Profiler {
   const std::vector<Event>& events() const { return events_; }
   int64_t runs() const { return runs_; }
 
+  /// From now on, each observed tensor's count, min, max and a histogram of
+  /// `bins` (at least 1) equal bins, over every run while attached: the
+  /// statistics `cgc calibrate` writes, gathered on live traffic. The
+  /// histogram's range starts at the first values' and grows by powers of
+  /// two, merging bins, as wider values arrive; NaN and infinities are
+  /// counted apart. Only models built with --observe report tensors.
+  void record_statistics(int bins = 2048);
+  /// Called by generated code (--observe) with the tensor `t` of `model`:
+  /// the graph inputs as a run starts, every other after its node.
+  void observe(const ModelInfo& model, const ObservedTensor& t, const float* data);
+  /// The tensors with statistics so far (0 for a model built without
+  /// --observe).
+  int64_t observed_tensors() const;
+  /// The statistics as a calibration file (`cgc compile --quantize int8
+  /// --calibration FILE`), written through a temporary file and a rename.
+  /// Returns false (and leaves errno set) when it cannot be written.
+  bool write_calibration(const std::string& path) const;
+
   /// Per-node median microseconds, keyed by node name and the graph hash.
   /// Returns false (and leaves errno set) when the file cannot be written.
   bool write_profile(const std::string& path) const;
@@ -107,6 +137,8 @@ class Profiler {
   std::vector<Event> events_;
   int64_t runs_ = 0;
   int64_t origin_ns_ = 0;
+  struct Statistics;  // profiler.cpp
+  std::shared_ptr<Statistics> statistics_;  // null until record_statistics()
 };
 
 /// Times one node for a Profiler; costs one branch when none is attached.

@@ -1,8 +1,13 @@
 // The profiler: per-node events, written as profile JSON (medians per node)
-// or as a Chrome trace. Hand-written JSON keeps the runtime free of the
-// compiler's dependencies.
+// or as a Chrome trace; and, for models built with --observe, per-tensor
+// statistics written as a calibration file (cgc calibrate's format). Hand-
+// written JSON keeps the runtime free of the compiler's dependencies.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -58,9 +63,183 @@ class File {
   std::FILE* file_;
 };
 
+/// One tensor's statistics on live traffic. Until two distinct finite
+/// values arrive, every value equals `lo` and there is no histogram; then
+/// `bins` bins of `width` from `base`, which grow (grow) to hold what
+/// comes.
+struct TensorStatistics {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t count = 0, nonfinite = 0;
+  double lo = 0, hi = 0;
+  double base = 0, width = 0;  // width 0: no histogram yet
+  std::vector<int64_t> histogram;
+
+  void add(const float* data, int64_t n, size_t bins);
+  void countInto(const float* data, int64_t n);
+  void grow(double low, double high);
+  void place(double v, int64_t times) {
+    const double at = std::floor((v - base) / width);
+    const double last = static_cast<double>(histogram.size() - 1);
+    histogram[static_cast<size_t>(std::clamp(at, 0.0, last))] += times;
+  }
+};
+
+/// The finite values' bins, counted into four histograms in turn: runs of
+/// one value (a Relu's zeros) would otherwise wait on each other's
+/// increments of one counter.
+void TensorStatistics::countInto(const float* data, int64_t n) {
+  const size_t bins = histogram.size();
+  thread_local std::vector<int64_t> parts;
+  parts.assign(4 * bins, 0);
+  const double scale = 1 / width, last = static_cast<double>(bins - 1);
+  for (int64_t i = 0; i < n; ++i) {
+    // Truncation is floor from 0 up; below 0 is bin 0 anyway.
+    const double at = std::clamp((data[i] - base) * scale, 0.0, last);
+    if (data[i] - data[i] == 0) ++parts[(i & 3) * bins + static_cast<size_t>(at)];
+  }
+  for (size_t j = 0; j < bins; ++j)
+    histogram[j] += parts[j] + parts[bins + j] + parts[2 * bins + j] + parts[3 * bins + j];
+}
+
+void TensorStatistics::add(const float* data, int64_t n, size_t bins) {
+  float low32 = INFINITY, high32 = -INFINITY;
+  int64_t finite = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = data[i];
+    const bool ok = v - v == 0;  // finite (branch-free, so that it vectorises)
+    low32 = ok && v < low32 ? v : low32;
+    high32 = ok && v > high32 ? v : high32;
+    finite += ok;
+  }
+  double low = count ? std::min<double>(lo, low32) : low32;
+  double high = count ? std::max<double>(hi, high32) : high32;
+  nonfinite += n - finite;
+  if (finite == 0) return;
+  if (width == 0 && low < high) {  // the first two distinct values: bins from here
+    base = low;
+    width = (high - low) / static_cast<double>(bins);
+    histogram.assign(bins, 0);
+    if (count) place(lo, count);  // the one value so far
+  } else if (width > 0 && (low < base || high > base + width * static_cast<double>(bins))) {
+    grow(low, high);
+  }
+  if (width > 0) countInto(data, n);
+  count += finite;
+  lo = low, hi = high;
+}
+
+/// Widens the bins by a power of two f, and moves the start down by whole
+/// old bins s, until [low, high] fits: old bin i is then new bin (i + s) / f
+/// exactly, so no count moves to a bin it was not in.
+void TensorStatistics::grow(double low, double high) {
+  const auto bins = static_cast<double>(histogram.size());
+  const double s = low < base ? std::ceil((base - low) / width) : 0;
+  double f = 1;
+  while (s + bins > bins * f || base - s * width + bins * f * width < high) f *= 2;
+  std::vector<int64_t> merged(histogram.size(), 0);
+  for (size_t i = 0; i < histogram.size(); ++i)
+    merged[static_cast<size_t>(std::min(bins - 1, std::floor((static_cast<double>(i) + s) / f)))] +=
+        histogram[i];
+  histogram = std::move(merged);
+  base -= s * width;
+  width *= f;
+}
+
+std::string number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  return text;
+}
+
+template <typename T>
+std::string list(const std::vector<T>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i)
+    out += (i ? ", " : "") + std::to_string(values[i]);
+  return out + "]";
+}
+
+std::string entry(const TensorStatistics& t) {
+  const bool any = t.count > 0;
+  const auto bins = static_cast<double>(t.histogram.size());
+  const std::vector<int64_t> one = {t.count};
+  std::string out = "    " + quoted(t.name.c_str()) + ": {\"dtype\": \"float32\", \"shape\": " +
+                    list(t.shape) + ", \"count\": " + std::to_string(t.count) +
+                    ", \"min\": " + (any ? number(t.lo) : "null") +
+                    ", \"max\": " + (any ? number(t.hi) : "null") +
+                    ", \"nonfinite\": " + std::to_string(t.nonfinite);
+  if (t.width == 0) return out + ", \"histogram\": " + list(one) + "}";
+  return out + ", \"histogram_min\": " + number(t.base) +
+         ", \"histogram_max\": " + number(t.base + t.width * bins) +
+         ", \"histogram\": " + list(t.histogram) + "}";
+}
+
 }  // namespace
 
+struct Profiler::Statistics {
+  size_t bins;
+  const ModelInfo* model = nullptr;
+  std::vector<TensorStatistics> tensors;  // by ObservedTensor::index
+};
+
 Profiler::Profiler() : origin_ns_(steadyNs()) {}
+
+void Profiler::record_statistics(int bins) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  statistics_ = std::make_shared<Statistics>();
+  statistics_->bins = static_cast<size_t>(std::max(bins, 1));
+}
+
+void Profiler::observe(const ModelInfo& model, const ObservedTensor& t, const float* data) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!statistics_) return;
+  statistics_->model = &model;
+  auto& tensors = statistics_->tensors;
+  if (tensors.size() <= static_cast<size_t>(t.index)) tensors.resize(t.index + 1);
+  TensorStatistics& s = tensors[t.index];
+  if (s.name.empty()) s.name = t.name, s.shape.assign(t.shape, t.shape + t.rank);
+  s.add(data, t.count, statistics_->bins);
+}
+
+int64_t Profiler::observed_tensors() const {
+  if (!statistics_) return 0;
+  const auto& tensors = statistics_->tensors;
+  return std::count_if(tensors.begin(), tensors.end(),
+                       [](const TensorStatistics& t) { return !t.name.empty(); });
+}
+
+bool Profiler::write_calibration(const std::string& path) const {
+  const std::string temporary = path + "." + std::to_string(getpid()) + ".tmp";
+  {
+    File file(temporary);
+    if (!file) return false;
+    const ModelInfo* model = statistics_ ? statistics_->model : nullptr;
+    file.put("{\n  \"model\": " + quoted(model ? model->source : "") +
+             ",\n  \"cgc_version\": " + quoted(model ? model->cgc_version : "") +
+             ",\n  \"input_sets\": " + std::to_string(runs_) + ",\n  \"bins\": " +
+             std::to_string(statistics_ ? statistics_->bins : 0) + ",\n  \"tensors\": {");
+    bool first = true;
+    if (statistics_)
+      for (const TensorStatistics& t : statistics_->tensors) {
+        if (t.name.empty()) continue;
+        file.put((first ? "\n" : ",\n") + entry(t));
+        first = false;
+      }
+    file.put("\n  }\n}\n");
+    if (!file.close()) {
+      const int error = errno;
+      std::remove(temporary.c_str());
+      errno = error;
+      return false;
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) == 0) return true;
+  const int error = errno;
+  std::remove(temporary.c_str());
+  errno = error;
+  return false;
+}
 
 int64_t Profiler::now_ns() const { return steadyNs() - origin_ns_; }
 
