@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `cgc tune` on a sample with a small budget: it must write the profile with
 # the chosen configuration, and the profile must drive `cgc run --profile`
-# to the same outputs.
+# to the same outputs; with --quantize, the same for the int8 model.
 # Usage: run_tune.sh CGC SAMPLES_DIR WORK_DIR
 set -euo pipefail
 cgc="$1" samples="$2" work="$3"
@@ -26,3 +26,24 @@ PY
 grep -q "^tune: best " "$work/tune.log" || { echo "no summary line"; exit 1; }
 "$cgc" run "$model" -q --profile "$profile" \
     --inputs "$samples/tiny_cnn/test_data_set_0" --check "$samples/tiny_cnn/test_data_set_0"
+
+# --quantize: tune measures the int8 model (the profile's nodes are its int8
+# kernels), and its profile drives the int8 compile to the test data's
+# outputs within int8's tolerance; the float model refuses it (another graph).
+calib="$samples/tiny_cnn/model.calib.json"
+"$cgc" tune "$model" -q --budget 5 --rounds 2 -o "$work/int8" --quantize int8 \
+    --calibration "$calib" >"$work/tune_int8.log"
+qprofile="$work/int8/tiny_cnn.profile.json"
+/usr/bin/python3 - "$qprofile" <<'PY'
+import json, sys
+ops = [n["op"] for n in json.load(open(sys.argv[1]))["nodes"]]
+assert "QLinearConv" in ops and "Conv" not in ops, ops
+PY
+"$cgc" run "$model" -q --profile "$qprofile" --quantize int8 --calibration "$calib" \
+    --inputs "$samples/tiny_cnn/test_data_set_0" --check "$samples/tiny_cnn/test_data_set_0" \
+    --rtol 1e-2 --atol 1e-3
+if "$cgc" run "$model" -q --profile "$qprofile" --inputs "$samples/tiny_cnn/test_data_set_0" \
+    2>"$work/refused.txt"; then
+  echo "FAIL the float model took the int8 model's profile"; exit 1
+fi
+grep -q "measured on a different graph" "$work/refused.txt"
