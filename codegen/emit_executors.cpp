@@ -105,12 +105,8 @@ void emitCall(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
 /// after it (the next node may write in place).
 void emitObserveOutputs(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
                         int id) {
-  const auto& outputs = graph.graph().node(id).outputs;
-  if (!graph.isTop() || std::none_of(outputs.begin(), outputs.end(), [&](int v) {
-        return layout.observedIndex(v) >= 0;
-      }))
-    return;
-  for (int out : outputs) emitObserve(w, layout, out);
+  if (!layout.observesOutputOf(graph, id)) return;
+  for (int out : graph.graph().node(id).outputs) emitObserve(w, layout, out);
   if (!layout.fixedTeam() || layout.teamSize() > 1) w.line("team.barrier();");
 }
 
@@ -204,10 +200,8 @@ void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   for (auto it = first; it != last; ++it) {
     const KernelCall& call = graph.call(*it);
     usesTeam |= !teamOfOne && graph.signals.count(*it);
-    const auto& outputs = graph.graph().node(*it).outputs;
-    if (graph.isTop() && std::any_of(outputs.begin(), outputs.end(),
-                                     [&](int v) { return layout.observedIndex(v) >= 0; }))
-      anyKernel = readsArena = true, usesTeam |= !teamOfOne;  // emitObserve's
+    if (layout.observesOutputOf(graph, *it))  // emitObserveOutputs' profiler, arena, barrier
+      anyKernel = readsArena = true, usesTeam |= !teamOfOne;
     if (call.kernel == Kernel::kView || graph.model->plan.copiesNothing(*it)) continue;
     anyKernel = true;
     usesTeam |= !teamOfOne || lowering::takesTeam(call);

@@ -94,6 +94,12 @@ int ModelLayout::observedIndex(int v) const {
   return found == observed_.end() ? -1 : found->second.first;
 }
 
+bool ModelLayout::observesOutputOf(const GraphLayout& graph, int node) const {
+  const auto& outputs = graph.graph().node(node).outputs;
+  return graph.isTop() && std::any_of(outputs.begin(), outputs.end(),
+                                      [&](int v) { return observedIndex(v) >= 0; });
+}
+
 std::string ModelLayout::observedPointer(int v) const {
   return fmt::format("at<float>(arena, {})", top().valueNames[observed_.at(v).second]);
 }

@@ -83,6 +83,8 @@ class ModelLayout {
   int teamSize() const { return model.schedule.threadsPerExecutor; }
   /// v's index in kObserved, or -1.
   int observedIndex(int v) const;
+  /// Whether `node` of `graph` writes an observed value.
+  bool observesOutputOf(const GraphLayout& graph, int node) const;
   /// Where an observed value's elements are: `at<float>(arena, ...)`.
   std::string observedPointer(int v) const;
 

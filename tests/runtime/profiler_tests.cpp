@@ -149,7 +149,8 @@ TEST_CASE("profiler statistics: a histogram grown in steps equals one binned at 
                                                    {-10, 5, 100, 64, 0, 8},
                                                    {nan, inf, -inf, 0.5f, 1000, -40}};
   cgc::Profiler profiler;
-  profiler.observe(info, x, batches[1].data());  // before record_statistics: not recorded
+  profiler.observe(info, x, batches[1].data());  // before record_statistics: not recorded,
+  profiler.end_run();                            // nor counted
   profiler.record_statistics(64);
   for (const auto& batch : batches) {
     profiler.observe(info, x, batch.data());

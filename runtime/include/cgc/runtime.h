@@ -121,8 +121,10 @@ class Profiler {
   /// --observe).
   int64_t observed_tensors() const;
   /// The statistics as a calibration file (`cgc compile --quantize int8
-  /// --calibration FILE`), written through a temporary file and a rename.
-  /// Returns false (and leaves errno set) when it cannot be written.
+  /// --calibration FILE`; its input_sets: the runs since
+  /// record_statistics()), written through a temporary file and a rename,
+  /// while no run records. Returns false (and leaves errno set) when it
+  /// cannot be written.
   bool write_calibration(const std::string& path) const;
 
   /// Per-node median microseconds, keyed by node name and the graph hash.

@@ -78,10 +78,11 @@ struct TensorStatistics {
   void add(const float* data, int64_t n, size_t bins);
   void countInto(const float* data, int64_t n);
   void grow(double low, double high);
-  void place(double v, int64_t times) {
-    const double at = std::floor((v - base) / width);
-    const double last = static_cast<double>(histogram.size() - 1);
-    histogram[static_cast<size_t>(std::clamp(at, 0.0, last))] += times;
+  /// v's bin (scale: 1 / width); truncation is floor from 0 up, and below
+  /// 0 is bin 0 anyway.
+  size_t binOf(double v, double scale) const {
+    return static_cast<size_t>(
+        std::clamp((v - base) * scale, 0.0, static_cast<double>(histogram.size() - 1)));
   }
 };
 
@@ -92,12 +93,9 @@ void TensorStatistics::countInto(const float* data, int64_t n) {
   const size_t bins = histogram.size();
   thread_local std::vector<int64_t> parts;
   parts.assign(4 * bins, 0);
-  const double scale = 1 / width, last = static_cast<double>(bins - 1);
-  for (int64_t i = 0; i < n; ++i) {
-    // Truncation is floor from 0 up; below 0 is bin 0 anyway.
-    const double at = std::clamp((data[i] - base) * scale, 0.0, last);
-    if (data[i] - data[i] == 0) ++parts[(i & 3) * bins + static_cast<size_t>(at)];
-  }
+  const double scale = 1 / width;
+  for (int64_t i = 0; i < n; ++i)
+    if (data[i] - data[i] == 0) ++parts[(i & 3) * bins + binOf(data[i], scale)];
   for (size_t j = 0; j < bins; ++j)
     histogram[j] += parts[j] + parts[bins + j] + parts[2 * bins + j] + parts[3 * bins + j];
 }
@@ -120,7 +118,7 @@ void TensorStatistics::add(const float* data, int64_t n, size_t bins) {
     base = low;
     width = (high - low) / static_cast<double>(bins);
     histogram.assign(bins, 0);
-    if (count) place(lo, count);  // the one value so far
+    if (count) histogram[binOf(lo, 1 / width)] += count;  // the one value so far
   } else if (width > 0 && (low < base || high > base + width * static_cast<double>(bins))) {
     grow(low, high);
   }
@@ -179,6 +177,7 @@ std::string entry(const TensorStatistics& t) {
 
 struct Profiler::Statistics {
   size_t bins;
+  int64_t firstRun;  // runs_ when recording started
   const ModelInfo* model = nullptr;
   std::vector<TensorStatistics> tensors;  // by ObservedTensor::index
 };
@@ -189,6 +188,7 @@ void Profiler::record_statistics(int bins) {
   std::lock_guard<std::mutex> lock(mutex_);
   statistics_ = std::make_shared<Statistics>();
   statistics_->bins = static_cast<size_t>(std::max(bins, 1));
+  statistics_->firstRun = runs_;
 }
 
 void Profiler::observe(const ModelInfo& model, const ObservedTensor& t, const float* data) {
@@ -217,7 +217,8 @@ bool Profiler::write_calibration(const std::string& path) const {
     const ModelInfo* model = statistics_ ? statistics_->model : nullptr;
     file.put("{\n  \"model\": " + quoted(model ? model->source : "") +
              ",\n  \"cgc_version\": " + quoted(model ? model->cgc_version : "") +
-             ",\n  \"input_sets\": " + std::to_string(runs_) + ",\n  \"bins\": " +
+             ",\n  \"input_sets\": " + std::to_string(statistics_ ? runs_ - statistics_->firstRun : 0) +
+             ",\n  \"bins\": " +
              std::to_string(statistics_ ? statistics_->bins : 0) + ",\n  \"tensors\": {");
     bool first = true;
     if (statistics_)
