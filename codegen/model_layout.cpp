@@ -96,8 +96,8 @@ int ModelLayout::observedIndex(int v) const {
 
 bool ModelLayout::observesOutputOf(const GraphLayout& graph, int node) const {
   const auto& outputs = graph.graph().node(node).outputs;
-  return graph.isTop() && std::any_of(outputs.begin(), outputs.end(),
-                                      [&](int v) { return observedIndex(v) >= 0; });
+  return graph.isTop() &&
+         std::any_of(outputs.begin(), outputs.end(), [&](int v) { return observedIndex(v) >= 0; });
 }
 
 std::string ModelLayout::observedPointer(int v) const {

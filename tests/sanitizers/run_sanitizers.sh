@@ -123,7 +123,9 @@ fi
 wait_all
 for program in "${programs[@]}"; do "$program"; done
 if [ "$mode" = address ]; then
-  "$work/kernel_tests" --use-colour no | tail -2
+  # Less the Winograd windows other than 3x3 (22 s under ASan, the same
+  # transforms and scratch as 3x3's, which stays): the suite's time.
+  "$work/kernel_tests" --use-colour no "~conv on Winograd weights for 5x5*" | tail -2
   [ "${PIPESTATUS[0]}" -eq 0 ]
 fi
 echo "sanitizers ($mode): the sample models and kernels ran clean"

@@ -139,7 +139,7 @@ class Profiler {
   std::vector<Event> events_;
   int64_t runs_ = 0;
   int64_t origin_ns_ = 0;
-  struct Statistics;  // profiler.cpp
+  struct Statistics;                        // profiler.cpp
   std::shared_ptr<Statistics> statistics_;  // null until record_statistics()
 };
 

@@ -153,8 +153,7 @@ std::string number(double v) {
 template <typename T>
 std::string list(const std::vector<T>& values) {
   std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i)
-    out += (i ? ", " : "") + std::to_string(values[i]);
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + std::to_string(values[i]);
   return out + "]";
 }
 
@@ -162,11 +161,11 @@ std::string entry(const TensorStatistics& t) {
   const bool any = t.count > 0;
   const auto bins = static_cast<double>(t.histogram.size());
   const std::vector<int64_t> one = {t.count};
-  std::string out = "    " + quoted(t.name.c_str()) + ": {\"dtype\": \"float32\", \"shape\": " +
-                    list(t.shape) + ", \"count\": " + std::to_string(t.count) +
-                    ", \"min\": " + (any ? number(t.lo) : "null") +
-                    ", \"max\": " + (any ? number(t.hi) : "null") +
-                    ", \"nonfinite\": " + std::to_string(t.nonfinite);
+  std::string out =
+      "    " + quoted(t.name.c_str()) + ": {\"dtype\": \"float32\", \"shape\": " + list(t.shape) +
+      ", \"count\": " + std::to_string(t.count) + ", \"min\": " + (any ? number(t.lo) : "null") +
+      ", \"max\": " + (any ? number(t.hi) : "null") +
+      ", \"nonfinite\": " + std::to_string(t.nonfinite);
   if (t.width == 0) return out + ", \"histogram\": " + list(one) + "}";
   return out + ", \"histogram_min\": " + number(t.base) +
          ", \"histogram_max\": " + number(t.base + t.width * bins) +
@@ -215,10 +214,9 @@ bool Profiler::write_calibration(const std::string& path) const {
     File file(temporary);
     if (!file) return false;
     const ModelInfo* model = statistics_ ? statistics_->model : nullptr;
-    file.put("{\n  \"model\": " + quoted(model ? model->source : "") +
-             ",\n  \"cgc_version\": " + quoted(model ? model->cgc_version : "") +
-             ",\n  \"input_sets\": " + std::to_string(statistics_ ? runs_ - statistics_->firstRun : 0) +
-             ",\n  \"bins\": " +
+    file.put("{\n  \"model\": " + quoted(model ? model->source : "") + ",\n  \"cgc_version\": " +
+             quoted(model ? model->cgc_version : "") + ",\n  \"input_sets\": " +
+             std::to_string(statistics_ ? runs_ - statistics_->firstRun : 0) + ",\n  \"bins\": " +
              std::to_string(statistics_ ? statistics_->bins : 0) + ",\n  \"tensors\": {");
     bool first = true;
     if (statistics_)

@@ -562,7 +562,8 @@ void direct(const QConvParams& p, const void* x, const uint8_t* packed, const fl
           plane,
           packs};
     };
-    const int64_t from = outputAt(p, g, tile * kQTile), to = outputAt(p, g, (tile + count) * kQTile);
+    const int64_t from = outputAt(p, g, tile * kQTile),
+                  to = outputAt(p, g, (tile + count) * kQTile);
     for (int64_t b = chunk * g.chunkBlocks; b < b1; ++b) {
       const BlockJob job = jobOf(b);
       if (b + 1 < b1) prefetchRows(jobOf(b + 1), from, to, ySize);  // while this block runs
