@@ -192,8 +192,9 @@ void emitOffsets(CodeWriter& w, const char* what, const std::vector<NamedOffset>
   w.blank();
 }
 
-void emitTensorInfos(CodeWriter& w, const ir::Graph& graph, const char* table,
-                     const std::vector<int>& values, const std::vector<std::string>& names) {
+/// <table>Shape<i>: the shape of values[i], for a table of tensors.
+void emitShapes(CodeWriter& w, const ir::Graph& graph, const char* table,
+                const std::vector<int>& values) {
   for (size_t i = 0; i < values.size(); ++i) {
     const auto& shape = graph.value(values[i]).type.shape;
     if (shape.empty())
@@ -201,6 +202,11 @@ void emitTensorInfos(CodeWriter& w, const ir::Graph& graph, const char* table,
     else
       w.line("constexpr int64_t {}Shape{}[] = {{{}}};", table, i, fmt::join(shape, ", "));
   }
+}
+
+void emitTensorInfos(CodeWriter& w, const ir::Graph& graph, const char* table,
+                     const std::vector<int>& values, const std::vector<std::string>& names) {
+  emitShapes(w, graph, table, values);
   if (values.empty()) {
     w.line("constexpr const cgc_tensor_info* {} = nullptr;", table);
     return;
@@ -266,13 +272,7 @@ void emitInfo(CodeWriter& w, const ModelLayout& layout) {
 void emitObservedTable(CodeWriter& w, const ModelLayout& layout) {
   if (layout.observed.empty()) return;
   const ir::Graph& graph = layout.model.graph;
-  for (size_t i = 0; i < layout.observed.size(); ++i) {
-    const auto& shape = graph.value(layout.observed[i]).type.shape;
-    if (shape.empty())
-      w.line("constexpr int64_t kObservedShape{}[1] = {{0}};  // a scalar", i);
-    else
-      w.line("constexpr int64_t kObservedShape{}[] = {{{}}};", i, fmt::join(shape, ", "));
-  }
+  emitShapes(w, graph, "kObserved", layout.observed);
   w.open("constexpr cgc::ObservedTensor kObserved[] = {{");
   for (size_t i = 0; i < layout.observed.size(); ++i) {
     const ir::Value& v = graph.value(layout.observed[i]);

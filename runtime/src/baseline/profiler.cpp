@@ -210,6 +210,12 @@ int64_t Profiler::observed_tensors() const {
 
 bool Profiler::write_calibration(const std::string& path) const {
   const std::string temporary = path + "." + std::to_string(getpid()) + ".tmp";
+  const auto fail = [&temporary] {  // no temporary file left, errno kept
+    const int error = errno;
+    std::remove(temporary.c_str());
+    errno = error;
+    return false;
+  };
   {
     File file(temporary);
     if (!file) return false;
@@ -226,18 +232,9 @@ bool Profiler::write_calibration(const std::string& path) const {
         first = false;
       }
     file.put("\n  }\n}\n");
-    if (!file.close()) {
-      const int error = errno;
-      std::remove(temporary.c_str());
-      errno = error;
-      return false;
-    }
+    if (!file.close()) return fail();
   }
-  if (std::rename(temporary.c_str(), path.c_str()) == 0) return true;
-  const int error = errno;
-  std::remove(temporary.c_str());
-  errno = error;
-  return false;
+  return std::rename(temporary.c_str(), path.c_str()) == 0 || fail();
 }
 
 int64_t Profiler::now_ns() const { return steadyNs() - origin_ns_; }

@@ -453,23 +453,25 @@ int64_t outputAt(const QConvParams& p, const Geometry& g, int64_t v) {
   return std::min(v / g.wq * p.w_out + std::min(v % g.wq, p.w_out), p.h_out * p.w_out);
 }
 
+/// Prefetches the cache lines of [begin, begin + bytes), to write (kWrite
+/// 1) or to read. Inlined, as its caller: GCC takes a function whose only
+/// effect is prefetches for one without effects, and drops its calls.
+template <int kWrite>
+__attribute__((always_inline)) inline void prefetchLines(const uint8_t* begin, int64_t bytes) {
+  for (const uint8_t* line = begin - (reinterpret_cast<uintptr_t>(begin) & 63);
+       line < begin + bytes; line += 64)
+    __builtin_prefetch(line, kWrite);
+}
+
 /// Prefetches the rows of y that `job` writes, and of the residual that it
 /// reads, at y positions [from, to) of each of its channels: 8 channel
 /// planes a block, each a stream of its own, more than the hardware
-/// prefetchers follow. Inlined: GCC takes a function whose only effect is
-/// prefetches for one without effects, and drops its calls.
+/// prefetchers follow.
 __attribute__((always_inline)) inline void prefetchRows(const BlockJob& job, int64_t from,
                                                         int64_t to, int64_t ySize) {
   for (int64_t j = 0; j < job.channels; ++j) {
-    const uint8_t* y = job.y + (j * job.plane + from) * ySize;
-    for (const uint8_t* line = y - (reinterpret_cast<uintptr_t>(y) & 63);
-         line < y + (to - from) * ySize; line += 64)
-      __builtin_prefetch(line, 1);
-    if (!job.residual) continue;
-    const uint8_t* r = job.residual + j * job.plane + from;
-    for (const uint8_t* line = r - (reinterpret_cast<uintptr_t>(r) & 63); line < r + (to - from);
-         line += 64)
-      __builtin_prefetch(line);
+    prefetchLines<1>(job.y + (j * job.plane + from) * ySize, (to - from) * ySize);
+    if (job.residual) prefetchLines<0>(job.residual + j * job.plane + from, to - from);
   }
 }
 
