@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -47,10 +48,11 @@ Trial runTrial(const CompileOptions& options, const std::vector<std::string>& di
 struct OutputError {
   std::string name;
   double relative = 0;
-  double top1 = -1;  // agreement; -1: not classifier-shaped
+  double top1 = -1;     // agreement; -1: not classifier-shaped
+  double mismatch = 0;  // the share of rows whose top-1 differs (exact: not 1 - top1)
   /// What the budget bounds: the top-1 disagreement of a classifier, the
   /// relative error of any other output.
-  double worst() const { return top1 < 0 ? relative : 1 - top1; }
+  double worst() const { return top1 < 0 ? relative : mismatch; }
 };
 
 /// Rank 2 or 3 float, the last dimension >= 2 and the largest: rows of
@@ -83,7 +85,7 @@ std::vector<OutputError> compare(const Trial& reference, const Trial& trial) {
                  std::max_element(q.begin() + r, q.begin() + r + width) - q.begin();
     }
     e.relative = power > 0 ? std::sqrt(diff / power) : std::sqrt(diff);
-    if (classes && rows > 0) e.top1 = agree / rows;
+    if (classes && rows > 0) e.top1 = agree / rows, e.mismatch = (rows - agree) / rows;
     errors.push_back(e);
   }
   return errors;
@@ -92,6 +94,15 @@ std::vector<OutputError> compare(const Trial& reference, const Trial& trial) {
 double worstOf(const std::vector<OutputError>& errors) {
   double worst = 0;
   for (const auto& e : errors) worst = std::max(worst, e.worst());
+  return worst;
+}
+
+/// The largest relative error of the outputs: what ranks the layers (it
+/// moves with every layer, where a classifier's top-1 agreement on a few
+/// check inputs often does not).
+double worstRelative(const std::vector<OutputError>& errors) {
+  double worst = 0;
+  for (const auto& e : errors) worst = std::max(worst, e.relative);
   return worst;
 }
 
@@ -175,7 +186,8 @@ nlohmann::ordered_json measureSpeed(Trial& floatModel, Trial& int8Model,
 namespace {
 
 struct Outcome {
-  std::vector<std::pair<std::string, double>> ranking;
+  std::vector<std::pair<std::string, double>> ranking;  // most sensitive first
+  std::map<std::string, double> floatAlone;  // the worst relative error with the layer alone float
   std::vector<std::string> reverted;
   std::vector<Step> steps;
   std::vector<OutputError> errors;
@@ -193,15 +205,22 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
     const ir::Node& n = model.graph.node(id);
     const bool int8 = n.op == "QLinearConv" || n.op == "QLinearMatMul";
     if (!int8 && n.op != "Conv" && n.op != "MatMul" && n.op != "Gemm") continue;
-    nlohmann::ordered_json row = {
-        {"name", n.name}, {"op", n.op}, {"precision", int8 ? "int8" : "float"}};
+    // An int8 product that writes int32 sums keeps a float output (a
+    // classifier's logits: fuse-quantized dequantises the sums).
+    const bool floatOutput = !int8 || model.graph.value(n.outputs[0]).type.dtype == DType::kI32;
+    nlohmann::ordered_json row = {{"name", n.name},
+                                  {"op", n.op},
+                                  {"precision", int8 ? "int8" : "float"},
+                                  {"output", floatOutput ? "float" : "int8"}};
     if (!int8)
       row["why"] = user.count(n.name)       ? "--keep-float"
                    : reverted.count(n.name) ? "--max-error"
-                                            : "not quantised (writes a graph output, no calibrated "
-                                              "range or no constant weights)";
+                                            : "not quantised (no calibrated range or no constant "
+                                              "weights)";
     if (auto it = sensitivity.find(n.name); it != sensitivity.end())
       row["sensitivity"] = it->second;
+    if (auto it = out.floatAlone.find(n.name); it != out.floatAlone.end())
+      row["error_float_alone"] = it->second;
     layers.push_back(row);
   }
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
@@ -238,14 +257,19 @@ std::string reportText(const nlohmann::ordered_json& r) {
       fmt::format("cgc quantisation report: {}\ncalibration {}, method {}, activations {}\n\n",
                   r["model"].get<std::string>(), r["calibration"].get<std::string>(),
                   r["method"].get<std::string>(), r["activations"].get<std::string>());
-  text += fmt::format("{:<40} {:<14} {:<9} {:>11}  {}\n", "layer", "op", "precision", "sensitivity",
-                      "why float");
+  // sensitivity: the analytic noise estimate; error float alone: measured
+  // (--max-error), the worst relative error with the layer alone in float.
+  auto number = [](const nlohmann::ordered_json& l, const char* key) {
+    return l.contains(key) ? fmt::format("{:.3g}", l[key].get<double>()) : std::string("-");
+  };
+  text += fmt::format("{:<40} {:<14} {:<9} {:<6} {:>11} {:>11}  {}\n", "layer", "op", "precision",
+                      "output", "sensitivity", "float alone", "why float");
   for (const auto& l : r["layers"])
-    text += fmt::format(
-        "{:<40} {:<14} {:<9} {:>11}  {}\n", l["name"].get<std::string>(),
-        l["op"].get<std::string>(), l["precision"].get<std::string>(),
-        l.contains("sensitivity") ? fmt::format("{:.3g}", l["sensitivity"].get<double>()) : "-",
-        l.value("why", ""));
+    text +=
+        fmt::format("{:<40} {:<14} {:<9} {:<6} {:>11} {:>11}  {}\n", l["name"].get<std::string>(),
+                    l["op"].get<std::string>(), l["precision"].get<std::string>(),
+                    l["output"].get<std::string>(), number(l, "sensitivity"),
+                    number(l, "error_float_alone"), l.value("why", ""));
   if (!r["outputs"].empty()) {
     text += fmt::format(
         "\noutputs against the float model on {} check input(s):\n{:<30} {:>15} {:>16}\n",
@@ -293,6 +317,28 @@ std::string worstOutput(const std::vector<OutputError>& errors) {
   return it == errors.end() ? "" : it->name;
 }
 
+/// Measures each int8 layer's sensitivity: the model compiled with that
+/// layer alone in float, its outputs' worst relative error on the check
+/// inputs. Ranks the layers by it, the lowest error (the layer whose
+/// rounding costs the most) first; the analytic order breaks ties.
+void measureRanking(const CompileOptions& base, const CompileOptions& options,
+                    const Trial& reference, Outcome& out) {
+  const auto& dirs = options.quantize.checkInputs;
+  size_t done = 0;
+  for (const auto& [name, analytic] : out.ranking) {
+    CompileOptions one = base;
+    one.quantize.keepFloat.push_back(name);
+    const double error = worstRelative(compare(reference, runTrial(one, dirs)));
+    out.floatAlone[name] = error;
+    driver::progress(options, fmt::format("quantize: layer {}/{} alone in float: worst relative "
+                                          "error {:.4g} ({})",
+                                          ++done, out.ranking.size(), error, name));
+  }
+  std::stable_sort(out.ranking.begin(), out.ranking.end(), [&](const auto& a, const auto& b) {
+    return out.floatAlone.at(a.first) < out.floatAlone.at(b.first);
+  });
+}
+
 }  // namespace
 
 CompileOptions applyBudget(const CompileOptions& options) {
@@ -331,6 +377,8 @@ CompileOptions applyBudget(const CompileOptions& options) {
                     what, out.reverted.size(), out.steps.back().worst, worstOutput(out.errors)));
   };
   if (!dirs.empty()) note("all int8");
+  if (budget.maxError > 0 && worstOf(out.errors) > budget.maxError)
+    measureRanking(base, options, reference, out);
   while (budget.maxError > 0 && worstOf(out.errors) > budget.maxError) {
     const size_t n = std::max<size_t>(1, out.reverted.size() * 2);
     if (out.reverted.size() + 1 >= out.ranking.size() || n >= out.ranking.size()) {

@@ -39,11 +39,16 @@ using conv::quantMax;
 using conv::quantMin;
 
 /// The requantising epilogue of a QLinearConv or QLinearMatMul: scales and
-/// zero points at inputs 1/2 (x) and 6/7 (y), the clamp and a folded Add.
+/// zero points at inputs 1/2 (x) and 6/7 (y), the clamp and a folded Add;
+/// with an int32 y (fuse-quantized's float-output products), the sums.
 rt::QEpilogue epilogueOf(const Graph& g, const Node& n, int residual) {
   rt::QEpilogue e;
   const DType y = elementType(g, n.outputs[0]);
   e.y_type = y;
+  if (y == DType::kI32) {
+    e.kind = rt::QOutput::kInt32;
+    return e;
+  }
   e.x_scale = scaleAt(g, n, 1);
   e.y_scale = scaleAt(g, n, 6);
   e.y_zero = zeroAt(g, n, 7);

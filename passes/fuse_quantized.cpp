@@ -6,6 +6,8 @@
 // into the int8 op it describes:
 //   DQ(x), DQ(w)[, DQ(b)] -> Conv [-> Relu | Clip] -> Q   => QLinearConv
 //   DQ(a), DQ(b)[, DQ(c)] -> MatMul | Gemm [-> act] -> Q  => QLinearMatMul
+//   DQ(x), DQ(w)[, DQ(b)] -> Conv | MatMul | Gemm (float   => the same with int32 sums,
+//         output, no Q after it; w constant)                 then DQ by x_scale * w_scale[c]
 //   QLinearConv | QLinearMatMul -> q -> DQ -> Add(DQ(r)) [-> act] -> Q
 //                                                         => the same node with
 //                                                            the add in its epilogue
@@ -212,27 +214,39 @@ int int32Bias(Graph& g, int v, float xScale, const std::vector<double>& wScales,
                        std::move(bytes));
 }
 
-/// Conv, MatMul or Gemm on dequantised data and weights -> QLinearConv or
-/// QLinearMatMul.
-bool fuseProduct(Graph& g, const Chain& c) {
-  const Node& head = g.node(c.head);
+/// A product's int8 form: QLinearConv's or QLinearMatMul's inputs before
+/// y's scale and zero point, its int32 bias (-1: none), its attributes,
+/// and the DequantizeLinear nodes it reads through.
+struct ProductForm {
+  std::vector<int> inputs;  // x, x_scale, x_zero, w, w_scale, w_zero
+  int bias = -1;
+  std::map<std::string, ir::Attribute> attrs;
+  int xDq = -1, wDq = -1;
+  bool isConv = false;
+};
+
+/// The int8 form of Conv, MatMul or Gemm `id` on dequantised data and
+/// weights (constant weights only where `constantWeights`).
+std::optional<ProductForm> productForm(Graph& g, int id, bool constantWeights) {
+  const Node& head = g.node(id);
   auto x = dequantized(g, head.inputs[0]);
-  if (!x) return false;
+  if (!x) return std::nullopt;
   const bool isConv = head.op == "Conv", isGemm = head.op == "Gemm";
   const bool transB = isGemm && head.getInt("transB", 0) != 0;
   if (isConv &&
       (g.value(head.inputs[0]).type.rank() < 3 || g.value(head.inputs[0]).type.rank() > 4))
-    return false;
+    return std::nullopt;
   if (isGemm &&
       (head.getInt("transA", 0) || head.getFloat("alpha", 1) != 1 || head.getFloat("beta", 1) != 1))
-    return false;
+    return std::nullopt;
   const int64_t rankB = g.value(head.inputs[1]).type.rank();
   const int wq = dequantizedWeights(g, head.inputs[1], isConv || transB ? 0 : 1);
   std::optional<std::pair<int, QParams>> runtimeB;
   if (wq < 0) {
-    if (head.op != "MatMul" || !(runtimeB = dequantized(g, head.inputs[1]))) return false;
+    if (constantWeights || head.op != "MatMul" || !(runtimeB = dequantized(g, head.inputs[1])))
+      return std::nullopt;
   } else if (!isConv && rankB != 2) {
-    return false;
+    return std::nullopt;
   }
   const int wDq = wq >= 0 ? wq : runtimeB->first;
   const Node& w = g.node(wDq);
@@ -240,29 +254,72 @@ bool fuseProduct(Graph& g, const Chain& c) {
       g.value(head.outputs[0]).type.shape[isConv ? 1 : g.value(head.outputs[0]).type.rank() - 1];
   const int bias = int32Bias(g, head.inputs.size() > 2 ? head.inputs[2] : -1, x->second.scaleValue,
                              g.value(w.inputs[1]).doubleValues(), channels);
-  if (bias == -2) return false;
-  const int wZero = w.inputs.size() > 2 ? w.inputs[2] : -1;
-  std::vector<int> inputs = {g.node(x->first).inputs[0],
-                             x->second.scale,
-                             x->second.zero,
-                             w.inputs[0],
-                             w.inputs[1],
-                             wZero,
-                             c.out.scale,
-                             c.out.zero};
-  std::map<std::string, ir::Attribute> attrs;
-  if (isConv) {
-    inputs.push_back(bias);
+  if (bias == -2) return std::nullopt;
+  ProductForm form{{g.node(x->first).inputs[0], x->second.scale, x->second.zero, w.inputs[0],
+                    w.inputs[1], w.inputs.size() > 2 ? w.inputs[2] : -1},
+                   bias,
+                   {},
+                   x->first,
+                   wDq,
+                   isConv};
+  const Node& product = g.node(id);  // int32Bias may have moved the nodes
+  if (isConv)
     for (const char* a : {"kernel_shape", "strides", "pads", "dilations", "group"})
-      if (head.has(a)) attrs[a] = head.attrs.at(a);
-  } else if (bias >= 0) {
-    inputs.push_back(bias);
-  }
-  if (transB) attrs[conv::kQTransB] = int64_t{1};
-  const int xDq = x->first;
-  replaceChain(g, c, isConv ? "QLinearConv" : "QLinearMatMul", head.name, inputs, attrs);
-  removeIfUnused(g, xDq);
-  removeIfUnused(g, wDq);
+      if (product.has(a)) form.attrs[a] = product.attrs.at(a);
+  if (transB) form.attrs[conv::kQTransB] = int64_t{1};
+  return form;
+}
+
+/// The inputs of the int8 node: the form's, y's scale and zero point, and
+/// the bias (QLinearConv's ninth input is there even when absent).
+std::vector<int> productInputs(const ProductForm& form, int yScale, int yZero) {
+  std::vector<int> inputs = form.inputs;
+  inputs.insert(inputs.end(), {yScale, yZero});
+  if (form.isConv || form.bias >= 0) inputs.push_back(form.bias);
+  return inputs;
+}
+
+/// Conv, MatMul or Gemm on dequantised data and weights -> QLinearConv or
+/// QLinearMatMul.
+bool fuseProduct(Graph& g, const Chain& c) {
+  auto form = productForm(g, c.head, false);
+  if (!form) return false;
+  const std::string name = g.node(c.head).name;
+  replaceChain(g, c, form->isConv ? "QLinearConv" : "QLinearMatMul", name,
+               productInputs(*form, c.out.scale, c.out.zero), form->attrs);
+  removeIfUnused(g, form->xDq);
+  removeIfUnused(g, form->wDq);
+  return true;
+}
+
+/// Conv, MatMul or Gemm on dequantised data and constant weights whose
+/// float output no QuantizeLinear takes (a classifier's logits) -> the int8
+/// product's int32 sums, bias included, and a DequantizeLinear of them by
+/// x_scale * w_scale[c] along the channel axis.
+bool fuseFloatProduct(Graph& g, int id) {
+  const Node& head = g.node(id);
+  if (head.op != "Conv" && head.op != "MatMul" && head.op != "Gemm") return false;
+  auto form = productForm(g, id, true);
+  if (!form) return false;
+  const int out = g.node(id).outputs[0];
+  const ir::TensorType type = g.value(out).type;
+  const int axis = form->isConv ? 1 : type.rank() - 1;
+  const float xScale = static_cast<float>(g.value(form->inputs[1]).doubleValues()[0]);
+  const auto wScales = g.value(form->inputs[4]).doubleValues();
+  std::vector<float> scales(type.shape[axis]);
+  for (size_t c = 0; c < scales.size(); ++c)
+    scales[c] = xScale * static_cast<float>(wScales[wScales.size() > 1 ? c : 0]);
+  const std::string name = g.node(id).name;
+  const int sumsScale =
+      addFloatConstant(g, g.uniqueValueName(name + "_sums_scale"), {type.shape[axis]}, scales);
+  const int sums = g.addValue(g.uniqueValueName(name + "_sums"), {DType::kI32, type.shape});
+  g.removeNode(id);
+  g.addNode(form->isConv ? "QLinearConv" : "QLinearMatMul", name, productInputs(*form, -1, -1),
+            {sums}, form->attrs);
+  g.addNode("DequantizeLinear", name + "_sums_DequantizeLinear", {sums, sumsScale, -1}, {out},
+            {{"axis", int64_t{axis}}, {"per_axis", int64_t{1}}});
+  removeIfUnused(g, form->xDq);
+  removeIfUnused(g, form->wDq);
   return true;
 }
 
@@ -503,6 +560,8 @@ bool fuseQuantized(ir::Graph& graph, const PassTarget&) {
   for (int id : graph.topologicalOrder())
     if (!graph.node(id).dead && graph.node(id).op == "QuantizeLinear")
       changed |= fuseChain(graph, id) || fuseLookup(graph, id);
+  for (int id : graph.topologicalOrder())
+    if (!graph.node(id).dead) changed |= fuseFloatProduct(graph, id);
   return changed;
 }
 

@@ -8,15 +8,16 @@
 //     Add after it adds) becomes int32 at x_scale * w_scale[c], and the
 //     activation read and the one written (after a Relu or Clip that only
 //     it feeds) get a QuantizeLinear and DequantizeLinear pair with
-//     per-tensor params from their calibrated range;
+//     per-tensor params from their calibrated range; the activation
+//     written stays float where it reaches a graph output (its rounding
+//     would reach it undamped: a classifier's logits);
 //   - Add of two such activations (absorbed into the product before it or
 //     QLinearAdd), GlobalAveragePool, and MaxPool, Reshape, Transpose and
 //     Concat (which only move values: their inputs and output share one
 //     range, the union of theirs) where their inputs are int8 and an int8
 //     op reads their output.
-// Nodes the spec keeps in float, those whose activations have no
-// calibrated range and those whose output reaches a graph output (its
-// rounding would reach it undamped) stay as they are. Batch norms are
+// Nodes the spec keeps in float and those whose activations have no
+// calibrated range stay as they are. Batch norms are
 // folded first: the weights are rounded once they are final.
 #include <algorithm>
 #include <cmath>
@@ -185,11 +186,15 @@ void Quantizer::select() {
       absorbBias(g_, id);
       const int x = n.inputs[0], tail = tailOf(g_, n);
       // A layer that writes a graph output (or one that only moves its
-      // output there) stays float: its rounding would reach it undamped.
-      if (!hasRange(x) || !hasRange(tail) || reachesOutput(g_, tail)) continue;
-      sel_.marked[x] = sel_.marked[tail] = int8Node[id] = true;
+      // output there) keeps a float output: its rounding would reach it
+      // undamped. fuse-quantized runs it as an int8 product with int32
+      // sums and a DequantizeLinear.
+      const bool floatOutput = reachesOutput(g_, tail);
+      if (!hasRange(x) || (!floatOutput && !hasRange(tail))) continue;
+      sel_.marked[x] = int8Node[id] = true;
+      if (!floatOutput) sel_.marked[tail] = true;
       sel_.products.push_back(id);
-      activations_[id] = {x, tail};
+      activations_[id] = {x, floatOutput ? n.outputs[0] : tail};
     } else if (n.op == "Add" && n.inputs.size() == 2 && marked(n.inputs[0]) &&
                marked(n.inputs[1]) && g_.value(n.inputs[0]).type == g_.value(n.outputs[0]).type &&
                g_.value(n.inputs[1]).type == g_.value(n.outputs[0]).type) {

@@ -16,13 +16,14 @@ Usage: test_quantize.py CGC WORKDIR
    pooling, Linear), calibrated on 8 random inputs: on 4 other inputs its
    int8 outputs stay within 5% (relative error) of PyTorch's float ones,
    every Conv runs as QLinearConv, the HardSwish step as one table
-   (QLinearLookup), and the report shows every layer int8 but the head
-   (whose output, through a Reshape, is the model's).
+   (QLinearLookup), and the report shows every layer int8, the head
+   (whose output, through a Reshape, is the model's) with a float output.
    The same CNN's statistics from the profiler hook (cgc run
    --statistics-out) match cgc calibrate's on one set and quantise the
    same layers.
 3. --max-error below the all-int8 error returns layers to float until it
-   holds (the report names them); one no layer choice can meet fails with
+   holds (the report names them), the most sensitive first by measurement
+   (each layer alone in float); one no layer choice can meet fails with
    exit 1, naming the budget.
 4. Bad input: one line, exit 1, naming the file or flag.
 """
@@ -211,6 +212,8 @@ r = cgc("inspect", cnn, "--json", "--quantize", "int8", "--calibration", cnn_cal
 kernels = json.loads(r.stdout).get("kernels", {}) if r.returncode == 0 else {}
 check(kernels.get("QLinearConv") == 5 and "Conv" not in kernels and "BatchNormalization" not in kernels,
       f"inspect: every Conv is QLinearConv: {kernels}")
+check(kernels.get("QLinearMatMul") == 1 and "Gemm" not in kernels,
+      f"inspect: the head, whose output is the model's, is an int8 product: {kernels}")
 check(kernels.get("QLinearLookup") == 1 and "HardSigmoid" not in kernels,
       f"inspect: HardSwish, * 0.5 + 0.25 between two int8 Convs is one table: {kernels}")
 
@@ -239,14 +242,15 @@ if os.path.exists(traffic) and os.path.exists(one):
               f"{b['count']} [{b['min']}, {b['max']}]")
     layers = [json.loads(cgc("inspect", cnn, "--json", "--quantize", "int8", "--calibration",
                              f).stdout).get("int8_layers") for f in (traffic, one)]
-    check(layers[0] == layers[1] and len(layers[0]) == 5,
+    check(layers[0] == layers[1] and len(layers[0]) == 6,
           f"the hook's statistics quantise the layers calibrate's do: {layers}")
 report = report_of(cnn, cnn_calib, *inputs("--check-inputs", check_dirs))
 precisions = [layer["precision"] for layer in report["layers"]]
 floats = [layer for layer in report["layers"] if layer["precision"] == "float"]
-check(precisions.count("int8") == 5 and len(floats) == 1 and floats[0]["name"] == "/head/Gemm" and
-      "graph output" in floats[0]["why"],
-      f"report: every layer int8 but the head, which writes the output: {report['layers']}")
+float_outputs = [layer["name"] for layer in report["layers"] if layer["output"] == "float"]
+check(precisions.count("int8") == 6 and not floats and float_outputs == ["/head/Gemm"],
+      f"report: every layer int8, the head (it writes the output) with a float output: "
+      f"{report['layers']}")
 all_int8 = report["outputs"][0]["relative_error"]
 check(abs(all_int8 - error) < 0.25 * error,
       f"the report's error {all_int8:.4f} is what PyTorch's outputs give ({error:.4f})")
@@ -267,6 +271,14 @@ if r.returncode == 0:
           f"layers returned to float {reverted}, error {report['outputs'][0]} within {budget}")
     check(len(report["trials"]) >= 2 and report["trials"][0]["float_layers"] == 0,
           f"trials: {report['trials']}")
+    # The ranking is measured: the layer returned first is the one whose
+    # float alone leaves the smallest error (here the head, whose input's
+    # rounding reaches the logits undamped).
+    alone = {layer["name"]: layer["error_float_alone"] for layer in report["layers"]}
+    check(len(alone) == 6 and reverted and
+          alone[reverted[0]["name"]] == min(alone.values()) and
+          reverted[0]["name"] == "/head/Gemm",
+          f"the measured ranking returns the most sensitive layer first: {alone}, {reverted}")
 r = cgc("compile", cnn, "-q", "-o", os.path.join(WORK, "out"), "--quantize", "int8",
         "--calibration", cnn_calib, *inputs("--check-inputs", check_dirs), "--max-error", "1e-9")
 check(r.returncode == 1 and "--max-error 1e-09 cannot be met" in r.stderr and

@@ -345,3 +345,60 @@ TEST_CASE(
                     "SAME: cgc_packed_weights = "});
   requireWithinSteps(interpret(b.graph, x0), before, 0.2f);
 }
+
+TEST_CASE("fuse-quantized: a product whose float output no Q takes sums in int32, then DQ") {
+  GraphBuilder b("qhead");
+  const ir::Shape shape = {1, 4, 5, 5}, convOut = {1, 6, 5, 5}, flat = {1, 150}, out = {1, 10};
+  const int x = b.input("x", shape);
+  const Q in = params(b, "in", 0.05f, 128), mid = params(b, "mid", 0.06f, 120);
+  const int dx = dequantize(b, "dx", quantize(b, "qx", x, in, shape), in, shape);
+  // A 1x1 convolution whose float output a Relu reads (no Q after it),
+  // then a Gemm head (transB, int32 bias) writing the graph output.
+  auto [w, bias] = convWeights(b, "conv", {6, 4, 1, 1}, 0.05f);
+  const Attrs pointwise = {{"kernel_shape", std::vector<int64_t>{1, 1}},
+                           {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                           {"strides", std::vector<int64_t>{1, 1}},
+                           {"dilations", std::vector<int64_t>{1, 1}},
+                           {"group", int64_t{1}}};
+  const int conv = b.node("Conv", "conv", {dx, w, bias}, convOut, pointwise);
+  b.output(b.node("Relu", "relu", {conv}, convOut), "features");
+  const int reshaped = b.node("Reshape", "flat", {conv}, flat);
+  const int dr = dequantize(b, "dr", quantize(b, "qr", reshaped, mid, flat), mid, flat);
+  auto [fw, fb] = convWeights(b, "fc", {10, 150}, 0.06f);
+  b.output(b.node("Gemm", "fc", {dr, fw, fb}, out, {{"transB", int64_t{1}}}), "y");
+  ir::verifyGraph(b.graph);
+
+  const auto x0 = image(ir::numElements(shape));
+  const auto before = cgc::testing::interpretAll(b.graph, x0);
+  REQUIRE(passes::fuseQuantized(b.graph));
+  passes::eliminateDeadCode(b.graph);
+  ir::verifyGraph(b.graph);
+  checkIr(b.graph, {"conv = QLinearConv(%qx_out, %in_scale, %in_zero, %conv_w, %conv_ws, none, "
+                    "none, none, %conv_b_int32) -> %conv_sums int32[1,6,5,5]",
+                    "conv_sums_DequantizeLinear = DequantizeLinear(%conv_sums, "
+                    "%conv_sums_scale, none) -> %conv_out float32[1,6,5,5]",
+                    "SAME: axis = 1", "fc = QLinearMatMul(%qr_out, %mid_scale, %mid_zero, %fc_w,",
+                    "SAME: none, none, %fc_b_int32) -> %fc_sums int32[1,10]",
+                    "fc_sums_DequantizeLinear = DequantizeLinear(%fc_sums, %fc_sums_scale, none) "
+                    "-> %fc_out float32[1,10]",
+                    "SAME: axis = 1", "NOT: Gemm(", "NOT: Conv("});
+  // The float emulation rounds each product's sum in float; the int8
+  // kernels sum exactly: within float rounding of the sums.
+  auto requireClose = [&](const ir::Graph& g) {
+    const auto after = cgc::testing::interpretAll(g, x0);
+    REQUIRE(after.size() == before.size());
+    for (size_t o = 0; o < after.size(); ++o)
+      for (size_t i = 0; i < after[o].size(); ++i) {
+        INFO("output " << o << ", element " << i);
+        REQUIRE(after[o][i] == Approx(before[o][i]).margin(1e-4).epsilon(1e-4));
+      }
+  };
+  requireClose(b.graph);
+  for (auto isa : {cgc::rt::QIsa::kPortable, cgc::rt::QIsa::kAvx2, cgc::rt::QIsa::kVnni}) {
+    INFO("packed for " << cgc::rt::enumName(isa));
+    ir::Graph g = b.graph;
+    REQUIRE(passes::packQuantizedWeights(g, {.int8 = isa}));
+    passes::eliminateDeadCode(g);
+    requireClose(g);
+  }
+}

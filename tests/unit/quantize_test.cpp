@@ -119,3 +119,33 @@ TEST_CASE("quantize: a node kept float, and a graph without a spec, stay as they
   ir::Graph untouched = b.graph;
   CHECK_FALSE(passes::quantize(untouched, {}));
 }
+
+TEST_CASE("quantize: a layer that writes a graph output reads int8 and keeps a float output") {
+  auto spec = std::make_shared<passes::QuantizeSpec>();
+  GraphBuilder b("head");
+  const int x = b.input("x", {2, 16});
+  const int w = b.constant("fc_w", {16, 10}, wave(160, 0.4f, 0.53f));
+  const int y = b.node("MatMul", "fc", {x, w}, {2, 10});
+  b.output(b.node("Add", "fc_bias", {y, b.constant("fc_b", {10}, wave(10, 0.2f, 1.1f))}, {2, 10}),
+           "y");
+  spec->ranges = {{"x", {-1, 1}}, {"fc_bias_out", {-2, 2}}};
+  ir::verifyGraph(b.graph);
+  const auto x0 = wave(32, 0.9f, 0.37f);
+  const auto before = interpret(b.graph, x0);
+  ir::Graph g = b.graph;
+  REQUIRE(passes::quantize(g, {.int8 = cgc::rt::QIsa::kVnni, .quantize = spec}));
+  ir::verifyGraph(g);
+  checkIr(g, {"x_QuantizeLinear = QuantizeLinear(%x, %x_scale, %x_zero_point)",
+              "NOT: fc_bias_out_QuantizeLinear"});
+  REQUIRE(passes::fuseQuantized(g, {}));
+  passes::eliminateDeadCode(g);
+  ir::verifyGraph(g);
+  checkIr(g, {"fc = QLinearMatMul(%x_quantized,", "SAME: -> %fc_sums int32[2,10]",
+              "fc_sums_DequantizeLinear = DequantizeLinear(%fc_sums, %fc_sums_scale, none) -> "
+              "%fc_bias_out float32[2,10]"});
+  const auto after = interpret(g, x0);
+  double diff = 0, power = 0;
+  for (size_t i = 0; i < after.size(); ++i)
+    diff += (after[i] - before[i]) * (after[i] - before[i]), power += before[i] * before[i];
+  CHECK(std::sqrt(diff / power) < 0.02);
+}
