@@ -103,9 +103,9 @@ bool floatEquivalent(const driver::CompiledModel& model, int64_t& arena, int64_t
   return true;
 }
 
-/// The float convolutions' variants, with their settings
-/// (ir::conventions::ConvChoice): a count of each and, with a tuned
-/// profile, the layers that run the profile's choice.
+/// The convolutions' variants, float ones with their settings
+/// (ir::conventions::ConvChoice) and int8 ones: a count of each and, with a
+/// tuned profile, the layers that run the profile's choice.
 void reportVariants(const driver::CompiledModel& model, const std::string& profilePath,
                     nlohmann::json& report) {
   std::map<std::string, int> counts;
@@ -114,7 +114,7 @@ void reportVariants(const driver::CompiledModel& model, const std::string& profi
                                             : driver::readTunedConfig(profilePath).convVariants;
   for (int id : model.graph.liveNodes()) {
     const ir::Node& node = model.graph.node(id);
-    if (!node.has(ir::conventions::kConvVariant)) continue;
+    if (!ir::conventions::hasConvChoice(node)) continue;
     const std::string choice = ir::conventions::convChoice(node);
     ++counts[choice];
     // A profile's choice without a setting takes the target's default one.

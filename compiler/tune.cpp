@@ -101,25 +101,37 @@ struct Try {
   std::string outcome;
 };
 
+/// Each convolution's variant, float (with its setting) and int8.
 std::map<std::string, std::string> convVariantsOf(const ir::Graph& graph) {
   std::map<std::string, std::string> variants;
   for (int id : graph.liveNodes()) {
     const ir::Node& node = graph.node(id);
-    if (node.has(ir::conventions::kConvVariant))
+    if (ir::conventions::hasConvChoice(node))
       variants[node.name] = ir::conventions::convChoice(node);
   }
   return variants;
 }
 
+/// Whether the target's runtime has the variant of `tier` and this CPU runs it.
+bool runsHere(const std::string& targetTier, const char* tier) {
+  return isaTierIncludes(targetTier, tier) && (*tier == '\0' || cpu_has_tier(tier) == 1);
+}
+
 /// The trials worth a build: the variants the target's runtime has and this
 /// CPU runs, Winograd in each of its forms (tiles 2 and 4), Packed with the
-/// depth steps the default build chose (`defaults`), halved and doubled.
+/// depth steps the default build chose (`defaults`), halved and doubled;
+/// and the int8 convolution's variants where the model has int8 layers.
 std::vector<std::string> candidateVariants(const std::string& targetTier,
                                            const std::map<std::string, std::string>& defaults) {
   std::vector<std::string> names;
+  const bool int8 = std::any_of(defaults.begin(), defaults.end(), [](const auto& d) {
+    return rt::qconvVariantNamed(d.second.c_str()) != rt::QConvVariant::kNone;
+  });
+  if (int8)
+    for (const rt::QConvVariantInfo& v : rt::kQConvVariants)
+      if (runsHere(targetTier, v.tier)) names.emplace_back(v.name);
   for (const rt::ConvVariantInfo& v : rt::kConvVariants) {
-    if (!isaTierIncludes(targetTier, v.tier) || (*v.tier != '\0' && cpu_has_tier(v.tier) != 1))
-      continue;
+    if (!runsHere(targetTier, v.tier)) continue;
     if (v.weights == rt::ConvWeights::kWinograd) {
       for (int tile : {2, 4}) names.push_back(fmt::format("{}:{}", v.name, tile));
     } else if (v.weights == rt::ConvWeights::kPanels) {

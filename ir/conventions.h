@@ -127,9 +127,17 @@ inline ConvChoice parseConvChoice(const std::string& text) {
   return {text.substr(0, colon), std::stoll(digits)};
 }
 
+/// Whether a convolution records its variant: a float one
+/// (pack-conv-weights) or an int8 one (pack-quantized-weights).
+inline bool hasConvChoice(const Node& conv) {
+  return conv.has(kConvVariant) || conv.has(kQConvVariant);
+}
+
 /// The choice pack-conv-weights made for `conv` (its variant, and the form
-/// or depth step of the variants that have one); "" where it made none.
+/// or depth step of the variants that have one), or pack-quantized-weights'
+/// int8 variant; "" where neither made one.
 inline std::string convChoice(const Node& conv) {
+  if (!conv.has(kConvVariant)) return conv.getString(kQConvVariant, "");
   const std::string variant = conv.getString(kConvVariant, "");
   switch (convPacking(conv)) {
     case ConvPacking::kPanels:

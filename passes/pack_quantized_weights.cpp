@@ -12,10 +12,14 @@
 // which lowering puts into QConvParams::variant). A matrix product's is the
 // one the target's int8 kernels read fastest (PassTarget::int8). Packed
 // for the machine cgc runs on, a VNNI machine's layout would send
-// x86-64-v3 code to its portable loops. The node keeps its zero point and
+// x86-64-v3 code to its portable loops. A measured variant (a tuned
+// profile's, by node name, or cgc tune's trial) replaces the choice where
+// the target's tier runs it on the layer. The node keeps its zero point and
 // scale inputs (the scales are the epilogue's) and records the packing in
 // attributes (ir/conventions.h). Without this pass, the kernels pack on
 // every run.
+#include <fmt/format.h>
+
 #include "cgc/kernels.h"
 #include "ir/conventions.h"
 #include "lowering/kernel_call.h"
@@ -34,6 +38,25 @@ struct Plan {
   rt::QConvVariant variant = rt::QConvVariant::kNone;
 };
 
+/// The measured variant (PassTarget::convVariants, or everyConvVariant in
+/// cgc tune's trials) of an int8 convolution where the target's tier runs
+/// it on this layer, else kNone (planQConv's own choice); a measured one
+/// not taken is said through target.note.
+rt::QConvVariant measuredVariant(const ir::Node& n, const rt::QConvParams& params,
+                                 const PassTarget& target) {
+  const auto recorded = target.convVariants.find(n.name);
+  const bool measured = recorded != target.convVariants.end();
+  const std::string& name = measured ? recorded->second : target.everyConvVariant;
+  const rt::QConvVariant variant = rt::qconvVariantNamed(name.c_str());
+  if (name.empty() || rt::qconvVariantRuns(variant, params, target.tier.c_str())) return variant;
+  if (measured && target.note)
+    target.note(
+        fmt::format("node '{}': the profile's int8 variant {} does not run this layer on "
+                    "tier {}; the default runs it",
+                    n.name, name, target.tier));
+  return rt::QConvVariant::kNone;
+}
+
 std::optional<Plan> planFor(const ir::Graph& g, const ir::Node& n, const ir::Value& w,
                             const void* zeros, const PassTarget& target) {
   const lowering::KernelCall call = lowering::lowerNode(g, n);
@@ -41,6 +64,7 @@ std::optional<Plan> planFor(const ir::Graph& g, const ir::Node& n, const ir::Val
   if (const auto* p = std::get_if<rt::QConvParams>(&call.params)) {
     rt::QConvParams params = *p;
     params.w_signed = wSigned;
+    params.variant = measuredVariant(n, params, target);
     const rt::QConvPlan plan = rt::planQConv(params, w.data->data(), zeros, target.tier.c_str());
     if (plan.variant == rt::QConvVariant::kNone) return std::nullopt;  // the runtime chooses
     return Plan{rt::qconvWeightShape(params), plan.info, plan.variant};

@@ -28,20 +28,35 @@ grep -q "^tune: best " "$work/tune.log" || { echo "no summary line"; exit 1; }
     --inputs "$samples/tiny_cnn/test_data_set_0" --check "$samples/tiny_cnn/test_data_set_0"
 
 # --quantize: tune measures the int8 model (the profile's nodes are its int8
-# kernels), and its profile drives the int8 compile to the test data's
-# outputs within int8's tolerance; the float model refuses it (another graph).
+# kernels) and its int8 convolution variants, and its profile drives the
+# int8 compile to the test data's outputs within int8's tolerance; a layer
+# forced to another int8 variant through the profile runs it; the float
+# model refuses the profile (another graph).
 calib="$samples/tiny_cnn/model.calib.json"
 "$cgc" tune "$model" -q --budget 5 --rounds 2 -o "$work/int8" --quantize int8 \
     --calibration "$calib" >"$work/tune_int8.log"
 qprofile="$work/int8/tiny_cnn.profile.json"
-/usr/bin/python3 - "$qprofile" <<'PY'
+grep -Eq "variant (DepthwiseVnni|Depthwise|DirectChannels|Direct|GemmSplit|Gemm|GemmWide) on" \
+    "$work/tune_int8.log" || { echo "FAIL tune timed no int8 variant"; exit 1; }
+/usr/bin/python3 - "$qprofile" "$work/int8" <<'PY'
 import json, sys
-ops = [n["op"] for n in json.load(open(sys.argv[1]))["nodes"]]
+p = json.load(open(sys.argv[1]))
+ops = [n["op"] for n in p["nodes"]]
 assert "QLinearConv" in ops and "Conv" not in ops, ops
+conv = next(n["name"] for n in p["nodes"] if n["op"] == "QLinearConv")
+json.dump(dict(p, variants={conv: "GemmWide"}), open(f"{sys.argv[2]}/forced.json", "w"))
+open(f"{sys.argv[2]}/forced_layer.txt", "w").write(conv)
 PY
-"$cgc" run "$model" -q --profile "$qprofile" --quantize int8 --calibration "$calib" \
-    --inputs "$samples/tiny_cnn/test_data_set_0" --check "$samples/tiny_cnn/test_data_set_0" \
-    --rtol 1e-2 --atol 1e-3
+for qp in "$qprofile" "$work/int8/forced.json"; do
+  "$cgc" run "$model" -q --profile "$qp" --quantize int8 --calibration "$calib" \
+      --inputs "$samples/tiny_cnn/test_data_set_0" --check "$samples/tiny_cnn/test_data_set_0" \
+      --rtol 1e-2 --atol 1e-3
+done
+layer=$(cat "$work/int8/forced_layer.txt")
+"$cgc" inspect "$model" --profile "$work/int8/forced.json" --quantize int8 --calibration "$calib" \
+    >"$work/int8/inspect_forced.txt"
+grep -Eq "^  $layer +GemmWide$" "$work/int8/inspect_forced.txt" ||
+    { echo "FAIL inspect does not show $layer on GemmWide:"; cat "$work/int8/inspect_forced.txt"; exit 1; }
 if "$cgc" run "$model" -q --profile "$qprofile" --inputs "$samples/tiny_cnn/test_data_set_0" \
     2>"$work/refused.txt"; then
   echo "FAIL the float model took the int8 model's profile"; exit 1

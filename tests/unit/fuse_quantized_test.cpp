@@ -247,6 +247,23 @@ TEST_CASE("pack-quantized-weights records each layer's int8 variant for the targ
     checkIr(g, expected);
     REQUIRE(interpret(g, x0) == before);
   }
+
+  // A measured choice (a tuned profile's variants) replaces the default
+  // where the tier runs it on the layer, and is said to be refused where not.
+  ir::Graph g = b.graph;
+  passes::PassTarget target;
+  target.int8 = cgc::rt::QIsa::kVnni;
+  target.tier = "vnni";
+  target.convVariants = {{"pw", "Gemm"}, {"dw5", "DepthwiseVnni"}};
+  std::vector<std::string> notes;
+  target.note = [&](const std::string& text) { notes.push_back(text); };
+  REQUIRE(passes::packQuantizedWeights(g, target));
+  passes::eliminateDeadCode(g);
+  checkIr(g, {"pw = QLinearConv(", "SAME: cgc_qconv_variant = \"Gemm\"", "dw5 = QLinearConv(",
+              "SAME: cgc_qconv_variant = \"Depthwise\""});
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].find("'dw5'") != std::string::npos);
+  REQUIRE(interpret(g, x0) == before);
 }
 
 TEST_CASE("fuse-quantized: pools, moves, adds and the head on int8 data") {
