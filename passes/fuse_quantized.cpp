@@ -262,10 +262,9 @@ std::optional<ProductForm> productForm(Graph& g, int id, bool constantWeights) {
                    x->first,
                    wDq,
                    isConv};
-  const Node& product = g.node(id);  // int32Bias may have moved the nodes
   if (isConv)
     for (const char* a : {"kernel_shape", "strides", "pads", "dilations", "group"})
-      if (product.has(a)) form.attrs[a] = product.attrs.at(a);
+      if (head.has(a)) form.attrs[a] = head.attrs.at(a);
   if (transB) form.attrs[conv::kQTransB] = int64_t{1};
   return form;
 }
