@@ -6,6 +6,9 @@
 // must get CGC_ERROR_BUSY or succeed); every instance's outputs must equal
 // the first's. The model is chosen at build time:
 //   -DCGC_MODEL_HEADER='"tiny_cnn.h"' -DCGC_MODEL_PREFIX=tiny_cnn
+// With -DCGC_OBSERVED (a model compiled with --observe) the profiled runs
+// also record tensor statistics, from every executor, and write them as a
+// calibration file.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -59,9 +62,16 @@ int main() {
   require(model != nullptr, CGC_FN(_last_error)(), nullptr);
   fillInputs(model, info);
   cgc::Profiler profiler;
+#ifdef CGC_OBSERVED
+  profiler.record_statistics(64);
+#endif
   CGC_FN(_set_profiler)(model, &profiler);
   for (int run = 0; run < 3; ++run) require(CGC_FN(_run)(model) == CGC_OK, "run", model);
   CGC_FN(_set_profiler)(model, nullptr);
+#ifdef CGC_OBSERVED
+  require(profiler.observed_tensors() > info->num_inputs, "no tensor observed", nullptr);
+  require(profiler.write_calibration(CGC_OBSERVED), "write the calibration file", nullptr);
+#endif
   const std::vector<unsigned char> expected = outputs(model, info);
   for (int run = 0; run < 20; ++run) require(CGC_FN(_run)(model) == CGC_OK, "run", model);
   require(outputs(model, info) == expected, "outputs changed between runs", nullptr);

@@ -12,7 +12,9 @@
 #            executors x 2 threads (cross-executor signals, team barriers,
 #            the pool's start and finish, the profiler recording from
 #            several executors) and those with control flow (If, Loop) on
-#            2 executors x 2 threads, team_kernels.cpp (threads sharing
+#            2 executors x 2 threads, the inception sample built with
+#            --observe recording tensor statistics on 3 x 2 (the
+#            profiler's histograms fed from every executor), team_kernels.cpp (threads sharing
 #            scratch inside one kernel call, a pipelined LSTM), and
 #            model_runtimes.cpp (two ModelRuntime instances run from two
 #            threads at once, one on the caller's arena, while a third
@@ -32,7 +34,7 @@ case $mode in
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ;;
   thread)
     sanitize=thread
-    models=(inception tiny_cnn mlp branches control_flow)
+    models=(inception tiny_cnn mlp branches control_flow inception:observed)
     schedule=(--executors 3 --threads 2)
     march=()
     # Every thread asked for, also on a machine of fewer cores (not capped).
@@ -79,20 +81,24 @@ tests="$(dirname "$0")/../runtime"
 
 # Every program built first, side by side, then run one at a time.
 programs=()
-for sample in "${models[@]}"; do
-  out="$work/$sample"
+for entry in "${models[@]}"; do
+  # SAMPLE or SAMPLE:observed (compiled with --observe, recording statistics).
+  sample=${entry%%:*} observed=()
+  [ "$entry" != "$sample" ] && observed=(--observe)
+  out="$work/${entry/:/_}" name="San_${entry/:/_}"
   # Control flow on 2 executors: the If's and the Loop's bodies run inside
   # one executor while the other runs the branch beside them.
   case "$mode:$sample" in
     thread:branches | thread:control_flow) placement=(--executors 2 --threads 2) ;;
     *) placement=("${schedule[@]}") ;;
   esac
-  "$cgc" compile "$samples/$sample/model.onnx" -o "$out" --name "San_$sample" \
-      --quiet "${placement[@]}"
-  prefix="san_$sample"
+  "$cgc" compile "$samples/$sample/model.onnx" -o "$out" --name "$name" \
+      --quiet "${placement[@]}" "${observed[@]}"
+  prefix=$(echo "$name" | tr '[:upper:]' '[:lower:]')
+  defines=(-DCGC_MODEL_HEADER="\"$prefix.h\"" -DCGC_MODEL_PREFIX="$prefix")
+  [ ${#observed[@]} -gt 0 ] && defines+=(-DCGC_OBSERVED="\"$out/statistics.json\"")
   # shellcheck disable=SC2086
-  spawn c++ $flags "${march[@]}" -I"$runtime/include" -I"$out" -Wa,-I"$out" \
-      -DCGC_MODEL_HEADER="\"$prefix.h\"" -DCGC_MODEL_PREFIX="$prefix" \
+  spawn c++ $flags "${march[@]}" -I"$runtime/include" -I"$out" -Wa,-I"$out" "${defines[@]}" \
       "$out/$prefix.cpp" "$(dirname "$0")/driver.cpp" "${objects[@]}" "${libs[@]}" -o "$out/driver"
   programs+=("$out/driver")
 done
