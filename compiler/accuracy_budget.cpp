@@ -379,9 +379,29 @@ CompileOptions applyBudget(const CompileOptions& options) {
   if (!dirs.empty()) note("all int8");
   if (budget.maxError > 0 && worstOf(out.errors) > budget.maxError)
     measureRanking(base, options, reference, out);
-  while (budget.maxError > 0 && worstOf(out.errors) > budget.maxError) {
-    const size_t n = std::max<size_t>(1, out.reverted.size() * 2);
-    if (out.reverted.size() + 1 >= out.ranking.size() || n >= out.ranking.size()) {
+  auto revertFirst = [&](size_t count) {
+    out.reverted.clear();
+    for (size_t i = 0; i < count; ++i) out.reverted.push_back(out.ranking[i].first);
+  };
+  // The first `count` layers of the ranking in float: a trial, noted.
+  auto tryCount = [&](size_t count) {
+    revertFirst(count);
+    CompileOptions next = base;
+    next.quantize.keepFloat.insert(next.quantize.keepFloat.end(), out.reverted.begin(),
+                                   out.reverted.end());
+    trial = runTrial(next, dirs);
+    out.errors = compare(reference, trial);
+    note("trial");
+    return worstOf(out.errors) <= budget.maxError;
+  };
+  if (budget.maxError > 0 && worstOf(out.errors) > budget.maxError) {
+    // Double the count until the budget holds (at least one layer stays
+    // int8), then bisect between the last count that failed and it.
+    const size_t most = out.ranking.size() - 1;
+    size_t failed = 0, held = 0;
+    for (size_t n = 1; held == 0 && n <= most && failed < most; n = std::min(n * 2, most))
+      (tryCount(n) ? held : failed) = n;
+    if (held == 0) {
       if (!budget.report.empty())
         writeReport(budget.report, reportJson(options, budget, trial.model, out));
       throw CompileError(fmt::format(
@@ -390,16 +410,29 @@ CompileOptions applyBudget(const CompileOptions& options) {
           options.modelPath, budget.maxError, out.reverted.size(), out.ranking.size(),
           worstOf(out.errors), worstOutput(out.errors)));
     }
-    out.reverted.clear();
-    for (size_t i = 0; i < n; ++i) out.reverted.push_back(out.ranking[i].first);
-    CompileOptions next = base;
-    next.quantize.keepFloat.insert(next.quantize.keepFloat.end(), out.reverted.begin(),
-                                   out.reverted.end());
-    trial = runTrial(next, dirs);
-    out.errors = compare(reference, trial);
-    note("trial");
+    Trial heldTrial = std::move(trial);
+    std::vector<OutputError> heldErrors = out.errors;
+    while (held - failed > 1) {
+      const size_t mid = failed + (held - failed) / 2;
+      if (!tryCount(mid)) {
+        failed = mid;
+        continue;
+      }
+      held = mid;
+      heldTrial = std::move(trial);
+      heldErrors = out.errors;
+    }
+    trial = std::move(heldTrial);
+    out.errors = heldErrors;
+    revertFirst(held);
   }
   if (!dirs.empty()) out.speed = measureSpeed(reference, trial, options, budget);
+  if (!dirs.empty() && out.speed["speedup"].get<double>() < 1)
+    driver::progress(
+        options,
+        fmt::format("note: with {} of {} layers in float the quantised model runs "
+                    "{:.2f}x as fast as the float one: the float model is faster",
+                    out.reverted.size(), out.ranking.size(), out.speed["speedup"].get<double>()));
   if (!budget.report.empty())
     writeReport(budget.report, reportJson(options, budget, trial.model, out));
   CompileOptions result = options;

@@ -4,10 +4,11 @@
 // all its values and inputs) or, for a classifier-shaped output (rank 2 or
 // 3, float, its last dimension the largest), instead the share of rows
 // whose top-1 class differs exceeds the budget, the most sensitive int8
-// layers return to float: 1, 2, 4, ... of them, ranked by measurement
-// (the outputs' relative error with each layer alone in float: one trial
-// a layer) with ties in the order of the quantisation noise of their
-// activations (from the calibration histograms) and weights. It fails,
+// layers return to float: 1, 2, 4, ... of them, then a bisection between
+// the last count that failed and the first that held, ranked by
+// measurement (the outputs' relative error with each layer alone in float:
+// one trial a layer) with ties in the order of the quantisation noise of
+// their activations (from the calibration histograms) and weights. It fails,
 // naming the budget and the error it reached, when even all-float layers
 // do not meet it. The report (--quantize-report FILE.json, with a readable
 // table in FILE.txt) gives each layer's precision and why, each output's
