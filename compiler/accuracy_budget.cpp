@@ -91,18 +91,13 @@ std::vector<OutputError> compare(const Trial& reference, const Trial& trial) {
   return errors;
 }
 
-double worstOf(const std::vector<OutputError>& errors) {
+/// The largest of the outputs' errors: by default what the budget bounds
+/// (OutputError::worst); `relativeOnly`, the relative error, which ranks
+/// the layers (it moves with every layer, where a classifier's top-1
+/// agreement on a few check inputs often does not).
+double worstOf(const std::vector<OutputError>& errors, bool relativeOnly = false) {
   double worst = 0;
-  for (const auto& e : errors) worst = std::max(worst, e.worst());
-  return worst;
-}
-
-/// The largest relative error of the outputs: what ranks the layers (it
-/// moves with every layer, where a classifier's top-1 agreement on a few
-/// check inputs often does not).
-double worstRelative(const std::vector<OutputError>& errors) {
-  double worst = 0;
-  for (const auto& e : errors) worst = std::max(worst, e.relative);
+  for (const auto& e : errors) worst = std::max(worst, relativeOnly ? e.relative : e.worst());
   return worst;
 }
 
@@ -328,7 +323,7 @@ void measureRanking(const CompileOptions& base, const CompileOptions& options,
   for (const auto& [name, analytic] : out.ranking) {
     CompileOptions one = base;
     one.quantize.keepFloat.push_back(name);
-    const double error = worstRelative(compare(reference, runTrial(one, dirs)));
+    const double error = worstOf(compare(reference, runTrial(one, dirs)), true);
     out.floatAlone[name] = error;
     driver::progress(options, fmt::format("quantize: layer {}/{} alone in float: worst relative "
                                           "error {:.4g} ({})",
@@ -377,8 +372,6 @@ CompileOptions applyBudget(const CompileOptions& options) {
                     what, out.reverted.size(), out.steps.back().worst, worstOutput(out.errors)));
   };
   if (!dirs.empty()) note("all int8");
-  if (budget.maxError > 0 && worstOf(out.errors) > budget.maxError)
-    measureRanking(base, options, reference, out);
   auto revertFirst = [&](size_t count) {
     out.reverted.clear();
     for (size_t i = 0; i < count; ++i) out.reverted.push_back(out.ranking[i].first);
@@ -395,6 +388,7 @@ CompileOptions applyBudget(const CompileOptions& options) {
     return worstOf(out.errors) <= budget.maxError;
   };
   if (budget.maxError > 0 && worstOf(out.errors) > budget.maxError) {
+    measureRanking(base, options, reference, out);
     // Double the count until the budget holds (at least one layer stays
     // int8), then bisect between the last count that failed and it.
     const size_t most = out.ranking.size() - 1;

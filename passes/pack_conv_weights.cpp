@@ -72,9 +72,7 @@ struct Choice {
 Choice choiceFor(const ir::Node& conv, const rt::ConvParams& params, const PassTarget& target,
                  const rt::ConvContext& context, bool mayPack) {
   const rt::ConvVariant chosen = rt::chooseConvVariant(params, context, mayPack);
-  const auto recorded = target.convVariants.find(conv.name);
-  const bool measured = recorded != target.convVariants.end();
-  const std::string& text = measured ? recorded->second : target.everyConvVariant;
+  const auto [text, measured] = target.variantFor(conv.name);
   if (text.empty() || chosen == rt::ConvVariant::kNone) return {chosen};
   const ir::conventions::ConvChoice wanted = ir::conventions::parseConvChoice(text);
   const rt::ConvVariant variant = rt::convVariantNamed(wanted.variant.c_str());

@@ -44,9 +44,7 @@ struct Plan {
 /// not taken is said through target.note.
 rt::QConvVariant measuredVariant(const ir::Node& n, const rt::QConvParams& params,
                                  const PassTarget& target) {
-  const auto recorded = target.convVariants.find(n.name);
-  const bool measured = recorded != target.convVariants.end();
-  const std::string& name = measured ? recorded->second : target.everyConvVariant;
+  const auto [name, measured] = target.variantFor(n.name);
   const rt::QConvVariant variant = rt::qconvVariantNamed(name.c_str());
   if (name.empty() || rt::qconvVariantRuns(variant, params, target.tier.c_str())) return variant;
   if (measured && target.note)

@@ -77,11 +77,12 @@ struct PassTarget {
   /// the model: the kernel variants it has.
   std::string tier = runtime_isa_tier();
   /// Measured convolution variants (a tuned profile's "variants", by node
-  /// name): pack-conv-weights runs such a float Conv with its variant where
-  /// the variant exists, `tier` includes the variant's tier and it takes
-  /// the layer, else with its own choice (and says so through `note`).
+  /// name): pack-conv-weights and pack-quantized-weights run such a float or
+  /// int8 convolution with its variant where the variant exists, `tier`
+  /// includes the variant's tier and it takes the layer, else with their
+  /// own choice (and say so through `note`).
   std::map<std::string, std::string> convVariants{};
-  /// cgc tune's trials: this variant on every float Conv not named in
+  /// cgc tune's trials: this variant on every convolution not named in
   /// convVariants that it takes, the pass's own choice elsewhere ("": none).
   std::string everyConvVariant{};
   /// --quantize int8: what the quantize pass quantises (null: nothing).
@@ -91,6 +92,18 @@ struct PassTarget {
   std::function<void(const std::string&)> note{};
 
   int vectorLanes() const { return machine.lanes(); }
+
+  /// The variant asked of convolution `node`: its measured one
+  /// (`measured`, from convVariants), else everyConvVariant ("": none).
+  struct VariantRequest {
+    std::string text;
+    bool measured;
+  };
+  VariantRequest variantFor(const std::string& node) const {
+    const auto recorded = convVariants.find(node);
+    if (recorded != convVariants.end()) return {recorded->second, true};
+    return {everyConvVariant, false};
+  }
 };
 
 #define CGC_DECLARE_PASS(name, function) \
