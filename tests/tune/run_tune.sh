@@ -33,7 +33,8 @@ grep -q "^tune: best " "$work/tune.log" || { echo "no summary line"; exit 1; }
 # forced to another int8 variant through the profile runs it; the float
 # model refuses the profile (another graph).
 calib="$samples/tiny_cnn/model.calib.json"
-"$cgc" tune "$model" -q --budget 5 --rounds 2 -o "$work/int8" --quantize int8 \
+# A budget that reaches the variants under a loaded ctest (alone: about 10 s).
+"$cgc" tune "$model" -q --budget 60 --rounds 2 -o "$work/int8" --quantize int8 \
     --calibration "$calib" >"$work/tune_int8.log"
 qprofile="$work/int8/tiny_cnn.profile.json"
 grep -Eq "variant (DepthwiseVnni|Depthwise|DirectChannels|Direct|GemmSplit|Gemm|GemmWide) on" \
