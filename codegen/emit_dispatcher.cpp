@@ -135,6 +135,16 @@ void {{PREFIX}}_set_profiler({{PREFIX}}* model, void* profiler) {
   if (model) model->api->set_profiler(model->instance, profiler);
 }
 
+cgc_status {{PREFIX}}_set_input_shape({{PREFIX}}* model, int index, const int64_t* dims,
+                                      int rank) {
+  return model ? model->api->set_input_shape(model->instance, index, dims, rank)
+               : CGC_ERROR_INVALID_ARGUMENT;
+}
+
+cgc_status {{PREFIX}}_set_dim({{PREFIX}}* model, const char* name, int64_t value) {
+  return model ? model->api->set_dim(model->instance, name, value) : CGC_ERROR_INVALID_ARGUMENT;
+}
+
 {{API_TABLE}}
 }  // extern "C"
 
@@ -173,6 +183,26 @@ std::vector<int64_t> {{CLASS}}::output_shape(int index) const {
   if (rank < 0) return {};
   dims.resize(static_cast<size_t>(rank));
   return dims;
+}
+
+// A library of several builds has no variable dimensions (cgc compile
+// refuses --dim with several targets): its inputs keep their shapes.
+std::vector<int64_t> {{CLASS}}::input_shape(int index) const {
+  if (index < 0 || index >= info().num_inputs) return {};
+  const cgc_tensor_info& tensor = info().inputs[index];
+  return std::vector<int64_t>(tensor.shape, tensor.shape + tensor.rank);
+}
+
+cgc::Status {{CLASS}}::set_input_shape(int index, const int64_t* dims, int rank) {
+  const cgc_status status = {{PREFIX}}_set_input_shape(model_, index, dims, rank);
+  if (status == CGC_OK) return {};
+  return {status, {{PREFIX}}_error(model_)};
+}
+
+cgc::Status {{CLASS}}::set_dim(const char* name, int64_t value) {
+  const cgc_status status = {{PREFIX}}_set_dim(model_, name, value);
+  if (status == CGC_OK) return {};
+  return {status, {{PREFIX}}_error(model_)};
 }
 
 {{ACCESSORS}}

@@ -49,11 +49,24 @@ std::string describeValues(const ir::Graph& graph, const std::vector<int>& ids) 
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+/// --dim: the parameters of node `id` that follow the variable dimensions,
+/// each with its C++ value.
+std::vector<std::pair<std::string, std::string>> dimAssignments(const ModelLayout& layout,
+                                                                const GraphLayout& graph, int id) {
+  const VariableDims* dims = layout.model.dims.get();
+  if (!graph.isTop() || !dims || !dims->params.count(id)) return {};
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [place, poly] : dims->params.at(id))
+    out.emplace_back(place, poly.cpp(dims->cppNames()));
+  return out;
+}
+
 /// The call itself; `team` names the Team argument ("team", "part").
-void emitCall(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
-              const KernelCall& call, const std::string& team, int nodeIndex) {
+void emitCall(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph, int id,
+              const std::string& team, int nodeIndex) {
+  const KernelCall& call = graph.call(id);
   const lowering::KernelInfo& info = lowering::kernelInfo(call.kernel);
-  emitParams(w, call);
+  emitParams(w, call, dimAssignments(layout, graph, id));
   std::vector<std::string> args = {"params"};
   size_t in = 0, out = 0;
   for (ArgKind kind : info.args) {
@@ -125,19 +138,19 @@ void emitKernel(CodeWriter& w, const ModelLayout& layout, const GraphLayout& gra
          : fixed ? std::to_string(threads)
                  : "team.size()");
   if (split && (!fixed || threads == teamSize)) {
-    emitCall(w, layout, graph, call, "team", index);
+    emitCall(w, layout, graph, id, "team", index);
   } else if (split) {
     w.open("if (team.thread() < {}) {{", threads);
     w.line("const cgc::rt::Team part(team.thread(), {0}, runtime_.pool().barrier_for({1}, {0}));",
            threads, executor);
-    emitCall(w, layout, graph, call, "part", index);
+    emitCall(w, layout, graph, id, "part", index);
     w.close();
   } else if (!fixed || teamSize > 1) {
     w.open("if (team.thread() == 0) {{");
-    emitCall(w, layout, graph, call, "", index);
+    emitCall(w, layout, graph, id, "", index);
     w.close();
   } else {
-    emitCall(w, layout, graph, call, "", index);
+    emitCall(w, layout, graph, id, "", index);
   }
   if (!fixed || teamSize > 1) w.line("team.barrier();");
   emitObserveOutputs(w, layout, graph, id);
@@ -188,6 +201,23 @@ void emitNode(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   w.close();
 }
 
+/// --dim: the values of the variable dimensions that `nodes`' parameters use.
+void emitDimValues(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
+                   const std::vector<int>& nodes) {
+  const VariableDims* dims = layout.model.dims.get();
+  if (!graph.isTop() || !dims) return;
+  const std::vector<std::string> names = dims->cppNames();
+  for (size_t j = 0; j < dims->dims.size(); ++j) {
+    const bool used = std::any_of(nodes.begin(), nodes.end(), [&](int id) {
+      const auto it = dims->params.find(id);
+      return it != dims->params.end() &&
+             std::any_of(it->second.begin(), it->second.end(),
+                         [&](const auto& leaf) { return leaf.second.uses(static_cast<int>(j)); });
+    });
+    if (used) w.line("const int64_t {} = runtime_.dim({});", names[j], j);
+  }
+}
+
 void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph, int executor,
               size_t part, const std::map<int, std::vector<int>>& waits) {
   const std::vector<int>& ops = graph.model->schedule.ops[executor];
@@ -221,6 +251,7 @@ void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
     w.line(
         "cgc::Profiler* const profiler = {};",
         teamOfOne ? "runtime_.profiler()" : "team.thread() == 0 ? runtime_.profiler() : nullptr");
+  emitDimValues(w, layout, graph, std::vector<int>(first, last));
   for (auto it = first; it != last; ++it) emitNode(w, layout, graph, *it, executor, waits);
   w.close();
 }

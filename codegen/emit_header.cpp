@@ -76,6 +76,15 @@ cgc_status {{PREFIX}}_get_output(const {{PREFIX}}* model, int index, void* data,
  * actual one, its elements first in the buffer's row-major layout at the
  * bound shape (cgc_model_info's). -1 when index is out of range. */
 int {{PREFIX}}_output_shape(const {{PREFIX}}* model, int index, int64_t* dims);
+/* A model compiled with variable dimensions (cgc compile --dim;
+ * cgc_model_info's dims): input `index`'s shape for the coming runs (its
+ * variable axes set their dimensions), or one dimension by name. Inputs and
+ * outputs then hold their tensors at these sizes, densely from their first
+ * element. A size outside a dimension's bounds, or two inputs that disagree,
+ * is an error naming the dimension, from this call and from the next run. */
+cgc_status {{PREFIX}}_set_input_shape({{PREFIX}}* model, int index, const int64_t* dims,
+                                      int rank);
+cgc_status {{PREFIX}}_set_dim({{PREFIX}}* model, const char* name, int64_t value);
 /* Names, types and shapes of the inputs and outputs, memory, schedule. */
 const cgc_model_info* {{PREFIX}}_info(void);
 /* Where the instance's threads run. */
@@ -131,6 +140,13 @@ class {{CLASS}} {
   /// the actual ones; the data stays laid out at the bound shape, info()'s);
   /// empty if out of range.
   std::vector<int64_t> output_shape(int index) const;
+  /// Input `index`'s shape for the next run(); empty if out of range.
+  std::vector<int64_t> input_shape(int index) const;
+  /// Variable dimensions (cgc compile --dim; info().dims): input `index`'s
+  /// shape, or one dimension by name, for the coming runs; an error names
+  /// the dimension when a size is outside its bounds (run() fails too).
+  cgc::Status set_input_shape(int index, const int64_t* dims, int rank);
+  cgc::Status set_dim(const char* name, int64_t value);
 
  private:
 {{PRIVATE}}

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "codegen/emit_parts.h"
 #include "codegen/template.h"
 #include "compiler_config.h"
@@ -58,6 +60,23 @@ const cgc::ModelInfo& {{CLASS}}::info() { return kInfo; }
 
 cgc::Status {{CLASS}}::run() { return runtime_.run(&{{CLASS}}::run_executor, this); }
 
+std::vector<int64_t> {{CLASS}}::input_shape(int index) const {
+  if (index < 0 || index >= kInfo.num_inputs) return {};
+  const cgc_tensor_info& tensor = kInfo.inputs[index];
+  std::vector<int64_t> shape(tensor.shape, tensor.shape + tensor.rank);
+  for (int d = 0; d < tensor.rank; ++d)
+    if (tensor.dims && tensor.dims[d] >= 0) shape[d] = runtime_.dim(tensor.dims[d]);
+  return shape;
+}
+
+cgc::Status {{CLASS}}::set_input_shape(int index, const int64_t* dims, int rank) {
+  return runtime_.set_input_shape(index, dims, rank);
+}
+
+cgc::Status {{CLASS}}::set_dim(const char* name, int64_t value) {
+  return runtime_.set_dim(name, value);
+}
+
 )";
 
 constexpr const char* kCInterface = R"(
@@ -81,17 +100,27 @@ cgc_status report(const {{PREFIX}}* model, cgc_status code, std::string message)
   return code;
 }
 
-/// The size check of set_input and get_output.
-cgc_status checkCopy(const {{PREFIX}}* model, const cgc_tensor_info* tensors, int count,
-                     int index, const void* data, int64_t bytes) {
-  if (index < 0 || index >= count)
+/// The size check of set_input and get_output: `bytes` must be what tensor
+/// `index` holds at its current shape.
+cgc_status checkCopy(const {{PREFIX}}* model, bool input, int index, const void* data,
+                     int64_t bytes) {
+  const cgc_model_info& info = {{NAMESPACE}}::{{CLASS}}::info();
+  if (index < 0 || index >= (input ? info.num_inputs : info.num_outputs))
     return report(model, CGC_ERROR_INVALID_ARGUMENT,
                   "tensor index " + std::to_string(index) + " is out of range");
-  if (!data || bytes != tensors[index].bytes)
+  const cgc_tensor_info& tensor = (input ? info.inputs : info.outputs)[index];
+  int64_t holds = tensor.bytes;
+  if (info.num_dims > 0) {
+    const std::vector<int64_t> shape =
+        input ? model->model_.input_shape(index) : model->model_.output_shape(index);
+    int64_t bound = 1, actual = 1;
+    for (int d = 0; d < tensor.rank; ++d) bound *= tensor.shape[d], actual *= shape[d];
+    holds = bound == 0 ? 0 : tensor.bytes / bound * actual;
+  }
+  if (!data || bytes != holds)
     return report(model, CGC_ERROR_INVALID_ARGUMENT,
-                  std::string("tensor '") + tensors[index].name + "' holds " +
-                      std::to_string(tensors[index].bytes) + " bytes, not " +
-                      std::to_string(bytes));
+                  std::string("tensor '") + tensor.name + "' holds " + std::to_string(holds) +
+                      " bytes, not " + std::to_string(bytes));
   return report(model, CGC_OK, "");
 }
 
@@ -146,8 +175,7 @@ const void* {{PREFIX}}_output(const {{PREFIX}}* model, int index) {
 cgc_status {{PREFIX}}_set_input({{PREFIX}}* model, int index, const void* data,
                                 int64_t bytes) {
   if (!model) return CGC_ERROR_INVALID_ARGUMENT;
-  const cgc_model_info& info = {{NAMESPACE}}::{{CLASS}}::info();
-  const cgc_status status = checkCopy(model, info.inputs, info.num_inputs, index, data, bytes);
+  const cgc_status status = checkCopy(model, true, index, data, bytes);
   if (status == CGC_OK) std::memcpy(model->model_.input(index), data, static_cast<size_t>(bytes));
   return status;
 }
@@ -155,8 +183,7 @@ cgc_status {{PREFIX}}_set_input({{PREFIX}}* model, int index, const void* data,
 cgc_status {{PREFIX}}_get_output(const {{PREFIX}}* model, int index, void* data,
                                  int64_t bytes) {
   if (!model) return CGC_ERROR_INVALID_ARGUMENT;
-  const cgc_model_info& info = {{NAMESPACE}}::{{CLASS}}::info();
-  const cgc_status status = checkCopy(model, info.outputs, info.num_outputs, index, data, bytes);
+  const cgc_status status = checkCopy(model, false, index, data, bytes);
   if (status == CGC_OK) std::memcpy(data, model->model_.output(index), static_cast<size_t>(bytes));
   return status;
 }
@@ -170,6 +197,19 @@ int {{PREFIX}}_output_shape(const {{PREFIX}}* model, int index, int64_t* dims) {
   if (index < 0 || index >= info.num_outputs) return -1;
   std::copy(shape.begin(), shape.end(), dims);
   return static_cast<int>(shape.size());
+}
+
+cgc_status {{PREFIX}}_set_input_shape({{PREFIX}}* model, int index, const int64_t* dims,
+                                      int rank) {
+  if (!model) return CGC_ERROR_INVALID_ARGUMENT;
+  const cgc::Status status = model->model_.set_input_shape(index, dims, rank);
+  return report(model, status.code(), status.message());
+}
+
+cgc_status {{PREFIX}}_set_dim({{PREFIX}}* model, const char* name, int64_t value) {
+  if (!model) return CGC_ERROR_INVALID_ARGUMENT;
+  const cgc::Status status = model->model_.set_dim(name, value);
+  return report(model, status.code(), status.message());
 }
 
 const char* {{PREFIX}}_placement(const {{PREFIX}}* model) {
@@ -204,9 +244,28 @@ void emitShapes(CodeWriter& w, const ir::Graph& graph, const char* table,
   }
 }
 
-void emitTensorInfos(CodeWriter& w, const ir::Graph& graph, const char* table,
-                     const std::vector<int>& values, const std::vector<std::string>& names) {
+/// --dim: kDims, and k<table>Dims<i>: which variable dimension each axis of
+/// values[i] is (-1: fixed), for the tensors with one.
+std::vector<bool> emitAxisDims(CodeWriter& w, const char* table,
+                               const std::vector<std::vector<ir::DimPoly>>* shapes) {
+  std::vector<bool> any;
+  if (!shapes) return any;
+  for (size_t i = 0; i < shapes->size(); ++i) {
+    std::vector<int> axes;
+    for (const ir::DimPoly& size : (*shapes)[i]) axes.push_back(size.singleDim().value_or(-1));
+    any.push_back(std::any_of(axes.begin(), axes.end(), [](int j) { return j >= 0; }));
+    if (any.back())
+      w.line("constexpr int32_t {}Dims{}[] = {{{}}};", table, i, fmt::join(axes, ", "));
+  }
+  return any;
+}
+
+void emitTensorInfos(CodeWriter& w, const ModelLayout& layout, const char* table,
+                     const std::vector<int>& values, const std::vector<std::string>& names,
+                     const std::vector<std::vector<ir::DimPoly>>* shapes) {
+  const ir::Graph& graph = layout.model.graph;
   emitShapes(w, graph, table, values);
+  const std::vector<bool> axisDims = emitAxisDims(w, table, shapes);
   if (values.empty()) {
     w.line("constexpr const cgc_tensor_info* {} = nullptr;", table);
     return;
@@ -214,9 +273,20 @@ void emitTensorInfos(CodeWriter& w, const ir::Graph& graph, const char* table,
   w.open("constexpr cgc_tensor_info {}[] = {{", table);
   for (size_t i = 0; i < values.size(); ++i) {
     const ir::TensorType& t = graph.value(values[i]).type;
-    w.line("{{\"{}\", /*dtype=*/{}, /*rank=*/{}, {}Shape{}, /*bytes=*/{}}},", escape(names[i]),
-           static_cast<int>(t.dtype), t.rank(), table, i, t.bytes());
+    const std::string dims =
+        i < axisDims.size() && axisDims[i] ? fmt::format("{}Dims{}", table, i) : "nullptr";
+    w.line("{{\"{}\", /*dtype=*/{}, /*rank=*/{}, {}Shape{}, /*bytes=*/{}, /*dims=*/{}}},",
+           escape(names[i]), static_cast<int>(t.dtype), t.rank(), table, i, t.bytes(), dims);
   }
+  w.close(";");
+}
+
+/// --dim: kDims, the variable dimensions and their bounds.
+void emitDims(CodeWriter& w, const VariableDims& dims) {
+  w.open("constexpr cgc_dim_info kDims[] = {{");
+  for (const VariableDims::Dim& d : dims.dims)
+    w.line("{{\"{}\", /*min=*/{}, /*max=*/{}, /*multiple=*/{}}},", escape(d.name), d.min, d.max,
+           d.multiple);
   w.close(";");
 }
 
@@ -243,8 +313,12 @@ void emitInfo(CodeWriter& w, const ModelLayout& layout) {
   const passes::Schedule& schedule = layout.model.schedule;
   std::vector<std::string> inputNames;
   for (int in : graph.inputs) inputNames.push_back(graph.value(in).name);
-  emitTensorInfos(w, graph, "kInputs", graph.inputs, inputNames);
-  emitTensorInfos(w, graph, "kOutputs", graph.outputs, graph.outputNames);
+  const VariableDims* dims = layout.model.dims.get();
+  emitTensorInfos(w, layout, "kInputs", graph.inputs, inputNames,
+                  dims ? &dims->inputShapes : nullptr);
+  emitTensorInfos(w, layout, "kOutputs", graph.outputs, graph.outputNames,
+                  dims ? &dims->outputShapes : nullptr);
+  if (dims) emitDims(w, *dims);
   emitNodeTables(w, layout);
   w.open("constexpr cgc_model_info kInfo = {{");
   w.line(".name = \"{}\",", layout.className);
@@ -265,6 +339,10 @@ void emitInfo(CodeWriter& w, const ModelLayout& layout) {
          layout.fixedTeam() ? "" : "  // every core the process may use");
   w.line(".cgc_version = \"{}\",", CGC_VERSION);
   w.line(".target = \"{}\",", escape(layout.options.target));
+  if (dims) {
+    w.line(".num_dims = {},", dims->dims.size());
+    w.line(".dims = kDims,");
+  }
   w.close(";");
 }
 
@@ -299,7 +377,22 @@ void emitSpec(CodeWriter& w, const ModelLayout& layout) {
   w.line(".cpu_features = kCpuFeatures,");
   if (!layout.options.xsmmTarget.empty())
     w.line(".xsmm_target = \"{}\",", escape(layout.options.xsmmTarget));
+  if (layout.model.dims)
+    w.line(".dims_offset = kSizeSlots + 8 * {},", layout.model.dims->firstSlot);
   w.close(";");
+}
+
+/// --dim: output_shape()'s axes that follow the variable dimensions.
+void emitOutputDims(CodeWriter& w, const ModelLayout& layout) {
+  const VariableDims* dims = layout.model.dims.get();
+  if (!dims) return;
+  const std::vector<std::string> names = dims->cppNames();
+  for (size_t j = 0; j < names.size(); ++j)
+    w.line("[[maybe_unused]] const int64_t {} = runtime_.dim({});", names[j], j);
+  for (size_t i = 0; i < dims->outputShapes.size(); ++i)
+    for (size_t d = 0; d < dims->outputShapes[i].size(); ++d)
+      if (!dims->outputShapes[i][d].isConstant())
+        w.line("if (index == {}) shape[{}] = {};", i, d, dims->outputShapes[i][d].cpp(names));
 }
 
 /// output_shape(): the bound shape, with data-dependent extents read from
@@ -310,6 +403,7 @@ void emitOutputShape(CodeWriter& w, const ModelLayout& layout) {
   w.line("if (index < 0 || index >= kInfo.num_outputs) return {{}};");
   w.line("const cgc_tensor_info& tensor = kInfo.outputs[index];");
   w.line("std::vector<int64_t> shape(tensor.shape, tensor.shape + tensor.rank);");
+  emitOutputDims(w, layout);
   bool any = false;
   for (size_t i = 0; i < graph.outputs.size(); ++i) {
     const ir::Value& v = graph.value(graph.outputs[i]);
@@ -426,6 +520,12 @@ const char* const kApiTable = R"(const cgc_model_api* {{PREFIX}}_api(void) {
       [](void* model, void* profiler) {
         {{PREFIX}}_set_profiler(static_cast<M*>(model), profiler);
       },
+      [](void* model, int index, const int64_t* dims, int rank) {
+        return {{PREFIX}}_set_input_shape(static_cast<M*>(model), index, dims, rank);
+      },
+      [](void* model, const char* name, int64_t value) {
+        return {{PREFIX}}_set_dim(static_cast<M*>(model), name, value);
+      },
   };
   return &api;
 }
@@ -457,7 +557,8 @@ std::string emitSource(const ModelLayout& layout) {
   emitOffsets(w, "Buffers in the arena (byte offsets), named after the tensors they hold.",
               layout.arenaOffsets);
   if (layout.numSizeSlots > 0) {
-    w.line("// The actual extents of data-dependent sizes, {} int64 slot(s).", layout.numSizeSlots);
+    w.line("// The actual extents of data-dependent sizes{}, {} int64 slot(s).",
+           layout.model.dims ? " and the variable dimensions' values" : "", layout.numSizeSlots);
     w.line("constexpr int64_t kSizeSlots = {};", layout.sizeSlotsOffset);
     w.blank();
   }

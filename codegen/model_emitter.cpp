@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 
@@ -31,6 +32,18 @@ std::string describeSchedule(const ModelLayout& layout) {
 
 std::string sourceName(const ModelLayout& layout) {
   return std::filesystem::path(layout.model.graph.sourceFile).filename().string();
+}
+
+std::vector<std::string> VariableDims::cppNames() const {
+  std::vector<std::string> names;
+  for (const Dim& d : dims) {
+    std::string name = "dim_";
+    for (char c : d.name) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      name += "_" + std::to_string(names.size());
+    names.push_back(name);
+  }
+  return names;
 }
 
 EmittedModel emitModel(const ModelToEmit& model, const EmitOptions& options) {

@@ -9,10 +9,12 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "codegen/names.h"
+#include "ir/dim_poly.h"
 #include "ir/graph.h"
 #include "lowering/kernel_call.h"
 #include "passes/memory_plan.h"
@@ -37,6 +39,26 @@ struct EmitOptions {
   bool observe = false;
 };
 
+/// cgc compile --dim: the dimensions set at run time and the quantities
+/// that follow them (compiler/variable_dims.cpp finds them). Tensors are
+/// planned at the bounds and hold their elements densely at the actual
+/// sizes, so each kernel call takes the parameters static code for those
+/// sizes would have.
+struct VariableDims {
+  struct Dim {
+    std::string name;  // its ONNX name
+    int64_t min = 1, max = 1, multiple = 1;
+  };
+  std::vector<Dim> dims;
+  int firstSlot = 0;  // their values: size slots firstSlot, firstSlot + 1, ...
+  /// By node id: the parameter scalars (ParamLeaf::place) that follow them.
+  std::map<int, std::vector<std::pair<std::string, ir::DimPoly>>> params;
+  /// Per graph input and output: the size of each axis.
+  std::vector<std::vector<ir::DimPoly>> inputShapes, outputShapes;
+  /// "dim_seq": the C++ names generated code gives their values.
+  std::vector<std::string> cppNames() const;
+};
+
 /// What is emitted: everything the passes, the schedule and the memory plan
 /// decided.
 struct ModelToEmit {
@@ -47,6 +69,8 @@ struct ModelToEmit {
   /// A control-flow node's subgraphs (by node id), each planned in the
   /// node's scratch region; a failed If branch has no graph nodes.
   std::map<int, std::vector<ModelToEmit>> subgraphs = {};
+  /// cgc compile --dim (top level only); null for a static model.
+  std::shared_ptr<const VariableDims> dims = nullptr;
 };
 
 struct EmittedModel {

@@ -7,6 +7,7 @@
 
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string_view>
@@ -138,6 +139,21 @@ std::vector<std::string> topFields(const T& v, const lowering::KernelCall& call)
   return out;
 }
 
+/// Appends the scalars of `v` at `place` (a field or element path).
+template <typename T>
+void leaves(const T& v, const std::string& place, std::vector<ParamLeaf>& out) {
+  if constexpr (IsStdArray<T>::value) {
+    for (size_t i = 0; i < v.size(); ++i) leaves(v[i], fmt::format("{}[{}]", place, i), out);
+  } else if constexpr (kIsStruct<T>) {
+    v.forEachField(
+        [&](const char* name, const auto& field) { leaves(field, place + "." + name, out); });
+  } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    out.push_back({place, value(v), static_cast<int64_t>(v)});
+  } else {
+    out.push_back({place, value(v), std::nullopt});
+  }
+}
+
 }  // namespace
 
 std::string paramsType(const lowering::KernelCall& call) {
@@ -151,6 +167,15 @@ std::string paramsInitializer(const lowering::KernelCall& call) {
       call.params);
 }
 
+std::vector<ParamLeaf> paramLeaves(const lowering::KernelCall& call) {
+  std::vector<ParamLeaf> out;
+  std::visit([&](const auto& p) { leaves(p, "params", out); }, call.params);
+  for (const auto& [name, values] : call.arrays)
+    for (size_t i = 0; i < values.size(); ++i)
+      out.push_back({fmt::format("{}[{}]", name, i), std::to_string(values[i]), values[i]});
+  return out;
+}
+
 std::string initializerOf(const rt::SliceParams& p) {
   return fmt::format("{{{}}}", fmt::join(fields(p), ", "));
 }
@@ -159,19 +184,29 @@ std::string initializerOf(const rt::ExtentParams& p) {
   return fmt::format("{{{}}}", fmt::join(fields(p), ", "));
 }
 
-void emitParams(CodeWriter& w, const lowering::KernelCall& call) {
-  for (const auto& [name, values] : call.arrays)
-    w.line("static constexpr int64_t {}[] = {{{}}};", name, fmt::join(values, ", "));
+void emitParams(CodeWriter& w, const lowering::KernelCall& call,
+                const std::vector<std::pair<std::string, std::string>>& assignments) {
+  // Parameters that follow variable dimensions are locals, assigned after
+  // their initializer (which holds the values at the bounds).
+  const char* storage = assignments.empty() ? "static constexpr " : "";
+  for (const auto& [name, values] : call.arrays) {
+    const std::string element = name + "[";
+    const bool assigned = std::any_of(assignments.begin(), assignments.end(),
+                                      [&](const auto& a) { return a.first.starts_with(element); });
+    w.line("{}int64_t {}[] = {{{}}};", assigned ? "" : "static constexpr ", name,
+           fmt::join(values, ", "));
+  }
   std::visit(
       [&](const auto& p) {
         // One top-level field per line with a trailing comma: readable, and
         // the layout clang-format keeps (bin-packing long initializers costs
         // it seconds on large models).
-        w.open("static constexpr {} params = {{", paramsType(call));
+        w.open("{}{} params = {{", storage, paramsType(call));
         for (const std::string& field : topFields(p, call)) w.line("{},", field);
         w.close(";");
       },
       call.params);
+  for (const auto& [place, value] : assignments) w.line("{} = {};", place, value);
 }
 
 }  // namespace cgc::codegen

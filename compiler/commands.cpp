@@ -70,13 +70,21 @@ void fillDeterministic(const cgc_tensor_info& info, void* data) {
   }
 }
 
-void loadInput(const std::string& path, const cgc_tensor_info& info, void* data) {
+/// Input `i` from a TensorProto file: of the model's type and shape, or of
+/// any shape its variable dimensions allow (cgc compile --dim).
+void loadInput(const std::string& path, driver::LoadedModel& model, int i) {
+  const cgc_tensor_info& info = model.info().inputs[i];
   frontend::HostTensor tensor = frontend::readTensorFile(path, info.name);
   ir::TensorType expected = typeOf(info);
-  if (tensor.type.dtype != expected.dtype || tensor.type.shape != expected.shape)
+  const bool variable = info.dims && tensor.type.rank() == info.rank;
+  if (tensor.type.dtype != expected.dtype || (tensor.type.shape != expected.shape && !variable))
     userError({path, "", ""}, "tensor '{}' is {} but input '{}' of the model is {}", tensor.name,
               tensor.type.str(), info.name, expected.str());
-  std::memcpy(data, tensor.bytes.data(), tensor.bytes.size());
+  if (variable)
+    if (const Status status = model.setInputShape(i, tensor.type.shape); !status.ok())
+      userError({path, "", ""}, "input '{}' is {}: {}", info.name, tensor.type.str(),
+                status.message());
+  std::memcpy(model.input(i), tensor.bytes.data(), tensor.bytes.size());
 }
 
 std::string preview(const frontend::HostTensor& t) {
@@ -180,9 +188,8 @@ std::vector<std::vector<uint8_t>> snapshot(driver::LoadedModel& model, bool inpu
   const auto& info = model.info();
   std::vector<std::vector<uint8_t>> bytes;
   for (int i = 0; i < (inputs ? info.num_inputs : info.num_outputs); ++i) {
-    const auto& t = inputs ? info.inputs[i] : info.outputs[i];
     const auto* data = static_cast<const uint8_t*>(inputs ? model.input(i) : model.output(i));
-    bytes.emplace_back(data, data + t.bytes);
+    bytes.emplace_back(data, data + (inputs ? model.inputBytes(i) : model.outputBytes(i)));
   }
   return bytes;
 }
@@ -227,8 +234,8 @@ frontend::HostTensor outputTensor(const driver::LoadedModel& model, int i) {
   frontend::HostTensor t{info.name, {static_cast<DType>(info.dtype), shape}, {}};
   const auto* bytes = static_cast<const uint8_t*>(model.output(i));
   const ir::Shape bound(info.shape, info.shape + info.rank);
-  if (shape == bound) {
-    t.bytes.assign(bytes, bytes + info.bytes);
+  if (shape == bound || model.info().num_dims > 0) {  // dense
+    t.bytes.assign(bytes, bytes + model.outputBytes(i));
     return t;
   }
   const int64_t elem = dtypeSize(t.type.dtype);
@@ -387,7 +394,7 @@ void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
     auto position = std::find(names.begin(), names.end(), info.inputs[i].name);
     const std::string path = fmt::format("{}/input_{}.pb", inputsDir, position - names.begin());
     if (!inputsDir.empty() && fs::exists(path)) {
-      loadInput(path, info.inputs[i], loaded.input(i));
+      loadInput(path, loaded, i);
       continue;
     }
     if (!fillMissing)

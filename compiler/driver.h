@@ -38,6 +38,9 @@ struct CompileOptions {
   /// cgc tune's trials: this convolution variant ("Im2col") on every float
   /// Conv that takes it (passes::PassTarget::everyConvVariant).
   std::string everyConvVariant;
+  /// Convolution variants by node name (ir::conventions::convChoice), over
+  /// the profile's: --dim's compiles at other sizes take the bounds'.
+  std::map<std::string, std::string> convVariants;
   /// --quantize int8 and its settings; the pass's ranges are made from them
   /// once (quantizeSpec, where a caller has not made it already: the
   /// accuracy budget's trials share it).
@@ -47,6 +50,9 @@ struct CompileOptions {
   /// profiler that records statistics (cgc::Profiler::record_statistics),
   /// and the passes that would fuse tensors away are skipped.
   bool observe = false;
+  /// --dim NAME=MIN..MAX[:MULTIPLE]: dimensions set at run time
+  /// (compiler/variable_dims.h).
+  std::vector<codegen::VariableDims::Dim> dims;
 };
 
 /// The compiled model in memory (before anything is written).
@@ -62,6 +68,8 @@ struct CompiledModel {
   std::map<int, std::vector<CompiledModel>> subgraphs;
   /// --quantize: what the quantize pass was given and what it recorded.
   std::shared_ptr<const passes::QuantizeSpec> quantization;
+  /// --dim: the variable dimensions and what follows them.
+  std::shared_ptr<const codegen::VariableDims> dims;
 
   codegen::ModelToEmit toEmit() const;
   /// Kernels per op, in the graph and every compiled body at any depth (a

@@ -227,6 +227,16 @@ void printText(const nlohmann::json& report) {
     for (const auto& name : report["float_layers"])
       std::cout << fmt::format("  {} (float)\n", name.get<std::string>());
   }
+  if (report.contains("dims")) {
+    std::cout << fmt::format("variable dimensions (--dim; {} kernels follow them):\n",
+                             report["kernels_following_dims"].get<int>());
+    for (const auto& d : report["dims"])
+      std::cout << fmt::format("  {:<24} {}..{}{}\n", d["name"].get<std::string>(),
+                               d["min"].get<int64_t>(), d["max"].get<int64_t>(),
+                               d["multiple"].get<int64_t>() > 1
+                                   ? fmt::format(" (multiples of {})", d["multiple"].get<int64_t>())
+                                   : "");
+  }
   if (report.contains("profile_variants")) {
     std::cout << fmt::format("variants from the profile ({} layers):\n",
                              report["profile_variants"].size());
@@ -355,6 +365,12 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
     report["in_place_ops"] = model.plan.inPlaceNodes;
     reportVariants(model, options.profilePath, report);
     reportPrecision(model, report);
+    if (model.dims) {
+      for (const auto& d : model.dims->dims)
+        report["dims"].push_back(
+            {{"name", d.name}, {"min", d.min}, {"max", d.max}, {"multiple", d.multiple}});
+      report["kernels_following_dims"] = model.dims->params.size();
+    }
     int64_t floatArena = 0, floatWeights = 0;
     if (floatEquivalent(model, floatArena, floatWeights)) {
       report["float_arena_bytes"] = floatArena;

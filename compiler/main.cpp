@@ -8,6 +8,7 @@
 #include "compiler/commands.h"
 #include "compiler/targets.h"
 #include "compiler/tune.h"
+#include "compiler/variable_dims.h"
 #include "compiler_config.h"
 #include "passes/pass_manager.h"
 
@@ -26,7 +27,7 @@ const CLI::Validator kNotEmpty(
 struct ModelArgs {
   explicit ModelArgs(CompileOptions* options) : options(options) {}
   CompileOptions* options;
-  std::vector<std::string> shapes, constants, bounds;
+  std::vector<std::string> shapes, constants, bounds, dims;
 
   void parse() {
     // cgc_add_graph runs cgc so (cmake/cgc.cmake): hints then say SHAPES.
@@ -36,8 +37,18 @@ struct ModelArgs {
     options->load.shapes = cgc::commands::parseShapeBindings(shapes);
     options->load.constantInputs = cgc::commands::parseNamedFiles(constants);
     options->load.bounds = cgc::commands::parseBounds(bounds);
+    options->dims = cgc::driver::parseDims(dims);
   }
 };
+
+/// --dim, for the commands that build a model to run at any size.
+void addDimOption(CLI::App& command, ModelArgs& args) {
+  command.add_option("--dim", args.dims,
+                     "Make a symbolic dimension of the inputs variable at run time within bounds, "
+                     "e.g. --dim seq=1..512 or --dim seq=8..512:8 (multiples of 8 only); the model "
+                     "is compiled once and run() takes any size within them (README \"Variable "
+                     "dimensions\")");
+}
 
 void addModelOptions(CLI::App& command, ModelArgs& args) {
   CompileOptions& options = *args.options;
@@ -157,6 +168,7 @@ CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
   CLI::App* compile =
       app.add_subcommand("compile", "Compile MODEL into NAME.h, NAME.cpp and NAME.weights.bin");
   addModelOptions(*compile, args);
+  addDimOption(*compile, args);
   addScheduleOptions(*compile, options);
   addQuantizeOptions(*compile, options);
   addBudgetOptions(*compile, options);
@@ -196,6 +208,7 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
       "Compile MODEL, build it with the C++ compiler (cached), run it and print its "
       "outputs");
   addModelOptions(*command, args);
+  addDimOption(*command, args);
   addScheduleOptions(*command, run.compile);
   addQuantizeOptions(*command, run.compile);
   addBudgetOptions(*command, run.compile);
@@ -392,6 +405,7 @@ int main(int argc, char** argv) {
       "what to try, and the compiled plan (ops, kernels and weights include those in If, Loop "
       "and Scan bodies); with --ops, the ONNX ops cgc supports");
   addModelOptions(*inspect, inspectArgs);
+  addDimOption(*inspect, inspectArgs);
   addScheduleOptions(*inspect, inspectOptions);
   addQuantizeOptions(*inspect, inspectOptions);
   inspect->add_flag("--json", json, "Print the report as JSON");

@@ -291,6 +291,9 @@ LoadedModel::LoadedModel(const std::string& library, const std::string& prefix) 
   }
   api_ = symbol<const cgc_model_api* (*)()>(handle_, prefix + "_api", library)();
   info_ = api_->info();
+  for (int i = 0; i < info_->num_inputs; ++i)
+    inputShapes_.emplace_back(info_->inputs[i].shape,
+                              info_->inputs[i].shape + info_->inputs[i].rank);
   instance_ = api_->create_with_arena(nullptr, nullptr, 0);
   if (!instance_) userError({library, "", ""}, "cannot create the model: {}", api_->last_error());
 }

@@ -64,6 +64,22 @@ class LoadedModel {
         static_cast<size_t>(std::max(0, api_->output_shape(instance_, index, dims.data()))));
     return dims;
   }
+  /// Input `index`'s shape for the next runs (cgc compile --dim); the
+  /// status and message of the model's set_input_shape.
+  Status setInputShape(int index, const std::vector<int64_t>& shape) {
+    const cgc_status code =
+        api_->set_input_shape(instance_, index, shape.data(), static_cast<int>(shape.size()));
+    if (code == CGC_OK) inputShapes_[static_cast<size_t>(index)] = shape;
+    return code == CGC_OK ? Status() : Status(code, api_->error(instance_));
+  }
+  const std::vector<int64_t>& inputShape(int index) const {
+    return inputShapes_[static_cast<size_t>(index)];
+  }
+  /// Bytes output `index` holds after the last run, input `index` now.
+  int64_t outputBytes(int index) const {
+    return bytesOf(info_->outputs[index], outputShape(index));
+  }
+  int64_t inputBytes(int index) const { return bytesOf(info_->inputs[index], inputShape(index)); }
   /// One inference; the status and message of the model's run().
   Status run() {
     const cgc_status code = api_->run(instance_);
@@ -78,10 +94,19 @@ class LoadedModel {
   int threadsPerExecutor() const;
 
  private:
+  /// A tensor's bytes at `shape`: dense (a model with variable dimensions),
+  /// else the buffer at its bound.
+  int64_t bytesOf(const cgc_tensor_info& t, const std::vector<int64_t>& shape) const {
+    int64_t bound = 1, actual = 1;
+    for (int d = 0; d < t.rank; ++d) bound *= t.shape[d], actual *= shape[static_cast<size_t>(d)];
+    return info_->num_dims == 0 || bound == 0 ? t.bytes : t.bytes / bound * actual;
+  }
+
   void* handle_ = nullptr;
   const cgc_model_api* api_ = nullptr;  // the model's C interface (<prefix>_api)
   void* instance_ = nullptr;
   const cgc_model_info* info_ = nullptr;
+  std::vector<std::vector<int64_t>> inputShapes_;  // as set (at first, info_'s)
 };
 
 /// The class names (cgc compile --name) of the models that the shared

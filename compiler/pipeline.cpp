@@ -15,6 +15,7 @@
 #include "compiler/driver.h"
 #include "compiler/targets.h"
 #include "compiler/tuned_profile.h"
+#include "compiler/variable_dims.h"
 #include "ir/conventions.h"
 #include "ir/printer.h"
 #include "passes/cost_model.h"
@@ -86,6 +87,8 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
   const Target target = findTarget(options.target);
   pipeline.target = {target.machine, target.int8Isa(), target.tier};
   pipeline.target.convVariants = tuned.convVariants;
+  for (const auto& [node, variant] : options.convVariants)
+    pipeline.target.convVariants[node] = variant;
   pipeline.target.everyConvVariant = options.everyConvVariant;
   pipeline.target.quantize = options.quantizeSpec;
   pipeline.target.note = [&options](const std::string& text) {
@@ -113,6 +116,7 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
 
 CompiledModel compileGraph(const CompileOptions& options) {
   findTarget(options.target);  // an unknown target before the model loads
+  if (!options.dims.empty()) return compileWithVariableDims(options);
   const auto start = std::chrono::steady_clock::now();
   ir::Graph graph = frontend::loadOnnx(options.modelPath, options.load);
   progress(options, fmt::format("loaded {}: {} nodes after import ({:.2f} s)", options.modelPath,
@@ -122,6 +126,7 @@ CompiledModel compileGraph(const CompileOptions& options) {
 
 codegen::ModelToEmit CompiledModel::toEmit() const {
   codegen::ModelToEmit emit{graph, schedule, plan, calls};
+  emit.dims = dims;
   for (const auto& [node, bodies] : subgraphs)
     for (const CompiledModel& body : bodies) emit.subgraphs[node].push_back(body.toEmit());
   return emit;

@@ -256,8 +256,9 @@ DeclaredTensor declaredTensor(const onnx::ValueInfoProto& info) {
 /// from --shape input=1x512 where input is [batch, seq]), so that the same
 /// symbol in other inputs is bound too.
 std::map<std::string, int64_t> boundSymbols(const std::string& path, const onnx::GraphProto& graph,
-                                            const std::map<std::string, ir::Shape>& bindings) {
-  std::map<std::string, int64_t> symbols;
+                                            const std::map<std::string, ir::Shape>& bindings,
+                                            const std::map<std::string, int64_t>& dims) {
+  std::map<std::string, int64_t> symbols = dims;
   for (const auto& input : graph.input()) {
     auto binding = bindings.find(input.name());
     if (binding == bindings.end() || !input.type().tensor_type().has_shape()) continue;
@@ -309,7 +310,7 @@ std::map<std::string, CompositeTensors> takeCompositeInputs(const std::string& p
 void bindInputShapes(const std::string& path, onnx::GraphProto& graph, const LoadOptions& options) {
   auto initializers = initializerNames(graph);
   std::map<std::string, ir::Shape> bindings(options.shapes.begin(), options.shapes.end());
-  const std::map<std::string, int64_t> symbols = boundSymbols(path, graph, bindings);
+  const std::map<std::string, int64_t> symbols = boundSymbols(path, graph, bindings, options.dims);
   std::vector<std::string> inputNames;
   std::set<std::string> unbound;
   for (auto& input : *graph.mutable_input()) {

@@ -35,6 +35,9 @@ struct LoadOptions {
   /// --bound NAME=N: the largest size a data-dependent output may take
   /// (a Loop's scan outputs, NonZero's count, ...), by node or output name.
   std::map<std::string, int64_t> bounds;
+  /// Symbolic dimensions bound by name: cgc compile --dim compiles the model
+  /// at several values of each range, one at a time.
+  std::map<std::string, int64_t> dims;
   ShapeSpelling spelling = ShapeSpelling::kFlag;
 };
 

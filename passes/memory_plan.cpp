@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "lowering/kernel_call.h"
 
@@ -73,13 +74,13 @@ struct ConcatParts {
 };
 
 ConcatParts concatParts(const ir::Graph& graph, const lowering::KernelCalls& calls,
-                        const std::vector<int>& order) {
+                        const std::vector<int>& order, const std::set<int>& copying) {
   ConcatParts parts{std::vector<int>(graph.numValues(), -1),
                     std::vector<int64_t>(graph.numValues(), 0)};
   for (int id : order) {
     const ir::Node& node = graph.node(id);
     const lowering::KernelCall& call = calls.of(id);
-    if (call.kernel != lowering::Kernel::kConcat) continue;
+    if (call.kernel != lowering::Kernel::kConcat || copying.count(id)) continue;
     const auto& partBytes = call.arrays.at("part_bytes");
     bool eligible = call.get<rt::ConcatParams>().outer == 1;
     for (size_t i = 0; i < node.inputs.size() && eligible; ++i) {
@@ -122,8 +123,13 @@ bool inputsInSlices(const lowering::KernelCall& call, const MemoryPlan& plan) {
 /// largest first, beside every buffer it may be live with).
 class Planner {
  public:
-  Planner(const ir::Graph& graph, const lowering::KernelCalls& calls, const Schedule& schedule)
-      : graph_(graph), calls_(calls), hb_(graph, schedule), readers_(readersByValue(graph)) {
+  Planner(const ir::Graph& graph, const lowering::KernelCalls& calls, const Schedule& schedule,
+          const std::set<int>& copyingConcats)
+      : graph_(graph),
+        calls_(calls),
+        hb_(graph, schedule),
+        readers_(readersByValue(graph)),
+        copyingConcats_(copyingConcats) {
     CGC_ASSERT(hb_.order().size() == graph.liveNodes().size(),
                "planning memory for a schedule that misses nodes");
     plan_.bufferOf.assign(graph.numValues(), -1);
@@ -221,7 +227,7 @@ class Planner {
   }
 
   void assign() {
-    const ConcatParts parts = concatParts(graph_, calls_, hb_.order());
+    const ConcatParts parts = concatParts(graph_, calls_, hb_.order(), copyingConcats_);
     for (int in : graph_.inputs) newBuffer(in);
     for (int id : hb_.order()) {
       const ir::Node& node = graph_.node(id);
@@ -293,6 +299,7 @@ class Planner {
   const lowering::KernelCalls& calls_;
   HappensBefore hb_;
   std::vector<std::vector<int>> readers_;
+  const std::set<int>& copyingConcats_;
   MemoryPlan plan_;
   std::vector<bool> pinned_;  // buffer holds a graph input or output
   std::vector<Accesses> access_;
@@ -302,8 +309,8 @@ class Planner {
 }  // namespace
 
 MemoryPlan planMemory(const ir::Graph& graph, const lowering::KernelCalls& calls,
-                      const Schedule& schedule) {
-  MemoryPlan plan = Planner(graph, calls, schedule).run();
+                      const Schedule& schedule, const std::set<int>& copyingConcats) {
+  MemoryPlan plan = Planner(graph, calls, schedule, copyingConcats).run();
   // No sum in the planner can overflow: the frontend admits at most
   // ir::kMaxValues tensors holding at most ir::kMaxGraphBytes (2^50)
   // together, and the passes grow that by a small factor, so every offset

@@ -10,6 +10,7 @@
 // one executor this is interval liveness over its op list.
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include "ir/graph.h"
@@ -57,8 +58,11 @@ struct MemoryPlan {
   }
 };
 
+/// `copyingConcats`: Concat nodes that copy their inputs whatever their
+/// layout (cgc compile --dim: where the parts' sizes vary at run time, their
+/// slices' offsets do too).
 MemoryPlan planMemory(const ir::Graph& graph, const lowering::KernelCalls& calls,
-                      const Schedule& schedule);
+                      const Schedule& schedule, const std::set<int>& copyingConcats = {});
 
 /// Proves the plan legal, recomputing happens-before from graph and
 /// schedule: every tensor fits its buffer inside the arena, buffers that

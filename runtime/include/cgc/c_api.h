@@ -13,7 +13,7 @@ extern "C" {
 
 /* The runtime ABI that generated code is written against; a model checks
  * it against the runtime it is linked with when it is created. */
-#define CGC_RUNTIME_ABI_VERSION 4
+#define CGC_RUNTIME_ABI_VERSION 5
 
 /* What a model's functions return: 0 on success. Codes below 16 are
  * failures the model itself defines (its kernels report them, naming the
@@ -38,8 +38,19 @@ typedef struct cgc_tensor_info {
   int32_t dtype;    /* ONNX TensorProto.DataType code */
   int32_t rank;
   const int64_t* shape; /* rank entries */
-  int64_t bytes;        /* size of the tensor in bytes */
+  int64_t bytes;        /* size of the tensor in bytes (at the bounds) */
+  /* A model compiled with variable dimensions (cgc compile --dim): per
+   * axis, the index in cgc_model_info.dims of the dimension it is, or -1
+   * for a fixed axis; NULL when no axis varies. shape holds the bounds. */
+  const int32_t* dims;
 } cgc_tensor_info;
+
+/* A dimension set at run time (cgc compile --dim NAME=MIN..MAX:MULTIPLE):
+ * any multiple of `multiple` within [min, max]. */
+typedef struct cgc_dim_info {
+  const char* name; /* its ONNX name */
+  int64_t min, max, multiple;
+} cgc_dim_info;
 
 typedef struct cgc_model_info {
   const char* name;       /* C++ class name */
@@ -59,6 +70,8 @@ typedef struct cgc_model_info {
   int32_t threads_per_executor; /* 0: every core the process may use, at run time */
   const char* cgc_version;      /* the cgc that generated the model */
   const char* target;           /* what it was compiled for ("native", "x86-64-v3") */
+  int32_t num_dims;             /* variable dimensions; 0 for a static model */
+  const cgc_dim_info* dims;
 } cgc_model_info;
 
 /* A model's C interface as one table (<prefix>_api()): what a driver that
@@ -80,6 +93,8 @@ typedef struct cgc_model_api {
   const cgc_model_info* (*info)(void);
   const char* (*placement)(const void* model);
   void (*set_profiler)(void* model, void* profiler);
+  cgc_status (*set_input_shape)(void* model, int index, const int64_t* dims, int rank);
+  cgc_status (*set_dim)(void* model, const char* name, int64_t value);
 } cgc_model_api;
 
 #ifdef __cplusplus

