@@ -187,7 +187,7 @@ def main():
     parser.add_argument("--cgc", default=os.path.join(ROOT, "build", "cgc"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--only", default="encoder,cnn")
+    parser.add_argument("--only", default="encoder,cnn,ocr")
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
     args = parser.parse_args()
     threads = args.threads or len(os.sched_getaffinity(0))

@@ -32,12 +32,13 @@ std::vector<std::pair<std::string, ir::Shape>> shapesFromInputs(
   // Test-data files are numbered in the model's input order (summary.inputs).
   for (size_t i = 0; i < summary.inputs.size(); ++i) {
     const frontend::DeclaredTensor& t = summary.inputs[i];
-    // Axes of --dim's dimensions stay variable.
+    // Axes of --dim's dimensions stay variable; those a --shape range
+    // fixed by name are bound.
     bool unknown = !t.ranked;
     for (size_t d = 0; d < t.dims.size(); ++d)
-      unknown |=
-          t.dims[d] < 0 && std::none_of(options.dims.begin(), options.dims.end(),
-                                        [&](const auto& dim) { return dim.name == t.symbols[d]; });
+      unknown |= t.dims[d] < 0 && !options.load.dims.count(t.symbols[d]) &&
+                 std::none_of(options.dims.begin(), options.dims.end(),
+                              [&](const auto& dim) { return dim.name == t.symbols[d]; });
     const std::string path = fmt::format("{}/input_{}.pb", inputsDir, i);
     if (!unknown || bound.count(t.name) || !std::filesystem::exists(path)) continue;
     const ir::TensorType type = frontend::readTensorFile(path).type;

@@ -34,10 +34,23 @@ struct ModelArgs {
     const char* caller = std::getenv("CGC_CALLER");
     if (caller && std::string(caller) == "cmake")
       options->load.spelling = cgc::frontend::ShapeSpelling::kCMake;
-    options->load.shapes = cgc::commands::parseShapeBindings(shapes);
+    // A --shape with a range ("x=1x3x48x80..960") makes --dims.
+    std::vector<std::string> fixed, ranged;
+    for (const std::string& shape : shapes)
+      (shape.find("..") == std::string::npos ? fixed : ranged).push_back(shape);
+    options->load.shapes = cgc::commands::parseShapeBindings(fixed);
     options->load.constantInputs = cgc::commands::parseNamedFiles(constants);
     options->load.bounds = cgc::commands::parseBounds(bounds);
     options->dims = cgc::driver::parseDims(dims);
+    cgc::driver::bindShapeRanges(ranged, *options);
+  }
+
+  /// For the commands without variable dimensions yet.
+  void refuseDims(const char* command) const {
+    if (!options->dims.empty())
+      throw cgc::CompileError(fmt::format(
+          "cgc: error: {} does not take variable dimensions (--dim, a range in --shape) yet",
+          command));
   }
 };
 
@@ -55,7 +68,9 @@ void addModelOptions(CLI::App& command, ModelArgs& args) {
   command.add_option("MODEL", options.modelPath, "ONNX model file")->required();
   command.add_option("--shape", args.shapes,
                      "Bind an input's shape, e.g. --shape input=1x3x224x224 (repeat for several "
-                     "inputs; a symbolic dimension bound here is bound in every input)");
+                     "inputs; a symbolic dimension bound here is bound in every input); with "
+                     "compile, run and inspect an axis may be a range, e.g. "
+                     "--shape x=1x3x48x80..960:8, which is --dim for its symbolic dimension");
   command.add_option("--constant", args.constants,
                      "Make a graph input a compile-time constant read from a TensorProto file, "
                      "e.g. --constant shape=shape.pb (for inputs that determine shapes: "
@@ -444,6 +459,7 @@ int main(int argc, char** argv) {
     }
     if (*calibrate) {
       calibrateArgs.parse();
+      calibrateArgs.refuseDims("cgc calibrate");
       return cgc::commands::calibrate(calibrateOptions);
     }
     if (*build) return cgc::commands::build(buildOptions);
@@ -451,6 +467,7 @@ int main(int argc, char** argv) {
     if (*config) return cgc::commands::config(configOptions);
     if (*tune) {
       tuneArgs.parse();
+      tuneArgs.refuseDims("cgc tune");
       return cgc::tune::tune(tuneOptions);
     }
     if (listOps) return cgc::commands::printSupportedOps();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 
 #include "codegen/params_printer.h"
@@ -32,7 +33,8 @@ Lattice latticeOf(const Dim& d) {
   throw CompileError(fmt::format("cgc: error: --dim '{}' {}", text, why));
 }
 
-int64_t parseCount(const std::string& text, const std::string& flag) {
+/// A non-negative decimal number, or nothing.
+std::optional<int64_t> parseNumber(const std::string& text) {
   size_t used = 0;
   int64_t value = -1;
   try {
@@ -40,8 +42,15 @@ int64_t parseCount(const std::string& text, const std::string& flag) {
   } catch (const std::exception&) {
   }
   if (text.empty() || used != text.size() || !std::isdigit(static_cast<unsigned char>(text[0])))
-    badDim(flag, "is not of the form NAME=MIN..MAX or NAME=MIN..MAX:MULTIPLE (e.g. seq=1..512:8)");
+    return std::nullopt;
   return value;
+}
+
+int64_t parseCount(const std::string& text, const std::string& flag) {
+  const auto value = parseNumber(text);
+  if (!value)
+    badDim(flag, "is not of the form NAME=MIN..MAX or NAME=MIN..MAX:MULTIPLE (e.g. seq=1..512:8)");
+  return *value;
 }
 
 /// Three sizes of each dimension to interpolate at (fewer where it takes
@@ -190,7 +199,7 @@ void checkAgainstModel(const CompileOptions& options) {
       const std::string& s = t.symbols[a];
       const bool ranged = std::any_of(options.dims.begin(), options.dims.end(),
                                       [&](const Dim& d) { return d.name == s; });
-      if (ranged) continue;
+      if (ranged || options.load.dims.count(s)) continue;
       if (s.empty())
         userError(file, "input '{}' axis {} has no size: give its shape with --shape {}=...",
                   t.name, a, t.name);
@@ -235,6 +244,57 @@ std::vector<Dim> parseDims(const std::vector<std::string>& texts) {
     dims.push_back(d);
   }
   return dims;
+}
+
+void bindShapeRanges(const std::vector<std::string>& texts, CompileOptions& options) {
+  if (texts.empty()) return;
+  const frontend::ModelSummary summary = frontend::summarizeModel(options.modelPath);
+  for (const std::string& text : texts) {
+    const size_t eq = text.find('=');
+    const std::string name = eq == std::string::npos ? "" : text.substr(0, eq);
+    const auto input =
+        std::find_if(summary.inputs.begin(), summary.inputs.end(),
+                     [&](const frontend::DeclaredTensor& t) { return t.name == name; });
+    if (input == summary.inputs.end())
+      throw CompileError(fmt::format("cgc: error: --shape '{}' names no input of the model", text));
+    std::vector<std::string> axes;
+    for (size_t start = eq + 1, end; start <= text.size(); start = end + 1) {
+      end = std::min(text.find('x', start), text.size());
+      axes.push_back(text.substr(start, end - start));
+    }
+    if (axes.size() != input->dims.size())
+      throw CompileError(fmt::format("cgc: error: --shape '{}' has {} axes; input '{}' is {}", text,
+                                     axes.size(), name, input->type));
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const std::string& symbol = input->symbols[a];
+      if (axes[a].find("..") != std::string::npos) {
+        if (symbol.empty())
+          throw CompileError(fmt::format(
+              "cgc: error: --shape '{}': axis {} of input '{}' has no symbolic name to make "
+              "variable (the model's {})",
+              text, a, name, input->type));
+        options.dims.push_back(parseDims({symbol + "=" + axes[a]}).front());
+        continue;
+      }
+      const auto size = parseNumber(axes[a]);
+      if (!size)
+        throw CompileError(fmt::format(
+            "cgc: error: --shape '{}' is not of the form NAME=1x3x48x80..960[:MULTIPLE]", text));
+      if (!symbol.empty())
+        options.load.dims[symbol] = *size;
+      else if (input->dims[a] != *size)
+        throw CompileError(fmt::format("cgc: error: --shape '{}': axis {} of input '{}' is {}",
+                                       text, a, name, input->dims[a]));
+    }
+  }
+  for (size_t i = 0; i < options.dims.size(); ++i) {
+    const std::string& d = options.dims[i].name;
+    const bool twice = std::any_of(options.dims.begin(), options.dims.begin() + i,
+                                   [&](const Dim& other) { return other.name == d; });
+    if (twice || options.load.dims.count(d))
+      throw CompileError(
+          fmt::format("cgc: error: --shape and --dim give dimension '{}' two sizes or ranges", d));
+  }
 }
 
 namespace {
@@ -345,8 +405,9 @@ class Fitter {
     for (size_t i = 0; i < polys.size(); ++i) {
       if (!polys[i] || !checked(g, node, reference, i, *polys[i]))
         userError(g.where(node),
-                  "its parameter {} does not follow the sizes of --dim as cgc can compute it: "
-                  "bind the dimension with --shape",
+                  "its parameter {} does not follow the sizes of --dim as a polynomial (where "
+                  "a stride rounds a size, sizes of a multiple, --dim NAME=MIN..MAX:MULTIPLE, "
+                  "may), so cgc cannot run it at every size: bind the dimension with --shape",
                   reference.places[i]);
       if (!polys[i]->isConstant()) dims.params[id].emplace_back(reference.places[i], *polys[i]);
     }

@@ -24,6 +24,13 @@ namespace cgc::driver {
 /// "--dim" values "NAME=MIN..MAX[:MULTIPLE]"; CompileError naming --dim.
 std::vector<codegen::VariableDims::Dim> parseDims(const std::vector<std::string>& texts);
 
+/// --shape values with a range in an axis ("x=1x3x48x80..960:8"): each
+/// ranged axis becomes a --dim of the symbolic dimension the model gives
+/// it, each fixed axis that has one binds it by name (LoadOptions::dims).
+/// CompileError naming --shape for an axis without a name, a fixed axis
+/// that contradicts the model, or an unknown input.
+void bindShapeRanges(const std::vector<std::string>& texts, CompileOptions& options);
+
 /// compileGraph for options.dims (see above).
 CompiledModel compileWithVariableDims(const CompileOptions& options);
 

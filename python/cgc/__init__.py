@@ -28,10 +28,14 @@ def cache_directory():
 
 
 def compile(model, shapes=None, constants=None, target="native", executors=0, threads=0,
-            profile=None, verbose=False, quantize=None, observe=False, **quantize_options):
+            profile=None, verbose=False, quantize=None, observe=False, dims=None,
+            **quantize_options):
     """Compiles the ONNX file `model`, builds it (cached) and loads it.
 
     shapes     {input name: shape}: binds inputs' symbolic dimensions (--shape)
+    dims       {dimension name: (min, max) or (min, max, multiple)}: symbolic
+               dimensions that stay variable (--dim): the model then takes
+               inputs of any size within them (README "Variable dimensions")
     constants  {input name: array or TensorProto .pb path}: the input becomes
                a compile-time constant (--constant)
     target     a cgc target name (--target; "native": this CPU)
@@ -55,8 +59,21 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
         native = _cgc.compile(_path(model), _shapes(shapes), _constants(constants, scratch),
                               target, int(executors), int(threads),
                               "" if profile is None else _path(profile), bool(verbose), options,
-                              bool(observe))
+                              bool(observe), _dims(dims))
     return Model(native)
+
+
+def _dims(dims):
+    """compile()'s dims as --dim values ("seq=1..512:8")."""
+    texts = []
+    for name, bounds in (dims or {}).items():
+        values = [int(v) for v in bounds]
+        if len(values) not in (2, 3):
+            raise ValueError(f"dims['{name}']: expected (min, max) or (min, max, multiple), "
+                             f"got {bounds!r}")
+        texts.append(f"{name}={values[0]}..{values[1]}" +
+                     (f":{values[2]}" if len(values) == 3 else ""))
+    return texts
 
 
 _QUANTIZE_DEFAULTS = {"calibration": None, "method": "percentile", "percentile": 99.99,

@@ -14,7 +14,9 @@ __all__ = ["Model", "TensorInfo"]
 
 
 class TensorInfo(tuple):
-    """(name, dtype, shape) of an input or output: the shape is static."""
+    """(name, dtype, shape) of an input or output: the shape's axes are
+    sizes, or in a model compiled with dims= the names of the variable
+    dimensions (cgc.compile)."""
 
     __slots__ = ()
 
@@ -29,8 +31,10 @@ class TensorInfo(tuple):
         return f"TensorInfo(name={self.name!r}, dtype={self.dtype}, shape={self.shape})"
 
 
-def _tensor_infos(entries):
-    return [TensorInfo(t["name"], _numpy_dtype(t["onnx_type"]), tuple(t["shape"]))
+def _tensor_infos(entries, dims):
+    return [TensorInfo(t["name"], _numpy_dtype(t["onnx_type"]),
+                       tuple(dims[j][0] if j >= 0 else size
+                             for size, j in zip(t["shape"], t["dims"])))
             for t in entries]
 
 
@@ -55,8 +59,10 @@ class Model:
         self.info = info
         self.name = info["name"]
         self.library = info["library"]
-        self.inputs = _tensor_infos(info["inputs"])
-        self.outputs = _tensor_infos(info["outputs"])
+        # (name, min, max, multiple) of each variable dimension (dims=).
+        self.dims = [tuple(d) for d in info["dims"]]
+        self.inputs = _tensor_infos(info["inputs"], self.dims)
+        self.outputs = _tensor_infos(info["outputs"], self.dims)
         self._input_index = {t.name: i for i, t in enumerate(self.inputs)}
         self._input_buffers = {}
 
@@ -75,6 +81,8 @@ class Model:
         (or with the buffer itself) to feed it without a copy. Valid while
         the model lives (the view keeps it alive)."""
         index = self._index(name)
+        if self.dims:  # a view at the input's current shape
+            return self._native.input_view(index)
         if name not in self._input_buffers:
             self._input_buffers[name] = self._native.input_view(index)
         return self._input_buffers[name]
@@ -116,12 +124,26 @@ class Model:
 
     def _set_input(self, info, value):
         array = np.asarray(value)
+        if self.dims:
+            return self._set_variable_input(info, array)
         if array.dtype != info.dtype or array.shape != info.shape:
             raise ValueError(f"input '{info.name}': expected {_describe(info.dtype, info.shape)}, "
                              f"got {_describe(array.dtype, array.shape)}")
         buffer = self.input_buffer(info.name)
         if array.__array_interface__["data"][0] != buffer.__array_interface__["data"][0]:
             np.copyto(buffer, array)
+
+    def _set_variable_input(self, info, array):
+        """An input of a model of variable dimensions: its fixed axes as
+        the model's, its variable ones set the dimensions (ValueError naming
+        one outside its bounds, or two inputs that disagree)."""
+        fits = array.ndim == len(info.shape) and all(
+            isinstance(axis, str) or axis == size for axis, size in zip(info.shape, array.shape))
+        if array.dtype != info.dtype or not fits:
+            raise ValueError(f"input '{info.name}': expected {_describe(info.dtype, info.shape)}, "
+                             f"got {_describe(array.dtype, array.shape)}")
+        self._native.set_input_shape(self._index(info.name), list(array.shape))
+        np.copyto(self.input_buffer(info.name), array)
 
     def _outputs(self, copy):
         result = {}

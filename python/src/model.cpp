@@ -123,6 +123,11 @@ py::dict tensorInfo(const cgc_tensor_info& tensor) {
   entry["shape"] =
       py::tuple(py::cast(std::vector<int64_t>(tensor.shape, tensor.shape + tensor.rank)));
   entry["bytes"] = tensor.bytes;
+  // --dim: each axis's variable dimension (an index into info["dims"]), or -1.
+  std::vector<int> dims(static_cast<size_t>(tensor.rank), -1);
+  for (int a = 0; tensor.dims && a < tensor.rank; ++a)
+    dims[static_cast<size_t>(a)] = tensor.dims[a];
+  entry["dims"] = py::tuple(py::cast(dims));
   return entry;
 }
 
@@ -146,19 +151,26 @@ py::dict modelInfo(const cgc_model_info& info, const std::string& library, int t
   result["inputs"] = inputs;
   result["outputs"] = outputs;
   result["nodes"] = nodes;
+  py::list dims;
+  for (int j = 0; j < info.num_dims; ++j)
+    dims.append(py::make_tuple(info.dims[j].name, info.dims[j].min, info.dims[j].max,
+                               info.dims[j].multiple));
+  result["dims"] = dims;
   return result;
 }
 
 /// A writable array over `data` of `tensor`'s type and `shape`, strided as
-/// the stored (bound) shape; its base `owner` keeps the model alive.
-py::array bufferView(const cgc_tensor_info& tensor, const std::vector<int64_t>& shape, void* data,
-                     const py::object& owner) {
+/// the stored shape: `shape` itself in a model of variable dimensions (its
+/// tensors are dense), else the bound shape; its base `owner` keeps the
+/// model alive.
+py::array bufferView(const cgc_model_info& info, const cgc_tensor_info& tensor,
+                     const std::vector<int64_t>& shape, void* data, const py::object& owner) {
   const py::dtype dtype = numpyDtype(tensor.dtype);
   std::vector<py::ssize_t> strides(static_cast<size_t>(tensor.rank));
   py::ssize_t stride = dtype.itemsize();
   for (int d = tensor.rank - 1; d >= 0; --d) {
     strides[static_cast<size_t>(d)] = stride;
-    stride *= tensor.shape[d];
+    stride *= info.num_dims > 0 ? shape[static_cast<size_t>(d)] : tensor.shape[d];
   }
   return py::array(dtype, std::vector<py::ssize_t>(shape.begin(), shape.end()), strides, data,
                    owner);
@@ -187,7 +199,15 @@ void bindModel(py::module_& module) {
              Model& m = self.cast<Model&>();
              const cgc_model_info& info = m.loaded().info();
              const cgc_tensor_info& t = info.inputs[checkedIndex(index, info.num_inputs, "input")];
-             return bufferView(t, {t.shape, t.shape + t.rank}, m.loaded().input(index), self);
+             return bufferView(info, t, m.loaded().inputShape(index), m.loaded().input(index),
+                               self);
+           })
+      .def("set_input_shape",
+           [](Model& m, int index, const std::vector<int64_t>& shape) {
+             const cgc_model_info& info = m.loaded().info();
+             checkedIndex(index, info.num_inputs, "input");
+             const Status status = m.loaded().setInputShape(index, shape);
+             if (!status.ok()) throw py::value_error(status.message());
            })
       .def("output_view",
            [](py::object self, int index) {
@@ -196,7 +216,7 @@ void bindModel(py::module_& module) {
              const cgc_tensor_info& t =
                  info.outputs[checkedIndex(index, info.num_outputs, "output")];
              // Read-only in effect: written by run(), never read back.
-             return bufferView(t, m.loaded().outputShape(index),
+             return bufferView(info, t, m.loaded().outputShape(index),
                                const_cast<void*>(m.loaded().output(index)), self);
            })
       .def("run", &Model::run)

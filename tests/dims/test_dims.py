@@ -8,9 +8,11 @@ instead of fixed sizes, runs correctly at every size in the range:
     at (batch, seq) from (1, 1) to (8, 512), also with seq restricted to
     multiples of 8;
   * a small residual CNN with a dynamic batch matches PyTorch at batch 1..16;
-and that bad sizes and bad --dim flags fail with exit code 1 and one stderr
-line naming the dimension (out of range, off the step, inputs that disagree,
-an unbound dimension at compile time, malformed or unknown --dim).
+  * the encoder again with seq as a range in --shape (input_ids=1x1..256);
+and that bad sizes
+and bad --dim flags fail with exit code 1 and one stderr line naming the
+dimension (out of range, off the step, inputs that disagree, an unbound
+dimension at compile time, malformed or unknown --dim).
 
 Usage: /usr/bin/python3 tests/dims/test_dims.py PATH_TO_CGC WORKDIR [--only-data]
   --only-data: write the models and test data into WORKDIR and stop.
@@ -188,6 +190,15 @@ def main():
                 ["run", enc, "--quiet"] + step8 + check(f"encoder_{b}x{s}"))
     for b in CNN_BATCHES:
         run(f"cnn {b}", ["run", cnn, "--quiet", "--dim", "batch=1..16"] + check(f"cnn_{b}"))
+    # A range in --shape: batch fixed at 1 by name, seq variable.
+    for s in (7, 128):
+        run(f"encoder --shape input_ids=1x1..256 1x{s}",
+            ["run", enc, "--quiet", "--shape", "input_ids=1x1..256"] + check(f"encoder_1x{s}"))
+    run("error --shape range, batch fixed at 1, given 3",
+        ["run", enc, "--quiet", "--shape", "input_ids=1x1..256"] + check("encoder_3x200"), 1,
+        must=("axis 0",))
+    run("error cgc tune with a range",
+        ["tune", enc, "--quiet", "--shape", "input_ids=1x1..256"], 1, must=("tune", "variable"))
 
     # Bad sizes: exit 1, one stderr line naming the dimension.
     run("error seq 200 beyond 1..128",

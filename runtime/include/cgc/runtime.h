@@ -246,10 +246,11 @@ class ModelRuntime {
   /// for the coming runs, held in the arena, so each instance has its own;
   /// each starts at its largest. set_input_shape sets those of input
   /// `index`'s axes: its fixed axes must be the model's, every value within
-  /// its bounds and a multiple of its step, else an error naming the axis
-  /// or the dimension (the value is kept, so run() fails too). Two inputs
-  /// that give one dimension different values before a run make that run
-  /// fail, naming both.
+  /// its bounds and a multiple of its step, and another input set since
+  /// the last run must not have given a dimension another value; else it
+  /// sets nothing, returns an error naming the axis or the dimension, and
+  /// run() fails with it until the input's shape is set right. set_dim
+  /// sets one dimension; a value outside its bounds fails run() too.
   Status set_input_shape(int index, const int64_t* dims, int rank);
   Status set_dim(const char* name, int64_t value);
   int64_t dim(int index) const;
@@ -276,10 +277,13 @@ class ModelRuntime {
   std::atomic<int64_t> failure_{-1};  // node << 8 | status, -1 when none
   std::unique_ptr<ExecutorPool> pool_;
   std::vector<int> dimSetBy_;  // per dimension: the input that set it since the last run
-  std::string dimConflict_;    // two inputs that disagreed since the last run
+  /// Per input: why its last set_input_shape failed ("" when it did not);
+  /// run() fails while one has.
+  std::vector<std::string> inputErrors_;
   int64_t* dimValues() const;
-  Status checkDim(int index) const;
+  std::string whyNotDim(int index, int64_t value) const;
   Status checkDims() const;
+  std::string whyNotShape(int index, const int64_t* dims, int rank) const;
 };
 
 /// "<directory of the binary holding `module_symbol`>/<file_name>", or

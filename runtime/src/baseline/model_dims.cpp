@@ -27,23 +27,22 @@ int64_t ModelRuntime::dim(int index) const {
   return index >= 0 && index < info().num_dims ? dimValues()[index] : -1;
 }
 
-Status ModelRuntime::checkDim(int index) const {
+std::string ModelRuntime::whyNotDim(int index, int64_t value) const {
   const cgc_dim_info& d = info().dims[index];
-  const int64_t value = dimValues()[index];
   if (value < d.min || value > d.max)
-    return invalid(info(), "dimension '" + std::string(d.name) + "' is " + std::to_string(value) +
-                               ", outside its bounds " + bounds(d));
+    return "dimension '" + std::string(d.name) + "' is " + std::to_string(value) +
+           ", outside its bounds " + bounds(d);
   if (value % d.multiple != 0)
-    return invalid(info(), "dimension '" + std::string(d.name) + "' is " + std::to_string(value) +
-                               ", not a multiple of " + std::to_string(d.multiple) +
-                               " (its bounds " + bounds(d) + ")");
-  return {};
+    return "dimension '" + std::string(d.name) + "' is " + std::to_string(value) +
+           ", not a multiple of " + std::to_string(d.multiple) + " (its bounds " + bounds(d) + ")";
+  return "";
 }
 
 Status ModelRuntime::checkDims() const {
-  if (!dimConflict_.empty()) return invalid(info(), dimConflict_);
+  for (const std::string& error : inputErrors_)
+    if (!error.empty()) return invalid(info(), error);
   for (int j = 0; j < info().num_dims; ++j)
-    if (Status status = checkDim(j); !status.ok()) return status;
+    if (std::string why = whyNotDim(j, dimValues()[j]); !why.empty()) return invalid(info(), why);
   return {};
 }
 
@@ -51,40 +50,49 @@ Status ModelRuntime::set_dim(const char* name, int64_t value) {
   for (int j = 0; name && j < info().num_dims; ++j)
     if (std::string(info().dims[j].name) == name) {
       dimValues()[j] = value;
-      return checkDim(j);
+      const std::string why = whyNotDim(j, value);
+      return why.empty() ? Status() : invalid(info(), why);
     }
   return invalid(info(), "no variable dimension '" + std::string(name ? name : "") + "'");
 }
 
-Status ModelRuntime::set_input_shape(int index, const int64_t* dims, int rank) {
+/// Why input `index` cannot take `dims` now ("" when it can).
+std::string ModelRuntime::whyNotShape(int index, const int64_t* dims, int rank) const {
   const ModelInfo& model = info();
-  if (index < 0 || index >= model.num_inputs)
-    return invalid(model, "input index " + std::to_string(index) + " is out of range");
   const cgc_tensor_info& t = model.inputs[index];
   if (rank != t.rank || (rank > 0 && !dims))
-    return invalid(model, "input '" + std::string(t.name) + "' has rank " + std::to_string(t.rank) +
-                              ", not " + std::to_string(rank));
-  Status result;
+    return "input '" + std::string(t.name) + "' has rank " + std::to_string(t.rank) + ", not " +
+           std::to_string(rank);
   for (int a = 0; a < rank; ++a) {
     const int j = t.dims ? t.dims[a] : -1;
     if (j < 0) {
-      if (dims[a] != t.shape[a] && result.ok())
-        result = invalid(model, "input '" + std::string(t.name) + "' axis " + std::to_string(a) +
-                                    " is " + std::to_string(t.shape[a]) + ", not " +
-                                    std::to_string(dims[a]));
+      if (dims[a] != t.shape[a])
+        return "input '" + std::string(t.name) + "' axis " + std::to_string(a) + " is " +
+               std::to_string(t.shape[a]) + ", not " + std::to_string(dims[a]);
       continue;
     }
+    if (std::string why = whyNotDim(j, dims[a]); !why.empty()) return why;
     const int by = dimSetBy_[j];
-    if (by >= 0 && by != index && dimValues()[j] != dims[a] && dimConflict_.empty())
-      dimConflict_ = "input '" + std::string(t.name) + "' makes dimension '" + model.dims[j].name +
-                     "' " + std::to_string(dims[a]) + ", but input '" + model.inputs[by].name +
-                     "' makes it " + std::to_string(dimValues()[j]);
-    dimValues()[j] = dims[a];
-    dimSetBy_[j] = index;
-    if (Status status = checkDim(j); result.ok() && !status.ok()) result = status;
+    if (by >= 0 && by != index && dimValues()[j] != dims[a])
+      return "input '" + std::string(t.name) + "' makes dimension '" + model.dims[j].name + "' " +
+             std::to_string(dims[a]) + ", but input '" + model.inputs[by].name + "' makes it " +
+             std::to_string(dimValues()[j]);
   }
-  if (result.ok() && !dimConflict_.empty()) return invalid(model, dimConflict_);
-  return result;
+  return "";
+}
+
+Status ModelRuntime::set_input_shape(int index, const int64_t* dims, int rank) {
+  if (index < 0 || index >= info().num_inputs)
+    return invalid(info(), "input index " + std::to_string(index) + " is out of range");
+  inputErrors_[index] = whyNotShape(index, dims, rank);
+  if (!inputErrors_[index].empty()) return invalid(info(), inputErrors_[index]);
+  const cgc_tensor_info& t = info().inputs[index];
+  for (int a = 0; t.dims && a < rank; ++a)
+    if (const int j = t.dims[a]; j >= 0) {
+      dimValues()[j] = dims[a];
+      dimSetBy_[j] = index;
+    }
+  return {};
 }
 
 int64_t ModelRuntime::input_bytes(int index) const {

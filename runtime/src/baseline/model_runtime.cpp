@@ -178,6 +178,7 @@ ModelRuntime::ModelRuntime(const ModelSpec& spec, const char* weights_path, void
   if (!fileWeights_) populateWeights(weights_, spec.weight_bytes);
   if (xsmm.joinable()) xsmm.join();
   dimSetBy_.assign(static_cast<size_t>(spec.info->num_dims), -1);
+  inputErrors_.resize(static_cast<size_t>(spec.info->num_inputs));
   for (int j = 0; j < spec.info->num_dims; ++j) dimValues()[j] = spec.info->dims[j].max;
 }
 
@@ -214,7 +215,6 @@ Status ModelRuntime::run(ExecutorPool::Body body, void* model) {
   }
   Status result = checkDims();
   std::fill(dimSetBy_.begin(), dimSetBy_.end(), -1);
-  dimConflict_.clear();
   if (!result.ok()) {
     running_.store(false, std::memory_order_release);
     return result;

@@ -1,0 +1,72 @@
+"""A model compiled with variable dimensions (cgc.compile(dims=...)): run at
+several sizes against numpy, the shapes it reports, and the errors that name
+the dimension."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import cgc
+
+
+@pytest.fixture(scope="module")
+def attention(tmp_path_factory):
+    """softmax(x @ W + bias) over the last axis, x of [batch, seq, 8] and a
+    bias of [batch, seq, 1]; W fixed."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((8, 16)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["y"]),
+         helper.make_node("Add", ["y", "bias"], ["z"]),
+         helper.make_node("Softmax", ["z"], ["p"], axis=-1)],
+        "attention",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8]),
+         helper.make_tensor_value_info("bias", TensorProto.FLOAT, ["batch", "seq", 1])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, ["batch", "seq", 16])],
+        [numpy_helper.from_array(w, "W")])
+    path = tmp_path_factory.mktemp("dims") / "attention.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    model = cgc.compile(path, dims={"batch": (1, 4), "seq": (2, 64, 2)})
+    return model, w
+
+
+def reference(x, bias, w):
+    z = x @ w + bias
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_any_size_within_bounds(attention):
+    model, w = attention
+    assert model.dims == [("batch", 1, 4, 1), ("seq", 2, 64, 2)]
+    assert model.inputs[0].shape == ("batch", "seq", 8)
+    rng = np.random.default_rng(1)
+    for b, s in [(1, 2), (3, 10), (4, 64), (2, 38)]:
+        x = rng.standard_normal((b, s, 8)).astype(np.float32)
+        bias = rng.standard_normal((b, s, 1)).astype(np.float32)
+        p = model(x, bias)
+        assert p.shape == (b, s, 16)
+        np.testing.assert_allclose(p, reference(x, bias, w), rtol=1e-4, atol=1e-6)
+
+
+def test_sizes_outside_the_bounds_name_the_dimension(attention):
+    model, _ = attention
+    x = np.zeros((2, 66, 8), np.float32)
+    with pytest.raises(ValueError, match="seq.*66.*2..64"):
+        model(x, np.zeros((2, 66, 1), np.float32))
+    with pytest.raises(ValueError, match="seq.*7.*multiple of 2"):
+        model(np.zeros((1, 7, 8), np.float32), np.zeros((1, 7, 1), np.float32))
+    with pytest.raises(ValueError, match="batch"):
+        model(np.zeros((2, 4, 8), np.float32), np.zeros((3, 4, 1), np.float32))
+    with pytest.raises(ValueError, match="expected float32"):
+        model(np.zeros((2, 4, 9), np.float32), np.zeros((2, 4, 1), np.float32))
+    # The model still runs right after the errors.
+    x, bias = np.ones((1, 4, 8), np.float32), np.zeros((1, 4, 1), np.float32)
+    np.testing.assert_allclose(model(x, bias), reference(x, bias, attention[1]), rtol=1e-4,
+                               atol=1e-6)
+
+
+def test_bad_dims_argument(attention, tmp_path):
+    with pytest.raises(ValueError, match="expected \\(min, max\\)"):
+        cgc.compile("unused.onnx", dims={"seq": (1,)})
