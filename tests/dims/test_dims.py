@@ -7,7 +7,8 @@ instead of fixed sizes, runs correctly at every size in the range:
     seq, hand-written multi-head attention with a padding mask) matches PyTorch
     at (batch, seq) from (1, 1) to (8, 512), also with seq restricted to
     multiples of 8;
-  * a small residual CNN with a dynamic batch matches PyTorch at batch 1..16;
+  * a small residual CNN with a dynamic batch and image side matches PyTorch
+    at batch 1..16 and sides 16..64 (multiples of 8);
   * the encoder again with seq as a range in --shape (input_ids=1x1..256);
 and that bad sizes
 and bad --dim flags fail with exit code 1 and one stderr line naming the
@@ -30,7 +31,7 @@ from onnx import numpy_helper
 
 HID, HEADS, VOCAB = 32, 4, 100
 ENC_SIZES = [(1, 1), (1, 7), (2, 64), (1, 128), (3, 200), (8, 512)]
-CNN_BATCHES = [1, 3, 16]
+CNN_SIZES = [(1, 32), (3, 32), (16, 32), (2, 16), (5, 56)]  # (batch, side)
 
 
 class Layer(nn.Module):
@@ -126,14 +127,16 @@ def make_data(work):
                os.path.join(work, "encoder.onnx"), ["input_ids", "attention_mask", "hidden"],
                {"input_ids": bs, "attention_mask": bs, "hidden": bs})
         export(cnn, (torch.zeros(2, 3, 32, 32),), os.path.join(work, "cnn.onnx"),
-               ["image", "logits"], {"image": {0: "batch"}, "logits": {0: "batch"}})
+               ["image", "logits"], {"image": {0: "batch", 2: "side", 3: "side"},
+                                     "logits": {0: "batch"}})
         for b, s in ENC_SIZES:
             ids, mask = encoder_inputs(rng, b, s)
             out = enc(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
             write_set(os.path.join(work, f"encoder_{b}x{s}"), [ids, mask], [out])
-        for b in CNN_BATCHES:
-            img = rng.standard_normal((b, 3, 32, 32), dtype=np.float32)
-            write_set(os.path.join(work, f"cnn_{b}"), [img], [cnn(torch.from_numpy(img)).numpy()])
+        for b, side in CNN_SIZES:
+            img = rng.standard_normal((b, 3, side, side), dtype=np.float32)
+            write_set(os.path.join(work, f"cnn_{b}x{side}"), [img],
+                      [cnn(torch.from_numpy(img)).numpy()])
         # Inputs whose dimensions disagree: batch 2 vs 1, seq 64 vs 128.
         ids, _ = encoder_inputs(rng, 2, 64)
         _, mask = encoder_inputs(rng, 1, 128)
@@ -188,8 +191,9 @@ def main():
         if s % 8 == 0:
             run(f"encoder seq=8..512:8 {b}x{s}",
                 ["run", enc, "--quiet"] + step8 + check(f"encoder_{b}x{s}"))
-    for b in CNN_BATCHES:
-        run(f"cnn {b}", ["run", cnn, "--quiet", "--dim", "batch=1..16"] + check(f"cnn_{b}"))
+    for b, side in CNN_SIZES:  # the image side too: a stride-2 layer halves it
+        run(f"cnn {b}x{side}", ["run", cnn, "--quiet", "--dim", "batch=1..16",
+                                "--dim", "side=16..64:8"] + check(f"cnn_{b}x{side}"))
     # A range in --shape: batch fixed at 1 by name, seq variable.
     for s in (7, 128):
         run(f"encoder --shape input_ids=1x1..256 1x{s}",
