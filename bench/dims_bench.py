@@ -23,7 +23,6 @@ Writes bench/results/dims.{md,json}.
 
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -39,37 +38,9 @@ from onnx import numpy_helper
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 WORK = os.path.join(BENCH, "results", "dims")
-HID, HEADS, LAYERS, VOCAB = 256, 4, 4, 1000
-
-
-class Layer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.q, self.k, self.v, self.o = (nn.Linear(HID, HID) for _ in range(4))
-        self.ln1, self.ln2 = nn.LayerNorm(HID), nn.LayerNorm(HID)
-        self.ff1, self.ff2 = nn.Linear(HID, 4 * HID), nn.Linear(4 * HID, HID)
-
-    def forward(self, x, mask_bias):
-        b, s, d = x.shape[0], x.shape[1], HID // HEADS
-        q, k, v = (f(x).reshape(b, s, HEADS, d).transpose(1, 2) for f in (self.q, self.k, self.v))
-        att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d) + mask_bias, dim=-1)
-        x = self.ln1(x + self.o((att @ v).transpose(1, 2).reshape(b, s, HID)))
-        return self.ln2(x + self.ff2(nn.functional.gelu(self.ff1(x))))
-
-
-class Encoder(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.emb = nn.Embedding(VOCAB, HID)
-        self.pos = nn.Parameter(torch.randn(1, 512, HID) * 0.1)
-        self.layers = nn.ModuleList(Layer() for _ in range(LAYERS))
-
-    def forward(self, input_ids, attention_mask):
-        x = self.emb(input_ids) + self.pos[:, :input_ids.shape[1]]
-        mask_bias = (1.0 - attention_mask)[:, None, None, :] * -10000.0
-        for layer in self.layers:
-            x = layer(x, mask_bias)
-        return x
+VOCAB = 1000
+sys.path.insert(0, os.path.join(ROOT, "tests", "dims"))
+from test_dims import Encoder  # noqa: E402
 
 
 class Cnn(nn.Module):
@@ -93,8 +64,9 @@ OCR = os.path.join(BENCH, "node_modules", "@gutenye", "ocr-models", "assets",
 MODELS = {
     # name: (module or ONNX file, example inputs, input and output names,
     #        dynamic axes, --dim flags, sizes)
-    "encoder": (Encoder, lambda b, s: (np.random.default_rng(0).integers(0, VOCAB, (b, s)),
-                                       np.ones((b, s), np.float32)),
+    "encoder": (lambda: Encoder(hid=256, heads=4, ffn=1024, layers=4, vocab=VOCAB),
+                lambda b, s: (np.random.default_rng(0).integers(0, VOCAB, (b, s)),
+                              np.ones((b, s), np.float32)),
                 ["input_ids", "attention_mask", "hidden"],
                 {n: {0: "batch", 1: "seq"} for n in ("input_ids", "attention_mask", "hidden")},
                 ["--dim", "batch=1..8", "--dim", "seq=1..512"],

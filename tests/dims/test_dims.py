@@ -35,28 +35,31 @@ CNN_SIZES = [(1, 32), (3, 32), (16, 32), (2, 16), (5, 56)]  # (batch, side)
 
 
 class Layer(nn.Module):
-    def __init__(self):
+    def __init__(self, hid, heads, ffn):
         super().__init__()
-        self.q, self.k, self.v, self.o = (nn.Linear(HID, HID) for _ in range(4))
-        self.ln1, self.ln2 = nn.LayerNorm(HID), nn.LayerNorm(HID)
-        self.ff1, self.ff2 = nn.Linear(HID, 2 * HID), nn.Linear(2 * HID, HID)
+        self.hid, self.heads = hid, heads
+        self.q, self.k, self.v, self.o = (nn.Linear(hid, hid) for _ in range(4))
+        self.ln1, self.ln2 = nn.LayerNorm(hid), nn.LayerNorm(hid)
+        self.ff1, self.ff2 = nn.Linear(hid, ffn), nn.Linear(ffn, hid)
 
     def forward(self, x, mask_bias):
-        b, s = x.shape[0], x.shape[1]
-        d = HID // HEADS
-        q, k, v = (f(x).reshape(b, s, HEADS, d).transpose(1, 2) for f in (self.q, self.k, self.v))
+        b, s, d = x.shape[0], x.shape[1], self.hid // self.heads
+        q, k, v = (f(x).reshape(b, s, self.heads, d).transpose(1, 2)
+                   for f in (self.q, self.k, self.v))
         att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d) + mask_bias, dim=-1)
-        ctx = (att @ v).transpose(1, 2).reshape(b, s, HID)
+        ctx = (att @ v).transpose(1, 2).reshape(b, s, self.hid)
         x = self.ln1(x + self.o(ctx))
         return self.ln2(x + self.ff2(torch.nn.functional.gelu(self.ff1(x))))
 
 
 class Encoder(nn.Module):
-    def __init__(self):
+    """BERT-style (bench/dims_bench.py makes a larger one)."""
+
+    def __init__(self, hid=HID, heads=HEADS, ffn=2 * HID, layers=2, vocab=VOCAB):
         super().__init__()
-        self.emb = nn.Embedding(VOCAB, HID)
-        self.pos = nn.Parameter(torch.randn(1, 512, HID) * 0.1)
-        self.layers = nn.ModuleList(Layer() for _ in range(2))
+        self.emb = nn.Embedding(vocab, hid)
+        self.pos = nn.Parameter(torch.randn(1, 512, hid) * 0.1)
+        self.layers = nn.ModuleList(Layer(hid, heads, ffn) for _ in range(layers))
 
     def forward(self, input_ids, attention_mask):
         seq = input_ids.shape[1]
