@@ -163,7 +163,18 @@ Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, co
   // would group differently at each size.
   at.disabledPasses.push_back("fuse-matmuls");
   for (size_t j = 0; j < dims.size(); ++j) at.load.dims[dims[j].name] = sizes[j];
-  Sample s{sizes, compileGraph(at), {}, {}};
+  Sample s{sizes, {}, {}, {}};
+  try {
+    s.model = compileGraph(at);
+  } catch (const CompileError& e) {
+    if (!bounds) throw;
+    // The graph fixes a size --dim lets vary (a Reshape to a constant
+    // shape): the error names the node; say at which sizes.
+    throw CompileError(
+        fmt::format("{} (at {}, which --dim allows: the model does not take every "
+                    "size within its bounds)",
+                    e.what(), describe(dims, sizes)));
+  }
   for (int id : s.model.graph.liveNodes()) s.nodes[s.model.graph.node(id).name] = id;
   for (int v = 0; v < s.model.graph.numValues(); ++v) s.values[s.model.graph.value(v).name] = v;
   return s;
@@ -495,13 +506,8 @@ CompiledModel compileWithVariableDims(const CompileOptions& options) {
   grid.push_back(compileAt(options, options.dims, points.back(), nullptr));
   for (size_t p = 0; p + 1 < points.size(); ++p)
     grid.insert(grid.end() - 1, compileAt(options, options.dims, points[p], &grid.back()));
-  for (const Sizes& sizes : checkSizes) {
-    try {
-      checks.push_back(compileAt(options, options.dims, sizes, &grid.back()));
-    } catch (const CompileError&) {
-      // Sizes of 1 may not import as the others do (a check, not the fit).
-    }
-  }
+  for (const Sizes& sizes : checkSizes)
+    checks.push_back(compileAt(options, options.dims, sizes, &grid.back()));
   const size_t checked = checks.size();
   CompiledModel model = Fitter(options, std::move(grid), std::move(checks), gridSizes).run();
   progress(options, fmt::format("--dim: compiled at {} more sizes; {} kernels follow the "

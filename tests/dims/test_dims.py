@@ -13,7 +13,8 @@ instead of fixed sizes, runs correctly at every size in the range:
 and that bad sizes
 and bad --dim flags fail with exit code 1 and one stderr line naming the
 dimension (out of range, off the step, inputs that disagree, an unbound
-dimension at compile time, malformed or unknown --dim).
+dimension or one the graph fixes at compile time, malformed or unknown
+--dim).
 
 Usage: /usr/bin/python3 tests/dims/test_dims.py PATH_TO_CGC WORKDIR [--only-data]
   --only-data: write the models and test data into WORKDIR and stop.
@@ -140,6 +141,14 @@ def make_data(work):
             img = rng.standard_normal((b, 3, side, side), dtype=np.float32)
             write_set(os.path.join(work, f"cnn_{b}x{side}"), [img],
                       [cnn(torch.from_numpy(img)).numpy()])
+        # A graph that fixes seq (a Reshape to a constant shape).
+        shape = numpy_helper.from_array(np.array([1, 64, 4], np.int64), "shape")
+        graph = onnx.helper.make_graph(
+            [onnx.helper.make_node("Reshape", ["x", "shape"], ["y"], name="pin_seq")], "pinned",
+            [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, "seq", 4])],
+            [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 64, 4])], [shape])
+        onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]),
+                  os.path.join(work, "pinned.onnx"))
         # Inputs whose dimensions disagree: batch 2 vs 1, seq 64 vs 128.
         ids, _ = encoder_inputs(rng, 2, 64)
         _, mask = encoder_inputs(rng, 1, 128)
@@ -216,6 +225,9 @@ def main():
     run("error inputs disagree",
         ["run", enc, "--quiet"] + full + ["--inputs", os.path.join(work, "encoder_mismatch")],
         1, any_of=("batch", "seq"))
+    run("error a graph that fixes a variable dimension",
+        ["compile", os.path.join(work, "pinned.onnx"), "--quiet", "--dim", "seq=1..64", "-o",
+         os.path.join(work, "compile_out")], 1, must=("pin_seq", "seq=", "--dim"))
     run("error batch unbound at compile time",
         ["compile", enc, "--quiet", "--dim", "seq=1..512", "-o", os.path.join(work, "compile_out")],
         1, must=("batch", "--dim"))
