@@ -280,6 +280,8 @@ class ModelRuntime {
   /// Per input: why its last set_input_shape failed ("" when it did not);
   /// run() fails while one has.
   std::vector<std::string> inputErrors_;
+  /// One run on the executors: the first failure a node reported, or ok.
+  Status runOnPool(void (*body)(void* context, int executor, const rt::Team& team), void* model);
   int64_t* dimValues() const;
   std::string whyNotDim(int index, int64_t value) const;
   Status checkDims() const;

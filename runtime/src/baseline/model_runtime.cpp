@@ -203,6 +203,23 @@ void ModelRuntime::fail(int node, rt::Status status) noexcept {
 
 const std::string& ModelRuntime::placement() const { return pool_->describe_placement(); }
 
+Status ModelRuntime::runOnPool(ExecutorPool::Body body, void* model) {
+  failure_.store(-1, std::memory_order_relaxed);
+  pool_->run(body, model);
+  if (profiler_) profiler_->end_run();
+  const int64_t failure = failure_.load(std::memory_order_acquire);
+  if (failure < 0) return {};
+  const int node = static_cast<int>(static_cast<uint32_t>(failure >> 8));
+  const auto status = static_cast<rt::Status>(failure & 0xff);
+  const ModelInfo& info = *spec_.info;
+  const bool known = node >= 0 && node < info.num_nodes && info.node_names && info.node_ops;
+  return Status(
+      static_cast<cgc_status>(status),
+      (known ? std::string("node '") + info.node_names[node] + "' (" + info.node_ops[node] + ")"
+             : "node #" + std::to_string(node)) +
+          ": " + rt::statusMessage(status));
+}
+
 Status ModelRuntime::run(ExecutorPool::Body body, void* model) {
   if (running_.exchange(true, std::memory_order_acquire)) {
     try {
@@ -213,28 +230,12 @@ Status ModelRuntime::run(ExecutorPool::Body body, void* model) {
       return Status(CGC_ERROR_BUSY, {});
     }
   }
-  Status result = checkDims();
-  std::fill(dimSetBy_.begin(), dimSetBy_.end(), -1);
-  if (!result.ok()) {
-    running_.store(false, std::memory_order_release);
-    return result;
-  }
+  Status result;
   try {
-    failure_.store(-1, std::memory_order_relaxed);
-    pool_->run(body, model);
-    if (profiler_) profiler_->end_run();
-    const int64_t failure = failure_.load(std::memory_order_acquire);
-    if (failure >= 0) {
-      const int node = static_cast<int>(static_cast<uint32_t>(failure >> 8));
-      const auto status = static_cast<rt::Status>(failure & 0xff);
-      const ModelInfo& info = *spec_.info;
-      const bool known = node >= 0 && node < info.num_nodes && info.node_names && info.node_ops;
-      result = Status(
-          static_cast<cgc_status>(status),
-          (known ? std::string("node '") + info.node_names[node] + "' (" + info.node_ops[node] + ")"
-                 : "node #" + std::to_string(node)) +
-              ": " + rt::statusMessage(status));
-    }
+    // Variable dimensions: each set since the last run is set anew.
+    result = checkDims();
+    std::fill(dimSetBy_.begin(), dimSetBy_.end(), -1);
+    if (result.ok()) result = runOnPool(body, model);
   } catch (const std::exception& e) {
     result = internalError(modelName(spec_), e.what());
   } catch (...) {
