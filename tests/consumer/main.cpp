@@ -6,6 +6,7 @@
 // TinyCnnObserved (OBSERVE) records its tensors' statistics through the
 // profiler hook into RAW_DIR/tiny_cnn.traffic.calib.json.
 // Usage: consumer RAW_DIR   (RAW_DIR/<model>/input_N.raw, output_N.raw)
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "mlp.h"
+#include "ramp.h"
 #include "tiny_cnn.h"
 #include "tiny_cnn_fleet.h"
 #include "tiny_cnn_int8.h"
@@ -59,6 +61,26 @@ bool check(Model& model, const std::string& dir, double atol = 1e-4, double rtol
 
 }  // namespace
 
+/// Ramp (DIMS batch=1..4 seq=2..64:2): relu(x) + 1 at two sizes, and a
+/// size beyond the bounds refused, naming the dimension.
+bool checkRamp() {
+  cgc_models::Ramp ramp;
+  bool ok = true;
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 10}, {1, 64}}) {
+    ok = ramp.set_input_shape(0, shape.data(), 2).ok() && ok;
+    const int64_t count = shape[0] * shape[1];
+    for (int64_t i = 0; i < count; ++i) ramp.x_data()[i] = static_cast<float>(i % 7) - 3.0f;
+    ok = ramp.run().ok() && ramp.output_shape(0) == shape && ok;
+    for (int64_t i = 0; i < count; ++i)
+      ok = ramp.y_data()[i] == std::max(static_cast<float>(i % 7) - 3.0f, 0.0f) + 1.0f && ok;
+  }
+  const int64_t beyond[] = {5, 10};
+  const cgc::Status refused = ramp.set_input_shape(0, beyond, 2);
+  ok = !refused.ok() && refused.message().find("'batch'") != std::string::npos && ok;
+  std::printf("Ramp: %s\n", ok ? "right at 3x10 and 1x64, 5x10 refused" : "WRONG");
+  return ok;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: consumer RAW_DIR\n");
@@ -91,6 +113,7 @@ int main(int argc, char** argv) {
     std::printf("TinyCnnFleet: %s (code %d)\n", e.what(), e.code());
     return 1;
   }
+  ok = checkRamp() && ok;
   std::printf(ok ? "consumer: every model matches PyTorch\n" : "consumer: MISMATCH\n");
   return ok ? 0 : 1;
 }

@@ -23,9 +23,20 @@ for model in ("tiny_cnn", "mlp"):
         tensor.ParseFromString(open(os.path.join(src, name), "rb").read())
         array = np.ascontiguousarray(numpy_helper.to_array(tensor))
         array.tofile(os.path.join(out, model, name.replace(".pb", ".raw")))
+# relu(x) + 1 on x[batch, seq]: cgc_add_graph(... DIMS ...).
+from onnx import helper
+one = numpy_helper.from_array(np.ones((1,), np.float32), "one")
+graph = helper.make_graph(
+    [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "one"], ["y"])],
+    "ramp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq"])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq"])], [one])
+with open(os.path.join(out, "ramp.onnx"), "wb") as f:
+    f.write(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+            .SerializeToString())
 PY
 cmake -S "$here" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
-      -DSAMPLES_DIR="$samples" -DCMAKE_BUILD_TYPE=Release >/dev/null
+      -DSAMPLES_DIR="$samples" -DDIMS_MODEL="$work/raw/ramp.onnx" \
+      -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/build" -j2
 "$work/build/consumer" "$work/raw"
 # The statistics the observed build recorded through its profiler quantise
