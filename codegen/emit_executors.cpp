@@ -55,9 +55,9 @@ std::vector<std::pair<std::string, std::string>> dimAssignments(const ModelLayou
                                                                 const GraphLayout& graph, int id) {
   const VariableDims* dims = layout.model.dims.get();
   if (!graph.isTop() || !dims || !dims->params.count(id)) return {};
+  const std::vector<std::string> names = dims->cppNames();
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& [place, poly] : dims->params.at(id))
-    out.emplace_back(place, poly.cpp(dims->cppNames()));
+  for (const auto& [place, poly] : dims->params.at(id)) out.emplace_back(place, poly.cpp(names));
   return out;
 }
 

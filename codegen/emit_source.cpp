@@ -61,12 +61,7 @@ const cgc::ModelInfo& {{CLASS}}::info() { return kInfo; }
 cgc::Status {{CLASS}}::run() { return runtime_.run(&{{CLASS}}::run_executor, this); }
 
 std::vector<int64_t> {{CLASS}}::input_shape(int index) const {
-  if (index < 0 || index >= kInfo.num_inputs) return {};
-  const cgc_tensor_info& tensor = kInfo.inputs[index];
-  std::vector<int64_t> shape(tensor.shape, tensor.shape + tensor.rank);
-  for (int d = 0; d < tensor.rank; ++d)
-    if (tensor.dims && tensor.dims[d] >= 0) shape[d] = runtime_.dim(tensor.dims[d]);
-  return shape;
+  return runtime_.input_shape(index);
 }
 
 cgc::Status {{CLASS}}::set_input_shape(int index, const int64_t* dims, int rank) {
@@ -109,14 +104,12 @@ cgc_status checkCopy(const {{PREFIX}}* model, bool input, int index, const void*
     return report(model, CGC_ERROR_INVALID_ARGUMENT,
                   "tensor index " + std::to_string(index) + " is out of range");
   const cgc_tensor_info& tensor = (input ? info.inputs : info.outputs)[index];
-  int64_t holds = tensor.bytes;
-  if (info.num_dims > 0) {
-    const std::vector<int64_t> shape =
-        input ? model->model_.input_shape(index) : model->model_.output_shape(index);
-    int64_t bound = 1, actual = 1;
-    for (int d = 0; d < tensor.rank; ++d) bound *= tensor.shape[d], actual *= shape[d];
-    holds = bound == 0 ? 0 : tensor.bytes / bound * actual;
-  }
+  const int64_t holds =
+      info.num_dims == 0
+          ? tensor.bytes
+          : cgc::tensor_bytes(tensor, (input ? model->model_.input_shape(index)
+                                             : model->model_.output_shape(index))
+                                          .data());
   if (!data || bytes != holds)
     return report(model, CGC_ERROR_INVALID_ARGUMENT,
                   std::string("tensor '") + tensor.name + "' holds " + std::to_string(holds) +
@@ -244,8 +237,8 @@ void emitShapes(CodeWriter& w, const ir::Graph& graph, const char* table,
   }
 }
 
-/// --dim: kDims, and k<table>Dims<i>: which variable dimension each axis of
-/// values[i] is (-1: fixed), for the tensors with one.
+/// --dim: k<table>Dims<i>, which variable dimension each axis of values[i]
+/// is (-1: fixed), for the tensors with one; whether each has one.
 std::vector<bool> emitAxisDims(CodeWriter& w, const char* table,
                                const std::vector<std::vector<ir::DimPoly>>* shapes) {
   std::vector<bool> any;
@@ -260,10 +253,9 @@ std::vector<bool> emitAxisDims(CodeWriter& w, const char* table,
   return any;
 }
 
-void emitTensorInfos(CodeWriter& w, const ModelLayout& layout, const char* table,
+void emitTensorInfos(CodeWriter& w, const ir::Graph& graph, const char* table,
                      const std::vector<int>& values, const std::vector<std::string>& names,
                      const std::vector<std::vector<ir::DimPoly>>* shapes) {
-  const ir::Graph& graph = layout.model.graph;
   emitShapes(w, graph, table, values);
   const std::vector<bool> axisDims = emitAxisDims(w, table, shapes);
   if (values.empty()) {
@@ -314,9 +306,9 @@ void emitInfo(CodeWriter& w, const ModelLayout& layout) {
   std::vector<std::string> inputNames;
   for (int in : graph.inputs) inputNames.push_back(graph.value(in).name);
   const VariableDims* dims = layout.model.dims.get();
-  emitTensorInfos(w, layout, "kInputs", graph.inputs, inputNames,
+  emitTensorInfos(w, graph, "kInputs", graph.inputs, inputNames,
                   dims ? &dims->inputShapes : nullptr);
-  emitTensorInfos(w, layout, "kOutputs", graph.outputs, graph.outputNames,
+  emitTensorInfos(w, graph, "kOutputs", graph.outputs, graph.outputNames,
                   dims ? &dims->outputShapes : nullptr);
   if (dims) emitDims(w, *dims);
   emitNodeTables(w, layout);

@@ -97,9 +97,7 @@ class LoadedModel {
   /// A tensor's bytes at `shape`: dense (a model with variable dimensions),
   /// else the buffer at its bound.
   int64_t bytesOf(const cgc_tensor_info& t, const std::vector<int64_t>& shape) const {
-    int64_t bound = 1, actual = 1;
-    for (int d = 0; d < t.rank; ++d) bound *= t.shape[d], actual *= shape[static_cast<size_t>(d)];
-    return info_->num_dims == 0 || bound == 0 ? t.bytes : t.bytes / bound * actual;
+    return info_->num_dims == 0 ? t.bytes : tensor_bytes(t, shape.data());
   }
 
   void* handle_ = nullptr;

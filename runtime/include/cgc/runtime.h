@@ -212,6 +212,14 @@ const char* runtime_isa_tier();
 /// another processor family.
 int cpu_has_tier(const char* name);
 
+/// The bytes tensor `t` holds at `shape` (rank entries), densely: what a
+/// model compiled with variable dimensions stores at its current sizes.
+inline int64_t tensor_bytes(const TensorInfo& t, const int64_t* shape) {
+  int64_t bound = 1, actual = 1;
+  for (int d = 0; d < t.rank; ++d) bound *= t.shape[d], actual *= shape[d];
+  return bound == 0 ? 0 : t.bytes / bound * actual;
+}
+
 /// The state of one model instance. Construction checks the runtime ABI and
 /// the CPU's features, then takes the arena and the weights; it throws Error
 /// on any failure (the instance is then not created).
@@ -254,8 +262,8 @@ class ModelRuntime {
   Status set_input_shape(int index, const int64_t* dims, int rank);
   Status set_dim(const char* name, int64_t value);
   int64_t dim(int index) const;
-  /// Bytes input `index` holds at the current dimensions.
-  int64_t input_bytes(int index) const;
+  /// Input `index`'s shape at the current dimensions; empty if out of range.
+  std::vector<int64_t> input_shape(int index) const;
   /// Records a node's failure (first one wins; any thread, lock-free).
   void fail(int node, rt::Status status) noexcept;
 

@@ -2,6 +2,7 @@
 // their values live in the instance's arena, where the generated code reads
 // them to size each kernel call; every value is checked before a run uses it.
 #include <string>
+#include <vector>
 
 #include "cgc/runtime.h"
 
@@ -95,15 +96,13 @@ Status ModelRuntime::set_input_shape(int index, const int64_t* dims, int rank) {
   return {};
 }
 
-int64_t ModelRuntime::input_bytes(int index) const {
-  if (index < 0 || index >= info().num_inputs) return -1;
+std::vector<int64_t> ModelRuntime::input_shape(int index) const {
+  if (index < 0 || index >= info().num_inputs) return {};
   const cgc_tensor_info& t = info().inputs[index];
-  int64_t bound = 1, actual = 1;
-  for (int a = 0; a < t.rank; ++a) {
-    bound *= t.shape[a];
-    actual *= t.dims && t.dims[a] >= 0 ? dimValues()[t.dims[a]] : t.shape[a];
-  }
-  return bound == 0 ? 0 : t.bytes / bound * actual;
+  std::vector<int64_t> shape(t.shape, t.shape + t.rank);
+  for (int a = 0; t.dims && a < t.rank; ++a)
+    if (t.dims[a] >= 0) shape[a] = dimValues()[t.dims[a]];
+  return shape;
 }
 
 }  // namespace cgc
