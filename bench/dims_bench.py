@@ -1,11 +1,13 @@
 """Latency per size of a model compiled once with variable dimensions
 (cgc compile --dim), side by side in one run with (a) the same model
-compiled statically for that size, (b) ONNX Runtime on the dynamic model
-and (c) padding to the bounds (the --dim build run at its largest sizes,
-what a static build for the bounds costs at any size). Rounds alternate
-ONNX Runtime, cgc --dim, cgc static and the padded run; each is the median
-of --runs inferences after warm-up, and the table gives the medians of the
-rounds and, for the ratios, their range over the rounds.
+compiled statically for that size, (b) ONNX Runtime on the dynamic model,
+(c) at the sizes SPECIALIZED lists, the --dim build with --specialize for
+them, and (d) padding to the bounds (the --dim build run at its largest
+sizes, what a static build for the bounds costs at any size). Rounds
+alternate ONNX Runtime, cgc --dim, cgc static, the padded run and
+--specialize; each is the median of --runs inferences after warm-up, and
+the table gives the medians of the rounds and, for the ratios, their range
+over the rounds.
 
 The models: a BERT-style encoder made here with PyTorch (seeded; hidden
 256, 4 heads, 4 layers, FFN 1024; dynamic batch and seq; the position
@@ -18,7 +20,9 @@ absolute difference is in the table).
 
 Usage: /usr/bin/python3 bench/dims_bench.py [--cgc CGC] [--rounds 5]
            [--runs 20] [--only encoder,cnn,resnet18,ocr] [--threads N]
-Writes bench/results/dims.{md,json}.
+           [--specialized-only]
+Writes bench/results/dims.{md,json} (dims_specialized.* with
+--specialized-only).
 """
 
 import argparse
@@ -86,6 +90,15 @@ MODELS = {
                 np.float32),), ["x", "softmax_11.tmp_0"], None,
             ["--dim", "p2o.DynamicDimension.0=1..1", "--dim", "p2o.DynamicDimension.1=80..960:8"],
             [(80,), (320,), (960,)]),
+}
+
+# --specialize flags per model, and the sizes they give static code for
+# (timed as a further column at those sizes).
+SPECIALIZED = {
+    "encoder": (["--specialize", "seq=128"], [(1, 128)]),
+    "cnn": (["--specialize", "batch=1"], [(1,)]),
+    "resnet18": (["--specialize", "batch=1", "--specialize", "side=224"], [(1, 224)]),
+    "ocr": (["--specialize", "p2o.DynamicDimension.1=320"], [(320,)]),
 }
 
 
@@ -170,40 +183,55 @@ def main():
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--only", default="encoder,cnn,resnet18,ocr")
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
+    parser.add_argument("--specialized-only", action="store_true",
+                        help="only the sizes SPECIALIZED lists")
     args = parser.parse_args()
     threads = args.threads or len(os.sched_getaffinity(0))
     os.makedirs(WORK, exist_ok=True)
     rows = []
     lines = ["| model | size | ONNX Runtime ms | cgc static ms | cgc --dim ms | --dim / static "
-             "| padded to the bounds ms | ONNX Runtime / --dim | max abs diff vs ORT |",
-             "|---|---|---:|---:|---:|---|---:|---|---:|"]
+             "| --specialize / static | padded to the bounds ms | ONNX Runtime / --dim "
+             "| max abs diff vs ORT |",
+             "|---|---|---:|---:|---:|---|---|---:|---|---:|"]
     for name in args.only.split(","):
         model = export(name)
         flags, sizes = MODELS[name][4], MODELS[name][5]
         bound = write_inputs(name, sizes[-1])
         for size in sizes:
+            if args.specialized_only and size not in SPECIALIZED[name][1]:
+                continue
             data = write_inputs(name, size)
             diff = largest_difference(args.cgc, model, data, flags, threads)
-            t = {"ort": [], "static": [], "dim": [], "padded": []}
+            special = SPECIALIZED[name][0] if size in SPECIALIZED[name][1] else None
+            if special:
+                diff = max(diff, largest_difference(args.cgc, model, data, flags + special,
+                                                    threads))
+            t = {"ort": [], "static": [], "dim": [], "padded": [], "special": []}
             for _ in range(args.rounds):
                 t["ort"].append(ort_ms(model, data, args.runs, threads))
                 t["dim"].append(cgc_ms(args.cgc, model, data, flags, args.runs, threads))
                 t["static"].append(cgc_ms(args.cgc, model, data, [], args.runs, threads))
                 t["padded"].append(cgc_ms(args.cgc, model, bound, flags, args.runs, threads))
-            med = {k: statistics.median(v) for k, v in t.items()}
+                if special:
+                    t["special"].append(cgc_ms(args.cgc, model, data, flags + special, args.runs,
+                                               threads))
+            med = {k: statistics.median(v) for k, v in t.items() if v}
             over_static = [d / s for d, s in zip(t["dim"], t["static"])]
+            special_over_static = [d / s for d, s in zip(t["special"], t["static"])]
             vs_ort = [o / d for o, d in zip(t["ort"], t["dim"])]
             label = "x".join(map(str, size))
             rows.append({"model": name, "size": label, **{k + "_ms": v for k, v in med.items()},
                          "dim_over_static": over_static, "ort_over_dim": vs_ort,
-                         "max_abs_diff": diff})
+                         "specialized_over_static": special_over_static, "max_abs_diff": diff})
             lines.append(f"| {name} | {label} | {med['ort']:.3f} | {med['static']:.3f} | "
-                         f"{med['dim']:.3f} | {spread(over_static)} | {med['padded']:.3f} | "
-                         f"{spread(vs_ort)} | {diff:.2g} |")
+                         f"{med['dim']:.3f} | {spread(over_static)} | "
+                         f"{spread(special_over_static) if special else '-'} | "
+                         f"{med['padded']:.3f} | {spread(vs_ort)} | {diff:.2g} |")
             print(lines[-1], flush=True)
-    with open(os.path.join(BENCH, "results", "dims.md"), "w") as f:
+    out = os.path.join(BENCH, "results", "dims_specialized" if args.specialized_only else "dims")
+    with open(out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
-    with open(os.path.join(BENCH, "results", "dims.json"), "w") as f:
+    with open(out + ".json", "w") as f:
         json.dump({"threads": threads, "rounds": args.rounds, "runs": args.runs, "rows": rows}, f,
                   indent=1)
 

@@ -1,6 +1,7 @@
 # cgc_add_graph(<target> MODEL <file.onnx> [NAME <Class>] [NAMESPACE <ns>]
 #               [SHAPES <input=1x3x224x224>...] [CONSTANTS <input=file.pb>...]
 #               [BOUNDS <node=N>...] [DIMS <name=MIN..MAX[:MULTIPLE]>...]
+#               [SPECIALIZE <name=SIZE[,SIZE...]>...]
 #               [DISABLE_PASS <pass>...] [WEIGHTS embed|file]
 #               [EXECUTORS <E>] [THREADS <T>] [PROFILE <file.profile.json>]
 #               [TARGET <native|x86-64-v3|...>...] [VERIFY] [OBSERVE]
@@ -14,8 +15,8 @@
 # library <target> that carries the generated header's include path and the
 # runtime. Every keyword is a `cgc compile` option (cgc compile --help):
 # SHAPES --shape, CONSTANTS --constant (a relative file is relative to the
-# calling CMakeLists.txt), BOUNDS --bound, DIMS --dim (README "Variable
-# dimensions"), DISABLE_PASS --disable-pass,
+# calling CMakeLists.txt), BOUNDS --bound, DIMS --dim and SPECIALIZE --specialize
+# (README "Variable dimensions"), DISABLE_PASS --disable-pass,
 # VERIFY --verify, OBSERVE --observe (a cgc::Profiler with
 # record_statistics() attached then records the float tensors' statistics
 # for a later QUANTIZE: README "Quantisation"), PRINT_IR_AFTER
@@ -70,8 +71,8 @@ include("${CMAKE_CURRENT_LIST_DIR}/targets.cmake")
 set(_CGC_GRAPH_FLAGS VERIFY OBSERVE)
 set(_CGC_GRAPH_ONE_VALUE MODEL NAME NAMESPACE WEIGHTS EXECUTORS THREADS PROFILE QUANTIZE
                          CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR)
-set(_CGC_GRAPH_MULTI_VALUE SHAPES CONSTANTS BOUNDS DIMS DISABLE_PASS TARGET PRINT_IR_AFTER
-                           KEEP_FLOAT CHECK_INPUTS)
+set(_CGC_GRAPH_MULTI_VALUE SHAPES CONSTANTS BOUNDS DIMS SPECIALIZE DISABLE_PASS TARGET
+                           PRINT_IR_AFTER KEEP_FLOAT CHECK_INPUTS)
 
 # A fatal error unless every argument of cgc_add_graph(<target> ...) belongs
 # to a keyword it knows. A multi-value keyword swallows what follows it, so
@@ -197,6 +198,9 @@ function(cgc_add_graph target)
   endforeach()
   foreach(dim IN LISTS ARG_DIMS)
     list(APPEND model_args --dim "${dim}")
+  endforeach()
+  foreach(sizes IN LISTS ARG_SPECIALIZE)
+    list(APPEND model_args --specialize "${sizes}")
   endforeach()
   foreach(pass IN LISTS ARG_DISABLE_PASS)
     list(APPEND model_args --disable-pass "${pass}")

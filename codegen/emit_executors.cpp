@@ -31,14 +31,20 @@ size_t partsOf(const GraphLayout& graph, int executor) {
   return std::max<size_t>(1, (n + kNodesPerFunction - 1) / kNodesPerFunction);
 }
 
-/// executor0 (top level) or loop_body (a subgraph); parts get _part<k>.
-std::string baseName(const GraphLayout& graph, int executor) {
-  return graph.isTop() ? fmt::format("executor{}", executor) : graph.function;
+}  // namespace
+
+std::string executorFunction(const GraphLayout& graph, int executor) {
+  if (graph.isTop()) return fmt::format("executor{}", executor);
+  if (graph.isSpecialization()) return fmt::format("{}_executor{}", graph.function, executor);
+  return graph.function;
 }
 
+namespace {
+
 std::string functionName(const GraphLayout& graph, int executor, size_t part) {
-  return partsOf(graph, executor) == 1 ? baseName(graph, executor)
-                                       : fmt::format("{}_part{}", baseName(graph, executor), part);
+  return partsOf(graph, executor) == 1
+             ? executorFunction(graph, executor)
+             : fmt::format("{}_part{}", executorFunction(graph, executor), part);
 }
 
 std::string describeValues(const ir::Graph& graph, const std::vector<int>& ids) {
@@ -53,9 +59,9 @@ std::string describeValues(const ir::Graph& graph, const std::vector<int>& ids) 
 /// each with its C++ value.
 std::vector<std::pair<std::string, std::string>> dimAssignments(const ModelLayout& layout,
                                                                 const GraphLayout& graph, int id) {
-  const VariableDims* dims = layout.model.dims.get();
-  if (!graph.isTop() || !dims || !dims->params.count(id)) return {};
-  const std::vector<std::string> names = dims->cppNames();
+  const VariableDims* dims = graph.model->dims.get();
+  if (!dims || !dims->params.count(id)) return {};
+  const std::vector<std::string> names = layout.dimNames(graph);
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [place, poly] : dims->params.at(id)) out.emplace_back(place, poly.cpp(names));
   return out;
@@ -201,20 +207,76 @@ void emitNode(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   w.close();
 }
 
-/// --dim: the values of the variable dimensions that `nodes`' parameters use.
+/// --specialize: the copies of graph outputs `node` completes (-1: those
+/// no node writes) from the specialisation's buffers to the general
+/// code's, which the accessors read. A size varies with the dimensions
+/// the specialisation leaves variable.
+std::vector<std::string> outputCopies(const ModelLayout& layout, const GraphLayout& graph,
+                                      int node) {
+  const auto it = graph.outputCopies.find(node);
+  if (it == graph.outputCopies.end()) return {};
+  const ir::Graph& g = graph.graph();
+  const VariableDims* dims = graph.model->dims.get();
+  std::vector<std::string> copies;
+  for (int i : it->second) {
+    const int out = g.outputs[static_cast<size_t>(i)];
+    const int general = layout.model.graph.outputs[static_cast<size_t>(i)];
+    CGC_ASSERT(!graph.valueNames[out].empty() && !layout.top().valueNames[general].empty(),
+               "output '{}' has no storage to copy", g.value(out).name);
+    std::string bytes = std::to_string(g.value(out).type.bytes());
+    if (dims) {  // "dim_batch * 16384"
+      const std::vector<std::string> names = layout.dimNames(graph);
+      std::vector<std::string> factors;
+      int64_t constant = dtypeSize(g.value(out).type.dtype);
+      for (const ir::DimPoly& axis : dims->outputShapes[static_cast<size_t>(i)]) {
+        if (axis.isConstant())
+          constant *= std::stoll(axis.cpp(names));
+        else
+          factors.push_back(axis.singleDim() ? axis.cpp(names)
+                                             : fmt::format("({})", axis.cpp(names)));
+      }
+      factors.push_back(std::to_string(constant));
+      bytes = fmt::format("{}", fmt::join(factors, " * "));
+    }
+    copies.push_back(fmt::format("std::memcpy({}, {}, {});", layout.pointer(layout.top(), general),
+                                 layout.pointer(graph, out), bytes));
+  }
+  return copies;
+}
+
+void emitOutputCopies(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
+                      int node) {
+  const auto copies = outputCopies(layout, graph, node);
+  if (copies.empty()) return;
+  const bool alone = layout.fixedTeam() && layout.teamSize() == 1;
+  if (!alone) w.open("if (team.thread() == 0) {{");
+  for (const std::string& copy : copies) w.line("{}", copy);
+  if (!alone) w.close();
+}
+
+/// --dim: the values of the variable dimensions that `nodes`' parameters
+/// and output copies use.
 void emitDimValues(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
                    const std::vector<int>& nodes) {
-  const VariableDims* dims = layout.model.dims.get();
-  if (!graph.isTop() || !dims) return;
-  const std::vector<std::string> names = dims->cppNames();
+  const VariableDims* dims = graph.model->dims.get();
+  if (!dims) return;
+  const std::vector<std::string> names = layout.dimNames(graph);
+  const std::vector<int> indices = layout.dimIndices(graph);
   for (size_t j = 0; j < dims->dims.size(); ++j) {
+    const auto uses = [&](const ir::DimPoly& poly) { return poly.uses(static_cast<int>(j)); };
     const bool used = std::any_of(nodes.begin(), nodes.end(), [&](int id) {
-      const auto it = dims->params.find(id);
-      return it != dims->params.end() &&
-             std::any_of(it->second.begin(), it->second.end(),
-                         [&](const auto& leaf) { return leaf.second.uses(static_cast<int>(j)); });
+      const auto params = dims->params.find(id);
+      const auto copies = graph.outputCopies.find(id);
+      return (params != dims->params.end() &&
+              std::any_of(params->second.begin(), params->second.end(),
+                          [&](const auto& leaf) { return uses(leaf.second); })) ||
+             (copies != graph.outputCopies.end() &&
+              std::any_of(copies->second.begin(), copies->second.end(), [&](int i) {
+                const auto& shape = dims->outputShapes[static_cast<size_t>(i)];
+                return std::any_of(shape.begin(), shape.end(), uses);
+              }));
     });
-    if (used) w.line("const int64_t {} = runtime_.dim({});", names[j], j);
+    if (used) w.line("const int64_t {} = runtime_.dim({});", names[j], indices[j]);
   }
 }
 
@@ -227,6 +289,16 @@ void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
                                       std::min(ops.size(), (part + 1) * kNodesPerFunction));
   const bool teamOfOne = layout.fixedTeam() && layout.model.schedule.threadsPerExecutor == 1;
   bool anyKernel = false, readsArena = false, readsWeights = false, usesTeam = false;
+  std::vector<int> nodes(first, last);
+  if (executor == 0 && part == 0 && graph.outputCopies.count(-1)) nodes.insert(nodes.begin(), -1);
+  for (int id : nodes) {
+    const auto copies = graph.outputCopies.find(id);
+    if (copies == graph.outputCopies.end()) continue;
+    readsArena = true, usesTeam |= !teamOfOne;
+    for (int i : copies->second)
+      readsWeights |=
+          graph.graph().value(graph.graph().outputs[static_cast<size_t>(i)]).isConstant();
+  }
   for (auto it = first; it != last; ++it) {
     const KernelCall& call = graph.call(*it);
     usesTeam |= !teamOfOne && graph.signals.count(*it);
@@ -251,8 +323,11 @@ void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
     w.line(
         "cgc::Profiler* const profiler = {};",
         teamOfOne ? "runtime_.profiler()" : "team.thread() == 0 ? runtime_.profiler() : nullptr");
-  emitDimValues(w, layout, graph, std::vector<int>(first, last));
-  for (auto it = first; it != last; ++it) emitNode(w, layout, graph, *it, executor, waits);
+  emitDimValues(w, layout, graph, nodes);
+  for (int id : nodes) {
+    if (id >= 0) emitNode(w, layout, graph, id, executor, waits);
+    emitOutputCopies(w, layout, graph, id);
+  }
   w.close();
 }
 
@@ -269,7 +344,7 @@ std::vector<std::string> executorFunctionNames(const ModelLayout& layout) {
   std::vector<std::string> names;
   for (const GraphLayout& graph : layout.graphs)
     for (int e = 0; e < graph.model->schedule.executors; ++e) {
-      if (partsOf(graph, e) > 1) names.push_back(baseName(graph, e));
+      if (partsOf(graph, e) > 1) names.push_back(executorFunction(graph, e));
       for (size_t part = 0; part < partsOf(graph, e); ++part)
         names.push_back(functionName(graph, e, part));
     }
@@ -282,7 +357,8 @@ void emitExecutors(CodeWriter& w, const ModelLayout& layout) {
       w.blank();
       const size_t parts = partsOf(graph, e);
       if (parts > 1) {
-        w.open("void {}::{}(const cgc::rt::Team& team) {{", layout.className, baseName(graph, e));
+        w.open("void {}::{}(const cgc::rt::Team& team) {{", layout.className,
+               executorFunction(graph, e));
         for (size_t part = 0; part < parts; ++part)
           w.line("{}(team);", functionName(graph, e, part));
         w.close();

@@ -45,6 +45,10 @@ void clearDynamicTails(CodeWriter& w, const ModelLayout& layout, const GraphLayo
 /// executor0_part1, ... where one executor's list is long.
 std::vector<std::string> executorFunctionNames(const ModelLayout& layout);
 
+/// The function of executor `executor` of `graph`: executor0 (the top
+/// level), spec_seq128_executor0 (a specialisation), loop_body (a subgraph).
+std::string executorFunction(const GraphLayout& graph, int executor);
+
 /// The ONNX file's name without its directories (generated code never
 /// holds a path of the machine that compiled it).
 std::string sourceName(const ModelLayout& layout);

@@ -291,8 +291,11 @@ void emitNodeTables(CodeWriter& w, const ModelLayout& layout) {
     return;
   }
   w.open("constexpr const char* kNodeNames[] = {{");
+  // A specialisation's nodes are named with its sizes: "conv1@seq=128".
   for (const GraphLayout& g : layout.graphs)
-    for (int id : g.order) w.line("\"{}\",", escape(g.graph().node(id).name));
+    for (int id : g.order)
+      w.line("\"{}{}{}\",", escape(g.graph().node(id).name), g.sizes.empty() ? "" : "@",
+             escape(g.sizes));
   w.close(";");
   w.open("constexpr const char* kNodeOps[] = {{");
   for (const GraphLayout& g : layout.graphs)
@@ -361,7 +364,9 @@ void emitSpec(CodeWriter& w, const ModelLayout& layout) {
   w.open("constexpr cgc::ModelSpec kSpec = {{");
   w.line(".info = &kInfo,");
   w.line(".abi_version = CGC_RUNTIME_ABI_VERSION,");
-  w.line(".signals = {},", layout.top().signals.size());
+  size_t signals = 0;  // a run takes one path: they share them
+  for (const GraphLayout& g : layout.graphs) signals = std::max(signals, g.signals.size());
+  w.line(".signals = {},", signals);
   w.line(".weight_bytes = {},", layout.weights.size());
   w.line(".embedded_weights = {},", embedded ? layout.prefix + "_weights" : "nullptr");
   w.line(".weights_file_name = \"{}.weights.bin\",", layout.prefix);
@@ -448,6 +453,44 @@ std::vector<int> observedInputs(const ModelLayout& layout) {
   return inputs;
 }
 
+/// `graph`'s function of executor `executor` (`model->executor0(team);`),
+/// or a switch over the executors.
+void emitExecutorCalls(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph) {
+  const int executors = layout.model.schedule.executors;
+  if (executors == 1) {
+    w.line("model->{}(team);", executorFunction(graph, 0));
+    return;
+  }
+  w.open("switch (executor) {{");
+  for (int e = 0; e < executors; ++e)
+    w.line("case {}: model->{}(team); break;", e, executorFunction(graph, e));
+  w.close();
+}
+
+/// --specialize: a specialisation's executors where the dimensions have its
+/// sizes (checked by run() before any executor starts).
+void emitSpecializationGuards(CodeWriter& w, const ModelLayout& layout) {
+  if (layout.model.specializations.empty()) return;
+  const std::vector<std::string> names = layout.model.dims->cppNames();
+  std::vector<bool> tested(names.size(), false);
+  for (const GraphLayout& g : layout.graphs)
+    for (size_t j = 0; j < g.model->specializedAt.size(); ++j)
+      tested[j] = tested[j] || g.model->specializedAt[j] >= 0;
+  for (size_t j = 0; j < names.size(); ++j)
+    if (tested[j]) w.line("const int64_t {} = model->runtime_.dim({});", names[j], j);
+  for (const GraphLayout& g : layout.graphs) {
+    if (!g.isSpecialization()) continue;
+    std::vector<std::string> tests;
+    for (size_t j = 0; j < g.model->specializedAt.size(); ++j)
+      if (g.model->specializedAt[j] >= 0)
+        tests.push_back(fmt::format("{} == {}", names[j], g.model->specializedAt[j]));
+    w.open("if ({}) {{", fmt::join(tests, " && "));
+    emitExecutorCalls(w, layout, g);
+    w.line("return;");
+    w.close();
+  }
+}
+
 /// run_executor: executor e's function; with --observe, executor 0 shows
 /// the profiler the graph inputs first.
 void emitRunExecutor(CodeWriter& w, const ModelLayout& layout) {
@@ -457,9 +500,9 @@ void emitRunExecutor(CodeWriter& w, const ModelLayout& layout) {
   const bool named = executors > 1 || !inputs.empty();
   w.open("void {}::run_executor(void* self, int{}, const cgc::rt::Team& team) {{", cls,
          named ? " executor" : "");
+  w.line("auto* const model = static_cast<{}*>(self);", cls);
   if (!inputs.empty()) {  // before executor 0's first node, which may write in place
     w.open("if (executor == 0) {{");
-    w.line("const auto* const model = static_cast<{}*>(self);", cls);
     w.open(
         "if (cgc::Profiler* const profiler = team.thread() == 0 ? model->runtime_.profiler() "
         ": nullptr) {{");
@@ -469,14 +512,8 @@ void emitRunExecutor(CodeWriter& w, const ModelLayout& layout) {
     w.line("team.barrier();");
     w.close();
   }
-  if (executors == 1) {
-    w.line("static_cast<{}*>(self)->executor0(team);", cls);
-  } else {
-    w.open("switch (executor) {{");
-    for (int e = 0; e < executors; ++e)
-      w.line("case {0}: static_cast<{1}*>(self)->executor{0}(team); break;", e, cls);
-    w.close();
-  }
+  emitSpecializationGuards(w, layout);
+  emitExecutorCalls(w, layout, layout.top());
   w.close();
 }
 

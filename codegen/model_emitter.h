@@ -71,6 +71,12 @@ struct ModelToEmit {
   std::map<int, std::vector<ModelToEmit>> subgraphs = {};
   /// cgc compile --dim (top level only); null for a static model.
   std::shared_ptr<const VariableDims> dims = nullptr;
+  /// cgc compile --specialize (top level only): the model compiled for
+  /// chosen sizes, each run instead of the general code at those sizes.
+  std::vector<ModelToEmit> specializations = {};
+  /// Of a specialisation: the size it takes of each dimension of the top
+  /// level's `dims` (-1: it stays variable).
+  std::vector<int64_t> specializedAt = {};
 };
 
 struct EmittedModel {

@@ -2,6 +2,7 @@
 #include "codegen/model_layout.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -50,6 +51,7 @@ ModelLayout::ModelLayout(const ModelToEmit& model, const EmitOptions& options)
   outputAccessors = std::move(accessors.outputs);
   take("kSizeSlots");
   addGraph(model, 0, "");
+  for (size_t k = 0; k < model.specializations.size(); ++k) addSpecialization(static_cast<int>(k));
   placeWeights();
   for (size_t g = 0; g < graphs.size(); ++g)
     nameOffsets(graphs[g], g == 0 ? "" : graphs[g].function + "_");
@@ -108,8 +110,11 @@ std::string ModelLayout::observedPointer(int v) const {
 /// its node's scratch region.
 void ModelLayout::addGraph(const ModelToEmit& graph, int64_t base, const std::string& function) {
   const int index = static_cast<int>(graphs.size());
-  graphs.push_back({&graph, base, function, {}, numNodes, {}, {}, {}});
-  GraphLayout& layout = graphs.back();
+  GraphLayout& layout = graphs.emplace_back();
+  layout.model = &graph;
+  layout.base = base;
+  layout.function = function;
+  layout.firstNodeIndex = numNodes;
   for (const auto& list : graph.schedule.ops)
     layout.order.insert(layout.order.end(), list.begin(), list.end());
   numNodes += static_cast<int>(layout.order.size());
@@ -133,9 +138,108 @@ void ModelLayout::addGraph(const ModelToEmit& graph, int64_t base, const std::st
   }
 }
 
+void ModelLayout::addSpecialization(int index) {
+  const ModelToEmit& spec = model.specializations[static_cast<size_t>(index)];
+  const ir::Graph& general = model.graph;
+  // The general code's inputs, outputs and size slots stay as they are.
+  std::vector<std::pair<int64_t, int64_t>> busy = {
+      {sizeSlotsOffset, sizeSlotsOffset + 8 * static_cast<int64_t>(numSizeSlots)}};
+  for (const std::vector<int>* values : {&general.inputs, &general.outputs})
+    for (int v : *values)
+      if (model.plan.hasStorage(v))
+        busy.push_back({model.plan.offsetOf(v),
+                        model.plan.offsetOf(v) + (general.value(v).type.bytes() + 63) / 64 * 64});
+  std::sort(busy.begin(), busy.end());
+  int64_t base = 0;
+  for (auto [begin, end] : busy) {
+    if (base + spec.plan.arenaBytes <= begin) break;
+    base = std::max(base, (end + 63) / 64 * 64);
+  }
+  specializedEnd_ = std::max(specializedEnd_, base + spec.plan.arenaBytes);
+  std::string label = "spec";
+  std::vector<std::string> sizes;
+  const std::vector<std::string> names = model.dims->cppNames();
+  for (size_t j = 0; j < spec.specializedAt.size(); ++j)
+    if (spec.specializedAt[j] >= 0) {
+      label += fmt::format("_{}{}", names[j].substr(4), spec.specializedAt[j]);
+      sizes.push_back(fmt::format("{}={}", model.dims->dims[j].name, spec.specializedAt[j]));
+    }
+  addGraph(spec, base, take(label));
+  GraphLayout& layout = graphs.back();
+  layout.specialization = index;
+  layout.sizes = fmt::format("{}", fmt::join(sizes, ","));
+  shareInputsAndOutputs(layout);
+}
+
+void ModelLayout::shareInputsAndOutputs(GraphLayout& layout) {
+  const ir::Graph& graph = layout.graph();
+  const passes::MemoryPlan& plan = layout.model->plan;
+  // The inputs' buffers (each an input and its views, never written) move
+  // to where the general code keeps them.
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const int in = graph.inputs[i], general = model.graph.inputs[i];
+    if (!plan.hasStorage(in)) continue;
+    CGC_ASSERT(plan.buffers[plan.bufferOf[in]].bytes <= model.graph.value(general).type.bytes(),
+               "input '{}' of a specialisation outgrows the general code's", graph.value(in).name);
+    layout.movedBuffers[plan.bufferOf[in]] = model.plan.offsetOf(general) - plan.offsetInBuffer[in];
+  }
+  // An output's buffer moves to the general code's output where it starts
+  // there, fits and holds no other graph input or output (the values it
+  // held before are the specialisation's own: the general code does not
+  // run meanwhile); other outputs are copied there after their node.
+  std::map<int, int> outputsIn;  // buffer -> graph outputs in it
+  for (int out : graph.outputs)
+    if (plan.hasStorage(out)) ++outputsIn[plan.bufferOf[out]];
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const int out = graph.outputs[i], general = model.graph.outputs[i];
+    const int buffer = plan.hasStorage(out) ? plan.bufferOf[out] : -1;
+    if (buffer >= 0 && !layout.movedBuffers.count(buffer) && outputsIn[buffer] == 1 &&
+        plan.offsetInBuffer[out] == 0 && model.plan.hasStorage(general) &&
+        plan.buffers[buffer].bytes <= model.graph.value(general).type.bytes()) {
+      layout.movedBuffers[buffer] = model.plan.offsetOf(general);
+      continue;
+    }
+    layout.outputCopies[graph.value(out).producer].push_back(static_cast<int>(i));
+  }
+}
+
+std::vector<int> ModelLayout::dimIndices(const GraphLayout& graph) const {
+  std::vector<int> indices;
+  if (!graph.model->dims) return indices;
+  for (const VariableDims::Dim& d : graph.model->dims->dims) {
+    const auto& all = model.dims->dims;
+    const auto it = std::find_if(all.begin(), all.end(),
+                                 [&](const VariableDims::Dim& top) { return top.name == d.name; });
+    CGC_ASSERT(it != all.end(), "dimension '{}' is not the model's", d.name);
+    indices.push_back(static_cast<int>(it - all.begin()));
+  }
+  return indices;
+}
+
+std::vector<std::string> ModelLayout::dimNames(const GraphLayout& graph) const {
+  std::vector<std::string> names;
+  if (!graph.model->dims) return names;
+  const std::vector<std::string> all = model.dims->cppNames();
+  for (int j : dimIndices(graph)) names.push_back(all[static_cast<size_t>(j)]);
+  return names;
+}
+
 void ModelLayout::placeWeights() {
+  // A specialisation's constants are its own copies: equal bytes are
+  // stored once.
+  std::multimap<std::pair<size_t, uint64_t>, const std::vector<uint8_t>*> byContent;
   auto place = [&](const ir::Value& value) {
     if (!value.isConstant() || weightOffset_.count(value.data.get())) return;
+    const std::vector<uint8_t>& data = *value.data;
+    uint64_t hash = 1469598103934665603ull;  // FNV-1a
+    for (uint8_t byte : data) hash = (hash ^ byte) * 1099511628211ull;
+    const auto key = std::make_pair(data.size(), hash);
+    for (auto [it, end] = byContent.equal_range(key); it != end; ++it)
+      if (*it->second == data) {
+        weightOffset_[value.data.get()] = weightOffset_.at(it->second);
+        return;
+      }
+    byContent.emplace(key, &data);
     weightOffset_[value.data.get()] = static_cast<int64_t>(weights.size());
     weights.insert(weights.end(), value.data->begin(), value.data->end());
     // Round up, and to one block at least, so that even an empty constant
@@ -169,12 +273,16 @@ void ModelLayout::nameOffsets(GraphLayout& layout, const std::string& scope) {
     }
     if (!plan.hasStorage(v)) return;
     layout.valueNames[v] = take(fmt::format("k{}", toPascalCase(scope + value.name)));
-    const std::string role =
-        value.kind == ir::ValueKind::kInput ? (layout.isTop() ? ", input" : ", subgraph input")
-        : graph.isGraphOutput(v)            ? (layout.isTop() ? ", output" : ", subgraph output")
-        : value.layout == ir::Layout::kChannelBlocked ? ", channel-blocked"
-                                                      : "";
-    arenaOffsets.push_back({layout.valueNames[v], layout.base + plan.offsetOf(v),
+    const auto moved = layout.movedBuffers.find(plan.bufferOf[v]);
+    const char* where = layout.isTop() || layout.isSpecialization() ? "" : "subgraph ";
+    const std::string role = value.kind == ir::ValueKind::kInput ? fmt::format(", {}input", where)
+                             : graph.isGraphOutput(v)            ? fmt::format(", {}output", where)
+                             : value.layout == ir::Layout::kChannelBlocked ? ", channel-blocked"
+                                                                           : "";
+    arenaOffsets.push_back({layout.valueNames[v],
+                            moved != layout.movedBuffers.end()
+                                ? moved->second + plan.offsetInBuffer[v]
+                                : layout.base + plan.offsetOf(v),
                             fmt::format("'{}' {}{}", value.name, value.type.str(), role)});
   };
   for (int in : graph.inputs) name(in);

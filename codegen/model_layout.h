@@ -7,6 +7,7 @@
 // the profiler is shown.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -39,11 +40,20 @@ struct GraphLayout {
   /// ModelLayout::graphs (-1 for a failed If branch).
   std::map<int, std::vector<int>> children;
   std::vector<std::string> valueNames;  // by value id: the offset constant
+  /// --specialize: its index in ModelToEmit::specializations (-1: not one);
+  /// its buffers placed where the general code keeps its inputs and outputs
+  /// (buffer -> offset in the model's arena); after which node each other
+  /// graph output is copied there (-1: before the first).
+  int specialization = -1;
+  std::string sizes;  // a specialisation's: "seq=128,batch=1"
+  std::map<int, int64_t> movedBuffers;
+  std::map<int, std::vector<int>> outputCopies;
 
   const ir::Graph& graph() const { return model->graph; }
   const lowering::KernelCall& call(int node) const { return model->calls.of(node); }
   int nodeIndex(int node) const;
   bool isTop() const { return function.empty(); }
+  bool isSpecialization() const { return specialization >= 0; }
 };
 
 class ModelLayout {
@@ -71,8 +81,15 @@ class ModelLayout {
   std::vector<int> observed;
 
   const GraphLayout& top() const { return graphs.front(); }
-  /// The model's arena: the top level's plan, then the size slots.
-  int64_t arenaBytes() const { return sizeSlotsOffset + 8 * static_cast<int64_t>(numSizeSlots); }
+  /// The model's arena: the top level's plan, then the size slots, and
+  /// where they end past that, the specialisations' regions.
+  int64_t arenaBytes() const {
+    return std::max(sizeSlotsOffset + 8 * static_cast<int64_t>(numSizeSlots), specializedEnd_);
+  }
+  /// --dim: the C++ names of `graph`'s variable dimensions ("dim_seq"),
+  /// and the index of each among the top level's (runtime_.dim(index)).
+  std::vector<std::string> dimNames(const GraphLayout& graph) const;
+  std::vector<int> dimIndices(const GraphLayout& graph) const;
   /// `at<float>(arena, kConv1Out)`, `at<float>(weights, kW1)` or "nullptr".
   std::string pointer(const GraphLayout& graph, int value, const char* arena = "arena",
                       const char* weights = "weights") const;
@@ -90,6 +107,11 @@ class ModelLayout {
 
  private:
   void addGraph(const ModelToEmit& graph, int64_t base, const std::string& function);
+  /// A specialisation's graph, its region clear of the general code's
+  /// inputs, outputs and size slots (runs take one path or the other);
+  /// its inputs are read where the general code keeps them.
+  void addSpecialization(int index);
+  void shareInputsAndOutputs(GraphLayout& layout);
   void placeWeights();
   void nameOffsets(GraphLayout& graph, const std::string& scope);
   /// A C++ name not taken yet: `base`, `base2`, ...
@@ -97,6 +119,7 @@ class ModelLayout {
   void observeTensors();
 
   std::set<std::string> usedNames_;
+  int64_t specializedEnd_ = 0;
   std::map<const std::vector<uint8_t>*, int64_t> weightOffset_;
   std::map<const std::vector<uint8_t>*, std::string> weightName_;
   std::map<int, std::pair<int, int>> observed_;  // value -> index, the value it is read from

@@ -415,7 +415,8 @@ void runOnce(driver::LoadedModel& loaded, const std::string& modelPath) {
 
 namespace {
 
-/// The --bench runs: median and minimum milliseconds as the JSON line.
+/// The --bench runs: median and minimum milliseconds as the JSON line
+/// (with the variable dimensions' sizes).
 void bench(driver::LoadedModel& loaded, const RunOptions& options) {
   for (int i = 0; i < 3; ++i) runOnce(loaded, options.compile.modelPath);
   std::vector<double> times;
@@ -427,14 +428,36 @@ void bench(driver::LoadedModel& loaded, const RunOptions& options) {
             .count());
   }
   const auto& info = loaded.info();
-  const nlohmann::json line = {{"model", info.name},
-                               {"median_ms", median(times)},
-                               {"min_ms", *std::min_element(times.begin(), times.end())},
-                               {"runs", options.benchRuns},
-                               {"executors", info.executors},
-                               {"threads", loaded.threadsPerExecutor()},
-                               {"placement", loaded.placement()}};
+  nlohmann::json line = {{"model", info.name},
+                         {"median_ms", median(times)},
+                         {"min_ms", *std::min_element(times.begin(), times.end())},
+                         {"runs", options.benchRuns},
+                         {"executors", info.executors},
+                         {"threads", loaded.threadsPerExecutor()},
+                         {"placement", loaded.placement()}};
+  for (int i = 0; i < info.num_inputs; ++i)
+    for (int a = 0; info.inputs[i].dims && a < info.inputs[i].rank; ++a)
+      if (const int j = info.inputs[i].dims[a]; j >= 0)
+        line["dims"][info.dims[j].name] = loaded.inputShape(i)[static_cast<size_t>(a)];
   std::cout << line.dump() << std::endl;
+}
+
+/// --sweep: --bench at each combination of sizes, the other dimensions
+/// as the inputs gave them, the inputs filled with deterministic data.
+void sweep(driver::LoadedModel& loaded, const RunOptions& options) {
+  const auto& info = loaded.info();
+  for (const auto& sizes : options.sweep) {
+    for (int i = 0; i < info.num_inputs; ++i) {
+      std::vector<int64_t> shape = loaded.inputShape(i);
+      for (int a = 0; info.inputs[i].dims && a < info.inputs[i].rank; ++a)
+        if (const int j = info.inputs[i].dims[a]; j >= 0 && sizes.count(info.dims[j].name))
+          shape[static_cast<size_t>(a)] = sizes.at(info.dims[j].name);
+      if (const Status status = loaded.setInputShape(i, shape); !status.ok())
+        userError({options.compile.modelPath, "", ""}, "--sweep: {}", status.message());
+      fillDeterministic(info.inputs[i], loaded.input(i));  // its buffer holds the bounds
+    }
+    bench(loaded, options);
+  }
 }
 
 void printOutputs(const driver::LoadedModel& loaded, const std::string& outputsDir) {
@@ -549,7 +572,8 @@ int run(const RunOptions& given) {
       options.checkDir.empty() ||
       checkOutputs(options.checkDir, options.compile.modelPath, loaded, options.rtol, options.atol);
   if (profiling && options.benchRuns > 0) loaded.setProfiler(&warm);
-  if (options.benchRuns > 0) bench(loaded, options);
+  if (options.benchRuns > 0 && options.sweep.empty()) bench(loaded, options);
+  if (options.benchRuns > 0) sweep(loaded, options);
   loaded.setProfiler(nullptr);
   if (profiling) writeProfiles(coldProfile ? cold : warm, options);
   if (!matches) {

@@ -24,6 +24,9 @@ struct RunOptions {
   double rtol = 1e-3;
   double atol = 1e-4;
   int benchRuns = 0;
+  /// --sweep: with --bench, the sizes of --dim dimensions to time, one
+  /// combination each (compiler/specializations.h's parseSizeLists).
+  std::vector<std::map<std::string, int64_t>> sweep;
   std::string profileOut;
   std::string traceOut;
   std::string statisticsOut;  // --statistics-out: the first run's, as a calibration file

@@ -53,6 +53,10 @@ struct CompileOptions {
   /// --dim NAME=MIN..MAX[:MULTIPLE]: dimensions set at run time
   /// (compiler/variable_dims.h).
   std::vector<codegen::VariableDims::Dim> dims;
+  /// --specialize NAME=V,V,...: the sizes of --dim dimensions that also get
+  /// code of their own (compiler/variable_dims.h), one map per path, each
+  /// fixing some of the dimensions; empty: a profile's most run sizes.
+  std::vector<std::map<std::string, int64_t>> specialize;
 };
 
 /// The compiled model in memory (before anything is written).
@@ -70,6 +74,12 @@ struct CompiledModel {
   std::shared_ptr<const passes::QuantizeSpec> quantization;
   /// --dim: the variable dimensions and what follows them.
   std::shared_ptr<const codegen::VariableDims> dims;
+  /// --specialize: the model compiled for each specialised size, run
+  /// instead of this one at those sizes.
+  std::vector<CompiledModel> specializations;
+  /// Of a specialisation: the size of each of the top level's dimensions
+  /// it is compiled for, -1 where it stays variable.
+  std::vector<int64_t> specializedAt;
 
   codegen::ModelToEmit toEmit() const;
   /// Kernels per op, in the graph and every compiled body at any depth (a

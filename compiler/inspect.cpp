@@ -237,6 +237,17 @@ void printText(const nlohmann::json& report) {
                                    ? fmt::format(" (multiples of {})", d["multiple"].get<int64_t>())
                                    : "");
   }
+  if (report.contains("specializations")) {
+    std::cout << "specialised paths (--specialize; static code run() takes at these sizes):\n";
+    for (const auto& spec : report["specializations"]) {
+      std::vector<std::string> sizes;
+      for (const auto& [name, size] : spec["sizes"].items())
+        sizes.push_back(fmt::format("{}={}", name, size.get<int64_t>()));
+      std::cout << fmt::format("  {:<24} {} kernels, arena {} bytes\n",
+                               fmt::format("{}", fmt::join(sizes, " ")), spec["kernels"].get<int>(),
+                               spec["arena_bytes"].get<int64_t>());
+    }
+  }
   if (report.contains("profile_variants")) {
     std::cout << fmt::format("variants from the profile ({} layers):\n",
                              report["profile_variants"].size());
@@ -370,6 +381,15 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
         report["dims"].push_back(
             {{"name", d.name}, {"min", d.min}, {"max", d.max}, {"multiple", d.multiple}});
       report["kernels_following_dims"] = model.dims->params.size();
+      for (const driver::CompiledModel& spec : model.specializations) {
+        nlohmann::json sizes = nlohmann::json::object();
+        for (size_t j = 0; j < spec.specializedAt.size(); ++j)
+          if (spec.specializedAt[j] >= 0) sizes[model.dims->dims[j].name] = spec.specializedAt[j];
+        int kernels = 0;
+        for (const auto& [op, count] : spec.kernelCounts()) kernels += count;
+        report["specializations"].push_back(
+            {{"sizes", sizes}, {"kernels", kernels}, {"arena_bytes", spec.plan.arenaBytes}});
+      }
     }
     int64_t floatArena = 0, floatWeights = 0;
     if (floatEquivalent(model, floatArena, floatWeights)) {

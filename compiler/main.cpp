@@ -6,6 +6,7 @@
 
 #include "compiler/calibrate.h"
 #include "compiler/commands.h"
+#include "compiler/specializations.h"
 #include "compiler/targets.h"
 #include "compiler/tune.h"
 #include "compiler/variable_dims.h"
@@ -27,7 +28,7 @@ const CLI::Validator kNotEmpty(
 struct ModelArgs {
   explicit ModelArgs(CompileOptions* options) : options(options) {}
   CompileOptions* options;
-  std::vector<std::string> shapes, constants, bounds, dims;
+  std::vector<std::string> shapes, constants, bounds, dims, specialize, sweep;
 
   void parse() {
     // cgc_add_graph runs cgc so (cmake/cgc.cmake): hints then say SHAPES.
@@ -43,6 +44,7 @@ struct ModelArgs {
     options->load.bounds = cgc::commands::parseBounds(bounds);
     options->dims = cgc::driver::parseDims(dims);
     cgc::driver::bindShapeRanges(ranged, *options);
+    options->specialize = cgc::driver::parseSizeLists(specialize, options->dims);
   }
 
   /// For the commands without variable dimensions yet.
@@ -61,6 +63,11 @@ void addDimOption(CLI::App& command, ModelArgs& args) {
                      "e.g. --dim seq=1..512 or --dim seq=8..512:8 (multiples of 8 only); the model "
                      "is compiled once and run() takes any size within them (README \"Variable "
                      "dimensions\")");
+  command.add_option("--specialize", args.specialize,
+                     "Also compile static code for these sizes of a --dim dimension, e.g. "
+                     "--specialize seq=128,384; run() takes it when the dimensions have those "
+                     "sizes (several --specialize combine: batch=1 with side=224,320 makes two "
+                     "paths, at most 16)");
 }
 
 void addModelOptions(CLI::App& command, ModelArgs& args) {
@@ -240,10 +247,16 @@ CLI::App* addRun(CLI::App& app, ModelArgs& args, cgc::commands::RunOptions& run)
                       "Compare the outputs with DIR/output_N.pb (exit 1 if they differ)");
   command->add_option("--rtol", run.rtol, "Relative tolerance for --check")->capture_default_str();
   command->add_option("--atol", run.atol, "Absolute tolerance for --check")->capture_default_str();
+  CLI::Option* bench = command
+                           ->add_option("--bench", run.benchRuns,
+                                        "Time N inferences after warm-up; print a JSON line last")
+                           ->check(CLI::NonNegativeNumber);
   command
-      ->add_option("--bench", run.benchRuns,
-                   "Time N inferences after warm-up; print a JSON line last")
-      ->check(CLI::NonNegativeNumber);
+      ->add_option("--sweep", args.sweep,
+                   "With --bench and --dim: time each of these sizes of a variable dimension, "
+                   "e.g. --sweep seq=1,128,512 (several combine), one JSON line each; the "
+                   "inputs then hold deterministic data")
+      ->needs(bench);
   command->add_option("--profile-out", run.profileOut,
                       "Write per-node timings (profile JSON): of the --bench runs, else of one "
                       "cold run");
@@ -455,6 +468,8 @@ int main(int argc, char** argv) {
     }
     if (*run) {
       runArgs.parse();
+      runOptions.sweep =
+          cgc::driver::parseSizeLists(runArgs.sweep, runOptions.compile.dims, "--sweep");
       return cgc::commands::run(runOptions);
     }
     if (*calibrate) {

@@ -127,6 +127,8 @@ CompiledModel compileGraph(const CompileOptions& options) {
 codegen::ModelToEmit CompiledModel::toEmit() const {
   codegen::ModelToEmit emit{graph, schedule, plan, calls};
   emit.dims = dims;
+  emit.specializedAt = specializedAt;
+  for (const CompiledModel& s : specializations) emit.specializations.push_back(s.toEmit());
   for (const auto& [node, bodies] : subgraphs)
     for (const CompiledModel& body : bodies) emit.subgraphs[node].push_back(body.toEmit());
   return emit;
@@ -167,8 +169,7 @@ namespace {
 void compileSubgraphs(CompiledModel& model, const CompileOptions& options) {
   CompileOptions inner = options;
   inner.executors = 1;
-  inner.threadsPerExecutor =
-      model.schedule.threadsAtRunTime ? 0 : model.schedule.threadsPerExecutor;
+  inner.threadsPerExecutor = model.schedule.fixedThreads();
   inner.profilePath.clear();
   inner.printIrAfter.clear();
   inner.quiet = true;

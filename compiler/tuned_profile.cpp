@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -85,6 +86,27 @@ TunedConfig readTunedConfig(const std::string& path) {
                 "\"model\"");
     config.cpu = CpuRecord{cpu["vendor"].get<std::string>(), cpu["family"].get<int>(),
                            cpu["model"].get<int>(), cpu.value("tier", "")};
+  }
+  if (json.contains("sizes")) {
+    const auto& sizes = json["sizes"];
+    auto bad = [&] {
+      userError({path, "", ""},
+                "\"sizes\" must list {{\"dims\": {{NAME: SIZE, ...}}, \"runs\": N}} objects");
+    };
+    if (!sizes.is_array()) bad();
+    for (const auto& entry : sizes) {
+      if (!entry.is_object() || !entry.contains("dims") || !entry["dims"].is_object() ||
+          !entry.contains("runs") || !entry["runs"].is_number_integer())
+        bad();
+      std::map<std::string, int64_t> dims;
+      for (auto& [name, size] : entry["dims"].items()) {
+        if (!size.is_number_integer()) bad();
+        dims[name] = size.get<int64_t>();
+      }
+      config.sizes.emplace_back(std::move(dims), entry["runs"].get<int64_t>());
+    }
+    std::stable_sort(config.sizes.begin(), config.sizes.end(),
+                     [](const auto& a, const auto& b) { return a.second > b.second; });
   }
   return config;
 }

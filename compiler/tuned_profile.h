@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/targets.h"
 
@@ -36,6 +37,9 @@ struct TunedConfig {
   std::map<std::string, int> nodeThreads;           // "node_threads", by node name
   std::map<std::string, std::string> convVariants;  // "variants": node name -> variant name
   std::optional<CpuRecord> cpu;                     // "cpu"; absent in cgc run's profiles
+  /// "sizes": the runs at each size of the variable dimensions (a model
+  /// compiled with --dim), by dimension name; most runs first.
+  std::vector<std::pair<std::map<std::string, int64_t>, int64_t>> sizes;
 };
 
 /// The tuned fields of the profile at `path` (all absent where it has none;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "codegen/params_printer.h"
+#include "compiler/specializations.h"
 #include "ir/conventions.h"
 #include "onnx_frontend/onnx_loader.h"
 
@@ -154,11 +155,17 @@ Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, co
                  const Sample* bounds) {
   CompileOptions at = options;
   at.dims.clear();
+  at.specialize.clear();
   at.quiet = options.quiet || bounds;
-  if (bounds)
+  if (bounds) {
+    // The bounds' executors and variants; a profile measured the bounds' graph.
+    at.executors = bounds->model.schedule.executors;
+    at.threadsPerExecutor = bounds->model.schedule.fixedThreads();
+    at.profilePath.clear();
     for (int id : bounds->model.graph.liveNodes())
       if (const ir::Node& node = bounds->model.graph.node(id); ir::conventions::hasConvChoice(node))
         at.convVariants[node.name] = ir::conventions::convChoice(node);
+  }
   // fuse-matmuls groups products by the size of their fused output, which
   // would group differently at each size.
   at.disabledPasses.push_back("fuse-matmuls");
@@ -514,6 +521,7 @@ CompiledModel compileWithVariableDims(const CompileOptions& options) {
                                 "dimensions ({:.2f} s)",
                                 points.size() - 1 + checked, model.dims->params.size(),
                                 secondsSince(start)));
+  compileSpecializations(options, model);
   return model;
 }
 

@@ -31,7 +31,8 @@ std::vector<codegen::VariableDims::Dim> parseDims(const std::vector<std::string>
 /// that contradicts the model, or an unknown input.
 void bindShapeRanges(const std::vector<std::string>& texts, CompileOptions& options);
 
-/// compileGraph for options.dims (see above).
+/// compileGraph for options.dims (see above), with its specialised paths
+/// (compiler/specializations.h).
 CompiledModel compileWithVariableDims(const CompileOptions& options);
 
 }  // namespace cgc::driver

@@ -129,7 +129,8 @@ bool DimPoly::isConstant() const {
 
 bool DimPoly::uses(int j) const {
   for (const auto& [exponents, coefficient] : terms_)
-    if (exponents.at(static_cast<size_t>(j)) != 0) return true;
+    if (static_cast<size_t>(j) < exponents.size() && exponents[static_cast<size_t>(j)] != 0)
+      return true;  // a constant's term has no exponents
   return false;
 }
 

@@ -30,6 +30,9 @@ struct Schedule {
   /// the count the costs were estimated with, and no node has a thread
   /// count of its own.
   bool threadsAtRunTime = false;
+  /// The threads per executor the compiler fixed, 0 where decided at run
+  /// time (as --threads takes them).
+  int fixedThreads() const { return threadsAtRunTime ? 0 : threadsPerExecutor; }
   std::vector<std::vector<int>> ops;  // per executor, in execution order
   std::vector<CrossDependency> crossDependencies;
   /// Threads each node runs with, by node id (per-op thread counts, as Liu

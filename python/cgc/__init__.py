@@ -29,13 +29,15 @@ def cache_directory():
 
 def compile(model, shapes=None, constants=None, target="native", executors=0, threads=0,
             profile=None, verbose=False, quantize=None, observe=False, dims=None,
-            **quantize_options):
+            specialize=None, **quantize_options):
     """Compiles the ONNX file `model`, builds it (cached) and loads it.
 
     shapes     {input name: shape}: binds inputs' symbolic dimensions (--shape)
     dims       {dimension name: (min, max) or (min, max, multiple)}: symbolic
                dimensions that stay variable (--dim): the model then takes
                inputs of any size within them (README "Variable dimensions")
+    specialize {dimension name: [size, ...]}: sizes of dims that also get
+               static code of their own, run at those sizes (--specialize)
     constants  {input name: array or TensorProto .pb path}: the input becomes
                a compile-time constant (--constant)
     target     a cgc target name (--target; "native": this CPU)
@@ -59,7 +61,7 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
         native = _cgc.compile(_path(model), _shapes(shapes), _constants(constants, scratch),
                               target, int(executors), int(threads),
                               "" if profile is None else _path(profile), bool(verbose), options,
-                              bool(observe), _dims(dims))
+                              bool(observe), _dims(dims), _specialize(specialize))
     return Model(native)
 
 
@@ -73,6 +75,15 @@ def _dims(dims):
                              f"got {bounds!r}")
         texts.append(f"{name}={values[0]}..{values[1]}" +
                      (f":{values[2]}" if len(values) == 3 else ""))
+    return texts
+
+
+def _specialize(specialize):
+    """compile()'s specialize as --specialize values ("seq=128,384")."""
+    texts = []
+    for name, sizes in (specialize or {}).items():
+        sizes = [sizes] if isinstance(sizes, int) else list(sizes)
+        texts.append(f"{name}=" + ",".join(str(int(s)) for s in sizes))
     return texts
 
 

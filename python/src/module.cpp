@@ -17,6 +17,7 @@
 #include "compiler/accuracy_budget.h"
 #include "compiler/calibrate.h"
 #include "compiler/commands.h"
+#include "compiler/specializations.h"
 #include "compiler/tune.h"
 #include "compiler/variable_dims.h"
 #include "dtypes.h"
@@ -141,18 +142,19 @@ PYBIND11_MODULE(_cgc, module) {
       "compile",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, int executors, int threads, const std::string& profile,
-         bool verbose, const py::dict& quantize, bool observe,
-         const std::vector<std::string>& dims) {
+         bool verbose, const py::dict& quantize, bool observe, const std::vector<std::string>& dims,
+         const std::vector<std::string>& specialize) {
         auto options =
             compileOptions(model, shapes, constants, target, executors, threads, profile, verbose);
         options.quantize = quantizeOptions(quantize);
         options.observe = observe;
         options.dims = cgc::driver::parseDims(dims);
+        options.specialize = cgc::driver::parseSizeLists(specialize, options.dims);
         return compile(options);
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
       py::arg("executors"), py::arg("threads"), py::arg("profile"), py::arg("verbose"),
-      py::arg("quantize"), py::arg("observe"), py::arg("dims"));
+      py::arg("quantize"), py::arg("observe"), py::arg("dims"), py::arg("specialize"));
   module.def(
       "load",
       [](const std::string& library, const std::string& name) {

@@ -61,8 +61,9 @@ bool check(Model& model, const std::string& dir, double atol = 1e-4, double rtol
 
 }  // namespace
 
-/// Ramp (DIMS batch=1..4 seq=2..64:2): relu(x) + 1 at two sizes, and a
-/// size beyond the bounds refused, naming the dimension.
+/// Ramp (DIMS batch=1..4 seq=2..64:2 SPECIALIZE seq=10): relu(x) + 1 at
+/// two sizes (3x10 runs the specialised code), and a size beyond the bounds
+/// refused, naming the dimension.
 bool checkRamp() {
   cgc_models::Ramp ramp;
   bool ok = true;

@@ -10,15 +10,21 @@ instead of fixed sizes, runs correctly at every size in the range:
   * a small residual CNN with a dynamic batch and image side matches PyTorch
     at batch 1..16 and sides 16..64 (multiples of 8);
   * the encoder again with seq as a range in --shape (input_ids=1x1..256);
+  * --specialize: the encoder with static code for seq=128 (its profile shows
+    that 1x128 ran it and the other sizes the general code), the CNN with
+    a wholly static path for batch 1 and 3 at side 32, and a recompile with
+    a profile of runs at 1x128 specialising that size;
 and that bad sizes
 and bad --dim flags fail with exit code 1 and one stderr line naming the
 dimension (out of range, off the step, inputs that disagree, an unbound
 dimension or one the graph fixes at compile time, malformed or unknown
---dim).
+--dim, a --specialize size beyond the bounds or off the multiple), and that
+cgc run --bench --sweep times each combination of sizes.
 
 Usage: /usr/bin/python3 tests/dims/test_dims.py PATH_TO_CGC WORKDIR [--only-data]
   --only-data: write the models and test data into WORKDIR and stop.
 """
+import json
 import math
 import os
 import subprocess
@@ -206,6 +212,73 @@ def main():
     for b, side in CNN_SIZES:  # the image side too: a stride-2 layer halves it
         run(f"cnn {b}x{side}", ["run", cnn, "--quiet", "--dim", "batch=1..16",
                                 "--dim", "side=16..64:8"] + check(f"cnn_{b}x{side}"))
+    # --specialize: static code for seq=128 (batch still variable) beside the
+    # general code; a profile names the nodes that ran, so it shows which
+    # path each size took.
+    spec = full + ["--specialize", "seq=128"]
+    for b, s in ENC_SIZES:
+        profile = os.path.join(work, f"spec_{b}x{s}.json")
+        label = f"encoder --specialize seq=128 {b}x{s}"
+        run(label, ["run", enc, "--quiet"] + spec + check(f"encoder_{b}x{s}") +
+            ["--profile-out", profile])
+        with open(profile) as f:
+            names = [n["name"] for n in json.load(f)["nodes"]]
+        took = all(n.endswith("@seq=128") for n in names)
+        if not names or took != (s == 128) or (not took and any("@" in n for n in names)):
+            print(f"FAIL {label}: ran the {'specialised' if took else 'general'} code: {names[:3]}")
+            failures.append(label + " path")
+    for b, side in CNN_SIZES:  # both dimensions fixed: a wholly static path
+        run(f"cnn --specialize batch=1,3 side=32 {b}x{side}",
+            ["run", cnn, "--quiet", "--dim", "batch=1..16", "--dim", "side=16..64:8",
+             "--specialize", "batch=1,3", "--specialize", "side=32"] + check(f"cnn_{b}x{side}"))
+    for bad, what in [("seq=600", "600"), ("seq=12", "multiple"), ("nosuchdim=4", "nosuchdim"),
+                      ("seq=", "of the form"), ("seq=8,8", "twice")]:
+        run(f"error --specialize {bad}",
+            ["compile", enc, "--quiet"] + step8 + ["--specialize", bad, "-o",
+                                                   os.path.join(work, "compile_out")],
+            1, must=("--specialize", what))
+    run("error --specialize without --dim",
+        ["compile", cnn, "--quiet", "--shape", "image=1x3x32x32", "--specialize", "side=32",
+         "-o", os.path.join(work, "compile_out")], 1, must=("--specialize", "--dim"))
+
+    # A profile counts the runs at each size; a recompile with it
+    # specialises the size that had them.
+    profile = os.path.join(work, "sizes_profile.json")
+    run("profile of runs at 1x128", ["run", enc, "--quiet"] + full + check("encoder_1x128") +
+        ["--bench", "3", "--profile-out", profile])
+    with open(profile) as f:
+        sizes = json.load(f).get("sizes")
+    out = os.path.join(work, "profiled_out")
+    p = subprocess.run([cgc, "compile", enc, "-o", out, "--profile", profile] + full,
+                       capture_output=True, text=True, timeout=600)
+    with open(os.path.join(out, "encoder.cpp")) as f:
+        specialised = "spec_batch1_seq128_executor0(" in f.read()
+    if sizes != [{"dims": {"batch": 1, "seq": 128}, "runs": 6}] or p.returncode != 0 or \
+            "specialising batch=1, seq=128" not in p.stderr or not specialised:
+        print(f"FAIL --profile specialises: sizes {sizes}, exit {p.returncode}, "
+              f"specialised {specialised}: {p.stderr.strip()[-300:]}")
+        failures.append("--profile specialises")
+    else:
+        print("ok --profile specialises the size it ran")
+
+    # cgc run --bench --sweep: one JSON line per combination of sizes.
+    p = subprocess.run([cgc, "run", enc, "--quiet"] + full +
+                       ["--inputs", os.path.join(work, "encoder_1x7"), "--bench", "2",
+                        "--sweep", "seq=1,64", "--sweep", "batch=1,3"],
+                       capture_output=True, text=True, timeout=600)
+    lines = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+    swept = [(line["dims"]["batch"], line["dims"]["seq"]) for line in lines]
+    if p.returncode != 0 or sorted(swept) != [(1, 1), (1, 64), (3, 1), (3, 64)] or \
+            not all(line["median_ms"] > 0 for line in lines):
+        print(f"FAIL --sweep: exit {p.returncode}, {swept}: {p.stderr.strip()[-300:]}")
+        failures.append("--sweep")
+    else:
+        print("ok --sweep")
+    run("error --sweep beyond the bounds",
+        ["run", enc, "--quiet"] + full + ["--inputs", os.path.join(work, "encoder_1x7"),
+                                          "--bench", "1", "--sweep", "seq=513"],
+        1, must=("--sweep", "513"))
+
     # A range in --shape: batch fixed at 1 by name, seq variable.
     for s in (7, 128):
         run(f"encoder --shape input_ids=1x1..256 1x{s}",

@@ -11,9 +11,9 @@ import cgc
 
 
 @pytest.fixture(scope="module")
-def attention(tmp_path_factory):
+def attention_file(tmp_path_factory):
     """softmax(x @ W + bias) over the last axis, x of [batch, seq, 8] and a
-    bias of [batch, seq, 1]; W fixed."""
+    bias of [batch, seq, 1]; W fixed. The file and W."""
     rng = np.random.default_rng(0)
     w = rng.standard_normal((8, 16)).astype(np.float32)
     graph = helper.make_graph(
@@ -27,8 +27,13 @@ def attention(tmp_path_factory):
         [numpy_helper.from_array(w, "W")])
     path = tmp_path_factory.mktemp("dims") / "attention.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    model = cgc.compile(path, dims={"batch": (1, 4), "seq": (2, 64, 2)})
-    return model, w
+    return path, w
+
+
+@pytest.fixture(scope="module")
+def attention(attention_file):
+    path, w = attention_file
+    return cgc.compile(path, dims={"batch": (1, 4), "seq": (2, 64, 2)}), w
 
 
 def reference(x, bias, w):
@@ -70,3 +75,20 @@ def test_sizes_outside_the_bounds_name_the_dimension(attention):
 def test_bad_dims_argument(attention, tmp_path):
     with pytest.raises(ValueError, match="expected \\(min, max\\)"):
         cgc.compile("unused.onnx", dims={"seq": (1,)})
+
+
+def test_specialized_sizes(attention_file):
+    """specialize= adds static code for seq=10 (batch still variable): both
+    paths match numpy, and a profile at seq=10 times only the specialised
+    nodes, at other sizes only the general ones."""
+    path, w = attention_file
+    model = cgc.compile(path, dims={"batch": (1, 4), "seq": (2, 64, 2)}, specialize={"seq": [10]})
+    rng = np.random.default_rng(2)
+    for b, s in [(3, 10), (2, 38), (1, 10)]:
+        x = rng.standard_normal((b, s, 8)).astype(np.float32)
+        bias = rng.standard_normal((b, s, 1)).astype(np.float32)
+        np.testing.assert_allclose(model(x, bias), reference(x, bias, w), rtol=1e-4, atol=1e-6)
+        names = [n["name"] for n in model.profile(runs=1)]
+        assert all(n.endswith("@seq=10") == (s == 10) for n in names), names
+    with pytest.raises(cgc.CompileError, match="--specialize.*seq=65"):
+        cgc.compile(path, dims={"batch": (1, 4), "seq": (2, 64, 2)}, specialize={"seq": 65})

@@ -60,7 +60,7 @@ TEST_CASE("profiler writes medians and a Chrome trace") {
     profiler.record(info, {1, 1, 2, base + 10000, base + 10000 + d1[run]});
     // Node 2 in two runs only: 1 and 2 us -> median 1.5.
     if (run < 2) profiler.record(info, {2, 0, 1, base + 50000, base + 51000 + run * 1000});
-    profiler.end_run();
+    profiler.end_run(info, nullptr);
   }
   CHECK(profiler.runs() == 3);
   CHECK(profiler.events().size() == 8);
@@ -121,6 +121,30 @@ TEST_CASE("profiler writes medians and a Chrome trace") {
   }
 }
 
+TEST_CASE("profiler counts the runs at each size of a model's variable dimensions") {
+  const cgc_dim_info dims[] = {{"batch", 1, 8, 1}, {"seq", 8, 512, 8}};
+  cgc::ModelInfo info{};
+  info.name = "Encoder";
+  info.graph_hash = "abc123";
+  info.num_dims = 2;
+  info.dims = dims;
+  cgc::Profiler profiler;
+  // 1x128 three times, 4x64 once, 2x8 twice: listed by runs, most first.
+  const int64_t sizes[][2] = {{4, 64}, {1, 128}, {2, 8}, {1, 128}, {2, 8}, {1, 128}};
+  for (const auto& s : sizes) profiler.end_run(info, s);
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp ? tmp : "/tmp") + "/cgc_kernel_tests_sizes.json";
+  REQUIRE(profiler.write_profile(path));
+  const auto profile = nlohmann::json::parse(slurp(path));
+  std::remove(path.c_str());
+  CHECK(profile["runs"] == 6);
+  const nlohmann::json expected = nlohmann::json::parse(R"([
+      {"dims": {"batch": 1, "seq": 128}, "runs": 3},
+      {"dims": {"batch": 2, "seq": 8}, "runs": 2},
+      {"dims": {"batch": 4, "seq": 64}, "runs": 1}])");
+  CHECK(profile["sizes"] == expected);
+}
+
 TEST_CASE("profiler with no events writes empty but valid JSON") {
   cgc::Profiler profiler;
   const char* tmp = std::getenv("TMPDIR");
@@ -150,11 +174,11 @@ TEST_CASE("profiler statistics: a histogram grown in steps equals one binned at 
                                                    {nan, inf, -inf, 0.5f, 1000, -40}};
   cgc::Profiler profiler;
   profiler.observe(info, x, batches[1].data());  // before record_statistics: not recorded,
-  profiler.end_run();                            // nor counted
+  profiler.end_run(info, nullptr);               // nor counted
   profiler.record_statistics(64);
   for (const auto& batch : batches) {
     profiler.observe(info, x, batch.data());
-    profiler.end_run();
+    profiler.end_run(info, nullptr);
   }
   const std::vector<float> same(6, -2.0f);
   profiler.observe(info, c, same.data());

@@ -2,7 +2,7 @@
 # Builds sample models' generated code, the runtime and a driver with
 # sanitizers (-Wall -Wextra -Werror) and runs it. Any sanitizer report fails
 # the test.
-#   both:    a BERT-style encoder compiled with --dim (dims_driver.cpp);
+#   both:    a BERT-style encoder compiled with --dim and --specialize (dims_driver.cpp);
 #   address: AddressSanitizer + UndefinedBehaviorSanitizer on the runtime
 #            built for this machine (-march=native: its vector paths, the
 #            int8 ones with their gathers and masked tails), every sample on
@@ -104,10 +104,11 @@ for entry in "${models[@]}"; do
   programs+=("$out/driver")
 done
 # A model of variable dimensions (cgc compile --dim; tests/dims makes it)
-# at several sizes, its errors, and two instances at different sizes at once.
+# at several sizes, its errors, and two instances at different sizes at once;
+# the driver's middle sizes (batch 2, seq 32) run the specialised code.
 /usr/bin/python3 "$(dirname "$0")/../dims/test_dims.py" "$cgc" "$work/dims" --only-data >/dev/null
 "$cgc" compile "$work/dims/encoder.onnx" -o "$work/dims/out" --name Encoder --quiet \
-    --dim batch=1..4 --dim seq=1..64 "${schedule[@]}"
+    --dim batch=1..4 --dim seq=1..64 --specialize seq=32 "${schedule[@]}"
 # shellcheck disable=SC2086
 spawn c++ $flags "${march[@]}" -I"$runtime/include" -I"$work/dims/out" -Wa,-I"$work/dims/out" \
     -DCGC_MODEL_HEADER='"encoder.h"' -DCGC_MODEL_PREFIX=encoder "$work/dims/out/encoder.cpp" \

@@ -59,3 +59,14 @@ TEST_CASE("the C++ a fit prints", "[dims]") {
   CHECK(!fitted([](int64_t, int64_t s) { return 2 * s; }).singleDim());
   CHECK(fitted([](int64_t, int64_t) { return 5; }).isConstant());
 }
+
+TEST_CASE("which dimensions a quantity uses", "[dims]") {
+  const DimPoly stride = fitted([](int64_t, int64_t s) { return 16 * s; });
+  CHECK(!stride.uses(0));
+  CHECK(stride.uses(1));
+  // A constant, fitted or made, uses none (its terms have no exponents).
+  for (const DimPoly& c : {fitted([](int64_t, int64_t) { return 5; }), DimPoly::constant(5)}) {
+    CHECK(!c.uses(0));
+    CHECK(!c.uses(1));
+  }
+}

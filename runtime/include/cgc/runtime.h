@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -102,7 +103,9 @@ class Profiler {
   /// executor (so concurrently when there are several).
   int64_t now_ns() const;
   void record(const ModelInfo& model, const Event& event);
-  void end_run() { ++runs_; }
+  /// Called by a model's runtime after each run; `dims`: the values of its
+  /// variable dimensions (cgc compile --dim) in that run, counted per size.
+  void end_run(const ModelInfo& model, const int64_t* dims);
 
   const std::vector<Event>& events() const { return events_; }
   int64_t runs() const { return runs_; }
@@ -127,8 +130,10 @@ class Profiler {
   /// cannot be written.
   bool write_calibration(const std::string& path) const;
 
-  /// Per-node median microseconds, keyed by node name and the graph hash.
-  /// Returns false (and leaves errno set) when the file cannot be written.
+  /// Per-node median microseconds, keyed by node name and the graph hash;
+  /// for a model of variable dimensions, also the runs at each size
+  /// ("sizes", which a recompile with --profile specialises). Returns false
+  /// (and leaves errno set) when the file cannot be written.
   bool write_profile(const std::string& path) const;
   /// Chrome trace (chrome://tracing, Perfetto): one track per executor.
   bool write_trace(const std::string& path) const;
@@ -139,8 +144,9 @@ class Profiler {
   std::vector<Event> events_;
   int64_t runs_ = 0;
   int64_t origin_ns_ = 0;
-  struct Statistics;                        // profiler.cpp
-  std::shared_ptr<Statistics> statistics_;  // null until record_statistics()
+  std::map<std::vector<int64_t>, int64_t> sizes_;  // variable dimensions' values -> runs
+  struct Statistics;                               // profiler.cpp
+  std::shared_ptr<Statistics> statistics_;         // null until record_statistics()
 };
 
 /// Times one node for a Profiler; costs one branch when none is attached.

@@ -206,7 +206,7 @@ const std::string& ModelRuntime::placement() const { return pool_->describe_plac
 Status ModelRuntime::runOnPool(ExecutorPool::Body body, void* model) {
   failure_.store(-1, std::memory_order_relaxed);
   pool_->run(body, model);
-  if (profiler_) profiler_->end_run();
+  if (profiler_) profiler_->end_run(*spec_.info, spec_.info->num_dims > 0 ? dimValues() : nullptr);
   const int64_t failure = failure_.load(std::memory_order_acquire);
   if (failure < 0) return {};
   const int node = static_cast<int>(static_cast<uint32_t>(failure >> 8));

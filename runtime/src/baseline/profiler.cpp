@@ -245,6 +245,13 @@ void Profiler::record(const ModelInfo& model, const Event& event) {
   events_.push_back(event);
 }
 
+void Profiler::end_run(const ModelInfo& model, const int64_t* dims) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  model_ = &model;
+  ++runs_;
+  if (dims) ++sizes_[std::vector<int64_t>(dims, dims + model.num_dims)];
+}
+
 bool Profiler::write_profile(const std::string& path) const {
   File file(path);
   if (!file) return false;
@@ -254,7 +261,22 @@ bool Profiler::write_profile(const std::string& path) const {
            ",\n  \"graph_hash\": " + quoted(model_ ? model_->graph_hash : "") +
            ",\n  \"executors\": " + std::to_string(model_ ? model_->executors : 1) +
            ",\n  \"threads\": " + std::to_string(model_ ? model_->threads_per_executor : 1) +
-           ",\n  \"runs\": " + std::to_string(runs_) + ",\n  \"nodes\": [");
+           ",\n  \"runs\": " + std::to_string(runs_));
+  if (model_ && model_->num_dims > 0) {  // each size run, most runs first
+    std::vector<std::pair<int64_t, const std::vector<int64_t>*>> byRuns;
+    for (const auto& [sizes, runs] : sizes_) byRuns.emplace_back(-runs, &sizes);
+    std::sort(byRuns.begin(), byRuns.end());
+    file.put(",\n  \"sizes\": [");
+    for (size_t k = 0; k < byRuns.size(); ++k) {
+      file.put(std::string(k ? ",\n" : "\n") + "    {\"dims\": {");
+      for (int j = 0; j < model_->num_dims; ++j)
+        file.put(std::string(j ? ", " : "") + quoted(model_->dims[j].name) + ": " +
+                 std::to_string((*byRuns[k].second)[static_cast<size_t>(j)]));
+      file.put("}, \"runs\": " + std::to_string(-byRuns[k].first) + "}");
+    }
+    file.put("\n  ]");
+  }
+  file.put(",\n  \"nodes\": [");
   bool first = true;
   for (auto& [node, events] : byNode) {
     std::vector<int64_t> durations;

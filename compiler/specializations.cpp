@@ -1,0 +1,163 @@
+// See specializations.h.
+#include "compiler/specializations.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+
+#include "compiler/tuned_profile.h"
+
+namespace cgc::driver {
+
+using Dim = codegen::VariableDims::Dim;
+using Sizes = std::vector<int64_t>;  // one value per variable dimension, -1: variable
+
+std::vector<std::map<std::string, int64_t>> parseSizeLists(const std::vector<std::string>& texts,
+                                                           const std::vector<Dim>& dims,
+                                                           const std::string& flag) {
+  std::vector<std::map<std::string, int64_t>> paths = {{}};
+  for (const std::string& text : texts) {
+    auto bad = [&](const std::string& why) {
+      throw CompileError(fmt::format("cgc: error: {} '{}' {}", flag, text, why));
+    };
+    const size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+      bad("is not of the form NAME=SIZE[,SIZE...] (e.g. seq=128,384)");
+    const std::string name = text.substr(0, eq);
+    const auto dim =
+        std::find_if(dims.begin(), dims.end(), [&](const Dim& d) { return d.name == name; });
+    if (dim == dims.end())
+      bad(dims.empty() ? "needs variable dimensions: give their ranges with --dim"
+                       : fmt::format("names '{}', which no --dim makes variable", name));
+    std::vector<int64_t> values;
+    for (size_t start = eq + 1, end; start <= text.size(); start = end + 1) {
+      end = std::min(text.find(',', start), text.size());
+      int64_t value = -1;
+      const auto [last, error] = std::from_chars(text.data() + start, text.data() + end, value);
+      if (error != std::errc() || last != text.data() + end || value < 0)
+        bad("is not of the form NAME=SIZE[,SIZE...] (e.g. seq=128,384)");
+      const std::string range =
+          fmt::format("--dim {}={}..{}{}", name, dim->min, dim->max,
+                      dim->multiple > 1 ? fmt::format(":{}", dim->multiple) : std::string());
+      if (value < dim->min || value > dim->max)
+        bad(fmt::format("asks for {}={}, outside {}", name, value, range));
+      if (value % dim->multiple != 0)
+        bad(fmt::format("asks for {}={}, not a multiple of {} ({})", name, value, dim->multiple,
+                        range));
+      if (std::count(values.begin(), values.end(), value)) bad("lists a size twice");
+      values.push_back(value);
+    }
+    if (paths.front().count(name)) bad(fmt::format("gives '{}' a second list", name));
+    if (paths.size() * values.size() > kMaxSpecializations)
+      bad(fmt::format("makes more than {} combinations (the sizes of every {} are combined)",
+                      kMaxSpecializations, flag));
+    std::vector<std::map<std::string, int64_t>> next;
+    for (const auto& path : paths)
+      for (int64_t v : values) {
+        next.push_back(path);
+        next.back()[name] = v;
+      }
+    paths = std::move(next);
+  }
+  return texts.empty() ? std::vector<std::map<std::string, int64_t>>{} : paths;
+}
+
+namespace {
+
+/// "seq=128, batch=1": the sizes a specialisation fixes.
+std::string describeSpecialization(const std::vector<Dim>& dims, const Sizes& at) {
+  std::vector<std::string> parts;
+  for (size_t j = 0; j < dims.size(); ++j)
+    if (at[j] >= 0) parts.push_back(fmt::format("{}={}", dims[j].name, at[j]));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+/// The model compiled for each of options.specialize's paths (the
+/// dimensions a path leaves out variable as in `model`), on `model`'s
+/// executors and threads (the generated code runs either on one pool).
+void compilePaths(const CompileOptions& options, CompiledModel& model) {
+  std::vector<Sizes> points;
+  for (const auto& path : options.specialize) {
+    points.emplace_back();
+    for (const Dim& d : options.dims) {
+      // A dimension of one size is fixed in every path.
+      const int64_t only = d.max - d.max % d.multiple;
+      const bool one = only - d.multiple < d.min;
+      points.back().push_back(path.count(d.name) ? path.at(d.name) : one ? only : -1);
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> names;
+  for (const Sizes& point : points) {
+    CompileOptions at = options;
+    at.specialize.clear();
+    at.dims.clear();
+    at.quiet = true;
+    at.profilePath.clear();  // it measured the general code
+    at.executors = model.schedule.executors;
+    at.threadsPerExecutor = model.schedule.fixedThreads();
+    for (size_t j = 0; j < options.dims.size(); ++j)
+      if (point[j] >= 0)
+        at.load.dims[options.dims[j].name] = point[j];
+      else
+        at.dims.push_back(options.dims[j]);
+    CompiledModel s;
+    try {
+      s = compileGraph(at);
+    } catch (const CompileError& e) {
+      throw CompileError(fmt::format("{} (in --specialize {})", e.what(),
+                                     describeSpecialization(options.dims, point)));
+    }
+    CGC_ASSERT(s.schedule.executors == model.schedule.executors &&
+                   s.schedule.fixedThreads() == model.schedule.fixedThreads(),
+               "a specialisation is scheduled on other executors");
+    s.specializedAt = point;
+    model.specializations.push_back(std::move(s));
+    names.push_back(describeSpecialization(options.dims, point));
+  }
+  progress(options, fmt::format("--specialize: static code for {} ({:.2f} s)",
+                                fmt::join(names, "; "), secondsSince(start)));
+}
+
+/// With --profile and no --specialize: the sizes the profile ran most
+/// (each at least kProfiledShare of its runs, at most
+/// kProfiledSpecializations), where --dim takes them.
+std::vector<std::map<std::string, int64_t>> profiledSizes(const CompileOptions& options) {
+  constexpr double kProfiledShare = 0.25;
+  constexpr size_t kProfiledSpecializations = 4;
+  const TunedConfig tuned = readTunedConfig(options.profilePath);
+  int64_t total = 0;
+  for (const auto& entry : tuned.sizes) total += entry.second;
+  std::vector<std::map<std::string, int64_t>> paths;
+  for (const auto& [sizes, runs] : tuned.sizes) {
+    const bool allowed = sizes.size() == options.dims.size() &&
+                         std::all_of(options.dims.begin(), options.dims.end(), [&](const Dim& d) {
+                           const auto it = sizes.find(d.name);
+                           return it != sizes.end() && it->second >= d.min && it->second <= d.max &&
+                                  it->second % d.multiple == 0;
+                         });
+    if (!allowed || runs < kProfiledShare * static_cast<double>(total) ||
+        paths.size() == kProfiledSpecializations)
+      continue;
+    paths.push_back(sizes);
+    std::vector<std::string> parts;
+    for (const auto& [name, size] : sizes) parts.push_back(fmt::format("{}={}", name, size));
+    progress(options, fmt::format("--profile: specialising {} ({:.0f}% of its {} runs)",
+                                  fmt::join(parts, ", "), 100.0 * runs / total, total));
+  }
+  return paths;
+}
+
+}  // namespace
+
+void compileSpecializations(const CompileOptions& options, CompiledModel& model) {
+  if (!options.specialize.empty()) return compilePaths(options, model);
+  if (options.profilePath.empty()) return;
+  CompileOptions profiled = options;
+  profiled.specialize = profiledSizes(options);
+  if (!profiled.specialize.empty()) compilePaths(profiled, model);
+}
+
+}  // namespace cgc::driver
