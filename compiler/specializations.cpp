@@ -131,7 +131,9 @@ std::vector<std::map<std::string, int64_t>> profiledSizes(const CompileOptions& 
   int64_t total = 0;
   for (const auto& entry : tuned.sizes) total += entry.second;
   std::vector<std::map<std::string, int64_t>> paths;
-  for (const auto& [sizes, runs] : tuned.sizes) {
+  for (const auto& entry : tuned.sizes) {
+    const std::map<std::string, int64_t>& sizes = entry.first;  // lambdas capture it
+    const int64_t runs = entry.second;
     const bool allowed = sizes.size() == options.dims.size() &&
                          std::all_of(options.dims.begin(), options.dims.end(), [&](const Dim& d) {
                            const auto it = sizes.find(d.name);
