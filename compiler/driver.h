@@ -57,6 +57,9 @@ struct CompileOptions {
   /// code of their own (compiler/variable_dims.h), one map per path, each
   /// fixing some of the dimensions; empty: a profile's most run sizes.
   std::vector<std::map<std::string, int64_t>> specialize;
+  /// Without --specialize, whether a --profile's most run sizes are
+  /// specialised (cgc tune's trials time the general code: not).
+  bool specializeProfiledSizes = true;
 };
 
 /// The compiled model in memory (before anything is written).

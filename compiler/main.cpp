@@ -348,12 +348,16 @@ CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) 
       "Winograd's forms and the packed GEMM's depth steps) and per-op thread counts; write the "
       "fastest as DIR/<model>.profile.json for --profile");
   addModelOptions(*command, args);
+  command->add_option("--dim", args.dims,
+                      "Tune the model compiled with these variable dimensions (as cgc compile "
+                      "--dim) at the sizes of --inputs (default: the bounds); the profile records "
+                      "them, and a compile with it specialises them");
   addQuantizeOptions(*command, tune.compile);
   command->add_option("-o,--output", tune.outDir,
                       "Directory for the profile (default: current directory)");
   command->add_option("--inputs", tune.inputsDir,
                       "Directory with input_0.pb, ... to time on (default: deterministic data); "
-                      "their shapes bind the symbolic dimensions that no --shape binds");
+                      "their shapes bind the symbolic dimensions that no --shape or --dim binds");
   command->add_option("--rounds", tune.rounds, "Timed rounds per try (median)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -482,7 +486,6 @@ int main(int argc, char** argv) {
     if (*config) return cgc::commands::config(configOptions);
     if (*tune) {
       tuneArgs.parse();
-      tuneArgs.refuseDims("cgc tune");
       return cgc::tune::tune(tuneOptions);
     }
     if (listOps) return cgc::commands::printSupportedOps();

@@ -88,6 +88,10 @@ void compilePaths(const CompileOptions& options, CompiledModel& model) {
       points.back().push_back(path.count(d.name) ? path.at(d.name) : one ? only : -1);
     }
   }
+  // A profile measured the general code; its tuned variants hold here too.
+  std::map<std::string, std::string> variants;
+  if (!options.profilePath.empty()) variants = readTunedConfig(options.profilePath).convVariants;
+  for (const auto& [node, variant] : options.convVariants) variants[node] = variant;
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> names;
   for (const Sizes& point : points) {
@@ -95,7 +99,8 @@ void compilePaths(const CompileOptions& options, CompiledModel& model) {
     at.specialize.clear();
     at.dims.clear();
     at.quiet = true;
-    at.profilePath.clear();  // it measured the general code
+    at.profilePath.clear();
+    at.convVariants = variants;
     at.executors = model.schedule.executors;
     at.threadsPerExecutor = model.schedule.fixedThreads();
     for (size_t j = 0; j < options.dims.size(); ++j)
@@ -156,7 +161,7 @@ std::vector<std::map<std::string, int64_t>> profiledSizes(const CompileOptions& 
 
 void compileSpecializations(const CompileOptions& options, CompiledModel& model) {
   if (!options.specialize.empty()) return compilePaths(options, model);
-  if (options.profilePath.empty()) return;
+  if (options.profilePath.empty() || !options.specializeProfiledSizes) return;
   CompileOptions profiled = options;
   profiled.specialize = profiledSizes(options);
   if (!profiled.specialize.empty()) compilePaths(profiled, model);

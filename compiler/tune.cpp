@@ -169,7 +169,8 @@ class Tuner {
     compile.threadsPerExecutor = threads;
     compile.profilePath = profilePath;
     compile.everyConvVariant = every;
-    compile.quiet = true;  // tune's own lines say what happens
+    compile.specializeProfiledSizes = false;  // --dim: the general code is tuned
+    compile.quiet = true;                     // tune's own lines say what happens
     Build b{compile, driver::compileGraph(compile), {}, {}};
     b.variants = convVariantsOf(b.model.graph);
     if (!compileOnly) finish(b);
@@ -498,6 +499,9 @@ int tune(const TuneOptions& given) {
   Search search(options, work);
   search.line(fmt::format("{} on {} cores, {} rounds per try, budget {:.0f} s",
                           options.compile.modelPath, cpus, options.rounds, options.budgetSeconds));
+  if (!options.compile.dims.empty())
+    search.line(fmt::format("--dim: the general code, timed at the sizes of {}",
+                            options.inputsDir.empty() ? "the bounds" : options.inputsDir));
   if (!search.searchConfigurations(cpus)) {
     fs::remove_all(work);
     userError({options.compile.modelPath, "", ""}, "no configuration compiled and ran");

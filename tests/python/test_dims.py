@@ -2,6 +2,8 @@
 several sizes against numpy, the shapes it reports, and the errors that name
 the dimension."""
 
+import json
+
 import numpy as np
 import onnx
 import pytest
@@ -92,3 +94,13 @@ def test_specialized_sizes(attention_file):
         assert all(n.endswith("@seq=10") == (s == 10) for n in names), names
     with pytest.raises(cgc.CompileError, match="--specialize.*seq=65"):
         cgc.compile(path, dims={"batch": (1, 4), "seq": (2, 64, 2)}, specialize={"seq": 65})
+
+
+def test_tune_records_the_sizes(attention_file, tmp_path):
+    """cgc.tune(dims=...) without inputs times the bounds and records them."""
+    path, _ = attention_file
+    profile = cgc.tune(path, dims={"batch": (1, 4), "seq": (2, 64, 2)}, out_dir=tmp_path,
+                       rounds=1, budget=0)
+    with open(profile) as f:
+        sizes = [s["dims"] for s in json.load(f)["sizes"]]
+    assert sizes == [{"batch": 4, "seq": 64}]
