@@ -40,10 +40,12 @@ const cgc_model_api* chosen(std::string* why = nullptr) {
 
 }  // namespace
 
-/// A C handle: the build's table and its instance.
+/// A C handle: the build's table and its instance, and the values of its
+/// variable dimensions (cgc compile --dim) as set (for input_shape()).
 struct {{PREFIX}} {
   const cgc_model_api* api;
   void* instance;
+  std::vector<int64_t> dims;
 };
 
 extern "C" {
@@ -65,11 +67,14 @@ extern "C" {
     cgc::set_last_create_error(api->last_error(), api->last_status());
     return nullptr;
   }
-  auto* handle = new (std::nothrow) {{PREFIX}}{api, instance};
+  auto* handle = new (std::nothrow) {{PREFIX}}{api, instance, {}};
   if (!handle) {
     api->destroy(instance);
     cgc::set_last_create_error("{{CLASS}}: out of memory", CGC_ERROR_OUT_OF_MEMORY);
+    return nullptr;
   }
+  const cgc_model_info& info = *api->info();
+  for (int j = 0; j < info.num_dims; ++j) handle->dims.push_back(info.dims[j].max);
   return handle;
 }
 
@@ -137,12 +142,22 @@ void {{PREFIX}}_set_profiler({{PREFIX}}* model, void* profiler) {
 
 cgc_status {{PREFIX}}_set_input_shape({{PREFIX}}* model, int index, const int64_t* dims,
                                       int rank) {
-  return model ? model->api->set_input_shape(model->instance, index, dims, rank)
-               : CGC_ERROR_INVALID_ARGUMENT;
+  if (!model) return CGC_ERROR_INVALID_ARGUMENT;
+  const cgc_status status = model->api->set_input_shape(model->instance, index, dims, rank);
+  if (status != CGC_OK) return status;
+  const cgc_tensor_info& tensor = model->api->info()->inputs[index];
+  for (int a = 0; tensor.dims && a < rank; ++a)
+    if (tensor.dims[a] >= 0) model->dims[static_cast<size_t>(tensor.dims[a])] = dims[a];
+  return status;
 }
 
 cgc_status {{PREFIX}}_set_dim({{PREFIX}}* model, const char* name, int64_t value) {
-  return model ? model->api->set_dim(model->instance, name, value) : CGC_ERROR_INVALID_ARGUMENT;
+  if (!model) return CGC_ERROR_INVALID_ARGUMENT;
+  const cgc_status status = model->api->set_dim(model->instance, name, value);
+  const cgc_model_info& info = *model->api->info();
+  for (int j = 0; status == CGC_OK && j < info.num_dims; ++j)
+    if (std::strcmp(info.dims[j].name, name) == 0) model->dims[static_cast<size_t>(j)] = value;
+  return status;
 }
 
 {{API_TABLE}}
@@ -185,12 +200,13 @@ std::vector<int64_t> {{CLASS}}::output_shape(int index) const {
   return dims;
 }
 
-// A library of several builds has no variable dimensions (cgc compile
-// refuses --dim with several targets): its inputs keep their shapes.
 std::vector<int64_t> {{CLASS}}::input_shape(int index) const {
   if (index < 0 || index >= info().num_inputs) return {};
   const cgc_tensor_info& tensor = info().inputs[index];
-  return std::vector<int64_t>(tensor.shape, tensor.shape + tensor.rank);
+  std::vector<int64_t> shape(tensor.shape, tensor.shape + tensor.rank);
+  for (int a = 0; tensor.dims && a < tensor.rank; ++a)
+    if (tensor.dims[a] >= 0) shape[a] = model_->dims[static_cast<size_t>(tensor.dims[a])];
+  return shape;
 }
 
 cgc::Status {{CLASS}}::set_input_shape(int index, const int64_t* dims, int rank) {
@@ -262,8 +278,10 @@ std::string emitDispatcherSource(const ModelLayout& layout,
   w.blank();
   w.raw(includes);
   w.blank();
+  w.line("#include <cstring>");
   w.line("#include <new>");
   w.line("#include <string>");
+  w.line("#include <vector>");
   w.raw(expand(kDispatcher, names));
   return w.text();
 }

@@ -229,8 +229,7 @@ void checkAgainstModel(const CompileOptions& options) {
   }
   const char* refused = options.quantize.enabled() ? "--quantize"
                         : options.observe          ? "--observe (and --statistics-out)"
-                        : options.target.find(',') != std::string::npos ? "several targets"
-                                                                        : nullptr;
+                                                   : nullptr;
   if (refused) userError(file, "--dim does not work with {} yet", refused);
 }
 

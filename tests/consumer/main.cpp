@@ -1,7 +1,8 @@
 // Runs cgc-compiled models in one binary on raw input files and compares
 // their outputs with raw reference files (PyTorch's, converted from .pb);
 // TinyCnnFleet is built for three targets and says which build it runs
-// (the environment variable CGC_TARGET picks one); TinyCnnInt8 is the
+// (the environment variable CGC_TARGET picks one); Ramp and RampFleet (three
+// targets) take sizes within bounds; TinyCnnInt8 is the
 // model quantised by cgc_add_graph (QUANTIZE int8), within 1e-3 + 1% of it;
 // TinyCnnObserved (OBSERVE) records its tensors' statistics through the
 // profiler hook into RAW_DIR/tiny_cnn.traffic.calib.json.
@@ -15,6 +16,7 @@
 
 #include "mlp.h"
 #include "ramp.h"
+#include "ramp_fleet.h"
 #include "tiny_cnn.h"
 #include "tiny_cnn_fleet.h"
 #include "tiny_cnn_int8.h"
@@ -61,14 +63,15 @@ bool check(Model& model, const std::string& dir, double atol = 1e-4, double rtol
 
 }  // namespace
 
-/// Ramp (DIMS batch=1..4 seq=2..64:2 SPECIALIZE seq=10): relu(x) + 1 at
-/// two sizes (3x10 runs the specialised code), and a size beyond the bounds
-/// refused, naming the dimension.
-bool checkRamp() {
-  cgc_models::Ramp ramp;
+/// Ramp (DIMS batch=1..4 seq=2..64:2 SPECIALIZE seq=10), or RampFleet,
+/// the same for three targets: relu(x) + 1 at two sizes (3x10 runs the
+/// specialised code), the input's shape as set, and a size beyond the
+/// bounds refused, naming the dimension.
+template <typename Model>
+bool checkRamp(Model& ramp, const char* name) {
   bool ok = true;
   for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 10}, {1, 64}}) {
-    ok = ramp.set_input_shape(0, shape.data(), 2).ok() && ok;
+    ok = ramp.set_input_shape(0, shape.data(), 2).ok() && ramp.input_shape(0) == shape && ok;
     const int64_t count = shape[0] * shape[1];
     for (int64_t i = 0; i < count; ++i) ramp.x_data()[i] = static_cast<float>(i % 7) - 3.0f;
     ok = ramp.run().ok() && ramp.output_shape(0) == shape && ok;
@@ -78,7 +81,7 @@ bool checkRamp() {
   const int64_t beyond[] = {5, 10};
   const cgc::Status refused = ramp.set_input_shape(0, beyond, 2);
   ok = !refused.ok() && refused.message().find("'batch'") != std::string::npos && ok;
-  std::printf("Ramp: %s\n", ok ? "right at 3x10 and 1x64, 5x10 refused" : "WRONG");
+  std::printf("%s: %s\n", name, ok ? "right at 3x10 and 1x64, 5x10 refused" : "WRONG");
   return ok;
 }
 
@@ -114,7 +117,10 @@ int main(int argc, char** argv) {
     std::printf("TinyCnnFleet: %s (code %d)\n", e.what(), e.code());
     return 1;
   }
-  ok = checkRamp() && ok;
+  cgc_models::Ramp ramp;
+  ok = checkRamp(ramp, "Ramp") && ok;
+  fleet::RampFleet rampFleet;
+  ok = checkRamp(rampFleet, "RampFleet") && ok;
   std::printf(ok ? "consumer: every model matches PyTorch\n" : "consumer: MISMATCH\n");
   return ok ? 0 : 1;
 }

@@ -10,13 +10,12 @@ instead of fixed sizes, runs correctly at every size in the range:
   * a small residual CNN with a dynamic batch and image side matches PyTorch
     at batch 1..16 and sides 16..64 (multiples of 8);
   * the encoder again with seq as a range in --shape (input_ids=1x1..256);
-  * --specialize: the encoder with static code for seq=128 (its profile shows
-    that 1x128 ran it and the other sizes the general code), the CNN with
-    a wholly static path for batch 1 and 3 at side 32, and a recompile with
-    a profile of runs at 1x128 specialising that size, and so does one of
-    cgc tune --dim at 1x128;
-and that bad sizes
-and bad --dim flags fail with exit code 1 and one stderr line naming the
+  * --specialize: the encoder with static code for seq=128 (its profile
+    shows that 1x128 ran it and the other sizes the general code), also
+    built for two targets; the CNN with a wholly static path for batch 1
+    and 3 at side 32; a recompile with a profile of runs at 1x128, or with
+    the profile of cgc tune --dim at 1x128, specialising that size;
+and that bad sizes and bad --dim flags fail with exit code 1 and one stderr line naming the
 dimension (out of range, off the step, inputs that disagree, an unbound
 dimension or one the graph fixes at compile time, malformed or unknown
 --dim, a --specialize size beyond the bounds or off the multiple), and that
@@ -232,6 +231,10 @@ def main():
         run(f"cnn --specialize batch=1,3 side=32 {b}x{side}",
             ["run", cnn, "--quiet", "--dim", "batch=1..16", "--dim", "side=16..64:8",
              "--specialize", "batch=1,3", "--specialize", "side=32"] + check(f"cnn_{b}x{side}"))
+    for b, s in [(1, 128), (3, 200)]:  # a library of two builds, each with the paths
+        run(f"encoder --specialize seq=128 for two targets {b}x{s}",
+            ["run", enc, "--quiet", "--target", "x86-64-v3,x86-64-v2"] + spec +
+            check(f"encoder_{b}x{s}"))
     for bad, what in [("seq=600", "600"), ("seq=12", "multiple"), ("nosuchdim=4", "nosuchdim"),
                       ("seq=", "of the form"), ("seq=8,8", "twice")]:
         run(f"error --specialize {bad}",
