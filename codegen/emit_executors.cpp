@@ -217,6 +217,7 @@ std::vector<std::string> outputCopies(const ModelLayout& layout, const GraphLayo
   if (it == graph.outputCopies.end()) return {};
   const ir::Graph& g = graph.graph();
   const VariableDims* dims = graph.model->dims.get();
+  const std::vector<std::string> names = layout.dimNames(graph);
   std::vector<std::string> copies;
   for (int i : it->second) {
     const int out = g.outputs[static_cast<size_t>(i)];
@@ -225,7 +226,6 @@ std::vector<std::string> outputCopies(const ModelLayout& layout, const GraphLayo
                "output '{}' has no storage to copy", g.value(out).name);
     std::string bytes = std::to_string(g.value(out).type.bytes());
     if (dims) {  // "dim_batch * 16384"
-      const std::vector<std::string> names = layout.dimNames(graph);
       std::vector<std::string> factors;
       int64_t constant = dtypeSize(g.value(out).type.dtype);
       for (const ir::DimPoly& axis : dims->outputShapes[static_cast<size_t>(i)]) {

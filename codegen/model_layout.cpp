@@ -45,7 +45,7 @@ ModelLayout::ModelLayout(const ModelToEmit& model, const EmitOptions& options)
   prefix = options.symbolPrefix.empty() ? toSymbolPrefix(className) : options.symbolPrefix;
   graphHash = passes::graphHash(graph);
   numSizeSlots = *graph.sizeSlots;
-  sizeSlotsOffset = (model.plan.arenaBytes + 63) / 64 * 64;
+  sizeSlotsOffset = passes::MemoryPlan::aligned(model.plan.arenaBytes);
   AccessorNames accessors = accessorNames(graph);
   inputAccessors = std::move(accessors.inputs);
   outputAccessors = std::move(accessors.outputs);
@@ -147,14 +147,9 @@ void ModelLayout::addSpecialization(int index) {
   for (const std::vector<int>* values : {&general.inputs, &general.outputs})
     for (int v : *values)
       if (model.plan.hasStorage(v))
-        busy.push_back({model.plan.offsetOf(v),
-                        model.plan.offsetOf(v) + (general.value(v).type.bytes() + 63) / 64 * 64});
-  std::sort(busy.begin(), busy.end());
-  int64_t base = 0;
-  for (auto [begin, end] : busy) {
-    if (base + spec.plan.arenaBytes <= begin) break;
-    base = std::max(base, (end + 63) / 64 * 64);
-  }
+        busy.push_back(
+            {model.plan.offsetOf(v), model.plan.offsetOf(v) + general.value(v).type.bytes()});
+  const int64_t base = passes::MemoryPlan::firstFit(std::move(busy), spec.plan.arenaBytes);
   specializedEnd_ = std::max(specializedEnd_, base + spec.plan.arenaBytes);
   std::string label = "spec";
   std::vector<std::string> sizes;

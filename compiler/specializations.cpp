@@ -77,7 +77,7 @@ std::string describeSpecialization(const std::vector<Dim>& dims, const Sizes& at
 /// The model compiled for each of options.specialize's paths (the
 /// dimensions a path leaves out variable as in `model`), on `model`'s
 /// executors and threads (the generated code runs either on one pool).
-void compilePaths(const CompileOptions& options, CompiledModel& model) {
+void compilePaths(const CompileOptions& options, const TunedConfig& tuned, CompiledModel& model) {
   std::vector<Sizes> points;
   for (const auto& path : options.specialize) {
     points.emplace_back();
@@ -89,8 +89,7 @@ void compilePaths(const CompileOptions& options, CompiledModel& model) {
     }
   }
   // A profile measured the general code; its tuned variants hold here too.
-  std::map<std::string, std::string> variants;
-  if (!options.profilePath.empty()) variants = readTunedConfig(options.profilePath).convVariants;
+  std::map<std::string, std::string> variants = tuned.convVariants;
   for (const auto& [node, variant] : options.convVariants) variants[node] = variant;
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> names;
@@ -129,10 +128,10 @@ void compilePaths(const CompileOptions& options, CompiledModel& model) {
 /// With --profile and no --specialize: the sizes the profile ran most
 /// (each at least kProfiledShare of its runs, at most
 /// kProfiledSpecializations), where --dim takes them.
-std::vector<std::map<std::string, int64_t>> profiledSizes(const CompileOptions& options) {
+std::vector<std::map<std::string, int64_t>> profiledSizes(const CompileOptions& options,
+                                                          const TunedConfig& tuned) {
   constexpr double kProfiledShare = 0.25;
   constexpr size_t kProfiledSpecializations = 4;
-  const TunedConfig tuned = readTunedConfig(options.profilePath);
   int64_t total = 0;
   for (const auto& entry : tuned.sizes) total += entry.second;
   std::vector<std::map<std::string, int64_t>> paths;
@@ -160,11 +159,13 @@ std::vector<std::map<std::string, int64_t>> profiledSizes(const CompileOptions& 
 }  // namespace
 
 void compileSpecializations(const CompileOptions& options, CompiledModel& model) {
-  if (!options.specialize.empty()) return compilePaths(options, model);
+  const TunedConfig tuned =
+      options.profilePath.empty() ? TunedConfig{} : readTunedConfig(options.profilePath);
+  if (!options.specialize.empty()) return compilePaths(options, tuned, model);
   if (options.profilePath.empty() || !options.specializeProfiledSizes) return;
   CompileOptions profiled = options;
-  profiled.specialize = profiledSizes(options);
-  if (!profiled.specialize.empty()) compilePaths(profiled, model);
+  profiled.specialize = profiledSizes(options, tuned);
+  if (!profiled.specialize.empty()) compilePaths(profiled, tuned, model);
 }
 
 }  // namespace cgc::driver

@@ -17,9 +17,7 @@
 namespace cgc::passes {
 namespace {
 
-int64_t alignUp(int64_t bytes) {
-  return (bytes + MemoryPlan::kAlignment - 1) / MemoryPlan::kAlignment * MemoryPlan::kAlignment;
-}
+int64_t alignUp(int64_t bytes) { return MemoryPlan::aligned(bytes); }
 
 /// Live nodes reading each value, by value id.
 std::vector<std::vector<int>> readersByValue(const ir::Graph& graph) {
@@ -283,12 +281,7 @@ class Planner {
         if (!precedes(index, other) && !precedes(other, index))
           busy.push_back({o.offset, o.offset + alignUp(o.bytes)});
       }
-      std::sort(busy.begin(), busy.end());
-      int64_t offset = 0;
-      for (auto [begin, end] : busy) {
-        if (offset + alignUp(buffer.bytes) <= begin) break;
-        offset = std::max(offset, end);
-      }
+      const int64_t offset = MemoryPlan::firstFit(std::move(busy), buffer.bytes);
       buffer.offset = offset;
       plan_.arenaBytes = std::max(plan_.arenaBytes, offset + alignUp(buffer.bytes));
       placed.push_back(index);
@@ -307,6 +300,16 @@ class Planner {
 };
 
 }  // namespace
+
+int64_t MemoryPlan::firstFit(std::vector<std::pair<int64_t, int64_t>> busy, int64_t bytes) {
+  std::sort(busy.begin(), busy.end());
+  int64_t offset = 0;
+  for (auto [begin, end] : busy) {
+    if (offset + aligned(bytes) <= begin) break;
+    offset = std::max(offset, aligned(end));
+  }
+  return offset;
+}
 
 MemoryPlan planMemory(const ir::Graph& graph, const lowering::KernelCalls& calls,
                       const Schedule& schedule, const std::set<int>& copyingConcats) {

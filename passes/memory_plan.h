@@ -11,6 +11,7 @@
 #pragma once
 
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -46,6 +47,14 @@ struct MemoryPlan {
   /// Offset of each node's scratch region (KernelCall::scratchBytes), by
   /// node id; -1 where it has none.
   std::vector<int64_t> scratchOffset;
+
+  /// `bytes` rounded up to kAlignment.
+  static int64_t aligned(int64_t bytes) {
+    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  }
+  /// The lowest aligned offset where `bytes` fit clear of every [begin,
+  /// end) region of `busy`.
+  static int64_t firstFit(std::vector<std::pair<int64_t, int64_t>> busy, int64_t bytes);
 
   bool hasStorage(int value) const { return bufferOf[value] >= 0; }
   int64_t offsetOf(int value) const {
