@@ -231,6 +231,7 @@ void emitControl(CodeWriter& w, const ModelLayout& layout, const GraphLayout& gr
 
 void clearDynamicTails(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
                        const ir::Node& node) {
+  const VariableDims* dims = graph.model->dims.get();
   for (int out : node.outputs) {
     if (out < 0 || graph.graph().value(out).dynamic.empty()) continue;
     const ir::Value& v = graph.graph().value(out);
@@ -243,8 +244,27 @@ void clearDynamicTails(CodeWriter& w, const ModelLayout& layout, const GraphLayo
     }
     for (size_t i = 0; i < v.dynamic.dims.size(); ++i)
       p.slot[v.dynamic.dims[i]] = v.dynamic.sizeSlot + static_cast<int32_t>(i);
-    w.line("if (team.thread() == 0) cgc::rt::clear_tail({}, {}, {});", initializerOf(p),
-           layout.sizeSlot(0), layout.pointer(graph, out));
+    // A --dim model's outputs are read densely at their actual shape (the
+    // compiler refuses an output so compacted that another node reads).
+    const bool compact = layout.model.dims && (graph.isTop() || graph.isSpecialization()) &&
+                         graph.graph().isGraphOutput(out) && v.dynamic.dims.back() > 0;
+    const char* function = compact ? "compact_extents" : "clear_tail";
+    const std::vector<ir::DimPoly>* bounds =
+        dims && dims->boundShapes.count(out) ? &dims->boundShapes.at(out) : nullptr;
+    if (!bounds) {
+      w.line("if (team.thread() == 0) cgc::rt::{}({}, {}, {});", function, initializerOf(p),
+             layout.sizeSlot(0), layout.pointer(graph, out));
+    } else {  // --dim: the bounds at the actual sizes
+      w.open("if (team.thread() == 0) {{");
+      w.line("cgc::rt::ExtentParams extents = {};", initializerOf(p));
+      const std::vector<std::string> names = layout.dimNames(graph);
+      for (size_t d = 0; d < bounds->size(); ++d)
+        if (!(*bounds)[d].isConstant())
+          w.line("extents.bound[{}] = {};", d, (*bounds)[d].cpp(names));
+      w.line("cgc::rt::{}(extents, {}, {});", function, layout.sizeSlot(0),
+             layout.pointer(graph, out));
+      w.close();
+    }
     w.line("team.barrier();");
   }
 }

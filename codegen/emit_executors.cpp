@@ -267,6 +267,14 @@ void emitDimValues(CodeWriter& w, const ModelLayout& layout, const GraphLayout& 
     const bool used = std::any_of(nodes.begin(), nodes.end(), [&](int id) {
       const auto params = dims->params.find(id);
       const auto copies = graph.outputCopies.find(id);
+      const auto bounds = [&](int v) {
+        const auto shape = dims->boundShapes.find(v);
+        return shape != dims->boundShapes.end() &&
+               std::any_of(shape->second.begin(), shape->second.end(), uses);
+      };
+      if (id >= 0 && std::any_of(graph.graph().node(id).outputs.begin(),
+                                 graph.graph().node(id).outputs.end(), bounds))
+        return true;
       return (params != dims->params.end() &&
               std::any_of(params->second.begin(), params->second.end(),
                           [&](const auto& leaf) { return uses(leaf.second); })) ||

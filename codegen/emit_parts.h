@@ -37,7 +37,8 @@ void emitControl(CodeWriter& w, const ModelLayout& layout, const GraphLayout& gr
 void emitObserve(CodeWriter& w, const ModelLayout& layout, int v);
 
 /// After a node that writes values of data-dependent size: their elements
-/// past the actual extents zeroed.
+/// past the actual extents zeroed, or, a --dim model's outputs, moved to
+/// lie densely at the actual shape.
 void clearDynamicTails(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
                        const ir::Node& node);
 

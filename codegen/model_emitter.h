@@ -55,6 +55,9 @@ struct VariableDims {
   std::map<int, std::vector<std::pair<std::string, ir::DimPoly>>> params;
   /// Per graph input and output: the size of each axis.
   std::vector<std::vector<ir::DimPoly>> inputShapes, outputShapes;
+  /// By value id: the bound of each axis of a data-dependent value whose
+  /// bound follows them (NonZero's of a [batch, seq] input: batch * seq).
+  std::map<int, std::vector<ir::DimPoly>> boundShapes;
   /// "dim_seq": the C++ names generated code gives their values.
   std::vector<std::string> cppNames() const;
 };

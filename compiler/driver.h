@@ -34,7 +34,10 @@ struct CompileOptions {
   int executors = 0;              // --executors; 0: 1, or the profile's
   int threadsPerExecutor = 0;     // --threads; 0: the profile's, else at run time
   std::string profilePath;        // --profile: measured costs for levels/partition
-  bool quiet = false;             // no progress lines on stderr
+  /// A specialised path that cgc tune tuned on its own: its sizes, whose
+  /// section of --profile ("specializations") this compile reads.
+  std::map<std::string, int64_t> profileSection;
+  bool quiet = false;  // no progress lines on stderr
   /// cgc tune's trials: this convolution variant ("Im2col") on every float
   /// Conv that takes it (passes::PassTarget::everyConvVariant).
   std::string everyConvVariant;

@@ -352,6 +352,12 @@ CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) 
                       "Tune the model compiled with these variable dimensions (as cgc compile "
                       "--dim) at the sizes of --inputs (default: the bounds); the profile records "
                       "them, and a compile with it specialises them");
+  command->add_option("--specialize", args.specialize,
+                      "Also tune the static code of these sizes of a --dim dimension (as cgc "
+                      "compile --specialize): each path's own convolution variants and per-op "
+                      "thread counts, timed on deterministic data at its sizes on the general "
+                      "code's executors and threads; a compile with the profile specialises "
+                      "these paths with their tuning");
   addQuantizeOptions(*command, tune.compile);
   command->add_option("-o,--output", tune.outDir,
                       "Directory for the profile (default: current directory)");

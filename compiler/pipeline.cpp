@@ -9,6 +9,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "cgc/team.h"
@@ -47,9 +48,13 @@ passes::Schedule scheduleGraph(const ir::Graph& graph, const lowering::KernelCal
                            : options.executors <= 0 && tuned.threads > 0 ? tuned.threads
                                                                          : 0;
   const int threads = fixedThreads > 0 ? fixedThreads : std::max(1, cores / executors);
-  passes::CostModel costs = options.profilePath.empty()
-                                ? passes::estimateCosts(graph, calls)
-                                : passes::costsFromProfile(graph, calls, options.profilePath);
+  passes::CostModel costs =
+      options.profilePath.empty() ? passes::estimateCosts(graph, calls)
+      : options.profileSection.empty()
+          ? passes::costsFromProfile(graph, calls, options.profilePath)
+          : passes::costsFromProfile(
+                graph, calls, specializationProfile(options.profilePath, options.profileSection),
+                options.profilePath);
   std::vector<int> nodeThreads;
   if (threads > 1 && !tuned.nodeThreads.empty() && options.threadsPerExecutor <= 0) {
     nodeThreads.assign(graph.numNodeSlots(), 0);
@@ -230,7 +235,11 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
   model.graph = std::move(graph);
   TunedConfig tuned;
   if (!options.profilePath.empty()) {
-    tuned = readTunedConfig(options.profilePath);
+    tuned =
+        options.profileSection.empty()
+            ? readTunedConfig(options.profilePath)
+            : readTunedConfig(specializationProfile(options.profilePath, options.profileSection),
+                              options.profilePath);
     checkMeasuredHere(options.profilePath, tuned, findTarget(options.target));
   }
   passes::runPipeline(model.graph, pipelineOptions(options, tuned));

@@ -64,6 +64,19 @@ std::vector<std::map<std::string, int64_t>> parseSizeLists(const std::vector<std
   return texts.empty() ? std::vector<std::map<std::string, int64_t>>{} : paths;
 }
 
+std::map<std::string, int64_t> specializedSizes(const std::vector<Dim>& dims,
+                                                const std::map<std::string, int64_t>& path) {
+  std::map<std::string, int64_t> fixed;
+  for (const Dim& d : dims) {
+    const int64_t only = d.max - d.max % d.multiple;
+    if (path.count(d.name))
+      fixed[d.name] = path.at(d.name);
+    else if (only - d.multiple < d.min)  // a dimension of one size is fixed in every path
+      fixed[d.name] = only;
+  }
+  return fixed;
+}
+
 namespace {
 
 /// "seq=128, batch=1": the sizes a specialisation fixes.
@@ -76,37 +89,41 @@ std::string describeSpecialization(const std::vector<Dim>& dims, const Sizes& at
 
 /// The model compiled for each of options.specialize's paths (the
 /// dimensions a path leaves out variable as in `model`), on `model`'s
-/// executors and threads (the generated code runs either on one pool).
+/// executors and threads (the generated code runs either on one pool). A
+/// path cgc tune tuned reads its own section of the profile.
 void compilePaths(const CompileOptions& options, const TunedConfig& tuned, CompiledModel& model) {
-  std::vector<Sizes> points;
-  for (const auto& path : options.specialize) {
-    points.emplace_back();
-    for (const Dim& d : options.dims) {
-      // A dimension of one size is fixed in every path.
-      const int64_t only = d.max - d.max % d.multiple;
-      const bool one = only - d.multiple < d.min;
-      points.back().push_back(path.count(d.name) ? path.at(d.name) : one ? only : -1);
-    }
-  }
-  // A profile measured the general code; its tuned variants hold here too.
+  // A profile measured the general code; its tuned variants hold where a
+  // path has no tuning of its own.
   std::map<std::string, std::string> variants = tuned.convVariants;
   for (const auto& [node, variant] : options.convVariants) variants[node] = variant;
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> names;
-  for (const Sizes& point : points) {
+  for (const auto& path : options.specialize) {
+    const std::map<std::string, int64_t> fixed = specializedSizes(options.dims, path);
+    const bool ownTuning =
+        std::count(tuned.specializations.begin(), tuned.specializations.end(), fixed) > 0;
     CompileOptions at = options;
     at.specialize.clear();
     at.dims.clear();
     at.quiet = true;
-    at.profilePath.clear();
-    at.convVariants = variants;
+    at.specializeProfiledSizes = false;
+    if (ownTuning) {
+      at.profileSection = fixed;
+    } else {
+      at.profilePath.clear();
+      at.convVariants = variants;
+    }
     at.executors = model.schedule.executors;
     at.threadsPerExecutor = model.schedule.fixedThreads();
-    for (size_t j = 0; j < options.dims.size(); ++j)
-      if (point[j] >= 0)
-        at.load.dims[options.dims[j].name] = point[j];
+    Sizes point;
+    for (const Dim& d : options.dims) {
+      const auto size = fixed.find(d.name);
+      point.push_back(size == fixed.end() ? -1 : size->second);
+      if (size != fixed.end())
+        at.load.dims[d.name] = size->second;
       else
-        at.dims.push_back(options.dims[j]);
+        at.dims.push_back(d);
+    }
     CompiledModel s;
     try {
       s = compileGraph(at);
@@ -119,10 +136,20 @@ void compilePaths(const CompileOptions& options, const TunedConfig& tuned, Compi
                "a specialisation is scheduled on other executors");
     s.specializedAt = point;
     model.specializations.push_back(std::move(s));
-    names.push_back(describeSpecialization(options.dims, point));
+    names.push_back(describeSpecialization(options.dims, point) + (ownTuning ? " (tuned)" : ""));
   }
   progress(options, fmt::format("--specialize: static code for {} ({:.2f} s)",
                                 fmt::join(names, "; "), secondsSince(start)));
+}
+
+/// Whether --dim takes every size of `sizes`.
+bool allowed(const std::vector<Dim>& dims, const std::map<std::string, int64_t>& sizes) {
+  return std::all_of(sizes.begin(), sizes.end(), [&](const auto& entry) {
+    const auto d = std::find_if(dims.begin(), dims.end(),
+                                [&](const Dim& dim) { return dim.name == entry.first; });
+    return d != dims.end() && entry.second >= d->min && entry.second <= d->max &&
+           entry.second % d->multiple == 0;
+  });
 }
 
 /// With --profile and no --specialize: the sizes the profile ran most
@@ -138,13 +165,8 @@ std::vector<std::map<std::string, int64_t>> profiledSizes(const CompileOptions& 
   for (const auto& entry : tuned.sizes) {
     const std::map<std::string, int64_t>& sizes = entry.first;  // lambdas capture it
     const int64_t runs = entry.second;
-    const bool allowed = sizes.size() == options.dims.size() &&
-                         std::all_of(options.dims.begin(), options.dims.end(), [&](const Dim& d) {
-                           const auto it = sizes.find(d.name);
-                           return it != sizes.end() && it->second >= d.min && it->second <= d.max &&
-                                  it->second % d.multiple == 0;
-                         });
-    if (!allowed || runs < kProfiledShare * static_cast<double>(total) ||
+    if (sizes.size() != options.dims.size() || !allowed(options.dims, sizes) ||
+        runs < kProfiledShare * static_cast<double>(total) ||
         paths.size() == kProfiledSpecializations)
       continue;
     paths.push_back(sizes);
@@ -164,7 +186,14 @@ void compileSpecializations(const CompileOptions& options, CompiledModel& model)
   if (!options.specialize.empty()) return compilePaths(options, tuned, model);
   if (options.profilePath.empty() || !options.specializeProfiledSizes) return;
   CompileOptions profiled = options;
-  profiled.specialize = profiledSizes(options, tuned);
+  // The paths cgc tune tuned (where --dim takes them), else the sizes run most.
+  for (const auto& sizes : tuned.specializations)
+    if (allowed(options.dims, sizes)) profiled.specialize.push_back(sizes);
+  if (!profiled.specialize.empty())
+    progress(options, fmt::format("--profile: specialising the {} path(s) cgc tune tuned",
+                                  profiled.specialize.size()));
+  else
+    profiled.specialize = profiledSizes(options, tuned);
   if (!profiled.specialize.empty()) compilePaths(profiled, tuned, model);
 }
 

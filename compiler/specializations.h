@@ -6,7 +6,9 @@
 // executors), or, where a path fixes only some dimensions, as a --dim model
 // of the others. The generated code runs a path when the dimensions have
 // its sizes (codegen: GraphLayout::isSpecialization). Without --specialize,
-// a profile of a --dim build (--profile) chooses: the sizes it ran most.
+// a profile of a --dim build (--profile) chooses: the paths cgc tune tuned
+// (each compiled with its own section of the profile), else the sizes it
+// ran most.
 #pragma once
 
 #include <map>
@@ -28,6 +30,11 @@ constexpr size_t kMaxSpecializations = 16;
 std::vector<std::map<std::string, int64_t>> parseSizeLists(
     const std::vector<std::string>& texts, const std::vector<codegen::VariableDims::Dim>& dims,
     const std::string& flag = "--specialize");
+
+/// The sizes a path of --specialize fixes: its own, and those of every
+/// dimension whose range holds one size.
+std::map<std::string, int64_t> specializedSizes(const std::vector<codegen::VariableDims::Dim>& dims,
+                                                const std::map<std::string, int64_t>& path);
 
 /// `model` (compiled for options.dims) gets CompiledModel::specializations:
 /// options.specialize's paths, or with none and a --profile, each size

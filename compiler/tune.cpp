@@ -29,6 +29,7 @@
 #include "compiler/commands.h"
 #include "compiler/input_shapes.h"
 #include "compiler/model_runner.h"
+#include "compiler/specializations.h"
 #include "compiler/target_library.h"
 #include "compiler/targets.h"
 #include "compiler/tuned_profile.h"
@@ -169,8 +170,9 @@ class Tuner {
     compile.threadsPerExecutor = threads;
     compile.profilePath = profilePath;
     compile.everyConvVariant = every;
-    compile.specializeProfiledSizes = false;  // --dim: the general code is tuned
-    compile.quiet = true;                     // tune's own lines say what happens
+    compile.specialize.clear();  // --dim: the general code is tuned (the paths by tunePaths)
+    compile.specializeProfiledSizes = false;
+    compile.quiet = true;  // tune's own lines say what happens
     Build b{compile, driver::compileGraph(compile), {}, {}};
     b.variants = convVariantsOf(b.model.graph);
     if (!compileOnly) finish(b);
@@ -250,16 +252,22 @@ class Tuner {
 /// The search's state and its three stages.
 class Search {
  public:
-  Search(const TuneOptions& options, const fs::path& work)
-      : options_(options), tuner_(options, work), start_(Clock::now()) {}
+  /// `start`: when the budget began (a specialised path's search shares
+  /// the whole tune's).
+  Search(const TuneOptions& options, const fs::path& work, Clock::time_point start)
+      : options_(options), tuner_(options, work), start_(start) {}
+
+  int executors() const { return bestE_; }
+  int threads() const { return bestT_; }
+  double bestMs() const { return best_.ms; }
 
   void line(const std::string& text) const { std::cout << "tune: " << text << std::endl; }
   bool overBudget() const { return msSince(start_) / 1000 > options_.budgetSeconds; }
   double seconds() const { return msSince(start_) / 1000; }
 
-  /// Stage 1: executors x threads. False when no configuration ran.
-  bool searchConfigurations(int cpus) {
-    for (auto [e, t] : configurations(cpus)) {
+  /// Stage 1: executors x threads among `configs`. False when none ran.
+  bool searchConfigurations(const std::vector<std::pair<int, int>>& configs) {
+    for (auto [e, t] : configs) {
       if (bestE_ > 0 && overBudget()) {
         line("budget spent; configurations left untried");
         break;
@@ -483,6 +491,45 @@ std::string modelName(const std::string& modelPath) {
   return stem;
 }
 
+namespace {
+
+/// cgc tune --specialize: each path searched on its own at its sizes (the
+/// dimensions it leaves variable at their bounds) on the general code's
+/// executors and threads, which every path shares; each path's result,
+/// keyed by its sizes, for the profile's "specializations".
+json tunePaths(const TuneOptions& options, const fs::path& work, const Search& general,
+               const std::string& tier, Clock::time_point start) {
+  json paths = json::array();
+  for (const auto& path : options.compile.specialize) {
+    const auto fixed = driver::specializedSizes(options.compile.dims, path);
+    TuneOptions at = options;
+    at.inputsDir.clear();  // deterministic data at the path's sizes
+    at.compile.specialize.clear();
+    at.compile.dims.clear();
+    for (const auto& d : options.compile.dims)
+      if (fixed.count(d.name))
+        at.compile.load.dims[d.name] = fixed.at(d.name);
+      else
+        at.compile.dims.push_back(d);
+    std::vector<std::string> parts;
+    for (const auto& [name, size] : fixed) parts.push_back(fmt::format("{}={}", name, size));
+    const std::string sizes = fmt::format("{}", fmt::join(parts, ", "));
+    Search search(at, work, start);
+    search.line(fmt::format("--specialize {}: its own variants and per-op threads", sizes));
+    if (!search.searchConfigurations({{general.executors(), general.threads()}})) {
+      search.line(fmt::format("--specialize {}: did not compile and run; left untuned", sizes));
+      continue;
+    }
+    search.variants(tier);
+    search.nodeThreads();
+    paths.push_back({{"dims", fixed}, {"profile", search.result(tier)}});
+    search.line(fmt::format("--specialize {}: {:.3f} ms", sizes, search.bestMs()));
+  }
+  return paths;
+}
+
+}  // namespace
+
 int tune(const TuneOptions& given) {
   TuneOptions options = given;
   commands::bindShapesFromInputs(options.compile, options.inputsDir);
@@ -496,13 +543,14 @@ int tune(const TuneOptions& given) {
   const std::string tier = driver::findTarget(options.compile.target).tier;
   fs::path work = fs::temp_directory_path() / fmt::format("cgc-tune-{}", getpid());
   fs::create_directories(work);
-  Search search(options, work);
+  const Clock::time_point start = Clock::now();
+  Search search(options, work, start);
   search.line(fmt::format("{} on {} cores, {} rounds per try, budget {:.0f} s",
                           options.compile.modelPath, cpus, options.rounds, options.budgetSeconds));
   if (!options.compile.dims.empty())
     search.line(fmt::format("--dim: the general code, timed at the sizes of {}",
                             options.inputsDir.empty() ? "the bounds" : options.inputsDir));
-  if (!search.searchConfigurations(cpus)) {
+  if (!search.searchConfigurations(configurations(cpus))) {
     fs::remove_all(work);
     userError({options.compile.modelPath, "", ""}, "no configuration compiled and ran");
   }
@@ -513,7 +561,10 @@ int tune(const TuneOptions& given) {
   std::string out =
       (fs::path(options.outDir) / (modelName(options.compile.modelPath) + ".profile.json"))
           .string();
-  writeJson(out, search.result(tier));
+  json result = search.result(tier);
+  if (!options.compile.specialize.empty())
+    result["specializations"] = tunePaths(options, work, search, tier, start);
+  writeJson(out, result);
   fs::remove_all(work);
   search.summary(out);
   return 0;

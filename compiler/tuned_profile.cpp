@@ -2,6 +2,7 @@
 #include "compiler/tuned_profile.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
@@ -56,11 +57,50 @@ CpuRecord thisCpu() {
   return cpu;
 }
 
+namespace {
+
+/// A map of dimension names to sizes, or nullopt.
+std::optional<std::map<std::string, int64_t>> sizesOf(const nlohmann::json& dims) {
+  if (!dims.is_object()) return std::nullopt;
+  std::map<std::string, int64_t> out;
+  for (const auto& [name, size] : dims.items()) {
+    if (!size.is_number_integer()) return std::nullopt;
+    out[name] = size.get<int64_t>();
+  }
+  return out;
+}
+
+[[noreturn]] void badSpecializations(const std::string& path) {
+  userError({path, "", ""},
+            "\"specializations\" must list {{\"dims\": {{NAME: SIZE, ...}}, \"profile\": "
+            "{{...}}}} objects");
+}
+
+}  // namespace
+
 TunedConfig readTunedConfig(const std::string& path) {
-  TunedConfig config;
   std::ifstream in(path);
-  nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (!json.is_object()) return config;
+  const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return json.is_object() ? readTunedConfig(json, path) : TunedConfig{};
+}
+
+nlohmann::json specializationProfile(const std::string& path,
+                                     const std::map<std::string, int64_t>& sizes) {
+  std::ifstream in(path);
+  const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (json.is_object() && json.contains("specializations") && json["specializations"].is_array())
+    for (const auto& entry : json["specializations"])
+      if (entry.is_object() && entry.contains("dims") && sizesOf(entry["dims"]) == sizes &&
+          entry.contains("profile") && entry["profile"].is_object())
+        return entry["profile"];
+  std::vector<std::string> parts;
+  for (const auto& [name, size] : sizes) parts.push_back(fmt::format("{}={}", name, size));
+  userError({path, "", ""}, "the profile has no tuning of the specialised path {}",
+            fmt::join(parts, ", "));
+}
+
+TunedConfig readTunedConfig(const nlohmann::json& json, const std::string& path) {
+  TunedConfig config;
   config.executors = json.value("executors", 0);
   config.threads = json.value("threads", 0);
   if (json.contains("node_threads") && json["node_threads"].is_object())
@@ -95,18 +135,23 @@ TunedConfig readTunedConfig(const std::string& path) {
     };
     if (!sizes.is_array()) bad();
     for (const auto& entry : sizes) {
-      if (!entry.is_object() || !entry.contains("dims") || !entry["dims"].is_object() ||
-          !entry.contains("runs") || !entry["runs"].is_number_integer())
+      if (!entry.is_object() || !entry.contains("dims") || !entry.contains("runs") ||
+          !entry["runs"].is_number_integer() || !sizesOf(entry["dims"]))
         bad();
-      std::map<std::string, int64_t> dims;
-      for (auto& [name, size] : entry["dims"].items()) {
-        if (!size.is_number_integer()) bad();
-        dims[name] = size.get<int64_t>();
-      }
-      config.sizes.emplace_back(std::move(dims), entry["runs"].get<int64_t>());
+      config.sizes.emplace_back(*sizesOf(entry["dims"]), entry["runs"].get<int64_t>());
     }
     std::stable_sort(config.sizes.begin(), config.sizes.end(),
                      [](const auto& a, const auto& b) { return a.second > b.second; });
+  }
+  if (json.contains("specializations")) {
+    const auto& paths = json["specializations"];
+    if (!paths.is_array()) badSpecializations(path);
+    for (const auto& entry : paths) {
+      if (!entry.is_object() || !entry.contains("dims") || !sizesOf(entry["dims"]) ||
+          !entry.contains("profile") || !entry["profile"].is_object())
+        badSpecializations(path);
+      config.specializations.push_back(*sizesOf(entry["dims"]));
+    }
   }
   return config;
 }

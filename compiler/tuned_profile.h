@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,12 +41,23 @@ struct TunedConfig {
   /// "sizes": the runs at each size of the variable dimensions (a model
   /// compiled with --dim), by dimension name; most runs first.
   std::vector<std::pair<std::map<std::string, int64_t>, int64_t>> sizes;
+  /// "specializations": the sizes of each specialised path that cgc tune
+  /// tuned on its own (the path's section holds its tuning).
+  std::vector<std::map<std::string, int64_t>> specializations;
 };
 
 /// The tuned fields of the profile at `path` (all absent where it has none;
 /// a file that is not JSON is left to the cost model's reader to report).
 /// A "variants" or "cpu" of the wrong form is a CompileError naming the file.
 TunedConfig readTunedConfig(const std::string& path);
+/// The same from a profile already read (a section of the file at `path`).
+TunedConfig readTunedConfig(const nlohmann::json& profile, const std::string& path);
+
+/// The section of the tuned profile at `path` for the specialised path of
+/// `sizes` ("specializations": [{"dims": {...}, "profile": {...}}]): what a
+/// compile of that path reads instead of the whole file.
+nlohmann::json specializationProfile(const std::string& path,
+                                     const std::map<std::string, int64_t>& sizes);
 
 /// For `native`: a CompileError naming both CPUs when the profile was
 /// measured on another processor (vendor, family or model). A named target

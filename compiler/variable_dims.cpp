@@ -358,6 +358,16 @@ class Fitter {
     }
     for (int v : g.inputs) dims->inputShapes.push_back(fitShape(v));
     for (int v : g.outputs) dims->outputShapes.push_back(fitShape(v));
+    for (int v = 0; v < g.numValues(); ++v)
+      if (!g.value(v).dynamic.empty() && varies(v)) dims->boundShapes[v] = fitShape(v);
+    for (int v : g.outputs)
+      if (!g.value(v).dynamic.empty() && g.value(v).dynamic.dims.back() > 0 &&
+          !g.consumers(v).empty())
+        userError(g.where(g.node(g.consumers(v)[0])),
+                  "reads '{}', an output of data-dependent size along axis {}, which a --dim "
+                  "model returns densely at its actual shape: cgc cannot run this yet; bind "
+                  "the dimensions with --shape",
+                  g.value(v).name, g.value(v).dynamic.dims.back());
     checkValues(g);
     if (!copying.empty()) {
       model.plan = passes::planMemory(g, model.calls, model.schedule, copying);
@@ -380,10 +390,6 @@ class Fitter {
     for (int id : g.liveNodes())
       if (!g.node(id).subgraphs.empty())
         userError(g.where(g.node(id)), "--dim does not work with If, Loop or Scan yet");
-    for (int v = 0; v < g.numValues(); ++v)
-      if (!g.value(v).dynamic.empty())
-        userError(g.where(), "--dim does not work yet with data-dependent sizes ('{}')",
-                  g.value(v).name);
   }
 
   /// The node at sample `s`, compiled as at the bounds; nullopt (with a

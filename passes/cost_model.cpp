@@ -142,11 +142,16 @@ CostModel costsFromProfile(const ir::Graph& graph, const lowering::KernelCalls& 
   } catch (const nlohmann::json::exception& e) {
     profileError(path, fmt::format("not a valid profile: {}", e.what()));
   }
+  return costsFromProfile(graph, calls, profile, path);
+}
+
+CostModel costsFromProfile(const ir::Graph& graph, const lowering::KernelCalls& calls,
+                           const nlohmann::json& profile, const std::string& path) {
   if (!profile.is_object() || !profile.contains("graph_hash") ||
       !profile["graph_hash"].is_string() || !profile.contains("nodes") ||
       !profile["nodes"].is_array())
     profileError(path, "not a cgc profile (needs \"graph_hash\" and \"nodes\")");
-  std::string measuredOn = profile["graph_hash"].get<std::string>();
+  const std::string measuredOn = profile["graph_hash"].get<std::string>();
   std::string ours = graphHash(graph);
   if (measuredOn != ours)
     profileError(
@@ -159,7 +164,7 @@ CostModel costsFromProfile(const ir::Graph& graph, const lowering::KernelCalls& 
   CostModel estimate = estimateCosts(graph, calls);
   CostModel costs = estimate;
   std::vector<bool> present(graph.numNodeSlots(), false);
-  for (const auto& entry : profile["nodes"]) {
+  for (const auto& entry : profile.at("nodes")) {
     if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() ||
         !entry.contains("median_us") || !entry["median_us"].is_number())
       profileError(path, "every node needs a \"name\" and a numeric \"median_us\"");

@@ -9,6 +9,7 @@
 // ONE thread: the partitioner divides by parallelSpeedup() for teams.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -46,5 +47,9 @@ std::string graphHash(const ir::Graph& graph);
 /// when it was measured on a different graph.
 CostModel costsFromProfile(const ir::Graph& graph, const lowering::KernelCalls& calls,
                            const std::string& path);
+/// The same from a profile already read (a section of the file at `path`,
+/// which errors name).
+CostModel costsFromProfile(const ir::Graph& graph, const lowering::KernelCalls& calls,
+                           const nlohmann::json& profile, const std::string& path);
 
 }  // namespace cgc::passes

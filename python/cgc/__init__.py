@@ -135,18 +135,20 @@ def inspect(model, shapes=None, constants=None, target="native", executors=0, th
 
 
 def tune(model, shapes=None, constants=None, target="native", out_dir=".", inputs=None,
-         rounds=5, budget=120.0, verbose=False, dims=None):
+         rounds=5, budget=120.0, verbose=False, dims=None, specialize=None):
     """``cgc tune``: searches executors x threads and per-node threads for
     the lowest latency, writes OUT_DIR/<model>.profile.json and returns its
     path (give it to compile(..., profile=PATH)). `inputs` is a directory of
     input_N.pb files (else deterministic data). With `dims` (as compile's),
     the model compiled with those variable dimensions is tuned at the
     inputs' sizes, which the profile records: compile(..., dims=...,
-    profile=PATH) specialises them."""
+    profile=PATH) specialises them. With `specialize` (as compile's), each
+    of those paths is also tuned on its own, and compile(..., dims=...,
+    profile=PATH) specialises those paths with their tuning."""
     with tempfile.TemporaryDirectory(prefix="cgc-constants-") as scratch:
         return _cgc.tune(_path(model), _shapes(shapes), _constants(constants, scratch), target,
                          _path(out_dir), "" if inputs is None else _path(inputs), int(rounds),
-                         float(budget), bool(verbose), _dims(dims))
+                         float(budget), bool(verbose), _dims(dims), _specialize(specialize))
 
 
 def calibrate(model, batches, output=None, shapes=None, constants=None, target="native",

@@ -178,10 +178,12 @@ PYBIND11_MODULE(_cgc, module) {
       "tune",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, const std::string& outDir, const std::string& inputsDir,
-         int rounds, double budget, bool verbose, const std::vector<std::string>& dims) {
+         int rounds, double budget, bool verbose, const std::vector<std::string>& dims,
+         const std::vector<std::string>& specialize) {
         cgc::tune::TuneOptions options;
         options.compile = compileOptions(model, shapes, constants, target, 0, 0, "", verbose);
         options.compile.dims = cgc::driver::parseDims(dims);
+        options.compile.specialize = cgc::driver::parseSizeLists(specialize, options.compile.dims);
         options.outDir = outDir;
         options.inputsDir = inputsDir;
         options.rounds = rounds;
@@ -193,7 +195,7 @@ PYBIND11_MODULE(_cgc, module) {
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
       py::arg("out_dir"), py::arg("inputs_dir"), py::arg("rounds"), py::arg("budget"),
-      py::arg("verbose"), py::arg("dims"));
+      py::arg("verbose"), py::arg("dims"), py::arg("specialize"));
   module.def(
       "calibrate",
       [](const std::string& model, const Shapes& shapes, const Files& constants,

@@ -10,11 +10,16 @@ instead of fixed sizes, runs correctly at every size in the range:
   * a small residual CNN with a dynamic batch and image side matches PyTorch
     at batch 1..16 and sides 16..64 (multiples of 8);
   * the encoder again with seq as a range in --shape (input_ids=1x1..256);
+  * data-dependent sizes (NonZero, Compress, TopK with a run-time k,
+    Unique) of a [batch, seq] input match numpy at five sizes, in the
+    general code and in specialised paths;
   * --specialize: the encoder with static code for seq=128 (its profile
     shows that 1x128 ran it and the other sizes the general code), also
     built for two targets; the CNN with a wholly static path for batch 1
     and 3 at side 32; a recompile with a profile of runs at 1x128, or with
-    the profile of cgc tune --dim at 1x128, specialising that size;
+    the profile of cgc tune --dim at 1x128, specialising that size; cgc
+    tune --specialize tuning the path on its own, and a compile with its
+    profile reading that tuning;
 and that bad sizes and bad --dim flags fail with exit code 1 and one stderr line naming the
 dimension (out of range, off the step, inputs that disagree, an unbound
 dimension or one the graph fixes at compile time, malformed or unknown
@@ -39,6 +44,7 @@ from onnx import numpy_helper
 HID, HEADS, VOCAB = 32, 4, 100
 ENC_SIZES = [(1, 1), (1, 7), (2, 64), (1, 128), (3, 200), (8, 512)]
 CNN_SIZES = [(1, 32), (3, 32), (16, 32), (2, 16), (5, 56)]  # (batch, side)
+DD_SIZES = [(1, 1, 1), (1, 7, 3), (2, 30, 30), (4, 64, 5), (3, 5, 2)]  # (batch, seq, k)
 
 
 class Layer(nn.Module):
@@ -125,6 +131,49 @@ def encoder_inputs(rng, b, s):
     return ids, mask
 
 
+def make_data_dependent(work, rng):
+    """Data-dependent sizes of a [batch, seq] input: NonZero (transposed),
+    Compress, TopK with a run-time k (its output's inner axis), Unique; and a
+    graph that reads such an output, which --dim refuses. Expected outputs
+    from numpy."""
+    h, T = onnx.helper, onnx.TensorProto
+    const = [numpy_helper.from_array(np.array(0, np.float32), "zero"),
+             numpy_helper.from_array(np.array(2, np.float32), "two"),
+             numpy_helper.from_array(np.array([-1], np.int64), "flat")]
+    nodes = [h.make_node("Greater", ["x", "zero"], ["pos"]),
+             h.make_node("NonZero", ["pos"], ["idx"]),
+             h.make_node("Transpose", ["idx"], ["where"]),
+             h.make_node("Reshape", ["pos", "flat"], ["posf"]),
+             h.make_node("Compress", ["x", "posf"], ["positive"]),
+             h.make_node("TopK", ["x", "k"], ["top", "topi"], axis=1, name="topk"),
+             h.make_node("Relu", ["top"], ["toprelu"]),
+             h.make_node("Mul", ["x", "two"], ["x2"]),
+             h.make_node("Floor", ["x2"], ["fl"]),
+             h.make_node("Unique", ["fl"], ["uniq"], sorted=1)]
+    inputs = [h.make_tensor_value_info("x", T.FLOAT, ["batch", "seq"]),
+              h.make_tensor_value_info("k", T.INT64, [1])]
+    outputs = [h.make_tensor_value_info("where", T.INT64, ["n", 2]),
+               h.make_tensor_value_info("positive", T.FLOAT, ["m"]),
+               h.make_tensor_value_info("toprelu", T.FLOAT, ["batch", "k"]),
+               h.make_tensor_value_info("uniq", T.FLOAT, ["u"])]
+    for name, extra in (("datadep", []), ("datadep_read", [h.make_node("Neg", ["toprelu"], ["neg"],
+                                                                        name="reads_top")])):
+        outs = outputs + ([h.make_tensor_value_info("neg", T.FLOAT, ["batch", "k"])]
+                          if extra else [])
+        m = h.make_model(h.make_graph(nodes + extra, name, inputs, outs, const),
+                         opset_imports=[h.make_opsetid("", 13)])
+        onnx.checker.check_model(m)
+        onnx.save(m, os.path.join(work, f"{name}.onnx"))
+    for b, s, k in DD_SIZES:
+        x = rng.standard_normal((b, s)).astype(np.float32)
+        top = np.take_along_axis(x, np.argsort(-x, axis=1, kind="stable")[:, :k], axis=1)
+        write_set(os.path.join(work, f"datadep_{b}x{s}"), [x, np.array([k], np.int64)],
+                  [np.array(np.nonzero(x > 0)).T.astype(np.int64), x[x > 0],
+                   np.maximum(top, 0), np.unique(np.floor(x * 2))])
+    write_set(os.path.join(work, "datadep_k_beyond"),
+              [np.ones((2, 5), np.float32), np.array([6], np.int64)], [])
+
+
 def make_data(work):
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -159,6 +208,7 @@ def make_data(work):
         ids, _ = encoder_inputs(rng, 2, 64)
         _, mask = encoder_inputs(rng, 1, 128)
         write_set(os.path.join(work, "encoder_mismatch"), [ids, mask], [])
+    make_data_dependent(work, rng)
 
 
 def main():
@@ -212,6 +262,22 @@ def main():
     for b, side in CNN_SIZES:  # the image side too: a stride-2 layer halves it
         run(f"cnn {b}x{side}", ["run", cnn, "--quiet", "--dim", "batch=1..16",
                                 "--dim", "side=16..64:8"] + check(f"cnn_{b}x{side}"))
+    # Data-dependent sizes within variable dimensions: their bounds follow
+    # the dimensions, and outputs are dense at their actual shape, in the
+    # general code and in a partly and a wholly specialised path.
+    dd = os.path.join(work, "datadep.onnx")
+    dd_dims = ["--dim", "batch=1..4", "--dim", "seq=1..64"]
+    for spec in ([], ["--specialize", "seq=7,30"], ["--specialize", "batch=2", "--specialize",
+                                                     "seq=30"]):
+        for b, s, _ in DD_SIZES:
+            run(f"data-dependent {' '.join(spec)} {b}x{s}",
+                ["run", dd, "--quiet"] + dd_dims + spec + check(f"datadep_{b}x{s}"))
+    run("error data-dependent: k beyond seq",
+        ["run", dd, "--quiet"] + dd_dims + ["--inputs", os.path.join(work, "datadep_k_beyond")],
+        1, must=("topk",))
+    run("error data-dependent output read by a node",
+        ["compile", os.path.join(work, "datadep_read.onnx"), "--quiet"] + dd_dims +
+        ["-o", os.path.join(work, "compile_out")], 1, must=("reads_top", "toprelu", "--shape"))
     # --specialize: static code for seq=128 (batch still variable) beside the
     # general code; a profile names the nodes that ran, so it shows which
     # path each size took.
@@ -309,6 +375,44 @@ def main():
         failures.append("cgc tune --dim")
     else:
         print("ok cgc tune --dim records the size; its profile specialises it")
+
+    # cgc tune --specialize: the path is tuned on its own (a section of the
+    # profile, keyed by its sizes); a compile with the profile specialises
+    # it and reads that section (a section of another graph is refused).
+    tuned = os.path.join(work, "tuned_spec")
+    run("cgc tune --dim --specialize", ["tune", enc, "--quiet"] + full +
+        ["--specialize", "seq=128", "--specialize", "batch=1", "--budget", "0", "--rounds", "1",
+         "-o", tuned])
+    tuned_path = os.path.join(tuned, "encoder.profile.json")
+    with open(tuned_path) as f:
+        tuned_profile = json.load(f)
+    paths = tuned_profile.get("specializations", [])
+    if [p["dims"] for p in paths] != [{"batch": 1, "seq": 128}] or \
+            paths[0]["profile"].get("executors") != tuned_profile.get("executors") or \
+            not paths[0]["profile"].get("nodes"):
+        print(f"FAIL cgc tune --specialize: {[p.get('dims') for p in paths]}")
+        failures.append("cgc tune --specialize")
+    else:
+        print("ok cgc tune --specialize tunes the path on its own")
+    spec_profile = os.path.join(work, "spec_profile")
+    for b, s in [(1, 128), (3, 200)]:
+        run(f"encoder with the tuned path {b}x{s}",
+            ["run", enc, "--quiet"] + full + ["--profile", tuned_path,
+                                              "--profile-out", spec_profile] +
+            check(f"encoder_{b}x{s}"))
+        with open(spec_profile) as f:
+            names = [n["name"] for n in json.load(f)["nodes"]]
+        if all(n.endswith("@batch=1,seq=128") for n in names) != (s == 128):
+            print(f"FAIL the tuned path at {b}x{s}: {names[:2]}")
+            failures.append(f"tuned path {b}x{s}")
+    paths[0]["profile"]["graph_hash"] = "0" * 16
+    stale = os.path.join(work, "stale_section.json")
+    with open(stale, "w") as f:
+        json.dump(tuned_profile, f)
+    run("error a tuned path measured on another graph",
+        ["compile", enc, "--quiet"] + full + ["--profile", stale, "-o",
+                                              os.path.join(work, "compile_out")],
+        1, must=("stale_section.json", "different graph"))
 
     # Bad sizes: exit 1, one stderr line naming the dimension.
     run("error seq 200 beyond 1..128",

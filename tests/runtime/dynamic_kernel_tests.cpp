@@ -425,3 +425,30 @@ TEST_CASE("unique and non_max_suppression read an input of run-time size to its 
   REQUIRE(extent == 2);
   REQUIRE(selected == std::vector<int64_t>{0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0});
 }
+
+TEST_CASE("clear_tail zeroes past the extents; compact_extents moves them to lie densely") {
+  // A [3][4][5] bound, extents 2 and 3 in dimensions 0 and 2 (slots 0, 1).
+  const int64_t bound[3] = {3, 4, 5};
+  ExtentParams p{};
+  p.rank = 3;
+  p.elem_bytes = sizeof(float);
+  for (int d = 0; d < 3; ++d) p.bound[d] = bound[d], p.slot[d] = -1;
+  p.slot[0] = 0, p.slot[2] = 1;
+  const std::vector<float> data = randomFloats(60, 11);
+  for (const std::array<int64_t, 2>& extents : {std::array<int64_t, 2>{2, 3}, {3, 5}, {0, 2}}) {
+    const int64_t slots[2] = {extents[0], extents[1]};
+    std::vector<float> cleared = data, compacted = data;
+    clear_tail(p, slots, cleared.data());
+    compact_extents(p, slots, compacted.data());
+    std::vector<float> dense;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 4; ++j)
+        for (int64_t k = 0; k < 5; ++k) {
+          const size_t at = static_cast<size_t>((i * 4 + j) * 5 + k);
+          const bool inside = i < slots[0] && k < slots[1];
+          REQUIRE(cleared[at] == (inside ? data[at] : 0.0f));
+          if (inside) dense.push_back(data[at]);
+        }
+    REQUIRE(std::equal(dense.begin(), dense.end(), compacted.begin()));
+  }
+}

@@ -271,14 +271,23 @@ void write_slice(const SliceParams& p, int64_t index, const void* slice, void* f
     std::memcpy(dst + o * b.stride, src + o * b.inner, static_cast<size_t>(b.inner));
 }
 
+namespace {
+
+/// The actual extent of each dimension of `p`.
+void actualExtents(const ExtentParams& p, const int64_t* slots, int64_t* actual) {
+  for (int d = 0; d < p.rank; ++d)
+    actual[d] = p.slot[d] >= 0 ? std::clamp<int64_t>(slots[p.slot[d]], 0, p.bound[d]) : p.bound[d];
+}
+
+}  // namespace
+
 void clear_tail(const ExtentParams& p, const int64_t* slots, void* data) {
   // Walk the bound shape row by row (the last dimension); a row whose index
   // is past an actual extent is zeroed whole, else only past the last
   // dimension's extent.
   if (p.rank == 0) return;
-  int64_t actual[kMaxRank];
-  for (int d = 0; d < p.rank; ++d)
-    actual[d] = p.slot[d] >= 0 ? std::clamp<int64_t>(slots[p.slot[d]], 0, p.bound[d]) : p.bound[d];
+  int64_t actual[kMaxRank] = {};
+  actualExtents(p, slots, actual);
   const int last = p.rank - 1;
   const int64_t rowBytes = p.bound[last] * p.elem_bytes;
   int64_t rows = 1;
@@ -292,6 +301,30 @@ void clear_tail(const ExtentParams& p, const int64_t* slots, void* data) {
     std::memset(bytes + r * rowBytes + keep, 0, static_cast<size_t>(rowBytes - keep));
     for (int d = last - 1; d >= 0; --d) {
       if (++index[d] < p.bound[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+void compact_extents(const ExtentParams& p, const int64_t* slots, void* data) {
+  // Row by row of the actual shape: a row's dense place is never after its
+  // bound place, so moving rows in order overwrites only rows already moved.
+  if (p.rank == 0) return;
+  int64_t actual[kMaxRank] = {};
+  actualExtents(p, slots, actual);
+  const int last = p.rank - 1;
+  const int64_t rowBytes = actual[last] * p.elem_bytes;
+  int64_t rows = 1;
+  for (int d = 0; d < last; ++d) rows *= actual[d];
+  auto* bytes = static_cast<uint8_t*>(data);
+  int64_t index[kMaxRank] = {};
+  for (int64_t r = 0; r < rows && rowBytes > 0; ++r) {
+    int64_t at = 0;
+    for (int d = 0; d < last; ++d) at = at * p.bound[d] + index[d];
+    std::memmove(bytes + r * rowBytes, bytes + at * p.bound[last] * p.elem_bytes,
+                 static_cast<size_t>(rowBytes));
+    for (int d = last - 1; d >= 0; --d) {
+      if (++index[d] < actual[d]) break;
       index[d] = 0;
     }
   }

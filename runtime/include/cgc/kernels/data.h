@@ -129,4 +129,8 @@ struct ExtentParams {
 /// lies past a data-dependent size is always zero.
 void clear_tail(const ExtentParams& p, const int64_t* slots, void* data);
 
+/// Moves the elements within the actual extents to the front of `data`,
+/// densely at the actual shape (a --dim model's outputs are read so).
+void compact_extents(const ExtentParams& p, const int64_t* slots, void* data);
+
 }  // namespace cgc::rt
