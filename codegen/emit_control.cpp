@@ -25,12 +25,41 @@ namespace {
 
 namespace conv = ir::conventions;
 
-/// How the generated block reaches one graph's values.
+/// How the generated block reaches one graph's values, and their sizes in
+/// C++: numbers, or with --dim expressions of the dimensions where they
+/// follow them (VariableDims::valueShapes).
 struct Scope {
   const ModelLayout& layout;
   const GraphLayout& graph;
   std::string at(int value) const { return layout.pointer(graph, value); }
-  int64_t bytes(int value) const { return graph.graph().value(value).type.bytes(); }
+
+  std::vector<std::string> shape(int value) const {
+    const ir::TensorType& type = graph.graph().value(value).type;
+    const VariableDims* dims = graph.model->dims.get();
+    const std::vector<ir::DimPoly>* fitted =
+        dims && dims->valueShapes.count(value) ? &dims->valueShapes.at(value) : nullptr;
+    std::vector<std::string> axes;
+    for (int d = 0; d < type.rank(); ++d)
+      axes.push_back(fitted ? (*fitted)[static_cast<size_t>(d)].cpp(layout.dimNames(graph))
+                            : std::to_string(type.shape[static_cast<size_t>(d)]));
+    return axes;
+  }
+  /// The product of `axes` and `factor`, folded where they are numbers.
+  static std::string product(const std::vector<std::string>& axes, int64_t factor) {
+    std::vector<std::string> parts;
+    for (const std::string& axis : axes) {
+      if (axis.find_first_not_of("0123456789") == std::string::npos)
+        factor *= std::stoll(axis);
+      else
+        parts.push_back(axis.find_first_of(" +-") == std::string::npos ? axis : "(" + axis + ")");
+    }
+    if (factor != 1 || parts.empty()) parts.push_back(std::to_string(factor));
+    return fmt::format("{}", fmt::join(parts, " * "));
+  }
+  std::string elements(int value) const { return product(shape(value), 1); }
+  std::string bytes(int value) const {
+    return product(shape(value), dtypeSize(graph.graph().value(value).type.dtype));
+  }
 };
 
 /// `memmove(to, from, bytes)` where both are values (of two graphs).
@@ -92,9 +121,12 @@ void emitLoop(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   const ir::Graph& sub = body.graph();
   const size_t carried = static_cast<size_t>(node.getInt(conv::kLoopCarried, 0));
   const size_t scans = node.outputs.size() - carried;
-  w.line("const int64_t trips = {};", node.inputs[0] >= 0
-                                          ? fmt::format("*{}", outer.at(node.inputs[0]))
-                                          : "std::numeric_limits<int64_t>::max()");
+  const VariableDims* dims = graph.model->dims.get();
+  const bool computed = dims && node.inputs[0] >= 0 && dims->scalars.count(node.inputs[0]);
+  w.line("const int64_t trips = {};",
+         computed              ? dims->scalars.at(node.inputs[0]).cpp(layout.dimNames(graph))
+         : node.inputs[0] >= 0 ? fmt::format("*{}", outer.at(node.inputs[0]))
+                               : "std::numeric_limits<int64_t>::max()");
   w.line("bool going = {};",
          node.inputs[1] >= 0 ? fmt::format("*{} != 0", outer.at(node.inputs[1])) : "true");
   threadZero(w, [&] {
@@ -105,7 +137,7 @@ void emitLoop(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   w.line("int64_t i = 0;");
   w.open("for (; i < trips && going; ++i) {{");
   if (scans > 0) {
-    const int64_t bound = graph.graph().value(node.outputs[carried]).type.shape[0];
+    const std::string bound = outer.shape(node.outputs[carried])[0];
     w.open("if (i == {}) {{  // the scan outputs' bound (--bound)", bound);
     w.line("if (team.thread() == 0) runtime_.fail({}, cgc::rt::Status::kSizeBeyondBound);", index);
     w.line("break;");
@@ -124,10 +156,8 @@ void emitLoop(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   threadZero(w, [&] {
     for (size_t s = 0; s < scans; ++s) {
       const int out = node.outputs[carried + s], slice = sub.outputs[1 + carried + s];
-      w.line(
-          "std::memmove({} + i * {}, {}, {});", outer.at(out),
-          inner.bytes(slice) / std::max<int64_t>(1, dtypeSize(graph.graph().value(out).type.dtype)),
-          inner.at(slice), inner.bytes(slice));
+      w.line("std::memmove({} + i * {}, {}, {});", outer.at(out), inner.elements(slice),
+             inner.at(slice), inner.bytes(slice));
     }
     for (size_t i = 0; i < carried; ++i)
       if (sub.outputs[1 + i] != sub.inputs[2 + i])
@@ -144,13 +174,27 @@ void emitLoop(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   });
 }
 
-std::string sliceParams(const ir::TensorType& whole, int64_t axis) {
+/// `cgc::rt::read_slice(params, args)` (`function`) of `whole` along
+/// `axis`, its parameters assigned first where its shape follows --dim.
+void emitSlice(CodeWriter& w, const Scope& scope, int whole, int64_t axis, const char* function,
+               const std::string& args) {
+  const ir::TensorType& type = scope.graph.graph().value(whole).type;
   rt::SliceParams p{};
-  p.rank = whole.rank();
-  p.elem_bytes = dtypeSize(whole.dtype);
-  for (int d = 0; d < whole.rank(); ++d) p.shape[d] = whole.shape[d];
+  p.rank = type.rank();
+  p.elem_bytes = dtypeSize(type.dtype);
+  for (int d = 0; d < type.rank(); ++d) p.shape[d] = type.shape[d];
   p.axis = static_cast<int32_t>(axis);
-  return initializerOf(p);
+  const std::vector<std::string> shape = scope.shape(whole);
+  std::vector<std::string> assignments;
+  for (int d = 0; d < type.rank(); ++d)
+    if (shape[static_cast<size_t>(d)] != std::to_string(type.shape[d]))
+      assignments.push_back(fmt::format("slice.shape[{}] = {};", d, shape[static_cast<size_t>(d)]));
+  if (assignments.empty()) return w.line("cgc::rt::{}({}, {});", function, initializerOf(p), args);
+  w.open("{{");
+  w.line("cgc::rt::SliceParams slice = {};", initializerOf(p));
+  for (const std::string& line : assignments) w.line("{}", line);
+  w.line("cgc::rt::{}(slice, {});", function, args);
+  w.close();
 }
 
 void emitScan(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
@@ -168,8 +212,13 @@ void emitScan(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
              inDirs = node.getInts("scan_input_directions");
   const auto outAxes = node.getInts("scan_output_axes"),
              outDirs = node.getInts("scan_output_directions");
-  const ir::TensorType& first = graph.graph().value(node.inputs[states]).type;
-  const int64_t length = first.shape[static_cast<size_t>(inAxes[0])];
+  const std::string length = outer.shape(node.inputs[states])[static_cast<size_t>(inAxes[0])];
+  auto index = [&](const std::vector<int64_t>& directions, size_t j) {
+    if (directions.size() <= j || !directions[j]) return std::string("t");
+    return length.find_first_not_of("0123456789") == std::string::npos
+               ? fmt::format("{} - t", std::stoll(length) - 1)
+               : fmt::format("{} - 1 - t", length);
+  };
   threadZero(w, [&] {
     for (size_t i = 0; i < states; ++i) copy(w, inner, sub.inputs[i], outer, node.inputs[i]);
     bindInputs(w, outer, node, 0, inner);
@@ -178,10 +227,9 @@ void emitScan(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
   threadZero(w, [&] {
     for (size_t j = 0; j < scanInputs; ++j) {
       const int in = node.inputs[states + j];
-      w.line("cgc::rt::read_slice({}, {}, {}, {});",
-             sliceParams(graph.graph().value(in).type, inAxes[j]),
-             inDirs.size() > j && inDirs[j] ? fmt::format("{} - t", length - 1) : "t", outer.at(in),
-             inner.at(sub.inputs[states + j]));
+      emitSlice(w, outer, in, inAxes[j], "read_slice",
+                fmt::format("{}, {}, {}", index(inDirs, j), outer.at(in),
+                            inner.at(sub.inputs[states + j])));
     }
   });
   w.line("{}(team);", body.function);
@@ -189,10 +237,9 @@ void emitScan(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
     for (size_t j = 0; j + states < sub.outputs.size(); ++j) {
       const int out = node.outputs[states + j];
       if (out < 0) continue;
-      w.line("cgc::rt::write_slice({}, {}, {}, {});",
-             sliceParams(graph.graph().value(out).type, outAxes[j]),
-             outDirs.size() > j && outDirs[j] ? fmt::format("{} - t", length - 1) : "t",
-             inner.at(sub.outputs[states + j]), outer.at(out));
+      emitSlice(w, outer, out, outAxes[j], "write_slice",
+                fmt::format("{}, {}, {}", index(outDirs, j), inner.at(sub.outputs[states + j]),
+                            outer.at(out)));
     }
     for (size_t i = 0; i < states; ++i)
       if (sub.outputs[i] != sub.inputs[i]) copy(w, inner, sub.inputs[i], inner, sub.outputs[i]);
@@ -250,7 +297,7 @@ void clearDynamicTails(CodeWriter& w, const ModelLayout& layout, const GraphLayo
                          graph.graph().isGraphOutput(out) && v.dynamic.dims.back() > 0;
     const char* function = compact ? "compact_extents" : "clear_tail";
     const std::vector<ir::DimPoly>* bounds =
-        dims && dims->boundShapes.count(out) ? &dims->boundShapes.at(out) : nullptr;
+        dims && dims->valueShapes.count(out) ? &dims->valueShapes.at(out) : nullptr;
     if (!bounds) {
       w.line("if (team.thread() == 0) cgc::rt::{}({}, {}, {});", function, initializerOf(p),
              layout.sizeSlot(0), layout.pointer(graph, out));

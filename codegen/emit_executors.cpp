@@ -254,38 +254,60 @@ void emitOutputCopies(CodeWriter& w, const ModelLayout& layout, const GraphLayou
   if (!alone) w.close();
 }
 
-/// --dim: the values of the variable dimensions that `nodes`' parameters
-/// and output copies use.
+/// --dim: whether node `id` of `graph` (-1: the output copies before the
+/// first node) reads dimension j: its parameters, its output copies, the
+/// sizes codegen reads of its operands (a data-dependent bound; a
+/// control-flow node's operands, its bodies' inputs and outputs, a Loop's
+/// trip count).
+bool readsDim(const ModelLayout& layout, const GraphLayout& graph, int id, int j) {
+  const VariableDims& dims = *graph.model->dims;
+  const auto uses = [&](const ir::DimPoly& poly) { return poly.uses(j); };
+  const auto shapeUses = [&](const VariableDims& in, int v) {
+    const auto shape = in.valueShapes.find(v);
+    return shape != in.valueShapes.end() &&
+           std::any_of(shape->second.begin(), shape->second.end(), uses);
+  };
+  const auto copies = graph.outputCopies.find(id);
+  if (copies != graph.outputCopies.end())
+    for (int i : copies->second)
+      if (std::any_of(dims.outputShapes[static_cast<size_t>(i)].begin(),
+                      dims.outputShapes[static_cast<size_t>(i)].end(), uses))
+        return true;
+  if (id < 0) return false;
+  const auto params = dims.params.find(id);
+  if (params != dims.params.end() &&
+      std::any_of(params->second.begin(), params->second.end(),
+                  [&](const auto& leaf) { return uses(leaf.second); }))
+    return true;
+  const ir::Node& node = graph.graph().node(id);
+  for (const auto* values : {&node.inputs, &node.outputs})
+    for (int v : *values)
+      if (v >= 0 && (shapeUses(dims, v) || (dims.scalars.count(v) && uses(dims.scalars.at(v)))))
+        return true;
+  const auto children = graph.children.find(id);
+  if (children == graph.children.end()) return false;
+  for (int child : children->second) {
+    if (child < 0) continue;
+    const GraphLayout& body = layout.graphs[static_cast<size_t>(child)];
+    if (!body.model->dims) continue;
+    for (const auto* values : {&body.graph().inputs, &body.graph().outputs})
+      for (int v : *values)
+        if (shapeUses(*body.model->dims, v)) return true;
+  }
+  return false;
+}
+
+/// --dim: the values of the variable dimensions that `nodes` read.
 void emitDimValues(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
                    const std::vector<int>& nodes) {
   const VariableDims* dims = graph.model->dims.get();
   if (!dims) return;
   const std::vector<std::string> names = layout.dimNames(graph);
   const std::vector<int> indices = layout.dimIndices(graph);
-  for (size_t j = 0; j < dims->dims.size(); ++j) {
-    const auto uses = [&](const ir::DimPoly& poly) { return poly.uses(static_cast<int>(j)); };
-    const bool used = std::any_of(nodes.begin(), nodes.end(), [&](int id) {
-      const auto params = dims->params.find(id);
-      const auto copies = graph.outputCopies.find(id);
-      const auto bounds = [&](int v) {
-        const auto shape = dims->boundShapes.find(v);
-        return shape != dims->boundShapes.end() &&
-               std::any_of(shape->second.begin(), shape->second.end(), uses);
-      };
-      if (id >= 0 && std::any_of(graph.graph().node(id).outputs.begin(),
-                                 graph.graph().node(id).outputs.end(), bounds))
-        return true;
-      return (params != dims->params.end() &&
-              std::any_of(params->second.begin(), params->second.end(),
-                          [&](const auto& leaf) { return uses(leaf.second); })) ||
-             (copies != graph.outputCopies.end() &&
-              std::any_of(copies->second.begin(), copies->second.end(), [&](int i) {
-                const auto& shape = dims->outputShapes[static_cast<size_t>(i)];
-                return std::any_of(shape.begin(), shape.end(), uses);
-              }));
-    });
-    if (used) w.line("const int64_t {} = runtime_.dim({});", names[j], indices[j]);
-  }
+  for (size_t j = 0; j < dims->dims.size(); ++j)
+    if (std::any_of(nodes.begin(), nodes.end(),
+                    [&](int id) { return readsDim(layout, graph, id, static_cast<int>(j)); }))
+      w.line("const int64_t {} = runtime_.dim({});", names[j], indices[j]);
 }
 
 void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph, int executor,

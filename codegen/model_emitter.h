@@ -55,9 +55,14 @@ struct VariableDims {
   std::map<int, std::vector<std::pair<std::string, ir::DimPoly>>> params;
   /// Per graph input and output: the size of each axis.
   std::vector<std::vector<ir::DimPoly>> inputShapes, outputShapes;
-  /// By value id: the bound of each axis of a data-dependent value whose
-  /// bound follows them (NonZero's of a [batch, seq] input: batch * seq).
-  std::map<int, std::vector<ir::DimPoly>> boundShapes;
+  /// By value id: the size of each axis of a value whose size codegen
+  /// reads itself and that follows them (a data-dependent value's bound,
+  /// NonZero's of a [batch, seq] input: batch * seq; an operand a
+  /// control-flow node copies).
+  std::map<int, std::vector<ir::DimPoly>> valueShapes;
+  /// By value id: a Loop's trip count that follows them (a constant cgc
+  /// computed from the sizes), which the generated loop computes.
+  std::map<int, ir::DimPoly> scalars;
   /// "dim_seq": the C++ names generated code gives their values.
   std::vector<std::string> cppNames() const;
 };
@@ -72,7 +77,8 @@ struct ModelToEmit {
   /// A control-flow node's subgraphs (by node id), each planned in the
   /// node's scratch region; a failed If branch has no graph nodes.
   std::map<int, std::vector<ModelToEmit>> subgraphs = {};
-  /// cgc compile --dim (top level only); null for a static model.
+  /// cgc compile --dim (the top level, each body of it); null for a static
+  /// model.
   std::shared_ptr<const VariableDims> dims = nullptr;
   /// cgc compile --specialize (top level only): the model compiled for
   /// chosen sizes, each run instead of the general code at those sizes.

@@ -159,8 +159,9 @@ void ModelLayout::addSpecialization(int index) {
       label += fmt::format("_{}{}", names[j].substr(4), spec.specializedAt[j]);
       sizes.push_back(fmt::format("{}={}", model.dims->dims[j].name, spec.specializedAt[j]));
     }
+  const size_t at = graphs.size();  // addGraph adds the bodies after it
   addGraph(spec, base, take(label));
-  GraphLayout& layout = graphs.back();
+  GraphLayout& layout = graphs[at];
   layout.specialization = index;
   layout.sizes = fmt::format("{}", fmt::join(sizes, ","));
   shareInputsAndOutputs(layout);

@@ -142,11 +142,19 @@ std::string firstDifference(const std::string& at, const std::string& bounds) {
   return "its parameters are other ones";
 }
 
-/// One compile of the model at fixed sizes.
+/// One compile of the model (or of a control-flow body in it) at fixed
+/// sizes.
 struct Sample {
   Sizes sizes;
   CompiledModel model;
   std::map<std::string, int> nodes, values;  // by name
+
+  /// Its nodes and values by name, of `graph` (the reference's, where it
+  /// stands for the reference).
+  void index(const ir::Graph& graph) {
+    for (int id : graph.liveNodes()) nodes[graph.node(id).name] = id;
+    for (int v = 0; v < graph.numValues(); ++v) values[graph.value(v).name] = v;
+  }
 };
 
 /// `bounds`: the compile at the bounds, whose convolution variants the
@@ -182,8 +190,7 @@ Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, co
                     "size within its bounds)",
                     e.what(), describe(dims, sizes)));
   }
-  for (int id : s.model.graph.liveNodes()) s.nodes[s.model.graph.node(id).name] = id;
-  for (int v = 0; v < s.model.graph.numValues(); ++v) s.values[s.model.graph.value(v).name] = v;
+  s.index(s.model.graph);
   return s;
 }
 
@@ -334,6 +341,9 @@ std::vector<std::optional<ir::DimPoly>> fit(const std::vector<Sizes>& grid,
 
 class Fitter {
  public:
+  /// `grid`: the samples at the grid's points, the bounds last; the bounds'
+  /// model is the reference, which run() takes (the grid's last then
+  /// stands for it).
   Fitter(const CompileOptions& options, std::vector<Sample> grid, std::vector<Sample> checks,
          std::vector<Sizes> gridSizes)
       : options_(options),
@@ -346,20 +356,137 @@ class Fitter {
   CompiledModel run() {
     CompiledModel model = std::move(grid_.back().model);
     grid_.back().model = CompiledModel{};
+    firstSlot_ = model.graph.newSizeSlots(static_cast<int>(options_.dims.size()));
+    fitLevel(model, /*top=*/true);
+    return model;
+  }
+
+ private:
+  /// Fits one level (the top, or a control-flow body) of `model`, the
+  /// reference at that level: its nodes, then its bodies, each against the
+  /// samples' compiles of it.
+  void fitLevel(CompiledModel& model, bool top) {
     reference_ = &model;
     auto dims = std::make_shared<codegen::VariableDims>();
     dims->dims = options_.dims;
+    dims->firstSlot = firstSlot_;
     const ir::Graph& g = model.graph;
-    checkSupported(g);
     std::set<int> copying;
     for (int id : g.liveNodes()) {
       fitNode(g, id, *dims);
       if (model.plan.copiesNothing(id) && varies(g.node(id).outputs[0])) copying.insert(id);
     }
-    for (int v : g.inputs) dims->inputShapes.push_back(fitShape(v));
-    for (int v : g.outputs) dims->outputShapes.push_back(fitShape(v));
+    if (top) {
+      for (int v : g.inputs) dims->inputShapes.push_back(fitShape(v));
+      for (int v : g.outputs) dims->outputShapes.push_back(fitShape(v));
+      checkDenseOutputs(g);
+    }
+    // What codegen reads besides the kernels' parameters: data-dependent
+    // bounds and the operands a control-flow node copies.
     for (int v = 0; v < g.numValues(); ++v)
-      if (!g.value(v).dynamic.empty() && varies(v)) dims->boundShapes[v] = fitShape(v);
+      if (readByCodegen(g, v) && varies(v)) dims->valueShapes[v] = fitShape(v);
+    fitTripCounts(g, *dims);
+    checkValues(g, *dims);
+    const bool scratchGrew = fitBodies(model);
+    reference_ = &model;
+    if (!copying.empty() || scratchGrew) {
+      model.plan = passes::planMemory(g, model.calls, model.schedule, copying);
+      passes::verifyMemoryPlan(g, model.calls, model.schedule, model.plan);
+    }
+    model.dims = dims;
+  }
+
+  /// Each body of each control-flow node, fitted by a Fitter of its own
+  /// over the samples' compiles of it; whether a body's arena grew (a
+  /// Concat that now copies), which the node's scratch then takes.
+  bool fitBodies(CompiledModel& model) {
+    bool anyGrew = false;
+    for (auto& [id, bodies] : model.subgraphs) {
+      const std::string& name = model.graph.node(id).name;
+      int64_t scratch = 0;
+      bool grew = false;
+      for (size_t k = 0; k < bodies.size(); ++k) {
+        if (bodies[k].graph.liveNodes().empty()) continue;  // a branch that failed to import
+        auto take = [&](std::vector<Sample>& from) {
+          std::vector<Sample> out;
+          for (Sample& s : from) {
+            const auto it = s.nodes.find(name);
+            // The bounds stand for the reference; a check where the node
+            // is not there is no check (fitNode: no grid point lacks it).
+            if (&s == &grid_.back()) {
+              out.push_back(Sample{s.sizes, {}, {}, {}});
+              out.back().index(bodies[k].graph);
+            }
+            if (&s == &grid_.back() || it == s.nodes.end()) continue;
+            out.push_back(
+                Sample{s.sizes, std::move(s.model.subgraphs.at(it->second).at(k)), {}, {}});
+            out.back().index(out.back().model.graph);
+          }
+          return out;
+        };
+        std::vector<Sample> grid = take(grid_), checks = take(checks_);
+        Fitter body(options_, std::move(grid), std::move(checks), gridSizes_);
+        body.firstSlot_ = firstSlot_;
+        body.isBody_ = true;
+        const int64_t before = bodies[k].plan.arenaBytes;
+        body.fitLevel(bodies[k], /*top=*/false);
+        grew |= bodies[k].plan.arenaBytes > before;
+        scratch = std::max(scratch, bodies[k].plan.arenaBytes);
+      }
+      if (grew) model.calls.setScratch(id, scratch);
+      anyGrew |= grew;
+    }
+    return anyGrew;
+  }
+
+  /// Whether codegen reads the size of value v itself: a data-dependent
+  /// value (its tail), or an operand a control-flow node copies (of the
+  /// node, or at a body's level the body's inputs and outputs).
+  bool readByCodegen(const ir::Graph& g, int v) const {
+    if (!g.value(v).dynamic.empty()) return true;
+    if (isBody_ && (g.isGraphOutput(v) || std::count(g.inputs.begin(), g.inputs.end(), v)))
+      return true;
+    const int producer = g.value(v).producer;
+    if (producer >= 0 && !g.node(producer).subgraphs.empty()) return true;
+    const std::vector<int> readers = g.consumers(v);
+    return std::any_of(readers.begin(), readers.end(),
+                       [&](int id) { return !g.node(id).subgraphs.empty(); });
+  }
+
+  /// A Loop's trip count that cgc computed from the sizes (a Shape and a
+  /// Gather of seq, folded): a polynomial in them, which the generated
+  /// loop computes (VariableDims::scalars).
+  void fitTripCounts(const ir::Graph& g, codegen::VariableDims& dims) const {
+    for (int id : g.liveNodes()) {
+      const ir::Node& node = g.node(id);
+      if (node.op != "Loop" || node.inputs.empty() || node.inputs[0] < 0) continue;
+      const ir::Value& count = g.value(node.inputs[0]);
+      if (!count.isConstant() || !count.data || count.type.numElements() != 1) continue;
+      std::vector<std::vector<int64_t>> series;
+      for (const Sample& s : grid_) {
+        const auto it = s.values.find(count.name);
+        const ir::Value* at = &s == &grid_.back()    ? &count
+                              : it == s.values.end() ? nullptr
+                                                     : &s.model.graph.value(it->second);
+        if (!at || !at->isConstant() || !at->data) return;  // checkValues names it
+        series.push_back(at->intValues());
+      }
+      const auto poly = fit(gridSizes_, series).front();
+      const bool holds =
+          poly && std::all_of(checks_.begin(), checks_.end(), [&](const Sample& s) {
+            const auto it = s.values.find(count.name);
+            if (it == s.values.end()) return true;
+            const ir::Value& at = s.model.graph.value(it->second);
+            return at.isConstant() && at.data && at.intValues().front() == poly->at(s.sizes);
+          });
+      if (holds && !poly->isConstant()) dims.scalars[node.inputs[0]] = *poly;
+    }
+  }
+
+  /// A --dim model's outputs are read densely at their actual shape:
+  /// one of data-dependent size along an inner axis is moved so after the
+  /// node that completes it, which no other node may read then.
+  void checkDenseOutputs(const ir::Graph& g) const {
     for (int v : g.outputs)
       if (!g.value(v).dynamic.empty() && g.value(v).dynamic.dims.back() > 0 &&
           !g.consumers(v).empty())
@@ -368,28 +495,13 @@ class Fitter {
                   "model returns densely at its actual shape: cgc cannot run this yet; bind "
                   "the dimensions with --shape",
                   g.value(v).name, g.value(v).dynamic.dims.back());
-    checkValues(g);
-    if (!copying.empty()) {
-      model.plan = passes::planMemory(g, model.calls, model.schedule, copying);
-      passes::verifyMemoryPlan(g, model.calls, model.schedule, model.plan);
-    }
-    dims->firstSlot = model.graph.newSizeSlots(static_cast<int>(options_.dims.size()));
-    model.dims = dims;
-    return model;
   }
 
- private:
   const ir::Graph& graphOf(const Sample& s) const {
     return &s == &grid_.back() ? reference_->graph : s.model.graph;
   }
   const lowering::KernelCalls& callsOf(const Sample& s) const {
     return &s == &grid_.back() ? reference_->calls : s.model.calls;
-  }
-
-  void checkSupported(const ir::Graph& g) const {
-    for (int id : g.liveNodes())
-      if (!g.node(id).subgraphs.empty())
-        userError(g.where(g.node(id)), "--dim does not work with If, Loop or Scan yet");
   }
 
   /// The node at sample `s`, compiled as at the bounds; nullopt (with a
@@ -475,10 +587,10 @@ class Fitter {
   /// size; a constant computed from the sizes (a Slice of positions folded
   /// at import) must hold at each size the first bytes of its value at the
   /// bounds, which the generated code holds.
-  void checkValues(const ir::Graph& g) const {
+  void checkValues(const ir::Graph& g, const codegen::VariableDims& dims) const {
     for (int v = 0; v < g.numValues(); ++v) {
       const ir::Value& value = g.value(v);
-      if (g.consumers(v).empty() && !g.isGraphOutput(v)) continue;
+      if ((g.consumers(v).empty() && !g.isGraphOutput(v)) || dims.scalars.count(v)) continue;
       for (const Sample& s : grid_) {
         if (&s == &grid_.back()) continue;
         const auto it = s.values.find(value.name);
@@ -504,6 +616,8 @@ class Fitter {
   std::vector<Sample> grid_, checks_;
   std::vector<Sizes> gridSizes_;
   const CompiledModel* reference_ = nullptr;
+  int firstSlot_ = 0;    // the dimensions' size slots
+  bool isBody_ = false;  // fitting a control-flow body
 };
 
 }  // namespace

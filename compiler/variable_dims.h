@@ -10,8 +10,11 @@
 // checked at further sizes. Generated code computes those parameters from
 // the dimensions' actual values, so every kernel runs as static code for
 // the actual sizes would, on tensors stored densely in buffers planned at
-// the bounds. A model whose kernels or choices change with the sizes, or
-// whose parameters follow no such polynomial, is an error naming the node.
+// the bounds. Control-flow bodies are fitted as the top level is, and what
+// codegen reads itself (data-dependent bounds, the operands a control-flow
+// node copies, a Loop's trip count) follows the same polynomials. A model
+// whose kernels or choices change with the sizes, or whose parameters
+// follow no such polynomial, is an error naming the node.
 #pragma once
 
 #include <string>

@@ -12,7 +12,8 @@ instead of fixed sizes, runs correctly at every size in the range:
   * the encoder again with seq as a range in --shape (input_ids=1x1..256);
   * data-dependent sizes (NonZero, Compress, TopK with a run-time k,
     Unique) of a [batch, seq] input match numpy at five sizes, in the
-    general code and in specialised paths;
+    general code and in specialised paths; so do If, Loop (its trip count
+    the variable seq) and Scan;
   * --specialize: the encoder with static code for seq=128 (its profile
     shows that 1x128 ran it and the other sizes the general code), also
     built for two targets; the CNN with a wholly static path for batch 1
@@ -44,6 +45,7 @@ from onnx import numpy_helper
 HID, HEADS, VOCAB = 32, 4, 100
 ENC_SIZES = [(1, 1), (1, 7), (2, 64), (1, 128), (3, 200), (8, 512)]
 CNN_SIZES = [(1, 32), (3, 32), (16, 32), (2, 16), (5, 56)]  # (batch, side)
+CF_SIZES = [(1, 1), (1, 7), (2, 30), (4, 64), (3, 5)]  # (batch, seq)
 DD_SIZES = [(1, 1, 1), (1, 7, 3), (2, 30, 30), (4, 64, 5), (3, 5, 2)]  # (batch, seq, k)
 
 
@@ -174,6 +176,84 @@ def make_data_dependent(work, rng):
               [np.ones((2, 5), np.float32), np.array([6], np.int64)], [])
 
 
+def make_control_flow(work, rng):
+    """If, Loop and Scan over a [batch, seq] input: a Loop whose trip count
+    is seq (Shape and Gather, which cgc folds) carrying a [batch] sum and
+    scanning out each column doubled; a Scan over axis 1 (one input in
+    reverse) with a running sum, scanned out along axis 1; an If on the
+    sign of the total taking x * 2 or x - 1. Expected outputs from numpy."""
+    h, T = onnx.helper, onnx.TensorProto
+    loop_body = h.make_graph(
+        [h.make_node("Identity", ["cond_in"], ["cond_out"]),
+         h.make_node("Gather", ["x", "i"], ["col"], axis=1),
+         h.make_node("Add", ["acc_in", "col"], ["acc_out"]),
+         h.make_node("Add", ["col", "col"], ["twice"])], "loop_body",
+        [h.make_tensor_value_info("i", T.INT64, []), h.make_tensor_value_info("cond_in", T.BOOL, []),
+         h.make_tensor_value_info("acc_in", T.FLOAT, ["batch"])],
+        [h.make_tensor_value_info("cond_out", T.BOOL, []),
+         h.make_tensor_value_info("acc_out", T.FLOAT, ["batch"]),
+         h.make_tensor_value_info("twice", T.FLOAT, ["batch"])])
+    scan_body = h.make_graph(
+        [h.make_node("Add", ["s_in", "xt"], ["s_out"]),
+         h.make_node("Sub", ["s_out", "rt"], ["y"])], "scan_body",
+        [h.make_tensor_value_info("s_in", T.FLOAT, ["batch"]),
+         h.make_tensor_value_info("xt", T.FLOAT, ["batch"]),
+         h.make_tensor_value_info("rt", T.FLOAT, ["batch"])],
+        [h.make_tensor_value_info("s_out", T.FLOAT, ["batch"]),
+         h.make_tensor_value_info("y", T.FLOAT, ["batch"])])
+    branch = lambda name, op, c: h.make_graph(  # noqa: E731
+        [h.make_node(op, ["x", c], [name + "_out"])], name, [],
+        [h.make_tensor_value_info(name + "_out", T.FLOAT, ["batch", "seq"])])
+    nodes = [
+        h.make_node("Shape", ["x"], ["shape"]),
+        h.make_node("Gather", ["shape", "one"], ["seq_len"], axis=0),
+        h.make_node("ReduceSum", ["x"], ["row_sum0"], keepdims=0, axes=[1]),
+        h.make_node("Mul", ["row_sum0", "zero"], ["acc0"]),
+        h.make_node("Loop", ["seq_len", "", "acc0"], ["loop_sum", "columns"], body=loop_body,
+                    name="sum_loop"),
+        h.make_node("Scan", ["acc0", "x", "x"], ["scan_sum", "running"], body=scan_body,
+                    num_scan_inputs=2, scan_input_axes=[1, 1], scan_input_directions=[0, 1],
+                    scan_output_axes=[1], name="running_scan"),
+        h.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+        h.make_node("Greater", ["total", "zero"], ["positive"]),
+        h.make_node("If", ["positive"], ["chosen"], then_branch=branch("then", "Mul", "two"),
+                    else_branch=branch("else", "Sub", "one_f"), name="sign_if")]
+    const = [numpy_helper.from_array(np.array(1, np.int64), "one"),
+             numpy_helper.from_array(np.array(0, np.float32), "zero"),
+             numpy_helper.from_array(np.array(2, np.float32), "two"),
+             numpy_helper.from_array(np.array(1, np.float32), "one_f")]
+    outputs = [h.make_tensor_value_info("loop_sum", T.FLOAT, ["batch"]),
+               h.make_tensor_value_info("columns", T.FLOAT, ["seq", "batch"]),
+               h.make_tensor_value_info("scan_sum", T.FLOAT, ["batch"]),
+               h.make_tensor_value_info("running", T.FLOAT, ["batch", "seq"]),
+               h.make_tensor_value_info("chosen", T.FLOAT, ["batch", "seq"])]
+    m = h.make_model(h.make_graph(nodes, "control", [h.make_tensor_value_info(
+        "x", T.FLOAT, ["batch", "seq"])], outputs, const), opset_imports=[h.make_opsetid("", 12)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(work, "control.onnx"))
+    # An If on seq > 32, which cgc folds at each size: refused, naming it.
+    relu, neg = (h.make_graph([h.make_node(op, ["x"], [op + "_out"])], op, [],
+                              [h.make_tensor_value_info(op + "_out", T.FLOAT, ["batch", "seq"])])
+                 for op in ("Relu", "Neg"))
+    m = h.make_model(h.make_graph(
+        nodes[:2] + [h.make_node("Greater", ["seq_len", "limit"], ["long"]),
+                     h.make_node("If", ["long"], ["y"], then_branch=relu, else_branch=neg,
+                                 name="long_if")], "sized_if",
+        [h.make_tensor_value_info("x", T.FLOAT, ["batch", "seq"])],
+        [h.make_tensor_value_info("y", T.FLOAT, ["batch", "seq"])],
+        const[:1] + [numpy_helper.from_array(np.array(32, np.int64), "limit")]),
+        opset_imports=[h.make_opsetid("", 12)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(work, "sized_if.onnx"))
+    for b, s in CF_SIZES:
+        x = rng.standard_normal((b, s)).astype(np.float32)
+        running = np.cumsum(x, axis=1) - x[:, ::-1]
+        chosen = x * 2 if x.sum() > 0 else x - 1
+        write_set(os.path.join(work, f"control_{b}x{s}"), [x],
+                  [x.sum(axis=1), (2 * x).T.copy(), x.sum(axis=1), running.astype(np.float32),
+                   chosen])
+
+
 def make_data(work):
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -209,6 +289,7 @@ def make_data(work):
         _, mask = encoder_inputs(rng, 1, 128)
         write_set(os.path.join(work, "encoder_mismatch"), [ids, mask], [])
     make_data_dependent(work, rng)
+    make_control_flow(work, rng)
 
 
 def main():
@@ -278,6 +359,17 @@ def main():
     run("error data-dependent output read by a node",
         ["compile", os.path.join(work, "datadep_read.onnx"), "--quiet"] + dd_dims +
         ["-o", os.path.join(work, "compile_out")], 1, must=("reads_top", "toprelu", "--shape"))
+    # If, Loop (its trip count the variable seq) and Scan within variable
+    # dimensions, also in a specialised path.
+    for spec in ([], ["--specialize", "seq=7"]):
+        for b, s in CF_SIZES:
+            run(f"control flow {' '.join(spec)} {b}x{s}",
+                ["run", os.path.join(work, "control.onnx"), "--quiet", "--dim", "batch=1..4",
+                 "--dim", "seq=1..64"] + spec + check(f"control_{b}x{s}"))
+    run("error an If whose condition the sizes decide",
+        ["compile", os.path.join(work, "sized_if.onnx"), "--quiet", "--dim", "batch=1..4",
+         "--dim", "seq=1..64", "-o", os.path.join(work, "compile_out")], 1,
+        must=("long_if", "--shape"))
     # --specialize: static code for seq=128 (batch still variable) beside the
     # general code; a profile names the nodes that ran, so it shows which
     # path each size took.

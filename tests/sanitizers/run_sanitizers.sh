@@ -2,7 +2,8 @@
 # Builds sample models' generated code, the runtime and a driver with
 # sanitizers (-Wall -Wextra -Werror) and runs it. Any sanitizer report fails
 # the test.
-#   both:    a BERT-style encoder compiled with --dim and --specialize (dims_driver.cpp);
+#   both:    a BERT-style encoder and a model of If, Loop and Scan, compiled with
+#            --dim and --specialize (dims_driver.cpp);
 #   address: AddressSanitizer + UndefinedBehaviorSanitizer on the runtime
 #            built for this machine (-march=native: its vector paths, the
 #            int8 ones with their gathers and masked tails), every sample on
@@ -103,17 +104,21 @@ for entry in "${models[@]}"; do
       "$out/$prefix.cpp" "$(dirname "$0")/driver.cpp" "${objects[@]}" "${libs[@]}" -o "$out/driver"
   programs+=("$out/driver")
 done
-# A model of variable dimensions (cgc compile --dim; tests/dims makes it)
-# at several sizes, its errors, and two instances at different sizes at once;
-# the driver's middle sizes (batch 2, seq 32) run the specialised code.
+# Models of variable dimensions (cgc compile --dim; tests/dims makes them),
+# the BERT-style encoder and one of If, Loop and Scan, at several sizes,
+# their errors, and two instances at different sizes at once; the driver's
+# middle sizes (batch 2, seq 32) run the specialised code.
 /usr/bin/python3 "$(dirname "$0")/../dims/test_dims.py" "$cgc" "$work/dims" --only-data >/dev/null
-"$cgc" compile "$work/dims/encoder.onnx" -o "$work/dims/out" --name Encoder --quiet \
-    --dim batch=1..4 --dim seq=1..64 --specialize seq=32 "${schedule[@]}"
-# shellcheck disable=SC2086
-spawn c++ $flags "${march[@]}" -I"$runtime/include" -I"$work/dims/out" -Wa,-I"$work/dims/out" \
-    -DCGC_MODEL_HEADER='"encoder.h"' -DCGC_MODEL_PREFIX=encoder "$work/dims/out/encoder.cpp" \
-    "$(dirname "$0")/dims_driver.cpp" "${objects[@]}" "${libs[@]}" -o "$work/dims/driver"
-programs+=("$work/dims/driver")
+for name in encoder control; do
+  "$cgc" compile "$work/dims/$name.onnx" -o "$work/dims/$name" --name "${name^}" --quiet \
+      --dim batch=1..4 --dim seq=1..64 --specialize seq=32 "${schedule[@]}"
+  # shellcheck disable=SC2086
+  spawn c++ $flags "${march[@]}" -I"$runtime/include" -I"$work/dims/$name" \
+      -Wa,-I"$work/dims/$name" -DCGC_MODEL_HEADER="\"$name.h\"" -DCGC_MODEL_PREFIX="$name" \
+      "$work/dims/$name/$name.cpp" "$(dirname "$0")/dims_driver.cpp" "${objects[@]}" "${libs[@]}" \
+      -o "$work/dims/$name/driver"
+  programs+=("$work/dims/$name/driver")
+done
 if [ "$mode" = address ]; then  # the kernels' own tests
   # The tests' own code (reference loops, Catch2) at -O2 without
   # instrumentation: the kernels they call are the sanitized runtime's, the
