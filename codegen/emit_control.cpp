@@ -44,21 +44,9 @@ struct Scope {
                             : std::to_string(type.shape[static_cast<size_t>(d)]));
     return axes;
   }
-  /// The product of `axes` and `factor`, folded where they are numbers.
-  static std::string product(const std::vector<std::string>& axes, int64_t factor) {
-    std::vector<std::string> parts;
-    for (const std::string& axis : axes) {
-      if (axis.find_first_not_of("0123456789") == std::string::npos)
-        factor *= std::stoll(axis);
-      else
-        parts.push_back(axis.find_first_of(" +-") == std::string::npos ? axis : "(" + axis + ")");
-    }
-    if (factor != 1 || parts.empty()) parts.push_back(std::to_string(factor));
-    return fmt::format("{}", fmt::join(parts, " * "));
-  }
-  std::string elements(int value) const { return product(shape(value), 1); }
+  std::string elements(int value) const { return productOf(shape(value), 1); }
   std::string bytes(int value) const {
-    return product(shape(value), dtypeSize(graph.graph().value(value).type.dtype));
+    return productOf(shape(value), dtypeSize(graph.graph().value(value).type.dtype));
   }
 };
 
@@ -274,6 +262,22 @@ void emitControl(CodeWriter& w, const ModelLayout& layout, const GraphLayout& gr
       CGC_ASSERT(false, "node '{}' is not control flow", node.name);
   }
   w.line("team.barrier();");
+}
+
+std::string productOf(const std::vector<std::string>& axes, int64_t factor) {
+  std::vector<std::string> parts;
+  for (const std::string& axis : axes) {
+    if (axis.find_first_not_of("0123456789") == std::string::npos)
+      factor *= std::stoll(axis);
+    else
+      parts.push_back(axis[0] == '-' || axis.find(" + ") != std::string::npos ||
+                              axis.find(" - ") != std::string::npos ||
+                              axis.find(" / ") != std::string::npos
+                          ? "(" + axis + ")"
+                          : axis);  // a product already
+  }
+  if (factor != 1 || parts.empty()) parts.push_back(std::to_string(factor));
+  return fmt::format("{}", fmt::join(parts, " * "));
 }
 
 void clearDynamicTails(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,

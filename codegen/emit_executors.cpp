@@ -280,12 +280,16 @@ bool readsDim(const ModelLayout& layout, const GraphLayout& graph, int id, int j
                   [&](const auto& leaf) { return uses(leaf.second); }))
     return true;
   const ir::Node& node = graph.graph().node(id);
+  const bool observes = layout.observesOutputOf(graph, id);
+  for (int v : node.outputs)  // a data-dependent tail, an observed tensor
+    if (v >= 0 && (!graph.graph().value(v).dynamic.empty() || observes) && shapeUses(dims, v))
+      return true;
+  const auto children = graph.children.find(id);
+  if (children == graph.children.end()) return false;
   for (const auto* values : {&node.inputs, &node.outputs})
     for (int v : *values)
       if (v >= 0 && (shapeUses(dims, v) || (dims.scalars.count(v) && uses(dims.scalars.at(v)))))
         return true;
-  const auto children = graph.children.find(id);
-  if (children == graph.children.end()) return false;
   for (int child : children->second) {
     if (child < 0) continue;
     const GraphLayout& body = layout.graphs[static_cast<size_t>(child)];
@@ -363,11 +367,19 @@ void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph
 
 }  // namespace
 
-void emitObserve(CodeWriter& w, const ModelLayout& layout, int v) {
+void emitObserve(CodeWriter& w, const ModelLayout& layout, int v,
+                 const std::vector<std::string>& dimValues) {
   const int index = layout.observedIndex(v);
-  if (index >= 0)
-    w.line("if (profiler) profiler->observe(kInfo, kObserved[{}], {});", index,
-           layout.observedPointer(v));
+  if (index < 0) return;
+  const VariableDims* dims = layout.model.dims.get();
+  if (!dims || !dims->valueShapes.count(v))
+    return w.line("if (profiler) profiler->observe(kInfo, kObserved[{}], {});", index,
+                  layout.observedPointer(v));
+  std::vector<std::string> axes;  // --dim: its elements at the run's sizes
+  for (const ir::DimPoly& axis : dims->valueShapes.at(v))
+    axes.push_back(axis.cpp(dimValues.empty() ? layout.dimNames(layout.top()) : dimValues));
+  w.line("if (profiler) profiler->observe(kInfo, kObserved[{}], {}, {});", index,
+         layout.observedPointer(v), productOf(axes, 1));
 }
 
 std::vector<std::string> executorFunctionNames(const ModelLayout& layout) {

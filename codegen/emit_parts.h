@@ -34,7 +34,14 @@ void emitControl(CodeWriter& w, const ModelLayout& layout, const GraphLayout& gr
 
 /// --observe: value v shown to the profiler (ModelLayout::observed), where
 /// `profiler` and `arena` are in scope; nothing for a value not observed.
-void emitObserve(CodeWriter& w, const ModelLayout& layout, int v);
+/// With --dim, its element count at the run's sizes, from the dimensions'
+/// values in scope (their C++ names, else `dimValues`).
+void emitObserve(CodeWriter& w, const ModelLayout& layout, int v,
+                 const std::vector<std::string>& dimValues = {});
+
+/// C++ for the product of `axes` (numbers, or expressions of the variable
+/// dimensions) and `factor`, the numbers folded.
+std::string productOf(const std::vector<std::string>& axes, int64_t factor);
 
 /// After a node that writes values of data-dependent size: their elements
 /// past the actual extents zeroed, or, a --dim model's outputs, moved to

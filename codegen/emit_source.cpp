@@ -507,7 +507,10 @@ void emitRunExecutor(CodeWriter& w, const ModelLayout& layout) {
         "if (cgc::Profiler* const profiler = team.thread() == 0 ? model->runtime_.profiler() "
         ": nullptr) {{");
     w.line("unsigned char* const arena = model->runtime_.arena();");
-    for (int in : inputs) emitObserve(w, layout, in);
+    std::vector<std::string> dims;  // --dim: the dimensions' values
+    for (size_t j = 0; layout.model.dims && j < layout.model.dims->dims.size(); ++j)
+      dims.push_back(fmt::format("model->runtime_.dim({})", j));
+    for (int in : inputs) emitObserve(w, layout, in, dims);
     w.close();
     w.line("team.barrier();");
     w.close();

@@ -40,7 +40,7 @@ std::vector<std::string> VariableDims::cppNames() const {
     std::string name = "dim_";
     for (char c : d.name) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     if (std::find(names.begin(), names.end(), name) != names.end())
-      name += "_" + std::to_string(names.size());
+      name += fmt::format("_{}", names.size());
     names.push_back(name);
   }
   return names;

@@ -168,8 +168,8 @@ frontend::HostTensor tensorOf(driver::LoadedModel& loaded, const Observed& t) {
   const cgc_tensor_info& info = loaded.info().inputs[t.index];
   const auto* bytes = static_cast<const uint8_t*>(loaded.input(t.index));
   return {info.name,
-          {static_cast<DType>(info.dtype), ir::Shape(info.shape, info.shape + info.rank)},
-          std::vector<uint8_t>(bytes, bytes + info.bytes)};
+          {static_cast<DType>(info.dtype), ir::Shape(loaded.inputShape(t.index))},
+          std::vector<uint8_t>(bytes, bytes + loaded.inputBytes(t.index))};
 }
 
 /// Pass 1: min, max and count; a NaN or infinity is the input set's error.
@@ -250,16 +250,19 @@ std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOp
                                                          std::vector<std::string>& graphOrder) {
   // cgc's own loader checks the file first: ONNX's shape inference trusts
   // the model it is given.
-  const ir::Graph imported = frontend::loadOnnx(options.modelPath, options.load);
+  // The tensors are the same at any size of --dim's: import at the bounds.
+  frontend::LoadOptions load = options.load;
+  for (const auto& d : options.dims) load.dims[d.name] = d.max - d.max % d.multiple;
+  const ir::Graph imported = frontend::loadOnnx(options.modelPath, load);
   onnx::ModelProto proto = readModelProto(options.modelPath);
   const int before = proto.graph().output_size();
-  graphOrder = addObservedOutputs(proto, options.modelPath, imported, options.load);
+  graphOrder = addObservedOutputs(proto, options.modelPath, imported, load);
   driver::progress(options, fmt::format("calibrate: {} intermediate tensors made outputs",
                                         proto.graph().output_size() - before));
-  const driver::CompileOptions one =
+  driver::CompileOptions one =
       driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options;
-  model = driver::compileGraph(
-      frontend::loadOnnxFromBytes(proto.SerializeAsString(), options.modelPath, one.load), one);
+  one.modelBytes = std::make_shared<const std::string>(proto.SerializeAsString());
+  model = driver::compileGraph(one);
   const BuiltModel built = buildCached(model, one);
   return std::make_unique<driver::LoadedModel>(built.library, built.prefix);
 }

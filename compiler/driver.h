@@ -20,6 +20,9 @@ namespace cgc::driver {
 
 struct CompileOptions {
   std::string modelPath;
+  /// The model's bytes where they are not the file's (cgc calibrate's
+  /// model with its tensors made outputs); modelPath still names it.
+  std::shared_ptr<const std::string> modelBytes;
   std::string outDir = ".";
   std::string className;  // --name
   std::string nameSpace = "cgc_models";

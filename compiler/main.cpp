@@ -46,14 +46,6 @@ struct ModelArgs {
     cgc::driver::bindShapeRanges(ranged, *options);
     options->specialize = cgc::driver::parseSizeLists(specialize, options->dims);
   }
-
-  /// For the commands without variable dimensions yet.
-  void refuseDims(const char* command) const {
-    if (!options->dims.empty())
-      throw cgc::CompileError(fmt::format(
-          "cgc: error: {} does not take variable dimensions (--dim, a range in --shape) yet",
-          command));
-  }
 };
 
 /// --dim, for the commands that build a model to run at any size.
@@ -308,7 +300,11 @@ CLI::App* addCalibrate(CLI::App& app, ModelArgs& args, cgc::commands::CalibrateO
                       "A calibration input set: a directory with input_0.pb, input_1.pb, ... "
                       "(ONNX test-data layout, as cgc run --inputs), every input there; repeat "
                       "for several sets (at least one); the first binds the symbolic dimensions "
-                      "that no --shape binds");
+                      "that no --shape or --dim binds");
+  command->add_option("--dim", args.dims,
+                      "Calibrate the model compiled with these variable dimensions (as cgc "
+                      "compile --dim), so that the input sets may have any sizes within them; "
+                      "the statistics then cover every size");
   command->add_option("-o,--output", calib.output,
                       "The JSON file to write (default: next to the model, <model "
                       "stem>.calib.json), written whole or not at all");
@@ -484,7 +480,6 @@ int main(int argc, char** argv) {
     }
     if (*calibrate) {
       calibrateArgs.parse();
-      calibrateArgs.refuseDims("cgc calibrate");
       return cgc::commands::calibrate(calibrateOptions);
     }
     if (*build) return cgc::commands::build(buildOptions);

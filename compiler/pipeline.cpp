@@ -123,7 +123,9 @@ CompiledModel compileGraph(const CompileOptions& options) {
   findTarget(options.target);  // an unknown target before the model loads
   if (!options.dims.empty()) return compileWithVariableDims(options);
   const auto start = std::chrono::steady_clock::now();
-  ir::Graph graph = frontend::loadOnnx(options.modelPath, options.load);
+  ir::Graph graph = options.modelBytes ? frontend::loadOnnxFromBytes(
+                                             *options.modelBytes, options.modelPath, options.load)
+                                       : frontend::loadOnnx(options.modelPath, options.load);
   progress(options, fmt::format("loaded {}: {} nodes after import ({:.2f} s)", options.modelPath,
                                 graph.liveNodes().size(), secondsSince(start)));
   return compileGraph(std::move(graph), options);

@@ -195,8 +195,8 @@ Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, co
 }
 
 /// The symbolic dimensions --dim names must be those of the model's
-/// inputs, every other one bound by --shape; the options --dim does not
-/// support yet are refused.
+/// inputs, every other one bound by --shape; --observe (the general
+/// code's tensors) does not combine with --specialize.
 void checkAgainstModel(const CompileOptions& options) {
   const frontend::ModelSummary summary = frontend::summarizeModel(options.modelPath);
   const DiagLocation file{options.modelPath, "", ""};
@@ -234,10 +234,10 @@ void checkAgainstModel(const CompileOptions& options) {
                 s, t.name, s);
     }
   }
-  const char* refused = options.quantize.enabled() ? "--quantize"
-                        : options.observe          ? "--observe (and --statistics-out)"
-                                                   : nullptr;
-  if (refused) userError(file, "--dim does not work with {} yet", refused);
+  if (options.observe && !options.specialize.empty())
+    userError(file,
+              "--observe shows the profiler the general code's tensors; it does not combine "
+              "with --specialize");
 }
 
 }  // namespace
@@ -444,6 +444,7 @@ class Fitter {
   /// node, or at a body's level the body's inputs and outputs).
   bool readByCodegen(const ir::Graph& g, int v) const {
     if (!g.value(v).dynamic.empty()) return true;
+    if (options_.observe && !isBody_ && g.value(v).type.dtype == DType::kF32) return true;
     if (isBody_ && (g.isGraphOutput(v) || std::count(g.inputs.begin(), g.inputs.end(), v)))
       return true;
     const int producer = g.value(v).producer;

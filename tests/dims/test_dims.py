@@ -13,7 +13,9 @@ instead of fixed sizes, runs correctly at every size in the range:
   * data-dependent sizes (NonZero, Compress, TopK with a run-time k,
     Unique) of a [batch, seq] input match numpy at five sizes, in the
     general code and in specialised paths; so do If, Loop (its trip count
-    the variable seq) and Scan;
+    the variable seq) and Scan, and the CNN in int8 (--quantize), calibrated
+    with cgc calibrate --dim on input sets of three sizes; --observe's
+    statistics at the run's sizes;
   * --specialize: the encoder with static code for seq=128 (its profile
     shows that 1x128 ran it and the other sizes the general code), also
     built for two targets; the CNN with a wholly static path for batch 1
@@ -359,6 +361,61 @@ def main():
     run("error data-dependent output read by a node",
         ["compile", os.path.join(work, "datadep_read.onnx"), "--quiet"] + dd_dims +
         ["-o", os.path.join(work, "compile_out")], 1, must=("reads_top", "toprelu", "--shape"))
+    # int8 within variable dimensions: calibrated on input sets of three
+    # sizes (the input's statistics against numpy's), then quantised the
+    # same at every size (within int8's error of PyTorch's float).
+    calib = os.path.join(work, "cnn.calib.json")
+    sets = [os.path.join(work, f"cnn_{size}") for size in ("3x32", "1x32", "5x56")]
+    run("cgc calibrate --dim on sets of three sizes",
+        ["calibrate", cnn, "--quiet", "--dim", "batch=1..16", "--dim", "side=16..64:8", "-o",
+         calib] + [a for d in sets for a in ("--inputs", d)])
+    with open(calib) as f:
+        image = json.load(f)["tensors"]["image"]
+    xs = [numpy_helper.to_array(onnx.load_tensor(os.path.join(d, "input_0.pb"))).astype(np.float64)
+          for d in sets]
+    lo, hi, bins = image["min"], image["max"], len(image["histogram"])
+    histogram = np.zeros(bins, np.int64)
+    for x in xs:
+        np.add.at(histogram, np.minimum(np.floor((x - lo) / (hi - lo) * bins), bins - 1)
+                  .astype(np.int64).ravel(), 1)
+    if image["count"] != sum(x.size for x in xs) or lo != min(x.min() for x in xs) or \
+            hi != max(x.max() for x in xs) or histogram.tolist() != image["histogram"]:
+        print(f"FAIL cgc calibrate --dim: count {image['count']}, min {lo}, max {hi}")
+        failures.append("cgc calibrate --dim")
+    else:
+        print("ok cgc calibrate --dim: the input's statistics over three sizes match numpy")
+    for b, side in CNN_SIZES:
+        d = os.path.join(work, f"cnn_{b}x{side}")
+        run(f"cnn --quantize int8 {b}x{side}",
+            ["run", cnn, "--quiet", "--dim", "batch=1..16", "--dim", "side=16..64:8", "--quantize",
+             "int8", "--calibration", calib, "--inputs", d, "--check", d, "--rtol", "0.1",
+             "--atol", "0.02"])
+    # --observe within variable dimensions (cgc run --statistics-out): the
+    # statistics of the tensors at the run's sizes, the input's as numpy's,
+    # every tensor's count, min and max as a static build's.
+    stats = {}
+    for label, dims in (("dim", ["--dim", "batch=1..16", "--dim", "side=16..64:8"]),
+                        ("static", [])):
+        stats[label] = os.path.join(work, f"statistics_{label}.json")
+        run(f"--statistics-out ({label}) at 5x56",
+            ["run", cnn, "--quiet", "--inputs", os.path.join(work, "cnn_5x56"),
+             "--statistics-out", stats[label]] + dims)
+    with open(stats["dim"]) as f:
+        observed = json.load(f)["tensors"]
+    with open(stats["static"]) as f:
+        static = json.load(f)["tensors"]
+    x = numpy_helper.to_array(onnx.load_tensor(os.path.join(work, "cnn_5x56", "input_0.pb")))
+    summary = {k: (t["count"], t["min"], t["max"]) for k, t in observed.items()}
+    if summary["image"] != (x.size, float(x.min()), float(x.max())) or \
+            summary != {k: (t["count"], t["min"], t["max"]) for k, t in static.items()}:
+        print(f"FAIL --observe with --dim: {summary.get('image')}")
+        failures.append("--observe with --dim")
+    else:
+        print(f"ok --observe with --dim: {len(summary)} tensors as at 5x56")
+    run("error --observe with --specialize",
+        ["compile", cnn, "--quiet", "--dim", "batch=1..16", "--dim", "side=16..64:8", "--observe",
+         "--specialize", "batch=1", "-o", os.path.join(work, "compile_out")], 1,
+        must=("--observe", "--specialize"))
     # If, Loop (its trip count the variable seq) and Scan within variable
     # dimensions, also in a specialised path.
     for spec in ([], ["--specialize", "seq=7"]):

@@ -120,6 +120,9 @@ class Profiler {
   /// Called by generated code (--observe) with the tensor `t` of `model`:
   /// the graph inputs as a run starts, every other after its node.
   void observe(const ModelInfo& model, const ObservedTensor& t, const float* data);
+  /// The same with the tensor's `count` elements at a run's sizes (a model
+  /// built with --dim).
+  void observe(const ModelInfo& model, const ObservedTensor& t, const float* data, int64_t count);
   /// The tensors with statistics so far (0 for a model built without
   /// --observe).
   int64_t observed_tensors() const;

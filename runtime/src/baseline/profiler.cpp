@@ -191,6 +191,11 @@ void Profiler::record_statistics(int bins) {
 }
 
 void Profiler::observe(const ModelInfo& model, const ObservedTensor& t, const float* data) {
+  observe(model, t, data, t.count);
+}
+
+void Profiler::observe(const ModelInfo& model, const ObservedTensor& t, const float* data,
+                       int64_t count) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!statistics_) return;
   statistics_->model = &model;
@@ -198,7 +203,7 @@ void Profiler::observe(const ModelInfo& model, const ObservedTensor& t, const fl
   if (tensors.size() <= static_cast<size_t>(t.index)) tensors.resize(t.index + 1);
   TensorStatistics& s = tensors[t.index];
   if (s.name.empty()) s.name = t.name, s.shape.assign(t.shape, t.shape + t.rank);
-  s.add(data, t.count, statistics_->bins);
+  s.add(data, count, statistics_->bins);
 }
 
 int64_t Profiler::observed_tensors() const {
