@@ -388,7 +388,6 @@ class Fitter {
     fitTripCounts(g, *dims);
     checkValues(g, *dims);
     const bool scratchGrew = fitBodies(model);
-    reference_ = &model;
     if (!copying.empty() || scratchGrew) {
       model.plan = passes::planMemory(g, model.calls, model.schedule, copying);
       passes::verifyMemoryPlan(g, model.calls, model.schedule, model.plan);
@@ -401,31 +400,15 @@ class Fitter {
   /// Concat that now copies), which the node's scratch then takes.
   bool fitBodies(CompiledModel& model) {
     bool anyGrew = false;
-    for (auto& [id, bodies] : model.subgraphs) {
-      const std::string& name = model.graph.node(id).name;
+    for (auto& entry : model.subgraphs) {
+      std::vector<CompiledModel>& bodies = entry.second;
+      const std::string& name = model.graph.node(entry.first).name;
       int64_t scratch = 0;
       bool grew = false;
       for (size_t k = 0; k < bodies.size(); ++k) {
         if (bodies[k].graph.liveNodes().empty()) continue;  // a branch that failed to import
-        auto take = [&](std::vector<Sample>& from) {
-          std::vector<Sample> out;
-          for (Sample& s : from) {
-            const auto it = s.nodes.find(name);
-            // The bounds stand for the reference; a check where the node
-            // is not there is no check (fitNode: no grid point lacks it).
-            if (&s == &grid_.back()) {
-              out.push_back(Sample{s.sizes, {}, {}, {}});
-              out.back().index(bodies[k].graph);
-            }
-            if (&s == &grid_.back() || it == s.nodes.end()) continue;
-            out.push_back(
-                Sample{s.sizes, std::move(s.model.subgraphs.at(it->second).at(k)), {}, {}});
-            out.back().index(out.back().model.graph);
-          }
-          return out;
-        };
-        std::vector<Sample> grid = take(grid_), checks = take(checks_);
-        Fitter body(options_, std::move(grid), std::move(checks), gridSizes_);
+        Fitter body(options_, bodySamples(grid_, name, k, bodies[k]),
+                    bodySamples(checks_, name, k, bodies[k]), gridSizes_);
         body.firstSlot_ = firstSlot_;
         body.isBody_ = true;
         const int64_t before = bodies[k].plan.arenaBytes;
@@ -433,10 +416,29 @@ class Fitter {
         grew |= bodies[k].plan.arenaBytes > before;
         scratch = std::max(scratch, bodies[k].plan.arenaBytes);
       }
-      if (grew) model.calls.setScratch(id, scratch);
+      if (grew) model.calls.setScratch(entry.first, scratch);
       anyGrew |= grew;
     }
     return anyGrew;
+  }
+
+  /// Body k of node `name` in each of `samples` (grid_ or checks_), taken
+  /// from them; the bounds' stands for `reference`. A check where the node
+  /// is not there is no check (fitNode: no grid point lacks it).
+  std::vector<Sample> bodySamples(std::vector<Sample>& samples, const std::string& name, size_t k,
+                                  const CompiledModel& reference) const {
+    std::vector<Sample> out;
+    for (Sample& s : samples) {
+      const auto it = s.nodes.find(name);
+      if (&s == &grid_.back()) {
+        out.push_back(Sample{s.sizes, {}, {}, {}});
+        out.back().index(reference.graph);
+      } else if (it != s.nodes.end()) {
+        out.push_back(Sample{s.sizes, std::move(s.model.subgraphs.at(it->second).at(k)), {}, {}});
+        out.back().index(out.back().model.graph);
+      }
+    }
+    return out;
   }
 
   /// Whether codegen reads the size of value v itself: a data-dependent
@@ -463,23 +465,24 @@ class Fitter {
       if (node.op != "Loop" || node.inputs.empty() || node.inputs[0] < 0) continue;
       const ir::Value& count = g.value(node.inputs[0]);
       if (!count.isConstant() || !count.data || count.type.numElements() != 1) continue;
-      std::vector<std::vector<int64_t>> series;
-      for (const Sample& s : grid_) {
+      // The count at a sample, where it is a constant there too.
+      const auto at = [&](const Sample& s) -> std::optional<int64_t> {
+        if (&s == &grid_.back()) return count.intValues().front();
         const auto it = s.values.find(count.name);
-        const ir::Value* at = &s == &grid_.back()    ? &count
-                              : it == s.values.end() ? nullptr
-                                                     : &s.model.graph.value(it->second);
-        if (!at || !at->isConstant() || !at->data) return;  // checkValues names it
-        series.push_back(at->intValues());
-      }
+        if (it == s.values.end()) return std::nullopt;
+        const ir::Value& value = s.model.graph.value(it->second);
+        if (!value.isConstant() || !value.data) return std::nullopt;
+        return value.intValues().front();
+      };
+      std::vector<std::vector<int64_t>> series;
+      for (const Sample& s : grid_)
+        if (const auto value = at(s)) series.push_back({*value});
+      if (series.size() != grid_.size()) continue;  // checkValues names it
       const auto poly = fit(gridSizes_, series).front();
-      const bool holds =
-          poly && std::all_of(checks_.begin(), checks_.end(), [&](const Sample& s) {
-            const auto it = s.values.find(count.name);
-            if (it == s.values.end()) return true;
-            const ir::Value& at = s.model.graph.value(it->second);
-            return at.isConstant() && at.data && at.intValues().front() == poly->at(s.sizes);
-          });
+      const bool holds = poly && std::all_of(checks_.begin(), checks_.end(), [&](const Sample& s) {
+                           const auto value = at(s);
+                           return !value || *value == poly->at(s.sizes);
+                         });
       if (holds && !poly->isConstant()) dims.scalars[node.inputs[0]] = *poly;
     }
   }
