@@ -140,6 +140,16 @@ void {{PREFIX}}_set_profiler({{PREFIX}}* model, void* profiler) {
   if (model) model->api->set_profiler(model->instance, profiler);
 }
 
+int {{PREFIX}}_input_shape(const {{PREFIX}}* model, int index, int64_t* dims) {
+  const cgc_model_info& info = *{{PREFIX}}_info();
+  if (!model || index < 0 || index >= info.num_inputs) return -1;
+  const cgc_tensor_info& tensor = info.inputs[index];
+  for (int a = 0; a < tensor.rank; ++a)  // the sizes set, which the dispatcher keeps
+    dims[a] = tensor.dims && tensor.dims[a] >= 0 ? model->dims[static_cast<size_t>(tensor.dims[a])]
+                                                 : tensor.shape[a];
+  return tensor.rank;
+}
+
 cgc_status {{PREFIX}}_set_input_shape({{PREFIX}}* model, int index, const int64_t* dims,
                                       int rank) {
   if (!model) return CGC_ERROR_INVALID_ARGUMENT;
@@ -202,11 +212,11 @@ std::vector<int64_t> {{CLASS}}::output_shape(int index) const {
 
 std::vector<int64_t> {{CLASS}}::input_shape(int index) const {
   if (index < 0 || index >= info().num_inputs) return {};
-  const cgc_tensor_info& tensor = info().inputs[index];
-  std::vector<int64_t> shape(tensor.shape, tensor.shape + tensor.rank);
-  for (int a = 0; tensor.dims && a < tensor.rank; ++a)
-    if (tensor.dims[a] >= 0) shape[a] = model_->dims[static_cast<size_t>(tensor.dims[a])];
-  return shape;
+  std::vector<int64_t> dims(static_cast<size_t>(info().inputs[index].rank));
+  const int rank = {{PREFIX}}_input_shape(model_, index, dims.data());
+  if (rank < 0) return {};
+  dims.resize(static_cast<size_t>(rank));
+  return dims;
 }
 
 cgc::Status {{CLASS}}::set_input_shape(int index, const int64_t* dims, int rank) {

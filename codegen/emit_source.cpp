@@ -192,6 +192,14 @@ int {{PREFIX}}_output_shape(const {{PREFIX}}* model, int index, int64_t* dims) {
   return static_cast<int>(shape.size());
 }
 
+int {{PREFIX}}_input_shape(const {{PREFIX}}* model, int index, int64_t* dims) {
+  const cgc_model_info& info = {{NAMESPACE}}::{{CLASS}}::info();
+  if (!model || index < 0 || index >= info.num_inputs) return -1;
+  const std::vector<int64_t> shape = model->model_.input_shape(index);
+  std::copy(shape.begin(), shape.end(), dims);
+  return static_cast<int>(shape.size());
+}
+
 cgc_status {{PREFIX}}_set_input_shape({{PREFIX}}* model, int index, const int64_t* dims,
                                       int rank) {
   if (!model) return CGC_ERROR_INVALID_ARGUMENT;

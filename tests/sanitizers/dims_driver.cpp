@@ -1,10 +1,10 @@
 // The driver for a model compiled with variable dimensions (cgc compile
 // --dim), built with sanitizers, through its C interface: runs it at several
-// sizes, each input set by shape and filled at that size (integers small,
-// floats 1), and requires each output's shape to follow; then the errors,
-// each a status naming the dimension, from the call and from run(): a size
-// outside the bounds, two inputs that disagree, an unknown name, a copy of
-// the wrong size. Two instances at different sizes then run at once from
+// sizes, each input set by shape (input_shape then giving it) and filled at
+// that size (integers small, floats 1), and requires each output's shape to
+// follow; then the errors, each a status naming the dimension, from the call
+// and from run(): a size outside the bounds, two inputs that disagree, an
+// unknown name, a copy of the wrong size. Two instances at different sizes then run at once from
 // two threads, each giving what it gave alone. The model is chosen at build
 // time, as for driver.cpp:
 //   -DCGC_MODEL_HEADER='"encoder.h"' -DCGC_MODEL_PREFIX=encoder
@@ -48,6 +48,8 @@ std::vector<std::vector<unsigned char>> runAt(Model* model, const std::vector<in
     const std::vector<int64_t> shape = shapeOf(t, sizes);
     require(CGC_FN(_set_input_shape)(model, i, shape.data(), t.rank) == CGC_OK, "set_input_shape",
             model);
+    std::vector<int64_t> set(shape.size());
+    require(CGC_FN(_input_shape)(model, i, set.data()) == t.rank && set == shape, "input_shape");
     int64_t count = 1;
     for (int64_t d : shape) count *= d;
     if (t.dtype == 1) {
