@@ -96,6 +96,9 @@ struct CompiledModel {
   std::map<std::string, int> kernelCounts() const;
   /// The compiled bodies at any depth (If's branches, Loop's and Scan's).
   int numSubgraphs() const;
+  /// --dim: the kernels whose parameters follow the dimensions, in the
+  /// graph and every body.
+  int kernelsFollowingDims() const;
   /// Bytes of weights in the graph and every body, each constant once: the
   /// generated weights' size before alignment.
   int64_t weightBytes() const;

@@ -380,7 +380,7 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
       for (const auto& d : model.dims->dims)
         report["dims"].push_back(
             {{"name", d.name}, {"min", d.min}, {"max", d.max}, {"multiple", d.multiple}});
-      report["kernels_following_dims"] = model.dims->params.size();
+      report["kernels_following_dims"] = model.kernelsFollowingDims();
       for (const driver::CompiledModel& spec : model.specializations) {
         nlohmann::json sizes = nlohmann::json::object();
         for (size_t j = 0; j < spec.specializedAt.size(); ++j)

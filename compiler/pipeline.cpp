@@ -157,6 +157,13 @@ int CompiledModel::numSubgraphs() const {
   return count;
 }
 
+int CompiledModel::kernelsFollowingDims() const {
+  int count = dims ? static_cast<int>(dims->params.size()) : 0;
+  for (const auto& [node, bodies] : subgraphs)
+    for (const CompiledModel& body : bodies) count += body.kernelsFollowingDims();
+  return count;
+}
+
 int64_t CompiledModel::weightBytes() const {
   std::set<const std::vector<uint8_t>*> seen;
   std::function<int64_t(const CompiledModel&)> bytes = [&](const CompiledModel& model) {

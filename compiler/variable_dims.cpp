@@ -642,7 +642,7 @@ CompiledModel compileWithVariableDims(const CompileOptions& options) {
   CompiledModel model = Fitter(options, std::move(grid), std::move(checks), gridSizes).run();
   progress(options, fmt::format("--dim: compiled at {} more sizes; {} kernels follow the "
                                 "dimensions ({:.2f} s)",
-                                points.size() - 1 + checked, model.dims->params.size(),
+                                points.size() - 1 + checked, model.kernelsFollowingDims(),
                                 secondsSince(start)));
   compileSpecializations(options, model);
   return model;
