@@ -68,7 +68,7 @@ void addModelOptions(CLI::App& command, ModelArgs& args) {
   command.add_option("--shape", args.shapes,
                      "Bind an input's shape, e.g. --shape input=1x3x224x224 (repeat for several "
                      "inputs; a symbolic dimension bound here is bound in every input); with "
-                     "compile, run, inspect and tune an axis may be a range, e.g. "
+                     "compile, run, inspect, tune and calibrate an axis may be a range, e.g. "
                      "--shape x=1x3x48x80..960:8, which is --dim for its symbolic dimension");
   command.add_option("--constant", args.constants,
                      "Make a graph input a compile-time constant read from a TensorProto file, "
