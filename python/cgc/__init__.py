@@ -121,16 +121,17 @@ def load(library, name=None):
 
 
 def inspect(model, shapes=None, constants=None, target="native", executors=0, threads=0,
-            profile=None, quantize=None, **quantize_options):
+            profile=None, quantize=None, dims=None, **quantize_options):
     """What ``cgc inspect --json`` prints, as a dict: the model's ops and
     inputs, and when it compiles its kernels, arena and weights; a model
     that does not compile has "error" and "hint" (a file that cannot be
-    read raises CompileError). quantize= and its keywords as compile()'s."""
+    read raises CompileError). quantize= and its keywords, and dims, as
+    compile()'s."""
     options = _quantize_options(quantize, quantize_options)
     with tempfile.TemporaryDirectory(prefix="cgc-constants-") as scratch:
         text = _cgc.inspect(_path(model), _shapes(shapes), _constants(constants, scratch),
                             target, int(executors), int(threads),
-                            "" if profile is None else _path(profile), options)
+                            "" if profile is None else _path(profile), options, _dims(dims))
     return json.loads(text)
 
 
@@ -152,7 +153,7 @@ def tune(model, shapes=None, constants=None, target="native", out_dir=".", input
 
 
 def calibrate(model, batches, output=None, shapes=None, constants=None, target="native",
-              bins=2048, verbose=False):
+              bins=2048, verbose=False, dims=None):
     """``cgc calibrate`` from numpy: runs the float model on each input set
     of `batches` (an iterable of dicts {input name: array}, or of sequences
     of arrays in the model's input order; each array exactly the input's
@@ -160,8 +161,10 @@ def calibrate(model, batches, output=None, shapes=None, constants=None, target="
     the per-tensor statistics JSON to `output` (default: next to the model,
     <model stem>.calib.json) and returns them as a dict. Raises
     CompileError for a NaN or infinite value (naming the tensor), as the
-    command does."""
-    report = inspect(model, shapes=shapes, constants=constants, target=target)
+    command does. With `dims` (as compile's), the sets may have any sizes
+    within them (a size outside them is a CompileError naming the
+    dimension)."""
+    report = inspect(model, shapes=shapes, constants=constants, target=target, dims=dims)
     if "error" in report:
         raise CompileError(report["error"])
     inputs = [(t["name"], _tensor_type(t["type"])) for t in report["inputs"]]
@@ -173,18 +176,19 @@ def calibrate(model, batches, output=None, shapes=None, constants=None, target="
             _cgc.default_calibration_path(_path(model))
         with tempfile.TemporaryDirectory(prefix="cgc-constants-") as constants_dir:
             _cgc.calibrate(_path(model), _shapes(shapes), _constants(constants, constants_dir),
-                           target, dirs, path, int(bins), bool(verbose))
+                           target, dirs, path, int(bins), bool(verbose), _dims(dims))
     with open(path) as file:
         return json.load(file)
 
 
 def _tensor_type(text):
-    """"float32[1,3,224,224]" (cgc inspect's type) -> (numpy dtype, shape)."""
+    """"float32[1,3,224,224]" (cgc inspect's type) -> (numpy dtype, shape);
+    a variable dimension's axis is its name ("float32[batch,3,side,side]")."""
     import numpy as np
-    match = re.fullmatch(r"(\w+)\[([\d,]*)\]", text)
+    match = re.fullmatch(r"(\w+)\[([^\]]*)\]", text)
     if not match:
         raise InternalError(f"cgc inspect gave the type '{text}'")
-    shape = tuple(int(d) for d in match.group(2).split(",") if d)
+    shape = tuple(int(d) if d.isdigit() else d for d in match.group(2).split(",") if d)
     try:
         return np.dtype(match.group(1)), shape
     except TypeError:
@@ -213,7 +217,9 @@ def _write_input_set(scratch, index, batch, inputs):
     os.mkdir(directory)
     for n, ((name, (dtype, shape)), value) in enumerate(zip(inputs, arrays)):
         array = np.ascontiguousarray(value)
-        if array.dtype != dtype or array.shape != shape:
+        fits = len(array.shape) == len(shape) and all(
+            isinstance(want, str) or want == got for want, got in zip(shape, array.shape))
+        if array.dtype != dtype or not fits:
             raise ValueError(f"input set {index}, input '{name}': expected {dtype} of shape "
                              f"{shape}, got {array.dtype} of shape {array.shape}")
         _cgc.write_tensor(os.path.join(directory, f"input_{n}.pb"), name, array)

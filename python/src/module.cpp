@@ -165,15 +165,17 @@ PYBIND11_MODULE(_cgc, module) {
       "inspect",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, int executors, int threads, const std::string& profile,
-         const py::dict& quantize) {
+         const py::dict& quantize, const std::vector<std::string>& dims) {
         auto options =
             compileOptions(model, shapes, constants, target, executors, threads, profile, false);
         options.quantize = quantizeOptions(quantize);
+        options.dims = cgc::driver::parseDims(dims);
         py::gil_scoped_release release;
         return commands::inspectReport(options).dump();
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
-      py::arg("executors"), py::arg("threads"), py::arg("profile"), py::arg("quantize"));
+      py::arg("executors"), py::arg("threads"), py::arg("profile"), py::arg("quantize"),
+      py::arg("dims"));
   module.def(
       "tune",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
@@ -200,9 +202,10 @@ PYBIND11_MODULE(_cgc, module) {
       "calibrate",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, const std::vector<std::string>& inputDirs,
-         const std::string& output, int bins, bool verbose) {
+         const std::string& output, int bins, bool verbose, const std::vector<std::string>& dims) {
         commands::CalibrateOptions options;
         options.compile = compileOptions(model, shapes, constants, target, 0, 0, "", verbose);
+        options.compile.dims = cgc::driver::parseDims(dims);
         options.inputDirs = inputDirs;
         options.output = output;
         options.bins = bins;
@@ -210,7 +213,8 @@ PYBIND11_MODULE(_cgc, module) {
         commands::calibrate(options);
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
-      py::arg("input_dirs"), py::arg("output"), py::arg("bins"), py::arg("verbose"));
+      py::arg("input_dirs"), py::arg("output"), py::arg("bins"), py::arg("verbose"),
+      py::arg("dims"));
   module.def("default_calibration_path", &commands::defaultCalibrationPath, py::arg("model"));
   module.def("write_tensor", &writeTensor, py::arg("path"), py::arg("name"), py::arg("array"));
 }

@@ -125,3 +125,25 @@ def test_tune_specialize_tunes_each_path(attention_file, tmp_path):
         np.testing.assert_allclose(model(x, bias), reference(x, bias, w), rtol=1e-4, atol=1e-6)
         names = [n["name"] for n in model.profile(runs=1)]
         assert all(n.endswith("@seq=16") == (s == 16) for n in names), names
+
+
+def test_calibrate_sets_of_several_sizes(attention_file, tmp_path):
+    """cgc.calibrate(dims=...) takes input sets of different sizes: the
+    statistics of x cover them all (numpy's count, min and max); a size
+    outside the bounds is a CompileError naming the dimension."""
+    path, _ = attention_file
+    dims = {"batch": (1, 4), "seq": (2, 64, 2)}
+    rng = np.random.default_rng(4)
+    sets = [(rng.standard_normal((b, s, 8)).astype(np.float32),
+             rng.standard_normal((b, s, 1)).astype(np.float32)) for b, s in [(1, 2), (3, 10)]]
+    stats = cgc.calibrate(path, sets, output=tmp_path / "a.calib.json", dims=dims)
+    x = stats["tensors"]["x"]
+    assert x["count"] == sum(a.size for a, _ in sets)
+    assert x["min"] == pytest.approx(min(float(a.min()) for a, _ in sets))
+    assert x["max"] == pytest.approx(max(float(a.max()) for a, _ in sets))
+    with pytest.raises(cgc.CompileError, match="seq"):
+        cgc.calibrate(path, [(np.zeros((1, 66, 8), np.float32), np.zeros((1, 66, 1), np.float32))],
+                      output=tmp_path / "b.calib.json", dims=dims)
+    with pytest.raises(ValueError, match="input 'x'"):
+        cgc.calibrate(path, [(np.zeros((1, 4, 9), np.float32), np.zeros((1, 4, 1), np.float32))],
+                      output=tmp_path / "c.calib.json", dims=dims)
