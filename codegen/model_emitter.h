@@ -48,6 +48,10 @@ struct VariableDims {
   struct Dim {
     std::string name;  // its ONNX name
     int64_t min = 1, max = 1, multiple = 1;
+    /// The smallest and the largest size it takes (the multiples of
+    /// `multiple` within [min, max]; smallest > largest: none).
+    int64_t smallest() const { return (min + multiple - 1) / multiple * multiple; }
+    int64_t largest() const { return max - max % multiple; }
   };
   std::vector<Dim> dims;
   int firstSlot = 0;  // their values: size slots firstSlot, firstSlot + 1, ...

@@ -252,7 +252,7 @@ std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOp
   // the model it is given.
   // The tensors are the same at any size of --dim's: import at the bounds.
   frontend::LoadOptions load = options.load;
-  for (const auto& d : options.dims) load.dims[d.name] = d.max - d.max % d.multiple;
+  for (const auto& d : options.dims) load.dims[d.name] = d.largest();
   const ir::Graph imported = frontend::loadOnnx(options.modelPath, load);
   onnx::ModelProto proto = readModelProto(options.modelPath);
   const int before = proto.graph().output_size();

@@ -68,24 +68,41 @@ std::map<std::string, int64_t> specializedSizes(const std::vector<Dim>& dims,
                                                 const std::map<std::string, int64_t>& path) {
   std::map<std::string, int64_t> fixed;
   for (const Dim& d : dims) {
-    const int64_t only = d.max - d.max % d.multiple;
     if (path.count(d.name))
       fixed[d.name] = path.at(d.name);
-    else if (only - d.multiple < d.min)  // a dimension of one size is fixed in every path
-      fixed[d.name] = only;
+    else if (d.smallest() == d.largest())  // a dimension of one size is fixed in every path
+      fixed[d.name] = d.largest();
   }
   return fixed;
 }
 
-namespace {
+CompileOptions pathOptions(const CompileOptions& options,
+                           const std::map<std::string, int64_t>& fixed) {
+  CompileOptions at = options;
+  at.specialize.clear();
+  at.dims.clear();
+  for (const Dim& d : options.dims)
+    if (fixed.count(d.name))
+      at.load.dims[d.name] = fixed.at(d.name);
+    else
+      at.dims.push_back(d);
+  return at;
+}
 
-/// "seq=128, batch=1": the sizes a specialisation fixes.
-std::string describeSpecialization(const std::vector<Dim>& dims, const Sizes& at) {
+std::string describeSizes(const std::vector<Dim>& dims, const std::vector<int64_t>& sizes) {
   std::vector<std::string> parts;
   for (size_t j = 0; j < dims.size(); ++j)
-    if (at[j] >= 0) parts.push_back(fmt::format("{}={}", dims[j].name, at[j]));
+    if (sizes[j] >= 0) parts.push_back(fmt::format("{}={}", dims[j].name, sizes[j]));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
+
+std::string describeSizes(const std::map<std::string, int64_t>& sizes) {
+  std::vector<std::string> parts;
+  for (const auto& [name, size] : sizes) parts.push_back(fmt::format("{}={}", name, size));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+namespace {
 
 /// The model compiled for each of options.specialize's paths (the
 /// dimensions a path leaves out variable as in `model`), on `model`'s
@@ -102,9 +119,7 @@ void compilePaths(const CompileOptions& options, const TunedConfig& tuned, Compi
     const std::map<std::string, int64_t> fixed = specializedSizes(options.dims, path);
     const bool ownTuning =
         std::count(tuned.specializations.begin(), tuned.specializations.end(), fixed) > 0;
-    CompileOptions at = options;
-    at.specialize.clear();
-    at.dims.clear();
+    CompileOptions at = pathOptions(options, fixed);
     at.quiet = true;
     at.specializeProfiledSizes = false;
     if (ownTuning) {
@@ -116,27 +131,20 @@ void compilePaths(const CompileOptions& options, const TunedConfig& tuned, Compi
     at.executors = model.schedule.executors;
     at.threadsPerExecutor = model.schedule.fixedThreads();
     Sizes point;
-    for (const Dim& d : options.dims) {
-      const auto size = fixed.find(d.name);
-      point.push_back(size == fixed.end() ? -1 : size->second);
-      if (size != fixed.end())
-        at.load.dims[d.name] = size->second;
-      else
-        at.dims.push_back(d);
-    }
+    for (const Dim& d : options.dims) point.push_back(fixed.count(d.name) ? fixed.at(d.name) : -1);
     CompiledModel s;
     try {
       s = compileGraph(at);
     } catch (const CompileError& e) {
-      throw CompileError(fmt::format("{} (in --specialize {})", e.what(),
-                                     describeSpecialization(options.dims, point)));
+      throw CompileError(
+          fmt::format("{} (in --specialize {})", e.what(), describeSizes(options.dims, point)));
     }
     CGC_ASSERT(s.schedule.executors == model.schedule.executors &&
                    s.schedule.fixedThreads() == model.schedule.fixedThreads(),
                "a specialisation is scheduled on other executors");
     s.specializedAt = point;
     model.specializations.push_back(std::move(s));
-    names.push_back(describeSpecialization(options.dims, point) + (ownTuning ? " (tuned)" : ""));
+    names.push_back(describeSizes(options.dims, point) + (ownTuning ? " (tuned)" : ""));
   }
   progress(options, fmt::format("--specialize: static code for {} ({:.2f} s)",
                                 fmt::join(names, "; "), secondsSince(start)));
@@ -170,10 +178,8 @@ std::vector<std::map<std::string, int64_t>> profiledSizes(const CompileOptions& 
         paths.size() == kProfiledSpecializations)
       continue;
     paths.push_back(sizes);
-    std::vector<std::string> parts;
-    for (const auto& [name, size] : sizes) parts.push_back(fmt::format("{}={}", name, size));
     progress(options, fmt::format("--profile: specialising {} ({:.0f}% of its {} runs)",
-                                  fmt::join(parts, ", "), 100.0 * runs / total, total));
+                                  describeSizes(sizes), 100.0 * runs / total, total));
   }
   return paths;
 }

@@ -36,6 +36,18 @@ std::vector<std::map<std::string, int64_t>> parseSizeLists(
 std::map<std::string, int64_t> specializedSizes(const std::vector<codegen::VariableDims::Dim>& dims,
                                                 const std::map<std::string, int64_t>& path);
 
+/// The options that compile the path of `fixed` (specializedSizes): those
+/// dimensions bound to their sizes, the others still variable, no paths
+/// of its own.
+CompileOptions pathOptions(const CompileOptions& options,
+                           const std::map<std::string, int64_t>& fixed);
+
+/// "seq=128, batch=1": `sizes` of `dims` (in their order, -1 left out), or
+/// of a map (by name).
+std::string describeSizes(const std::vector<codegen::VariableDims::Dim>& dims,
+                          const std::vector<int64_t>& sizes);
+std::string describeSizes(const std::map<std::string, int64_t>& sizes);
+
 /// `model` (compiled for options.dims) gets CompiledModel::specializations:
 /// options.specialize's paths, or with none and a --profile, each size
 /// that had at least a quarter of the profile's runs (at most 4).

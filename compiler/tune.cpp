@@ -504,16 +504,8 @@ json tunePaths(const TuneOptions& options, const fs::path& work, const Search& g
     const auto fixed = driver::specializedSizes(options.compile.dims, path);
     TuneOptions at = options;
     at.inputsDir.clear();  // deterministic data at the path's sizes
-    at.compile.specialize.clear();
-    at.compile.dims.clear();
-    for (const auto& d : options.compile.dims)
-      if (fixed.count(d.name))
-        at.compile.load.dims[d.name] = fixed.at(d.name);
-      else
-        at.compile.dims.push_back(d);
-    std::vector<std::string> parts;
-    for (const auto& [name, size] : fixed) parts.push_back(fmt::format("{}={}", name, size));
-    const std::string sizes = fmt::format("{}", fmt::join(parts, ", "));
+    at.compile = driver::pathOptions(options.compile, fixed);
+    const std::string sizes = driver::describeSizes(fixed);
     Search search(at, work, start);
     search.line(fmt::format("--specialize {}: its own variants and per-op threads", sizes));
     if (!search.searchConfigurations({{general.executors(), general.threads()}})) {

@@ -2,13 +2,13 @@
 #include "compiler/tuned_profile.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cgc/runtime.h"
+#include "compiler/specializations.h"
 #include "ir/diagnostics.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -93,10 +93,8 @@ nlohmann::json specializationProfile(const std::string& path,
       if (entry.is_object() && entry.contains("dims") && sizesOf(entry["dims"]) == sizes &&
           entry.contains("profile") && entry["profile"].is_object())
         return entry["profile"];
-  std::vector<std::string> parts;
-  for (const auto& [name, size] : sizes) parts.push_back(fmt::format("{}={}", name, size));
   userError({path, "", ""}, "the profile has no tuning of the specialised path {}",
-            fmt::join(parts, ", "));
+            describeSizes(sizes));
 }
 
 TunedConfig readTunedConfig(const nlohmann::json& json, const std::string& path) {

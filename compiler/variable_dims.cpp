@@ -26,8 +26,8 @@ struct Lattice {
 };
 
 Lattice latticeOf(const Dim& d) {
-  const int64_t first = (d.min + d.multiple - 1) / d.multiple * d.multiple;
-  return {first, d.multiple, first > d.max ? 0 : (d.max - first) / d.multiple + 1};
+  const int64_t first = d.smallest();
+  return {first, d.multiple, first > d.max ? 0 : (d.largest() - first) / d.multiple + 1};
 }
 
 [[noreturn]] void badDim(const std::string& text, const std::string& why) {
@@ -90,13 +90,6 @@ std::vector<Sizes> pointsOf(const std::vector<Sizes>& grid) {
     points = std::move(next);
   }
   return points;
-}
-
-std::string describe(const std::vector<Dim>& dims, const Sizes& sizes) {
-  std::vector<std::string> parts;
-  for (size_t j = 0; j < dims.size(); ++j)
-    parts.push_back(fmt::format("{}={}", dims[j].name, sizes[j]));
-  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 /// What a node compiled to: its kernel, operands and every parameter but
@@ -188,7 +181,7 @@ Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, co
     throw CompileError(
         fmt::format("{} (at {}, which --dim allows: the model does not take every "
                     "size within its bounds)",
-                    e.what(), describe(dims, sizes)));
+                    e.what(), describeSizes(dims, sizes)));
   }
   s.index(s.model.graph);
   return s;
@@ -536,8 +529,8 @@ class Fitter {
         userError(g.where(node),
                   "compiles differently at {} than at the bounds of --dim ({}): {}; cgc cannot run "
                   "it at every size yet: bind the dimension with --shape",
-                  describe(options_.dims, s.sizes), describe(options_.dims, grid_.back().sizes),
-                  why);
+                  describeSizes(options_.dims, s.sizes),
+                  describeSizes(options_.dims, grid_.back().sizes), why);
       values.push_back(l->ints);
     }
     const auto polys = fit(gridSizes_, values);
@@ -601,7 +594,7 @@ class Fitter {
         const ir::Value* other = it == s.values.end() ? nullptr : &s.model.graph.value(it->second);
         if (other && other->type.bytes() > value.type.bytes())
           userError(g.where(), "'{}' is larger at {} ({}) than at the bounds of --dim ({})",
-                    value.name, describe(options_.dims, s.sizes), other->type.str(),
+                    value.name, describeSizes(options_.dims, s.sizes), other->type.str(),
                     value.type.str());
         if (!value.isConstant() || !value.data) continue;
         const bool prefix =
@@ -611,7 +604,7 @@ class Fitter {
           userError(g.consumers(v).empty() ? g.where() : g.where(g.node(g.consumers(v)[0])),
                     "reads the constant '{}', which cgc computed from the sizes of --dim and "
                     "which differs at {}: bind the dimension with --shape",
-                    value.name, describe(options_.dims, s.sizes));
+                    value.name, describeSizes(options_.dims, s.sizes));
       }
     }
   }
