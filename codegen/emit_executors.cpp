@@ -301,17 +301,30 @@ bool readsDim(const ModelLayout& layout, const GraphLayout& graph, int id, int j
   return false;
 }
 
-/// --dim: the values of the variable dimensions that `nodes` read.
+/// --dim: the values of the variable dimensions and derived sizes that
+/// `nodes` read (a derived size reads those its factors read).
 void emitDimValues(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph,
                    const std::vector<int>& nodes) {
   const VariableDims* dims = graph.model->dims.get();
   if (!dims) return;
   const std::vector<std::string> names = layout.dimNames(graph);
   const std::vector<int> indices = layout.dimIndices(graph);
-  for (size_t j = 0; j < dims->dims.size(); ++j)
-    if (std::any_of(nodes.begin(), nodes.end(),
-                    [&](int id) { return readsDim(layout, graph, id, static_cast<int>(j)); }))
+  std::vector<bool> read(names.size());
+  for (size_t j = 0; j < names.size(); ++j)
+    read[j] = std::any_of(nodes.begin(), nodes.end(),
+                          [&](int id) { return readsDim(layout, graph, id, static_cast<int>(j)); });
+  for (size_t k = dims->derived.size(); k-- > 0;)
+    if (read[dims->dims.size() + k])
+      for (const ir::DimPoly& factor : dims->derived[k].factors)
+        for (size_t j = 0; j < dims->dims.size() + k; ++j)
+          read[j] = read[j] || factor.uses(static_cast<int>(j));
+  for (size_t j = 0; j < names.size(); ++j) {
+    if (!read[j]) continue;
+    if (j < dims->dims.size())
       w.line("const int64_t {} = runtime_.dim({});", names[j], indices[j]);
+    else
+      w.line("const int64_t {} = {};", names[j], dims->derived[j - dims->dims.size()].cpp(names));
+  }
 }
 
 void emitPart(CodeWriter& w, const ModelLayout& layout, const GraphLayout& graph, int executor,

@@ -46,6 +46,43 @@ std::vector<std::string> VariableDims::cppNames() const {
   return names;
 }
 
+std::vector<std::string> VariableDims::variableNames(std::vector<std::string> dimNames) const {
+  for (size_t k = 0; k < derived.size(); ++k) dimNames.push_back(fmt::format("size_{}", k));
+  return dimNames;
+}
+
+std::vector<int64_t> VariableDims::variableValues(std::vector<int64_t> sizes) const {
+  for (const DerivedSize& d : derived) sizes.push_back(d.at(sizes).value_or(0));
+  return sizes;
+}
+
+std::string VariableDims::DerivedSize::cpp(const std::vector<std::string>& names) const {
+  std::string text = scale == 1 ? "" : std::to_string(scale);
+  for (const ir::DimPoly& f : factors) {
+    const bool bare = f.singleDim().has_value() || f.isConstant();
+    const char* times = text.empty() ? "" : " * ";
+    text += bare ? fmt::format("{}{}", times, f.cpp(names))
+                 : fmt::format("{}({})", times, f.cpp(names));
+  }
+  const auto plus = [](int64_t v) {
+    return v == 0 ? std::string() : fmt::format(" {} {}", v < 0 ? '-' : '+', v < 0 ? -v : v);
+  };
+  if (divisor == 1) return text + plus(offset + addend);
+  return fmt::format("({}{}) / {}{}", text, plus(offset), divisor, plus(addend));
+}
+
+std::optional<int64_t> VariableDims::DerivedSize::at(const std::vector<int64_t>& values) const {
+  __int128 numerator = scale;
+  for (const ir::DimPoly& f : factors) {
+    const auto v = f.at(values);
+    if (!v) return std::nullopt;
+    numerator *= *v;
+  }
+  numerator += offset;
+  if (numerator < 0 && divisor > 1) return std::nullopt;  // the generated code's division floors
+  return static_cast<int64_t>(numerator / divisor + addend);
+}
+
 EmittedModel emitModel(const ModelToEmit& model, const EmitOptions& options) {
   const ModelLayout layout(model, options);
   EmittedModel emitted;

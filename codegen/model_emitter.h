@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,24 @@ struct VariableDims {
   };
   std::vector<Dim> dims;
   int firstSlot = 0;  // their values: size slots firstSlot, firstSlot + 1, ...
+  /// A size that follows them as no polynomial does (a strided
+  /// convolution's output, floor((h - 1) / 2) + 1), computed where it is
+  /// read: (scale * product of factors + offset) / divisor + addend, each
+  /// factor a polynomial in the dimensions and the derived sizes before it
+  /// and the numerator never negative (0 <= offset < divisor, a positive
+  /// scale), so that C++'s division floors it. Variable dims.size() + k of
+  /// the polynomials below is derived[k].
+  struct DerivedSize {
+    std::vector<ir::DimPoly> factors;
+    int64_t scale = 1, offset = 0, divisor = 1, addend = 0;
+    /// "(dim_height + 1) / 2 - 1" from the variables' names.
+    std::string cpp(const std::vector<std::string>& names) const;
+    /// Its value from the variables' values (the dimensions', then the
+    /// derived sizes' before it).
+    std::optional<int64_t> at(const std::vector<int64_t>& values) const;
+    bool operator==(const DerivedSize& other) const = default;
+  };
+  std::vector<DerivedSize> derived;
   /// By node id: the parameter scalars (ParamLeaf::place) that follow them.
   std::map<int, std::vector<std::pair<std::string, ir::DimPoly>>> params;
   /// Per graph input and output: the size of each axis.
@@ -69,6 +88,12 @@ struct VariableDims {
   std::map<int, ir::DimPoly> scalars;
   /// "dim_seq": the C++ names generated code gives their values.
   std::vector<std::string> cppNames() const;
+  /// The names of the polynomials' variables: `dimNames` (the dimensions',
+  /// as the graph's code calls them), then the derived sizes' ("size_0").
+  std::vector<std::string> variableNames(std::vector<std::string> dimNames) const;
+  /// The variables' values at the dimensions' `sizes`: the sizes, then each
+  /// derived size's.
+  std::vector<int64_t> variableValues(std::vector<int64_t> sizes) const;
 };
 
 /// What is emitted: everything the passes, the schedule and the memory plan

@@ -217,7 +217,7 @@ std::vector<std::string> ModelLayout::dimNames(const GraphLayout& graph) const {
   if (!graph.model->dims) return names;
   const std::vector<std::string> all = model.dims->cppNames();
   for (int j : dimIndices(graph)) names.push_back(all[static_cast<size_t>(j)]);
-  return names;
+  return graph.model->dims->variableNames(names);
 }
 
 void ModelLayout::placeWeights() {

@@ -86,8 +86,9 @@ class ModelLayout {
   int64_t arenaBytes() const {
     return std::max(sizeSlotsOffset + 8 * static_cast<int64_t>(numSizeSlots), specializedEnd_);
   }
-  /// --dim: the C++ names of `graph`'s variable dimensions ("dim_seq"),
-  /// and the index of each among the top level's (runtime_.dim(index)).
+  /// --dim: the C++ names of `graph`'s variable dimensions ("dim_seq")
+  /// then of its derived sizes ("size_0": VariableDims::variableNames), and
+  /// the index of each dimension among the top level's (runtime_.dim(index)).
   std::vector<std::string> dimNames(const GraphLayout& graph) const;
   std::vector<int> dimIndices(const GraphLayout& graph) const;
   /// `at<float>(arena, kConv1Out)`, `at<float>(weights, kW1)` or "nullptr".

@@ -9,26 +9,14 @@
 #include <set>
 
 #include "codegen/params_printer.h"
+#include "compiler/dim_samples.h"
+#include "compiler/size_forms.h"
 #include "compiler/specializations.h"
 #include "ir/conventions.h"
 #include "onnx_frontend/onnx_loader.h"
 
 namespace cgc::driver {
 namespace {
-
-using Dim = codegen::VariableDims::Dim;
-using Sizes = std::vector<int64_t>;  // one value per variable dimension
-
-/// The sizes dimension `d` takes: the multiples of d.multiple in [min, max].
-struct Lattice {
-  int64_t first, step, count;
-  int64_t at(int64_t i) const { return first + i * step; }
-};
-
-Lattice latticeOf(const Dim& d) {
-  const int64_t first = d.smallest();
-  return {first, d.multiple, first > d.max ? 0 : (d.largest() - first) / d.multiple + 1};
-}
 
 [[noreturn]] void badDim(const std::string& text, const std::string& why) {
   throw CompileError(fmt::format("cgc: error: --dim '{}' {}", text, why));
@@ -52,44 +40,6 @@ int64_t parseCount(const std::string& text, const std::string& flag) {
   if (!value)
     badDim(flag, "is not of the form NAME=MIN..MAX or NAME=MIN..MAX:MULTIPLE (e.g. seq=1..512:8)");
   return *value;
-}
-
-/// Three sizes of each dimension to interpolate at (fewer where it takes
-/// fewer), ascending, the largest last; and three others to check at. The
-/// smallest size is neither where there are more: at extent 1 lowering
-/// simplifies (a broadcast stride of 0, a copy for a broadcast) where the
-/// general parameters are as right.
-std::pair<std::vector<Sizes>, std::vector<Sizes>> samplesOf(const std::vector<Dim>& dims) {
-  std::vector<Sizes> grid, check(3);
-  for (const Dim& d : dims) {
-    const Lattice l = latticeOf(d);
-    Sizes mine, other;
-    if (l.count <= 3) {
-      for (int64_t i = 0; i < l.count; ++i) mine.push_back(l.at(i));
-      other = mine;
-    } else {
-      mine = {l.at(1), l.at(l.count / 2), l.at(l.count - 1)};
-      other = {l.at(l.count / 4), l.at(3 * l.count / 4), l.at(l.count / 3)};
-    }
-    grid.push_back(mine);
-    for (size_t k = 0; k < 3; ++k) check[k].push_back(other[k % other.size()]);
-  }
-  return {grid, check};
-}
-
-/// The grid's points, row-major (the last dimension fastest).
-std::vector<Sizes> pointsOf(const std::vector<Sizes>& grid) {
-  std::vector<Sizes> points = {{}};
-  for (const Sizes& values : grid) {
-    std::vector<Sizes> next;
-    for (const Sizes& p : points)
-      for (int64_t v : values) {
-        next.push_back(p);
-        next.back().push_back(v);
-      }
-    points = std::move(next);
-  }
-  return points;
 }
 
 /// What a node compiled to: its kernel, operands and every parameter but
@@ -150,6 +100,21 @@ struct Sample {
   }
 };
 
+/// Each large constant of `s` that holds the bytes of the bounds' constant
+/// of its name (a weight, packed or not) shares them: the samples kept for
+/// the fit then hold little besides the bounds' weights.
+void shareWeights(Sample& s, const Sample& bounds) {
+  ir::Graph& g = s.model.graph;
+  for (int v = 0; v < g.numValues(); ++v) {
+    ir::Value& value = g.value(v);
+    if (!value.isConstant() || !value.data || value.data->size() < 4096) continue;
+    const auto it = bounds.values.find(value.name);
+    if (it == bounds.values.end()) continue;
+    const auto& other = bounds.model.graph.value(it->second).data;
+    if (other && other != value.data && *other == *value.data) value.data = other;
+  }
+}
+
 /// `bounds`: the compile at the bounds, whose convolution variants the
 /// others take (pack-conv-weights chooses by size).
 Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, const Sizes& sizes,
@@ -184,6 +149,7 @@ Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, co
                     e.what(), describeSizes(dims, sizes)));
   }
   s.index(s.model.graph);
+  if (bounds) shareWeights(s, *bounds);
   return s;
 }
 
@@ -249,7 +215,6 @@ std::vector<Dim> parseDims(const std::vector<std::string>& texts) {
     d.max = parseCount(text.substr(dots + 2, colon == std::string::npos ? colon : colon - dots - 2),
                        text);
     if (colon != std::string::npos) d.multiple = parseCount(text.substr(colon + 1), text);
-    if (d.min < 1) badDim(text, "has MIN 0: a variable dimension is at least 1");
     if (d.max < d.min) badDim(text, fmt::format("has MAX {} below MIN {}", d.max, d.min));
     if (d.max > ir::kMaxTensorBytes) badDim(text, "has MAX beyond 2^40");
     if (d.multiple < 1) badDim(text, "has MULTIPLE 0: it must be at least 1");
@@ -363,6 +328,8 @@ class Fitter {
     auto dims = std::make_shared<codegen::VariableDims>();
     dims->dims = options_.dims;
     dims->firstSlot = firstSlot_;
+    dims_ = dims.get();
+    axes_.clear();
     const ir::Graph& g = model.graph;
     std::set<int> copying;
     for (int id : g.liveNodes()) {
@@ -535,14 +502,105 @@ class Fitter {
     }
     const auto polys = fit(gridSizes_, values);
     for (size_t i = 0; i < polys.size(); ++i) {
-      if (!polys[i] || !checked(node, reference, i, *polys[i]))
+      std::optional<ir::DimPoly> poly = polys[i];
+      if (!poly || !checked(node, reference, i, *poly)) poly = deriveLeaf(node, reference, i);
+      if (!poly)
         userError(g.where(node),
-                  "its parameter {} does not follow the sizes of --dim as a polynomial (where "
-                  "a stride rounds a size, sizes of a multiple, --dim NAME=MIN..MAX:MULTIPLE, "
-                  "may), so cgc cannot run it at every size: bind the dimension with --shape",
+                  "its parameter {} does not follow the sizes of --dim as a polynomial or a "
+                  "division of them cgc can tell from its samples (sizes of a multiple, --dim "
+                  "NAME=MIN..MAX:MULTIPLE, may), so cgc cannot run it at every size: bind the "
+                  "dimension with --shape",
                   reference.places[i]);
-      if (!polys[i]->isConstant()) dims.params[id].emplace_back(reference.places[i], *polys[i]);
+      if (!poly->isConstant()) dims.params[id].emplace_back(reference.places[i], *poly);
     }
+  }
+
+  /// Every sample: the grid's points, then the checks.
+  std::vector<const Sample*> samples() const {
+    std::vector<const Sample*> out;
+    for (const auto* list : {&grid_, &checks_})
+      for (const Sample& s : *list) out.push_back(&s);
+    return out;
+  }
+
+  /// `poly`'s value at each sample.
+  Series seriesOf(const ir::DimPoly& poly) const {
+    Series out;
+    for (const Sample* s : samples()) out.push_back(poly.at(dims_->variableValues(s->sizes)));
+    return out;
+  }
+
+  /// The variable dimensions and the non-constant extents of `values`, as
+  /// the sizes a quantity of their node may be made of.
+  std::vector<SizeCandidate> candidatesOf(const std::vector<int>& values) {
+    std::vector<SizeCandidate> out;
+    for (size_t j = 0; j < options_.dims.size(); ++j) {
+      const auto d = ir::DimPoly::variable(static_cast<int>(j));
+      out.push_back({d, seriesOf(d)});
+    }
+    for (int v : values)
+      for (size_t a = 0; v >= 0 && a < reference_->graph.value(v).type.shape.size(); ++a)
+        if (const auto e = axisOf(v, a); e && !e->isConstant()) out.push_back({*e, seriesOf(*e)});
+    return out;
+  }
+
+  /// What gives `series` from `candidates` (size_forms.h): a polynomial,
+  /// or a new derived size; nothing in a body (its code reads the
+  /// dimensions alone).
+  std::optional<ir::DimPoly> derive(const Series& series,
+                                    const std::vector<SizeCandidate>& candidates) {
+    if (isBody_) return std::nullopt;
+    const auto form = explainSize(series, candidates);
+    if (!form) return std::nullopt;
+    if (form->poly) return form->poly;
+    auto& derived = dims_->derived;
+    auto it = std::find(derived.begin(), derived.end(), *form->derived);
+    if (it == derived.end()) it = derived.insert(derived.end(), *form->derived);
+    return ir::DimPoly::variable(static_cast<int>(options_.dims.size() + (it - derived.begin())));
+  }
+
+  /// Integer i of the node's parameters as a size derived from its
+  /// operands' extents.
+  std::optional<ir::DimPoly> deriveLeaf(const ir::Node& node, const Lowered& reference, size_t i) {
+    Series series;
+    for (const Sample* s : samples()) {
+      std::string why;
+      const auto l = at(*s, node.name, reference, &why);
+      series.push_back(l ? std::optional<int64_t>(l->ints[i]) : std::nullopt);
+    }
+    std::vector<int> operands = node.inputs;
+    operands.insert(operands.end(), node.outputs.begin(), node.outputs.end());
+    return derive(series, candidatesOf(operands));
+  }
+
+  /// Axis a of value v (the reference's) at every size: a polynomial in
+  /// the dimensions, else a size derived from its producer's operands'
+  /// extents; nothing when neither.
+  std::optional<ir::DimPoly> axisOf(int v, size_t a) {
+    const auto key = std::make_pair(v, a);
+    if (const auto it = axes_.find(key); it != axes_.end()) return it->second;
+    const ir::Value& value = reference_->graph.value(v);
+    Series series;
+    for (const Sample* s : samples()) {
+      const auto it = s->values.find(value.name);
+      series.push_back(it == s->values.end()
+                           ? std::nullopt
+                           : std::optional<int64_t>(graphOf(*s).value(it->second).type.shape[a]));
+    }
+    std::optional<ir::DimPoly> poly;
+    if (std::all_of(series.begin(), series.begin() + static_cast<std::ptrdiff_t>(grid_.size()),
+                    [](const auto& x) { return x.has_value(); })) {
+      std::vector<std::vector<int64_t>> values;
+      for (size_t k = 0; k < grid_.size(); ++k) values.push_back({*series[k]});
+      poly = fit(gridSizes_, values).front();
+      const Series at = poly ? seriesOf(*poly) : Series{};
+      for (size_t k = 0; poly && k < series.size(); ++k)  // and at the checks
+        if (series[k] && at[k] != series[k]) poly.reset();
+    }
+    axes_[key] = std::nullopt;  // while its producer's operands are fitted
+    if (!poly && value.producer >= 0)
+      poly = derive(series, candidatesOf(reference_->graph.node(value.producer).inputs));
+    return axes_[key] = poly;
   }
 
   /// Whether `poly` gives integer i of the node at every check where the
@@ -566,13 +624,11 @@ class Fitter {
     });
   }
 
-  std::vector<ir::DimPoly> fitShape(int v) const {
+  std::vector<ir::DimPoly> fitShape(int v) {
     const ir::Value& value = reference_->graph.value(v);
-    std::vector<std::vector<int64_t>> shapes;
-    for (const Sample& s : grid_)
-      shapes.push_back(graphOf(s).value(s.values.at(value.name)).type.shape);
     std::vector<ir::DimPoly> out;
-    for (const auto& poly : fit(gridSizes_, shapes)) {
+    for (size_t a = 0; a < value.type.shape.size(); ++a) {
+      const auto poly = axisOf(v, a);
       if (!poly)
         userError(reference_->graph.where(), "the shape of '{}' does not follow --dim", value.name);
       out.push_back(*poly);
@@ -613,7 +669,9 @@ class Fitter {
   std::vector<Sample> grid_, checks_;
   std::vector<Sizes> gridSizes_;
   const CompiledModel* reference_ = nullptr;
-  int firstSlot_ = 0;    // the dimensions' size slots
+  codegen::VariableDims* dims_ = nullptr;                              // of the level being fitted
+  std::map<std::pair<int, size_t>, std::optional<ir::DimPoly>> axes_;  // axisOf's
+  int firstSlot_ = 0;                                                  // the dimensions' size slots
   bool isBody_ = false;  // fitting a control-flow body
 };
 
@@ -624,13 +682,15 @@ CompiledModel compileWithVariableDims(const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const auto [gridSizes, checkSizes] = samplesOf(options.dims);
   const std::vector<Sizes> points = pointsOf(gridSizes);
+  CompileOptions sized = options;
+  sized.load.sizedValues = sizedValues(options, gridSizes);
   std::vector<Sample> grid, checks;
   // The bounds first and as the user asked (progress), the others quietly.
-  grid.push_back(compileAt(options, options.dims, points.back(), nullptr));
+  grid.push_back(compileAt(sized, options.dims, points.back(), nullptr));
   for (size_t p = 0; p + 1 < points.size(); ++p)
-    grid.insert(grid.end() - 1, compileAt(options, options.dims, points[p], &grid.back()));
+    grid.insert(grid.end() - 1, compileAt(sized, options.dims, points[p], &grid.back()));
   for (const Sizes& sizes : checkSizes)
-    checks.push_back(compileAt(options, options.dims, sizes, &grid.back()));
+    checks.push_back(compileAt(sized, options.dims, sizes, &grid.back()));
   const size_t checked = checks.size();
   CompiledModel model = Fitter(options, std::move(grid), std::move(checks), gridSizes).run();
   progress(options, fmt::format("--dim: compiled at {} more sizes; {} kernels follow the "

@@ -7,7 +7,11 @@
 // graphs compared: each must lower to the same kernels with the same
 // choices, and each integer of each kernel's parameters is then a
 // polynomial in the dimensions (ir::DimPoly), interpolated on the grid and
-// checked at further sizes. Generated code computes those parameters from
+// checked at further sizes, or where none holds a size derived from its
+// operands' extents (a strided convolution's floor division: size_forms.h).
+// Values the model computes from the sizes are computed at run time in
+// every one of those compiles (dim_samples.h), so that the graphs have
+// the same nodes. Generated code computes those parameters from
 // the dimensions' actual values, so every kernel runs as static code for
 // the actual sizes would, on tensors stored densely in buffers planned at
 // the bounds. Control-flow bodies are fitted as the top level is, and what

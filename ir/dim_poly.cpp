@@ -68,6 +68,14 @@ DimPoly DimPoly::constant(int64_t value) {
   return p;
 }
 
+DimPoly DimPoly::variable(int j) {
+  DimPoly p;
+  std::vector<int> exponents(static_cast<size_t>(j) + 1, 0);
+  exponents.back() = 1;
+  p.terms_[exponents] = 1;
+  return p;
+}
+
 std::optional<DimPoly> DimPoly::interpolate(const std::vector<std::vector<int64_t>>& grid,
                                             const std::vector<int64_t>& values) {
   Fraction::overflow = false;
@@ -106,6 +114,19 @@ std::optional<DimPoly> DimPoly::interpolate(const std::vector<std::vector<int64_
     }
     p.terms_[exponents] = static_cast<int64_t>(numerator);
   }
+  return p;
+}
+
+DimPoly DimPoly::affine(int64_t scale, int64_t offset) const {
+  DimPoly p = *this;
+  for (auto& [exponents, coefficient] : p.terms_) coefficient *= scale;
+  // The constant's key: no exponents, or all zero as interpolate writes it.
+  std::vector<int> none;
+  for (const auto& [exponents, coefficient] : p.terms_)
+    if (std::all_of(exponents.begin(), exponents.end(), [](int e) { return e == 0; }))
+      none = exponents;
+  p.terms_[none] += offset * denominator_;
+  std::erase_if(p.terms_, [](const auto& term) { return term.second == 0; });
   return p;
 }
 

@@ -20,12 +20,18 @@ class DimPoly {
   DimPoly() = default;
   /// The constant `value`.
   static DimPoly constant(int64_t value);
+  /// Variable j alone: dimension j, or beyond the dimensions a size
+  /// computed from them (codegen::VariableDims::derived).
+  static DimPoly variable(int j);
   /// Interpolation on a grid: `grid[j]` holds the distinct values of
   /// dimension j sampled (one to three), `values` the quantity at every
   /// grid point, row-major (the last dimension fastest). Nothing when the
   /// coefficients do not fit in 64 bits.
   static std::optional<DimPoly> interpolate(const std::vector<std::vector<int64_t>>& grid,
                                             const std::vector<int64_t>& values);
+
+  /// scale * this + offset.
+  DimPoly affine(int64_t scale, int64_t offset) const;
 
   /// The value at `dims`, or nothing when it is not an integer there.
   std::optional<int64_t> at(const std::vector<int64_t>& dims) const;

@@ -71,10 +71,10 @@ namespace {
 
 template <typename Out>
 std::vector<Out> convertConstant(const Value& v) {
-  CGC_ASSERT(v.data, "value '{}' has no constant data", v.name);
+  CGC_ASSERT(v.bytesKnown(), "value '{}' has no constant data", v.name);
   int64_t n = v.type.numElements();
   std::vector<Out> out(n);
-  const uint8_t* raw = v.data->data();
+  const uint8_t* raw = v.bytesKnown()->data();
   auto read = [&](auto tag) {
     using T = decltype(tag);
     for (int64_t i = 0; i < n; ++i) {

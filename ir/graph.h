@@ -112,15 +112,23 @@ struct Value {
   DynamicExtent dynamic;
   /// Constants only: type.bytes() bytes of little-endian data.
   std::shared_ptr<const std::vector<uint8_t>> data;
+  /// An intermediate computed from the sizes of variable dimensions (cgc
+  /// compile --dim: a Shape and the arithmetic on it): its bytes at this
+  /// compile's sizes, which the importer reads where it needs a constant
+  /// (a Reshape's shape, a Slice's starts) while run time computes them.
+  std::shared_ptr<const std::vector<uint8_t>> known;
 
   bool isConstant() const { return kind == ValueKind::kConstant; }
+  /// A constant's data, else the bytes known at this compile, else null.
+  const std::vector<uint8_t>* bytesKnown() const { return data ? data.get() : known.get(); }
   template <typename T>
   const T* dataAs() const {
     return reinterpret_cast<const T*>(data->data());
   }
-  /// Constant integer tensor (any integer dtype) as int64 values.
+  /// Constant (or known, see above) integer tensor (any integer dtype) as
+  /// int64 values.
   std::vector<int64_t> intValues() const;
-  /// Constant numeric tensor as doubles.
+  /// Constant (or known) numeric tensor as doubles.
   std::vector<double> doubleValues() const;
 };
 

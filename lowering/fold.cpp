@@ -1,10 +1,13 @@
 // Constant folding of one node: its kernel call, run on the constants'
 // bytes by the same runtime kernels that generated code calls (evaluate, in
-// kernel_table.cpp), and its outputs replaced by the results. An output of
+// kernel_table.cpp), and its outputs replaced by the results (or, for a
+// value computed from the sizes of variable dimensions, made known while
+// the node stays for run time). An output of
 // data-dependent size (NonZero of a constant) becomes a constant of the
 // size the kernel found: its shape is static from then on.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "lowering/kernel_call.h"
 
@@ -46,16 +49,20 @@ std::vector<uint8_t> crop(const std::vector<uint8_t>& bytes, const ir::TensorTyp
   return out;
 }
 
-}  // namespace
-
-std::vector<int> foldNode(ir::Graph& graph, int nodeId) {
-  const ir::Node& node = graph.node(nodeId);
-  if (node.dead) return {};
+/// What folding the node gives: each output's type and bytes, or nothing
+/// when it does not fold (an input neither constant nor known, no kernel,
+/// a view or data-dependent output `keep` rules out). `keep`: the node
+/// stays (evaluateNode), so no output of data-dependent size.
+std::optional<std::vector<std::pair<ir::TensorType, std::vector<uint8_t>>>> compute(
+    ir::Graph& graph, const ir::Node& node, bool keep) {
+  if (node.dead) return std::nullopt;
   for (int v : node.inputs)
-    if (v >= 0 && !graph.value(v).isConstant()) return {};
+    if (v >= 0 && !graph.value(v).bytesKnown()) return std::nullopt;
   Lowered lowered = tryLower(graph, node);
   const KernelCall* call = std::get_if<KernelCall>(&lowered);
-  if (!call || (isStructural(call->kernel) && call->kernel != Kernel::kView)) return {};
+  if (!call || (isStructural(call->kernel) && call->kernel != Kernel::kView)) return std::nullopt;
+  // Sizes that follow variable dimensions (--dim) stay for run time.
+  if (call->kernel == Kernel::kSizes && !keep) return std::nullopt;
   // A view or an op that only passes a run-time extent on (its input is a
   // constant now, so it would be a source of one) is left to the passes.
   const bool sized =
@@ -66,43 +73,66 @@ std::vector<int> foldNode(ir::Graph& graph, int nodeId) {
   // A sized node folds before anything reads it (on import): readers
   // already imported carry its extent on.
   for (int v : node.outputs)
-    if (v >= 0 && !graph.value(v).dynamic.empty() && (!sized || !graph.consumers(v).empty()))
-      return {};
-  std::vector<int> outputs = node.outputs;
-  std::vector<int> constants;
+    if (v >= 0 && !graph.value(v).dynamic.empty() &&
+        (keep || !sized || !graph.consumers(v).empty()))
+      return std::nullopt;
+  std::vector<std::pair<ir::TensorType, std::vector<uint8_t>>> results;
   if (call->kernel == Kernel::kView) {
-    const ir::Value& source = graph.value(call->inputs[0]);
-    const ir::Value& result = graph.value(outputs[0]);
-    constants.push_back(graph.addConstant(result.name + "_folded", result.type,
-                                          std::vector<uint8_t>(*source.data)));
-  } else {
-    std::vector<const void*> inputPtrs;
-    for (int v : call->inputs) inputPtrs.push_back(v >= 0 ? graph.value(v).data->data() : nullptr);
-    std::vector<std::vector<uint8_t>> buffers;
-    std::vector<void*> outputPtrs;
-    // An output the kernel may skip (-1, a null pointer) has no value.
-    for (int v : call->outputs) {
-      buffers.emplace_back(v >= 0 ? graph.value(v).type.bytes() : 0);
-      outputPtrs.push_back(v >= 0 ? buffers.back().data() : nullptr);
-    }
-    int64_t extents[rt::kMaxRank] = {};
-    const rt::Status status = evaluate(*call, inputPtrs, outputPtrs, extents);
-    if (status != rt::Status::kOk)
-      userError(graph.where(node), "{} (in constant inputs)", rt::statusMessage(status));
-    for (size_t i = 0; i < call->outputs.size() && call->outputs[i] >= 0; ++i) {
-      const ir::Value& result = graph.value(call->outputs[i]);
-      ir::TensorType type = result.type;
-      std::vector<uint8_t> bytes = std::move(buffers[i]);
-      if (!result.dynamic.empty()) {
-        type.shape = actualShape(graph, node, result, extents);
-        bytes = crop(bytes, result.type, type.shape);
-      }
-      constants.push_back(graph.addConstant(result.name + "_folded", type, std::move(bytes)));
-    }
+    results.emplace_back(graph.value(node.outputs[0]).type,
+                         *graph.value(call->inputs[0]).bytesKnown());
+    return results;
   }
+  std::vector<const void*> inputPtrs;
+  for (int v : call->inputs)
+    inputPtrs.push_back(v >= 0 ? graph.value(v).bytesKnown()->data() : nullptr);
+  std::vector<std::vector<uint8_t>> buffers;
+  std::vector<void*> outputPtrs;
+  // An output the kernel may skip (-1, a null pointer) has no value.
+  for (int v : call->outputs) {
+    buffers.emplace_back(v >= 0 ? graph.value(v).type.bytes() : 0);
+    outputPtrs.push_back(v >= 0 ? buffers.back().data() : nullptr);
+  }
+  int64_t extents[rt::kMaxRank] = {};
+  const rt::Status status = evaluate(*call, inputPtrs, outputPtrs, extents);
+  if (status != rt::Status::kOk)
+    userError(graph.where(node), "{} (in constant inputs)", rt::statusMessage(status));
+  for (size_t i = 0; i < call->outputs.size() && call->outputs[i] >= 0; ++i) {
+    const ir::Value& result = graph.value(call->outputs[i]);
+    ir::TensorType type = result.type;
+    std::vector<uint8_t> bytes = std::move(buffers[i]);
+    if (!result.dynamic.empty()) {
+      type.shape = actualShape(graph, node, result, extents);
+      bytes = crop(bytes, result.type, type.shape);
+    }
+    results.emplace_back(std::move(type), std::move(bytes));
+  }
+  return results;
+}
+
+}  // namespace
+
+std::vector<int> foldNode(ir::Graph& graph, int nodeId) {
+  auto results = compute(graph, graph.node(nodeId), /*keep=*/false);
+  if (!results) return {};
+  const std::vector<int> outputs = graph.node(nodeId).outputs;
+  std::vector<int> constants;
+  for (size_t i = 0; i < results->size(); ++i)
+    constants.push_back(graph.addConstant(graph.value(outputs[i]).name + "_folded",
+                                          std::move((*results)[i].first),
+                                          std::move((*results)[i].second)));
   for (size_t i = 0; i < constants.size(); ++i) graph.replaceAllUses(outputs[i], constants[i]);
   graph.removeNode(nodeId);
   return constants;
+}
+
+bool evaluateNode(ir::Graph& graph, int nodeId) {
+  auto results = compute(graph, graph.node(nodeId), /*keep=*/true);
+  if (!results) return false;
+  const std::vector<int> outputs = graph.node(nodeId).outputs;
+  for (size_t i = 0; i < results->size(); ++i)
+    graph.value(outputs[i]).known =
+        std::make_shared<const std::vector<uint8_t>>(std::move((*results)[i].second));
+  return true;
 }
 
 }  // namespace cgc::lowering

@@ -93,10 +93,15 @@ std::string kernelFunction(const KernelCall& call);
 rt::Status evaluate(const KernelCall& call, const std::vector<const void*>& inputs,
                     const std::vector<void*>& outputs, int64_t* extents = nullptr);
 
-/// If every input of the node is a constant, computes its outputs, replaces
-/// them by constants and removes the node. Returns the new constants (one per
-/// output), or nothing when the node was not folded (or has no kernel).
+/// If every input of the node is a constant (or known, ir::Value::known),
+/// computes its outputs, replaces them by constants and removes the node.
+/// Returns the new constants (one per output), or nothing when the node was
+/// not folded (or has no kernel).
 std::vector<int> foldNode(ir::Graph& graph, int node);
+/// The same computation, but the node stays and its outputs become known
+/// (a value computed from the sizes of variable dimensions, which run time
+/// computes); whether it was computed. Outputs of data-dependent size are not.
+bool evaluateNode(ir::Graph& graph, int node);
 
 /// Whether the runtime function takes a `const rt::Team&` last and splits its
 /// work over the team (see cgc/team.h); the others run on one thread.

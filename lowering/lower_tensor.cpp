@@ -1,6 +1,7 @@
 // Lowering of the tensor ops: views (Reshape), strided copies (Transpose,
 // Slice, Expand), Concat, Gather, Pad and Tile index maps, Resize,
-// reductions and ArgMax/ArgMin.
+// reductions and ArgMax/ArgMin; the sizes and Range a --dim model computes
+// at run time.
 #include <algorithm>
 
 #include "lowering/lower_support.h"
@@ -191,6 +192,21 @@ Lowered lowerGather(const Graph& g, const Node& n) {
       Kernel::kGather, elementType(g, n.inputs[1]), p, {n.inputs[0], n.inputs[1]}, {n.outputs[0]}};
 }
 
+/// The sizes a Shape or Size node read at this compile's sizes (attr
+/// values), which --dim's fit makes follow the dimensions.
+Lowered lowerSizes(const Graph&, const Node& n) {
+  const auto values = n.getInts("values");
+  if (auto problem = checkRank(values.size())) return *problem;
+  rt::SizesParams p{static_cast<int32_t>(values.size()), perDim<int64_t>(values)};
+  return KernelCall{Kernel::kSizes, DType::kI64, p, {}, {n.outputs[0]}};
+}
+
+Lowered lowerRange(const Graph& g, const Node& n) {
+  rt::RangeParams p{g.value(n.outputs[0]).type.numElements()};
+  return KernelCall{
+      Kernel::kRange, elementType(g, n.outputs[0]), p, {n.inputs[0], n.inputs[2]}, {n.outputs[0]}};
+}
+
 }  // namespace
 
 void registerTensorLowerers(std::map<std::string, OpLowerer>& table) {
@@ -208,6 +224,8 @@ void registerTensorLowerers(std::map<std::string, OpLowerer>& table) {
   table["Expand"] = lowerExpand;
   table["Concat"] = lowerConcat;
   table["Gather"] = lowerGather;
+  table["Sizes"] = lowerSizes;
+  table["Range"] = lowerRange;
 }
 
 }  // namespace cgc::lowering

@@ -112,7 +112,7 @@ std::vector<UnsupportedNode> unsupportedNodes(const onnx::ModelProto& model) {
 std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
     const std::unordered_map<std::string, int>& names, const std::map<std::string, int64_t>& bounds,
-    const std::map<std::string, CompositeTensors>& composites) {
+    const std::set<std::string>& sized, const std::map<std::string, CompositeTensors>& composites) {
   Scope scope;
   for (const auto& [name, id] : names) scope.define(name, id);
   for (const auto& [name, value] : composites) {
@@ -127,7 +127,7 @@ std::vector<DefinedValue> importGraphNodes(
     }
     scope.defineComposite(name, std::move(composite));
   }
-  GraphImporter importer(graph, model, &scope, bounds);
+  GraphImporter importer(graph, model, &scope, bounds, sized);
   importer.importNodes(model.graph().node(), scope, modelOpset(model), "");
   for (const auto& output : model.graph().output()) {
     const Entry entry = scope.lookup(output.name());

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -80,10 +81,13 @@ struct DefinedValue {
 /// values the main graph's nodes define, for the loader to check against
 /// ONNX shape inference once the import succeeded.
 /// Inputs of sequence or optional type bound with --constant are given in
-/// `composites`, by name (they become constants).
+/// `composites`, by name (they become constants). `sized`: the values
+/// computed at run time from the sizes of variable dimensions
+/// (LoadOptions::sizedValues).
 std::vector<DefinedValue> importGraphNodes(
     ir::Graph& graph, const onnx::ModelProto& model,
     const std::unordered_map<std::string, int>& names, const std::map<std::string, int64_t>& bounds,
+    const std::set<std::string>& sized = {},
     const std::map<std::string, CompositeTensors>& composites = {});
 
 }  // namespace cgc::frontend

@@ -168,10 +168,11 @@ inline onnx::TypeProto typeProto(const ir::TensorType& type) {
 class GraphImporter {
  public:
   /// `bounds`: the --bound values for data-dependent sizes, by node or
-  /// value name.
+  /// value name; `sized`: the values computed from the sizes of variable
+  /// dimensions (LoadOptions::sizedValues).
   GraphImporter(ir::Graph& graph, const onnx::ModelProto& model, const Scope* mainScope,
-                const std::map<std::string, int64_t>& bounds)
-      : graph_(graph), model_(model), mainScope_(mainScope), bounds_(bounds) {}
+                const std::map<std::string, int64_t>& bounds, const std::set<std::string>& sized)
+      : graph_(graph), model_(model), mainScope_(mainScope), bounds_(bounds), sized_(sized) {}
 
   /// The values the main graph's nodes defined so far.
   std::vector<DefinedValue> takeDefined() { return std::move(defined_); }
@@ -242,13 +243,16 @@ class GraphImporter {
 
   /// One op through its importer; the new nodes are folded at once, unless
   /// their outputs would exceed ir::kMaxFoldBytes or what is left of
-  /// ir::kMaxGeneratedBytes (they run at run time).
+  /// ir::kMaxGeneratedBytes (they run at run time), or the op computes a
+  /// value from the sizes of variable dimensions (they run at run time,
+  /// their outputs known at this compile's sizes).
   void importOp(const onnx::NodeProto& node, const std::string& label, std::vector<int> inputs,
                 Scope& scope, int opset) {
     OpContext ctx(graph_, node, opset, label, std::move(inputs));
     ctx.results.assign(node.output_size(), -1);
     ctx.generateBudget = std::min(ir::kMaxFoldBytes, ir::kMaxGeneratedBytes - generated_);
     ctx.bounds = &bounds_;
+    ctx.sized = sized_.empty() ? nullptr : &sized_;
     const int64_t budget = ctx.generateBudget;
     int firstNewNode = graph_.numNodeSlots();
     int firstNewValue = graph_.numValues();
@@ -266,10 +270,16 @@ class GraphImporter {
                 "the model has more than {} nodes or {} "
                 "values after inlining its functions",
                 ir::kMaxNodes, ir::kMaxValues);
+    bool sized = false;
+    for (size_t o = 0; o < ctx.results.size(); ++o) sized |= ctx.isSized(o);
     for (int id = firstNewNode; id < graph_.numNodeSlots(); ++id) {
       const ir::Node& created = graph_.node(id);
       // Quantised weights stay int8 for fuse-quantized (fold-constants folds the rest).
       if (created.op == "DequantizeLinear") continue;
+      if (sized) {
+        lowering::evaluateNode(graph_, id);
+        continue;
+      }
       int64_t bytes = ir::foldBytes(graph_, created, ir::kMaxGeneratedBytes - generated_);
       if (bytes < 0) continue;
       std::vector<int> before = created.outputs;
@@ -421,6 +431,7 @@ class GraphImporter {
   const onnx::ModelProto& model_;
   const Scope* mainScope_;
   const std::map<std::string, int64_t>& bounds_;
+  const std::set<std::string>& sized_;
   std::vector<DefinedValue> defined_;  // by the main graph's nodes
   int64_t generated_ = 0;              // constant bytes computed so far (folds, fills)
   std::set<std::string> usedLabels_;

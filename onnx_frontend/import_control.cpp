@@ -114,7 +114,7 @@ GraphImporter::Subgraph GraphImporter::importSubgraph(const onnx::GraphProto& bo
       for (int& item : composite->items) item = capture(item);
     return composite;
   });
-  GraphImporter importer(sub, model_, nullptr, bounds_);
+  GraphImporter importer(sub, model_, nullptr, bounds_, sized_);
   importer.importNodes(body.node(), scope, opset, prefix);
   for (const auto& output : body.output()) {
     const Entry entry = scope.lookup(output.name());
@@ -320,12 +320,13 @@ void GraphImporter::importIf(const onnx::NodeProto& node, const std::string& lab
 namespace {
 
 /// The bound of a Loop's iterations for its scan outputs: M where it is a
-/// constant, else --bound NAME=N (the node's name or its first output's).
+/// constant (or, computed from the sizes of --dim, its value at these
+/// sizes), else --bound NAME=N (the node's name or its first output's).
 int64_t loopBound(const ir::Graph& graph, const onnx::NodeProto& node, const std::string& label,
                   int trips, const std::map<std::string, int64_t>& bounds) {
   for (const std::string& name : {label, node.output_size() > 0 ? node.output(0) : label})
     if (auto it = bounds.find(name); it != bounds.end()) return it->second;
-  if (trips >= 0 && graph.value(trips).isConstant()) {
+  if (trips >= 0 && graph.value(trips).bytesKnown()) {  // a constant, or known at these sizes
     const int64_t m = graph.value(trips).intValues().at(0);
     if (m >= 0 && m <= ir::kMaxTensorBytes) return m;
   }

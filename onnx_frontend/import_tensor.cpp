@@ -1,5 +1,7 @@
 // Importers for the tensor-plumbing ops. Shape and Size become constants
-// (every shape is static); Reshape, Flatten, Squeeze and Unsqueeze become
+// (every shape is static; where --dim makes one follow variable dimensions,
+// a Sizes node computes it at run time, and so does a Range whose start
+// follows them); Reshape, Flatten, Squeeze and Unsqueeze become
 // Reshape views whose target shape is the output type; Slice and Transpose
 // get fully resolved per-axis attributes.
 #include <cmath>
@@ -64,12 +66,15 @@ void importShape(OpContext& ctx) {
   int64_t end = clampAxis(ctx.attrInt("end", rank));
   std::vector<int64_t> dims;
   for (int64_t i = start; i < end; ++i) dims.push_back(x[i]);
-  ctx.defineConstant(0, {DType::kI64, {static_cast<int64_t>(dims.size())}}, int64Bytes(dims));
+  ctx.defineComputed(0, {DType::kI64, {static_cast<int64_t>(dims.size())}}, int64Bytes(dims),
+                     "Sizes", {}, {{"values", dims}});
 }
 
 void importSize(OpContext& ctx) {
   ctx.requireInputs(1, 1);
-  ctx.defineConstant(0, {DType::kI64, {}}, int64Bytes({ctx.input(0).type.numElements()}));
+  const int64_t count = ctx.input(0).type.numElements();
+  ctx.defineComputed(0, {DType::kI64, {}}, int64Bytes({count}), "Sizes", {},
+                     {{"values", std::vector<int64_t>{count}}});
 }
 
 void emitView(OpContext& ctx, Shape shape) {
@@ -299,6 +304,13 @@ void importConstantOfShape(OpContext& ctx) {
   ctx.defineFilled(0, {value.type.dtype, shape}, std::move(value.bytes));
 }
 
+/// Range's output: a constant, or a node where its start follows the sizes of
+/// variable dimensions (--dim).
+void defineRange(OpContext& ctx, const ir::TensorType& out, std::vector<uint8_t> bytes) {
+  ctx.defineComputed(0, out, std::move(bytes), "Range",
+                     {ctx.inputs[0], ctx.inputs[1], ctx.inputs[2]});
+}
+
 /// Range over an integer type, exactly: through doubles, integers beyond
 /// 2^53 would be rounded, and one rounded up to 2^63 would not convert back.
 void integerRange(OpContext& ctx, DType type) {
@@ -330,7 +342,7 @@ void integerRange(OpContext& ctx, DType type) {
     values[i] = static_cast<int64_t>(start + static_cast<__int128>(i) * delta);
   std::vector<uint8_t> bytes(out.bytes());
   rt::cast({DType::kI64, type, n}, values.data(), bytes.data());
-  ctx.defineConstant(0, out, std::move(bytes));
+  defineRange(ctx, out, std::move(bytes));
 }
 
 void importRange(OpContext& ctx) {
@@ -359,7 +371,7 @@ void importRange(OpContext& ctx) {
   for (int64_t i = 0; i < n; ++i) values[i] = start + static_cast<double>(i) * delta;
   std::vector<uint8_t> bytes(out.bytes());
   rt::cast({DType::kF64, type, n}, values.data(), bytes.data());
-  ctx.defineConstant(0, out, std::move(bytes));
+  defineRange(ctx, out, std::move(bytes));
 }
 
 /// Split becomes one Slice per output.

@@ -390,6 +390,14 @@ std::unordered_map<std::string, ir::Shape> staticShapes(const onnx::GraphProto& 
   return shapes;
 }
 
+/// The bytes the importer knew of values run time computes (Value::known),
+/// which no later stage may take for constants.
+void forgetKnown(ir::Graph& graph) {
+  for (int v = 0; v < graph.numValues(); ++v) graph.value(v).known.reset();
+  for (int id : graph.liveNodes())
+    for (const auto& body : graph.node(id).subgraphs) forgetKnown(*body);
+}
+
 /// All tensors together within ir::kMaxGraphBytes (the planner's sums rely
 /// on it; see ir/graph.h).
 void checkGraphBytes(const ir::Graph& graph) {
@@ -561,7 +569,9 @@ ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
     byName[input.name()] = id;
   }
 
-  auto defined = importGraphNodes(graph, model, byName, options.bounds, composites);
+  auto defined =
+      importGraphNodes(graph, model, byName, options.bounds, options.sizedValues, composites);
+  forgetKnown(graph);
   checkGraphBytes(graph);
   checkInferredShapes(graph, model, defined);
   ir::verifyGraph(graph);

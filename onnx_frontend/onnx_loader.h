@@ -10,6 +10,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,12 @@ struct LoadOptions {
   /// Symbolic dimensions bound by name: cgc compile --dim compiles the model
   /// at several values of each range, one at a time.
   std::map<std::string, int64_t> dims;
+  /// Of such a compile: the ONNX names of the values the model computes
+  /// from the sizes of those dimensions (a Shape of a variable input, the
+  /// arithmetic on it, a Range or mask from it), which the importer keeps as
+  /// nodes computing them at run time instead of folding them at these sizes
+  /// (compiler/variable_dims.cpp finds them).
+  std::set<std::string> sizedValues;
   ShapeSpelling spelling = ShapeSpelling::kFlag;
 };
 

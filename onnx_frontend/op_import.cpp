@@ -17,7 +17,7 @@ const ir::Value& OpContext::input(size_t i) const {
 }
 
 static void requireConstant(const OpContext& ctx, const ir::Value& v, const char* role) {
-  if (!v.isConstant())
+  if (!v.bytesKnown())
     ctx.fail(
         fmt::format("input '{}' ({}) must be a compile-time constant; it "
                     "depends on a graph input (bind one with --constant "
@@ -154,6 +154,21 @@ void OpContext::defineConstant(size_t index, ir::TensorType type, std::vector<ui
             ir::kMaxConstantBytes);
   results.at(index) =
       graph.addConstant(proto.output(static_cast<int>(index)), std::move(type), std::move(bytes));
+}
+
+bool OpContext::isSized(size_t index) const {
+  return sized && index < static_cast<size_t>(proto.output_size()) &&
+         sized->count(proto.output(static_cast<int>(index)));
+}
+
+void OpContext::defineComputed(size_t index, ir::TensorType type, std::vector<uint8_t> bytes,
+                               const std::string& op, std::vector<int> irInputs,
+                               std::map<std::string, ir::Attribute> attrs) {
+  if (!isSized(index)) return defineConstant(index, std::move(type), std::move(bytes));
+  CGC_ASSERT(index == 0, "node '{}' computes output {} at run time", nodeName, index);
+  emit(op, std::move(irInputs), {type}, std::move(attrs));
+  graph.value(results.at(index)).known =
+      std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
 }
 
 void OpContext::defineFilled(size_t index, const ir::TensorType& type,

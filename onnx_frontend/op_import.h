@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ class OpContext {
   /// --bound NAME=N: the largest size a data-dependent output may take, by
   /// node or output name (import_dynamic.cpp); null when none were given.
   const std::map<std::string, int64_t>* bounds = nullptr;
+  /// cgc compile --dim: the ONNX names of the values computed from the
+  /// sizes of variable dimensions (LoadOptions::sizedValues); null when none.
+  const std::set<std::string>* sized = nullptr;
 
   DiagLocation where() const;
   [[noreturn]] void fail(const std::string& message) const;
@@ -45,8 +49,8 @@ class OpContext {
   const ir::Value& input(size_t i) const;
   const ir::Shape& inputShape(size_t i) const { return input(i).type.shape; }
   DType inputType(size_t i) const { return input(i).type.dtype; }
-  /// Input i as integers; fails unless it is a compile-time constant of an
-  /// integer (or bool) type.
+  /// Input i as integers; fails unless it is a compile-time constant (or
+  /// known, ir::Value::known) of an integer (or bool) type.
   std::vector<int64_t> constantInts(size_t i, const char* role) const;
   /// Input i as doubles; fails unless it is a compile-time constant.
   std::vector<double> constantDoubles(size_t i, const char* role) const;
@@ -98,6 +102,15 @@ class OpContext {
   /// Defines ONNX output `index` as a new constant; `type` must have been
   /// checked against ir::kMaxConstantBytes before `bytes` were allocated.
   void defineConstant(size_t index, ir::TensorType type, std::vector<uint8_t> bytes);
+  /// Whether ONNX output `index` is computed from the sizes of variable
+  /// dimensions (cgc compile --dim), so computed at run time.
+  bool isSized(size_t index) const;
+  /// Defines ONNX output `index` as `type` holding `bytes`: a constant, or
+  /// where it isSized, node `op` on `irInputs` computing it at run time,
+  /// its output known to hold `bytes` at this compile (ir::Value::known).
+  void defineComputed(size_t index, ir::TensorType type, std::vector<uint8_t> bytes,
+                      const std::string& op, std::vector<int> irInputs,
+                      std::map<std::string, ir::Attribute> attrs = {});
 };
 
 using OpImporter = void (*)(OpContext&);

@@ -9,11 +9,18 @@ instead of fixed sizes, runs correctly at every size in the range:
     multiples of 8;
   * a small residual CNN with a dynamic batch and image side matches PyTorch
     at batch 1..16 and sides 16..64 (multiples of 8);
+  * a GPT-2-shaped decoder step (torch.onnx.export, its positions and
+    causal mask computed from the cache's length) compiled once with
+    --dim past=0..63 matches PyTorch at an empty cache, 1, 37 and the bound;
+  * a ResNet-style CNN (a 7x7 stride-2 stem, a max pool, stride-2 blocks)
+    with variable batch, height and width and no multiple matches PyTorch
+    at odd sides (1x33x47, 3x61x95, ...) and at an empty batch;
   * the encoder again with seq as a range in --shape (input_ids=1x1..256);
   * data-dependent sizes (NonZero, Compress, TopK with a run-time k,
     Unique) of a [batch, seq] input match numpy at five sizes, in the
     general code and in specialised paths; so do If, Loop (its trip count
-    the variable seq) and Scan, and the CNN in int8 (--quantize), calibrated
+    the variable seq) and Scan, an If on seq > 32 (its condition computed
+    at run time), and the CNN in int8 (--quantize), calibrated
     with cgc calibrate --dim on input sets of three sizes; --observe's
     statistics at the run's sizes;
   * --specialize: the encoder with static code for seq=128 (its profile
@@ -49,6 +56,9 @@ ENC_SIZES = [(1, 1), (1, 7), (2, 64), (1, 128), (3, 200), (8, 512)]
 CNN_SIZES = [(1, 32), (3, 32), (16, 32), (2, 16), (5, 56)]  # (batch, side)
 CF_SIZES = [(1, 1), (1, 7), (2, 30), (4, 64), (3, 5)]  # (batch, seq)
 DD_SIZES = [(1, 1, 1), (1, 7, 3), (2, 30, 30), (4, 64, 5), (3, 5, 2)]  # (batch, seq, k)
+RES_SIZES = [(1, 33, 47), (3, 61, 95), (2, 96, 96), (4, 32, 77), (0, 45, 50)]  # (batch, h, w)
+DEC_HEADS, DEC_HEAD, DEC_POS = 2, 8, 64  # the decoder step's heads, head width, positions
+DEC_PASTS = [0, 1, 37, DEC_POS - 1]  # cache lengths: empty, one, odd, the bound
 
 
 class Layer(nn.Module):
@@ -105,6 +115,121 @@ class Cnn(nn.Module):
         x = torch.relu(self.b2(self.c2(a))) + a
         x = torch.relu(self.c3(x))
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+class ResBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.c2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b1, self.b2 = nn.BatchNorm2d(cout), nn.BatchNorm2d(cout)
+        self.down = None if stride == 1 else nn.Sequential(
+            nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = self.b2(self.c2(torch.relu(self.b1(self.c1(x)))))
+        return torch.relu(y + (x if self.down is None else self.down(x)))
+
+
+class ResNetLike(nn.Module):
+    """ResNet's shape at small widths: a 7x7 stride-2 stem and a 3x3
+    stride-2 max pool, stride-2 blocks, a global average pool: every side
+    rounded at each stride."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 7, 2, 3, bias=False), nn.BatchNorm2d(8),
+                                  nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        self.blocks = nn.Sequential(ResBlock(8, 8, 1), ResBlock(8, 16, 2), ResBlock(16, 16, 2))
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, image):
+        x = self.blocks(self.stem(image))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+class DecoderBlock(nn.Module):
+    """GPT-2's block for one new token over a cache: the causal mask sliced
+    from a registered [1, 1, P, P] buffer at [past:past+1, :past+1]."""
+
+    def __init__(self, hid=DEC_HEADS * DEC_HEAD):
+        super().__init__()
+        self.hid = hid
+        self.ln1, self.ln2 = nn.LayerNorm(hid), nn.LayerNorm(hid)
+        self.qkv, self.proj = nn.Linear(hid, 3 * hid), nn.Linear(hid, hid)
+        self.fc, self.out = nn.Linear(hid, 4 * hid), nn.Linear(4 * hid, hid)
+        self.register_buffer("bias", torch.tril(torch.ones(DEC_POS, DEC_POS, dtype=torch.bool))
+                             .view(1, 1, DEC_POS, DEC_POS))
+
+    def forward(self, x, past_k, past_v):
+        b, t, _ = x.shape
+        q, k, v = (z.view(b, t, DEC_HEADS, DEC_HEAD).transpose(1, 2)
+                   for z in self.qkv(self.ln1(x)).split(self.hid, dim=2))
+        k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+        att = q @ k.transpose(-1, -2) / math.sqrt(DEC_HEAD)
+        n = k.shape[2]
+        att = att.masked_fill(self.bias[:, :, n - t:n, :n] == 0, -1e30)
+        y = (torch.softmax(att, -1) @ v).transpose(1, 2).reshape(b, t, self.hid)
+        x = x + self.proj(y)
+        return x + self.out(nn.functional.gelu(self.fc(self.ln2(x)))), k, v
+
+
+class Decoder(nn.Module):
+    """A GPT-2-shaped decoder step: token ids [1, 1] and each layer's cache
+    [1, heads, past, head]; its positions Range(past, past + 1) from the
+    cache's Shape, as the exporter writes them."""
+
+    def __init__(self, layers=2, vocab=VOCAB):
+        super().__init__()
+        hid = DEC_HEADS * DEC_HEAD
+        self.wte, self.wpe = nn.Embedding(vocab, hid), nn.Embedding(DEC_POS, hid)
+        self.blocks = nn.ModuleList(DecoderBlock() for _ in range(layers))
+        self.lnf = nn.LayerNorm(hid)
+
+    def forward(self, ids, *past):
+        p = past[0].shape[2]
+        x = self.wte(ids) + self.wpe(torch.arange(p, p + ids.shape[1]).unsqueeze(0))
+        present = []
+        for i, block in enumerate(self.blocks):
+            x, k, v = block(x, past[2 * i], past[2 * i + 1])
+            present += [k, v]
+        return (self.lnf(x) @ self.wte.weight.t(), *present)
+
+
+def make_resnet(work, rng):
+    """ResNetLike exported with symbolic batch, height and width, and its
+    outputs from PyTorch at RES_SIZES."""
+    res = ResNetLike().eval()
+    with torch.no_grad():
+        torch.onnx.export(res, (torch.zeros(2, 3, 64, 64),), os.path.join(work, "resnet.onnx"),
+                          input_names=["image"], output_names=["logits"], opset_version=17,
+                          dynamic_axes={"image": {0: "batch", 2: "height", 3: "width"},
+                                        "logits": {0: "batch"}})
+        for b, h, w in RES_SIZES:
+            img = rng.standard_normal((b, 3, h, w), dtype=np.float32)
+            write_set(os.path.join(work, f"resnet_{b}x{h}x{w}"), [img],
+                      [res(torch.from_numpy(img)).numpy()])
+
+
+def make_decoder(work, rng):
+    """The decoder step exported with a symbolic cache length, and its
+    outputs from PyTorch at each of DEC_PASTS."""
+    dec = Decoder().eval()
+    caches = [f"past_{kv}{i}" for i in range(len(dec.blocks)) for kv in "kv"]
+    presents = ["logits"] + [c.replace("past", "present") for c in caches]
+    past = [torch.zeros(1, DEC_HEADS, 5, DEC_HEAD) for _ in caches]
+    dyn = {c: {2: "past"} for c in caches}
+    dyn.update({c: {2: "past_plus_1"} for c in presents[1:]})
+    with torch.no_grad():
+        torch.onnx.export(dec, (torch.tensor([[3]]), *past), os.path.join(work, "decoder.onnx"),
+                          input_names=["ids"] + caches, output_names=presents,
+                          dynamic_axes=dyn, opset_version=17)
+        for p in DEC_PASTS:
+            ids = rng.integers(0, VOCAB, size=(1, 1), dtype=np.int64)
+            past = [rng.standard_normal((1, DEC_HEADS, p, DEC_HEAD)).astype(np.float32)
+                    for _ in caches]
+            outs = dec(torch.from_numpy(ids), *map(torch.from_numpy, past))
+            write_set(os.path.join(work, f"decoder_{p}"), [ids] + past, [o.numpy() for o in outs])
 
 
 def export(model, args, path, names, dyn):
@@ -233,7 +358,7 @@ def make_control_flow(work, rng):
         "x", T.FLOAT, ["batch", "seq"])], outputs, const), opset_imports=[h.make_opsetid("", 12)])
     onnx.checker.check_model(m)
     onnx.save(m, os.path.join(work, "control.onnx"))
-    # An If on seq > 32, which cgc folds at each size: refused, naming it.
+    # An If on seq > 32: its condition computed from the size at run time.
     relu, neg = (h.make_graph([h.make_node(op, ["x"], [op + "_out"])], op, [],
                               [h.make_tensor_value_info(op + "_out", T.FLOAT, ["batch", "seq"])])
                  for op in ("Relu", "Neg"))
@@ -247,6 +372,10 @@ def make_control_flow(work, rng):
         opset_imports=[h.make_opsetid("", 12)])
     onnx.checker.check_model(m)
     onnx.save(m, os.path.join(work, "sized_if.onnx"))
+    for b, s in [(2, 7), (3, 40)]:
+        x = rng.standard_normal((b, s)).astype(np.float32)
+        write_set(os.path.join(work, f"sized_if_{b}x{s}"), [x],
+                  [np.maximum(x, 0) if s > 32 else -x])
     for b, s in CF_SIZES:
         x = rng.standard_normal((b, s)).astype(np.float32)
         running = np.cumsum(x, axis=1) - x[:, ::-1]
@@ -292,6 +421,8 @@ def make_data(work):
         write_set(os.path.join(work, "encoder_mismatch"), [ids, mask], [])
     make_data_dependent(work, rng)
     make_control_flow(work, rng)
+    make_decoder(work, rng)
+    make_resnet(work, rng)
 
 
 def main():
@@ -336,6 +467,17 @@ def main():
         d = os.path.join(work, d)
         return ["--inputs", d, "--check", d, "--rtol", "1e-3", "--atol", "1e-4"]
 
+    # A decoder step compiled once for every cache length, the empty one
+    # too: its positions and mask computed from the cache's length at run time.
+    for p in DEC_PASTS:
+        run(f"decoder past={p}", ["run", os.path.join(work, "decoder.onnx"), "--quiet", "--dim",
+                                  f"past=0..{DEC_POS - 1}"] + check(f"decoder_{p}"))
+    # Strided convolutions and pools at any side, no multiple: each side
+    # divided at run time; and an empty batch.
+    for b, h, w in RES_SIZES:
+        run(f"resnet {b}x{h}x{w}", ["run", os.path.join(work, "resnet.onnx"), "--quiet", "--dim",
+                                    "batch=0..4", "--dim", "height=32..96", "--dim",
+                                    "width=32..96"] + check(f"resnet_{b}x{h}x{w}"))
     for b, s in ENC_SIZES:
         run(f"encoder {b}x{s}", ["run", enc, "--quiet"] + full + check(f"encoder_{b}x{s}"))
     for b, s in ENC_SIZES:
@@ -423,10 +565,10 @@ def main():
             run(f"control flow {' '.join(spec)} {b}x{s}",
                 ["run", os.path.join(work, "control.onnx"), "--quiet", "--dim", "batch=1..4",
                  "--dim", "seq=1..64"] + spec + check(f"control_{b}x{s}"))
-    run("error an If whose condition the sizes decide",
-        ["compile", os.path.join(work, "sized_if.onnx"), "--quiet", "--dim", "batch=1..4",
-         "--dim", "seq=1..64", "-o", os.path.join(work, "compile_out")], 1,
-        must=("long_if", "--shape"))
+    for b, s in [(2, 7), (3, 40)]:
+        run(f"an If whose condition the sizes decide {b}x{s}",
+            ["run", os.path.join(work, "sized_if.onnx"), "--quiet", "--dim", "batch=1..4",
+             "--dim", "seq=1..64"] + check(f"sized_if_{b}x{s}"))
     # --specialize: static code for seq=128 (batch still variable) beside the
     # general code; a profile names the nodes that ran, so it shows which
     # path each size took.
@@ -579,7 +721,7 @@ def main():
         ["compile", enc, "--quiet", "--dim", "seq=1..512", "-o", os.path.join(work, "compile_out")],
         1, must=("batch", "--dim"))
     # Malformed or unknown --dim.
-    for bad in ["seq=0..512", "seq=5..2", "seq=1..512:0", "nosuchdim=1..4", "seq=abc"]:
+    for bad in ["seq=5..2", "seq=1..512:0", "nosuchdim=1..4", "seq=abc"]:
         dims = ["batch=1..8"] + (["seq=1..512"] if bad.startswith("nosuchdim") else []) + [bad]
         argv = ["run", enc, "--quiet"] + [a for d in dims for a in ("--dim", d)] + check("encoder_1x7")
         run(f"error --dim {bad}", argv, 1, must=("--dim",) + (("nosuchdim",) if "nosuchdim" in bad else ()))

@@ -683,3 +683,19 @@ TEST_CASE("softmax is stable for large magnitudes and any axis position") {
     }
   }
 }
+
+TEST_CASE("write_sizes and range: the sizes and positions a --dim model computes at run time") {
+  std::vector<int64_t> sizes(5, -1);
+  write_sizes({3, {1, 0, 37, 99, 99, 99, 99, 99}}, sizes.data());
+  CHECK(sizes == std::vector<int64_t>{1, 0, 37, -1, -1});  // count values, nothing past them
+  const int64_t start = 37, delta = 2;
+  std::vector<int64_t> y(4, -1);
+  range<int64_t>({3}, &start, &delta, y.data());
+  CHECK(y == std::vector<int64_t>{37, 39, 41, -1});
+  const float fstart = 0.5f, fdelta = -0.25f;
+  std::vector<float> f(3, 9.f);
+  range<float>({2}, &fstart, &fdelta, f.data());
+  CHECK(f == std::vector<float>{0.5f, 0.25f, 9.f});
+  range<int64_t>({0}, &start, &delta, y.data());  // an empty range writes nothing
+  CHECK(y[0] == 37);
+}

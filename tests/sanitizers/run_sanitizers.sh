@@ -3,7 +3,8 @@
 # sanitizers (-Wall -Wextra -Werror) and runs it. Any sanitizer report fails
 # the test.
 #   both:    a BERT-style encoder and a model of If, Loop and Scan, compiled with
-#            --dim and --specialize (dims_driver.cpp);
+#            --dim and --specialize, a decoder step from an empty cache and a
+#            strided CNN from an empty batch (dims_driver.cpp);
 #   address: AddressSanitizer + UndefinedBehaviorSanitizer on the runtime
 #            built for this machine (-march=native: its vector paths, the
 #            int8 ones with their gathers and masked tails), every sample on
@@ -107,11 +108,18 @@ done
 # Models of variable dimensions (cgc compile --dim; tests/dims makes them),
 # the BERT-style encoder and one of If, Loop and Scan, at several sizes,
 # their errors, and two instances at different sizes at once; the driver's
-# middle sizes (batch 2, seq 32) run the specialised code.
+# middle sizes (batch 2, seq 32) run the specialised code. The decoder step
+# and the strided CNN start at 0: an empty cache, an empty batch.
 /usr/bin/python3 "$(dirname "$0")/../dims/test_dims.py" "$cgc" "$work/dims" --only-data >/dev/null
-for name in encoder control; do
+declare -A dim_flags=(
+  [encoder]="--dim batch=1..4 --dim seq=1..64 --specialize seq=32"
+  [control]="--dim batch=1..4 --dim seq=1..64 --specialize seq=32"
+  [decoder]="--dim past=0..63"
+  [resnet]="--dim batch=0..2 --dim height=32..48 --dim width=32..48")
+for name in encoder control decoder resnet; do
+  # shellcheck disable=SC2086
   "$cgc" compile "$work/dims/$name.onnx" -o "$work/dims/$name" --name "${name^}" --quiet \
-      --dim batch=1..4 --dim seq=1..64 --specialize seq=32 "${schedule[@]}"
+      ${dim_flags[$name]} "${schedule[@]}"
   # shellcheck disable=SC2086
   spawn c++ $flags "${march[@]}" -I"$runtime/include" -I"$work/dims/$name" \
       -Wa,-I"$work/dims/$name" -DCGC_MODEL_HEADER="\"$name.h\"" -DCGC_MODEL_PREFIX="$name" \

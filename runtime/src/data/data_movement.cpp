@@ -103,6 +103,21 @@ Status gather(const GatherParams& p, const void* source, const Index* indices, v
 template Status gather(const GatherParams&, const void*, const int64_t*, void*);
 template Status gather(const GatherParams&, const void*, const int32_t*, void*);
 
+void write_sizes(const SizesParams& p, int64_t* y) {
+  for (int32_t i = 0; i < p.count; ++i) y[i] = p.values[static_cast<size_t>(i)];
+}
+
+template <typename T>
+void range(const RangeParams& p, const T* start, const T* delta, T* y) {
+  for (int64_t i = 0; i < p.count; ++i)
+    y[i] = static_cast<T>(start[0] + static_cast<T>(i) * delta[0]);
+}
+
+template void range(const RangeParams&, const int64_t*, const int64_t*, int64_t*);
+template void range(const RangeParams&, const int32_t*, const int32_t*, int32_t*);
+template void range(const RangeParams&, const float*, const float*, float*);
+template void range(const RangeParams&, const double*, const double*, double*);
+
 namespace {
 
 template <typename From, typename To>

@@ -45,6 +45,28 @@ struct GatherParams {
 template <typename Index>
 Status gather(const GatherParams& p, const void* data, const Index* indices, void* y);
 
+/// The sizes a Shape or Size node reads of a tensor whose extents follow
+/// variable dimensions (cgc compile --dim): y[i] = values[i] for i < count,
+/// values the generated code computes from the dimensions' values.
+struct SizesParams {
+  int32_t count;
+  PerDim<int64_t> values;
+  CGC_REFLECT(SizesParams, count, values)
+};
+
+void write_sizes(const SizesParams& p, int64_t* y);
+
+/// ONNX Range whose start follows variable dimensions (a decoder's
+/// positions from the length of its cache): y[i] = start + i * delta for
+/// i < count.
+struct RangeParams {
+  int64_t count;
+  CGC_REFLECT(RangeParams, count)
+};
+
+template <typename T>
+void range(const RangeParams& p, const T* start, const T* delta, T* y);
+
 /// Pad and Tile as index maps: output index o reads input index i_d per dim:
 /// constant pad (out of range -> value), reflect, edge, or tile (o mod dim).
 CGC_ENUM(IndexMapMode, kConstant, kReflect, kEdge, kTile)
