@@ -313,11 +313,7 @@ void emitDimValues(CodeWriter& w, const ModelLayout& layout, const GraphLayout& 
   for (size_t j = 0; j < names.size(); ++j)
     read[j] = std::any_of(nodes.begin(), nodes.end(),
                           [&](int id) { return readsDim(layout, graph, id, static_cast<int>(j)); });
-  for (size_t k = dims->derived.size(); k-- > 0;)
-    if (read[dims->dims.size() + k])
-      for (const ir::DimPoly& factor : dims->derived[k].factors)
-        for (size_t j = 0; j < dims->dims.size() + k; ++j)
-          read[j] = read[j] || factor.uses(static_cast<int>(j));
+  read = withFactors(*dims, std::move(read));
   for (size_t j = 0; j < names.size(); ++j) {
     if (!read[j]) continue;
     if (j < dims->dims.size())

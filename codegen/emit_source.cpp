@@ -392,10 +392,16 @@ void emitOutputDims(CodeWriter& w, const ModelLayout& layout) {
   const VariableDims* dims = layout.model.dims.get();
   if (!dims) return;
   const std::vector<std::string> names = dims->variableNames(dims->cppNames());
+  std::vector<bool> read(names.size());
   for (size_t j = 0; j < names.size(); ++j)
-    w.line("[[maybe_unused]] const int64_t {} = {};", names[j],
-           j < dims->dims.size() ? fmt::format("runtime_.dim({})", j)
-                                 : dims->derived[j - dims->dims.size()].cpp(names));
+    for (const auto& shape : dims->outputShapes)
+      for (const ir::DimPoly& axis : shape) read[j] = read[j] || axis.uses(static_cast<int>(j));
+  read = withFactors(*dims, std::move(read));
+  for (size_t j = 0; j < names.size(); ++j)
+    if (j < dims->dims.size())
+      w.line("[[maybe_unused]] const int64_t {} = runtime_.dim({});", names[j], j);
+    else if (read[j])
+      w.line("const int64_t {} = {};", names[j], dims->derived[j - dims->dims.size()].cpp(names));
   for (size_t i = 0; i < dims->outputShapes.size(); ++i)
     for (size_t d = 0; d < dims->outputShapes[i].size(); ++d)
       if (!dims->outputShapes[i][d].isConstant())

@@ -307,4 +307,13 @@ std::string ModelLayout::sizeSlot(int slot, const char* arena) const {
   return fmt::format("at<int64_t>({}, kSizeSlots + {})", arena, 8 * slot);
 }
 
+std::vector<bool> withFactors(const VariableDims& dims, std::vector<bool> read) {
+  for (size_t k = dims.derived.size(); k-- > 0;)
+    if (read.at(dims.dims.size() + k))
+      for (const ir::DimPoly& factor : dims.derived[k].factors)
+        for (size_t j = 0; j < dims.dims.size() + k; ++j)
+          read[j] = read[j] || factor.uses(static_cast<int>(j));
+  return read;
+}
+
 }  // namespace cgc::codegen

@@ -129,4 +129,9 @@ class ModelLayout {
 /// Text inside a C string literal.
 std::string escape(const std::string& text);
 
+/// --dim: `read` (a flag per variable of `dims`' polynomials) with the
+/// variables the derived sizes among them read, which code reading `read`
+/// computes too.
+std::vector<bool> withFactors(const VariableDims& dims, std::vector<bool> read);
+
 }  // namespace cgc::codegen

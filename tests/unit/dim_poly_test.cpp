@@ -1,10 +1,14 @@
 // ir::DimPoly (cgc compile --dim): interpolation on a grid against the
 // quantities kernel parameters hold, checked at sizes off the grid by plain
-// arithmetic, and the C++ it prints.
+// arithmetic, and the C++ it prints; the forms of the sizes no polynomial
+// gives (compiler/size_forms.h): a strided layer's floor division found
+// from samples at every remainder and refused from samples at too few.
 #include "ir/dim_poly.h"
 
 #include <catch2/catch.hpp>
 #include <functional>
+
+#include "compiler/size_forms.h"
 
 using cgc::ir::DimPoly;
 
@@ -69,4 +73,49 @@ TEST_CASE("which dimensions a quantity uses", "[dims]") {
     CHECK(!c.uses(0));
     CHECK(!c.uses(1));
   }
+}
+
+namespace {
+
+/// f at each of `sizes` (one dimension).
+cgc::driver::Series seriesAt(const std::vector<int64_t>& sizes,
+                             const std::function<int64_t(int64_t)>& f) {
+  cgc::driver::Series out;
+  for (int64_t x : sizes) out.push_back(f(x));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a strided layer's size: a floor division of its input's", "[dims]") {
+  const std::vector<int64_t> sizes = {33, 64, 96, 49, 82, 55};  // every remainder mod 2 and 4
+  const std::vector<cgc::driver::SizeCandidate> height = {
+      {DimPoly::variable(0), seriesAt(sizes, [](int64_t h) { return h; })}};
+  const std::vector<std::string> names = {"dim_height"};
+  // A 7x7 stride-2 convolution padded by 3, alone and with a 3x3 stride-2 pool.
+  const auto conv = cgc::driver::explainSize(
+      seriesAt(sizes, [](int64_t h) { return (h + 6 - 7) / 2 + 1; }), height);
+  REQUIRE(conv);
+  REQUIRE(conv->derived);
+  CHECK(conv->derived->cpp(names) == "(dim_height + 1) / 2");
+  const auto pooled = cgc::driver::explainSize(
+      seriesAt(sizes, [](int64_t h) { return ((h + 1) / 2 + 1) / 2; }), height);
+  REQUIRE(pooled);
+  REQUIRE(pooled->derived);
+  CHECK(pooled->derived->cpp(names) == "(dim_height + 3) / 4");
+  for (int64_t h : {0, 1, 2, 3, 200, 511}) CHECK(pooled->derived->at({h}) == ((h + 1) / 2 + 1) / 2);
+  // An extent that is its input's, doubled: a polynomial of it.
+  const auto twice =
+      cgc::driver::explainSize(seriesAt(sizes, [](int64_t h) { return 2 * h; }), height);
+  REQUIRE(twice);
+  REQUIRE(twice->poly);
+  CHECK(twice->poly->cpp(names) == "2 * dim_height");
+}
+
+TEST_CASE("a floor division the samples cannot tell is refused", "[dims]") {
+  // Only even sizes: floor(h / 2) and floor((h + 1) / 2) agree on all of them.
+  const std::vector<int64_t> even = {32, 64, 96, 48, 80, 56};
+  const std::vector<cgc::driver::SizeCandidate> height = {
+      {DimPoly::variable(0), seriesAt(even, [](int64_t h) { return h; })}};
+  CHECK(!cgc::driver::explainSize(seriesAt(even, [](int64_t h) { return (h + 1) / 2; }), height));
 }
