@@ -17,8 +17,8 @@
 #include "ir/dim_poly.h"
 #include "ir/graph.h"
 #include "lowering/kernel_call.h"
-#include "passes/memory_plan.h"
-#include "passes/schedule.h"
+#include "planning/memory_plan.h"
+#include "planning/schedule.h"
 
 namespace cgc::codegen {
 
