@@ -18,8 +18,8 @@
 #include "ir/dim_poly.h"
 #include "ir/graph.h"
 #include "lowering/kernel_call.h"
-#include "passes/memory_plan.h"
-#include "passes/schedule.h"
+#include "planning/memory_plan.h"
+#include "planning/schedule.h"
 
 namespace cgc::codegen {
 
@@ -41,7 +41,7 @@ struct EmitOptions {
 };
 
 /// cgc compile --dim: the dimensions set at run time and the quantities
-/// that follow them (compiler/variable_dims.cpp finds them). Tensors are
+/// that follow them (pipeline/variable_dims.cpp finds them). Tensors are
 /// planned at the bounds and hold their elements densely at the actual
 /// sizes, so each kernel call takes the parameters static code for those
 /// sizes would have.

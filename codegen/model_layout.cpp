@@ -8,7 +8,7 @@
 #include <cctype>
 
 #include "lowering/kernel_table.h"
-#include "passes/cost_model.h"
+#include "planning/cost_model.h"
 
 namespace cgc::codegen {
 

@@ -13,12 +13,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "compiler/accuracy_budget.h"
-#include "compiler/input_shapes.h"
-#include "compiler/model_runner.h"
-#include "compiler/target_library.h"
 #include "onnx_frontend/tensor_proto.h"
-#include "passes/cost_model.h"
+#include "pipeline/input_shapes.h"
+#include "planning/cost_model.h"
+#include "toolchain/model_runner.h"
+#include "toolchain/target_library.h"
+#include "tools/accuracy_budget.h"
 
 namespace cgc::commands {
 namespace fs = std::filesystem;

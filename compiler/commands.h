@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "compiler/driver.h"
-#include "compiler/model_runner.h"
 #include "onnx_frontend/tensor_proto.h"
+#include "pipeline/pipeline.h"
+#include "toolchain/model_runner.h"
 
 namespace cgc::commands {
 

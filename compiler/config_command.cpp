@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "compiler/commands.h"
-#include "compiler/model_runner.h"
 #include "ir/diagnostics.h"
+#include "toolchain/model_runner.h"
 
 namespace cgc::commands {
 namespace {

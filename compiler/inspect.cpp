@@ -15,9 +15,9 @@
 
 #include "cgc/kernels.h"
 #include "compiler/commands.h"
-#include "compiler/target_library.h"
-#include "compiler/tuned_profile.h"
 #include "ir/conventions.h"
+#include "pipeline/tuned_profile.h"
+#include "toolchain/target_library.h"
 
 namespace cgc::commands {
 namespace {

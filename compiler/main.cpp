@@ -4,14 +4,14 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "compiler/calibrate.h"
 #include "compiler/commands.h"
-#include "compiler/specializations.h"
-#include "compiler/targets.h"
-#include "compiler/tune.h"
-#include "compiler/variable_dims.h"
 #include "compiler_config.h"
 #include "passes/pass_manager.h"
+#include "pipeline/specializations.h"
+#include "pipeline/targets.h"
+#include "pipeline/variable_dims.h"
+#include "tools/calibrate.h"
+#include "tools/tune.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // a polynomial in the dimensions with rational coefficients, each dimension
 // to at most the second power, as the sizes, strides and element counts of
 // kernel parameters are (an attention score matrix holds batch * seq * seq
-// elements). compiler/variable_dims.cpp finds one by interpolating the
+// elements). pipeline/variable_dims.cpp finds one by interpolating the
 // quantity's values at a grid of sizes and checks it at other sizes;
 // codegen prints it as a C++ expression of the dimensions' actual values.
 #pragma once

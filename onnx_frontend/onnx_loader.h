@@ -43,7 +43,7 @@ struct LoadOptions {
   /// from the sizes of those dimensions (a Shape of a variable input, the
   /// arithmetic on it, a Range or mask from it), which the importer keeps as
   /// nodes computing them at run time instead of folding them at these sizes
-  /// (compiler/variable_dims.cpp finds them).
+  /// (pipeline/variable_dims.cpp finds them).
   std::set<std::string> sizedValues;
   ShapeSpelling spelling = ShapeSpelling::kFlag;
 };

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cgc/runtime.h"
-#include "compiler/model_runner.h"
+#include "toolchain/model_runner.h"
 
 namespace cgc::python {
 

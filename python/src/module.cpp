@@ -14,16 +14,16 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/names.h"
-#include "compiler/accuracy_budget.h"
-#include "compiler/calibrate.h"
 #include "compiler/commands.h"
-#include "compiler/specializations.h"
-#include "compiler/tune.h"
-#include "compiler/variable_dims.h"
 #include "dtypes.h"
 #include "ir/diagnostics.h"
 #include "model.h"
 #include "onnx_frontend/tensor_proto.h"
+#include "pipeline/specializations.h"
+#include "pipeline/variable_dims.h"
+#include "tools/accuracy_budget.h"
+#include "tools/calibrate.h"
+#include "tools/tune.h"
 
 namespace cgc::python {
 namespace py = pybind11;

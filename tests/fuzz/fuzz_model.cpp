@@ -14,9 +14,9 @@
 #include <string>
 #include <string_view>
 
-#include "compiler/driver.h"
 #include "ir/diagnostics.h"
 #include "onnx_frontend/onnx_loader.h"
+#include "pipeline/pipeline.h"
 
 namespace {
 

@@ -1,14 +1,14 @@
 // ir::DimPoly (cgc compile --dim): interpolation on a grid against the
 // quantities kernel parameters hold, checked at sizes off the grid by plain
 // arithmetic, and the C++ it prints; the forms of the sizes no polynomial
-// gives (compiler/size_forms.h): a strided layer's floor division found
+// gives (pipeline/size_forms.h): a strided layer's floor division found
 // from samples at every remainder and refused from samples at too few.
 #include "ir/dim_poly.h"
 
 #include <catch2/catch.hpp>
 #include <functional>
 
-#include "compiler/size_forms.h"
+#include "pipeline/size_forms.h"
 
 using cgc::ir::DimPoly;
 

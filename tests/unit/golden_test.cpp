@@ -7,11 +7,11 @@
 #include <sstream>
 
 #include "codegen/model_emitter.h"
-#include "compiler/driver.h"
 #include "graph_builder.h"
-#include "passes/cost_model.h"
-#include "passes/partition.h"
 #include "passes/pass_manager.h"
+#include "pipeline/pipeline.h"
+#include "planning/cost_model.h"
+#include "planning/partition.h"
 
 using cgc::testing::GraphBuilder;
 namespace passes = cgc::passes;

@@ -13,11 +13,11 @@
 #include <fstream>
 #include <map>
 
-#include "compiler/targets.h"
 #include "graph_builder.h"
 #include "ir/verifier.h"
 #include "ir_check.h"
 #include "passes/pass_manager.h"
+#include "pipeline/targets.h"
 
 using cgc::testing::checkIr;
 using cgc::testing::GraphBuilder;

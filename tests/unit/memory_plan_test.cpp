@@ -1,12 +1,12 @@
 // Unit tests of scheduling and the memory plan: reuse, in-place ops, views,
 // and the verifiers rejecting corrupted plans and schedules.
-#include "passes/memory_plan.h"
+#include "planning/memory_plan.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "graph_builder.h"
-#include "passes/schedule.h"
+#include "planning/schedule.h"
 
 using cgc::testing::GraphBuilder;
 namespace passes = cgc::passes;

@@ -1,7 +1,7 @@
 // Unit tests of the scheduling passes: cost model, levels, the Graphi
 // partitioner, the schedule verifier's deadlock and dependency checks, the
 // memory plan under concurrent executors, and reading profiles.
-#include "passes/schedule.h"
+#include "planning/schedule.h"
 
 #include <unistd.h>
 
@@ -13,11 +13,11 @@
 #include "codegen/model_emitter.h"
 #include "graph_builder.h"
 #include "onnx_frontend/onnx_loader.h"
-#include "passes/cost_model.h"
-#include "passes/levels.h"
-#include "passes/memory_plan.h"
-#include "passes/partition.h"
 #include "passes/pass_manager.h"
+#include "planning/cost_model.h"
+#include "planning/levels.h"
+#include "planning/memory_plan.h"
+#include "planning/partition.h"
 
 using Catch::Matchers::Contains;
 using cgc::testing::GraphBuilder;

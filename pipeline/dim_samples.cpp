@@ -1,0 +1,138 @@
+// See dim_samples.h.
+#include "pipeline/dim_samples.h"
+
+#include <map>
+
+#include "onnx_frontend/onnx_loader.h"
+
+namespace cgc::driver {
+namespace {
+
+/// Moves each lattice index of `at` up to seven steps so that the sizes,
+/// with the largest, take as many remainders modulo 2 to 8 as they can
+/// (the smaller moduli first): a floor division of a size is told from
+/// its samples only at every remainder (size_forms.h).
+void spreadRemainders(const Lattice& l, std::vector<int64_t>& at) {
+  std::set<std::pair<int64_t, int64_t>> taken;  // (modulus, remainder)
+  std::set<int64_t> used = {l.count - 1};
+  const auto take = [&](int64_t size) {
+    for (int64_t m = 2; m <= 8; ++m) taken.insert({m, size % m});
+  };
+  take(l.at(l.count - 1));
+  for (size_t k = 0; k < at.size(); ++k) {
+    int64_t& i = at[k];
+    // The first two are the grid's: distinct, below the largest.
+    const int64_t last = std::min(k == 0 ? at[1] - 1 : i + 7, l.count - 2);
+    int64_t best = i, bestScore = -1;
+    for (int64_t c = i; c <= std::min(i + 7, last); ++c) {
+      if (used.count(c)) continue;
+      int64_t score = 0;
+      for (int64_t m = 2; m <= 8; ++m) score += taken.count({m, l.at(c) % m}) ? 0 : 840 / m;
+      if (score > bestScore) best = c, bestScore = score;
+    }
+    i = best;
+    used.insert(i);
+    take(l.at(i));
+  }
+}
+
+/// The constants of `graph` and of its bodies by the name of the value
+/// they stand for (a folded one's without "_folded").
+void constantsOf(const ir::Graph& graph, std::map<std::string, const ir::Value*>& out) {
+  const std::string suffix = "_folded";
+  for (int v = 0; v < graph.numValues(); ++v) {
+    const ir::Value& value = graph.value(v);
+    if (!value.isConstant() || !value.data) continue;
+    std::string name = value.name;
+    while (name.size() > suffix.size() && name.ends_with(suffix))
+      name.resize(name.size() - suffix.size());
+    out.emplace(name, &value);
+  }
+  for (int id : graph.liveNodes())
+    for (const auto& body : graph.node(id).subgraphs) constantsOf(*body, out);
+}
+
+}  // namespace
+
+Lattice latticeOf(const Dim& d) {
+  const int64_t first = d.smallest();
+  return {first, d.multiple, first > d.max ? 0 : (d.largest() - first) / d.multiple + 1};
+}
+
+/// Three sizes of each dimension to interpolate at (fewer where it takes
+/// fewer), ascending, the largest last; and three others to check at. The
+/// smallest size is neither where there are more: at extent 1 lowering
+/// simplifies (a broadcast stride of 0, a copy for a broadcast) where the
+/// general parameters are as right.
+std::pair<std::vector<Sizes>, std::vector<Sizes>> samplesOf(const std::vector<Dim>& dims) {
+  std::vector<Sizes> grid, check(3);
+  for (const Dim& d : dims) {
+    Lattice l = latticeOf(d);
+    if (l.first == 0 && l.count > 1) {  // empty tensors say nothing of the sizes
+      l.first += l.step;
+      --l.count;
+    }
+    Sizes mine, other;
+    if (l.count <= 3) {
+      for (int64_t i = 0; i < l.count; ++i) mine.push_back(l.at(i));
+      other = mine;
+    } else {
+      std::vector<int64_t> at = {1, l.count / 2, l.count / 4, 3 * l.count / 4, l.count / 3};
+      spreadRemainders(l, at);
+      mine = {l.at(at[0]), l.at(at[1]), l.at(l.count - 1)};
+      other = {l.at(at[2]), l.at(at[3]), l.at(at[4])};
+    }
+    grid.push_back(mine);
+    for (size_t k = 0; k < 3; ++k) check[k].push_back(other[k % other.size()]);
+  }
+  return {grid, check};
+}
+
+/// The grid's points, row-major (the last dimension fastest).
+std::vector<Sizes> pointsOf(const std::vector<Sizes>& grid) {
+  std::vector<Sizes> points = {{}};
+  for (const Sizes& values : grid) {
+    std::vector<Sizes> next;
+    for (const Sizes& p : points)
+      for (int64_t v : values) {
+        next.push_back(p);
+        next.back().push_back(v);
+      }
+    points = std::move(next);
+  }
+  return points;
+}
+
+/// The values the model computes from the sizes of the dimensions
+/// (LoadOptions::sizedValues): the constants that differ between imports
+/// at the grid's first, middle and last points (each dimension differs
+/// between them), which the compiles then compute at run time.
+std::set<std::string> sizedValues(const CompileOptions& options,
+                                  const std::vector<Sizes>& gridSizes) {
+  std::vector<ir::Graph> graphs;
+  std::vector<std::map<std::string, const ir::Value*>> constants;
+  for (const auto pick : {0, 1, 2}) {
+    frontend::LoadOptions load = options.load;
+    for (size_t j = 0; j < options.dims.size(); ++j) {
+      const Sizes& values = gridSizes[j];
+      load.dims[options.dims[j].name] = values[pick == 2   ? values.size() - 1
+                                               : pick == 1 ? values.size() / 2
+                                                           : 0];
+    }
+    graphs.push_back(options.modelBytes
+                         ? frontend::loadOnnxFromBytes(*options.modelBytes, options.modelPath, load)
+                         : frontend::loadOnnx(options.modelPath, load));
+  }
+  for (const ir::Graph& g : graphs) constantsOf(g, constants.emplace_back());
+  std::set<std::string> sized;
+  for (const auto& [name, value] : constants[0])
+    for (size_t k = 1; k < constants.size(); ++k) {
+      const auto other = constants[k].find(name);
+      if (other != constants[k].end() &&
+          (other->second->type != value->type || *other->second->data != *value->data))
+        sized.insert(name);
+    }
+  return sized;
+}
+
+}  // namespace cgc::driver

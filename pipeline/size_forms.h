@@ -1,0 +1,42 @@
+// cgc compile --dim: the forms a size takes where no polynomial in the
+// dimensions gives it. A strided or padded convolution's output is
+// floor((h + p - k) / s) + 1 of its input's extent, a pool's too, a
+// tensor's element count the product of extents that are such sizes. The
+// fit (pipeline/variable_dims.cpp) knows a quantity's value at each sample
+// size and, as candidates, the sizes it may be made of: the extents of the
+// node's operands (each a polynomial in the dimensions or a size derived
+// before). This finds the one form that gives the quantity at every
+// sample: an integer multiple of a product of up to three candidates plus
+// an integer, or floor((c + b) / s) + k of one candidate c, where the
+// samples' values of c take every remainder modulo s, so that b is the
+// only one that fits. A form that two remainders or two divisors would
+// give alike is no answer: the fit refuses rather than guess.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "codegen/model_emitter.h"
+
+namespace cgc::driver {
+
+/// A quantity's value at each sample (nothing where it is not known there).
+using Series = std::vector<std::optional<int64_t>>;
+
+/// A size the quantity may be made of, with its values at the samples.
+struct SizeCandidate {
+  ir::DimPoly poly;
+  Series values;
+};
+
+/// What gives `target` at every sample from `candidates`: a candidate
+/// itself times an integer plus an integer (`poly`), or a new derived size
+/// (`derived`); nothing when no form or more than one does.
+struct SizeForm {
+  std::optional<ir::DimPoly> poly;
+  std::optional<codegen::VariableDims::DerivedSize> derived;
+};
+std::optional<SizeForm> explainSize(const Series& target,
+                                    const std::vector<SizeCandidate>& candidates);
+
+}  // namespace cgc::driver

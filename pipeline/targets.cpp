@@ -1,0 +1,122 @@
+// See targets.h. The table is cmake/targets.def, read here as an X-macro.
+#include "pipeline/targets.h"
+
+#include <fmt/ranges.h>
+#include <sys/utsname.h>
+
+#include <algorithm>
+
+#include "cgc/isa_tiers.h"
+#include "cgc/kernels.h"
+#include "cgc/runtime.h"
+#include "compiler_config.h"
+#include "ir/diagnostics.h"
+
+namespace cgc::driver {
+namespace {
+
+struct TableRow {
+  const char *name, *arch, *flags, *tier;
+  int lanes;
+  const char* xsmm;
+};
+
+constexpr TableRow kTable[] = {
+#define CGC_TARGET(name, arch, flags, tier, lanes, xsmm) {name, arch, flags, tier, lanes, xsmm},
+#include "cmake/targets.def"
+#undef CGC_TARGET
+};
+
+/// The processor family cgc runs on, as the table names it.
+std::string hostArch() {
+  utsname name{};
+  if (uname(&name) != 0) return "unknown";
+  const std::string machine = name.machine;
+  return machine == "arm64" ? "aarch64" : machine;
+}
+
+/// The widest vector of floats this machine's features give.
+int hostLanes(const std::vector<std::string>& features) {
+  auto has = [&](const char* f) {
+    return std::find(features.begin(), features.end(), f) != features.end();
+  };
+  if (has("avx512f")) return 16;
+  if (has("avx")) return 8;
+  return 4;
+}
+
+}  // namespace
+
+std::string Target::compiler() const {
+  if (arch == hostArch()) return CGC_CXX_COMPILER;
+  return arch + "-linux-gnu-g++";
+}
+
+std::string Target::runtimeLibrary() const {
+  return isNative() ? "libcgc_runtime.a" : "libcgc_runtime_" + name + ".a";
+}
+
+rt::QIsa Target::int8Isa() const { return rt::qIsaOfTier(tier.c_str()); }
+
+std::vector<std::string> targetNames() {
+  std::vector<std::string> names;
+  for (const TableRow& row : kTable) names.push_back(row.name);
+  return names;
+}
+
+Target findTarget(const std::string& name) {
+  for (const TableRow& row : kTable) {
+    if (name != row.name) continue;
+    Target target{row.name,  row.arch, row.flags, row.tier, isaTierFeatures(row.tier),
+                  row.lanes, row.xsmm, {}};
+    if (target.isNative()) {
+      // This machine's features, and the tier of the native runtime cgc
+      // links (built for CGC_NATIVE_MARCH, this machine unless told).
+      target.arch = hostArch();
+      for (const char* const* f = checkable_cpu_features(); *f; ++f)
+        if (cpu_has_feature(*f) == 1) target.features.push_back(*f);
+      target.tier = runtime_isa_tier();
+      target.lanes = hostLanes(target.features);
+      const std::string native = "-march=native", march = "-march=" CGC_NATIVE_MARCH;
+      if (const size_t at = target.flags.find(native); at != std::string::npos)
+        target.flags.replace(at, native.size(), march);
+      target.machine = rt::hostMachine(32 * target.lanes);
+      return target;
+    }
+    const auto machine = rt::machineOfTarget(target.name, 32 * target.lanes);
+    CGC_ASSERT(machine, "target {} has no row in cgc/machines.def", target.name);
+    target.machine = *machine;
+    return target;
+  }
+  throw CompileError(fmt::format("cgc: error: unknown target '{}' (known: {})", name,
+                                 fmt::join(targetNames(), ", ")));
+}
+
+std::string whyNotRunnableHere(const Target& target) {
+  const std::string arch = hostArch();
+  if (target.arch != arch)
+    return fmt::format("target {} is for {}, this machine is {}", target.name, target.arch, arch);
+  std::vector<std::string> missing;
+  for (const auto& f : target.features)
+    if (cpu_has_feature(f.c_str()) != 1) missing.push_back(f);
+  if (missing.empty()) return "";
+  return fmt::format("target {} needs {}, which this CPU lacks", target.name,
+                     fmt::join(missing, ", "));
+}
+
+int printTargets(bool runnableOnly) {
+  for (const std::string& name : targetNames()) {
+    const Target target = findTarget(name);
+    const std::string why = whyNotRunnableHere(target);
+    if (runnableOnly) {
+      if (why.empty()) fmt::print("{}\n", name);
+      continue;
+    }
+    fmt::print("{:<16} {:<8} {:<70} {}\n{:<16} {}\n", name, target.tier.empty() ? "-" : target.tier,
+               target.flags, why.empty() ? "runs here" : why, "",
+               rt::describeMachine(target.machine));
+  }
+  return 0;
+}
+
+}  // namespace cgc::driver

@@ -1,0 +1,120 @@
+// `cgc run` support: builds emitted code into a shared library with the C++
+// compiler cgc was configured with (cached by a hash of the emitted code),
+// loads it, and drives it through the generated C ABI.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cgc/runtime.h"
+#include "pipeline/pipeline.h"
+
+namespace cgc::driver {
+
+/// The options generated code of `target` is compiled with: "-std=c++20 -O2
+/// -march=x86-64-v3 ...", with -O`optLevel`.
+std::string generatedCodeOptions(const std::string& target, int optLevel = 2);
+/// Compiler command for generated code of `target`: the target's compiler
+/// and generatedCodeOptions.
+std::string generatedCodeFlags(const std::string& target, int optLevel = 2);
+
+/// `text` quoted for the shell.
+std::string shellQuote(const std::string& text);
+
+/// Runs a shell command; its stdout and stderr together go to `output`.
+/// Returns its exit status (-1 when it did not exit).
+int runCommand(const std::string& command, std::string& output);
+
+/// Builds `files` into `<dir>/<base>.so` unless that library already exists.
+/// Returns its path. Throws CompileError with the compiler's output if the
+/// build fails.
+std::string buildSharedLibrary(const WrittenFiles& files, const CompileOptions& options);
+
+/// Builds several generated sources (from `cgc compile`, each with its own
+/// --name and --namespace) into one shared library `library`, compiled as a
+/// single translation unit (`library`.unity.cpp includes each): the runtime's
+/// headers are parsed once for all of them. With `verify`, Clang parses that
+/// unit first (as `cgc compile --verify` does one source). `optLevel` is
+/// the C++ compiler's -O for the generated code (the kernels are prebuilt
+/// in the runtime library either way). Models that would clash in one unit
+/// (the same namespace or C prefix, by the line each source carries) are a
+/// CompileError naming both files, before anything is compiled. Throws
+/// InternalError with the compiler's output if the build fails.
+void buildLibrary(const std::vector<std::string>& sources, const std::string& library, bool verify,
+                  int optLevel, const CompileOptions& options);
+
+/// A compiled model loaded with dlopen, driven through its C interface.
+class LoadedModel {
+ public:
+  /// Creates one instance; CompileError naming the library when the
+  /// library or its create() fails (with create's message).
+  LoadedModel(const std::string& library, const std::string& prefix);
+  ~LoadedModel();
+  LoadedModel(const LoadedModel&) = delete;
+  LoadedModel& operator=(const LoadedModel&) = delete;
+
+  const cgc_model_info& info() const { return *info_; }
+  void* input(int index) { return api_->input(instance_, index); }
+  const void* output(int index) const { return api_->output(instance_, index); }
+  /// Output `index`'s actual shape after the last run.
+  std::vector<int64_t> outputShape(int index) const {
+    std::vector<int64_t> dims(static_cast<size_t>(info_->outputs[index].rank) + 1);
+    dims.resize(
+        static_cast<size_t>(std::max(0, api_->output_shape(instance_, index, dims.data()))));
+    return dims;
+  }
+  /// Input `index`'s shape for the next runs (cgc compile --dim); the
+  /// status and message of the model's set_input_shape.
+  Status setInputShape(int index, const std::vector<int64_t>& shape) {
+    const cgc_status code =
+        api_->set_input_shape(instance_, index, shape.data(), static_cast<int>(shape.size()));
+    if (code == CGC_OK) inputShapes_[static_cast<size_t>(index)] = shape;
+    return code == CGC_OK ? Status() : Status(code, api_->error(instance_));
+  }
+  const std::vector<int64_t>& inputShape(int index) const {
+    return inputShapes_[static_cast<size_t>(index)];
+  }
+  /// Bytes output `index` holds after the last run, input `index` now.
+  int64_t outputBytes(int index) const {
+    return bytesOf(info_->outputs[index], outputShape(index));
+  }
+  int64_t inputBytes(int index) const { return bytesOf(info_->inputs[index], inputShape(index)); }
+  /// One inference; the status and message of the model's run().
+  Status run() {
+    const cgc_status code = api_->run(instance_);
+    return code == CGC_OK ? Status() : Status(code, api_->error(instance_));
+  }
+  void setProfiler(Profiler* profiler) { api_->set_profiler(instance_, profiler); }
+  /// Where the instance's threads run (ExecutorPool::describe_placement).
+  std::string placement() const { return api_->placement(instance_); }
+  /// The threads per executor the instance runs (decided at creation when
+  /// the model says 0, capped to the CPUs): read from placement(), the C
+  /// interface's one view of the instance's pool.
+  int threadsPerExecutor() const;
+
+ private:
+  /// A tensor's bytes at `shape`: dense (a model with variable dimensions),
+  /// else the buffer at its bound.
+  int64_t bytesOf(const cgc_tensor_info& t, const std::vector<int64_t>& shape) const {
+    return info_->num_dims == 0 ? t.bytes : tensor_bytes(t, shape.data());
+  }
+
+  void* handle_ = nullptr;
+  const cgc_model_api* api_ = nullptr;  // the model's C interface (<prefix>_api)
+  void* instance_ = nullptr;
+  const cgc_model_info* info_ = nullptr;
+  std::vector<std::vector<int64_t>> inputShapes_;  // as set (at first, info_'s)
+};
+
+/// The class names (cgc compile --name) of the models that the shared
+/// library `library`, loaded as `handle`, holds: each <prefix>_api in its
+/// dynamic symbol table with its <prefix>_info beside it; empty when it
+/// holds none or is not an ELF file this process can read.
+std::vector<std::string> modelsInLibrary(void* handle, const std::string& library);
+
+/// Directory for cached builds: $CGC_CACHE_DIR, else $XDG_CACHE_HOME/cgc,
+/// else ~/.cache/cgc.
+std::string cacheDirectory();
+
+}  // namespace cgc::driver

@@ -1,0 +1,439 @@
+// See accuracy_budget.h.
+#include "tools/accuracy_budget.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "compiler/commands.h"
+#include "ir/conventions.h"
+
+namespace cgc::quant {
+namespace {
+
+namespace fs = std::filesystem;
+using driver::CompiledModel;
+using driver::CompileOptions;
+
+/// A model compiled, built and loaded, and its outputs on every check input.
+struct Trial {
+  CompiledModel model;
+  std::unique_ptr<driver::LoadedModel> loaded;
+  std::vector<std::vector<std::vector<double>>> outputs;  // [input set][output][value]
+};
+
+Trial runTrial(const CompileOptions& options, const std::vector<std::string>& dirs) {
+  Trial t;
+  const commands::BuiltModel built = commands::compileAndBuild(options, t.model);
+  t.loaded = std::make_unique<driver::LoadedModel>(built.library, built.prefix);
+  for (const std::string& dir : dirs) {
+    commands::setInputs(t.model, *t.loaded, dir, false);
+    commands::runOnce(*t.loaded, options.modelPath);
+    auto& set = t.outputs.emplace_back();
+    for (int i = 0; i < t.loaded->info().num_outputs; ++i)
+      set.push_back(commands::toDoubles(commands::outputTensor(*t.loaded, i)));
+  }
+  return t;
+}
+
+struct OutputError {
+  std::string name;
+  double relative = 0;
+  double top1 = -1;     // agreement; -1: not classifier-shaped
+  double mismatch = 0;  // the share of rows whose top-1 differs (exact: not 1 - top1)
+  /// What the budget bounds: the top-1 disagreement of a classifier, the
+  /// relative error of any other output.
+  double worst() const { return top1 < 0 ? relative : mismatch; }
+};
+
+/// Rank 2 or 3 float, the last dimension >= 2 and the largest: rows of
+/// class scores.
+bool classifierShaped(const cgc_tensor_info& t) {
+  if (t.dtype != static_cast<int32_t>(DType::kF32) || t.rank < 2 || t.rank > 3) return false;
+  const int64_t classes = t.shape[t.rank - 1];
+  for (int d = 0; d + 1 < t.rank; ++d)
+    if (t.shape[d] > classes) return false;
+  return classes >= 2;
+}
+
+std::vector<OutputError> compare(const Trial& reference, const Trial& trial) {
+  const cgc_model_info& info = trial.loaded->info();
+  std::vector<OutputError> errors;
+  for (int i = 0; i < info.num_outputs; ++i) {
+    OutputError e{info.outputs[i].name};
+    const bool classes = classifierShaped(info.outputs[i]);
+    const auto width =
+        static_cast<size_t>(info.outputs[i].shape[std::max(0, info.outputs[i].rank - 1)]);
+    double diff = 0, power = 0, rows = 0, agree = 0;
+    for (size_t s = 0; s < trial.outputs.size(); ++s) {
+      const auto& f = reference.outputs[s][i];
+      const auto& q = trial.outputs[s][i];
+      for (size_t k = 0; k < f.size() && k < q.size(); ++k)
+        diff += (q[k] - f[k]) * (q[k] - f[k]), power += f[k] * f[k];
+      if (!classes || width == 0) continue;
+      for (size_t r = 0; r + width <= f.size(); r += width, ++rows)
+        agree += std::max_element(f.begin() + r, f.begin() + r + width) - f.begin() ==
+                 std::max_element(q.begin() + r, q.begin() + r + width) - q.begin();
+    }
+    e.relative = power > 0 ? std::sqrt(diff / power) : std::sqrt(diff);
+    if (classes && rows > 0) e.top1 = agree / rows, e.mismatch = (rows - agree) / rows;
+    errors.push_back(e);
+  }
+  return errors;
+}
+
+/// The largest of the outputs' errors: by default what the budget bounds
+/// (OutputError::worst); `relativeOnly`, the relative error, which ranks
+/// the layers (it moves with every layer, where a classifier's top-1
+/// agreement on a few check inputs often does not).
+double worstOf(const std::vector<OutputError>& errors, bool relativeOnly = false) {
+  double worst = 0;
+  for (const auto& e : errors) worst = std::max(worst, relativeOnly ? e.relative : e.worst());
+  return worst;
+}
+
+/// Relative rounding and clipping noise of quantising a tensor with these
+/// params, over its calibration histogram (bin centres).
+double activationNoise(const TensorStats& s, const passes::QuantizeSpec::Tensor& t, DType type) {
+  if (s.hi <= s.lo || s.histogram.empty()) return 0;
+  const double qMin = ir::conventions::quantMin(type), qMax = ir::conventions::quantMax(type);
+  const double width = (s.hi - s.lo) / static_cast<double>(s.histogram.size());
+  double noise = 0, power = 0;
+  for (size_t k = 0; k < s.histogram.size(); ++k) {
+    const double v = s.lo + (static_cast<double>(k) + 0.5) * width;
+    const double q = std::clamp(std::nearbyint(v / t.scale) + t.zeroPoint, qMin, qMax);
+    const double back = (q - t.zeroPoint) * t.scale;
+    const auto n = static_cast<double>(s.histogram[k]);
+    noise += n * (back - v) * (back - v), power += n * v * v;
+  }
+  return power > 0 ? noise / power : 0;
+}
+
+/// The int8 layers, most sensitive first, with their sensitivity (from the
+/// calibration statistics `stats`).
+std::vector<std::pair<std::string, double>> rankLayers(
+    const CompiledModel& model, const std::map<std::string, TensorStats>& stats) {
+  const auto& record = *model.quantization->record;
+  std::map<std::string, double> tensorNoise;
+  for (const auto& t : record.tensors)
+    if (auto it = stats.find(t.name); it != stats.end())
+      tensorNoise[t.name] = activationNoise(it->second, t, model.quantization->activations);
+  std::vector<std::pair<std::string, double>> ranked;
+  for (const auto& l : record.layers)
+    ranked.emplace_back(l.name, l.weightNoise + tensorNoise[l.input] + tensorNoise[l.output]);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return ranked;
+}
+
+struct Step {
+  int floatLayers;
+  double worst;
+};
+
+/// Median milliseconds of float and int8, rounds alternating, and the
+/// rounds' range of the ratio.
+nlohmann::ordered_json measureSpeed(Trial& floatModel, Trial& int8Model,
+                                    const CompileOptions& options, const QuantizeOptions& budget) {
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  auto time = [&](Trial& t) {
+    std::vector<double> ms;
+    for (int i = 0; i < budget.benchRuns; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      commands::runOnce(*t.loaded, options.modelPath);
+      ms.push_back(driver::secondsSince(start) * 1e3);
+    }
+    return median(ms);
+  };
+  constexpr int kRounds = 5;
+  std::vector<double> f, q, ratios;
+  time(floatModel), time(int8Model);  // warm-up
+  for (int r = 0; r < kRounds; ++r) {
+    f.push_back(time(floatModel));
+    q.push_back(time(int8Model));
+    ratios.push_back(f.back() / q.back());
+  }
+  const double fm = median(f), qm = median(q);
+  return {{"float_ms", fm},
+          {"int8_ms", qm},
+          {"speedup", fm / qm},
+          {"speedup_range",
+           {*std::min_element(ratios.begin(), ratios.end()),
+            *std::max_element(ratios.begin(), ratios.end())}},
+          {"rounds", kRounds},
+          {"runs", budget.benchRuns}};
+}
+
+}  // namespace
+
+namespace {
+
+struct Outcome {
+  std::vector<std::pair<std::string, double>> ranking;  // most sensitive first
+  std::map<std::string, double> floatAlone;  // the worst relative error with the layer alone float
+  std::vector<std::string> reverted;
+  std::vector<Step> steps;
+  std::vector<OutputError> errors;
+  nlohmann::ordered_json speed;
+};
+
+nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeOptions& budget,
+                                  const CompiledModel& model, const Outcome& out) {
+  const std::set<std::string> user(options.quantize.keepFloat.begin(),
+                                   options.quantize.keepFloat.end());
+  const std::set<std::string> reverted(out.reverted.begin(), out.reverted.end());
+  const std::map<std::string, double> sensitivity(out.ranking.begin(), out.ranking.end());
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (int id : model.graph.liveNodes()) {
+    const ir::Node& n = model.graph.node(id);
+    const bool int8 = n.op == "QLinearConv" || n.op == "QLinearMatMul";
+    if (!int8 && n.op != "Conv" && n.op != "MatMul" && n.op != "Gemm") continue;
+    // An int8 product that writes int32 sums keeps a float output (a
+    // classifier's logits: fuse-quantized dequantises the sums).
+    const bool floatOutput = !int8 || model.graph.value(n.outputs[0]).type.dtype == DType::kI32;
+    nlohmann::ordered_json row = {{"name", n.name},
+                                  {"op", n.op},
+                                  {"precision", int8 ? "int8" : "float"},
+                                  {"output", floatOutput ? "float" : "int8"}};
+    if (!int8)
+      row["why"] = user.count(n.name)       ? "--keep-float"
+                   : reverted.count(n.name) ? "--max-error"
+                                            : "not quantised (no calibrated range or no constant "
+                                              "weights)";
+    if (auto it = sensitivity.find(n.name); it != sensitivity.end())
+      row["sensitivity"] = it->second;
+    if (auto it = out.floatAlone.find(n.name); it != out.floatAlone.end())
+      row["error_float_alone"] = it->second;
+    layers.push_back(row);
+  }
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  for (const auto& t : model.quantization->record->tensors)
+    tensors.push_back({{"name", t.name},
+                       {"min", t.lo},
+                       {"max", t.hi},
+                       {"scale", t.scale},
+                       {"zero_point", t.zeroPoint}});
+  nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
+  for (const auto& e : out.errors) {
+    nlohmann::ordered_json row = {{"name", e.name}, {"relative_error", e.relative}};
+    if (e.top1 >= 0) row["top1_agreement"] = e.top1;
+    outputs.push_back(row);
+  }
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  for (const auto& s : out.steps)
+    steps.push_back({{"float_layers", s.floatLayers}, {"worst_error", s.worst}});
+  return {{"model", options.modelPath},
+          {"calibration", options.quantize.calibration},
+          {"method", options.quantize.method},
+          {"activations", options.quantize.activations},
+          {"max_error", budget.maxError > 0 ? nlohmann::ordered_json(budget.maxError) : nullptr},
+          {"check_inputs", budget.checkInputs.size()},
+          {"layers", layers},
+          {"outputs", outputs},
+          {"trials", steps},
+          {"speed", out.speed},
+          {"tensors", tensors}};
+}
+
+std::string reportText(const nlohmann::ordered_json& r) {
+  std::string text =
+      fmt::format("cgc quantisation report: {}\ncalibration {}, method {}, activations {}\n\n",
+                  r["model"].get<std::string>(), r["calibration"].get<std::string>(),
+                  r["method"].get<std::string>(), r["activations"].get<std::string>());
+  // sensitivity: the analytic noise estimate; error float alone: measured
+  // (--max-error), the worst relative error with the layer alone in float.
+  auto number = [](const nlohmann::ordered_json& l, const char* key) {
+    return l.contains(key) ? fmt::format("{:.3g}", l[key].get<double>()) : std::string("-");
+  };
+  text += fmt::format("{:<40} {:<14} {:<9} {:<6} {:>11} {:>11}  {}\n", "layer", "op", "precision",
+                      "output", "sensitivity", "float alone", "why float");
+  for (const auto& l : r["layers"])
+    text +=
+        fmt::format("{:<40} {:<14} {:<9} {:<6} {:>11} {:>11}  {}\n", l["name"].get<std::string>(),
+                    l["op"].get<std::string>(), l["precision"].get<std::string>(),
+                    l["output"].get<std::string>(), number(l, "sensitivity"),
+                    number(l, "error_float_alone"), l.value("why", ""));
+  if (!r["outputs"].empty()) {
+    text += fmt::format(
+        "\noutputs against the float model on {} check input(s):\n{:<30} {:>15} {:>16}\n",
+        r["check_inputs"].get<size_t>(), "output", "relative error", "top-1 agreement");
+    for (const auto& o : r["outputs"])
+      text += fmt::format("{:<30} {:>15.3g} {:>16}\n", o["name"].get<std::string>(),
+                          o["relative_error"].get<double>(),
+                          o.contains("top1_agreement")
+                              ? fmt::format("{:.2f}%", 100 * o["top1_agreement"].get<double>())
+                              : "-");
+  }
+  if (!r["max_error"].is_null()) {
+    text += fmt::format("\nbudget --max-error {}; trials (layers in float: worst error):",
+                        r["max_error"].get<double>());
+    for (const auto& s : r["trials"])
+      text +=
+          fmt::format(" {}: {:.3g};", s["float_layers"].get<int>(), s["worst_error"].get<double>());
+    text += "\n";
+  }
+  if (!r["speed"].is_null()) {
+    const auto& s = r["speed"];
+    text += fmt::format(
+        "\nspeed ({} rounds of {} runs, alternated): float {:.3f} ms, int8 {:.3f} ms: {:.2f}x "
+        "({:.2f}-{:.2f}x)\n",
+        s["rounds"].get<int>(), s["runs"].get<int>(), s["float_ms"].get<double>(),
+        s["int8_ms"].get<double>(), s["speedup"].get<double>(), s["speedup_range"][0].get<double>(),
+        s["speedup_range"][1].get<double>());
+  }
+  return text;
+}
+
+void writeReport(const std::string& path, const nlohmann::ordered_json& report) {
+  const fs::path json(path);
+  const fs::path text = fs::path(path).replace_extension(".txt");
+  std::ofstream(json) << report.dump(1) << "\n";
+  std::ofstream out(text);
+  out << reportText(report);
+  if (!out) userError({path, "", ""}, "--quantize-report: cannot write the report");
+}
+
+std::string worstOutput(const std::vector<OutputError>& errors) {
+  const auto it = std::max_element(errors.begin(), errors.end(), [](const auto& a, const auto& b) {
+    return a.worst() < b.worst();
+  });
+  return it == errors.end() ? "" : it->name;
+}
+
+/// Measures each int8 layer's sensitivity: the model compiled with that
+/// layer alone in float, its outputs' worst relative error on the check
+/// inputs. Ranks the layers by it, the lowest error (the layer whose
+/// rounding costs the most) first; the analytic order breaks ties.
+void measureRanking(const CompileOptions& base, const CompileOptions& options,
+                    const Trial& reference, Outcome& out) {
+  const auto& dirs = options.quantize.checkInputs;
+  size_t done = 0;
+  for (const auto& [name, analytic] : out.ranking) {
+    CompileOptions one = base;
+    one.quantize.keepFloat.push_back(name);
+    const double error = worstOf(compare(reference, runTrial(one, dirs)), true);
+    out.floatAlone[name] = error;
+    driver::progress(options, fmt::format("quantize: layer {}/{} alone in float: worst relative "
+                                          "error {:.4g} ({})",
+                                          ++done, out.ranking.size(), error, name));
+  }
+  std::stable_sort(out.ranking.begin(), out.ranking.end(), [&](const auto& a, const auto& b) {
+    return out.floatAlone.at(a.first) < out.floatAlone.at(b.first);
+  });
+}
+
+}  // namespace
+
+CompileOptions applyBudget(const CompileOptions& options) {
+  const QuantizeOptions& budget = options.quantize;
+  if (!budget.measured()) return options;
+  if (!budget.enabled())
+    throw CompileError(
+        "cgc: error: --max-error, --check-inputs and --quantize-report need --quantize int8");
+  if (budget.maxError > 0 && budget.checkInputs.empty())
+    throw CompileError(
+        "cgc: error: --max-error needs --check-inputs DIR... (held-out inputs, not the "
+        "calibration's)");
+  for (const std::string& dir : budget.checkInputs)
+    if (!fs::is_directory(dir)) userError({dir, "", ""}, "--check-inputs: no such directory");
+  CompileOptions base = options;
+  std::map<std::string, TensorStats> stats;
+  base.quantizeSpec = makeSpec(options.quantize, &stats);
+  base.quiet = true;
+  base.quantize.maxError = 0;  // the trials only compile
+  base.quantize.checkInputs.clear();
+  base.quantize.report.clear();
+  CompileOptions floatOptions = base;
+  floatOptions.quantize = {};
+  floatOptions.quantizeSpec = nullptr;
+  const auto& dirs = budget.checkInputs;
+  Trial reference = dirs.empty() ? Trial{} : runTrial(floatOptions, dirs);
+  Trial trial = runTrial(base, dirs);
+  Outcome out;
+  out.ranking = rankLayers(trial.model, stats);
+  out.errors = dirs.empty() ? std::vector<OutputError>{} : compare(reference, trial);
+  auto note = [&](const char* what) {
+    out.steps.push_back({static_cast<int>(out.reverted.size()), worstOf(out.errors)});
+    driver::progress(
+        options,
+        fmt::format("quantize: {}: {} layer(s) returned to float, worst error {:.4g} (output '{}')",
+                    what, out.reverted.size(), out.steps.back().worst, worstOutput(out.errors)));
+  };
+  if (!dirs.empty()) note("all int8");
+  auto revertFirst = [&](size_t count) {
+    out.reverted.clear();
+    for (size_t i = 0; i < count; ++i) out.reverted.push_back(out.ranking[i].first);
+  };
+  // The first `count` layers of the ranking in float: a trial, noted.
+  auto tryCount = [&](size_t count) {
+    revertFirst(count);
+    CompileOptions next = base;
+    next.quantize.keepFloat.insert(next.quantize.keepFloat.end(), out.reverted.begin(),
+                                   out.reverted.end());
+    trial = runTrial(next, dirs);
+    out.errors = compare(reference, trial);
+    note("trial");
+    return worstOf(out.errors) <= budget.maxError;
+  };
+  if (budget.maxError > 0 && worstOf(out.errors) > budget.maxError) {
+    measureRanking(base, options, reference, out);
+    // Double the count until the budget holds (at least one layer stays
+    // int8), then bisect between the last count that failed and it.
+    const size_t most = out.ranking.size() - 1;
+    size_t failed = 0, held = 0;
+    for (size_t n = 1; held == 0 && n <= most && failed < most; n = std::min(n * 2, most))
+      (tryCount(n) ? held : failed) = n;
+    if (held == 0) {
+      if (!budget.report.empty())
+        writeReport(budget.report, reportJson(options, budget, trial.model, out));
+      throw CompileError(fmt::format(
+          "{}: error: --max-error {} cannot be met: with {} of {} int8 layers returned to float "
+          "the worst error is {:.4g} (output '{}')",
+          options.modelPath, budget.maxError, out.reverted.size(), out.ranking.size(),
+          worstOf(out.errors), worstOutput(out.errors)));
+    }
+    Trial heldTrial = std::move(trial);
+    std::vector<OutputError> heldErrors = out.errors;
+    while (held - failed > 1) {
+      const size_t mid = failed + (held - failed) / 2;
+      if (!tryCount(mid)) {
+        failed = mid;
+        continue;
+      }
+      held = mid;
+      heldTrial = std::move(trial);
+      heldErrors = out.errors;
+    }
+    trial = std::move(heldTrial);
+    out.errors = heldErrors;
+    revertFirst(held);
+  }
+  if (!dirs.empty()) out.speed = measureSpeed(reference, trial, options, budget);
+  if (!dirs.empty() && out.speed["speedup"].get<double>() < 1)
+    driver::progress(
+        options,
+        fmt::format("note: with {} of {} layers in float the quantised model runs "
+                    "{:.2f}x as fast as the float one: the float model is faster",
+                    out.reverted.size(), out.ranking.size(), out.speed["speedup"].get<double>()));
+  if (!budget.report.empty())
+    writeReport(budget.report, reportJson(options, budget, trial.model, out));
+  CompileOptions result = options;
+  result.quantize.keepFloat.insert(result.quantize.keepFloat.end(), out.reverted.begin(),
+                                   out.reverted.end());
+  result.quantizeSpec = base.quantizeSpec;
+  return result;
+}
+
+}  // namespace cgc::quant

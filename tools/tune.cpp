@@ -1,0 +1,565 @@
+// See tune.h. Each configuration is compiled twice: once with estimated
+// costs, to profile it, and once with that profile, whose schedule is the
+// one timed (and the one a user gets with --profile). Each variant trial is
+// one build with the variant (and its setting: Winograd's form, Packed's
+// depth step) on every layer that takes it; the per-layer choice they give
+// is kept only if the whole model, timed in alternation with the default
+// build, is not slower.
+#include "tools/tune.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "cgc/isa_tiers.h"
+#include "cgc/kernels.h"
+#include "cgc/team.h"
+#include "compiler/commands.h"
+#include "ir/conventions.h"
+#include "pipeline/input_shapes.h"
+#include "pipeline/specializations.h"
+#include "pipeline/targets.h"
+#include "pipeline/tuned_profile.h"
+#include "toolchain/model_runner.h"
+#include "toolchain/target_library.h"
+
+namespace cgc::tune {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+json readJson(const std::string& path) {
+  std::ifstream file(path);
+  json value = json::parse(file, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) userError({path, "", ""}, "not valid profile JSON");
+  return value;
+}
+
+void writeJson(const std::string& path, const json& value) {
+  std::ofstream file(path);
+  file << value.dump(2) << "\n";
+  if (!file) userError({path, "", ""}, "cannot write the profile");
+}
+
+/// Executor configurations to try, those that use every core first (by
+/// executors), then the ones that leave cores idle: threads that only
+/// contend for memory bandwidth or barriers can lose to fewer.
+std::vector<std::pair<int, int>> configurations(int cpus) {
+  std::vector<std::pair<int, int>> full, partial;
+  for (int e = 1; e <= cpus; ++e) {
+    int most = cpus / e;
+    full.emplace_back(e, most);
+    for (int t = 1; t < most; t *= 2) partial.emplace_back(e, t);
+  }
+  std::stable_sort(partial.begin(), partial.end(),
+                   [](auto a, auto b) { return a.first * a.second > b.first * b.second; });
+  full.insert(full.end(), partial.begin(), partial.end());
+  return full;
+}
+
+/// A compiled and built model, ready to load and time.
+struct Build {
+  driver::CompileOptions compile;
+  driver::CompiledModel model;
+  commands::BuiltModel built;                   // empty until built
+  std::map<std::string, std::string> variants;  // each float Conv's variant, by node name
+};
+
+struct Measurement {
+  double ms = std::numeric_limits<double>::infinity();
+  json profile;                                 // the profiler's per-node medians of this build
+  std::map<std::string, std::string> variants;  // the build's convolution variants
+};
+
+struct Try {
+  std::string config;  // "2x1", "2x1 node X: 1 thread", "2x1 variant Im2col"
+  double ms;
+  std::string outcome;
+};
+
+/// Each convolution's variant, float (with its setting) and int8.
+std::map<std::string, std::string> convVariantsOf(const ir::Graph& graph) {
+  std::map<std::string, std::string> variants;
+  for (int id : graph.liveNodes()) {
+    const ir::Node& node = graph.node(id);
+    if (ir::conventions::hasConvChoice(node))
+      variants[node.name] = ir::conventions::convChoice(node);
+  }
+  return variants;
+}
+
+/// Whether the target's runtime has the variant of `tier` and this CPU runs it.
+bool runsHere(const std::string& targetTier, const char* tier) {
+  return isaTierIncludes(targetTier, tier) && (*tier == '\0' || cpu_has_tier(tier) == 1);
+}
+
+/// The trials worth a build: the variants the target's runtime has and this
+/// CPU runs, Winograd in each of its forms (tiles 2 and 4), Packed with the
+/// depth steps the default build chose (`defaults`), halved and doubled;
+/// and the int8 convolution's variants where the model has int8 layers.
+std::vector<std::string> candidateVariants(const std::string& targetTier,
+                                           const std::map<std::string, std::string>& defaults) {
+  std::vector<std::string> names;
+  const bool int8 = std::any_of(defaults.begin(), defaults.end(), [](const auto& d) {
+    return rt::qconvVariantNamed(d.second.c_str()) != rt::QConvVariant::kNone;
+  });
+  if (int8)
+    for (const rt::QConvVariantInfo& v : rt::kQConvVariants)
+      if (runsHere(targetTier, v.tier)) names.emplace_back(v.name);
+  for (const rt::ConvVariantInfo& v : rt::kConvVariants) {
+    if (!runsHere(targetTier, v.tier)) continue;
+    if (v.weights == rt::ConvWeights::kWinograd) {
+      for (int tile : {2, 4}) names.push_back(fmt::format("{}:{}", v.name, tile));
+    } else if (v.weights == rt::ConvWeights::kPanels) {
+      names.emplace_back(v.name);
+      std::set<int64_t> depths, others;
+      for (const auto& [node, text] : defaults) {
+        const ir::conventions::ConvChoice choice = ir::conventions::parseConvChoice(text);
+        if (choice.variant == v.name && choice.setting) depths.insert(choice.setting);
+      }
+      for (int64_t d : depths) others.insert({d / 2, d * 2});
+      for (int64_t d : others)
+        if (!depths.count(d)) names.push_back(fmt::format("{}:{}", v.name, d));
+    } else {
+      names.emplace_back(v.name);
+    }
+  }
+  return names;
+}
+
+class Tuner {
+ public:
+  Tuner(const TuneOptions& options, fs::path workDir)
+      : options_(options), work_(std::move(workDir)) {
+    CPU_ZERO(&cpus_);
+    haveCpus_ = sched_getaffinity(0, sizeof(cpus_), &cpus_) == 0;
+  }
+
+  /// Compiles the model for E x T with the profile at `profilePath` (if
+  /// any) and `every` on each convolution that takes it; builds it unless
+  /// `compileOnly` (to see which variants it chose).
+  Build build(int executors, int threads, const std::string& profilePath,
+              const std::string& every = "", bool compileOnly = false) {
+    driver::CompileOptions compile = options_.compile;
+    compile.executors = executors;
+    compile.threadsPerExecutor = threads;
+    compile.profilePath = profilePath;
+    compile.everyConvVariant = every;
+    compile.specialize.clear();  // --dim: the general code is tuned (the paths by tunePaths)
+    compile.specializeProfiledSizes = false;
+    compile.quiet = true;  // tune's own lines say what happens
+    Build b{compile, driver::compileGraph(compile), {}, {}};
+    b.variants = convVariantsOf(b.model.graph);
+    if (!compileOnly) finish(b);
+    return b;
+  }
+
+  /// Builds a compiled model's library.
+  void finish(Build& b) {
+    if (b.built.library.empty()) b.built = commands::buildCached(b.model, b.compile);
+  }
+
+  /// Times one instance of `b` (the median of `rounds` rounds) and, with
+  /// `profile`, profiles it.
+  Measurement time(const Build& b, int rounds, bool profile) {
+    // A model's run() narrows this thread's CPU mask (keeping the caller
+    // off its workers' cores), and each built library has a runtime of its
+    // own that takes the mask it first finds for every CPU the process may
+    // use: without the whole mask back, the next build's threads would
+    // all share this thread's core.
+    if (haveCpus_) sched_setaffinity(0, sizeof(cpus_), &cpus_);
+    driver::LoadedModel loaded(b.built.library, b.built.prefix);
+    commands::setInputs(b.model, loaded, options_.inputsDir,
+                        /*fillMissing=*/options_.inputsDir.empty());
+    const std::string& path0 = options_.compile.modelPath;
+
+    auto start = Clock::now();
+    commands::runOnce(loaded, path0);
+    double first = msSince(start);
+    // Rounds of at least ~20 ms, so sub-millisecond models are not timed
+    // at the clock's and the scheduler's resolution.
+    int perRound = std::clamp(static_cast<int>(std::ceil(20.0 / std::max(first, 1e-3))), 1, 1000);
+    for (int i = 0; i < std::min(perRound, 3); ++i) commands::runOnce(loaded, path0);
+    std::vector<double> times;
+    for (int r = 0; r < rounds; ++r) {
+      start = Clock::now();
+      for (int i = 0; i < perRound; ++i) commands::runOnce(loaded, path0);
+      times.push_back(msSince(start) / perRound);
+    }
+    Measurement m;
+    m.ms = median(times);
+    m.variants = b.variants;
+    if (!profile) return m;
+
+    Profiler profiler;
+    loaded.setProfiler(&profiler);
+    for (int i = 0; i < std::max(options_.rounds, 3); ++i) commands::runOnce(loaded, path0);
+    loaded.setProfiler(nullptr);
+    std::string path = (work_ / fmt::format("measured_{}.json", ++files_)).string();
+    if (!profiler.write_profile(path)) userError({path, "", ""}, "cannot write the profile");
+    m.profile = readJson(path);
+    return m;
+  }
+
+  Measurement measure(int executors, int threads, const std::string& profilePath) {
+    return time(build(executors, threads, profilePath), options_.rounds, /*profile=*/true);
+  }
+
+  /// Writes `profile` with the given node thread counts and convolution
+  /// variants for a build to read.
+  std::string writeProfile(json profile, const std::map<std::string, int>& nodeThreads,
+                           const std::map<std::string, std::string>& variants = {}) {
+    profile["node_threads"] = nodeThreads;
+    profile["variants"] = variants;
+    std::string path = (work_ / fmt::format("profile_{}.json", ++files_)).string();
+    writeJson(path, profile);
+    return path;
+  }
+
+ private:
+  const TuneOptions& options_;
+  fs::path work_;
+  int files_ = 0;
+  cpu_set_t cpus_;  // this thread's CPU mask when tune began
+  bool haveCpus_ = false;
+};
+
+/// The search's state and its three stages.
+class Search {
+ public:
+  /// `start`: when the budget began (a specialised path's search shares
+  /// the whole tune's).
+  Search(const TuneOptions& options, const fs::path& work, Clock::time_point start)
+      : options_(options), tuner_(options, work), start_(start) {}
+
+  int executors() const { return bestE_; }
+  int threads() const { return bestT_; }
+  double bestMs() const { return best_.ms; }
+
+  void line(const std::string& text) const { std::cout << "tune: " << text << std::endl; }
+  bool overBudget() const { return msSince(start_) / 1000 > options_.budgetSeconds; }
+  double seconds() const { return msSince(start_) / 1000; }
+
+  /// Stage 1: executors x threads among `configs`. False when none ran.
+  bool searchConfigurations(const std::vector<std::pair<int, int>>& configs) {
+    for (auto [e, t] : configs) {
+      if (bestE_ > 0 && overBudget()) {
+        line("budget spent; configurations left untried");
+        break;
+      }
+      std::string config = fmt::format("{}x{}", e, t);
+      try {
+        Measurement estimated = tuner_.measure(e, t, "");
+        std::string profile = tuner_.writeProfile(estimated.profile, {});
+        Measurement measured = tuner_.measure(e, t, profile);
+        bool better = measured.ms < best_.ms;
+        line(fmt::format("{:<6} estimated costs {:.3f} ms, measured costs {:.3f} ms{}", config,
+                         estimated.ms, measured.ms, better ? " (best)" : ""));
+        tries_.push_back({config, measured.ms, better ? "best so far" : ""});
+        if (better) {
+          best_ = std::move(measured);
+          bestE_ = e;
+          bestT_ = t;
+        }
+      } catch (const CompileError& error) {
+        line(fmt::format("{:<6} failed: {}", config, error.what()));
+        tries_.push_back({config, std::nan(""), "failed"});
+      }
+    }
+    return bestE_ > 0;
+  }
+
+  /// Stage 2: the convolution variants. Each candidate runs on every layer
+  /// that takes it, in one build each; each layer then takes the variant
+  /// with the lowest median where it beats the default's by kMargin, and
+  /// the model keeps that choice only if it is not slower as a whole.
+  void variants(const std::string& targetTier) {
+    if (best_.variants.empty()) return;
+    const std::string costs = tuner_.writeProfile(best_.profile, {});
+    LayerTimes us;
+    record(best_, us);
+    const std::vector<std::string> candidates = candidateVariants(targetTier, best_.variants);
+    int trials = 0;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (overBudget()) {
+        line(fmt::format("budget spent; variants left untried: {}",
+                         fmt::join(candidates.begin() + i, candidates.end(), ", ")));
+        break;
+      }
+      const std::string config = fmt::format("{}x{} variant {}", bestE_, bestT_, candidates[i]);
+      try {
+        Build b = tuner_.build(bestE_, bestT_, costs, candidates[i], /*compileOnly=*/true);
+        int changed = 0;
+        for (const auto& [node, variant] : b.variants) {
+          auto before = best_.variants.find(node);
+          changed += before == best_.variants.end() || before->second != variant;
+        }
+        if (changed == 0) {
+          line(fmt::format("{}: no layer whose default differs", config));
+          continue;
+        }
+        tuner_.finish(b);
+        Measurement m = tuner_.time(b, options_.rounds, /*profile=*/true);
+        ++trials;
+        record(m, us);
+        line(fmt::format("{} on {} layer(s): {:.3f} ms", config, changed, m.ms));
+        tries_.push_back({config, m.ms, fmt::format("{} layer(s)", changed)});
+      } catch (const CompileError& error) {
+        line(fmt::format("{} failed: {}", config, error.what()));
+        tries_.push_back({config, std::nan(""), "failed"});
+      }
+    }
+    if (trials == 0) return;
+    std::map<std::string, std::string> chosen = fastestPerLayer(us);
+    if (chosen.empty()) {
+      line("variants: the default is the fastest measured on every layer");
+      return;
+    }
+    confirm(chosen, costs);
+  }
+
+  /// Stage 3: per-op thread counts for the most expensive ops of the best
+  /// configuration: halve (or, failing that, double) an op's threads and
+  /// keep the change if the whole model gets faster by more than the noise.
+  void nodeThreads() {
+    if (bestT_ <= 1) return;
+    std::vector<std::pair<double, std::string>> costs;
+    for (const auto& node : best_.profile["nodes"])
+      costs.emplace_back(node["median_us"].get<double>(), node["name"].get<std::string>());
+    std::sort(costs.rbegin(), costs.rend());
+    const size_t maxNodes = 16;
+    for (size_t i = 0; i < std::min(costs.size(), maxNodes) && !overBudget(); ++i) {
+      const std::string& name = costs[i].second;
+      int current = nodeThreads_.count(name) ? nodeThreads_[name] : bestT_;
+      for (int candidate : {current / 2, current * 2}) {
+        if (candidate < 1 || candidate > bestT_ || overBudget()) continue;
+        auto trial = nodeThreads_;
+        trial[name] = candidate;
+        std::string config = fmt::format("{}x{} {}: {} thread{}", bestE_, bestT_, name, candidate,
+                                         candidate == 1 ? "" : "s");
+        Measurement m =
+            tuner_.measure(bestE_, bestT_, tuner_.writeProfile(best_.profile, trial, variants_));
+        bool kept = m.ms < best_.ms * 0.98;
+        line(fmt::format("{:<6} {:.3f} ms{}", config, m.ms, kept ? " (best)" : ""));
+        tries_.push_back({config, m.ms, kept ? "kept" : ""});
+        if (kept) {
+          nodeThreads_ = std::move(trial);
+          best_ = std::move(m);
+          break;
+        }
+      }
+    }
+  }
+
+  /// The profile to write: the best build's measured profile and what it
+  /// fixes.
+  json result(const std::string& targetTier) const {
+    json result = best_.profile;
+    result["executors"] = bestE_;
+    result["threads"] = bestT_;
+    result["node_threads"] = nodeThreads_;
+    result["variants"] = variants_;
+    driver::CpuRecord cpu = driver::thisCpu();
+    cpu.tier = targetTier;
+    result["cpu"] = {
+        {"vendor", cpu.vendor}, {"family", cpu.family}, {"model", cpu.model}, {"tier", cpu.tier}};
+    result["tuned_ms"] = best_.ms;
+    return result;
+  }
+
+  void summary(const std::string& out) const {
+    std::cout << fmt::format("\n{:<48} {:>10}  {}\n", "tried", "median ms", "");
+    for (const auto& t : tries_)
+      std::cout << fmt::format("{:<48} {:>10.3f}  {}\n", t.config, t.ms, t.outcome);
+    line(fmt::format(
+        "best {}x{} ({} ops with their own thread count, {} layers with a measured "
+        "variant): {:.3f} ms; wrote {} ({:.0f} s)",
+        bestE_, bestT_, nodeThreads_.size(), variants_.size(), best_.ms, out, seconds()));
+  }
+
+ private:
+  /// Per convolution layer, the median microseconds of each variant measured.
+  using LayerTimes = std::map<std::string, std::map<std::string, double>>;
+  /// A layer's time differs by this fraction before its variant changes.
+  static constexpr double kMargin = 0.05;
+
+  /// The layers' times in `m` under their variants, each layer's lowest
+  /// median kept: load from other processes only adds time. A layer that
+  /// a trial leaves on its default is measured again, so a variant must
+  /// beat the default's best.
+  static void record(const Measurement& m, LayerTimes& us) {
+    for (const auto& node : m.profile["nodes"]) {
+      auto variant = m.variants.find(node["name"].get<std::string>());
+      if (variant == m.variants.end()) continue;
+      const double time = node["median_us"].get<double>();
+      auto [at, added] = us[variant->first].emplace(variant->second, time);
+      if (!added) at->second = std::min(at->second, time);
+    }
+  }
+
+  /// Each layer's fastest variant where it beats the default by kMargin,
+  /// with a line for each.
+  std::map<std::string, std::string> fastestPerLayer(const LayerTimes& us) const {
+    std::map<std::string, std::string> chosen;
+    for (const auto& [node, defaultVariant] : best_.variants) {
+      auto times = us.find(node);
+      if (times == us.end() || !times->second.count(defaultVariant)) continue;
+      const double defaultUs = times->second.at(defaultVariant);
+      auto fastest = std::min_element(times->second.begin(), times->second.end(),
+                                      [](auto& a, auto& b) { return a.second < b.second; });
+      if (fastest->first == defaultVariant || fastest->second >= defaultUs * (1 - kMargin))
+        continue;
+      chosen[node] = fastest->first;
+      line(fmt::format("layer {}: {} {:.1f} us -> {} {:.1f} us", node, defaultVariant, defaultUs,
+                       fastest->first, fastest->second));
+    }
+    return chosen;
+  }
+
+  /// The chosen variants against the defaults, builds alternated (A B A B)
+  /// so that both see the same load; kept if not slower. Runs even past the
+  /// budget: it finishes the trials already made.
+  void confirm(const std::map<std::string, std::string>& chosen, const std::string& costs) {
+    try {
+      Build before = tuner_.build(bestE_, bestT_, costs);
+      Build after = tuner_.build(bestE_, bestT_, tuner_.writeProfile(best_.profile, {}, chosen));
+      std::vector<double> a, b;
+      for (int r = 0; r < std::max(options_.rounds, 5); ++r) {
+        a.push_back(tuner_.time(before, 2, false).ms);
+        b.push_back(tuner_.time(after, 2, false).ms);
+      }
+      const double msBefore = median(a), msAfter = median(b);
+      const bool kept = msAfter <= msBefore;
+      line(
+          fmt::format("variants: model {:.3f} ms with the defaults, {:.3f} ms with {} layer(s) "
+                      "changed ({} rounds alternated): {}",
+                      msBefore, msAfter, chosen.size(), a.size(), kept ? "kept" : "dropped"));
+      tries_.push_back({fmt::format("{}x{} {} layer variant(s) against the defaults", bestE_,
+                                    bestT_, chosen.size()),
+                        msAfter,
+                        fmt::format("{} (defaults {:.3f})", kept ? "kept" : "dropped", msBefore)});
+      if (!kept) return;
+      best_ = tuner_.time(after, options_.rounds, /*profile=*/true);
+      variants_ = chosen;
+    } catch (const CompileError& error) {
+      line(fmt::format("variants: the chosen variants failed: {}", error.what()));
+    }
+  }
+
+  const TuneOptions& options_;
+  Tuner tuner_;
+  Clock::time_point start_;
+  std::vector<Try> tries_;
+  int bestE_ = 0, bestT_ = 0;
+  Measurement best_;
+  std::map<std::string, int> nodeThreads_;
+  std::map<std::string, std::string> variants_;
+};
+
+}  // namespace
+
+std::string modelName(const std::string& modelPath) {
+  fs::path path = fs::absolute(modelPath);
+  std::string stem = path.stem().string();
+  if (stem == "model" && path.has_parent_path() && !path.parent_path().filename().empty())
+    return path.parent_path().filename().string();
+  return stem;
+}
+
+namespace {
+
+/// cgc tune --specialize: each path searched on its own at its sizes (the
+/// dimensions it leaves variable at their bounds) on the general code's
+/// executors and threads, which every path shares; each path's result,
+/// keyed by its sizes, for the profile's "specializations".
+json tunePaths(const TuneOptions& options, const fs::path& work, const Search& general,
+               const std::string& tier, Clock::time_point start) {
+  json paths = json::array();
+  for (const auto& path : options.compile.specialize) {
+    const auto fixed = driver::specializedSizes(options.compile.dims, path);
+    TuneOptions at = options;
+    at.inputsDir.clear();  // deterministic data at the path's sizes
+    at.compile = driver::pathOptions(options.compile, fixed);
+    const std::string sizes = driver::describeSizes(fixed);
+    Search search(at, work, start);
+    search.line(fmt::format("--specialize {}: its own variants and per-op threads", sizes));
+    if (!search.searchConfigurations({{general.executors(), general.threads()}})) {
+      search.line(fmt::format("--specialize {}: did not compile and run; left untuned", sizes));
+      continue;
+    }
+    search.variants(tier);
+    search.nodeThreads();
+    paths.push_back({{"dims", fixed}, {"profile", search.result(tier)}});
+    search.line(fmt::format("--specialize {}: {:.3f} ms", sizes, search.bestMs()));
+  }
+  return paths;
+}
+
+}  // namespace
+
+int tune(const TuneOptions& given) {
+  TuneOptions options = given;
+  commands::bindShapesFromInputs(options.compile, options.inputsDir);
+  if (driver::namesSeveralTargets(options.compile))
+    throw CompileError(fmt::format(
+        "cgc: error: cgc tune --target {}: a profile is measured for one build; tune each "
+        "target on a machine it runs on",
+        options.compile.target));
+  driver::checkedNames(options.compile);
+  const int cpus = cgc::available_cpus();
+  const std::string tier = driver::findTarget(options.compile.target).tier;
+  fs::path work = fs::temp_directory_path() / fmt::format("cgc-tune-{}", getpid());
+  fs::create_directories(work);
+  const Clock::time_point start = Clock::now();
+  Search search(options, work, start);
+  search.line(fmt::format("{} on {} cores, {} rounds per try, budget {:.0f} s",
+                          options.compile.modelPath, cpus, options.rounds, options.budgetSeconds));
+  if (!options.compile.dims.empty())
+    search.line(fmt::format("--dim: the general code, timed at the sizes of {}",
+                            options.inputsDir.empty() ? "the bounds" : options.inputsDir));
+  if (!search.searchConfigurations(configurations(cpus))) {
+    fs::remove_all(work);
+    userError({options.compile.modelPath, "", ""}, "no configuration compiled and ran");
+  }
+  search.variants(tier);
+  search.nodeThreads();
+
+  fs::create_directories(options.outDir);
+  std::string out =
+      (fs::path(options.outDir) / (modelName(options.compile.modelPath) + ".profile.json"))
+          .string();
+  json result = search.result(tier);
+  if (!options.compile.specialize.empty())
+    result["specializations"] = tunePaths(options, work, search, tier, start);
+  writeJson(out, result);
+  fs::remove_all(work);
+  search.summary(out);
+  return 0;
+}
+
+}  // namespace cgc::tune
