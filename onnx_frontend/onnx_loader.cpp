@@ -395,7 +395,8 @@ std::unordered_map<std::string, ir::Shape> staticShapes(const onnx::GraphProto& 
 void forgetKnown(ir::Graph& graph) {
   for (int v = 0; v < graph.numValues(); ++v) graph.value(v).known.reset();
   for (int id : graph.liveNodes())
-    for (const auto& body : graph.node(id).subgraphs) forgetKnown(*body);
+    for (const auto& body : graph.node(id).subgraphs)
+      if (body) forgetKnown(*body);  // null: a branch that failed to import
 }
 
 /// All tensors together within ir::kMaxGraphBytes (the planner's sums rely

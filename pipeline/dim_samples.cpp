@@ -4,6 +4,7 @@
 #include <map>
 
 #include "onnx_frontend/onnx_loader.h"
+#include "pipeline/specializations.h"
 
 namespace cgc::driver {
 namespace {
@@ -49,7 +50,8 @@ void constantsOf(const ir::Graph& graph, std::map<std::string, const ir::Value*>
     out.emplace(name, &value);
   }
   for (int id : graph.liveNodes())
-    for (const auto& body : graph.node(id).subgraphs) constantsOf(*body, out);
+    for (const auto& body : graph.node(id).subgraphs)
+      if (body) constantsOf(*body, out);  // null: a branch that failed to import
 }
 
 }  // namespace
@@ -111,17 +113,26 @@ std::set<std::string> sizedValues(const CompileOptions& options,
                                   const std::vector<Sizes>& gridSizes) {
   std::vector<ir::Graph> graphs;
   std::vector<std::map<std::string, const ir::Value*>> constants;
-  for (const auto pick : {0, 1, 2}) {
+  // The largest sizes first: an error there is the model's at the bounds
+  // the user gave; at a smaller size, the graph fixes a size --dim lets vary.
+  for (const auto pick : {2, 0, 1}) {
     frontend::LoadOptions load = options.load;
+    Sizes at;
     for (size_t j = 0; j < options.dims.size(); ++j) {
       const Sizes& values = gridSizes[j];
-      load.dims[options.dims[j].name] = values[pick == 2   ? values.size() - 1
-                                               : pick == 1 ? values.size() / 2
-                                                           : 0];
+      at.push_back(values[pick == 2   ? values.size() - 1
+                          : pick == 1 ? values.size() / 2
+                                      : 0]);
+      load.dims[options.dims[j].name] = at.back();
     }
-    graphs.push_back(options.modelBytes
-                         ? frontend::loadOnnxFromBytes(*options.modelBytes, options.modelPath, load)
-                         : frontend::loadOnnx(options.modelPath, load));
+    try {
+      graphs.push_back(options.modelBytes
+                           ? frontend::loadOnnxFromBytes(*options.modelBytes, options.modelPath, load)
+                           : frontend::loadOnnx(options.modelPath, load));
+    } catch (const CompileError& e) {
+      if (pick == 2) throw;
+      throw notEverySize(e, options.dims, at);
+    }
   }
   for (const ir::Graph& g : graphs) constantsOf(g, constants.emplace_back());
   std::set<std::string> sized;
@@ -133,6 +144,12 @@ std::set<std::string> sizedValues(const CompileOptions& options,
         sized.insert(name);
     }
   return sized;
+}
+
+CompileError notEverySize(const CompileError& e, const std::vector<Dim>& dims, const Sizes& sizes) {
+  return CompileError(fmt::format("{} (at {}, which --dim allows: the model does not take every "
+                                  "size within its bounds)",
+                                  e.what(), describeSizes(dims, sizes)));
 }
 
 }  // namespace cgc::driver

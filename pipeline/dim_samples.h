@@ -37,4 +37,8 @@ std::vector<Sizes> pointsOf(const std::vector<Sizes>& grid);
 std::set<std::string> sizedValues(const CompileOptions& options,
                                   const std::vector<Sizes>& gridSizes);
 
+/// `e`, thrown for sizes below the bounds, said to be the model's refusal
+/// of a size --dim allows (a graph that fixes one: a Reshape to a constant).
+CompileError notEverySize(const CompileError& e, const std::vector<Dim>& dims, const Sizes& sizes);
+
 }  // namespace cgc::driver

@@ -141,12 +141,7 @@ Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, co
     s.model = compileGraph(at);
   } catch (const CompileError& e) {
     if (!bounds) throw;
-    // The graph fixes a size --dim lets vary (a Reshape to a constant
-    // shape): the error names the node; say at which sizes.
-    throw CompileError(
-        fmt::format("{} (at {}, which --dim allows: the model does not take every "
-                    "size within its bounds)",
-                    e.what(), describeSizes(dims, sizes)));
+    throw notEverySize(e, dims, sizes);
   }
   s.index(s.model.graph);
   if (bounds) shareWeights(s, *bounds);

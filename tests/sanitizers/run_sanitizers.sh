@@ -115,7 +115,7 @@ declare -A dim_flags=(
   [encoder]="--dim batch=1..4 --dim seq=1..64 --specialize seq=32"
   [control]="--dim batch=1..4 --dim seq=1..64 --specialize seq=32"
   [decoder]="--dim past=0..63"
-  [resnet]="--dim batch=0..2 --dim height=32..48 --dim width=32..48")
+  [resnet]="--dim batch=0..2 --dim height=32..96 --dim width=32..96")
 for name in encoder control decoder resnet; do
   # shellcheck disable=SC2086
   "$cgc" compile "$work/dims/$name.onnx" -o "$work/dims/$name" --name "${name^}" --quiet \
