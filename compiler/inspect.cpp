@@ -5,7 +5,8 @@
 // compiled plan (kernels, convolution variants, the layers whose variant a
 // tuned --profile chose, memory) or why it does not compile and what to try
 // next. Ops, kernels and weights count the bodies of If, Loop and Scan at
-// any depth. `cgc inspect --ops` prints the supported ops (docs/OPS.md).
+// any depth. A model with external data lists its data files and their
+// sizes. `cgc inspect --ops` prints the supported ops (docs/OPS.md).
 #include <fmt/ranges.h>
 
 #include <iostream>
@@ -177,6 +178,15 @@ void printText(const nlohmann::json& report) {
       "{}: opset {}, {} nodes{}\n", report["model"].get<std::string>(), report["opset"].get<int>(),
       report["nodes"].get<int>(),
       inBodies == 0 ? "" : fmt::format(" ({} in If/Loop/Scan bodies)", inBodies));
+  if (report.contains("external_data")) {
+    std::cout << "external data (file, tensors, bytes):\n";
+    for (const auto& f : report["external_data"]) {
+      const int64_t bytes = f["bytes"].get<int64_t>();
+      std::cout << fmt::format("  {:<24} {:>6} {:>12}\n", f["file"].get<std::string>(),
+                               f["tensors"].get<int>(),
+                               bytes < 0 ? std::string("missing") : std::to_string(bytes));
+    }
+  }
   if (report.contains("class"))
     std::cout << fmt::format("generated code: class {}, C prefix and files {}\n",
                              report["class"].get<std::string>(),
@@ -350,6 +360,9 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
     report[side] = nlohmann::json::array();
     for (const auto& t : *tensors) report[side].push_back({{"name", t.name}, {"type", t.type}});
   }
+  for (const auto& file : summary.externalData)
+    report["external_data"].push_back(
+        {{"file", file.location}, {"tensors", file.tensors}, {"bytes", file.bytes}});
   if (!summary.unsupported.empty()) {
     nlohmann::json ops = nlohmann::json::object();
     for (const auto& u : summary.unsupported) {

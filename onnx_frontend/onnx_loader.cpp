@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "ir/verifier.h"
+#include "onnx_frontend/external_data.h"
 #include "onnx_frontend/graph_import.h"
 #include "onnx_frontend/tensor_proto.h"
 
@@ -516,6 +517,7 @@ ModelSummary summarizeModel(const std::string& path) {
     summary.outputs.push_back(declaredTensor(output));
   countOps(model.graph(), false, summary);
   summary.unsupported = unsupportedNodes(model);
+  summary.externalData = externalDataFiles(model, path);
   return summary;
 }
 
@@ -527,6 +529,7 @@ ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
                             const LoadOptions& options) {
   onnx::ModelProto model = parseModel(bytes, path);
   checkModelProto(path, model);
+  loadExternalData(model, path);
   checkFunctionCalls(path, model);
   rejectUnsupported(path, model);
   try {

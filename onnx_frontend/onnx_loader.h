@@ -1,7 +1,8 @@
 // ONNX file -> cgc IR. The file is treated as hostile: every stored tensor
 // is checked against its dims and the size limits (ir/graph.h), names for
 // control characters and local functions for recursion before ONNX's
-// checker reads it. Then symbolic input dimensions are bound (--shape) and
+// checker reads it; tensors stored as external data are read from their
+// files beside the model (external_data.h). Then symbolic input dimensions are bound (--shape) and
 // checked against the limits, every node is imported with a static output
 // type, and nodes whose inputs are all constants are folded on the spot so
 // that shape sub-graphs (Shape -> Gather -> Concat -> Reshape) resolve to
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "onnx_frontend/external_data.h"
 #include "onnx_frontend/graph_import.h"
 
 namespace cgc::frontend {
@@ -54,7 +56,8 @@ struct LoadOptions {
 ir::Graph loadOnnx(const std::string& path, const LoadOptions& options = {});
 
 /// loadOnnx on a serialized model held in memory (the fuzz target's entry);
-/// `path` only names the model in diagnostics and the graph.
+/// `path` names the model in diagnostics and the graph, and its folder is
+/// where external data files are looked for.
 ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
                             const LoadOptions& options = {});
 
@@ -76,6 +79,8 @@ struct ModelSummary {
   /// named with their domain ("com.microsoft.FusedMatMul").
   std::map<std::string, int> opCounts;
   std::vector<UnsupportedNode> unsupported;
+  /// The files holding its tensors stored as external data.
+  std::vector<ExternalDataFile> externalData;
 };
 
 /// What the file holds, without importing it (for `cgc inspect` and for

@@ -78,7 +78,7 @@ ir::TensorType checkTensorProto(const onnx::TensorProto& proto, const DiagLocati
     userError(where, "tensor '{}' has unsupported element type {}", proto.name(),
               proto.data_type());
   if (proto.data_location() == onnx::TensorProto::EXTERNAL)
-    userError(where, "tensor '{}' uses external data, which is not supported", proto.name());
+    userError(where, "tensor '{}' uses external data, which only a model file may", proto.name());
   return checkTensorSizes(proto, where);
 }
 

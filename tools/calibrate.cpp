@@ -18,6 +18,7 @@
 
 #include "compiler/commands.h"
 #include "compiler_config.h"
+#include "onnx_frontend/external_data.h"
 #include "onnx_frontend/onnx.h"
 #include "pipeline/input_shapes.h"
 #include "toolchain/target_library.h"
@@ -44,6 +45,9 @@ onnx::ModelProto readModelProto(const std::string& path) {
   onnx::ModelProto model;
   if (!file || !model.ParseFromString(buffer.str()))
     userError({path, "", ""}, "not a valid ONNX model: the protobuf does not parse");
+  // ONNX's shape inference reads initializers (a Reshape's shape) and
+  // cannot read external data.
+  frontend::loadExternalData(model, path);
   return model;
 }
 

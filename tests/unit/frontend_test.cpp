@@ -1,6 +1,12 @@
 // Frontend tests on the committed sample models: import, constant folding
-// of shape sub-graphs, and the pipeline's effect on op counts.
+// of shape sub-graphs, and the pipeline's effect on op counts; external data
+// on a model written here.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "ir/verifier.h"
 #include "onnx_frontend/onnx_loader.h"
@@ -78,4 +84,79 @@ TEST_CASE("local functions are inlined") {
   CHECK(graph.countOps("Gated") == 0);
   CHECK(graph.countOps("Sigmoid") == 2);
   cgc::ir::verifyGraph(graph);
+}
+
+TEST_CASE("external data is read from the model's folder at its offset") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / fmt::format("cgc_external_{}", ::getpid());
+  fs::create_directories(dir / "data");
+  const float w[2] = {1.5f, -2.0f};
+  {
+    std::ofstream data(dir / "data" / "w.bin", std::ios::binary);
+    data.write("junk", 4);
+    data.write(reinterpret_cast<const char*>(w), sizeof w);
+  }
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.set_name("g");
+  const auto declare = [](onnx::ValueInfoProto* info, const char* name) {
+    info->set_name(name);
+    auto* type = info->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(onnx::TensorProto::FLOAT);
+    type->mutable_shape()->add_dim()->set_dim_value(2);
+  };
+  declare(g.add_input(), "x");
+  declare(g.add_output(), "y");
+  onnx::TensorProto& init = *g.add_initializer();
+  init.set_name("W");
+  init.set_data_type(onnx::TensorProto::FLOAT);
+  init.add_dims(2);
+  init.set_data_location(onnx::TensorProto::EXTERNAL);
+  for (auto [key, value] :
+       {std::pair{"location", "data/w.bin"}, {"offset", "4"}, {"length", "8"}}) {
+    auto* entry = init.add_external_data();
+    entry->set_key(key);
+    entry->set_value(value);
+  }
+  onnx::NodeProto& add = *g.add_node();
+  add.set_op_type("Add");
+  add.add_input("x");
+  add.add_input("W");
+  add.add_output("y");
+  {
+    std::ofstream file(dir / "model.onnx", std::ios::binary);
+    REQUIRE(model.SerializeToOstream(&file));
+  }
+  const std::string path = (dir / "model.onnx").string();
+
+  const frontend::ModelSummary summary = frontend::summarizeModel(path);
+  REQUIRE(summary.externalData.size() == 1);
+  CHECK(summary.externalData[0].location == "data/w.bin");
+  CHECK(summary.externalData[0].tensors == 1);
+  CHECK(summary.externalData[0].bytes == 12);
+
+  cgc::ir::Graph graph = frontend::loadOnnx(path);
+  bool found = false;
+  for (int id = 0; id < graph.numValues(); ++id) {
+    const cgc::ir::Value& v = graph.value(id);
+    if (v.name != "W") continue;
+    REQUIRE(v.isConstant());
+    REQUIRE(v.data->size() == sizeof w);
+    CHECK(std::memcmp(v.data->data(), w, sizeof w) == 0);
+    found = true;
+  }
+  CHECK(found);
+
+  fs::resize_file(dir / "data" / "w.bin", 10);
+  try {
+    frontend::loadOnnx(path);
+    FAIL("no error");
+  } catch (const cgc::CompileError& e) {
+    const std::string message = e.what();
+    CHECK(message.find("tensor 'W' (external data file 'data/w.bin')") != std::string::npos);
+    CHECK(message.find("truncated") != std::string::npos);
+  }
+  fs::remove_all(dir);
 }
