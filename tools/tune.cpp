@@ -27,6 +27,7 @@
 #include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
 #include "cgc/team.h"
+#include "compiler/build_cache.h"
 #include "compiler/commands.h"
 #include "ir/conventions.h"
 #include "pipeline/input_shapes.h"
@@ -576,6 +577,8 @@ int tune(const TuneOptions& given) {
   const std::string tier = driver::findTarget(options.compile.target).tier;
   fs::path work = fs::temp_directory_path() / fmt::format("cgc-tune-{}", getpid());
   fs::create_directories(work);
+  // The trials are built apart from the cache and removed at the end.
+  const cache::TrialBuilds trialBuilds("tune");
   const Clock::time_point start = Clock::now();
   Search search(options, work, start);
   search.line(fmt::format("{} on {} cores, {} rounds per try, budget {:.0f} s",
