@@ -12,7 +12,9 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "compiler/build_cache.h"
 #include "onnx_frontend/tensor_proto.h"
 #include "pipeline/input_shapes.h"
 #include "planning/cost_model.h"
@@ -348,10 +350,15 @@ BuiltModel buildTargetLibraryCached(const driver::CompileOptions& options) {
   const fs::path dir = cacheEntry(key);
   const std::string prefix = library.dispatcher.baseName;
   const fs::path shared = dir / (prefix + ".so");
-  if (fs::exists(shared)) return {shared.string(), prefix};
+  if (fs::exists(shared)) {
+    cache::markUsed(dir);
+    return {shared.string(), prefix};
+  }
   const std::vector<driver::Target> targets = library.targets;
   const auto files = driver::writeTargetLibrary(std::move(library), dir.string(), options);
   driver::buildTargetLibrary(targets, files, shared.string(), options);
+  cache::markUsed(dir);
+  cache::evict(dir);
   return {shared.string(), prefix};
 }
 
@@ -362,13 +369,17 @@ BuiltModel buildCached(const driver::CompiledModel& model, const driver::Compile
   fs::path dir = cacheEntry(hashBuild(emitted, options.target, 1469598103934665603ull));
   std::string prefix = emitted.baseName;
   driver::WrittenFiles files;
-  if (fs::exists(dir / (prefix + ".so"))) {
+  const bool built = fs::exists(dir / (prefix + ".so"));
+  if (built) {
     files.emitted = std::move(emitted);
     files.sourcePath = (dir / (prefix + ".cpp")).string();
   } else {
     files = driver::writeModel(std::move(emitted), dir.string(), options);
   }
-  return {driver::buildSharedLibrary(files, options), prefix};
+  BuiltModel result{driver::buildSharedLibrary(files, options), prefix};
+  cache::markUsed(dir);
+  if (!built) cache::evict(dir);
+  return result;
 }
 
 BuiltModel compileAndBuild(const driver::CompileOptions& options, driver::CompiledModel& model) {
@@ -377,7 +388,24 @@ BuiltModel compileAndBuild(const driver::CompileOptions& options, driver::Compil
   return several ? buildTargetLibraryCached(options) : buildCached(model, options);
 }
 
-void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
+BuiltModel compileOnce(const driver::CompileOptions& options,
+                       std::vector<std::string>& onnxInputs) {
+  const std::optional<uint64_t> key = cache::compileKey(options);
+  if (key)
+    if (std::optional<cache::Compiled> hit = cache::lookup(*key)) {
+      driver::progress(options,
+                       fmt::format("compiled before with these options: loading {}", hit->library));
+      onnxInputs = hit->onnxInputs;
+      return {hit->library, hit->prefix};
+    }
+  driver::CompiledModel model;
+  BuiltModel built = compileAndBuild(options, model);
+  onnxInputs = model.graph.onnxInputNames;
+  if (key) cache::remember(*key, {built.library, built.prefix, onnxInputs});
+  return built;
+}
+
+void setInputs(const std::vector<std::string>& onnxInputs, driver::LoadedModel& loaded,
                const std::string& inputsDir, bool fillMissing) {
   const auto& info = loaded.info();
   if (!inputsDir.empty() && !fs::is_directory(inputsDir))
@@ -390,7 +418,7 @@ void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
   // Test-data files are numbered in the ONNX model's input order, which
   // still counts inputs that --constant turned into constants.
   for (int i = 0; i < info.num_inputs; ++i) {
-    const auto& names = model.graph.onnxInputNames;
+    const auto& names = onnxInputs;
     auto position = std::find(names.begin(), names.end(), info.inputs[i].name);
     const std::string path = fmt::format("{}/input_{}.pb", inputsDir, position - names.begin());
     if (!inputsDir.empty() && fs::exists(path)) {
@@ -533,22 +561,24 @@ int run(const RunOptions& given) {
   // Read by the runtime when the instance is created (ExecutorPool).
   if (options.oversubscribe) setenv("CGC_OVERSUBSCRIBE", "1", 1);
   const bool several = driver::namesSeveralTargets(options.compile);
-  driver::CompiledModel model;
+  std::vector<std::string> onnxInputs;
   BuiltModel built;
+  std::optional<driver::CompiledModel> model;
   if (options.library.empty()) {
-    built = compileAndBuild(options.compile, model);
+    built = compileOnce(options.compile, onnxInputs);
   } else {
     model = driver::compileGraph(several ? driver::firstTargetOptions(options.compile)
                                          : options.compile);
+    onnxInputs = model->graph.onnxInputNames;
     built = prebuilt(options, names);
   }
   driver::LoadedModel loaded(built.library, built.prefix);
-  if (!options.library.empty()) requireSameModel(model, loaded, options);
+  if (model) requireSameModel(*model, loaded, options);
   if (several)
     driver::progress(options.compile, fmt::format("this CPU runs the {} build (of {})",
                                                   loaded.info().target, options.compile.target));
   driver::progress(options.compile, "running on " + loaded.placement());
-  setInputs(model, loaded, options.inputsDir, options.fillMissingInputs);
+  setInputs(onnxInputs, loaded, options.inputsDir, options.fillMissingInputs);
 
   // Profiles and traces record the --bench runs, warm; without --bench, the
   // one cold run (first touch of the arena and the weights), and say so.

@@ -67,12 +67,22 @@ BuiltModel buildCached(const driver::CompiledModel& model, const driver::Compile
 /// cached library of all of them.
 BuiltModel compileAndBuild(const driver::CompileOptions& options, driver::CompiledModel& model);
 
-/// Fills the model's inputs from DIR/input_N.pb (ONNX test-data numbering).
-/// A missing or empty directory or a missing file is a CompileError, unless
-/// `fillMissing`: then the inputs without a file get deterministic data and
-/// a note on stderr names them.
-void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
+/// compileAndBuild, unless the same compile (cache::compileKey) was made
+/// before and its build is still in the cache: then only that build's
+/// library. `onnxInputs`: the ONNX model's input names (for setInputs).
+BuiltModel compileOnce(const driver::CompileOptions& options, std::vector<std::string>& onnxInputs);
+
+/// Fills the model's inputs from DIR/input_N.pb (ONNX test-data numbering:
+/// `onnxInputs`, the ONNX model's input names, counts inputs that
+/// --constant made constants). A missing or empty directory or a missing
+/// file is a CompileError, unless `fillMissing`: then the inputs without a
+/// file get deterministic data and a note on stderr names them.
+void setInputs(const std::vector<std::string>& onnxInputs, driver::LoadedModel& loaded,
                const std::string& inputsDir, bool fillMissing);
+inline void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
+                      const std::string& inputsDir, bool fillMissing) {
+  setInputs(model.graph.onnxInputNames, loaded, inputsDir, fillMissing);
+}
 
 /// Output `index` of the loaded model (after run()) as a dense tensor of its
 /// actual shape: a data-dependent size is stored at the bound shape, its

@@ -225,8 +225,11 @@ void printText(const nlohmann::json& report) {
                                   bodies, bodies == 1 ? "y" : "ies"));
   for (const auto& [op, count] : report["kernels"].items())
     std::cout << fmt::format("  {:<24} {:>6}\n", op, count.get<int>());
+  int convLayers = 0;
   if (report.contains("conv_variants")) {
-    std::cout << "convolution variants:\n";
+    for (const auto& [variant, count] : report["conv_variants"].items())
+      convLayers += count.get<int>();
+    std::cout << fmt::format("convolution variants ({} layers):\n", convLayers);
     for (const auto& [variant, count] : report["conv_variants"].items())
       std::cout << fmt::format("  {:<24} {:>6}\n", variant, count.get<int>());
   }
@@ -259,8 +262,12 @@ void printText(const nlohmann::json& report) {
     }
   }
   if (report.contains("profile_variants")) {
-    std::cout << fmt::format("variants from the profile ({} layers):\n",
-                             report["profile_variants"].size());
+    // The profile names only the layers whose measured variant is not the
+    // default; the counts above hold every layer.
+    std::cout << fmt::format(
+        "variants from the profile ({} of {} layers; the others run the "
+        "default):\n",
+        report["profile_variants"].size(), convLayers);
     for (const auto& [node, variant] : report["profile_variants"].items())
       std::cout << fmt::format("  {:<24} {}\n", node, variant.get<std::string>());
   }

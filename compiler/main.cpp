@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "compiler/build_cache.h"
 #include "compiler/commands.h"
 #include "compiler_config.h"
 #include "passes/pass_manager.h"
@@ -450,6 +451,15 @@ int main(int argc, char** argv) {
                  "Print the ONNX ops cgc supports, as Markdown (docs/OPS.md), instead of "
                  "inspecting a model")
       ->excludes(model);
+  bool clearCache = false;
+  CLI::App* cache = app.add_subcommand(
+      "cache",
+      "Show the cache of compiled models (cgc run and the Python module load a model "
+      "compiled before with the same options from it): its directory ($CGC_CACHE_DIR, else "
+      "$XDG_CACHE_HOME/cgc, else ~/.cache/cgc), size and builds, least recently used first. "
+      "Builds beyond its limit ($CGC_CACHE_MAX_SIZE: bytes or 500M, 2G; default 2G) are "
+      "removed, least recently used first, after each build");
+  cache->add_flag("--clear", clearCache, "Remove every build from the cache");
   bool runnableOnly = false;
   CLI::App* targets = app.add_subcommand(
       "targets",
@@ -485,6 +495,7 @@ int main(int argc, char** argv) {
     if (*build) return cgc::commands::build(buildOptions);
     if (*targets) return cgc::driver::printTargets(runnableOnly);
     if (*config) return cgc::commands::config(configOptions);
+    if (*cache) return cgc::cache::command(clearCache);
     if (*tune) {
       tuneArgs.parse();
       return cgc::tune::tune(tuneOptions);

@@ -61,7 +61,20 @@ std::string generatedCodeFlags(const std::string& targetName, int optLevel) {
   return findTarget(targetName).compiler() + " " + generatedCodeOptions(targetName, optLevel);
 }
 
+namespace {
+std::string& cacheDirectoryOverride() {
+  static std::string dir;
+  return dir;
+}
+}  // namespace
+
+std::string setCacheDirectoryOverride(std::string dir) {
+  std::swap(cacheDirectoryOverride(), dir);
+  return dir;
+}
+
 std::string cacheDirectory() {
+  if (!cacheDirectoryOverride().empty()) return cacheDirectoryOverride();
   if (const char* dir = std::getenv("CGC_CACHE_DIR")) return dir;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME")) return std::string(xdg) + "/cgc";
   if (const char* home = std::getenv("HOME")) return std::string(home) + "/.cache/cgc";

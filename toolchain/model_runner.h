@@ -113,8 +113,13 @@ class LoadedModel {
 /// holds none or is not an ELF file this process can read.
 std::vector<std::string> modelsInLibrary(void* handle, const std::string& library);
 
-/// Directory for cached builds: $CGC_CACHE_DIR, else $XDG_CACHE_HOME/cgc,
-/// else ~/.cache/cgc.
+/// Directory for cached builds: the override (setCacheDirectoryOverride),
+/// else $CGC_CACHE_DIR, else $XDG_CACHE_HOME/cgc, else ~/.cache/cgc.
 std::string cacheDirectory();
+
+/// Makes cacheDirectory() return `dir` ("": no override) and returns the
+/// override it replaces (cache::TrialBuilds: a search's trials are built
+/// apart). Not thread-safe: set it around work on one thread.
+std::string setCacheDirectoryOverride(std::string dir);
 
 }  // namespace cgc::driver

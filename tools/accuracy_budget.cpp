@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "compiler/build_cache.h"
 #include "compiler/commands.h"
 #include "ir/conventions.h"
 
@@ -348,6 +349,8 @@ CompileOptions applyBudget(const CompileOptions& options) {
         "calibration's)");
   for (const std::string& dir : budget.checkInputs)
     if (!fs::is_directory(dir)) userError({dir, "", ""}, "--check-inputs: no such directory");
+  // The trials are built apart from the cache and removed with it.
+  const cache::TrialBuilds trialBuilds("budget");
   CompileOptions base = options;
   std::map<std::string, TensorStats> stats;
   base.quantizeSpec = makeSpec(options.quantize, &stats);

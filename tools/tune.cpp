@@ -4,12 +4,13 @@
 // one build with the variant (and its setting: Winograd's form, Packed's
 // depth step) on every layer that takes it; the per-layer choice they give
 // is kept only if the whole model, timed in alternation with the default
-// build, is not slower.
+// build, is faster by more than the rounds' spread; at the end the model
+// built with the whole profile is timed the same way against the untuned
+// build, and the profile is kept only if it wins (tools/alternated_timing.h).
 #include "tools/tune.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
 #include "cgc/team.h"
+#include "compiler/build_cache.h"
 #include "compiler/commands.h"
 #include "ir/conventions.h"
 #include "pipeline/input_shapes.h"
@@ -34,6 +36,7 @@
 #include "pipeline/tuned_profile.h"
 #include "toolchain/model_runner.h"
 #include "toolchain/target_library.h"
+#include "tools/alternated_timing.h"
 
 namespace cgc::tune {
 namespace fs = std::filesystem;
@@ -45,12 +48,6 @@ using Clock = std::chrono::steady_clock;
 
 double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 json readJson(const std::string& path) {
@@ -92,6 +89,7 @@ struct Build {
 
 struct Measurement {
   double ms = std::numeric_limits<double>::infinity();
+  double spread = 0;                            // the interquartile range of the rounds
   json profile;                                 // the profiler's per-node medians of this build
   std::map<std::string, std::string> variants;  // the build's convolution variants
 };
@@ -155,10 +153,7 @@ std::vector<std::string> candidateVariants(const std::string& targetTier,
 class Tuner {
  public:
   Tuner(const TuneOptions& options, fs::path workDir)
-      : options_(options), work_(std::move(workDir)) {
-    CPU_ZERO(&cpus_);
-    haveCpus_ = sched_getaffinity(0, sizeof(cpus_), &cpus_) == 0;
-  }
+      : options_(options), work_(std::move(workDir)) {}
 
   /// Compiles the model for E x T with the profile at `profilePath` (if
   /// any) and `every` on each convolution that takes it; builds it unless
@@ -187,12 +182,6 @@ class Tuner {
   /// Times one instance of `b` (the median of `rounds` rounds) and, with
   /// `profile`, profiles it.
   Measurement time(const Build& b, int rounds, bool profile) {
-    // A model's run() narrows this thread's CPU mask (keeping the caller
-    // off its workers' cores), and each built library has a runtime of its
-    // own that takes the mask it first finds for every CPU the process may
-    // use: without the whole mask back, the next build's threads would
-    // all share this thread's core.
-    if (haveCpus_) sched_setaffinity(0, sizeof(cpus_), &cpus_);
     driver::LoadedModel loaded(b.built.library, b.built.prefix);
     commands::setInputs(b.model, loaded, options_.inputsDir,
                         /*fillMissing=*/options_.inputsDir.empty());
@@ -212,7 +201,8 @@ class Tuner {
       times.push_back(msSince(start) / perRound);
     }
     Measurement m;
-    m.ms = median(times);
+    m.ms = medianOf(times);
+    m.spread = spreadOf(times);
     m.variants = b.variants;
     if (!profile) return m;
 
@@ -236,17 +226,32 @@ class Tuner {
                            const std::map<std::string, std::string>& variants = {}) {
     profile["node_threads"] = nodeThreads;
     profile["variants"] = variants;
+    return writeProfile(profile);
+  }
+
+  /// Writes `profile` as it is for a build to read.
+  std::string writeProfile(const json& profile) {
     std::string path = (work_ / fmt::format("profile_{}.json", ++files_)).string();
     writeJson(path, profile);
     return path;
+  }
+
+  /// `baseline` and `candidate` timed in `rounds` alternated rounds (each
+  /// round a fresh instance, so that neither's threads wait beside the
+  /// other's).
+  AlternatedTiming alternate(const Build& baseline, const Build& candidate, int rounds) {
+    std::vector<double> a, b;
+    for (int r = 0; r < rounds; ++r) {
+      a.push_back(time(baseline, 2, false).ms);
+      b.push_back(time(candidate, 2, false).ms);
+    }
+    return judgeAlternated(a, b);
   }
 
  private:
   const TuneOptions& options_;
   fs::path work_;
   int files_ = 0;
-  cpu_set_t cpus_;  // this thread's CPU mask when tune began
-  bool haveCpus_ = false;
 };
 
 /// The search's state and its three stages.
@@ -345,7 +350,8 @@ class Search {
 
   /// Stage 3: per-op thread counts for the most expensive ops of the best
   /// configuration: halve (or, failing that, double) an op's threads and
-  /// keep the change if the whole model gets faster by more than the noise.
+  /// keep the change if the whole model gets faster by more than the
+  /// rounds' spread (of either measurement) and 2%.
   void nodeThreads() {
     if (bestT_ <= 1) return;
     std::vector<std::pair<double, std::string>> costs;
@@ -364,8 +370,9 @@ class Search {
                                          candidate == 1 ? "" : "s");
         Measurement m =
             tuner_.measure(bestE_, bestT_, tuner_.writeProfile(best_.profile, trial, variants_));
-        bool kept = m.ms < best_.ms * 0.98;
-        line(fmt::format("{:<6} {:.3f} ms{}", config, m.ms, kept ? " (best)" : ""));
+        const bool kept = beatsBeyondNoise(best_.ms, best_.spread, m.ms, m.spread, 0.02);
+        line(fmt::format("{:<6} {:.3f} ms (spread {:.3f}){}", config, m.ms, m.spread,
+                         kept ? " (best)" : ""));
         tries_.push_back({config, m.ms, kept ? "kept" : ""});
         if (kept) {
           nodeThreads_ = std::move(trial);
@@ -389,17 +396,55 @@ class Search {
     result["cpu"] = {
         {"vendor", cpu.vendor}, {"family", cpu.family}, {"model", cpu.model}, {"tier", cpu.tier}};
     result["tuned_ms"] = best_.ms;
+    if (!finalCheck_.is_null()) result["final_check"] = finalCheck_;
     return result;
+  }
+
+  /// The last stage: the model built with the whole profile against the
+  /// untuned build (no profile), alternated; the profile is kept only if
+  /// faster by more than the spread. Otherwise the search's choices are
+  /// dropped and the result is the default configuration (one executor,
+  /// every core, no per-op threads or variants) with the default build's
+  /// measured costs. Runs even past the budget.
+  void finalCheck(const std::string& targetTier, int cpus) {
+    try {
+      Build defaults = tuner_.build(0, 0, "");
+      Build tuned = tuner_.build(0, 0, tuner_.writeProfile(result(targetTier)));
+      const AlternatedTiming t = tuner_.alternate(defaults, tuned, std::max(options_.rounds, 10));
+      finalCheck_ = {{"default_ms", t.baselineMs},
+                     {"tuned_ms", t.candidateMs},
+                     {"spread_ms", t.spreadMs},
+                     {"rounds", t.rounds},
+                     {"kept", t.faster}};
+      line(fmt::format("final check: {}: {}", describeTiming(t, "tuned", "untuned"),
+                       t.faster ? "kept the tuned profile"
+                                : "not faster by more than the spread; wrote the "
+                                  "default configuration"));
+      tries_.push_back({"tuned profile against the untuned build", t.candidateMs,
+                        fmt::format("{} (untuned {:.3f}, spread {:.3f})",
+                                    t.faster ? "kept" : "dropped", t.baselineMs, t.spreadMs)});
+      if (t.faster) return;
+      best_ = tuner_.time(defaults, options_.rounds, /*profile=*/true);
+      bestE_ = 1;
+      bestT_ = std::max(1, cpus);
+      nodeThreads_.clear();
+      variants_.clear();
+    } catch (const CompileError& error) {
+      line(fmt::format("final check: the tuned profile failed: {}", error.what()));
+    }
   }
 
   void summary(const std::string& out) const {
     std::cout << fmt::format("\n{:<48} {:>10}  {}\n", "tried", "median ms", "");
     for (const auto& t : tries_)
       std::cout << fmt::format("{:<48} {:>10.3f}  {}\n", t.config, t.ms, t.outcome);
-    line(fmt::format(
-        "best {}x{} ({} ops with their own thread count, {} layers with a measured "
-        "variant): {:.3f} ms; wrote {} ({:.0f} s)",
-        bestE_, bestT_, nodeThreads_.size(), variants_.size(), best_.ms, out, seconds()));
+    const bool dropped = finalCheck_.is_object() && !finalCheck_["kept"].get<bool>();
+    line(
+        fmt::format("best {}x{} ({} ops with their own thread count, {} layers with a measured "
+                    "variant{}): {:.3f} ms; wrote {} ({:.0f} s)",
+                    bestE_, bestT_, nodeThreads_.size(), variants_.size(),
+                    dropped ? "; the default configuration: the tuned one was not faster" : "",
+                    best_.ms, out, seconds()));
   }
 
  private:
@@ -442,27 +487,23 @@ class Search {
   }
 
   /// The chosen variants against the defaults, builds alternated (A B A B)
-  /// so that both see the same load; kept if not slower. Runs even past the
-  /// budget: it finishes the trials already made.
+  /// so that both see the same load; kept if faster by more than the
+  /// spread. Runs even past the budget: it finishes the trials already made.
   void confirm(const std::map<std::string, std::string>& chosen, const std::string& costs) {
     try {
       Build before = tuner_.build(bestE_, bestT_, costs);
       Build after = tuner_.build(bestE_, bestT_, tuner_.writeProfile(best_.profile, {}, chosen));
-      std::vector<double> a, b;
-      for (int r = 0; r < std::max(options_.rounds, 5); ++r) {
-        a.push_back(tuner_.time(before, 2, false).ms);
-        b.push_back(tuner_.time(after, 2, false).ms);
-      }
-      const double msBefore = median(a), msAfter = median(b);
-      const bool kept = msAfter <= msBefore;
-      line(
-          fmt::format("variants: model {:.3f} ms with the defaults, {:.3f} ms with {} layer(s) "
-                      "changed ({} rounds alternated): {}",
-                      msBefore, msAfter, chosen.size(), a.size(), kept ? "kept" : "dropped"));
+      const AlternatedTiming t = tuner_.alternate(before, after, std::max(options_.rounds, 5));
+      const bool kept = t.faster;
+      line(fmt::format(
+          "variants: {}: {}",
+          describeTiming(t, fmt::format("{} layer(s) changed", chosen.size()), "the defaults"),
+          kept ? "kept" : "dropped"));
       tries_.push_back({fmt::format("{}x{} {} layer variant(s) against the defaults", bestE_,
                                     bestT_, chosen.size()),
-                        msAfter,
-                        fmt::format("{} (defaults {:.3f})", kept ? "kept" : "dropped", msBefore)});
+                        t.candidateMs,
+                        fmt::format("{} (defaults {:.3f}, spread {:.3f})",
+                                    kept ? "kept" : "dropped", t.baselineMs, t.spreadMs)});
       if (!kept) return;
       best_ = tuner_.time(after, options_.rounds, /*profile=*/true);
       variants_ = chosen;
@@ -479,6 +520,7 @@ class Search {
   Measurement best_;
   std::map<std::string, int> nodeThreads_;
   std::map<std::string, std::string> variants_;
+  json finalCheck_;  // the final check's timings, once made
 };
 
 }  // namespace
@@ -535,6 +577,8 @@ int tune(const TuneOptions& given) {
   const std::string tier = driver::findTarget(options.compile.target).tier;
   fs::path work = fs::temp_directory_path() / fmt::format("cgc-tune-{}", getpid());
   fs::create_directories(work);
+  // The trials are built apart from the cache and removed at the end.
+  const cache::TrialBuilds trialBuilds("tune");
   const Clock::time_point start = Clock::now();
   Search search(options, work, start);
   search.line(fmt::format("{} on {} cores, {} rounds per try, budget {:.0f} s",
@@ -548,6 +592,7 @@ int tune(const TuneOptions& given) {
   }
   search.variants(tier);
   search.nodeThreads();
+  search.finalCheck(tier, cpus);
 
   fs::create_directories(options.outDir);
   std::string out =

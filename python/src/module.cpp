@@ -73,8 +73,8 @@ std::unique_ptr<Model> compile(driver::CompileOptions options) {
   {
     py::gil_scoped_release release;
     options = quant::applyBudget(options);
-    driver::CompiledModel model;
-    built = commands::compileAndBuild(options, model);
+    std::vector<std::string> onnxInputs;
+    built = commands::compileOnce(options, onnxInputs);
   }
   return std::make_unique<Model>(built.library, built.prefix);
 }

@@ -24,7 +24,8 @@ Usage: test_quantize.py CGC WORKDIR
 3. --max-error below the all-int8 error returns layers to float until it
    holds (the report names them), the most sensitive first by measurement
    (each layer alone in float); one no layer choice can meet fails with
-   exit 1, naming the budget.
+   exit 1, naming the budget. The model run after the budget's trials is
+   placed (executors x threads, pinned CPUs) as the plain int8 one.
 4. Bad input: one line, exit 1, naming the file or flag.
 """
 import json
@@ -279,6 +280,25 @@ if r.returncode == 0:
           alone[reverted[0]["name"]] == min(alone.values()) and
           reverted[0]["name"] == "/head/Gemm",
           f"the measured ranking returns the most sensitive layer first: {alone}, {reverted}")
+
+
+def placement(*extra):
+    """The placement `cgc run --bench` reports, or its stderr."""
+    r = cgc("run", cnn, "-q", "--fill-missing-inputs", "--bench", "1", "--quantize", "int8",
+            "--calibration", cnn_calib, *extra)
+    lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1])["placement"] if r.returncode == 0 and lines else r.stderr
+
+
+# The model built after the budget's trials (each library its own runtime)
+# is placed as a plain one: its threads were not left to the trials.
+if len(os.sched_getaffinity(0)) >= 2:
+    plain = placement()
+    budgeted = placement(*inputs("--check-inputs", check_dirs), "--max-error", str(budget))
+    check(" x 1 thread(s)" not in plain and budgeted == plain,
+          f"placement after --max-error {budgeted!r}, without it {plain!r}")
+else:
+    print("quantize: placement after --max-error skipped (1 CPU)")
 r = cgc("compile", cnn, "-q", "-o", os.path.join(WORK, "out"), "--quantize", "int8",
         "--calibration", cnn_calib, *inputs("--check-inputs", check_dirs), "--max-error", "1e-9")
 check(r.returncode == 1 and "--max-error 1e-09 cannot be met" in r.stderr and

@@ -52,6 +52,11 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+/// The calling thread's CPUs, as the body of thread 0 sees them during run().
+void recordCallerCpus(void* context, int executor, const cgc::rt::Team& team) {
+  if (executor == 0 && team.thread() == 0) *static_cast<std::vector<int>*>(context) = threadCpus();
+}
+
 /// Counts the threads that ran.
 void countThread(void* context, int, const cgc::rt::Team&) {
   static_cast<std::atomic<int>*>(context)->fetch_add(1);
@@ -68,13 +73,14 @@ TEST_CASE("a pool built after another on the same thread still pins every worker
     WARN("needs 2 CPUs");
     return;
   }
-  cgc::ExecutorPool::Body nothing = [](void*, int, const cgc::rt::Team&) {};
   {
     cgc::ExecutorPool first(1, 2, 1);
     REQUIRE(first.placement().at(1) == original[1]);
     setThreadCpus({original[1]});  // the caller on the worker's CPU
-    first.run(nothing, nullptr);
-    CHECK(threadCpus() != std::vector<int>{original[1]});
+    std::vector<int> during;
+    first.run(recordCallerCpus, &during);
+    CHECK(during != std::vector<int>{original[1]});
+    setThreadCpus(original);
   }
   cgc::ExecutorPool second(1, 2, 1);
   CHECK(cgc::available_cpus() == available);
@@ -178,9 +184,31 @@ TEST_CASE("a caller on a core that another pool's worker holds is moved off it")
   REQUIRE(second.placement().at(1) >= 0);
   CHECK(second.placement().at(1) != firstWorker);
   setThreadCpus({firstWorker});
-  second.run([](void*, int, const cgc::rt::Team&) {}, nullptr);
-  const std::vector<int> now = threadCpus();
+  std::vector<int> now;
+  second.run(recordCallerCpus, &now);
   CHECK(std::find(now.begin(), now.end(), firstWorker) == now.end());
   CHECK(std::find(now.begin(), now.end(), second.placement().at(1)) == now.end());
   setThreadCpus(original);
+}
+
+TEST_CASE("run() gives the caller the CPUs it had: a runtime loaded later sees them all") {
+  // Each model library links its own runtime, whose CPU list is the
+  // calling thread's mask when its first pool is made: a mask left
+  // narrowed by an earlier model's run() gave every later one a single CPU.
+  const std::vector<int> original = threadCpus();
+  if (cgc::available_cpus() < 2 || original.size() < 2) {
+    WARN("needs 2 CPUs");
+    return;
+  }
+  cgc::ExecutorPool pool(1, 2, 1);
+  const int worker = pool.placement().at(1);
+  REQUIRE(worker >= 0);
+  setThreadCpus({worker});  // the caller on the worker's CPU: run() moves it
+  std::vector<int> during;
+  pool.run(recordCallerCpus, &during);
+  CHECK(std::find(during.begin(), during.end(), worker) == during.end());
+  CHECK(threadCpus() == std::vector<int>{worker});
+  setThreadCpus(original);
+  pool.run(recordCallerCpus, &during);
+  CHECK(threadCpus() == original);
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `cgc tune` on a sample with a small budget: it must write the profile with
-# the chosen configuration, and the profile must drive `cgc run --profile`
+# the chosen configuration and its final check against the untuned build
+# (stated in the report), and the profile must drive `cgc run --profile`
 # to the same outputs; with --quantize, the same for the int8 model.
 # Usage: run_tune.sh CGC SAMPLES_DIR WORK_DIR
 set -euo pipefail
@@ -21,9 +22,18 @@ assert e * t <= cpus, f"{e}x{t} on {cpus} cores"
 assert isinstance(p["node_threads"], dict), p
 assert p["tuned_ms"] > 0, p
 assert p["nodes"] and all("median_us" in n and "name" in n for n in p["nodes"]), p
+# The final check: the tuned build against the untuned one, alternated; a
+# profile it drops is the default configuration.
+check = p["final_check"]
+assert check["rounds"] >= 10 and check["spread_ms"] >= 0 and isinstance(check["kept"], bool), check
+assert check["kept"] == (check["default_ms"] - check["tuned_ms"] > check["spread_ms"]), check
+if not check["kept"]:
+    assert e == 1 and not p["node_threads"] and not p.get("variants"), p
 print(f"profile: {e}x{t}, {len(p['node_threads'])} per-op thread counts, {p['tuned_ms']:.3f} ms")
 PY
 grep -q "^tune: best " "$work/tune.log" || { echo "no summary line"; exit 1; }
+grep -Eq "^tune: final check: tuned .* ms, untuned .* ms, spread .* rounds alternated\): (kept the tuned profile|not faster by more than the spread; wrote the default configuration)$" \
+    "$work/tune.log" || { echo "no final check line"; exit 1; }
 "$cgc" run "$model" -q --profile "$profile" \
     --inputs "$samples/tiny_cnn/test_data_set_0" --check "$samples/tiny_cnn/test_data_set_0"
 

@@ -49,9 +49,15 @@ PY
 
 "$cgc" run "$model" -q --profile "$profile" --inputs "$data" --check "$data"
 "$cgc" inspect "$model" --profile "$profile" >"$work/inspect.txt"
-grep -q "^convolution variants:" "$work/inspect.txt" &&
+grep -q "^convolution variants (" "$work/inspect.txt" &&
     grep -q "^variants from the profile" "$work/inspect.txt" ||
     { echo "FAIL inspect lists no variants:"; cat "$work/inspect.txt"; exit 1; }
+# The counts hold every convolution layer, with a profile or without.
+count() { "$cgc" inspect "$model" --json "$@" |
+    /usr/bin/python3 -c "import json, sys; print(sum(json.load(sys.stdin)['conv_variants'].values()))"; }
+layers=$(count) with_profile=$(count --profile "$work/forced.json")
+[ "$layers" -gt 0 ] && [ "$layers" = "$with_profile" ] ||
+    { echo "FAIL conv layers counted: $layers without a profile, $with_profile with one"; exit 1; }
 
 # A layer forced to Im2col: inspect names it, and the model still checks.
 layer=$(cat "$work/forced_layer.txt")

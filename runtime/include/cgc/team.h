@@ -188,9 +188,9 @@ class ExecutorPool {
   /// CPU the process may use when it is the only pool); see
   /// threads_per_executor(). Pinning and capping: see the class comment. The calling
   /// thread is not pinned, but when run() finds it on a CPU that a worker (of
-  /// any pool) is pinned to (two threads on one core, each waiting for the
-  /// other) its affinity is narrowed to the CPUs no worker holds. Throws
-  /// std::system_error when threads cannot be started.
+  /// any pool) is pinned to, its affinity is narrowed to the CPUs no worker
+  /// holds until run() returns (left narrowed, it is all a model library
+  /// loaded later would see). Throws std::system_error if threads cannot start.
   ExecutorPool(int executors, int threads_per_executor, int signals);
   ~ExecutorPool();
   ExecutorPool(const ExecutorPool&) = delete;

@@ -19,10 +19,12 @@ namespace {
 
 constexpr uint64_t kStop = ~uint64_t{0};
 
-/// The CPUs this process may run on, read once, at the first pool: the
-/// calling thread's own mask is no guide later, since keepCallerOffWorkers
-/// narrows it (a second model built on that thread saw one CPU, left its
-/// workers unpinned on the caller's CPU and ran at half speed).
+/// The CPUs this process may run on, read once, at the first pool, from the
+/// calling thread's mask. run() narrows that mask only while it runs
+/// (keepCallerOffWorkers, restoreCallerMask): every model library links its own copy of the
+/// runtime, so a mask left narrowed would be all that the next library
+/// loaded in the process sees (a model built after an accuracy budget's
+/// trials ran on one thread of two).
 const std::vector<int>& allowedCpus() {
   static const std::vector<int> cpus = [] {
     std::vector<int> list;
@@ -218,15 +220,36 @@ ExecutorPool::~ExecutorPool() {
   CpuRegistry::instance().release(claimed_);
 }
 
+namespace {
+
+/// The calling thread's mask before keepCallerOffWorkers narrowed it, for
+/// run() to give back.
+struct CallerMask {
+  cpu_set_t cpus;
+  bool narrowed = false;
+};
+thread_local CallerMask callerMask;
+
+/// Gives the calling thread the mask it had before keepCallerOffWorkers.
+void restoreCallerMask() {
+  if (!callerMask.narrowed) return;
+  callerMask.narrowed = false;
+  pthread_setaffinity_np(pthread_self(), sizeof(callerMask.cpus), &callerMask.cpus);
+}
+
+}  // namespace
+
 void ExecutorPool::keepCallerOffWorkers() {
   CpuRegistry& registry = CpuRegistry::instance();
-  if (!registry.workerOn(sched_getcpu())) return;
+  if (callerMask.narrowed || !registry.workerOn(sched_getcpu())) return;
   const std::vector<int> cpus = registry.cpusWithoutWorkers();
-  if (cpus.empty()) return;
+  if (cpus.empty() ||
+      pthread_getaffinity_np(pthread_self(), sizeof(callerMask.cpus), &callerMask.cpus) != 0)
+    return;
   cpu_set_t set;
   CPU_ZERO(&set);
   for (int c : cpus) CPU_SET(c, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  callerMask.narrowed = pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
 }
 
 rt::SpinBarrier* ExecutorPool::barrier_for(int executor, int threads) {
@@ -234,7 +257,11 @@ rt::SpinBarrier* ExecutorPool::barrier_for(int executor, int threads) {
 }
 
 void ExecutorPool::run(Body body, void* context) {
-  // Only a pool that pins workers moves the caller (as before the registry).
+  // Only a pool that pins workers moves the caller (as before the registry),
+  // and only while it runs.
+  struct Restore {
+    ~Restore() { restoreCallerMask(); }
+  } restore;
   if (claimed_.size() > 1) keepCallerOffWorkers();
   body_ = body;
   context_ = context;
