@@ -18,6 +18,7 @@
 #include "cgc/machine.h"
 #include "cgc/team.h"
 #include "ir/diagnostics.h"
+#include "onnx_frontend/external_data.h"
 #include "pipeline/targets.h"
 #include "pipeline/tuned_profile.h"
 #include "toolchain/model_runner.h"
@@ -70,7 +71,15 @@ static_assert(sizeof(driver::CompileOptions) == 952, "a new CompileOptions field
 /// the files they name (not `quiet`: it changes only what is printed).
 std::string describe(const driver::CompileOptions& o) {
   std::ostringstream out;
-  out << o.modelPath << '\n' << contents(o.modelPath) << '\n';
+  const std::string model = contents(o.modelPath);
+  out << o.modelPath << '\n' << model << '\n';
+  // Tensors stored beside the model: their files' sizes and times (hashing
+  // gigabytes of weights on every run would cost more than it saves).
+  if (onnx::ModelProto proto;
+      model.find("location") != std::string::npos && proto.ParseFromString(model))
+    for (const auto& file : frontend::externalDataFiles(proto, o.modelPath))
+      out << "external " << identity((fs::path(o.modelPath).parent_path() / file.location).string())
+          << '\n';
   out << o.outDir << '|' << o.className << '|' << o.nameSpace << '|' << o.symbolPrefix << '\n';
   for (const auto& [name, shape] : o.load.shapes)
     out << "shape " << name << fmt::format("{}\n", shape);

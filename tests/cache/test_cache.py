@@ -4,7 +4,8 @@ directory of its own.
 
 1. A --dim model run twice: the second run compiles nothing (no "planned"
    line, "compiled before with these options"), gives the same outputs;
-   other options (another --dim range) compile again.
+   other options (another --dim range) compile again, and so do new
+   weights in an external data file beside an unchanged model.
 2. CGC_CACHE_MAX_SIZE: three builds of one model (other schedules)
    under a limit of about two and a half of them: after the third build
    the least recently used one is gone (the first build was used again,
@@ -77,6 +78,20 @@ check(first.stdout == second.stdout, f"the same outputs: {first.stdout!r} vs {se
 other = cgc("run", dyn, "--dim", "batch=1..4", "--fill-missing-inputs")
 check(other.returncode == 0 and "planned" in other.stderr,
       f"another --dim range compiles again: {other.stderr}")
+
+# A model whose weights lie in a file beside it: new weights there (the
+# model file unchanged) compile again and change the outputs.
+ext = os.path.join(WORK, "ext.onnx")
+onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), ext,
+                save_as_external_data=True, location="ext.bin", size_threshold=0)
+run_ext = ["run", ext, "--dim", "batch=1..8", "--fill-missing-inputs"]
+before = cgc(*run_ext)
+with open(os.path.join(WORK, "ext.bin"), "r+b") as f:
+    f.write(np.full(16 * 8, 0.5, np.float32).tobytes())
+after = cgc(*run_ext)
+check(before.returncode == 0 and after.returncode == 0 and "planned" in after.stderr and
+      before.stdout != after.stdout,
+      f"new external weights compile again: {after.stderr} {before.stdout!r} {after.stdout!r}")
 
 # --- 2. least recently used builds go first
 r = cgc("cache", "--clear")
