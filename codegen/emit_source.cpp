@@ -110,10 +110,14 @@ cgc_status checkCopy(const {{PREFIX}}* model, bool input, int index, const void*
           : cgc::tensor_bytes(tensor, (input ? model->model_.input_shape(index)
                                              : model->model_.output_shape(index))
                                           .data());
-  if (!data || bytes != holds)
+  if (bytes != holds)
     return report(model, CGC_ERROR_INVALID_ARGUMENT,
                   std::string("tensor '") + tensor.name + "' holds " + std::to_string(holds) +
                       " bytes, not " + std::to_string(bytes));
+  // An empty tensor (a dimension of size 0) may come without data.
+  if (!data && holds > 0)
+    return report(model, CGC_ERROR_INVALID_ARGUMENT,
+                  std::string("tensor '") + tensor.name + "': the data pointer is null");
   return report(model, CGC_OK, "");
 }
 
@@ -169,7 +173,7 @@ cgc_status {{PREFIX}}_set_input({{PREFIX}}* model, int index, const void* data,
                                 int64_t bytes) {
   if (!model) return CGC_ERROR_INVALID_ARGUMENT;
   const cgc_status status = checkCopy(model, true, index, data, bytes);
-  if (status == CGC_OK) std::memcpy(model->model_.input(index), data, static_cast<size_t>(bytes));
+  if (status == CGC_OK && bytes > 0) std::memcpy(model->model_.input(index), data, static_cast<size_t>(bytes));
   return status;
 }
 
@@ -177,7 +181,7 @@ cgc_status {{PREFIX}}_get_output(const {{PREFIX}}* model, int index, void* data,
                                  int64_t bytes) {
   if (!model) return CGC_ERROR_INVALID_ARGUMENT;
   const cgc_status status = checkCopy(model, false, index, data, bytes);
-  if (status == CGC_OK) std::memcpy(data, model->model_.output(index), static_cast<size_t>(bytes));
+  if (status == CGC_OK && bytes > 0) std::memcpy(data, model->model_.output(index), static_cast<size_t>(bytes));
   return status;
 }
 

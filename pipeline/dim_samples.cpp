@@ -120,15 +120,13 @@ std::set<std::string> sizedValues(const CompileOptions& options,
     Sizes at;
     for (size_t j = 0; j < options.dims.size(); ++j) {
       const Sizes& values = gridSizes[j];
-      at.push_back(values[pick == 2   ? values.size() - 1
-                          : pick == 1 ? values.size() / 2
-                                      : 0]);
+      at.push_back(values[pick == 2 ? values.size() - 1 : pick == 1 ? values.size() / 2 : 0]);
       load.dims[options.dims[j].name] = at.back();
     }
     try {
-      graphs.push_back(options.modelBytes
-                           ? frontend::loadOnnxFromBytes(*options.modelBytes, options.modelPath, load)
-                           : frontend::loadOnnx(options.modelPath, load));
+      graphs.push_back(options.modelBytes ? frontend::loadOnnxFromBytes(*options.modelBytes,
+                                                                        options.modelPath, load)
+                                          : frontend::loadOnnx(options.modelPath, load));
     } catch (const CompileError& e) {
       if (pick == 2) throw;
       throw notEverySize(e, options.dims, at);
@@ -147,9 +145,10 @@ std::set<std::string> sizedValues(const CompileOptions& options,
 }
 
 CompileError notEverySize(const CompileError& e, const std::vector<Dim>& dims, const Sizes& sizes) {
-  return CompileError(fmt::format("{} (at {}, which --dim allows: the model does not take every "
-                                  "size within its bounds)",
-                                  e.what(), describeSizes(dims, sizes)));
+  return CompileError(
+      fmt::format("{} (at {}, which --dim allows: the model does not take every "
+                  "size within its bounds)",
+                  e.what(), describeSizes(dims, sizes)));
 }
 
 }  // namespace cgc::driver
