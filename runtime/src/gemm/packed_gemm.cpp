@@ -121,7 +121,9 @@ constexpr auto kTiles = tileTable(std::make_integer_sequence<int, kTileVectors>{
 // slower on ResNet-50 and GoogLeNet. AVX2: a tile group's slice (16
 // channels, 384 deep, 24 KiB) stays in L1 across the tiles, three quarters
 // of Zen 3's 32 KiB; faster than 1024 on Inception-v3's and ResNet-50's
-// deep layers, level on shallow ones (bench/micro/run.sh; bench/history/2026-11-code-comment-measurements.md). Other machines keep those shares of their caches.
+// deep layers, level on shallow ones (bench/micro/run.sh;
+// bench/history/2026-11-code-comment-measurements.md). Other machines keep those shares of their
+// caches.
 int64_t packedDepthStep(const MachineInfo& machine) {
   constexpr int64_t kFloat = sizeof(float), kTileGroup = 16, kMinStep = 64;
   const int64_t step = machine.lanes() == 8 ? machine.l1dBytes * 3 / 4 / (kTileGroup * kFloat)
