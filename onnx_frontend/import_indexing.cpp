@@ -1,4 +1,4 @@
-// Importers for the indexing ops of issue 19: GatherElements,
+// Importers for the indexing ops: GatherElements,
 // ScatterElements and the deprecated Scatter, GatherND, ScatterND, OneHot,
 // Trilu, EyeLike, ReverseSequence, MaxUnpool, and DepthToSpace/SpaceToDepth
 // (Reshape-Transpose-Reshape chains of existing IR ops). Shapes are checked

@@ -1,4 +1,4 @@
-// Importers for the math ops of issue 19: trigonometric and hyperbolic
+// Importers for the math ops: trigonometric and hyperbolic
 // functions, Sign, Round, Selu, ThresholdedRelu, Shrink, IsNaN, IsInf, Mod,
 // BitShift, Hardmax, CumSum, Det, LRN, and the ops
 // that are compositions of existing IR ops (ReduceLogSum is ReduceSum then

@@ -1,4 +1,4 @@
-// Importers for the signal, sampling and random ops of issue 19: DFT, STFT,
+// Importers for the signal, sampling and random ops: DFT, STFT,
 // MelWeightMatrix, GridSample, RoiAlign, RandomUniform(Like),
 // RandomNormal(Like) and Bernoulli. Inputs that decide the output's shape
 // (DFT's dft_length, STFT's frame_step and frame_length, MelWeightMatrix's

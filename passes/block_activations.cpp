@@ -19,7 +19,7 @@
 // layout conversion is ever inserted. PathNet-style graphs, whose
 // convolutions meet in sums, stay blocked through them (each convolution's
 // NCHW transposes were a fifth of its time on 16 channels). Moving those 1x1 layers to the
-// packed kernel to block more of ResNet-50 made them 10-25% slower (layer1's
+// packed kernel to block more of ResNet-50 made them slower (layer1's
 // 64-to-256, depth 64), even with both sides blocked. Runs after
 // pack-conv-weights, whose choices it follows.
 #include <algorithm>

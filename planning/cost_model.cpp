@@ -15,8 +15,8 @@ namespace cgc::passes {
 namespace {
 
 // One-core roofline. 50 GFLOP/s is a little under what LIBXSMM's JIT SGEMM
-// reaches on one Zen 4 core (68 GFLOP/s, DESIGN.md), since real convolutions
-// and small GEMMs do not run at peak; 20 GB/s is one core's streaming
+// reaches on one core (bench/peak.cpp measures the FMA peak), since real
+// convolutions and small GEMMs do not run at peak; 20 GB/s is one core's streaming
 // bandwidth from L3/DRAM. Both only need to rank nodes, not predict them.
 constexpr double kFlopsPerMicro = 50e9 / 1e6;
 constexpr double kBytesPerMicro = 20e9 / 1e6;

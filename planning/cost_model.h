@@ -30,7 +30,7 @@ struct CostModel {
 
 /// Speedup of one op run by a team of `threads`. Sublinear (threads^0.8):
 /// kernels share memory bandwidth and pay a barrier per phase, so doubling
-/// the team buys about 1.74x, not 2x. Used to turn measured team times into
+/// the team buys a factor of 2^0.8, not 2. Used to turn measured team times into
 /// one-thread costs and back.
 double parallelSpeedup(int threads);
 

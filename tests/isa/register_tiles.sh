@@ -5,8 +5,8 @@
 # multiply-adds that read a stack operand (an accumulator kept in memory)
 # than with -mtune=generic, the tuning the benchmarks time. A tuning's code
 # is otherwise timed only on a machine of its family: GCC 12's Cascade Lake
-# tuning once kept the packed GEMM's 24 sums on the stack, 4.5x slower,
-# and every test passed.
+# tuning once kept the packed GEMM's 24 sums on the stack, several times
+# slower, and every test passed.
 # The kernels are the sources that size tiles by simd::kRegisters or use
 # VNNI; those without a multiply-add under generic have no accumulator to
 # keep and are not built again. Compiled at most `nproc` at a time.

@@ -64,15 +64,12 @@ void countThread(void* context, int, const cgc::rt::Team&) {
 
 }  // namespace
 
-TEST_CASE("a pool built after another on the same thread still pins every worker") {
+TEST_CASE("a pool built after another on the same thread still pins every worker", "[.cpus2]") {
   // The first pool's run() moves a caller found on its worker's CPU to the
   // other CPUs; the next pool must still see all of the process's CPUs.
   const int available = cgc::available_cpus();
   const std::vector<int> original = threadCpus();
-  if (available < 2 || original.size() < 2) {
-    WARN("needs 2 CPUs");
-    return;
-  }
+  if (available < 2 || original.size() < 2) FAIL("needs 2 CPUs: ctest's kernels_cpus2 skips it");
   {
     cgc::ExecutorPool first(1, 2, 1);
     REQUIRE(first.placement().at(1) == original[1]);
@@ -89,11 +86,8 @@ TEST_CASE("a pool built after another on the same thread still pins every worker
   setThreadCpus(original);
 }
 
-TEST_CASE("CGC_PIN=0 leaves the workers unpinned and claims no CPU") {
-  if (cgc::available_cpus() < 2) {
-    WARN("needs 2 CPUs");
-    return;
-  }
+TEST_CASE("CGC_PIN=0 leaves the workers unpinned and claims no CPU", "[.cpus2]") {
+  if (cgc::available_cpus() < 2) FAIL("needs 2 CPUs: ctest's kernels_cpus2 skips it");
   std::optional<cgc::ExecutorPool> unpinned;
   {
     ScopedEnv env("CGC_PIN", "0");
@@ -172,12 +166,10 @@ TEST_CASE("threads decided at creation: every free CPU, at least one") {
     CHECK(two.describe_placement().ends_with("unpinned: cores held by other instances"));
 }
 
-TEST_CASE("a caller on a core that another pool's worker holds is moved off it") {
+TEST_CASE("a caller on a core that another pool's worker holds is moved off it", "[.cpus4]") {
   const std::vector<int> original = threadCpus();
-  if (cgc::available_cpus() < 4 || original.size() < 4) {
-    WARN("needs 4 CPUs");
-    return;
-  }
+  if (cgc::available_cpus() < 4 || original.size() < 4)
+    FAIL("needs 4 CPUs: ctest's kernels_cpus4 skips it");
   cgc::ExecutorPool first(1, 2, 1), second(1, 2, 1);
   const int firstWorker = first.placement().at(1);
   REQUIRE(firstWorker >= 0);
@@ -191,15 +183,14 @@ TEST_CASE("a caller on a core that another pool's worker holds is moved off it")
   setThreadCpus(original);
 }
 
-TEST_CASE("run() gives the caller the CPUs it had: a runtime loaded later sees them all") {
+TEST_CASE("run() gives the caller the CPUs it had: a runtime loaded later sees them all",
+          "[.cpus2]") {
   // Each model library links its own runtime, whose CPU list is the
   // calling thread's mask when its first pool is made: a mask left
   // narrowed by an earlier model's run() gave every later one a single CPU.
   const std::vector<int> original = threadCpus();
-  if (cgc::available_cpus() < 2 || original.size() < 2) {
-    WARN("needs 2 CPUs");
-    return;
-  }
+  if (cgc::available_cpus() < 2 || original.size() < 2)
+    FAIL("needs 2 CPUs: ctest's kernels_cpus2 skips it");
   cgc::ExecutorPool pool(1, 2, 1);
   const int worker = pool.placement().at(1);
   REQUIRE(worker >= 0);

@@ -168,8 +168,8 @@ namespace cgc {
 /// instances"). A pool of one thread has no workers and claims nothing.
 ///
 /// Oversubscription. More threads than the CPUs the process may use is
-/// ruinous (a barrier waits for a thread that has no core: 0.9 ms became
-/// 43 ms at 3 threads on 2 cores), so a pool given E x T above them runs
+/// ruinous (a barrier waits for a thread that has no core: a model runs
+/// tens of times slower at 3 threads on 2 cores), so a pool given E x T above them runs
 /// max(1, CPUs / E) threads per executor instead, and oversubscription()
 /// says so (a model compiled for a bigger machine still runs well on a
 /// smaller one). CGC_OVERSUBSCRIBE=1 in the environment runs E x T as given.

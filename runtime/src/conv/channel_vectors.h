@@ -7,7 +7,7 @@
 // the [position][16] result is transposed back into the 16 planes. Plane by
 // plane (plane_phases.h), the row-by-row copies and stride-phase scatters of
 // a 7x7 to 28x28 plane cost more than its taps: MobileNetV2's depthwise
-// layers ran at 5-20 GFLOP/s there and take 1.4-4.6x less time here. Planes
+// layers take less time here (bench/micro/run.sh). Planes
 // whose block would leave L2 take other kernels (conv.cpp, pool.cpp).
 #pragma once
 
@@ -45,7 +45,7 @@ class ChannelVectors {
 
   /// Whether `planes` planes (in blocks of 16) are small enough: a block's
   /// buffers stay within 1 MiB, a core's L2. (MobileNetV2's stride-2 layer
-  /// on 112x112 planes, 1016 KiB, takes 1.5x less time here than in
+  /// on 112x112 planes, 1016 KiB, takes less time here than in
   /// PlanePhases; the 1.6 MiB of its 112x112 stride-1 layer gain nothing.)
   bool fits(int64_t planes) const {
     constexpr int64_t kMaxFloats = 256 * 1024;
@@ -74,7 +74,7 @@ class ChannelVectors {
     for (int64_t ih = 0; ih < g_.h_in && ih + g_.pad_top < padRows_ && copied > 0; ++ih)
       transpose(x + ih * g_.w_in, inStride, kLanes, copied,
                 padded + ((ih + g_.pad_top) * padCols_ + g_.pad_left) * kLanes, kLanes);
-    // At stride 2 the 17 shared inputs, 8 sums and 3 taps spill: 25% slower.
+    // At stride 2 the 17 shared inputs, 8 sums and 3 taps would spill.
     if (g_.k_w == 3 && g_.dilation_w == 1 && g_.stride_w == 1)
       sweep<3, 1>(padded, op, out);
     else

@@ -151,11 +151,11 @@ bool takesDepthwiseRows(const ConvParams& p) {
 }
 
 /// Whether depthwiseRows beats channel vectors (which fit or not): rows of
-/// 9 outputs or more, and wherever channel vectors do not fit (1.3x faster
-/// than PlanePhases at 112x112). Since it computes 4 rows at a time (one
-/// Zen 4 core, MobileNetV2's layers): 1.8x faster than channel vectors on
-/// 56x56 and 28x28 planes at stride 1 (229 to 127 us, 84 to 45), 1.7x on
-/// 14x14 ones; 7x7 planes the same (31 us), 8x8 ones 10% slower.
+/// 9 outputs or more, and wherever channel vectors do not fit (faster than
+/// PlanePhases at 112x112). Since it computes 4 rows at a time it beats
+/// channel vectors on MobileNetV2's 56x56, 28x28 and 14x14 planes at stride
+/// 1, ties on 7x7 ones and loses on 8x8 ones (bench/micro/run.sh;
+/// bench/history/2026-11-code-comment-measurements.md).
 bool prefersDepthwiseRows(const ConvParams& p, bool vectorsFit) {
   constexpr int64_t kMinRow = 9;
   return takesDepthwiseRows(p) && (!vectorsFit || p.w_out >= kMinRow);
@@ -223,9 +223,7 @@ template <int kStride, int R>
 /// three loads, and the epilogue runs before the one store. No copy of the
 /// input: channel vectors transpose four inputs in for every output at
 /// stride 2, and PlanePhases copies every plane into its phases first. A
-/// row at a time, the kernel loaded each input row three times and took 30
-/// cycles a block (one Zen 4 core: MobileNetV2's 96 planes of 112x112 at
-/// stride 2 in 214 us, now 151; its 32 of 112x112 at stride 1 197, now 99).
+/// row at a time, the kernel loaded each input row three times.
 template <int kStride>
 void depthwiseRows(const ConvParams& p, const float* x, const float* w, const float* bias,
                    const float* residual, float* y, const Team& team) {
@@ -300,8 +298,8 @@ bool takesDepthwiseVectors(const ConvParams& p) {
 }
 
 /// Without AVX-512 (no row kernel, registers of 8), channel vectors win
-/// only at stride 2: on a Zen 3 core MobileNetV2's layers ran 1.5-2.4x
-/// faster through PlanePhases at stride 1, 1.3x slower at stride 2.
+/// only at stride 2: MobileNetV2's layers run faster through PlanePhases at
+/// stride 1, slower at stride 2.
 bool prefersDepthwiseVectors(const ConvParams& p, const ConvContext& context) {
   return isaTierIncludes(context.tier, "skx") || p.stride_w > 1;
 }

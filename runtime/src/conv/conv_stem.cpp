@@ -136,7 +136,7 @@ bool prefersFewChannels(const ConvParams&, const ConvContext&) { return true; }
 /// splits the rows of y, so each thread copies only the input rows it
 /// reads; a plane of fewer rows (1-D) splits the blocks of 8 channels
 /// instead. When every thread copied the whole image and then split the
-/// channels, ResNet-50's stem on 2 threads ran 15% slower, on an image fresh
+/// channels, ResNet-50's stem on 2 threads ran slower, on an image fresh
 /// from memory.
 void convFewChannels(const ConvParams& p, const float* x, const float* w, const float* bias,
                      const float* residual, float* y, const Team& team) {

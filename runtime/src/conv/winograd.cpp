@@ -30,17 +30,13 @@
 // transforms the input into V, runs the 16 GEMMs on LIBXSMM, and transforms
 // M back into outputs with the epilogue.
 //
-// ONNX Runtime's CPU convolutions (MLAS) have no Winograd path. Measured on
-// two Zen 4 threads against the packed direct kernel (conv.cpp), which
-// itself reaches 90-95% of the FMA peak: 56x56 64-to-64 1064 to 564 us,
-// 28x28 128-to-128 1093 to 512, 14x14 256-to-256 1146 to 523, 13x13
-// 64-to-256 275 to 131; in ResNet-50 its 3x3 layers run 1.4-1.8x faster.
-// On 7x7 planes (16 tiles) it loses: the 16 products stream U, 16/9 of the
-// direct weights, for 8 tiles a thread (512 channels: 1.2 ms to 2.1 with
-// the weights coming from memory). With 16 input channels the 16 products
-// are 16 deep and the transforms outweigh what they save: PathNet-style
-// 16-to-16 layers on 32x32 planes, one Zen 3 thread, 6.4 ms against 5.2
-// on the packed kernel.
+// ONNX Runtime's CPU convolutions (MLAS) have no Winograd path. Against the
+// packed direct kernel (conv.cpp) it wins on 3x3 layers of 13x13 planes and
+// larger (bench/micro/run.sh; the numbers: bench/history/
+// 2026-11-code-comment-measurements.md). On 7x7 planes (16 tiles) it loses:
+// the 16 products stream U, 16/9 of the direct weights, for 8 tiles a
+// thread. With 16 input channels the 16 products are 16 deep and the
+// transforms outweigh what they save (PathNet-style 16-to-16 layers).
 //
 // Layout: the input is first copied zero-padded and channel-blocked
 // (padInput), so each transform step is one vector of 16 channels.
@@ -66,8 +62,8 @@ namespace cgc::rt {
 namespace {
 
 // Transformed inputs and products of a chunk (V and M, in floats): 512 KiB,
-// half of L2. In ResNet-50, 256 KiB made the 14x14 layers 5-15% slower (U
-// streamed once more per chunk), 1 MiB was within noise.
+// half of L2. Half as much makes ResNet-50's 14x14 layers slower (U
+// streamed once more per chunk); twice as much gains nothing.
 constexpr int64_t kChunkFloats = 128 * 1024;
 // Tiles per image below which the direct kernel wins (see above): 7x7
 // planes have 16, 13x13 and 14x14 ones 49. Input channels below which it
@@ -315,23 +311,16 @@ bool convTakesWinograd(const ConvParams& p) {
 
 namespace {
 
-/// F(4x4, 3x3) against F(2x2, 3x3) and the packed kernel, one Zen 4 thread
-/// (bench/... micro-benchmark over conv): 56x56 64-to-64 1136 to 754 us,
-/// 28x28 128-to-128 1011 to 634, 14x14 256-to-256 993 to 862, 13x13
-/// 64-to-256 255 to 210, 10x10 192-to-192 277 to 243, 55x55 16-to-64 566
-/// (packed) to 318, PathNet's 64 x 16-to-16 on 32x32 3684 (packed) to
-/// 2698. It loses where its 36 products of c_in x c_out stream for few
-/// tiles: 7x7 and 8x8 planes (4 tiles), 14x14 512-to-512 (5949 to 18202:
-/// 37 MB of transformed weights for chunks of 3 tiles). The AVX2 runtime on
-/// the same core: F(4x4) wins on the same layers (56x56 64-to-64 2372
-/// packed, 1819 F(2x2), 1071 F(4x4)) except PathNet's, whose 16 x 16
-/// products it runs slower than the packed kernel (4534 against 3968).
+/// F(4x4, 3x3) against F(2x2, 3x3) and the packed kernel (bench/micro/run.sh
+/// over conv; the numbers: bench/history/2026-11-code-comment-measurements.md):
+/// it wins from 10x10 planes up, PathNet's 16-to-16 layers included on
+/// AVX-512 (not on AVX2). It loses where its 36 products of c_in x c_out
+/// stream for few tiles: 7x7 and 8x8 planes (4 tiles), 14x14 512-to-512
+/// (37 MB of transformed weights for chunks of 3 tiles).
 /// On a team, each thread streams all of U for its share of the tiles: where
 /// U outgrows a core's L2, F(4x4) needs the share minTilesOther asks of the
-/// other forms. On two Zen 5 cores, 14x14 layers of 96-to-208 to 256-to-256
-/// channels (2.9 to 9.4 MB, 8 tiles a thread) ran 8-39% faster as F(2x2)
-/// (cgc tune, docs/tune_variants_zen5.md); 28x28 ones (25 tiles a thread)
-/// kept F(4x4).
+/// other forms (cgc tune's choices on 14x14 and 28x28 layers:
+/// bench/history/2026-11-27-zen5-tune-variants.md).
 bool prefersTile4(const ConvParams& p, const ConvContext& context) {
   if (p.k_h != 3 || p.k_w != 3) return false;
   const int64_t tiles = p.n * ((p.h_out + 3) / 4) * ((p.w_out + 3) / 4);
@@ -352,26 +341,21 @@ int64_t fixedTile(const ConvParams& p) { return isOneDimensional(p) && p.k_h * p
 
 bool convPrefersWinograd(const ConvParams& p, const ConvContext& context) {
   if (!convTakesWinograd(p)) return false;
-  // Against the packed kernel, one Zen 4 thread (bench/micro/run.sh float
-  // 1 ...), 16 input channels or more:
-  //  - F(2, 7): 1.5-1.8x faster from 16 to 512 channels on 8x8 to 35x35
-  //    planes (Inception-v3's 192-to-192 on 17x17: 1360 to 830-885 us),
-  //    slower at 768-to-768 (23.3 to 29.0 ms: chunks of 10 tiles stream 19
-  //    MB of transformed weights each);
-  //  - F(2x2, 5x5): 1.5-2.6x faster on 7x7 to 35x35 planes up to
-  //    256-to-256 (Inception-v3's 48-to-64 on 35x35: 1679 to 855 us), even
-  //    at 256-to-512 on 7x7 (19 MB), slower at 384-to-384 (21 MB);
-  //  - F(4, 3) along 1x3 and 3x1 windows: 1.5-2.1x faster up to 768-to-768
-  //    on 8x8 (14 MB; Inception-v3's 384-to-384: 550 to 280 us);
-  //  - F(2x2, 2x2) on DCGAN's phase convolutions, batch 64 (tiles taken
-  //    across images): 512-to-256 on 4x4 17.5 to 12.8 ms, 256-to-128 on
-  //    8x8 13.6 to 9.6, 128-to-64 on 16x16 12.5 to 9.9.
+  // Against the packed kernel, 16 input channels or more (bench/micro/run.sh
+  // float 1 ...; the numbers: bench/history/2026-11-code-comment-measurements.md):
+  //  - F(2, 7) wins on 8x8 to 35x35 planes up to 512 channels, loses at
+  //    768-to-768 (chunks of 10 tiles stream 19 MB of transformed weights);
+  //  - F(2x2, 5x5) wins on 7x7 to 35x35 planes up to 256-to-512 (19 MB),
+  //    loses at 384-to-384 (21 MB);
+  //  - F(4, 3) along 1x3 and 3x1 windows wins up to 768-to-768 on 8x8 (14 MB);
+  //  - F(2x2, 2x2) wins on DCGAN's phase convolutions, batch 64 (tiles taken
+  //    across images).
   // So: transformed weights up to 16 MB, half the L3 (maxTransformedWeights).
   // But in a model, on two threads, Inception-v3's 1x3 and 3x1 layers on 8x8
-  // planes (16 tiles of 4) ran slower, 1.11-1.16 ms against 1.25-1.35 (cgc
-  // run --profile-out): each thread streams all of U from memory for 8
-  // tiles, where the packed kernel splits the weights. So also 32 tiles or
-  // more over the batch on two cores, 16 a core (minTilesOther).
+  // planes (16 tiles of 4) lose (cgc run --profile-out): each thread streams
+  // all of U from memory for 8 tiles, where the packed kernel splits the
+  // weights. So also 32 tiles or more over the batch on two cores, 16 a core
+  // (minTilesOther).
   if (p.k_h != 3 || p.k_w != 3) {
     ConvParams chosen = p;
     chosen.winograd_tile = fixedTile(p);

@@ -51,8 +51,8 @@ bool oversubscriptionWanted() {
 
 /// What a pool of `executors` x `asked` threads that runs `threads` per
 /// executor on `cpus` CPUs says when it asks for more threads than the CPUs
-/// (one thread per core waits for the others at every barrier: 0.9 ms
-/// became 43 ms at 3 threads on 2 cores); empty when they fit or `allowed`.
+/// (a thread without a core is waited for at every barrier: team.h,
+/// "Oversubscription"); empty when they fit or `allowed`.
 std::string oversubscription(int executors, int asked, int threads, int cpus, bool allowed) {
   if (allowed || executors * asked <= cpus) return {};
   const bool capped = threads != asked, over = executors * threads > cpus;

@@ -13,7 +13,7 @@ namespace cgc::rt::detail {
 /// `count` elements starting on a cache line: kernels that read whole
 /// vectors at multiples of 64 bytes from the start never split a load over
 /// two lines (malloc aligns to 16; the channel-vector depthwise kernel ran
-/// 1.3x slower on the split loads).
+/// slower on the split loads).
 template <typename T = float>
 T* scratch(int64_t count) {
   constexpr size_t kAlign = 64;

@@ -6,10 +6,10 @@
 // which is one AVX-512 register. A register tile must still be written in
 // vectors of the native width: GCC 12 lowers a 16-float vector on AVX2 to
 // stack traffic through general registers, and a 16-float vector type made
-// of two native ones to spills. Measured on a Zen 3 core (AVX2), the packed
-// convolution GEMM on ResNet-50's 512x49x4608 product: 5.1 GFLOP/s with
-// 16-float vectors, 7.4 with them in a tile that fits the registers, 43
-// with 8-float vectors (/tmp micro-benchmark over gemmPacked; FMA peak 82).
+// of two native ones to spills: on AVX2 the packed convolution GEMM runs
+// several times faster with 8-float vectors than with 16-float ones, even in
+// a tile that fits the registers (a micro-benchmark over gemmPacked;
+// bench/history/2026-11-code-comment-measurements.md).
 #pragma once
 
 #include <cstdint>

@@ -145,8 +145,8 @@ double interpolate(const std::vector<AxisTaps>& axes, const int64_t* index, size
 /// mode, or linear at integral coordinates, nothing outside): a gather
 /// through the last axis's offsets per output row, and a copy of the row
 /// before where consecutive rows read the same input row (upsampling).
-/// Evaluating each element through interpolate() in double took 72 of
-/// PaddleOCR's 127 ms. Returns false, doing nothing, otherwise.
+/// Evaluating each element through interpolate() in double took most of
+/// PaddleOCR's time. Returns false, doing nothing, otherwise.
 bool copyRows(const std::vector<AxisTaps>& axes, const ResizeParams& p, const float* x, float* y) {
   if (p.rank == 0) return false;
   for (const AxisTaps& axis : axes) {

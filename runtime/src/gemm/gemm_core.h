@@ -43,8 +43,8 @@ struct Epilogue {
   }
 };
 
-/// LIBXSMM's one-time set-up (3.5 ms on a Zen 4: a model's first GEMM paid
-/// it), idempotent and thread-safe; nothing without LIBXSMM.
+/// LIBXSMM's one-time set-up (a model's first GEMM paid it: start-up in
+/// docs/PERFORMANCE.md), idempotent and thread-safe; nothing without LIBXSMM.
 void initXsmm();
 
 /// Lowers the ISA LIBXSMM may JIT for to `arch` (a libxsmm_set_target_arch

@@ -11,9 +11,8 @@
 // Here a register tile is 6 positions x up to 4 registers of channels (24
 // sums; simd.h: 64 channels on AVX-512, 16 on AVX2); each step of the depth
 // loads the panel's next weights (contiguous, as packed) and broadcasts 6
-// inputs. Measured on one Zen 5 core against gemmRows on the same products:
-// 512x49x4608 198 vs 171 GFLOP/s, 2048x49x512 215 vs 188, 256x196x2304 229
-// vs 218. On one Zen 3 core (AVX2, peak 82): 43, 54 and 56 GFLOP/s.
+// inputs. It beats gemmRows on ResNet-50's convolution products
+// (bench/micro/run.sh; bench/history/2026-11-code-comment-measurements.md).
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -69,7 +68,7 @@ void tile(int64_t k, const float* __restrict a, int64_t lda, const float* __rest
     // Unrolled before store motion runs, so that the sums live in
     // registers under every -mtune: GCC 12's Skylake-AVX512, Cascade Lake
     // and Ice Lake tunings unroll these loops later and keep all 24 sums on the
-    // stack, 4.5x slower (docs/PERFORMANCE.md).
+    // stack (tests/isa/register_tiles.sh checks it).
     Lanes w[V];
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) w[v] = simd::load(a + p * lda + v * kLanes);
@@ -121,10 +120,10 @@ constexpr auto kTiles = tileTable(std::make_integer_sequence<int, kTileVectors>{
 // L2 across the tiles, a quarter of Zen 5's 1 MiB; 512 and 4096 were 3-10%
 // slower on ResNet-50 and GoogLeNet. AVX2: a tile group's slice (16
 // channels, 384 deep, 24 KiB) stays in L1 across the tiles, three quarters
-// of Zen 3's 32 KiB; against 1024, one Zen 3 core, best of 5 alternated:
-// 288-to-384 3x3 stride 2 on 35x35 8.7 to 7.7 ms, 512-to-512 3x3 on 7x7
-// 3.9 to 3.5, 1024-to-256 1x1 on 14x14 1.68 to 1.37, 64-to-64 3x3 on
-// 56x56 2.76 to 2.81. Other machines keep those shares of their caches.
+// of Zen 3's 32 KiB; faster than 1024 on Inception-v3's and ResNet-50's
+// deep layers, level on shallow ones (bench/micro/run.sh;
+// bench/history/2026-11-code-comment-measurements.md). Other machines keep those shares of their
+// caches.
 int64_t packedDepthStep(const MachineInfo& machine) {
   constexpr int64_t kFloat = sizeof(float), kTileGroup = 16, kMinStep = 64;
   const int64_t step = machine.lanes() == 8 ? machine.l1dBytes * 3 / 4 / (kTileGroup * kFloat)

@@ -80,7 +80,7 @@ Range part(int64_t n, int parts, int index, int64_t grain) {
 
 /// The epilogue with its terms fixed at compile time, so each row is one
 /// vectorised pass (a loop testing optional terms at run time compiled into
-/// a loop-carried chain 20x slower than the GEMM itself).
+/// a loop-carried chain slower than the GEMM itself).
 template <bool kRowBias, bool kColBias, bool kResidual, Activation kActivation>
 void epilogueRows(const Epilogue& e, int64_t rows, int64_t cols, float* y, int64_t ldy) {
   const float lo = e.act_min, hi = e.act_max;
@@ -258,9 +258,8 @@ void gemvRow(int64_t n, int64_t k, const float* __restrict a, const float* __res
 
 void gemmRows(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
               int64_t ldb, float* y, int64_t ldy, const Epilogue& e) {
-  // LIBXSMM's blocks read B 64 columns of every row at a time: 1.6-2x
-  // slower on a 1024 x 1000 head whose weights come from memory, 1.2x in
-  // cache.
+  // LIBXSMM's blocks read B 64 columns of every row at a time: slower on a
+  // 1024 x 1000 head, most where its weights come from memory.
   if (m == 1) {
     gemvRow(n, k, a, b, ldb, y);
     applyEpilogue(e, 1, n, y, ldy);

@@ -48,7 +48,7 @@ RowSizes rowSizes(const QConvParams& p) {
 /// out[i] = src[2 * i] - zero for the first 16s of `count`: 32 bytes
 /// split into even and odd with one shuffle, the even ones widened. At
 /// stride 2 the scalar gather took a third of the kernel's time on
-/// MobileNetV2's 96 planes of 112x112 (one Zen 3 core: 1039 us, now 716).
+/// MobileNetV2's 96 planes of 112x112.
 /// Returns how many it wrote.
 template <typename T>
 int64_t everyOther(const T* src, int64_t count, int16_t zero, int16_t* out) {
@@ -196,8 +196,7 @@ void depthwise(const QConvParams& p, const void* x, const void* w, const float* 
   // A plane's sums, each row's columns rounded up to 16 (the excess is
   // overwritten by the next row), so that the epilogue runs once per plane
   // in whole vectors: on 7x7 and 14x14 planes it ran mostly in its scalar
-  // tail (one Zen 3 core: MobileNetV2's 576 planes of 14x14 at stride 2
-  // 656 to 468 us, its 960 of 7x7 650 to 415).
+  // tail (MobileNetV2's 14x14 planes at stride 2 and its 7x7 ones).
   int32_t* acc = detail::scratch<int32_t>(outPlane + s.columns);
   TapPairs pairs;
   const float divisor = p.out.kind == QOutput::kRequantAdd ? p.out.mid_scale : p.out.y_scale;

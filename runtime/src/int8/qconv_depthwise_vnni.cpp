@@ -19,8 +19,7 @@
 //    input row padded into scratch and built once per plane, 16 output
 //    columns a chunk.
 // Row mode spent most of a small plane on per-row overheads and lanes past
-// the row (one Zen 4 core, MobileNetV2's 960 planes of 7x7: 138 us in row
-// mode, 32 in flat mode; 144 of 56x56: 268 and 180).
+// the row (MobileNetV2's 7x7 and 56x56 planes run faster in flat mode).
 // Int8 activations run as uint8 (x ^ 0x80). Taps past the window have the
 // weight 0, so what their bytes hold does not matter; neither do the
 // positions of a block that are not outputs.
@@ -342,7 +341,7 @@ struct RowJob {
 
 /// N chunks of 16 outputs from chunk c on: N independent vpdpbusd chains
 /// and epilogues, which overlap (one chunk at a time waited on each
-/// instruction's latency: 151 to 141 us on MobileNetV2's 144 planes of 56x56).
+/// instruction's latency, on MobileNetV2's 144 planes of 56x56).
 template <int N>
 void rowChunks(const RowJob& j, int64_t c) {
   const QConvParams& p = j.p;

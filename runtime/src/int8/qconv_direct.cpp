@@ -272,7 +272,7 @@ CGC_IGNORE_MAYBE_UNINITIALIZED
 /// (quant_microkernels.h), quad q of the tile at offsets[q]. Starting from
 /// the biases saves an add per vector in the epilogue. Not inlined: next to
 /// the epilogue's constants, GCC spilled the two activation vectors on every
-/// quad (64 to 64 channels 3x3 at 56x56: 596 to 735 us).
+/// quad (64 to 64 channels 3x3 at 56x56 ran slower).
 __attribute__((noinline)) void tileProducts(const uint8_t* a, const int64_t* offsets, int64_t quads,
                                             const int8_t* w, const int32_t* bias,
                                             __m512i (&c)[2][kBlock]) {
@@ -534,8 +534,7 @@ void direct(const QConvParams& p, const void* x, const uint8_t* packed, const fl
   bool packs = false;
   // Blocks outer over a group of tiles: each block's stores then run along
   // 8 channel planes, not a tile's 32 bytes into every plane of the chunk
-  // (one core, 16-to-96 1x1 on 112x112: 205 to 188 us; 24 to 144 on 56x56:
-  // 92 to 88).
+  // (faster on MobileNetV2's 16-to-96 1x1 on 112x112 and 24-to-144 on 56x56).
   constexpr int64_t kTileGroup = 8;
   TileRuns runs[kTileGroup];
   for (int64_t item = items.begin; item < items.end;) {

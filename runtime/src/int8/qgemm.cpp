@@ -56,7 +56,7 @@ int64_t batchOffset(const QGemmParams& p, int64_t flat, const PerDim<int64_t>& s
 #if CGC_ISA_VNNI
 /// One row of A against the blocks [b0, b1) of 8 packed columns (kQuads,
 /// nb 8), for the batch-1 classifier heads: a tile of 32 rows would hold
-/// one (1.28 M multiply-adds of MobileNetV2's head in 134 us). Each quad of
+/// one (MobileNetV2's head: 1.28 M multiply-adds). Each quad of
 /// the row is broadcast against a block's 8 x 4 weights, four blocks at a
 /// time; the epilogue is finishQ per column.
 void rowTimesBlocks(const QGemmParams& p, const uint8_t* a, const uint8_t* weights, int64_t quads,

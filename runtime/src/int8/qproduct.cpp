@@ -233,7 +233,7 @@ namespace {
 /// columns 0-15 and 16-31: 8 shuffles. Masked loads and stores only where
 /// needed: they made rows of 32 columns (qconv.cpp's tiles) a quarter
 /// slower than the AVX2 loop, on Zen 5. (Four vpermt2b per 32 columns, with
-/// VBMI, ran 1.3-2x slower there.)
+/// VBMI, ran slower there.)
 template <int kStride>
 void interleaveQuads(const QuadRows& q, uint8_t flip, uint8_t* out) {
   const __m512i f = _mm512_set1_epi8(static_cast<char>(flip));

@@ -70,7 +70,7 @@ void maxPoolPlane(const PoolParams& p, const Q* x, Q* y) {
 
 /// out[ox] = the max of row[ox * kStride + 0, 1, 2]: a stride the compiler
 /// knows, so that it vectorises the strided reads (ResNet-18's 3x3 stride-2
-/// pool on 64 planes of 112x112: 157 to 25 us, two Zen 4 threads).
+/// pool on 64 planes of 112x112 runs several times faster).
 template <int kStride, typename Q>
 void columnMax(const Q* __restrict row, int64_t count, Q* __restrict out) {
   for (int64_t ox = 0; ox < count; ++ox) {
@@ -89,7 +89,7 @@ CGC_IGNORE_MAYBE_UNINITIALIZED
 /// each word's two bytes and the next word's first, whose low bytes a
 /// vpackuswb and a vpermq put in order): the compiler's loops ran the
 /// 50-byte tails of a 112-column plane byte by byte (ResNet's 64 planes of
-/// 112x112 at stride 2, one Zen 4 core: 184 us).
+/// 112x112 at stride 2).
 template <typename Q>
 void maxPool3x3Vectors(const PoolParams& p, const Q* x, Q* y, Q* rowMax) {
   constexpr bool kSigned = std::is_signed_v<Q>;

@@ -60,7 +60,7 @@ inline void storeQ(void* p, int64_t i, DType t, int32_t v) {
 
 /// v clamped to [below, above], NaN to below: std::fmin(std::fmax(v, below),
 /// above), written as compares so that loops over it vectorise (GCC keeps
-/// fmin and fmax scalar: QuantizeLinear ran 8x slower than ONNX Runtime's).
+/// fmin and fmax scalar: QuantizeLinear ran far slower than ONNX Runtime's).
 inline float clampToRange(float v, float below, float above) {
   v = v >= below ? v : below;
   return v <= above ? v : above;

@@ -134,7 +134,7 @@ void maxPoolRows(const PoolParams& p, const float* x, float* y, Range planes) {
   const float lowest = -std::numeric_limits<float>::infinity();
   // Two row buffers: the columns of output row oh reduce while the rows of
   // oh + 1 do. Reading a row right after writing it, at other offsets than
-  // it was written, stalled every load on the stores (no forwarding): 3x slower.
+  // it was written, stalled every load on the stores (no forwarding).
   const int64_t rowSize = padCols + kLanes;  // stride 2 reads one vector past
   float* buffers = detail::scratch(2 * rowSize);
   std::fill_n(buffers, 2 * rowSize, lowest);  // the padding columns stay -inf
@@ -224,7 +224,7 @@ CGC_IGNORE_MAYBE_UNINITIALIZED
 /// down the plane, loading each input row once (two loads) and keeping the
 /// last three in registers, -inf outside the plane. Row by row, each output
 /// row loaded its three input rows again: 6 loads instead of 2, and
-/// GoogLeNet's 28x28 inception pools took 1.6x ONNX Runtime's time.
+/// GoogLeNet's 28x28 inception pools were slower than ONNX Runtime's.
 void maxPool3x3Down(const PoolParams& p, const float* x, float* y, Range planes,
                     const std::vector<detail::RowBlock>& blocks) {
   const __m512 lowest = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
@@ -262,9 +262,9 @@ void maxPool3x3Down(const PoolParams& p, const float* x, float* y, Range planes,
 /// straight from NCHW, masked loads giving -inf outside the rows (at stride
 /// 2, 33 columns under 16 outputs are three loads per input row, the even,
 /// odd and next-even columns two permutes and an align). Channel vectors
-/// transpose every input in and every output out, which cost GoogLeNet's
-/// 28x28 and 14x14 pools 1.6-2x ONNX Runtime's time (Zen 4); the rows
-/// path goes through a buffer.
+/// transpose every input in and every output out, which made GoogLeNet's
+/// 28x28 and 14x14 pools slower than ONNX Runtime's; the rows path goes
+/// through a buffer.
 template <int kStride>
 void maxPool3x3(const PoolParams& p, const float* x, float* y, Range planes) {
   const std::vector<detail::RowBlock> blocks =
@@ -337,13 +337,13 @@ void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
                                           p.stride_h, p.stride_w, p.dilation_h, p.dilation_w,
                                           p.pad_top, p.pad_left});
     if constexpr (kMax) {
-      // Channel vectors where a block fits in L2 (1.2x faster than rows at
-      // 55x55 and 56x56 stride 2 once their loads were aligned, 1.4x at
-      // 56x56 stride 1), rows beyond.
+      // Channel vectors where a block fits in L2 (faster than rows at 55x55
+      // and 56x56, strides 1 and 2, once their loads were aligned), rows
+      // beyond (bench/micro/run.sh; bench/history/2026-11-code-comment-measurements.md).
       const Range planes = team.split(p.n_c);
 #if CGC_ISA_SKX
-      // 1.3-1.5x faster than channel vectors on the stems' 55x55 to 112x112
-      // planes at stride 2, 1.7-2x on GoogLeNet's 28x28 and 14x14 ones.
+      // Faster than channel vectors on the stems' 55x55 to 112x112 planes at
+      // stride 2 and on GoogLeNet's 28x28 and 14x14 ones.
       if (p.k_h == 3 && p.k_w == 3 && p.dilation_w == 1 && (p.stride_w == 1 || p.stride_w == 2))
         return p.stride_w == 1 ? maxPool3x3<1>(p, x, y, planes) : maxPool3x3<2>(p, x, y, planes);
 #endif
@@ -359,9 +359,8 @@ void pool(const PoolParams& p, const float* x, float* y, const Team& team) {
           return maxPoolRows<0>(p, x, y, planes);
       }
     } else {
-      // Channel vectors where every window has the same divisor: one Zen 3
-      // core, Inception-v3's 768 planes of 17x17 (3x3, stride 1) 1255 us in
-      // rows to 253, its 288 of 35x35 1250 to 355.
+      // Channel vectors where every window has the same divisor: several
+      // times faster than rows on Inception-v3's 17x17 and 35x35 pools.
       const bool wholeWindows = p.count_include_pad ||
                                 (p.pad_top == 0 && p.pad_left == 0 &&
                                  (p.h_out - 1) * p.stride_h + (p.k_h - 1) * p.dilation_h < p.h_in &&
@@ -400,8 +399,8 @@ namespace {
 
 void globalAvgPoolPlain(int64_t n_c, int64_t spatial, const float* x, float* y, const Team& team) {
   // A float sum over a large plane drifts by 1e-4, a double one is a
-  // latency-bound scalar chain (1.3 ms of PaddleOCR's 34; 45 us for
-  // SqueezeNet's 1000 13x13 planes): float vectors sum blocks of up to 1024
+  // latency-bound scalar chain (a visible share of PaddleOCR's and
+  // SqueezeNet's time): float vectors sum blocks of up to 1024
   // (64 elements per lane), four chains at a time, the blocks and the last
   // few elements add up in double.
   constexpr int64_t kBlock = 1024;

@@ -453,8 +453,8 @@ void Direction::step(int64_t t, const float* hPrev, float* hNext, const Inputs& 
   // Where this thread's recurrent weights exceed L2, every other step walks
   // their blocks backwards: it starts on the ones the step before ended on,
   // still in L2. (Forwards every time, a thread's 8 MB of a 1024-unit LSTM
-  // left nothing in L2 for the next step: 3-5% slower. Weights that fit
-  // gain nothing, and measured 1-2% slower backwards.)
+  // left nothing in L2 for the next step. Weights that fit gain nothing,
+  // and measured slower backwards.)
   constexpr int64_t kL2Bytes = 1 << 20;
   const bool alternate =
       blocks_ * h_ * g_ * kUnits * static_cast<int64_t>(sizeof(float)) > kL2Bytes;
