@@ -33,8 +33,8 @@ double spreadOf(std::vector<double> values);
 AlternatedTiming judgeAlternated(const std::vector<double>& baseline,
                                  const std::vector<double>& candidate);
 
-/// "tuned 3.540 ms, untuned 3.612 ms, spread 0.041 ms (10 rounds
-/// alternated)" for `candidate` "tuned" and `baseline` "untuned".
+/// The line tune prints: each side's median, the spread and the rounds,
+/// for `candidate` (e.g. "tuned") against `baseline` ("untuned").
 std::string describeTiming(const AlternatedTiming& timing, const std::string& candidate,
                            const std::string& baseline);
 
