@@ -170,7 +170,6 @@ void checkAgainstModel(const CompileOptions& options) {
               "with --specialize");
 }
 
-
 /// Fits each integer of `values` (one vector per grid point) that changes
 /// over the grid; nullopt where no polynomial fits.
 std::vector<std::optional<ir::DimPoly>> fit(const std::vector<Sizes>& grid,
@@ -187,6 +186,10 @@ std::vector<std::optional<ir::DimPoly>> fit(const std::vector<Sizes>& grid,
   return out;
 }
 
+/// The sizes a fit may compile at besides the grid and the checks, where
+/// forms that fit alike differ (derive).
+constexpr size_t kMaxAddedSizes = 4;
+
 class Fitter {
  public:
   /// `grid`: the samples at the grid's points, the bounds last; the bounds'
@@ -197,7 +200,8 @@ class Fitter {
       : options_(options),
         grid_(std::move(grid)),
         checks_(std::move(checks)),
-        gridSizes_(std::move(gridSizes)) {}
+        gridSizes_(std::move(gridSizes)),
+        givenChecks_(checks_.size()) {}
 
   /// The reference (the bounds: the grid's last point) with what follows
   /// the dimensions.
@@ -205,9 +209,21 @@ class Fitter {
     CompiledModel model = std::move(grid_.back().model);
     grid_.back().model = CompiledModel{};
     firstSlot_ = model.graph.newSizeSlots(static_cast<int>(options_.dims.size()));
-    fitLevel(model, /*top=*/true);
-    return model;
+    for (;;) {
+      try {
+        fitLevel(model, /*top=*/true);
+        return model;
+      } catch (const MoreSizes& more) {  // compiled as the checks, the grid's last the bounds
+        grid_.back().model = std::move(model);
+        checks_.push_back(compileAt(options_, options_.dims, more.sizes, &grid_.back()));
+        model = std::move(grid_.back().model);
+        grid_.back().model = CompiledModel{};
+      }
+    }
   }
+
+  /// The sizes compiled at besides those the Fitter was given.
+  size_t added() const { return checks_.size() - givenChecks_; }
 
  private:
   /// Fits one level (the top, or a control-flow body) of `model`, the
@@ -434,18 +450,34 @@ class Fitter {
     return out;
   }
 
+  /// Thrown where forms fit alike that sizes not compiled at tell apart:
+  /// run() compiles the model there and fits the top level again.
+  struct MoreSizes {
+    Sizes sizes;
+  };
+
   /// What gives `series` from `candidates` (size_forms.h): a polynomial,
   /// or a new derived size; nothing in a body (its code reads the
   /// dimensions alone).
   std::optional<ir::DimPoly> derive(const Series& series,
                                     const std::vector<SizeCandidate>& candidates) {
     if (isBody_) return std::nullopt;
-    const auto form = explainSize(series, candidates);
-    if (!form) return std::nullopt;
-    if (form->poly) return form->poly;
+    std::vector<SizeForm> forms = explainSize(series, candidates);
+    if (forms.size() > 1) {
+      std::vector<Sizes> taken;
+      for (const Sample* s : samples()) taken.push_back(s->sizes);
+      FormsTold told = tellForms(forms, *dims_, taken);
+      if (told.agree)
+        forms.resize(1);
+      else if (told.sizes && added() < kMaxAddedSizes)
+        throw MoreSizes{*std::move(told.sizes)};
+    }
+    if (forms.size() != 1) return std::nullopt;
+    const SizeForm& form = forms.front();
+    if (form.poly) return form.poly;
     auto& derived = dims_->derived;
-    auto it = std::find(derived.begin(), derived.end(), *form->derived);
-    if (it == derived.end()) it = derived.insert(derived.end(), *form->derived);
+    auto it = std::find(derived.begin(), derived.end(), *form.derived);
+    if (it == derived.end()) it = derived.insert(derived.end(), *form.derived);
     return ir::DimPoly::variable(static_cast<int>(options_.dims.size() + (it - derived.begin())));
   }
 
@@ -558,6 +590,7 @@ class Fitter {
   const CompileOptions& options_;
   std::vector<Sample> grid_, checks_;
   std::vector<Sizes> gridSizes_;
+  size_t givenChecks_ = 0;  // checks_ the Fitter was given; derive adds up to kMaxAddedSizes
   const CompiledModel* reference_ = nullptr;
   codegen::VariableDims* dims_ = nullptr;                              // of the level being fitted
   std::map<std::pair<int, size_t>, std::optional<ir::DimPoly>> axes_;  // axisOf's
@@ -582,11 +615,12 @@ CompiledModel compileWithVariableDims(const CompileOptions& options) {
   for (const Sizes& sizes : checkSizes)
     checks.push_back(compileAt(sized, options.dims, sizes, &grid.back()));
   const size_t checked = checks.size();
-  CompiledModel model = Fitter(options, std::move(grid), std::move(checks), gridSizes).run();
+  Fitter fitter(sized, std::move(grid), std::move(checks), gridSizes);
+  CompiledModel model = fitter.run();
   progress(options, fmt::format("--dim: compiled at {} more sizes; {} kernels follow the "
                                 "dimensions ({:.2f} s)",
-                                points.size() - 1 + checked, model.kernelsFollowingDims(),
-                                secondsSince(start)));
+                                points.size() - 1 + checked + fitter.added(),
+                                model.kernelsFollowingDims(), secondsSince(start)));
   compileSpecializations(options, model);
   return model;
 }
