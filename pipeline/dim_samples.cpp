@@ -1,6 +1,7 @@
 // See dim_samples.h.
 #include "pipeline/dim_samples.h"
 
+#include <algorithm>
 #include <map>
 
 #include "onnx_frontend/onnx_loader.h"
@@ -103,6 +104,59 @@ std::vector<Sizes> pointsOf(const std::vector<Sizes>& grid) {
     points = std::move(next);
   }
   return points;
+}
+
+FormsTold tellForms(const std::vector<SizeForm>& forms, const codegen::VariableDims& dims,
+                    const std::vector<Sizes>& taken) {
+  constexpr int64_t kMaxTried = int64_t{1} << 16;
+  std::vector<Lattice> lattices;
+  int64_t points = 1;
+  for (const Dim& d : dims.dims) {
+    lattices.push_back(latticeOf(d));
+    points = std::min(points * lattices.back().count, kMaxTried + 1);
+  }
+  FormsTold told;
+  bool differ = false;
+  size_t bestCount = 1;
+  const auto tryAt = [&](const Sizes& sizes) {
+    if (std::count(sizes.begin(), sizes.end(), 0)) return;  // empty tensors: nothing runs
+    const std::vector<int64_t> values = dims.variableValues(sizes);
+    std::set<int64_t> distinct;
+    bool known = true;
+    for (const SizeForm& f : forms) {
+      const auto v = f.at(values);
+      known = known && v.has_value();
+      if (v) distinct.insert(*v);
+    }
+    differ = differ || !known || distinct.size() > 1;
+    // At extent 1 lowering simplifies: the node may compile otherwise there.
+    const bool compilable = std::count(sizes.begin(), sizes.end(), 1) == 0 &&
+                            std::find(taken.begin(), taken.end(), sizes) == taken.end();
+    if (compilable && known && distinct.size() > bestCount)
+      told.sizes = sizes, bestCount = distinct.size();
+  };
+  Sizes sizes;
+  for (const Lattice& l : lattices) sizes.push_back(l.at(l.count - 1));
+  if (points <= kMaxTried) {  // every point, the first dimension slowest
+    std::vector<int64_t> at(lattices.size(), 0);
+    for (int64_t p = 0; p < points; ++p) {
+      for (size_t j = 0; j < lattices.size(); ++j) sizes[j] = lattices[j].at(at[j]);
+      tryAt(sizes);
+      for (size_t j = lattices.size(); j-- > 0 && ++at[j] == lattices[j].count;) at[j] = 0;
+    }
+    told.agree = !differ;
+    return told;
+  }
+  for (size_t j = 0; j < lattices.size(); ++j) {  // along each dimension from the bounds
+    const Sizes bounds = sizes;
+    for (int64_t i = std::max<int64_t>(0, lattices[j].count - kMaxTried); i < lattices[j].count;
+         ++i) {
+      Sizes at = bounds;
+      at[j] = lattices[j].at(i);
+      tryAt(at);
+    }
+  }
+  return told;
 }
 
 /// The values the model computes from the sizes of the dimensions

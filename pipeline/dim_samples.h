@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pipeline/pipeline.h"
+#include "pipeline/size_forms.h"
 
 namespace cgc::driver {
 
@@ -29,6 +30,21 @@ std::pair<std::vector<Sizes>, std::vector<Sizes>> samplesOf(const std::vector<Di
 
 /// The grid's points, row-major (the last dimension fastest).
 std::vector<Sizes> pointsOf(const std::vector<Sizes>& grid);
+
+/// What the sizes --dim allows tell of `forms`, alternatives that fit a
+/// quantity alike at the samples taken (`dims` gives their variables
+/// values): every size is tried where there are at most 2^16, else the
+/// sizes along each dimension from the bounds; size 0 is left out (empty
+/// tensors: nothing runs).
+struct FormsTold {
+  /// Sizes, none of `taken` and no extent 1, where the forms take the
+  /// most distinct values, at least two; nothing where none is found.
+  std::optional<Sizes> sizes;
+  /// Whether they agree at every size --dim allows: each of them holds.
+  bool agree = false;
+};
+FormsTold tellForms(const std::vector<SizeForm>& forms, const codegen::VariableDims& dims,
+                    const std::vector<Sizes>& taken);
 
 /// The values the model computes from the sizes of the dimensions
 /// (frontend::LoadOptions::sizedValues): the constants that differ between

@@ -69,7 +69,11 @@ std::optional<std::pair<int64_t, int64_t>> floorFit(const Series& target, const 
 
 }  // namespace
 
-std::optional<SizeForm> explainSize(const Series& target, const std::vector<SizeCandidate>& given) {
+std::optional<int64_t> SizeForm::at(const std::vector<int64_t>& values) const {
+  return poly ? poly->at(values) : derived->at(values);
+}
+
+std::vector<SizeForm> explainSize(const Series& target, const std::vector<SizeCandidate>& given) {
   // Candidates equal at every sample are one.
   std::vector<const SizeCandidate*> candidates;
   for (const SizeCandidate& c : given)
@@ -79,7 +83,7 @@ std::optional<SizeForm> explainSize(const Series& target, const std::vector<Size
   const size_t n = candidates.size();
   for (const SizeCandidate* c : candidates)
     if (const auto fit = affineFit(target, {&c->values}))
-      return SizeForm{c->poly.affine(fit->first, fit->second), std::nullopt};
+      return {SizeForm{c->poly.affine(fit->first, fit->second), std::nullopt}};
   const auto product = [&](std::vector<const SizeCandidate*> factors) -> std::optional<SizeForm> {
     std::vector<const Series*> values;
     std::vector<ir::DimPoly> polys;
@@ -93,20 +97,17 @@ std::optional<SizeForm> explainSize(const Series& target, const std::vector<Size
   };
   for (size_t i = 0; i < n; ++i)
     for (size_t j = i + 1; j < n; ++j)
-      if (auto form = product({candidates[i], candidates[j]})) return form;
+      if (auto form = product({candidates[i], candidates[j]})) return {*form};
   for (size_t i = 0; i < n; ++i)
     for (size_t j = i + 1; j < n; ++j)
       for (size_t k = j + 1; k < n; ++k)
-        if (auto form = product({candidates[i], candidates[j], candidates[k]})) return form;
-  std::optional<DerivedSize> found;
+        if (auto form = product({candidates[i], candidates[j], candidates[k]})) return {*form};
+  std::vector<SizeForm> found;
   for (const SizeCandidate* c : candidates)
     for (int64_t s = 2; s <= kMaxDivisor; ++s)
-      if (const auto fit = floorFit(target, c->values, s)) {
-        if (found) return std::nullopt;  // two forms fit the samples: none is known to hold
-        found = DerivedSize{{c->poly}, 1, fit->first, s, fit->second};
-      }
-  if (!found) return std::nullopt;
-  return SizeForm{std::nullopt, found};
+      if (const auto fit = floorFit(target, c->values, s))
+        found.push_back({std::nullopt, DerivedSize{{c->poly}, 1, fit->first, s, fit->second}});
+  return found;
 }
 
 }  // namespace cgc::driver

@@ -5,12 +5,15 @@
 // fit (pipeline/variable_dims.cpp) knows a quantity's value at each sample
 // size and, as candidates, the sizes it may be made of: the extents of the
 // node's operands (each a polynomial in the dimensions or a size derived
-// before). This finds the one form that gives the quantity at every
+// before). This finds the forms that give the quantity at every
 // sample: an integer multiple of a product of up to three candidates plus
 // an integer, or floor((c + b) / s) + k of one candidate c, where the
 // samples' values of c take every remainder modulo s, so that b is the
-// only one that fits. A form that two remainders or two divisors would
-// give alike is no answer: the fit refuses rather than guess.
+// only one that fits. Where two remainders or two divisors give forms
+// that fit alike, the samples do not tell which holds: the fit compiles
+// the model where they differ (dim_samples.h: tellForms) and tries again,
+// takes either where they agree at every size --dim allows, and refuses
+// rather than guess when it still cannot tell.
 #pragma once
 
 #include <optional>
@@ -29,14 +32,19 @@ struct SizeCandidate {
   Series values;
 };
 
-/// What gives `target` at every sample from `candidates`: a candidate
-/// itself times an integer plus an integer (`poly`), or a new derived size
-/// (`derived`); nothing when no form or more than one does.
+/// A candidate itself times an integer plus an integer (`poly`), or a new
+/// derived size (`derived`).
 struct SizeForm {
   std::optional<ir::DimPoly> poly;
   std::optional<codegen::VariableDims::DerivedSize> derived;
+  /// Its value from the variables' values (VariableDims::variableValues).
+  std::optional<int64_t> at(const std::vector<int64_t>& values) const;
 };
-std::optional<SizeForm> explainSize(const Series& target,
-                                    const std::vector<SizeCandidate>& candidates);
+
+/// The forms that give `target` at every sample from `candidates`: one,
+/// the answer; several floor divisions, which the samples do not tell
+/// apart; none.
+std::vector<SizeForm> explainSize(const Series& target,
+                                  const std::vector<SizeCandidate>& candidates);
 
 }  // namespace cgc::driver

@@ -18,30 +18,6 @@
 namespace cgc::driver {
 namespace {
 
-[[noreturn]] void badDim(const std::string& text, const std::string& why) {
-  throw CompileError(fmt::format("cgc: error: --dim '{}' {}", text, why));
-}
-
-/// A non-negative decimal number, or nothing.
-std::optional<int64_t> parseNumber(const std::string& text) {
-  size_t used = 0;
-  int64_t value = -1;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-  }
-  if (text.empty() || used != text.size() || !std::isdigit(static_cast<unsigned char>(text[0])))
-    return std::nullopt;
-  return value;
-}
-
-int64_t parseCount(const std::string& text, const std::string& flag) {
-  const auto value = parseNumber(text);
-  if (!value)
-    badDim(flag, "is not of the form NAME=MIN..MAX or NAME=MIN..MAX:MULTIPLE (e.g. seq=1..512:8)");
-  return *value;
-}
-
 /// What a node compiled to: its kernel, operands and every parameter but
 /// the integers (`signature`), and the integers.
 struct Lowered {
@@ -194,88 +170,6 @@ void checkAgainstModel(const CompileOptions& options) {
               "with --specialize");
 }
 
-}  // namespace
-
-std::vector<Dim> parseDims(const std::vector<std::string>& texts) {
-  std::vector<Dim> dims;
-  for (const std::string& text : texts) {
-    const size_t eq = text.rfind('='), dots = text.find("..", eq == std::string::npos ? 0 : eq);
-    if (eq == std::string::npos || eq == 0 || dots == std::string::npos)
-      badDim(text,
-             "is not of the form NAME=MIN..MAX or NAME=MIN..MAX:MULTIPLE (e.g. seq=1..512:8)");
-    const size_t colon = text.find(':', dots);
-    Dim d;
-    d.name = text.substr(0, eq);
-    d.min = parseCount(text.substr(eq + 1, dots - eq - 1), text);
-    d.max = parseCount(text.substr(dots + 2, colon == std::string::npos ? colon : colon - dots - 2),
-                       text);
-    if (colon != std::string::npos) d.multiple = parseCount(text.substr(colon + 1), text);
-    if (d.max < d.min) badDim(text, fmt::format("has MAX {} below MIN {}", d.max, d.min));
-    if (d.max > ir::kMaxTensorBytes) badDim(text, "has MAX beyond 2^40");
-    if (d.multiple < 1) badDim(text, "has MULTIPLE 0: it must be at least 1");
-    if (latticeOf(d).count == 0)
-      badDim(text,
-             fmt::format("holds no multiple of {} between {} and {}", d.multiple, d.min, d.max));
-    for (const Dim& other : dims)
-      if (other.name == d.name) badDim(text, fmt::format("gives '{}' a second range", d.name));
-    dims.push_back(d);
-  }
-  return dims;
-}
-
-void bindShapeRanges(const std::vector<std::string>& texts, CompileOptions& options) {
-  if (texts.empty()) return;
-  const frontend::ModelSummary summary = frontend::summarizeModel(options.modelPath);
-  for (const std::string& text : texts) {
-    const size_t eq = text.find('=');
-    const std::string name = eq == std::string::npos ? "" : text.substr(0, eq);
-    const auto input =
-        std::find_if(summary.inputs.begin(), summary.inputs.end(),
-                     [&](const frontend::DeclaredTensor& t) { return t.name == name; });
-    if (input == summary.inputs.end())
-      throw CompileError(fmt::format("cgc: error: --shape '{}' names no input of the model", text));
-    std::vector<std::string> axes;
-    for (size_t start = eq + 1, end; start <= text.size(); start = end + 1) {
-      end = std::min(text.find('x', start), text.size());
-      axes.push_back(text.substr(start, end - start));
-    }
-    if (axes.size() != input->dims.size())
-      throw CompileError(fmt::format("cgc: error: --shape '{}' has {} axes; input '{}' is {}", text,
-                                     axes.size(), name, input->type));
-    for (size_t a = 0; a < axes.size(); ++a) {
-      const std::string& symbol = input->symbols[a];
-      if (axes[a].find("..") != std::string::npos) {
-        if (symbol.empty())
-          throw CompileError(fmt::format(
-              "cgc: error: --shape '{}': axis {} of input '{}' has no symbolic name to make "
-              "variable (the model's {})",
-              text, a, name, input->type));
-        options.dims.push_back(parseDims({symbol + "=" + axes[a]}).front());
-        continue;
-      }
-      const auto size = parseNumber(axes[a]);
-      if (!size)
-        throw CompileError(fmt::format(
-            "cgc: error: --shape '{}' is not of the form NAME=1x3x48x80..960[:MULTIPLE]", text));
-      if (!symbol.empty())
-        options.load.dims[symbol] = *size;
-      else if (input->dims[a] != *size)
-        throw CompileError(fmt::format("cgc: error: --shape '{}': axis {} of input '{}' is {}",
-                                       text, a, name, input->dims[a]));
-    }
-  }
-  for (size_t i = 0; i < options.dims.size(); ++i) {
-    const std::string& d = options.dims[i].name;
-    const bool twice = std::any_of(options.dims.begin(), options.dims.begin() + i,
-                                   [&](const Dim& other) { return other.name == d; });
-    if (twice || options.load.dims.count(d))
-      throw CompileError(
-          fmt::format("cgc: error: --shape and --dim give dimension '{}' two sizes or ranges", d));
-  }
-}
-
-namespace {
-
 /// Fits each integer of `values` (one vector per grid point) that changes
 /// over the grid; nullopt where no polynomial fits.
 std::vector<std::optional<ir::DimPoly>> fit(const std::vector<Sizes>& grid,
@@ -292,6 +186,10 @@ std::vector<std::optional<ir::DimPoly>> fit(const std::vector<Sizes>& grid,
   return out;
 }
 
+/// The sizes a fit may compile at besides the grid and the checks, where
+/// forms that fit alike differ (derive).
+constexpr size_t kMaxAddedSizes = 4;
+
 class Fitter {
  public:
   /// `grid`: the samples at the grid's points, the bounds last; the bounds'
@@ -302,7 +200,8 @@ class Fitter {
       : options_(options),
         grid_(std::move(grid)),
         checks_(std::move(checks)),
-        gridSizes_(std::move(gridSizes)) {}
+        gridSizes_(std::move(gridSizes)),
+        givenChecks_(checks_.size()) {}
 
   /// The reference (the bounds: the grid's last point) with what follows
   /// the dimensions.
@@ -310,9 +209,21 @@ class Fitter {
     CompiledModel model = std::move(grid_.back().model);
     grid_.back().model = CompiledModel{};
     firstSlot_ = model.graph.newSizeSlots(static_cast<int>(options_.dims.size()));
-    fitLevel(model, /*top=*/true);
-    return model;
+    for (;;) {
+      try {
+        fitLevel(model, /*top=*/true);
+        return model;
+      } catch (const MoreSizes& more) {  // compiled as the checks, the grid's last the bounds
+        grid_.back().model = std::move(model);
+        checks_.push_back(compileAt(options_, options_.dims, more.sizes, &grid_.back()));
+        model = std::move(grid_.back().model);
+        grid_.back().model = CompiledModel{};
+      }
+    }
   }
+
+  /// The sizes compiled at besides those the Fitter was given.
+  size_t added() const { return checks_.size() - givenChecks_; }
 
  private:
   /// Fits one level (the top, or a control-flow body) of `model`, the
@@ -539,18 +450,34 @@ class Fitter {
     return out;
   }
 
+  /// Thrown where forms fit alike that sizes not compiled at tell apart:
+  /// run() compiles the model there and fits the top level again.
+  struct MoreSizes {
+    Sizes sizes;
+  };
+
   /// What gives `series` from `candidates` (size_forms.h): a polynomial,
   /// or a new derived size; nothing in a body (its code reads the
   /// dimensions alone).
   std::optional<ir::DimPoly> derive(const Series& series,
                                     const std::vector<SizeCandidate>& candidates) {
     if (isBody_) return std::nullopt;
-    const auto form = explainSize(series, candidates);
-    if (!form) return std::nullopt;
-    if (form->poly) return form->poly;
+    std::vector<SizeForm> forms = explainSize(series, candidates);
+    if (forms.size() > 1) {
+      std::vector<Sizes> taken;
+      for (const Sample* s : samples()) taken.push_back(s->sizes);
+      FormsTold told = tellForms(forms, *dims_, taken);
+      if (told.agree)
+        forms.resize(1);
+      else if (told.sizes && added() < kMaxAddedSizes)
+        throw MoreSizes{*std::move(told.sizes)};
+    }
+    if (forms.size() != 1) return std::nullopt;
+    const SizeForm& form = forms.front();
+    if (form.poly) return form.poly;
     auto& derived = dims_->derived;
-    auto it = std::find(derived.begin(), derived.end(), *form->derived);
-    if (it == derived.end()) it = derived.insert(derived.end(), *form->derived);
+    auto it = std::find(derived.begin(), derived.end(), *form.derived);
+    if (it == derived.end()) it = derived.insert(derived.end(), *form.derived);
     return ir::DimPoly::variable(static_cast<int>(options_.dims.size() + (it - derived.begin())));
   }
 
@@ -663,6 +590,7 @@ class Fitter {
   const CompileOptions& options_;
   std::vector<Sample> grid_, checks_;
   std::vector<Sizes> gridSizes_;
+  size_t givenChecks_ = 0;  // checks_ the Fitter was given; derive adds up to kMaxAddedSizes
   const CompiledModel* reference_ = nullptr;
   codegen::VariableDims* dims_ = nullptr;                              // of the level being fitted
   std::map<std::pair<int, size_t>, std::optional<ir::DimPoly>> axes_;  // axisOf's
@@ -687,11 +615,12 @@ CompiledModel compileWithVariableDims(const CompileOptions& options) {
   for (const Sizes& sizes : checkSizes)
     checks.push_back(compileAt(sized, options.dims, sizes, &grid.back()));
   const size_t checked = checks.size();
-  CompiledModel model = Fitter(options, std::move(grid), std::move(checks), gridSizes).run();
+  Fitter fitter(sized, std::move(grid), std::move(checks), gridSizes);
+  CompiledModel model = fitter.run();
   progress(options, fmt::format("--dim: compiled at {} more sizes; {} kernels follow the "
                                 "dimensions ({:.2f} s)",
-                                points.size() - 1 + checked, model.kernelsFollowingDims(),
-                                secondsSince(start)));
+                                points.size() - 1 + checked + fitter.added(),
+                                model.kernelsFollowingDims(), secondsSince(start)));
   compileSpecializations(options, model);
   return model;
 }

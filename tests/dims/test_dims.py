@@ -57,6 +57,7 @@ CNN_SIZES = [(1, 32), (3, 32), (16, 32), (2, 16), (5, 56)]  # (batch, side)
 CF_SIZES = [(1, 1), (1, 7), (2, 30), (4, 64), (3, 5)]  # (batch, seq)
 DD_SIZES = [(1, 1, 1), (1, 7, 3), (2, 30, 30), (4, 64, 5), (3, 5, 2)]  # (batch, seq, k)
 RES_SIZES = [(1, 33, 47), (3, 61, 95), (2, 96, 96), (4, 32, 77), (0, 45, 50)]  # (batch, h, w)
+RES_NARROW = (1, 41, 33)  # within --dim height=32..48, width=32..48 and none of its samples
 DEC_HEADS, DEC_HEAD, DEC_POS = 2, 8, 64  # the decoder step's heads, head width, positions
 DEC_PASTS = [0, 1, 37, DEC_POS - 1]  # cache lengths: empty, one, odd, the bound
 
@@ -198,14 +199,14 @@ class Decoder(nn.Module):
 
 def make_resnet(work, rng):
     """ResNetLike exported with symbolic batch, height and width, and its
-    outputs from PyTorch at RES_SIZES."""
+    outputs from PyTorch at RES_SIZES and RES_NARROW."""
     res = ResNetLike().eval()
     with torch.no_grad():
         torch.onnx.export(res, (torch.zeros(2, 3, 64, 64),), os.path.join(work, "resnet.onnx"),
                           input_names=["image"], output_names=["logits"], opset_version=17,
                           dynamic_axes={"image": {0: "batch", 2: "height", 3: "width"},
                                         "logits": {0: "batch"}})
-        for b, h, w in RES_SIZES:
+        for b, h, w in RES_SIZES + [RES_NARROW]:
             img = rng.standard_normal((b, 3, h, w), dtype=np.float32)
             write_set(os.path.join(work, f"resnet_{b}x{h}x{w}"), [img],
                       [res(torch.from_numpy(img)).numpy()])
@@ -478,6 +479,13 @@ def main():
         run(f"resnet {b}x{h}x{w}", ["run", os.path.join(work, "resnet.onnx"), "--quiet", "--dim",
                                     "batch=0..4", "--dim", "height=32..96", "--dim",
                                     "width=32..96"] + check(f"resnet_{b}x{h}x{w}"))
+    # A narrow range, whose samples two floor divisions fit alike
+    # (floor((h + 3) / 4) and floor((h + 4) / 5) + 2 of the stem's output):
+    # cgc compiles it where they differ and keeps the one that holds.
+    b, h, w = RES_NARROW
+    run(f"resnet narrow {b}x{h}x{w}",
+        ["run", os.path.join(work, "resnet.onnx"), "--quiet", "--dim", "batch=0..2", "--dim",
+         "height=32..48", "--dim", "width=32..48"] + check(f"resnet_{b}x{h}x{w}"))
     for b, s in ENC_SIZES:
         run(f"encoder {b}x{s}", ["run", enc, "--quiet"] + full + check(f"encoder_{b}x{s}"))
     for b, s in ENC_SIZES:

@@ -2,12 +2,16 @@
 // quantities kernel parameters hold, checked at sizes off the grid by plain
 // arithmetic, and the C++ it prints; the forms of the sizes no polynomial
 // gives (pipeline/size_forms.h): a strided layer's floor division found
-// from samples at every remainder and refused from samples at too few.
+// from samples at every remainder and refused from samples at too few, and
+// where two fit the samples, the sizes that tell them apart
+// (pipeline/dim_samples.h).
 #include "ir/dim_poly.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <functional>
 
+#include "pipeline/dim_samples.h"
 #include "pipeline/size_forms.h"
 
 using cgc::ir::DimPoly;
@@ -95,21 +99,21 @@ TEST_CASE("a strided layer's size: a floor division of its input's", "[dims]") {
   // A 7x7 stride-2 convolution padded by 3, alone and with a 3x3 stride-2 pool.
   const auto conv = cgc::driver::explainSize(
       seriesAt(sizes, [](int64_t h) { return (h + 6 - 7) / 2 + 1; }), height);
-  REQUIRE(conv);
-  REQUIRE(conv->derived);
-  CHECK(conv->derived->cpp(names) == "(dim_height + 1) / 2");
+  REQUIRE(conv.size() == 1);
+  REQUIRE(conv[0].derived);
+  CHECK(conv[0].derived->cpp(names) == "(dim_height + 1) / 2");
   const auto pooled = cgc::driver::explainSize(
       seriesAt(sizes, [](int64_t h) { return ((h + 1) / 2 + 1) / 2; }), height);
-  REQUIRE(pooled);
-  REQUIRE(pooled->derived);
-  CHECK(pooled->derived->cpp(names) == "(dim_height + 3) / 4");
-  for (int64_t h : {0, 1, 2, 3, 200, 511}) CHECK(pooled->derived->at({h}) == ((h + 1) / 2 + 1) / 2);
+  REQUIRE(pooled.size() == 1);
+  REQUIRE(pooled[0].derived);
+  CHECK(pooled[0].derived->cpp(names) == "(dim_height + 3) / 4");
+  for (int64_t h : {0, 1, 2, 3, 200, 511}) CHECK(pooled[0].at({h}) == ((h + 1) / 2 + 1) / 2);
   // An extent that is its input's, doubled: a polynomial of it.
   const auto twice =
       cgc::driver::explainSize(seriesAt(sizes, [](int64_t h) { return 2 * h; }), height);
-  REQUIRE(twice);
-  REQUIRE(twice->poly);
-  CHECK(twice->poly->cpp(names) == "2 * dim_height");
+  REQUIRE(twice.size() == 1);
+  REQUIRE(twice[0].poly);
+  CHECK(twice[0].poly->cpp(names) == "2 * dim_height");
 }
 
 TEST_CASE("a floor division the samples cannot tell is refused", "[dims]") {
@@ -117,5 +121,60 @@ TEST_CASE("a floor division the samples cannot tell is refused", "[dims]") {
   const std::vector<int64_t> even = {32, 64, 96, 48, 80, 56};
   const std::vector<cgc::driver::SizeCandidate> height = {
       {DimPoly::variable(0), seriesAt(even, [](int64_t h) { return h; })}};
-  CHECK(!cgc::driver::explainSize(seriesAt(even, [](int64_t h) { return (h + 1) / 2; }), height));
+  const auto forms =
+      cgc::driver::explainSize(seriesAt(even, [](int64_t h) { return (h + 1) / 2; }), height);
+  CHECK(forms.size() != 1);
+}
+
+TEST_CASE("forms the samples cannot tell apart are told apart at a size where they differ",
+          "[dims]") {
+  // The samples of --dim height=32..48 (dim_samples.cpp: samplesOf): a 7x7
+  // stride-2 convolution and a 3x3 stride-2 pool give (h + 3) / 4 of them,
+  // and so does (h + 4) / 5 + 2.
+  const auto pooled = [](int64_t h) { return ((h + 1) / 2 + 1) / 2; };
+  std::vector<int64_t> sizes = {35, 46, 48, 37, 44, 39};
+  cgc::codegen::VariableDims dims;
+  dims.dims = {{"height", 32, 48, 1}};
+  std::vector<cgc::driver::Sizes> taken;
+  for (int64_t h : sizes) taken.push_back({h});
+  const auto candidates = [&] {
+    return std::vector<cgc::driver::SizeCandidate>{
+        {DimPoly::variable(0), seriesAt(sizes, [](int64_t h) { return h; })}};
+  };
+  const auto forms = cgc::driver::explainSize(seriesAt(sizes, pooled), candidates());
+  REQUIRE(forms.size() == 2);
+  const auto told = cgc::driver::tellForms(forms, dims, taken);
+  CHECK(!told.agree);
+  REQUIRE(told.sizes);
+  REQUIRE(told.sizes->size() == 1);
+  const int64_t h = told.sizes->front();
+  CHECK(h >= 32);  // within the range, and not a sample
+  CHECK(h <= 48);
+  CHECK(std::find(sizes.begin(), sizes.end(), h) == sizes.end());
+  CHECK(forms[0].at({h}) != forms[1].at({h}));
+  // Sampled there too, one form fits: the true one.
+  sizes.push_back(h);
+  const auto one = cgc::driver::explainSize(seriesAt(sizes, pooled), candidates());
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].derived->cpp({"dim_height"}) == "(dim_height + 3) / 4");
+}
+
+TEST_CASE("forms that agree at every size --dim allows are each right", "[dims]") {
+  // At heights 36..48, (p + 1) / 2 and (p + 1) / 3 + 2 of p = (h + 3) / 4
+  // agree; from 32 they differ at 32 alone.
+  cgc::codegen::VariableDims dims;
+  dims.dims = {{"height", 36, 48, 1}};
+  using Derived = cgc::codegen::VariableDims::DerivedSize;
+  dims.derived = {Derived{{DimPoly::variable(0)}, 1, 3, 4, 0}};
+  const std::vector<cgc::driver::SizeForm> forms = {
+      {std::nullopt, Derived{{DimPoly::variable(1)}, 1, 1, 2, 0}},
+      {std::nullopt, Derived{{DimPoly::variable(1)}, 1, 1, 3, 2}}};
+  const auto told = cgc::driver::tellForms(forms, dims, {{40}, {44}, {48}});
+  CHECK(told.agree);
+  CHECK(!told.sizes);
+  dims.dims = {{"height", 32, 48, 1}};
+  const auto wider = cgc::driver::tellForms(forms, dims, {{40}, {44}, {48}});
+  CHECK(!wider.agree);
+  REQUIRE(wider.sizes);
+  CHECK(*wider.sizes == cgc::driver::Sizes{32});
 }
