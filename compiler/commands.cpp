@@ -377,6 +377,8 @@ BuiltModel buildCached(const driver::CompiledModel& model, const driver::Compile
     files = driver::writeModel(std::move(emitted), dir.string(), options);
   }
   BuiltModel result{driver::buildSharedLibrary(files, options), prefix};
+  // Weights the library embeds (.incbin) are not kept twice.
+  if (!built && options.embedWeights && !files.weightsPath.empty()) fs::remove(files.weightsPath);
   cache::markUsed(dir);
   if (!built) cache::evict(dir);
   return result;

@@ -3,7 +3,8 @@
 directory of its own.
 
 1. A --dim model run twice: the second run compiles nothing (no "planned"
-   line, "compiled before with these options"), gives the same outputs;
+   line, "compiled before with these options"), gives the same outputs,
+   and its build holds the weights once (in the library);
    other options (another --dim range) compile again, and so do new
    weights in an external data file beside an unchanged model.
 2. CGC_CACHE_MAX_SIZE: three builds of one model (other schedules)
@@ -75,6 +76,9 @@ check(second.returncode == 0 and "planned" not in second.stderr and
       "compiled before with these options" in second.stderr,
       f"second --dim run only loads: {second.stderr}")
 check(first.stdout == second.stdout, f"the same outputs: {first.stdout!r} vs {second.stdout!r}")
+kept = [f for b in builds() for f in os.listdir(os.path.join(CACHE, b))]
+check(any(f.endswith(".so") for f in kept) and not any(f.endswith(".weights.bin") for f in kept),
+      f"a build keeps its library, not a second copy of the weights it embeds: {kept}")
 other = cgc("run", dyn, "--dim", "batch=1..4", "--fill-missing-inputs")
 check(other.returncode == 0 and "planned" in other.stderr,
       f"another --dim range compiles again: {other.stderr}")
