@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "compiler/build_cache.h"
 #include "onnx_frontend/tensor_proto.h"
 #include "pipeline/input_shapes.h"
 #include "planning/cost_model.h"
+#include "toolchain/build_cache.h"
 #include "toolchain/model_runner.h"
 #include "toolchain/target_library.h"
 #include "tools/accuracy_budget.h"

@@ -4,13 +4,13 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "compiler/build_cache.h"
 #include "compiler/commands.h"
 #include "compiler_config.h"
 #include "passes/pass_manager.h"
 #include "pipeline/specializations.h"
 #include "pipeline/targets.h"
 #include "pipeline/variable_dims.h"
+#include "toolchain/build_cache.h"
 #include "tools/calibrate.h"
 #include "tools/tune.h"
 

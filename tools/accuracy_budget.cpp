@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "compiler/build_cache.h"
 #include "compiler/commands.h"
 #include "ir/conventions.h"
+#include "toolchain/build_cache.h"
 
 namespace cgc::quant {
 namespace {

@@ -1,5 +1,5 @@
 // See build_cache.h.
-#include "compiler/build_cache.h"
+#include "toolchain/build_cache.h"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
