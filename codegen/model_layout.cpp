@@ -41,8 +41,11 @@ std::string ModelLayout::take(const std::string& base) {
 ModelLayout::ModelLayout(const ModelToEmit& model, const EmitOptions& options)
     : model(model), options(options) {
   const ir::Graph& graph = model.graph;
-  className = options.className.empty() ? toClassName(graph.name) : options.className;
-  prefix = options.symbolPrefix.empty() ? toSymbolPrefix(className) : options.symbolPrefix;
+  const ModelNames byFile = defaultNames(graph.name);
+  className = options.className.empty() ? byFile.className : options.className;
+  prefix = !options.symbolPrefix.empty() ? options.symbolPrefix
+           : options.className.empty()   ? byFile.prefix
+                                         : toSymbolPrefix(className);
   graphHash = passes::graphHash(graph);
   numSizeSlots = *graph.sizeSlots;
   sizeSlotsOffset = passes::MemoryPlan::aligned(model.plan.arenaBytes);

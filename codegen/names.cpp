@@ -119,6 +119,18 @@ std::string sanitize(const std::string& name) {
   return out;
 }
 
+ModelNames defaultNames(const std::string& stem) {
+  ModelNames names{"", toClassName(stem), ""};
+  names.prefix = toSymbolPrefix(names.className);
+  // toClassName's capitals keep the class name off every rule; the prefix
+  // is lower case and may be a keyword, end in "_t" or name a header.
+  if (!whyNotCppName(names.className).empty() || !whyNotSymbolPrefix(names.prefix).empty()) {
+    names.className += "Model";
+    names.prefix += "_model";
+  }
+  return names;
+}
+
 std::string whyNotCppName(const std::string& name) {
   if (name.empty()) return "is empty";
   const auto bad = std::find_if(name.begin(), name.end(), [](char c) {

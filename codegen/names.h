@@ -55,5 +55,10 @@ struct ModelNames {
 std::string modelNamesLine(const ModelNames& names);
 /// The names of a line modelNamesLine wrote; nullopt for any other line.
 std::optional<ModelNames> parseModelNamesLine(const std::string& line);
+/// The class name and C prefix of a model named after its file stem
+/// (nameSpace empty): toClassName and toSymbolPrefix, with "Model" and
+/// "_model" appended where those break a rule above ("swin_t" -> SwinTModel,
+/// swin_t_model; "int" -> IntModel, int_model), so a default always works.
+ModelNames defaultNames(const std::string& stem);
 
 }  // namespace cgc::codegen

@@ -271,32 +271,11 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
   return model;
 }
 
-codegen::ModelNames checkedNames(const CompileOptions& options) {
-  const bool named = !options.className.empty();
-  codegen::ModelNames names{options.nameSpace, options.className, ""};
-  if (!named) names.className = codegen::toClassName(frontend::graphName(options.modelPath));
-  names.prefix = codegen::toSymbolPrefix(names.className);
-  const DiagLocation file{options.modelPath, "", ""};
-  if (std::string why = codegen::whyNotCppName(names.className); !why.empty()) {
-    const std::string suggestion = codegen::toClassName(names.className);
-    if (named && codegen::whyNotCppName(suggestion).empty() &&
-        codegen::whyNotSymbolPrefix(codegen::toSymbolPrefix(suggestion)).empty())
-      why += fmt::format(": try --name {}", suggestion);
-    if (named) throw CompileError(fmt::format("cgc: error: --name '{}' {}", names.className, why));
-    userError(file, "the class name '{}' made from the file name {}: name the model with --name",
-              names.className, why);
-  }
-  if (std::string why = codegen::whyNotSymbolPrefix(names.prefix); !why.empty()) {
-    if (named)
-      throw CompileError(fmt::format(
-          "cgc: error: --name '{}' gives the C prefix and file name '{}', which {}: choose "
-          "another --name",
-          names.className, names.prefix, why));
-    userError(file,
-              "the class name '{}' made from the file name gives the C prefix and file name "
-              "'{}', which {}: name the model with --name",
-              names.className, names.prefix, why);
-  }
+namespace {
+
+/// The names with their --namespace checked: a valid namespace that is not
+/// also the C prefix.
+codegen::ModelNames checkedNamespace(const codegen::ModelNames& names) {
   if (std::string why = codegen::whyNotNamespace(names.nameSpace); !why.empty())
     throw CompileError(fmt::format("cgc: error: --namespace '{}' {}", names.nameSpace, why));
   if (names.nameSpace.substr(0, names.nameSpace.find("::")) == names.prefix)
@@ -305,6 +284,34 @@ codegen::ModelNames checkedNames(const CompileOptions& options) {
         "choose another --namespace or --name",
         names.nameSpace, names.className));
   return names;
+}
+
+}  // namespace
+
+codegen::ModelNames checkedNames(const CompileOptions& options) {
+  if (options.className.empty()) {
+    codegen::ModelNames names = codegen::defaultNames(frontend::graphName(options.modelPath));
+    names.nameSpace = options.nameSpace;
+    CGC_ASSERT(codegen::whyNotCppName(names.className).empty() &&
+                   codegen::whyNotSymbolPrefix(names.prefix).empty(),
+               "default names {} {} break a rule", names.className, names.prefix);
+    return checkedNamespace(names);
+  }
+  codegen::ModelNames names{options.nameSpace, options.className,
+                            codegen::toSymbolPrefix(options.className)};
+  if (std::string why = codegen::whyNotCppName(names.className); !why.empty()) {
+    const std::string suggestion = codegen::toClassName(names.className);
+    if (codegen::whyNotCppName(suggestion).empty() &&
+        codegen::whyNotSymbolPrefix(codegen::toSymbolPrefix(suggestion)).empty())
+      why += fmt::format(": try --name {}", suggestion);
+    throw CompileError(fmt::format("cgc: error: --name '{}' {}", names.className, why));
+  }
+  if (std::string why = codegen::whyNotSymbolPrefix(names.prefix); !why.empty())
+    throw CompileError(fmt::format(
+        "cgc: error: --name '{}' gives the C prefix and file name '{}', which {}: choose "
+        "another --name",
+        names.className, names.prefix, why));
+  return checkedNamespace(names);
 }
 
 codegen::EmitOptions emitOptions(const CompileOptions& options) {

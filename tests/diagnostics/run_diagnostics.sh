@@ -199,7 +199,7 @@ fi
 
 # --- names (issue 34 items 1-2) ---
 # --name and --namespace that cannot name generated code, named before any
-# code is written; a default name from a file name that cannot either.
+# code is written.
 expect name_dash "--name 'my-net'" "not a C++ identifier" "try --name MyNet" -- "$cgc" compile "$model" --name my-net -o "$work/names" --quiet
 expect name_space "--name 'Net Work'" "not a C++ identifier" -- "$cgc" compile "$model" --name "Net Work" -o "$work/names" --quiet
 expect name_digit "--name '3dNet'" "starts with a digit" -- "$cgc" compile "$model" --name 3dNet -o "$work/names" --quiet
@@ -220,11 +220,20 @@ expect namespace_part "--namespace 'a::std'" "part 'std'" -- "$cgc" compile "$mo
 expect namespace_empty_part "--namespace 'a::'" "empty" -- "$cgc" compile "$model" --namespace a:: -o "$work/names" --quiet
 expect namespace_is_prefix "--namespace 'tiny_cnn'" "C prefix" -- "$cgc" compile "$model" --name TinyCnn --namespace tiny_cnn -o "$work/names" --quiet
 expect name_run_library "--name 'my-net'" -- "$cgc" run "$model" --library "$work/not_a_library.so" --name my-net --quiet
-cp "$model" "$work/time.onnx"
-expect default_name_header "time.onnx" "class name 'Time'" "--name" -- "$cgc" compile "$work/time.onnx" -o "$work/names" --quiet
 if [ -e "$work/names" ]; then
   echo "FAIL names: a refused name still wrote $(ls "$work/names")"; failures=$((failures + 1))
 fi
+# A default name that breaks a rule gets "Model" ("_model" in the C prefix).
+for stem in time swin_t; do
+  cp "$model" "$work/$stem.onnx"
+  if "$cgc" compile "$work/$stem.onnx" -o "$work/default_$stem" --quiet 2>"$work/default_$stem.err" &&
+     [ -e "$work/default_$stem/${stem}_model.h" ]; then
+    echo "ok   default_name_$stem: ${stem}_model.h"
+  else
+    echo "FAIL default_name_$stem: no ${stem}_model.h in $(ls "$work/default_$stem" 2>&1)"
+    sed 's/^/     /' "$work/default_$stem.err"; failures=$((failures + 1))
+  fi
+done
 
 # cgc build: models that would clash in one translation unit, refused
 # before compiling, naming both files and the flag that fixes it.

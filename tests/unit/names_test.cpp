@@ -13,8 +13,8 @@ using namespace cgc::codegen;
 
 TEST_CASE("default names keep the whole file stem", "[names]") {
   auto fromFile = [](const std::string& path) {
-    const std::string cls = toClassName(cgc::frontend::graphName(path));
-    return cls + " " + toSymbolPrefix(cls);
+    const ModelNames names = defaultNames(cgc::frontend::graphName(path));
+    return names.className + " " + names.prefix;
   };
   CHECK(fromFile("models/hey_jarvis_v0.1.onnx") == "HeyJarvisV0_1 hey_jarvis_v0_1");
   CHECK(fromFile("hey_jarvis_v0.2.onnx") == "HeyJarvisV0_2 hey_jarvis_v0_2");
@@ -25,6 +25,64 @@ TEST_CASE("default names keep the whole file stem", "[names]") {
   CHECK(fromFile("/a.b/model.onnx") == "Model model");
   CHECK(fromFile("3d_net.onnx") == "Model3dNet model3d_net");
   CHECK(fromFile("noext") == "Noext noext");
+  CHECK(fromFile("swin_t.onnx") == "SwinTModel swin_t_model");
+  CHECK(fromFile("int.onnx") == "IntModel int_model");
+  CHECK(fromFile("class.onnx") == "ClassModel class_model");
+  CHECK(fromFile("math.onnx") == "MathModel math_model");
+  CHECK(fromFile("std.onnx") == "StdModel std_model");
+  CHECK(fromFile("1model.onnx") == "Model1model model1model");
+  CHECK(fromFile("__.onnx") == "Model model");
+}
+
+TEST_CASE("default names follow the rules for every file stem", "[names]") {
+  // torchvision's classification models (list_models() is newer than 0.14)
+  // and stems that break a rule as they are.
+  for (const char* stem : {"alexnet",
+                           "convnext_tiny",
+                           "densenet121",
+                           "efficientnet_b0",
+                           "efficientnet_v2_s",
+                           "googlenet",
+                           "inception_v3",
+                           "maxvit_t",
+                           "mnasnet0_5",
+                           "mobilenet_v2",
+                           "mobilenet_v3_large",
+                           "regnet_x_400mf",
+                           "resnet18",
+                           "resnext50_32x4d",
+                           "shufflenet_v2_x0_5",
+                           "squeezenet1_1",
+                           "swin_t",
+                           "swin_v2_t",
+                           "vgg11_bn",
+                           "vit_b_16",
+                           "wide_resnet50_2",
+                           "1model",
+                           "class",
+                           "int",
+                           "size_t",
+                           "cgc",
+                           "posix",
+                           "linux",
+                           "kSpec",
+                           "k_net",
+                           "_t",
+                           "a__t",
+                           "string",
+                           "unistd",
+                           "x-_-t",
+                           "",
+                           "__",
+                           "-",
+                           "9",
+                           "v1_t"}) {
+    const ModelNames names = defaultNames(stem);
+    INFO(stem << " -> " << names.className << " " << names.prefix);
+    CHECK(whyNotCppName(names.className).empty());
+    CHECK(whyNotSymbolPrefix(names.prefix).empty());
+    CHECK(names.nameSpace.empty());
+  }
 }
 
 TEST_CASE("names that cannot name generated code say why", "[names]") {
