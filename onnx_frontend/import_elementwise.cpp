@@ -22,13 +22,22 @@ void importUnary(OpContext& ctx) {
   ctx.emit(op, {ctx.inputs[0]}, {ctx.input(0).type}, attrs);
 }
 
-/// Identity, and Dropout at inference: the output is the input. Dropout's
-/// optional mask output is all true (bool from opset 10, before that ones of
-/// the input's type).
+/// Whether Dropout drops nothing: at inference (training_mode absent or a
+/// constant false), or in training mode with a constant ratio of 0 (what
+/// F.dropout exports without training=). The ratio input defaults to 0.5.
+bool dropsNothing(const OpContext& ctx) {
+  if (!ctx.hasInput(2) || ctx.constantScalar(2, "training_mode") == 0) return true;
+  return ctx.hasInput(1) && ctx.input(1).isConstant() && ctx.constantScalar(1, "ratio") == 0;
+}
+
+/// Identity, and Dropout that drops nothing: the output is the input.
+/// Dropout's optional mask output is all true (bool from opset 10, before
+/// that ones of the input's type).
 void importIdentity(OpContext& ctx) {
   ctx.requireInputs(1, 3);
-  if (ctx.hasInput(2) && ctx.constantScalar(2, "training_mode") != 0)
-    ctx.fail("training mode is not supported (inference only)");
+  if (!dropsNothing(ctx))
+    ctx.fail(
+        "training mode with a ratio other than a constant 0 is not supported (inference only)");
   ctx.emit("Identity", {ctx.inputs[0]}, {ctx.input(0).type});
   if (ctx.proto.output_size() > 1 && !ctx.proto.output(1).empty()) {
     if (ctx.opset < 10) {

@@ -2,8 +2,8 @@
 
 The data covers Resize-13, Upsample-9 nearest, float64 Einsum and Dropout-12+;
 this script builds small float32 models for the rest (Einsum equations, older
-Upsample/Resize/Dropout opsets, LayerNormalization without bias or unused
-statistics outputs, TopK with a constant k, ConvTranspose with constant
+Upsample/Resize/Dropout opsets, Dropout-13 in training mode with ratio 0,
+LayerNormalization without bias or unused statistics outputs, TopK with a constant k, ConvTranspose with constant
 weights: the test data's take them as inputs, and cgc's
 decompose-conv-transpose pass rewrites only constant ones), computes the
 expected outputs with numpy, and checks each with cgc: compiled with
@@ -127,6 +127,12 @@ def dropout_models(work):
         write_model(work, "dropout_10_mask", helper.make_node(
             "Dropout", ["x"], ["y", "mask"]),
             [("x", x)], [x, np.ones(x.shape, bool)], 10),
+        # F.dropout without training= exports training_mode true, ratio 0.
+        write_model(work, "dropout_13_training_ratio0", helper.make_node(
+            "Dropout", ["x", "ratio", "training_mode"], ["y", "mask"]),
+            [("x", x)], [x, np.ones(x.shape, bool)], 13,
+            [numpy_helper.from_array(np.array(0, np.float32), "ratio"),
+             numpy_helper.from_array(np.array(True), "training_mode")]),
     ]
 
 

@@ -160,3 +160,79 @@ TEST_CASE("external data is read from the model's folder at its offset") {
   }
   fs::remove_all(dir);
 }
+
+namespace {
+/// A model of one Dropout-13 with a constant ratio (none where negative) and
+/// training_mode true, outputs y and mask, written to a temporary file.
+std::string writeTrainingDropout(float ratio) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(13);
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.set_name("g");
+  const auto declare = [](onnx::ValueInfoProto* info, const char* name, int type) {
+    info->set_name(name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(type);
+    tensor->mutable_shape()->add_dim()->set_dim_value(2);
+    tensor->mutable_shape()->add_dim()->set_dim_value(3);
+  };
+  declare(g.add_input(), "x", onnx::TensorProto::FLOAT);
+  declare(g.add_output(), "y", onnx::TensorProto::FLOAT);
+  declare(g.add_output(), "mask", onnx::TensorProto::BOOL);
+  onnx::TensorProto& training = *g.add_initializer();
+  training.set_name("training_mode");
+  training.set_data_type(onnx::TensorProto::BOOL);
+  training.add_int32_data(1);
+  onnx::NodeProto& dropout = *g.add_node();
+  dropout.set_op_type("Dropout");
+  dropout.add_input("x");
+  dropout.add_input(ratio < 0 ? "" : "ratio");
+  dropout.add_input("training_mode");
+  dropout.add_output("y");
+  dropout.add_output("mask");
+  if (ratio >= 0) {
+    onnx::TensorProto& r = *g.add_initializer();
+    r.set_name("ratio");
+    r.set_data_type(onnx::TensorProto::FLOAT);
+    r.add_float_data(ratio);
+  }
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            fmt::format("cgc_dropout_{}_{}.onnx", ::getpid(), ratio))
+                               .string();
+  std::ofstream file(path, std::ios::binary);
+  REQUIRE(model.SerializeToOstream(&file));
+  return path;
+}
+}  // namespace
+
+TEST_CASE("Dropout in training mode with ratio 0 is the identity, other ratios are refused") {
+  const std::string zero = writeTrainingDropout(0.0f);
+  cgc::ir::Graph graph = frontend::loadOnnx(zero);
+  std::filesystem::remove(zero);
+  cgc::ir::verifyGraph(graph);
+  REQUIRE(graph.outputs.size() == 2);
+  const cgc::ir::Value& y = graph.value(graph.outputs[0]);
+  REQUIRE(y.producer >= 0);
+  CHECK(graph.node(y.producer).op == "Identity");
+  CHECK(graph.node(y.producer).inputs == std::vector<int>{graph.inputs[0]});
+  const cgc::ir::Value& mask = graph.value(graph.outputs[1]);
+  CHECK(mask.type.dtype == cgc::DType::kBool);
+  CHECK(mask.type.shape == cgc::ir::Shape{2, 3});
+  REQUIRE(mask.isConstant());
+  CHECK(*mask.data == std::vector<uint8_t>(6, 1));
+
+  for (float ratio : {0.5f, -1.0f}) {  // -1: no ratio input, which defaults to 0.5
+    INFO("ratio " << ratio);
+    const std::string path = writeTrainingDropout(ratio);
+    try {
+      frontend::loadOnnx(path);
+      FAIL("no error");
+    } catch (const cgc::CompileError& e) {
+      const std::string message = e.what();
+      CHECK(message.find("training mode") != std::string::npos);
+      CHECK(message.find('\n') == std::string::npos);
+    }
+    std::filesystem::remove(path);
+  }
+}
