@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -22,10 +23,14 @@ namespace cgc::frontend {
 namespace {
 
 std::string readFile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    userError({path, "", ""}, "is a directory, not an ONNX model file");
   std::ifstream file(path, std::ios::binary);
   if (!file) userError({path, "", ""}, "cannot open the model file");
   std::stringstream buffer;
   buffer << file.rdbuf();
+  if (buffer.str().empty()) userError({path, "", ""}, "is empty, not an ONNX model");
   return buffer.str();
 }
 

@@ -11,6 +11,7 @@
 #include <onnx/onnx-data.pb.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -143,22 +144,12 @@ onnx::TensorProto tensorToProto(const HostTensor& tensor) {
   return proto;
 }
 
-HostTensor readTensorFile(const std::string& path, const std::string& input) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) userError({path, "", ""}, "cannot open tensor file");
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  onnx::TensorProto proto;
-  if (!proto.ParseFromString(buffer.str()))
-    userError({path, "", ""}, "not a serialized ONNX TensorProto");
-  if (!input.empty() && !proto.name().empty() && proto.name() != input)
-    userError({path, "", ""}, "holds tensor '{}', but is read for input '{}'", proto.name(), input);
-  return tensorFromProto(proto, {path, "", ""});
-}
-
 namespace {
 
 std::string readBytes(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    userError({path, "", ""}, "is a directory, not a tensor file");
   std::ifstream file(path, std::ios::binary);
   if (!file) userError({path, "", ""}, "cannot open tensor file");
   std::stringstream buffer;
@@ -178,6 +169,17 @@ void readSequence(const onnx::SequenceProto& proto, const std::string& path,
 }
 
 }  // namespace
+
+HostTensor readTensorFile(const std::string& path, const std::string& input) {
+  const std::string bytes = readBytes(path);
+  // An empty file parses as a TensorProto with no element type.
+  if (bytes.empty()) userError({path, "", ""}, "is empty: it holds no tensor");
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes)) userError({path, "", ""}, "not a serialized ONNX TensorProto");
+  if (!input.empty() && !proto.name().empty() && proto.name() != input)
+    userError({path, "", ""}, "holds tensor '{}', but is read for input '{}'", proto.name(), input);
+  return tensorFromProto(proto, {path, "", ""});
+}
 
 CompositeTensors readCompositeFile(const std::string& path, bool optional) {
   const std::string bytes = readBytes(path);

@@ -42,6 +42,10 @@ echo "this is not an onnx model" >"$work/text.onnx"
 expect truncated "$work/truncated.onnx" "not a valid ONNX model" -- "$cgc" compile "$work/truncated.onnx" -o "$work/out" --quiet
 expect not_onnx "$work/text.onnx" "not a valid ONNX model" -- "$cgc" compile "$work/text.onnx" -o "$work/out" --quiet
 expect missing_file "$work/missing.onnx" "cannot open" -- "$cgc" compile "$work/missing.onnx" --quiet
+: >"$work/empty.onnx"
+expect empty_file "$work/empty.onnx" "is empty" -- "$cgc" compile "$work/empty.onnx" -o "$work/out" --quiet
+mkdir -p "$work/dir.onnx"
+expect directory "$work/dir.onnx" "is a directory" -- "$cgc" compile "$work/dir.onnx" -o "$work/out" --quiet
 expect unsupported "unsupported.onnx" "StringNormalizer (node 'strings_node')" "com.example.Frobnicate (node 'custom_node')" -- "$cgc" compile "$work/unsupported.onnx" -o "$work/out" --quiet
 expect unknown_target "unknown target 'x86-64-v9'" "known: native, x86-64-v2, x86-64-v3, x86-64-v4, cascadelake, x86-64-v4-vnni, aarch64" -- "$cgc" compile "$model" --target x86-64-v9 -o "$work/out" --quiet
 expect unknown_target_run "unknown target 'arm'" "known:" -- "$cgc" run "$model" --target arm --quiet
@@ -167,11 +171,16 @@ expect gather_index_range "node 'lookup' (Gather)" "index is out of range" -- "$
 expect scatter_index_range "node 'scatter' (ScatterElements)" "index is out of range" -- "$cgc" run "$ir" --inputs "$work/index_scatter" --quiet
 
 # --constant: a tensor of the wrong type, a file that is no tensor, a
-# missing file, an input the model lacks; a right one compiles.
+# missing or empty file, a directory, an input the model lacks; a right one
+# compiles.
 ri="$work/reshape_input.onnx"
 expect constant_type "shape_float.pb" "float32[2]" "input 'shape' is int64" -- "$cgc" compile "$ri" --constant shape="$work/shape_float.pb" -o "$work/out" --quiet
 expect constant_not_tensor "not_a_tensor.pb" "not a serialized ONNX TensorProto" -- "$cgc" compile "$ri" --constant shape="$work/not_a_tensor.pb" -o "$work/out" --quiet
 expect constant_missing "missing.pb" "cannot open" -- "$cgc" compile "$ri" --constant shape="$work/missing.pb" -o "$work/out" --quiet
+: >"$work/empty.pb"
+expect constant_empty "empty.pb" "is empty" -- "$cgc" compile "$ri" --constant shape="$work/empty.pb" -o "$work/out" --quiet
+mkdir -p "$work/dir.pb"
+expect constant_directory "dir.pb" "is a directory" -- "$cgc" compile "$ri" --constant shape="$work/dir.pb" -o "$work/out" --quiet
 expect constant_unknown_input "reshape_input.onnx" "unknown input 'nope'" -- "$cgc" compile "$ri" --constant nope="$work/shape_ok.pb" -o "$work/out" --quiet
 if "$cgc" compile "$ri" --constant shape="$work/shape_ok.pb" -o "$work/reshape_ok" --quiet 2>"$work/constant_ok.err"; then
   echo "ok   constant_ok: compiles"
