@@ -14,9 +14,9 @@
 namespace cgc::passes {
 namespace {
 
-// One-core roofline. 50 GFLOP/s is a little under what LIBXSMM's JIT SGEMM
-// reaches on one core (bench/peak.cpp measures the FMA peak), since real
-// convolutions and small GEMMs do not run at peak; 20 GB/s is one core's streaming
+// One-core roofline: a rate a little under what LIBXSMM's JIT SGEMM reaches
+// on one core (bench/peak.cpp measures the FMA peak), since real
+// convolutions and small GEMMs do not run at peak, and one core's streaming
 // bandwidth from L3/DRAM. Both only need to rank nodes, not predict them.
 constexpr double kFlopsPerMicro = 50e9 / 1e6;
 constexpr double kBytesPerMicro = 20e9 / 1e6;
