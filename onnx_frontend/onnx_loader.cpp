@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -23,15 +21,9 @@ namespace cgc::frontend {
 namespace {
 
 std::string readFile(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error))
-    userError({path, "", ""}, "is a directory, not an ONNX model file");
-  std::ifstream file(path, std::ios::binary);
-  if (!file) userError({path, "", ""}, "cannot open the model file");
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  if (buffer.str().empty()) userError({path, "", ""}, "is empty, not an ONNX model");
-  return buffer.str();
+  std::string bytes = readFileBytes(path, "ONNX model file");
+  if (bytes.empty()) userError({path, "", ""}, "is empty, not an ONNX model");
+  return bytes;
 }
 
 onnx::ModelProto parseModel(std::string_view bytes, const std::string& path) {

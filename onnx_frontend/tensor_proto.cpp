@@ -135,6 +135,17 @@ HostTensor tensorFromProto(const onnx::TensorProto& proto, const DiagLocation& w
   return t;
 }
 
+std::string readFileBytes(const std::string& path, const std::string& kind) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    userError({path, "", ""}, "is a directory, not {}", kind);
+  std::ifstream file(path, std::ios::binary);
+  if (!file) userError({path, "", ""}, "cannot open the {}", kind);
+  std::stringstream buffer;
+  buffer << file.rdbuf();
+  return buffer.str();
+}
+
 onnx::TensorProto tensorToProto(const HostTensor& tensor) {
   onnx::TensorProto proto;
   proto.set_name(tensor.name);
@@ -145,17 +156,6 @@ onnx::TensorProto tensorToProto(const HostTensor& tensor) {
 }
 
 namespace {
-
-std::string readBytes(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error))
-    userError({path, "", ""}, "is a directory, not a tensor file");
-  std::ifstream file(path, std::ios::binary);
-  if (!file) userError({path, "", ""}, "cannot open tensor file");
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  return buffer.str();
-}
 
 void readSequence(const onnx::SequenceProto& proto, const std::string& path,
                   CompositeTensors& out) {
@@ -171,7 +171,7 @@ void readSequence(const onnx::SequenceProto& proto, const std::string& path,
 }  // namespace
 
 HostTensor readTensorFile(const std::string& path, const std::string& input) {
-  const std::string bytes = readBytes(path);
+  const std::string bytes = readFileBytes(path, "tensor file");
   // An empty file parses as a TensorProto with no element type.
   if (bytes.empty()) userError({path, "", ""}, "is empty: it holds no tensor");
   onnx::TensorProto proto;
@@ -182,7 +182,7 @@ HostTensor readTensorFile(const std::string& path, const std::string& input) {
 }
 
 CompositeTensors readCompositeFile(const std::string& path, bool optional) {
-  const std::string bytes = readBytes(path);
+  const std::string bytes = readFileBytes(path, "tensor file");
   CompositeTensors out;
   out.optional = optional;
   if (!optional) {
@@ -212,7 +212,7 @@ CompositeTensors readCompositeFile(const std::string& path, bool optional) {
 
 std::vector<HostTensor> readExpectedOutputs(const std::string& modelPath, const std::string& dir) {
   onnx::ModelProto model;
-  if (!model.ParseFromString(readBytes(modelPath)))
+  if (!model.ParseFromString(readFileBytes(modelPath, "ONNX model file")))
     userError({modelPath, "", ""}, "not a valid ONNX model");
   std::vector<HostTensor> tensors;
   for (int i = 0; i < model.graph().output_size(); ++i) {

@@ -30,6 +30,10 @@ ir::TensorType checkTensorProto(const onnx::TensorProto& proto, const DiagLocati
 ir::TensorType checkTensorSizes(const onnx::TensorProto& proto, const DiagLocation& where);
 onnx::TensorProto tensorToProto(const HostTensor& tensor);
 
+/// The bytes of the file at `path`, a `kind` ("tensor file", "ONNX model
+/// file"): a directory or a file that cannot be opened is a user error.
+std::string readFileBytes(const std::string& path, const std::string& kind);
+
 /// Reads a serialized TensorProto file; CompileError if unreadable. With
 /// `input` (the graph input it is read for: --inputs, --constant), also
 /// when the tensor's name is set and is another (the file of another
