@@ -46,4 +46,46 @@ template <typename T>
 void matmul(const MatMulParams& p, const T* a, const T* b, const T* bias, T* y,
             const Team& team = Team::serial());
 
+/// Weights stored narrower than float, for a matrix product whose B is a
+/// constant (passes/narrow_weights.cpp packs them at compile time): kBf16,
+/// each weight rounded to bfloat16 (nearest, ties to even); kInt8, per
+/// output column n, w ~= q * scale[n] with q in [-127, 127] (symmetric, no
+/// zero point).
+CGC_ENUM(WeightFormat, kBf16, kInt8)
+
+/// The packed layout, the same on every instruction set: W [k, n] in panels
+/// of kNarrowPanel columns (the last one padded with zeros), panel after
+/// panel. kBf16: per pair of rows (k padded to even), 32 bits per column,
+/// the even row's weight in the low half and the odd row's in the high half
+/// (vdpbf16ps's operand). kInt8: per row, one byte per column.
+inline constexpr int64_t kNarrowPanel = 32;
+
+/// Bytes pack_narrow_weights writes for a [k, n] W.
+int64_t narrow_weights_bytes(WeightFormat format, int64_t k, int64_t n);
+
+/// Packs the float W [k, n] (row-major) into `packed`
+/// (narrow_weights_bytes of them); kInt8 also writes scale[n] (an all-zero
+/// column gets scale 1). For kBf16 `scale` is unused and may be null.
+void pack_narrow_weights(WeightFormat format, int64_t k, int64_t n, const float* w, void* packed,
+                         float* scale);
+
+/// Y[m, n] = act(A[m, k] W[k, n] + bias[n]) with W packed narrow: A and Y
+/// float and row-major (a MatMul's batch dimensions folded into m). kInt8
+/// widens the weights and multiplies in float; kBf16 may round A to
+/// bfloat16 too (products of bf16 operands, sums in float), so its result
+/// is within bf16 precision of the float product.
+struct NarrowMatMulParams {
+  int64_t m, n, k;
+  WeightFormat format;
+  Activation activation = Activation::kNone;
+  float act_min = 0.0f, act_max = 0.0f;
+  CGC_REFLECT(NarrowMatMulParams, m, n, k, format, activation, act_min, act_max)
+};
+
+/// scale: kInt8's per-column scales (null for kBf16); bias ([n]) may be
+/// null. Splits panels of columns, or rows where there are few panels,
+/// over the team.
+void matmul_narrow(const NarrowMatMulParams& p, const float* a, const void* w, const float* scale,
+                   const float* bias, float* y, const Team& team = Team::serial());
+
 }  // namespace cgc::rt

@@ -1,0 +1,119 @@
+// matmul_narrow: a matrix product whose constant weights are stored as
+// bfloat16 or int8 (cgc/kernels/gemm.h), for products that read their
+// weights more than they compute (a decoder's one-token step reads every
+// weight once): half or a quarter of the bytes. This file holds the packing
+// and the portable loops, which widen each weight to float and keep A in
+// float; they are also what the kernel tests hold the other variants to.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "cgc/kernels/gemm.h"
+
+namespace cgc::rt {
+namespace {
+
+constexpr int64_t kPanel = kNarrowPanel;
+
+int64_t panels(int64_t n) { return (n + kPanel - 1) / kPanel; }
+
+/// float to bfloat16, rounded to nearest with ties to even (NaN stays NaN).
+uint16_t roundToBf16(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+}
+
+float bf16ToFloat(uint32_t half) { return std::bit_cast<float>(half << 16); }
+
+float activate(const NarrowMatMulParams& p, float v) {
+  if (p.activation == Activation::kRelu) return v > 0.0f ? v : 0.0f;
+  if (p.activation == Activation::kClip) return std::min(std::max(v, p.act_min), p.act_max);
+  return v;
+}
+
+/// Rows [rows.begin, rows.end) of Y for panel `panel`: sums in float over
+/// the widened weights.
+void panelRows(const NarrowMatMulParams& p, const float* a, const void* w, const float* scale,
+               const float* bias, float* y, int64_t panel, Range rows) {
+  const int64_t first = panel * kPanel, width = std::min(kPanel, p.n - first);
+  const int64_t bytes = narrow_weights_bytes(p.format, p.k, kPanel);
+  const auto* base = static_cast<const unsigned char*>(w) + panel * bytes;
+  for (int64_t i = rows.begin; i < rows.end; ++i) {
+    float sums[kPanel] = {};
+    const float* row = a + i * p.k;
+    if (p.format == WeightFormat::kBf16) {
+      const auto* pairs = reinterpret_cast<const uint32_t*>(base);
+      for (int64_t q = 0; q < p.k; ++q) {
+        const uint32_t* line = pairs + (q / 2) * kPanel;
+        const int shift = q % 2 ? 0 : 16;
+        for (int64_t j = 0; j < kPanel; ++j)
+          sums[j] += row[q] * bf16ToFloat((line[j] << shift) >> 16);
+      }
+    } else {
+      const auto* bytesRow = reinterpret_cast<const int8_t*>(base);
+      for (int64_t q = 0; q < p.k; ++q)
+        for (int64_t j = 0; j < kPanel; ++j)
+          sums[j] += row[q] * static_cast<float>(bytesRow[q * kPanel + j]);
+    }
+    for (int64_t j = 0; j < width; ++j) {
+      float v = sums[j];
+      if (p.format == WeightFormat::kInt8) v *= scale[first + j];
+      if (bias) v += bias[first + j];
+      y[i * p.n + first + j] = activate(p, v);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t narrow_weights_bytes(WeightFormat format, int64_t k, int64_t n) {
+  const int64_t columns = panels(n) * kPanel;
+  if (format == WeightFormat::kBf16) return (k + 1) / 2 * columns * 4;
+  return k * columns;
+}
+
+void pack_narrow_weights(WeightFormat format, int64_t k, int64_t n, const float* w, void* packed,
+                         float* scale) {
+  auto* out = static_cast<unsigned char*>(packed);
+  std::memset(out, 0, static_cast<size_t>(narrow_weights_bytes(format, k, n)));
+  const int64_t panelBytes = narrow_weights_bytes(format, k, kPanel);
+  if (format == WeightFormat::kInt8) {
+    for (int64_t j = 0; j < n; ++j) {
+      float largest = 0.0f;
+      for (int64_t q = 0; q < k; ++q) largest = std::max(largest, std::fabs(w[q * n + j]));
+      scale[j] = largest > 0.0f ? largest / 127.0f : 1.0f;
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    unsigned char* panel = out + (j / kPanel) * panelBytes;
+    const int64_t column = j % kPanel;
+    for (int64_t q = 0; q < k; ++q) {
+      const float v = w[q * n + j];
+      if (format == WeightFormat::kBf16) {
+        auto* pair = reinterpret_cast<uint16_t*>(panel) + ((q / 2) * kPanel + column) * 2;
+        pair[q % 2] = roundToBf16(v);
+      } else {
+        const float level = std::nearbyint(v / scale[j]);
+        reinterpret_cast<int8_t*>(panel)[q * kPanel + column] =
+            static_cast<int8_t>(std::clamp(level, -127.0f, 127.0f));
+      }
+    }
+  }
+}
+
+void matmul_narrow(const NarrowMatMulParams& p, const float* a, const void* w, const float* scale,
+                   const float* bias, float* y, const Team& team) {
+  const int64_t count = panels(p.n);
+  if (count >= team.size() || p.m < team.size()) {
+    const Range mine = team.split(count);
+    for (int64_t panel = mine.begin; panel < mine.end; ++panel)
+      panelRows(p, a, w, scale, bias, y, panel, Range{0, p.m});
+    return;
+  }
+  const Range rows = team.split(p.m);
+  for (int64_t panel = 0; panel < count; ++panel) panelRows(p, a, w, scale, bias, y, panel, rows);
+}
+
+}  // namespace cgc::rt
