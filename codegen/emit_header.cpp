@@ -263,7 +263,7 @@ std::string emitHeader(const ModelLayout& layout, const std::vector<TargetBuild>
        {"WEIGHTS", withCommas(static_cast<int64_t>(layout.weights.size()))},
        {"WEIGHTS_FROM", builds                        ? "each build embeds its own"
                         : layout.options.embedWeights ? "embedded"
-                                                      : "read from " + weightsFile},
+                                                      : "mapped from " + weightsFile},
        {"WEIGHTS_DEFAULT", layout.options.embedWeights
                                ? "the embedded weights"
                                : weightsFile + " next to the binary that holds the model"},

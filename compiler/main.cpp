@@ -201,7 +201,7 @@ CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
                       "each part follows --name's rules");
   compile
       ->add_option("--weights", weightsMode,
-                   "embed: weights inside the object file (.incbin); file: read "
+                   "embed: weights inside the object file (.incbin); file: map "
                    "NAME.weights.bin at construction (by default from next to the binary)")
       ->check(CLI::IsMember({"embed", "file"}));
   compile->add_flag("--verify", options.verify,

@@ -22,10 +22,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// Writes a temporary file beside `path` and renames it over `path`: a
+/// program that maps the old weights file keeps its pages.
 void writeFile(const fs::path& path, const void* data, size_t bytes) {
-  std::ofstream file(path, std::ios::binary);
-  file.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  if (!file) userError({path.string(), "", ""}, "cannot write the file");
+  fs::path temporary = path;
+  temporary += ".partial";
+  {
+    std::ofstream file(temporary, std::ios::binary);
+    file.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    if (!file) userError({path.string(), "", ""}, "cannot write the file");
+  }
+  std::error_code error;
+  fs::rename(temporary, path, error);
+  if (error) userError({path.string(), "", ""}, "cannot write the file: {}", error.message());
 }
 
 }  // namespace

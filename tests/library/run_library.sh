@@ -50,4 +50,29 @@ if grep -n "$work" "$work/a/out/model.h" "$work/a/out/model.cpp"; then
   echo "generated code holds a path of the machine that compiled it" >&2
   exit 1
 fi
-echo "library: the C interface works from C11; generated files are reproducible"
+# 3. File weights are mapped and shared: a 64 MB table, two instances.
+/usr/bin/python3 - "$work/big_embed.onnx" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+rows, columns = 16384, 1024
+table = (np.arange(rows, dtype=np.float32)[:, None] * 4 + np.arange(columns) % 4).astype(np.float32)
+graph = helper.make_graph(
+    [helper.make_node("Gather", ["table", "indices"], ["rows"], name="lookup", axis=0)],
+    "big_embed",
+    [helper.make_tensor_value_info("indices", TensorProto.INT64, [3])],
+    [helper.make_tensor_value_info("rows", TensorProto.FLOAT, [3, columns])],
+    [numpy_helper.from_array(table, "table")])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), sys.argv[1])
+PY
+"$cgc" compile "$work/big_embed.onnx" -o "$work/big_embed" --name BigEmbed --weights file --quiet
+gcc -std=c11 $flags -D_POSIX_C_SOURCE=200809L -I"$include" -I"$work/big_embed" \
+    -c "$here/mapped_weights.c" -o "$work/mapped_weights.o"
+g++ -std=c++20 $flags -I"$include" -I"$work/big_embed" -c "$work/big_embed/big_embed.cpp" \
+    -o "$work/big_embed.o"
+g++ "$work/mapped_weights.o" "$work/big_embed.o" "$library" -lxsmm -lxsmmnoblas -lpthread -ldl \
+    -o "$work/mapped_weights"
+"$work/mapped_weights" "$work/big_embed/big_embed.weights.bin" 16384 1024
+
+echo "library: the C interface works from C11; generated files are reproducible; file weights are mapped"

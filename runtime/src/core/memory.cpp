@@ -1,10 +1,16 @@
-// Memory for generated models: arenas, and weights files read once per
-// process and shared by every instance that names the same file (by its
-// canonical path), so that N instances of a model hold one copy of its
-// weights.
+// Memory for generated models: arenas, and weights files mapped read-only
+// once per process and shared by every instance that names the same file
+// (by its canonical path). Mapped, the weights are the page cache's pages:
+// N instances in a process, and N processes on a machine, hold one copy,
+// and creating an instance reads nothing. Where a file cannot be mapped it
+// is read into memory instead.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -32,26 +38,47 @@ unsigned char* alignedBytes(int64_t bytes) {
   return memory;
 }
 
-/// Reads the whole file, which must hold exactly `bytes` bytes.
-std::shared_ptr<const unsigned char> readWeights(const std::string& path, int64_t bytes) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (!file)
+Error weightsError(const std::string& path, const std::string& what) {
+  return Error(CGC_ERROR_WEIGHTS, "cgc: weights file " + path + " " + what);
+}
+
+/// Reads the open file `fd` (`bytes` bytes) into aligned memory.
+std::shared_ptr<const unsigned char> readWeights(int fd, const std::string& path, int64_t bytes) {
+  std::shared_ptr<unsigned char> buffer(alignedBytes(bytes), std::free);
+  for (int64_t done = 0; done < bytes;) {
+    const ssize_t got = ::pread(fd, buffer.get() + done, static_cast<size_t>(bytes - done),
+                                static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      throw weightsError(path, std::string("cannot be read (") + std::strerror(errno) + ")");
+    done += got;
+  }
+  return buffer;
+}
+
+/// The whole file, which must hold exactly `bytes` bytes: mapped read-only
+/// (page-aligned, so every section keeps the 64-byte alignment the
+/// generated code gives it), else read.
+std::shared_ptr<const unsigned char> loadWeights(const std::string& path, int64_t bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     throw Error(CGC_ERROR_WEIGHTS,
                 "cgc: cannot open weights file " + path + " (" + std::strerror(errno) + ")");
-  std::shared_ptr<unsigned char> buffer;
-  try {
-    buffer.reset(alignedBytes(bytes), std::free);
-  } catch (...) {
-    std::fclose(file);
-    throw;
-  }
-  size_t got = std::fread(buffer.get(), 1, static_cast<size_t>(bytes), file);
-  bool extra = std::fgetc(file) != EOF;
-  std::fclose(file);
-  if (static_cast<int64_t>(got) != bytes || extra)
-    throw Error(CGC_ERROR_WEIGHTS, "cgc: weights file " + path + " does not hold " +
-                                       std::to_string(bytes) + " bytes (recompile the model?)");
-  return buffer;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || info.st_size != bytes)
+    throw weightsError(path,
+                       "does not hold " + std::to_string(bytes) + " bytes (recompile the model?)");
+  void* mapped = ::mmap(nullptr, static_cast<size_t>(bytes), PROT_READ, MAP_PRIVATE, fd, 0);
+  if (mapped == MAP_FAILED) return readWeights(fd, path, bytes);
+  ::madvise(mapped, static_cast<size_t>(bytes), MADV_WILLNEED);  // read ahead, without waiting
+  return std::shared_ptr<const unsigned char>(
+      static_cast<const unsigned char*>(mapped), [bytes](const unsigned char* p) {
+        ::munmap(const_cast<unsigned char*>(p), static_cast<size_t>(bytes));
+      });
 }
 
 }  // namespace
@@ -74,13 +101,13 @@ std::shared_ptr<const unsigned char> shared_weights(const std::string& path, int
   std::error_code error;
   std::string key = std::filesystem::weakly_canonical(path, error).string();
   if (error || key.empty()) key = path;
-  // Reading under the lock: a second instance naming the same file waits for
-  // the first's copy instead of reading its own.
+  // Loading under the lock: a second instance naming the same file waits for
+  // the first's mapping instead of making its own.
   std::lock_guard<std::mutex> lock(*mutex);
   auto it = cache->find(key);
   if (it != cache->end() && it->second.bytes == bytes)
     if (auto weights = it->second.weights.lock()) return weights;
-  std::shared_ptr<const unsigned char> weights = readWeights(path, bytes);
+  std::shared_ptr<const unsigned char> weights = loadWeights(path, bytes);
   for (auto stale = cache->begin(); stale != cache->end();)  // files no instance holds
     stale = stale->second.weights.expired() ? cache->erase(stale) : std::next(stale);
   (*cache)[key] = Entry{weights, bytes};
