@@ -84,11 +84,10 @@ std::optional<int64_t> VariableDims::DerivedSize::at(const std::vector<int64_t>&
 }
 
 EmittedModel emitModel(const ModelToEmit& model, const EmitOptions& options) {
-  const ModelLayout layout(model, options);
+  ModelLayout layout(model, options);
   EmittedModel emitted;
   emitted.className = layout.className;
   emitted.baseName = layout.prefix;
-  emitted.weights = layout.weights;
   emitted.graphHash = layout.graphHash;
   emitted.arenaBytes = layout.arenaBytes();
   emitted.header = emitHeader(layout);
@@ -97,6 +96,7 @@ EmittedModel emitModel(const ModelToEmit& model, const EmitOptions& options) {
     emitted.header = formatCpp(emitted.header, layout.prefix + ".h");
     emitted.source = formatCpp(emitted.source, layout.prefix + ".cpp");
   }
+  emitted.weights = std::move(layout.weights);  // the layout is done with them
   return emitted;
 }
 

@@ -8,6 +8,7 @@
 // from templates (template.h), and formatted with Clang's format library.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -117,12 +118,52 @@ struct ModelToEmit {
   std::vector<int64_t> specializedAt = {};
 };
 
+/// The weights file's bytes, kept as the graph's constants at their offsets
+/// (zeros between and after them): written and hashed piece by piece, so
+/// that emitting a model never holds a second copy of its weights.
+class WeightsBlob {
+ public:
+  using Bytes = std::shared_ptr<const std::vector<uint8_t>>;
+  /// Appends `data` at `offset` (>= the end of the last piece) and makes the
+  /// blob `bytes` long.
+  void add(int64_t offset, Bytes data, int64_t bytes) {
+    pieces_.push_back({offset, std::move(data)});
+    bytes_ = bytes;
+  }
+  int64_t size() const { return bytes_; }
+  bool empty() const { return bytes_ == 0; }
+  /// Calls chunk(pointer, count) for the blob's bytes in order.
+  template <typename Chunk>
+  void forEachChunk(Chunk&& chunk) const {
+    static const std::vector<uint8_t> zeros(4096, 0);
+    int64_t at = 0;
+    auto pad = [&](int64_t until) {
+      for (; at < until; at += std::min<int64_t>(until - at, 4096))
+        chunk(zeros.data(), static_cast<size_t>(std::min<int64_t>(until - at, 4096)));
+    };
+    for (const Piece& piece : pieces_) {
+      pad(piece.offset);
+      if (!piece.data->empty()) chunk(piece.data->data(), piece.data->size());
+      at += static_cast<int64_t>(piece.data->size());
+    }
+    pad(bytes_);
+  }
+
+ private:
+  struct Piece {
+    int64_t offset;
+    Bytes data;
+  };
+  std::vector<Piece> pieces_;
+  int64_t bytes_ = 0;
+};
+
 struct EmittedModel {
   std::string className;
   std::string baseName;  // files are baseName.h / .cpp / .weights.bin
   std::string header;
   std::string source;
-  std::vector<uint8_t> weights;
+  WeightsBlob weights;
   std::string graphHash;
   int64_t arenaBytes = 0;
   bool hasWeightsFile = true;  // false for a multi-target library's dispatcher

@@ -227,6 +227,8 @@ void ModelLayout::placeWeights() {
   // A specialisation's constants are its own copies: equal bytes are
   // stored once.
   std::multimap<std::pair<size_t, uint64_t>, const std::vector<uint8_t>*> byContent;
+  std::vector<WeightsBlob::Bytes> placed;  // in the blob's order
+  size_t size = 0;
   auto place = [&](const ir::Value& value) {
     if (!value.isConstant() || weightOffset_.count(value.data.get())) return;
     const std::vector<uint8_t>& data = *value.data;
@@ -239,11 +241,11 @@ void ModelLayout::placeWeights() {
         return;
       }
     byContent.emplace(key, &data);
-    weightOffset_[value.data.get()] = static_cast<int64_t>(weights.size());
-    weights.insert(weights.end(), value.data->begin(), value.data->end());
+    weightOffset_[value.data.get()] = static_cast<int64_t>(size);
+    placed.push_back(value.data);
     // Round up, and to one block at least, so that even an empty constant
     // has an address inside the blob.
-    weights.resize((std::max<size_t>(weights.size(), 1) + 63) / 64 * 64, 0);
+    size = (std::max<size_t>(size + data.size(), 1) + 63) / 64 * 64;
   };
   for (const GraphLayout& g : graphs) {
     for (int id : g.order)
@@ -251,6 +253,8 @@ void ModelLayout::placeWeights() {
         if (in >= 0) place(g.graph().value(in));
     for (int out : g.graph().outputs) place(g.graph().value(out));
   }
+  for (const WeightsBlob::Bytes& data : placed)
+    weights.add(weightOffset_.at(data.get()), data, static_cast<int64_t>(size));
 }
 
 void ModelLayout::nameOffsets(GraphLayout& layout, const std::string& scope) {

@@ -65,7 +65,7 @@ class ModelLayout {
   std::string className;  // "TinyCnn"
   std::string prefix;     // "tiny_cnn": C symbols and file names
   std::string graphHash;  // passes::graphHash: keys profiles
-  std::vector<uint8_t> weights;
+  WeightsBlob weights;
   std::vector<NamedOffset> arenaOffsets;                     // one per buffer (and slice)
   std::vector<NamedOffset> weightOffsets;                    // one per constant
   std::vector<std::string> inputAccessors, outputAccessors;  // "input_data"

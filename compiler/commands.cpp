@@ -329,7 +329,8 @@ namespace {
 uint64_t hashBuild(const codegen::EmittedModel& emitted, const std::string& target, uint64_t key) {
   key = fnv1a(emitted.header.data(), emitted.header.size(), key);
   key = fnv1a(emitted.source.data(), emitted.source.size(), key);
-  key = fnv1a(emitted.weights.data(), emitted.weights.size(), key);
+  emitted.weights.forEachChunk(
+      [&](const uint8_t* data, size_t bytes) { key = fnv1a(data, bytes, key); });
   std::string flags = driver::generatedCodeFlags(target);
   key = fnv1a(flags.data(), flags.size(), key);
   std::ifstream runtime(driver::runtimePaths(target).library, std::ios::binary);

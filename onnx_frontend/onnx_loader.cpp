@@ -1,12 +1,16 @@
 // See onnx_loader.h.
 #include "onnx_frontend/onnx_loader.h"
 
+#include <fcntl.h>
 #include <fmt/ranges.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -20,22 +24,41 @@
 namespace cgc::frontend {
 namespace {
 
-std::string readFile(const std::string& path) {
-  std::string bytes = readFileBytes(path, "ONNX model file");
-  if (bytes.empty()) userError({path, "", ""}, "is empty, not an ONNX model");
-  return bytes;
+[[noreturn]] void notParsed(const std::string& path) {
+  userError({path, "", ""},
+            "not a valid ONNX model: the protobuf does not parse (truncated or not an ONNX file)");
+}
+
+onnx::ModelProto checkParsed(onnx::ModelProto model, const std::string& path) {
+  if (!model.has_graph() || model.ir_version() <= 0)
+    userError({path, "", ""}, "not a valid ONNX model: no graph or no IR version");
+  return model;
 }
 
 onnx::ModelProto parseModel(std::string_view bytes, const std::string& path) {
   onnx::ModelProto model;
   if (bytes.empty() || bytes.size() > static_cast<size_t>(INT_MAX) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    userError({path, "", ""},
-              "not a valid ONNX model: the protobuf does not parse (truncated "
-              "or not an ONNX file)");
-  if (!model.has_graph() || model.ir_version() <= 0)
-    userError({path, "", ""}, "not a valid ONNX model: no graph or no IR version");
-  return model;
+    notParsed(path);
+  return checkParsed(std::move(model), path);
+}
+
+/// The model file parsed as it is read: the file's bytes are never held
+/// beside the message (an inline model's weights would be twice in memory).
+onnx::ModelProto parseModelFile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    userError({path, "", ""}, "is a directory, not an ONNX model file");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) userError({path, "", ""}, "cannot open the ONNX model file");
+  google::protobuf::io::FileInputStream stream(fd);
+  stream.SetCloseOnDelete(true);
+  struct stat info {};
+  if (::fstat(fd, &info) == 0 && info.st_size == 0)
+    userError({path, "", ""}, "is empty, not an ONNX model");
+  onnx::ModelProto model;
+  if (info.st_size > INT_MAX || !model.ParseFromZeroCopyStream(&stream)) notParsed(path);
+  return checkParsed(std::move(model), path);
 }
 
 // ------------------------------------------------- checks before ONNX's own
@@ -504,7 +527,7 @@ std::string shapeExample(const std::vector<DeclaredTensor>& inputs, ShapeSpellin
 }
 
 ModelSummary summarizeModel(const std::string& path) {
-  onnx::ModelProto model = parseModel(readFile(path), path);
+  onnx::ModelProto model = parseModelFile(path);
   ModelSummary summary;
   summary.opset = modelOpset(model);
   const auto initializers = initializerNames(model.graph());
@@ -518,13 +541,10 @@ ModelSummary summarizeModel(const std::string& path) {
   return summary;
 }
 
-ir::Graph loadOnnx(const std::string& path, const LoadOptions& options) {
-  return loadOnnxFromBytes(readFile(path), path, options);
-}
+namespace {
 
-ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
-                            const LoadOptions& options) {
-  onnx::ModelProto model = parseModel(bytes, path);
+/// The graph of a parsed model, which it consumes.
+ir::Graph loadModel(onnx::ModelProto model, const std::string& path, const LoadOptions& options) {
   checkModelProto(path, model);
   loadExternalData(model, path);
   checkFunctionCalls(path, model);
@@ -551,9 +571,16 @@ ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
   std::unordered_map<std::string, int> byName;
   DiagLocation where{path, "", ""};
 
-  for (const auto& init : proto.initializer()) {
+  // The weights move into the graph one at a time: each initializer's
+  // bytes in the model are released once the graph holds them, so loading
+  // holds one copy. Shape inference, later, reads only small initializers'
+  // values (a Reshape's shape), never a tensor of kReleasedBytes or more.
+  constexpr size_t kReleasedBytes = size_t{1} << 16;
+  for (auto& init : *model.mutable_graph()->mutable_initializer()) {
     HostTensor t = tensorFromProto(init, where);
     byName[init.name()] = graph.addConstant(init.name(), t.type, std::move(t.bytes));
+    if (init.has_raw_data() && init.raw_data().size() >= kReleasedBytes)
+      delete init.release_raw_data();
   }
   for (const auto& input : proto.input()) {
     if (byName.count(input.name())) continue;
@@ -577,6 +604,17 @@ ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
   checkInferredShapes(graph, model, defined);
   ir::verifyGraph(graph);
   return graph;
+}
+
+}  // namespace
+
+ir::Graph loadOnnx(const std::string& path, const LoadOptions& options) {
+  return loadModel(parseModelFile(path), path, options);
+}
+
+ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
+                            const LoadOptions& options) {
+  return loadModel(parseModel(bytes, path), path, options);
 }
 
 }  // namespace cgc::frontend

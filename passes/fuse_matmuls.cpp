@@ -10,7 +10,6 @@
 // is still in cache: a group is cut so that each fused output stays within
 // kMaxFusedOutputBytes (512 products of [200,100] x [100,200] fused into one
 // 80 MB result ran slower than unfused, the Slices streaming it from memory).
-#include <cstring>
 #include <map>
 #include <optional>
 
@@ -19,12 +18,13 @@
 namespace cgc::passes {
 namespace {
 
-/// A fusable product: its weights as [K, N] row-major and its bias as [N]
-/// (zeros when absent).
+/// A fusable product: its constant weights (transposed when transB) and
+/// bias (a value, -1 when absent), read only when a group fuses.
 struct Candidate {
   int node;
   int64_t n;
-  std::vector<float> weights, bias;
+  int weights, bias;
+  bool transB;
   std::vector<int64_t> sources;  // the constants (and transB) they came from
 };
 
@@ -41,14 +41,8 @@ bool isPlainConstant2d(const ir::Graph& g, int v) {
 std::optional<Candidate> matMulCandidate(const ir::Graph& g, const ir::Node& n) {
   if (n.inputs.size() != 2 || !isPlainConstant2d(g, n.inputs[1])) return {};
   if (g.value(n.inputs[0]).type.rank() < 2) return {};
-  const ir::Value& b = g.value(n.inputs[1]);
-  const float* w = b.dataAs<float>();
-  int64_t k = b.type.shape[0], cols = b.type.shape[1];
-  return Candidate{n.id,
-                   cols,
-                   std::vector<float>(w, w + k * cols),
-                   std::vector<float>(cols, 0.f),
-                   {n.inputs[1], -1, 0}};
+  const int64_t cols = g.value(n.inputs[1]).type.shape[1];
+  return Candidate{n.id, cols, n.inputs[1], -1, false, {n.inputs[1], -1, 0}};
 }
 
 std::optional<Candidate> gemmCandidate(const ir::Graph& g, const ir::Node& n) {
@@ -57,17 +51,8 @@ std::optional<Candidate> gemmCandidate(const ir::Graph& g, const ir::Node& n) {
     return {};
   const ir::Value& b = g.value(n.inputs[1]);
   bool transB = n.getInt("transB", 0) != 0;
-  int64_t k = b.type.shape[transB ? 1 : 0], cols = b.type.shape[transB ? 0 : 1];
+  int64_t cols = b.type.shape[transB ? 0 : 1];
   int cv = n.inputs.size() > 2 ? n.inputs[2] : -1;
-  Candidate c{n.id,
-              cols,
-              std::vector<float>(k * cols),
-              std::vector<float>(cols, 0.f),
-              {n.inputs[1], cv, transB ? 1 : 0}};
-  const float* w = b.dataAs<float>();
-  for (int64_t p = 0; p < k; ++p)
-    for (int64_t j = 0; j < cols; ++j)
-      c.weights[p * cols + j] = transB ? w[j * k + p] : w[p * cols + j];
   if (cv >= 0) {
     const ir::Value& bias = g.value(cv);
     if (!bias.isConstant() || bias.type.dtype != DType::kF32) return {};
@@ -75,12 +60,26 @@ std::optional<Candidate> gemmCandidate(const ir::Graph& g, const ir::Node& n) {
     const ir::Shape& s = bias.type.shape;
     bool perColumn =
         (s.size() == 1 && s[0] == cols) || (s.size() == 2 && s[0] == 1 && s[1] == cols);
-    bool scalar = bias.type.numElements() == 1;
-    if (!perColumn && !scalar) return {};
-    const float* cb = bias.dataAs<float>();
-    for (int64_t j = 0; j < cols; ++j) c.bias[j] = cb[scalar ? 0 : j];
+    if (!perColumn && bias.type.numElements() != 1) return {};
   }
-  return c;
+  return Candidate{n.id, cols, n.inputs[1], cv, transB, {n.inputs[1], cv, transB ? 1 : 0}};
+}
+
+/// Writes candidate `c`'s weights into columns [offset, offset + c.n) of
+/// the [k, total] `weights`, and its bias (zeros when absent) after `bias`.
+void appendColumns(const ir::Graph& g, const Candidate& c, int64_t k, int64_t total, int64_t offset,
+                   std::vector<float>& weights, std::vector<float>& bias) {
+  const float* w = g.value(c.weights).dataAs<float>();
+  for (int64_t p = 0; p < k; ++p)
+    for (int64_t j = 0; j < c.n; ++j)
+      weights[p * total + offset + j] = c.transB ? w[j * k + p] : w[p * c.n + j];
+  if (c.bias < 0) {
+    bias.insert(bias.end(), c.n, 0.f);
+    return;
+  }
+  const ir::Value& b = g.value(c.bias);
+  const float* cb = b.dataAs<float>();
+  for (int64_t j = 0; j < c.n; ++j) bias.push_back(cb[b.type.numElements() == 1 ? 0 : j]);
 }
 
 /// Replaces the products in `group` (all reading `a`) by one, plus Slices.
@@ -103,9 +102,7 @@ void fuse(ir::Graph& g, int a, const std::string& op, const std::vector<Candidat
     std::vector<float> weights(k * total), bias;
     int64_t offset = 0;
     for (const auto& c : group) {
-      for (int64_t p = 0; p < k; ++p)
-        std::memcpy(&weights[p * total + offset], &c.weights[p * c.n], c.n * sizeof(float));
-      bias.insert(bias.end(), c.bias.begin(), c.bias.end());
+      appendColumns(g, c, k, total, offset, weights, bias);
       offset += c.n;
     }
     w = addFloatConstant(g, base + "_weights", {k, total}, weights);

@@ -22,19 +22,26 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Writes a temporary file beside `path` and renames it over `path`: a
-/// program that maps the old weights file keeps its pages.
-void writeFile(const fs::path& path, const void* data, size_t bytes) {
+/// Writes a temporary file beside `path` with write(stream), and renames it
+/// over `path`: a program that maps the old weights file keeps its pages.
+template <typename Write>
+void writeFile(const fs::path& path, Write&& write) {
   fs::path temporary = path;
   temporary += ".partial";
   {
     std::ofstream file(temporary, std::ios::binary);
-    file.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    write(file);
     if (!file) userError({path.string(), "", ""}, "cannot write the file");
   }
   std::error_code error;
   fs::rename(temporary, path, error);
   if (error) userError({path.string(), "", ""}, "cannot write the file: {}", error.message());
+}
+
+void writeFile(const fs::path& path, const std::string& text) {
+  writeFile(path, [&](std::ofstream& file) {
+    file.write(text.data(), static_cast<std::streamsize>(text.size()));
+  });
 }
 
 }  // namespace
@@ -70,10 +77,14 @@ WrittenFiles writeModel(codegen::EmittedModel emitted, const std::string& outDir
   files.headerPath = (outDir / (e.baseName + ".h")).string();
   files.sourcePath = (outDir / (e.baseName + ".cpp")).string();
   files.weightsPath = (outDir / (e.baseName + ".weights.bin")).string();
-  writeFile(files.headerPath, e.header.data(), e.header.size());
-  writeFile(files.sourcePath, e.source.data(), e.source.size());
+  writeFile(files.headerPath, e.header);
+  writeFile(files.sourcePath, e.source);
   if (e.hasWeightsFile) {
-    writeFile(files.weightsPath, e.weights.data(), e.weights.size());
+    writeFile(files.weightsPath, [&](std::ofstream& file) {
+      e.weights.forEachChunk([&](const uint8_t* data, size_t bytes) {
+        file.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+      });
+    });
     progress(options, fmt::format("wrote {}, {} and {} ({:.2f} s)", files.headerPath,
                                   files.sourcePath, files.weightsPath, secondsSince(start)));
   } else {

@@ -11,6 +11,8 @@
     re-saved with external data: cgc's outputs of the two equal bit for bit,
     and match PyTorch's;
   * `cgc inspect` lists the data files and their sizes;
+  * `cgc compile` of a 256 MB MatMul chain, with external data and inline,
+    peaks under 1.25x the weights plus 300 MB of resident memory;
   * bad data (missing file, truncated file, offset past the end, a length
     that is not the tensor's, an absolute location, one with '..', an empty
     one, an offset or length that is not a number): exit code 1 and one
@@ -303,12 +305,53 @@ def test_errors(good):
                  "weights.bin", "length '-4'")
 
 
+def peak_rss_of(args):
+    """Peak resident bytes of `cgc ARGS`, run from a fresh Python process so
+    that no earlier child counts."""
+    probe = ("import resource, subprocess, sys; "
+             "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+             "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+             "print(r.stderr, file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", probe, CGC, *args], capture_output=True, text=True,
+                         timeout=300)
+    code, kb = out.stdout.split()
+    return int(code), int(kb) * 1024, out.stderr.strip()
+
+
+def test_compile_memory():
+    d, layers = 1024, 8
+    rng = np.random.default_rng(3)
+    nodes, inits, x = [], [], "x"
+    for i in range(layers):
+        for j, shape in enumerate([(d, 4 * d), (4 * d, d)]):
+            w = f"w{i}_{j}"
+            inits.append(numpy_helper.from_array(rng.standard_normal(shape, np.float32), w))
+            nodes.append(helper.make_node("MatMul", [x, w], [f"{w}_out"]))
+            x = f"{w}_out"
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, d])],
+                       [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, d])], inits)
+    weights = sum(len(t.raw_data) for t in model.graph.initializer)
+    folder = os.path.join(WORK, "memory")
+    os.makedirs(folder)
+    inline = os.path.join(folder, "chain_inline.onnx")
+    onnx.save_model(model, inline)
+    external = save_external(model, os.path.join(folder, "ext"), True)
+    limit = 1.25 * weights + 300e6
+    for label, path in [("external data", external), ("inline", inline)]:
+        code, peak, err = peak_rss_of(["compile", path, "-o", os.path.join(folder, label[:3]),
+                                       "--weights", "file", "--quiet"])
+        check(code == 0, f"compile memory ({label}): compiles ({err})")
+        check(peak <= limit, f"compile memory ({label}): peak {peak / 1e6:.0f} MB for "
+              f"{weights / 1e6:.0f} MB of weights (limit {limit / 1e6:.0f} MB)")
+
+
 def main():
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     good = test_runs()
     test_errors(good)
     test_squeezenet()
+    test_compile_memory()
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
