@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "cgc/float16.h"
 
@@ -14,6 +17,35 @@ namespace cgc::ir {
 std::string shapeString(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
 
 namespace {
+
+/// Large constants with equal bytes share one buffer across every graph of
+/// the process: a --dim compile imports and compiles the model at several
+/// sizes, each graph with the same weights (and the same packed or
+/// transposed copies of them), which would otherwise be held once per size.
+std::shared_ptr<const std::vector<uint8_t>> internConstant(std::vector<uint8_t> bytes) {
+  constexpr size_t kInternedBytes = size_t{1} << 16;
+  if (bytes.size() < kInternedBytes)
+    return std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  using Entry = std::weak_ptr<const std::vector<uint8_t>>;
+  static std::mutex* mutex = new std::mutex;  // never destroyed, like the table
+  static auto* table = new std::unordered_multimap<size_t, Entry>;
+  const size_t hash = std::hash<std::string_view>{}(
+      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  std::lock_guard<std::mutex> lock(*mutex);
+  for (auto [it, end] = table->equal_range(hash); it != end;) {
+    if (auto known = it->second.lock()) {
+      if (*known == bytes) return known;
+      ++it;
+    } else {
+      it = table->erase(it);
+    }
+  }
+  auto data = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  if (table->size() % 256 == 255)  // now and then, forget the constants no graph holds
+    std::erase_if(*table, [](const auto& entry) { return entry.second.expired(); });
+  table->emplace(hash, data);
+  return data;
+}
 
 std::string limitString(int64_t bytes) {
   for (int e = 0; e < 63; ++e)
@@ -194,7 +226,7 @@ int Graph::addConstant(std::string valueName, TensorType type, std::vector<uint8
   CGC_ASSERT(static_cast<int64_t>(bytes.size()) == type.bytes(),
              "constant '{}' has {} bytes for type {}", valueName, bytes.size(), type.str());
   int id = addValue(std::move(valueName), std::move(type), ValueKind::kConstant);
-  values_[id].data = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  values_[id].data = internConstant(std::move(bytes));
   return id;
 }
 
