@@ -518,6 +518,12 @@ ModelSummary summarizeModel(const std::string& path) {
   return summary;
 }
 
+void readModelProto(const std::string& path, onnx::ModelProto& model) {
+  model = parseModel(readFile(path), path);
+  checkModelProto(path, model);
+  loadExternalData(model, path);
+}
+
 ir::Graph loadOnnx(const std::string& path, const LoadOptions& options) {
   return loadOnnxFromBytes(readFile(path), path, options);
 }
