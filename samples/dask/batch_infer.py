@@ -14,7 +14,9 @@ import argparse
 import json
 import os
 import pathlib
+import shutil
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -53,6 +55,16 @@ def as_tuple(outputs):
     return outputs if isinstance(outputs, tuple) else (outputs,)
 
 
+def shipped_copy(library, scratch):
+    """The library under a name of its own build (its cache directory's):
+    workers keep what client.upload_file ships by file name, and every
+    model compiled from a model.onnx builds a model.so."""
+    path = pathlib.Path(library)
+    copy = pathlib.Path(scratch) / f"{path.parent.name}-{path.name}"
+    shutil.copyfile(path, copy)
+    return str(copy)
+
+
 def run_cluster(workers, library, name, batches, shared):
     """Maps `batches` over a LocalCluster of `workers` processes; returns
     (outputs in dataset order, seconds of the map and gather, loads per
@@ -63,8 +75,10 @@ def run_cluster(workers, library, name, batches, shared):
         client.upload_file(cgc_tasks.__file__)
         target = library
         if not shared:
-            client.upload_file(library)
-            target = os.path.basename(library)
+            with tempfile.TemporaryDirectory() as scratch:
+                copy = shipped_copy(library, scratch)
+                client.upload_file(copy)  # read now, sent to every worker
+            target = os.path.basename(copy)
         client.run(cgc_tasks.warm, target, name)
         start = time.perf_counter()
         futures = client.map(cgc_tasks.infer_batch, [target] * len(batches), [name] * len(batches),

@@ -10,7 +10,6 @@ import threading
 import time
 
 import numpy as np
-import pytest
 
 import cgc
 
