@@ -11,7 +11,7 @@ packages=(build-essential cmake libonnx-dev libprotobuf-dev protobuf-compiler
           catch2 nlohmann-json3-dev libcli11-dev libonnx-testdata
           python3-torch python3-torchvision python3-onnx python3-numpy
           g++-aarch64-linux-gnu qemu-user binutils pkg-config
-          pybind11-dev python3-dev python3-pytest)
+          pybind11-dev python3-dev python3-pytest python3-distributed)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -75,7 +75,8 @@ cgc_status {{PREFIX}}_get_output(const {{PREFIX}}* model, int index, void* data,
  * dimensions in dims (room for the rank); a data-dependent size is the
  * actual one, its elements first in the buffer's row-major layout at the
  * bound shape (cgc_model_info's; with variable dimensions, densely at the
- * actual shape). -1 when index is out of range. */
+ * actual shape). dims may be NULL: the rank alone. -1 when index is out of
+ * range. */
 int {{PREFIX}}_output_shape(const {{PREFIX}}* model, int index, int64_t* dims);
 /* Input `index`'s shape for the coming runs (with variable dimensions, as
  * set_input_shape and set_dim set them), as output_shape gives it. */

@@ -192,7 +192,7 @@ int {{PREFIX}}_output_shape(const {{PREFIX}}* model, int index, int64_t* dims) {
   const std::vector<int64_t> shape = model->model_.output_shape(index);
   const cgc_model_info& info = {{NAMESPACE}}::{{CLASS}}::info();
   if (index < 0 || index >= info.num_outputs) return -1;
-  std::copy(shape.begin(), shape.end(), dims);
+  if (dims) std::copy(shape.begin(), shape.end(), dims);
   return static_cast<int>(shape.size());
 }
 
@@ -200,7 +200,7 @@ int {{PREFIX}}_input_shape(const {{PREFIX}}* model, int index, int64_t* dims) {
   const cgc_model_info& info = {{NAMESPACE}}::{{CLASS}}::info();
   if (!model || index < 0 || index >= info.num_inputs) return -1;
   const std::vector<int64_t> shape = model->model_.input_shape(index);
-  std::copy(shape.begin(), shape.end(), dims);
+  if (dims) std::copy(shape.begin(), shape.end(), dims);
   return static_cast<int>(shape.size());
 }
 

@@ -410,10 +410,16 @@ BuiltModel compileOnce(const driver::CompileOptions& options,
 }
 
 void setInputs(const std::vector<std::string>& onnxInputs, driver::LoadedModel& loaded,
-               const std::string& inputsDir, bool fillMissing) {
+               const std::string& inputsDir, bool fillMissing, bool note) {
   const auto& info = loaded.info();
   if (!inputsDir.empty() && !fs::is_directory(inputsDir))
     userError({inputsDir, "", ""}, "--inputs: no such directory");
+  const std::string extra = fmt::format("{}/input_{}.pb", inputsDir, onnxInputs.size());
+  if (!inputsDir.empty() && fs::exists(extra))
+    userError({extra, "", ""},
+              "no input reads this file (the model has {} input(s): {}, from "
+              "input_0.pb)",
+              onnxInputs.size(), fmt::join(onnxInputs, ", "));
   if (inputsDir.empty() && !fillMissing && info.num_inputs > 0)
     throw CompileError(
         "cgc: error: the model has inputs: give --inputs DIR, or --fill-missing-inputs for "
@@ -435,7 +441,7 @@ void setInputs(const std::vector<std::string>& onnxInputs, driver::LoadedModel& 
     fillDeterministic(info.inputs[i], loaded.input(i));
     filled.push_back(info.inputs[i].name);
   }
-  if (!filled.empty())
+  if (!filled.empty() && note)
     std::cerr << fmt::format("cgc: note: filled input(s) {} with deterministic data\n",
                              fmt::join(filled, ", "));
 }
@@ -558,6 +564,10 @@ int build(const BuildOptions& options) {
 
 int run(const RunOptions& given) {
   RunOptions options = given;
+  // --sweep writes deterministic data into every input at each size.
+  options.fillMissingInputs |= !options.sweep.empty();
+  if (!options.inputsDir.empty() && !fs::is_directory(options.inputsDir))
+    userError({options.inputsDir, "", ""}, "--inputs: no such directory");
   options.compile.observe |= !options.statisticsOut.empty();
   bindShapesFromInputs(options.compile, options.inputsDir);
   const codegen::ModelNames names = driver::checkedNames(options.compile);

@@ -76,12 +76,13 @@ BuiltModel compileOnce(const driver::CompileOptions& options, std::vector<std::s
 /// `onnxInputs`, the ONNX model's input names, counts inputs that
 /// --constant made constants). A missing or empty directory or a missing
 /// file is a CompileError, unless `fillMissing`: then the inputs without a
-/// file get deterministic data and a note on stderr names them.
+/// file get deterministic data and, with `note`, a note on stderr names
+/// them. A file input_N.pb past the model's inputs is a CompileError too.
 void setInputs(const std::vector<std::string>& onnxInputs, driver::LoadedModel& loaded,
-               const std::string& inputsDir, bool fillMissing);
+               const std::string& inputsDir, bool fillMissing, bool note = true);
 inline void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
-                      const std::string& inputsDir, bool fillMissing) {
-  setInputs(model.graph.onnxInputNames, loaded, inputsDir, fillMissing);
+                      const std::string& inputsDir, bool fillMissing, bool note = true) {
+  setInputs(model.graph.onnxInputNames, loaded, inputsDir, fillMissing, note);
 }
 
 /// Output `index` of the loaded model (after run()) as a dense tensor of its

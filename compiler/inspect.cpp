@@ -9,6 +9,7 @@
 // sizes. `cgc inspect --ops` prints the supported ops (docs/OPS.md).
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -23,16 +24,35 @@
 namespace cgc::commands {
 namespace {
 
+/// The inputs' named symbolic dimensions as variable ones: "--dim
+/// batch=1..64 --dim seq=1..64" ("" when none has a name).
+std::string dimExample(const frontend::ModelSummary& summary, frontend::ShapeSpelling spelling) {
+  std::vector<std::string> ranges;
+  for (const frontend::DeclaredTensor& t : summary.inputs)
+    for (size_t d = 0; d < t.dims.size() && d < t.symbols.size(); ++d) {
+      const std::string range = t.symbols[d] + "=1..64";
+      if (t.dims[d] < 0 && !t.symbols[d].empty() &&
+          std::find(ranges.begin(), ranges.end(), range) == ranges.end())
+        ranges.push_back(range);
+    }
+  if (ranges.empty()) return "";
+  if (spelling == frontend::ShapeSpelling::kCMake)
+    return fmt::format("cgc_add_graph(... DIMS {})", fmt::join(ranges, " "));
+  return fmt::format("--dim {}", fmt::join(ranges, " --dim "));
+}
+
 /// What to try for the error a compile gave.
 std::string hintFor(const std::string& error, const frontend::ModelSummary& summary,
                     frontend::ShapeSpelling spelling) {
   if (error.find("symbolic dimension") != std::string::npos ||
       error.find("has no shape") != std::string::npos) {
     const std::string example = frontend::shapeExample(summary.inputs, spelling);
+    const std::string dims = dimExample(summary, spelling);
     return fmt::format(
         "bind the inputs' symbolic dimensions{}{} (one binding also binds the same dimension "
-        "name in the other inputs)",
-        example.empty() ? "" : ", e.g. ", example);
+        "name in the other inputs){}{}",
+        example.empty() ? "" : ", e.g. ", example,
+        dims.empty() ? "" : ", or keep them variable at run time within a range, e.g. ", dims);
   }
   if (error.find("compile-time constant") != std::string::npos)
     return "bind that input to a value with --constant NAME=FILE.pb (a TensorProto file): it "

@@ -541,6 +541,12 @@ ModelSummary summarizeModel(const std::string& path) {
   return summary;
 }
 
+void readModelProto(const std::string& path, onnx::ModelProto& model) {
+  model = parseModelFile(path);
+  checkModelProto(path, model);
+  loadExternalData(model, path);
+}
+
 namespace {
 
 /// The graph of a parsed model, which it consumes.

@@ -21,6 +21,10 @@
 #include "onnx_frontend/external_data.h"
 #include "onnx_frontend/graph_import.h"
 
+namespace onnx {
+class ModelProto;
+}
+
 namespace cgc::frontend {
 
 /// How the user binds input shapes, for the hints that say it: cgc's
@@ -60,6 +64,11 @@ ir::Graph loadOnnx(const std::string& path, const LoadOptions& options = {});
 /// where external data files are looked for.
 ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
                             const LoadOptions& options = {});
+
+/// The model file as ONNX's protobuf, read and checked as loadOnnx reads it
+/// (the same errors), its external data read in: for tools that edit the
+/// model before compiling it.
+void readModelProto(const std::string& path, onnx::ModelProto& model);
 
 /// A graph input or output as the model declares it.
 struct DeclaredTensor {

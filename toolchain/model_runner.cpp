@@ -234,6 +234,9 @@ void buildLibrary(const std::vector<std::string>& sources, const std::string& li
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
   }
   compileShared(unityPath, dirs, library, target, optLevel, options);
+  // The unit stays beside the library only when it fails (the error names it).
+  std::error_code ignored;
+  fs::remove(unityPath, ignored);
 }
 
 namespace {

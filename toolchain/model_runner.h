@@ -33,8 +33,8 @@ std::string buildSharedLibrary(const WrittenFiles& files, const CompileOptions& 
 
 /// Builds several generated sources (from `cgc compile`, each with its own
 /// --name and --namespace) into one shared library `library`, compiled as a
-/// single translation unit (`library`.unity.cpp includes each): the runtime's
-/// headers are parsed once for all of them. With `verify`, Clang parses that
+/// single translation unit (`library`.unity.cpp includes each, removed once
+/// built): the runtime's headers are parsed once for all of them. With `verify`, Clang parses that
 /// unit first (as `cgc compile --verify` does one source). `optLevel` is
 /// the C++ compiler's -O for the generated code (the kernels are prebuilt
 /// in the runtime library either way). Models that would clash in one unit
@@ -83,7 +83,13 @@ class LoadedModel {
   /// One inference; the status and message of the model's run().
   Status run() {
     const cgc_status code = api_->run(instance_);
-    return code == CGC_OK ? Status() : Status(code, api_->error(instance_));
+    if (code == CGC_OK) return Status();
+    // A refused run leaves the instance's message to the run in progress.
+    if (code == CGC_ERROR_BUSY)
+      return Status(code, std::string(info_->name) +
+                              ": run() entered from two threads at once; use one instance per "
+                              "thread");
+    return Status(code, api_->error(instance_));
   }
   void setProfiler(Profiler* profiler) { api_->set_profiler(instance_, profiler); }
   /// Where the instance's threads run (ExecutorPool::describe_placement).

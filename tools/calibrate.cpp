@@ -13,13 +13,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include "compiler/commands.h"
 #include "compiler_config.h"
-#include "onnx_frontend/external_data.h"
 #include "onnx_frontend/onnx.h"
+#include "onnx_frontend/onnx_loader.h"
 #include "pipeline/input_shapes.h"
 #include "toolchain/target_library.h"
 
@@ -36,19 +35,6 @@ bool isFloat(int32_t onnxElemType) {
   return onnxElemType == onnx::TensorProto_DataType_FLOAT ||
          onnxElemType == onnx::TensorProto_DataType_FLOAT16 ||
          onnxElemType == onnx::TensorProto_DataType_DOUBLE;
-}
-
-onnx::ModelProto readModelProto(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  onnx::ModelProto model;
-  if (!file || !model.ParseFromString(buffer.str()))
-    userError({path, "", ""}, "not a valid ONNX model: the protobuf does not parse");
-  // ONNX's shape inference reads initializers (a Reshape's shape) and
-  // cannot read external data.
-  frontend::loadExternalData(model, path);
-  return model;
 }
 
 /// Tensor types by name, as ONNX shape inference finds them (those of a
@@ -177,10 +163,10 @@ frontend::HostTensor tensorOf(driver::LoadedModel& loaded, const Observed& t) {
 }
 
 /// Pass 1: min, max and count; a NaN or infinity is the input set's error.
-void addRange(Observed& t, const std::vector<double>& values, const std::string& dir) {
+void addRange(Observed& t, const std::vector<double>& values, const std::string& set) {
   for (double v : values) {
     if (!std::isfinite(v))
-      userError({dir, "", ""},
+      userError({set, "", ""},
                 "tensor '{}' holds {} on this input set (calibration needs finite values)", t.name,
                 std::isnan(v) ? "a NaN"
                 : v > 0       ? "+inf"
@@ -258,7 +244,8 @@ std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOp
   frontend::LoadOptions load = options.load;
   for (const auto& d : options.dims) load.dims[d.name] = d.largest();
   const ir::Graph imported = frontend::loadOnnx(options.modelPath, load);
-  onnx::ModelProto proto = readModelProto(options.modelPath);
+  onnx::ModelProto proto;
+  frontend::readModelProto(options.modelPath, proto);
   const int before = proto.graph().output_size();
   graphOrder = addObservedOutputs(proto, options.modelPath, imported, load);
   driver::progress(options, fmt::format("calibrate: {} intermediate tensors made outputs",
@@ -269,6 +256,20 @@ std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOp
   model = driver::compileGraph(one);
   const BuiltModel built = buildCached(model, one);
   return std::make_unique<driver::LoadedModel>(built.library, built.prefix);
+}
+
+/// setInputs from `dir`, its errors naming the input set `set` instead.
+void setInputSet(const driver::CompiledModel& model, driver::LoadedModel& loaded,
+                 const std::string& dir, const std::string& set) {
+  try {
+    setInputs(model, loaded, dir, false);
+  } catch (const CompileError& e) {
+    if (set == dir) throw;
+    std::string message = e.what();
+    for (size_t at; (at = message.find(dir + "/")) != std::string::npos;)
+      message.replace(at, dir.size() + 1, set + ": ");
+    throw CompileError(message);
+  }
 }
 
 }  // namespace
@@ -297,9 +298,10 @@ int calibrate(const CalibrateOptions& given) {
   for (int pass = 1; pass <= 2; ++pass) {
     for (size_t k = 0; k < sets; ++k) {
       const std::string& dir = options.inputDirs[k];
+      const std::string& set = options.inputNames.empty() ? dir : options.inputNames[k];
       driver::progress(options.compile, fmt::format("calibrate: pass {}/2, input set {}/{} ({})",
-                                                    pass, k + 1, sets, dir));
-      setInputs(model, *loaded, dir, false);
+                                                    pass, k + 1, sets, set));
+      setInputSet(model, *loaded, dir, set);
       runOnce(*loaded, options.compile.modelPath);
       for (Observed& t : observed) {
         const frontend::HostTensor tensor = tensorOf(*loaded, t);
@@ -309,7 +311,7 @@ int calibrate(const CalibrateOptions& given) {
           continue;
         }
         if (k == 0) t.shape = tensor.type.shape;
-        addRange(t, values, dir);
+        addRange(t, values, set);
       }
     }
     if (pass == 1)

@@ -19,6 +19,9 @@ struct CalibrateOptions {
   std::vector<std::string> inputDirs;  // --inputs, each in the ONNX test-data layout
   std::string output;                  // -o; default: <model dir>/<model stem>.calib.json
   int bins = 2048;                     // --bins
+  /// How errors name each input set: its directory when empty; Python's
+  /// calibrate() gives "input set N" (its directories are temporary).
+  std::vector<std::string> inputNames;
 };
 
 /// The default -o: "dir/model.onnx" -> "dir/model.calib.json".
@@ -28,7 +31,7 @@ std::string defaultCalibrationPath(const std::string& modelPath);
 /// tensor; pass 2: a histogram of `bins` equal bins over [min, max]) and
 /// writes the JSON atomically. CompileError (nothing written) for no input
 /// sets, an input file that is missing or does not match the model, and a
-/// NaN or infinite value (naming the tensor and the input directory).
+/// NaN or infinite value (naming the tensor and the input set).
 int calibrate(const CalibrateOptions& options);
 
 }  // namespace cgc::commands

@@ -184,7 +184,8 @@ class Tuner {
   Measurement time(const Build& b, int rounds, bool profile) {
     driver::LoadedModel loaded(b.built.library, b.built.prefix);
     commands::setInputs(b.model, loaded, options_.inputsDir,
-                        /*fillMissing=*/options_.inputsDir.empty());
+                        /*fillMissing=*/options_.inputsDir.empty(), /*note=*/!filledNoted_);
+    filledNoted_ = true;  // one note for the whole search
     const std::string& path0 = options_.compile.modelPath;
 
     auto start = Clock::now();
@@ -252,6 +253,7 @@ class Tuner {
   const TuneOptions& options_;
   fs::path work_;
   int files_ = 0;
+  bool filledNoted_ = false;
 };
 
 /// The search's state and its three stages.

@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cctype>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -111,6 +112,28 @@ void writeTensor(const std::string& path, const std::string& name, const py::arr
   frontend::writeTensorFile(path, tensor);
 }
 
+/// A compile error's message as Python's caller gives the options: each
+/// flag named with compile()'s keyword first ("--dim" -> "dims= (--dim)").
+std::string pythonSpelling(std::string message) {
+  static const std::pair<std::string, std::string> kKeywords[] = {{"--dim", "dims="},
+                                                                  {"--shape", "shapes="},
+                                                                  {"--specialize", "specialize="},
+                                                                  {"--constant", "constants="}};
+  for (const auto& [flag, keyword] : kKeywords)
+    for (size_t at = 0; (at = message.find(flag, at)) != std::string::npos;) {
+      const size_t end = at + flag.size();
+      if (end < message.size() && (std::isalnum(static_cast<unsigned char>(message[end])) ||
+                                   message[end] == '-' || message[end] == '_')) {
+        at = end;
+        continue;
+      }
+      const std::string spelled = keyword + " (" + flag + ")";
+      message.replace(at, flag.size(), spelled);
+      at += spelled.size();
+    }
+  return message;
+}
+
 /// cgc's C++ errors as the package's exceptions, by class name in cgc.errors.
 void translateErrors(std::exception_ptr error) {
   auto raise = [](const char* type, const char* message) {
@@ -119,7 +142,7 @@ void translateErrors(std::exception_ptr error) {
   try {
     if (error) std::rethrow_exception(error);
   } catch (const CompileError& e) {
-    raise("CompileError", e.what());
+    raise("CompileError", pythonSpelling(e.what()).c_str());
   } catch (const InternalError& e) {
     raise("InternalError", e.what());
   } catch (const RunFailure& e) {
@@ -207,6 +230,10 @@ PYBIND11_MODULE(_cgc, module) {
         options.compile = compileOptions(model, shapes, constants, target, 0, 0, "", verbose);
         options.compile.dims = cgc::driver::parseDims(dims);
         options.inputDirs = inputDirs;
+        // The directories are calibrate()'s temporary ones: errors name the
+        // caller's batches.
+        for (size_t k = 0; k < inputDirs.size(); ++k)
+          options.inputNames.push_back("input set " + std::to_string(k));
         options.output = output;
         options.bins = bins;
         py::gil_scoped_release release;

@@ -147,6 +147,44 @@ open(sys.argv[1], "wb").write(tensor.SerializeToString())
 PY
 expect wrong_input_size "input_0.pb" "float32[1,3,8,8]" -- "$cgc" run "$model" --inputs "$work/wrong_inputs" --quiet
 
+# Hostile input files: truncated, empty, garbage, of the wrong type or
+# rank, one too many; each one line naming the file (and the input).
+/usr/bin/python3 - "$work/hostile_inputs" <<'PY'
+import os, sys
+import numpy as np
+from onnx import numpy_helper
+root = sys.argv[1]
+def tensor(array):
+    return numpy_helper.from_array(array, "input").SerializeToString()
+good = tensor(np.full((1, 3, 16, 16), 0.5, np.float32))
+special = np.full((1, 3, 16, 16), 0.5, np.float32)
+special.reshape(-1)[:3] = [np.nan, np.inf, -np.inf]
+files = {"truncated": good[:len(good) // 2], "empty": b"", "garbage": b"\xff\x07garbage" * 9,
+         "int64": tensor(np.zeros((1, 3, 16, 16), np.int64)),
+         "rank": tensor(np.zeros((3, 16, 16), np.float32)), "nonfinite": tensor(special)}
+for name, data in files.items():
+    os.makedirs(f"{root}/{name}")
+    open(f"{root}/{name}/input_0.pb", "wb").write(data)
+os.makedirs(f"{root}/extra")
+open(f"{root}/extra/input_0.pb", "wb").write(good)
+open(f"{root}/extra/input_1.pb", "wb").write(good)
+PY
+hi=$work/hostile_inputs
+expect input_truncated "truncated/input_0.pb" "not a serialized ONNX TensorProto" -- "$cgc" run "$model" --inputs "$hi/truncated" --quiet
+expect input_empty "empty/input_0.pb" "is empty" -- "$cgc" run "$model" --inputs "$hi/empty" --quiet
+expect input_garbage "garbage/input_0.pb" "not a serialized ONNX TensorProto" -- "$cgc" run "$model" --inputs "$hi/garbage" --quiet
+expect input_int64 "int64/input_0.pb" "int64[1,3,16,16]" "input 'input' of the model is float32[1,3,16,16]" -- "$cgc" run "$model" --inputs "$hi/int64" --quiet
+expect input_rank "rank/input_0.pb" "float32[3,16,16]" "input 'input' of the model is float32[1,3,16,16]" -- "$cgc" run "$model" --inputs "$hi/rank" --quiet
+expect input_extra "extra/input_1.pb" "no input reads this file (the model has 1 input(s): input" -- "$cgc" run "$model" --inputs "$hi/extra" --quiet
+# NaN and infinities are data: the model runs on them.
+if "$cgc" run "$model" --inputs "$hi/nonfinite" --quiet >"$work/nonfinite.out" 2>"$work/nonfinite.err" &&
+   grep -q "^output " "$work/nonfinite.out"; then
+  echo "ok   input_nonfinite: runs"
+else
+  echo "FAIL input_nonfinite: a NaN/Inf input does not run:"; cat "$work/nonfinite.err"
+  failures=$((failures + 1))
+fi
+
 # Sizes decided by the data: a TopK k beyond its axis, and more nonzeros
 # than --bound allows, are errors from run() naming the node, never an overrun.
 dd="$work/data_dependent.onnx"
@@ -353,6 +391,8 @@ pass check_fails "... or the tolerance it failed" \
 "$cgc" compile "$mlp/model.onnx" --name Mlp --namespace diag_a -o "$work/lib_mlp" --quiet &&
   "$cgc" compile "$model" --name TinyCnn --namespace diag_b -o "$work/lib_tiny" --quiet &&
   "$cgc" build "$work/lib_mlp/mlp.cpp" "$work/lib_tiny/tiny_cnn.cpp" -O 0 -o "$work/two_models.so" --quiet
+pass build_no_unity "cgc build leaves only the library beside it" \
+  test ! -e "$work/two_models.so.unity.cpp"
 expect library_unknown_name "two_models.so" "holds no model of C prefix 'nope'" "the models it holds (--name): Mlp, TinyCnn" -- "$cgc" run "$model" --library "$work/two_models.so" --name Nope --quiet
 
 # A .pb whose tensor is named for another input: --inputs and --constant.
@@ -410,6 +450,15 @@ inspect_check cmake_passes_caller grep -q "CGC_CALLER=cmake" "$(dirname "$0")/..
 "$cgc" run "$work/pcm.onnx" --inputs "$work/pcm_inputs" >"$work/pcm_run.out" 2>"$work/pcm_run.err"
 inspect_check run_inputs_bind_shapes grep -q "input shapes from .*pcm_inputs: pcm=1x16, state=2x1x4" "$work/pcm_run.err"
 inspect_check run_inputs_bound_output grep -q "output 's' float32\[2,1,4\]: -1 -1" "$work/pcm_run.out"
+# A symbolic model's hint names --dim too (its dimensions kept variable).
+inspect_check inspect_dim_hint grep -q "^try: .*--shape pcm=1x16 .*or keep them variable .*--dim batch=1\.\." "$work/pcm_inspect.txt"
+# --sweep fills the inputs itself (no --fill-missing-inputs), and a size it
+# cannot take fails before anything is built.
+"$cgc" run "$work/pcm.onnx" --dim batch=1..4 --bench 1 --sweep batch=1,3 --quiet \
+    >"$work/sweep.out" 2>"$work/sweep.err"
+inspect_check sweep_fills_inputs test "$(grep -c '"median_ms"' "$work/sweep.out")" -eq 2
+expect sweep_before_build "--sweep 'batch=9'" "outside --dim batch=1..4" -- env CGC_CACHE_DIR="$work/sweep_cache" "$cgc" run "$work/pcm.onnx" --dim batch=1..4 --bench 1 --sweep batch=9 --quiet
+inspect_check sweep_nothing_built test ! -e "$work/sweep_cache"
 expect run_inputs_conflict "pcm_conflict/input_1.pb" "dimension 'batch' of input 'state' 3" "input_0.pb makes it 1" -- "$cgc" run "$work/pcm.onnx" --inputs "$work/pcm_conflict" --quiet
 
 if [ $failures -ne 0 ]; then

@@ -9,6 +9,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import cgc
+from conftest import sample_case
 
 
 def test_wrong_dtype(tiny_cnn):
@@ -92,3 +93,28 @@ def test_run_error_names_node(tmp_path):
     assert error.value.node == "gather_node"
     # The model still runs after a failed run.
     np.testing.assert_array_equal(m(table, np.array([0, 2])), table[[0, 2]])
+
+
+def test_calibrate_names_input_set(tiny_cnn):
+    model, inputs, _ = tiny_cnn
+    path = sample_case("tiny_cnn")[0]
+    bad = inputs[0].copy()
+    bad.reshape(-1)[0] = np.nan
+    with pytest.raises(cgc.CompileError, match=r"input set 1\b.*holds a NaN") as error:
+        cgc.calibrate(path, [inputs, [bad]], output=None)
+    assert "cgc-calibrate-" not in str(error.value)
+
+
+def test_errors_name_python_keywords(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])
+    model = helper.make_model(
+        helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "symbolic",
+                          [x], [y]), opset_imports=[helper.make_opsetid("", 13)])
+    path = tmp_path / "symbolic.onnx"
+    onnx.save(model, str(path))
+    with pytest.raises(cgc.CompileError, match=r"shapes= \(--shape\)"):
+        cgc.compile(path)
+    with pytest.raises(cgc.CompileError,
+                       match=r"specialize= \(--specialize\) 'nope=2' .*no dims= \(--dim\)"):
+        cgc.compile(path, dims={"batch": (1, 4)}, specialize={"nope": [2]})

@@ -4,15 +4,22 @@
 // Then two more instances, one on an arena the driver owns, run from two
 // threads at once while a third thread calls run() on one of them too (it
 // must get CGC_ERROR_BUSY or succeed); every instance's outputs must equal
-// the first's. The model is chosen at build time:
+// the first's. Then the C interface's misuses (a wrong size, a null
+// pointer, an index out of range) each return an error, and the instance
+// still runs; and 300 create/run/destroy cycles do not grow the heap.
+// The model is chosen at build time:
 //   -DCGC_MODEL_HEADER='"tiny_cnn.h"' -DCGC_MODEL_PREFIX=tiny_cnn
 // With -DCGC_OBSERVED (a model compiled with --observe) the profiled runs
 // also record tensor statistics, from every executor, and write them as a
 // calibration file.
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -21,6 +28,9 @@
 #define CGC_CONCAT2(a, b) a##b
 #define CGC_CONCAT(a, b) CGC_CONCAT2(a, b)
 #define CGC_FN(name) CGC_CONCAT(CGC_MODEL_PREFIX, name)
+
+// A sanitizer's count of the bytes allocated (libasan, libtsan); null without.
+extern "C" size_t __sanitizer_get_current_allocated_bytes() __attribute__((weak));
 
 namespace {
 
@@ -52,6 +62,121 @@ void require(bool ok, const char* what, const Model* model) {
   if (ok) return;
   std::fprintf(stderr, "%s%s%s\n", what, model ? ": " : "", model ? CGC_FN(_error)(model) : "");
   std::exit(1);
+}
+
+/// Each misuse of the C interface returns an error status (or a null, -1,
+/// a message), never a crash; the instance keeps its inputs and runs.
+void misuses(Model* model, const cgc_model_info* info) {
+  const auto invalid = [&](cgc_status status, const char* what, const char* message) {
+    if (status != CGC_ERROR_INVALID_ARGUMENT) {
+      std::fprintf(stderr, "%s: status %d, not CGC_ERROR_INVALID_ARGUMENT\n", what, status);
+      std::exit(1);
+    }
+    if (message && !std::strstr(CGC_FN(_error)(model), message)) {
+      std::fprintf(stderr, "%s: message '%s' lacks '%s'\n", what, CGC_FN(_error)(model), message);
+      std::exit(1);
+    }
+  };
+  const int64_t inBytes = info->inputs[0].bytes, outBytes = info->outputs[0].bytes;
+  const auto* input = static_cast<const unsigned char*>(CGC_FN(_input)(model, 0));
+  const std::vector<unsigned char> in(input, input + inBytes);
+  std::vector<unsigned char> out(static_cast<size_t>(outBytes) + 1);
+  invalid(CGC_FN(_set_input)(model, 0, in.data(), inBytes - 1), "set_input short", "bytes, not");
+  invalid(CGC_FN(_set_input)(model, 0, in.data(), inBytes + 1), "set_input long", "bytes, not");
+  invalid(CGC_FN(_set_input)(model, 0, in.data(), -1), "set_input negative", "bytes, not");
+  invalid(CGC_FN(_set_input)(model, 0, nullptr, inBytes), "set_input null", "null");
+  invalid(CGC_FN(_set_input)(model, -1, in.data(), inBytes), "set_input -1", "out of range");
+  invalid(CGC_FN(_set_input)(model, info->num_inputs, in.data(), inBytes), "set_input past",
+          "out of range");
+  invalid(CGC_FN(_set_input)(nullptr, 0, in.data(), inBytes), "set_input null model", nullptr);
+  invalid(CGC_FN(_get_output)(model, 0, out.data(), outBytes + 1), "get_output long", "bytes, not");
+  invalid(CGC_FN(_get_output)(model, 0, nullptr, outBytes), "get_output null", "null");
+  invalid(CGC_FN(_get_output)(model, info->num_outputs, out.data(), outBytes), "get_output past",
+          "out of range");
+  invalid(CGC_FN(_get_output)(nullptr, 0, out.data(), outBytes), "get_output null model", nullptr);
+  invalid(CGC_FN(_run)(nullptr), "run null model", nullptr);
+  invalid(CGC_FN(_set_input_shape)(model, info->num_inputs, nullptr, 0), "set_input_shape past",
+          "out of range");
+  invalid(CGC_FN(_set_input_shape)(nullptr, 0, nullptr, 0), "set_input_shape null model", nullptr);
+  invalid(CGC_FN(_set_dim)(model, nullptr, 1), "set_dim null name", "no variable dimension");
+  invalid(CGC_FN(_set_dim)(nullptr, "batch", 1), "set_dim null model", nullptr);
+  int64_t dims[8] = {};
+  require(CGC_FN(_input)(model, -1) == nullptr &&
+              CGC_FN(_input)(model, info->num_inputs) == nullptr &&
+              CGC_FN(_input)(nullptr, 0) == nullptr,
+          "input() out of range is not null", nullptr);
+  require(CGC_FN(_output)(model, -1) == nullptr &&
+              CGC_FN(_output)(model, info->num_outputs) == nullptr &&
+              CGC_FN(_output)(nullptr, 0) == nullptr,
+          "output() out of range is not null", nullptr);
+  require(CGC_FN(_output_shape)(model, -1, dims) == -1 &&
+              CGC_FN(_output_shape)(model, info->num_outputs, dims) == -1 &&
+              CGC_FN(_output_shape)(nullptr, 0, dims) == -1 &&
+              CGC_FN(_input_shape)(model, info->num_inputs, dims) == -1 &&
+              CGC_FN(_input_shape)(nullptr, 0, dims) == -1,
+          "a shape out of range is not -1", nullptr);
+  require(CGC_FN(_output_shape)(model, 0, nullptr) == info->outputs[0].rank &&
+              CGC_FN(_input_shape)(model, 0, nullptr) == info->inputs[0].rank,
+          "a shape into null dims is not the rank", nullptr);
+  require(std::string(CGC_FN(_error)(nullptr)) == "no model" &&
+              std::string(CGC_FN(_placement)(nullptr)).empty(),
+          "error()/placement() of no model", nullptr);
+  CGC_FN(_set_profiler)(nullptr, nullptr);
+  CGC_FN(_destroy)(nullptr);
+  // An arena too small, and one misaligned: no instance, a reason.
+  const int64_t arenaBytes = CGC_FN(_arena_bytes)();
+  std::vector<unsigned char> small(64 + 64);
+  void* aligned = small.data() + (64 - reinterpret_cast<uintptr_t>(small.data()) % 64) % 64;
+  if (arenaBytes > 64)
+    require(CGC_FN(_create_with_arena)(nullptr, aligned, 64) == nullptr &&
+                std::strlen(CGC_FN(_last_error)()) > 0,
+            "an arena too small made an instance", nullptr);
+  require(
+      CGC_FN(_create_with_arena)(nullptr, static_cast<char*>(aligned) + 1, arenaBytes) == nullptr &&
+          std::strlen(CGC_FN(_last_error)()) > 0,
+      "a misaligned arena made an instance", nullptr);
+  require(std::memcmp(CGC_FN(_input)(model, 0), in.data(), static_cast<size_t>(inBytes)) == 0,
+          "a refused set_input changed the input", nullptr);
+  require(CGC_FN(_run)(model) == CGC_OK, "run after the misuses", model);
+  require(CGC_FN(_get_output)(model, 0, out.data(), outBytes) == CGC_OK, "get_output", model);
+}
+
+/// Resident KiB of this process (/proc/self/statm).
+long residentKib() {
+  long size = 0, resident = 0;
+  FILE* statm = std::fopen("/proc/self/statm", "r");
+  if (!statm || std::fscanf(statm, "%ld %ld", &size, &resident) != 2) resident = -1;
+  if (statm) std::fclose(statm);
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/// 300 instances created, run once and destroyed, one after another, grow
+/// the memory by under 2 MiB: the resident memory, or under a sanitizer the
+/// heap it counts (its own bookkeeping of the threads that ended, and ASan's
+/// quarantine, grow the resident memory). Returns the growth in KiB.
+long cycles(const cgc_model_info* info) {
+  const auto cycle = [&] {
+    Model* instance = CGC_FN(_create)(nullptr);
+    require(instance != nullptr, CGC_FN(_last_error)(), nullptr);
+    fillInputs(instance, info);
+    require(CGC_FN(_run)(instance) == CGC_OK, "run", instance);
+    CGC_FN(_destroy)(instance);
+  };
+  const auto kib = [] {
+    return __sanitizer_get_current_allocated_bytes
+               ? static_cast<long>(__sanitizer_get_current_allocated_bytes() / 1024)
+               : residentKib();
+  };
+  for (int i = 0; i < 10; ++i) cycle();
+  const long before = kib();
+  for (int i = 0; i < 300; ++i) cycle();
+  const long after = kib();
+  if (before < 0 || after - before >= 2048) {
+    std::fprintf(stderr, "300 create/run/destroy cycles: %s %ld KiB -> %ld KiB\n",
+                 __sanitizer_get_current_allocated_bytes ? "heap" : "resident", before, after);
+    std::exit(1);
+  }
+  return after - before;
 }
 
 }  // namespace
@@ -103,11 +228,16 @@ int main() {
   CGC_FN(_destroy)(second);
   std::free(arena);
 
+  misuses(model, info);
+  const long grown = cycles(info);
+
   double checksum = 0;
   for (unsigned char byte : expected) checksum += byte;
-  std::printf("%s: %d nodes, %lld events profiled, output checksum %.0f, %d busy refusals\n",
-              info->name, info->num_nodes, static_cast<long long>(profiler.events().size()),
-              checksum, busy.load());
+  std::printf(
+      "%s: %d nodes, %lld events profiled, output checksum %.0f, %d busy refusals, 300 "
+      "create/run/destroy cycles grew the heap by %ld KiB\n",
+      info->name, info->num_nodes, static_cast<long long>(profiler.events().size()), checksum,
+      busy.load(), grown);
   CGC_FN(_destroy)(model);
   return 0;
 }

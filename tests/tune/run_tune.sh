@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # `cgc tune` on a sample with a small budget: it must write the profile with
 # the chosen configuration and its final check against the untuned build
-# (stated in the report), and the profile must drive `cgc run --profile`
-# to the same outputs; with --quantize, the same for the int8 model.
+# (stated in the report), name the inputs it fills once, and the profile must
+# drive `cgc run --profile` to the same outputs; with --quantize, the same for the int8 model.
 # Usage: run_tune.sh CGC SAMPLES_DIR WORK_DIR
 set -euo pipefail
 cgc="$1" samples="$2" work="$3"
 rm -rf "$work"
 mkdir -p "$work"
 model="$samples/tiny_cnn/model.onnx"
-"$cgc" tune "$model" -q --budget 5 --rounds 2 -o "$work" | tee "$work/tune.log"
+"$cgc" tune "$model" -q --budget 5 --rounds 2 -o "$work" 2>"$work/tune.err" | tee "$work/tune.log"
+cat "$work/tune.err" >&2
+# The inputs it fills with deterministic data are named once, not per trial.
+[ "$(grep -c "filled input(s)" "$work/tune.err")" -eq 1 ] ||
+  { echo "the filled-inputs note is not printed once"; exit 1; }
 profile="$work/tiny_cnn.profile.json"
 test -f "$profile" || { echo "no profile at $profile"; exit 1; }
 /usr/bin/python3 - "$profile" <<'PY'
