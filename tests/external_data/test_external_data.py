@@ -11,8 +11,9 @@
     re-saved with external data: cgc's outputs of the two equal bit for bit,
     and match PyTorch's;
   * `cgc inspect` lists the data files and their sizes;
-  * `cgc compile` of a 256 MB MatMul chain, with external data and inline,
-    peaks under 1.25x the weights plus 300 MB of resident memory;
+  * `cgc compile` of a MatMul chain, with external data and inline, peaks
+    under the weights' size plus a quarter plus a fixed working set
+    (issue 55's goal) of resident memory;
   * bad data (missing file, truncated file, offset past the end, a length
     that is not the tensor's, an absolute location, one with '..', an empty
     one, an offset or length that is not a number): exit code 1 and one

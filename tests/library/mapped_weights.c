@@ -63,9 +63,10 @@ int main(int argc, char** argv) {
   }
   const int ok = runAndCheck(first, rows, columns) && runAndCheck(second, rows, columns);
   const long added = privateKb() - before;
-  printf("table %ld kB; two instances created and run added %ld kB of anonymous memory; "
-         "creating one took %.3f ms\n",
-         tableKb, added, createSeconds * 1e3);
+  printf(
+      "table %ld kB; two instances created and run added %ld kB of anonymous memory; "
+      "creating one took %.3f ms\n",
+      tableKb, added, createSeconds * 1e3);
   big_embed_destroy(second);
   big_embed_destroy(first);
   if (!ok) {
