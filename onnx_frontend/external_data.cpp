@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "ir/graph.h"
 
@@ -92,7 +93,11 @@ class Reader {
   Reader(const Reader&) = delete;
   Reader& operator=(const Reader&) = delete;
 
-  void load(onnx::TensorProto& tensor);
+  /// Checks the tensor's reference and reads its bytes into raw_data, or
+  /// with `read` false checks only and returns where its bytes lie.
+  Reference load(onnx::TensorProto& tensor, bool read = true);
+  /// Reads the bytes at `ref` (checked by load) into the tensor's raw_data.
+  void read(onnx::TensorProto& tensor, const Reference& ref);
 
  private:
   struct File {
@@ -177,8 +182,8 @@ int64_t Reader::tensorBytes(const onnx::TensorProto& t, const std::string& locat
   return type.bytes();
 }
 
-void Reader::load(onnx::TensorProto& t) {
-  const Reference ref = reference(t);
+Reference Reader::load(onnx::TensorProto& t, bool read) {
+  Reference ref = reference(t);
   const int64_t bytes = tensorBytes(t, ref.location);
   if (ref.length >= 0 && ref.length != bytes)
     fail(t, ref.location, "length {} does not match the tensor's size, {} bytes", ref.length,
@@ -195,6 +200,14 @@ void Reader::load(onnx::TensorProto& t) {
   if (bytes > rest)
     fail(t, ref.location, "the file is {} bytes, too short for offset {} + length {} (truncated)",
          file.size, ref.offset, bytes);
+  ref.length = bytes;
+  if (read) this->read(t, ref);
+  return ref;
+}
+
+void Reader::read(onnx::TensorProto& t, const Reference& ref) {
+  const int64_t bytes = ref.length;
+  const File& file = open(t, ref.location);
   std::string& raw = *t.mutable_raw_data();
   raw.resize(static_cast<size_t>(bytes));
   for (int64_t done = 0; done < bytes;) {
@@ -212,13 +225,49 @@ void Reader::load(onnx::TensorProto& t) {
 
 }  // namespace
 
-void loadExternalData(onnx::ModelProto& model, const std::string& modelPath) {
-  Reader reader(modelPath, {modelPath, "", ""});
+struct ExternalData::Deferred {
+  Deferred(const std::string& modelPath) : reader(modelPath, {modelPath, "", ""}) {}
+  Reader reader;
+  std::map<const onnx::TensorProto*, Reference> tensors;
+};
+
+ExternalData::ExternalData(onnx::ModelProto& model, const std::string& modelPath, bool defer)
+    : deferred_(std::make_unique<Deferred>(modelPath)) {
+  std::set<const onnx::TensorProto*> large;
+  if (defer)
+    for (const auto& init : model.graph().initializer())
+      if (isExternal(init)) large.insert(&init);
   // The walk is written once, over const protos; the tensors belong to the
   // (non-const) model, so writing them through const_cast is sound.
   forEachTensor(model, [&](const onnx::TensorProto& t) {
-    if (isExternal(t)) reader.load(const_cast<onnx::TensorProto&>(t));
+    if (!isExternal(t)) return;
+    auto& tensor = const_cast<onnx::TensorProto&>(t);
+    const Reference ref = deferred_->reader.load(tensor, !large.count(&t));
+    if (!large.count(&t)) return;
+    if (ref.length < kDeferredBytes) {
+      deferred_->reader.read(tensor, ref);
+      return;
+    }
+    // Until read, a placeholder byte: ONNX's checker wants a value field and
+    // does not measure raw_data; shape inference reads no tensor this large.
+    tensor.clear_external_data();
+    tensor.set_data_location(onnx::TensorProto::DEFAULT);
+    tensor.set_raw_data(std::string(1, '\0'));
+    deferred_->tensors.emplace(&t, ref);
   });
+}
+
+ExternalData::~ExternalData() = default;
+
+void ExternalData::read(onnx::TensorProto& tensor) {
+  const auto it = deferred_->tensors.find(&tensor);
+  if (it == deferred_->tensors.end()) return;
+  deferred_->reader.read(tensor, it->second);
+  deferred_->tensors.erase(it);
+}
+
+void loadExternalData(onnx::ModelProto& model, const std::string& modelPath) {
+  ExternalData(model, modelPath, false);
 }
 
 std::vector<ExternalDataFile> externalDataFiles(const onnx::ModelProto& model,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,25 @@ namespace cgc::frontend {
 /// missing or short file, an offset or length that is not a number, and a
 /// length other than the tensor's size.
 void loadExternalData(onnx::ModelProto& model, const std::string& modelPath);
+
+/// loadExternalData, except that the graph's initializers of
+/// kDeferredBytes or more (with `defer`) are checked but read only when the
+/// importer asks for each (read), so that a model's weights are never in
+/// memory twice. Until then such a tensor holds a placeholder byte.
+class ExternalData {
+ public:
+  static constexpr int64_t kDeferredBytes = int64_t{1} << 16;
+  ExternalData(onnx::ModelProto& model, const std::string& modelPath, bool defer = true);
+  ~ExternalData();
+  ExternalData(const ExternalData&) = delete;
+  ExternalData& operator=(const ExternalData&) = delete;
+  /// Reads a deferred tensor's bytes into its raw_data; others: nothing.
+  void read(onnx::TensorProto& tensor);
+
+ private:
+  struct Deferred;
+  std::unique_ptr<Deferred> deferred_;
+};
 
 /// A data file the model's external tensors name.
 struct ExternalDataFile {

@@ -552,7 +552,7 @@ namespace {
 /// The graph of a parsed model, which it consumes.
 ir::Graph loadModel(onnx::ModelProto model, const std::string& path, const LoadOptions& options) {
   checkModelProto(path, model);
-  loadExternalData(model, path);
+  ExternalData external(model, path);
   checkFunctionCalls(path, model);
   rejectUnsupported(path, model);
   try {
@@ -577,12 +577,14 @@ ir::Graph loadModel(onnx::ModelProto model, const std::string& path, const LoadO
   std::unordered_map<std::string, int> byName;
   DiagLocation where{path, "", ""};
 
-  // The weights move into the graph one at a time: each initializer's
-  // bytes in the model are released once the graph holds them, so loading
-  // holds one copy. Shape inference, later, reads only small initializers'
-  // values (a Reshape's shape), never a tensor of kReleasedBytes or more.
+  // The weights move into the graph one at a time (large external ones read
+  // only now): each initializer's bytes in the model are released once the
+  // graph holds them, so loading holds one copy. Shape inference, later,
+  // reads only small initializers' values (a Reshape's shape), never a
+  // tensor of kReleasedBytes or more.
   constexpr size_t kReleasedBytes = size_t{1} << 16;
   for (auto& init : *model.mutable_graph()->mutable_initializer()) {
+    external.read(init);
     HostTensor t = tensorFromProto(init, where);
     byName[init.name()] = graph.addConstant(init.name(), t.type, std::move(t.bytes));
     if (init.has_raw_data() && init.raw_data().size() >= kReleasedBytes)
