@@ -343,6 +343,10 @@ CompileOptions applyBudget(const CompileOptions& options) {
   if (!budget.enabled())
     throw CompileError(
         "cgc: error: --max-error, --check-inputs and --quantize-report need --quantize int8");
+  if (budget.weightsOnly)
+    throw CompileError(
+        "cgc: error: --quantize int8 --weights-only does not combine with --max-error, "
+        "--check-inputs or --quantize-report (the accuracy budget of int8 activations)");
   if (budget.maxError > 0 && budget.checkInputs.empty())
     throw CompileError(
         "cgc: error: --max-error needs --check-inputs DIR... (held-out inputs, not the "
