@@ -9,7 +9,8 @@
 #               [QUANTIZE int8 CALIBRATION <file.calib.json> [METHOD <m>] [PERCENTILE <p>]
 #                [ACTIVATIONS u8|s8] [KEEP_FLOAT <node>...]
 #                [MAX_ERROR <e> CHECK_INPUTS <dir>...]]
-#               [QUANTIZE int8 WEIGHTS_ONLY [KEEP_FLOAT <node>...]] [PRECISION fp32|bf16])
+#               [QUANTIZE int8 WEIGHTS_ONLY [KEEP_FLOAT <node>...]
+#                [MAX_ERROR <e> CHECK_INPUTS <dir>...]] [PRECISION fp32|bf16])
 #
 # Compiles an ONNX model with `cgc compile` at build time (again whenever the
 # model, its profile, its CONSTANTS files or cgc changes) into a static
@@ -53,7 +54,8 @@
 # CHECK_INPUTS (directories, relative to the calling CMakeLists.txt); with
 # MAX_ERROR the report is <prefix>.quantization.json and .txt beside the
 # generated files. QUANTIZE int8 WEIGHTS_ONLY (--weights-only) needs no
-# CALIBRATION: only the constant weights of MatMul and Gemm become int8.
+# CALIBRATION: only the constant weights of MatMul and Gemm become int8
+# (KEEP_FLOAT, MAX_ERROR and CHECK_INPUTS as with CALIBRATION).
 # PRECISION bf16 (--precision) stores those weights as bfloat16 instead
 # (docs/PRECISION.md).
 # TARGET (cmake/targets.def; default native) picks the generated code's
@@ -118,10 +120,7 @@ macro(_cgc_quantize_args target args_var files_var)
   endif()
   if(ARG_QUANTIZE AND ARG_WEIGHTS_ONLY)
     list(APPEND ${args_var} --quantize "${ARG_QUANTIZE}" --weights-only)
-    foreach(node IN LISTS ARG_KEEP_FLOAT)
-      list(APPEND ${args_var} --keep-float "${node}")
-    endforeach()
-    foreach(keyword CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR CHECK_INPUTS)
+    foreach(keyword CALIBRATION METHOD PERCENTILE ACTIVATIONS)
       if(ARG_${keyword})
         message(FATAL_ERROR "cgc_add_graph(${target}): WEIGHTS_ONLY takes no ${keyword}")
       endif()
@@ -133,6 +132,8 @@ macro(_cgc_quantize_args target args_var files_var)
     get_filename_component(calibration "${ARG_CALIBRATION}" ABSOLUTE)
     list(APPEND ${args_var} --quantize "${ARG_QUANTIZE}" --calibration "${calibration}")
     list(APPEND ${files_var} "${calibration}")
+  endif()
+  if(ARG_QUANTIZE)
     foreach(keyword METHOD PERCENTILE ACTIVATIONS MAX_ERROR)
       if(ARG_${keyword})
         string(TOLOWER "${keyword}" flag)

@@ -17,8 +17,8 @@ namespace {
   throw CompileError("cgc: error: " + text);
 }
 
-/// --weights-only's checks: --quantize int8, and nothing that only int8
-/// activations read.
+/// --weights-only's checks: --quantize int8, and no calibration file (what
+/// only int8 activations read).
 void checkWeightsOnly(const quant::QuantizeOptions& q) {
   if (!q.enabled()) optionError("--weights-only needs --quantize int8");
   if (q.precision != "int8")
@@ -26,10 +26,6 @@ void checkWeightsOnly(const quant::QuantizeOptions& q) {
   if (!q.calibration.empty())
     optionError(
         "--quantize int8 --weights-only keeps activations in float and reads no --calibration");
-  if (q.measured())
-    optionError(
-        "--quantize int8 --weights-only does not combine with --max-error, --check-inputs or "
-        "--quantize-report (the accuracy budget of int8 activations)");
 }
 
 }  // namespace

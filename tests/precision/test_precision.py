@@ -10,6 +10,10 @@
     bytes;
   * the decoder's greedy tokens over 30 steps, its own cache fed back, agree
     with PyTorch's;
+  * the accuracy report of --weights-only (--check-inputs, --max-error,
+    --quantize-report) on the decoder: the logits' top-1 agreement (the
+    greedy token) and the caches' error against cgc's float model, the
+    product named by --keep-float left in float;
   * bad options are one-line errors with exit 1: bf16 for a target without
     avx512bf16, --weights-only without --quantize int8 or with a calibration
     file, both formats at once, a precision cgc does not know.
@@ -36,6 +40,7 @@ The bf16 part is skipped, saying so, where the CPU lacks avx512bf16.
 Usage: /usr/bin/python3 tests/precision/test_precision.py PATH_TO_CGC WORKDIR
 (the cgc package on PYTHONPATH: the build tree's python/ folder)
 """
+import json
 import os
 import subprocess
 import sys
@@ -43,6 +48,7 @@ import sys
 import numpy as np
 import torch
 import torch.nn as nn
+from onnx import numpy_helper
 
 import cgc
 
@@ -57,7 +63,7 @@ PASTS = [0, 1, 37, DEC_POS - 1]
 failures = []
 
 
-def report(ok, label):
+def report_ok(ok, label):
     print(f"{'ok' if ok else 'FAIL'} {label}")
     sys.stdout.flush()
     if not ok:
@@ -117,7 +123,7 @@ def check_encoder(work, bf16):
     for mode, options in modes(bf16).items():
         model = cgc.compile(path, **options)
         error = relative_error(model.run({"x": x})["y"], ref)
-        report(error <= TOLERANCE[mode],
+        report_ok(error <= TOLERANCE[mode],
                f"encoder {mode}: max error {error:.2e} of max |y| (tolerance {TOLERANCE[mode]})")
         if mode == "fp32":
             continue
@@ -128,7 +134,7 @@ def check_encoder(work, bf16):
         # packing's 32 columns).
         ratio = narrow.get("bytes", 0) / max(narrow.get("float_bytes", 1), 1)
         limit = 0.5 if mode == "bf16" else 0.25 + 1 / 64
-        report(narrow.get("format") == mode and narrow.get("products", 0) >= 4 and ratio <= limit,
+        report_ok(narrow.get("format") == mode and narrow.get("products", 0) >= 4 and ratio <= limit,
                f"encoder {mode}: inspect says {narrow.get('products')} products, "
                f"{narrow.get('float_bytes')} -> {narrow.get('bytes')} bytes")
 
@@ -144,19 +150,55 @@ def check_decoder(work, bf16):
         with torch.no_grad():
             ref = [o.numpy() for o in dec(torch.from_numpy(ids), *map(torch.from_numpy, past))]
         sets.append((p, dict(zip(["ids"] + caches, [ids] + past)), ref))
+    for p, inputs, _ in sets:
+        d = os.path.join(work, f"decoder_check_{p}")
+        os.makedirs(d, exist_ok=True)
+        for j, name in enumerate(["ids"] + caches):
+            with open(os.path.join(d, f"input_{j}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(inputs[name]).SerializeToString())
     tokens = reference_tokens(dec, len(caches))
     for mode, options in modes(bf16).items():
         model = cgc.compile(path, dims={"past": (0, DEC_POS - 1)}, **options)
         for p, inputs, ref in sets:
             got = model.run(inputs)
             worst = max(relative_error(got[name], r) for name, r in zip(outputs, ref))
-            report(worst <= TOLERANCE[mode],
+            report_ok(worst <= TOLERANCE[mode],
                    f"decoder {mode} past={p}: max error {worst:.2e} of max |output| "
                    f"(tolerance {TOLERANCE[mode]})")
         agreement, first = greedy_agreement(model, caches, tokens)
-        report(agreement >= AGREEMENT,
+        report_ok(agreement >= AGREEMENT,
                f"decoder {mode}: greedy tokens agree at {agreement:.0%} of {STEPS} steps "
                f"(first difference fed its own tokens: {first}; at least {AGREEMENT:.0%})")
+
+
+def check_budget(cgc_path, work):
+    """--weights-only's accuracy report on the decoder's check sets: within
+    a budget of 0.1 nothing returns to float, the logits' top-1 (the greedy
+    token) agrees with cgc's float model and the caches' error is within
+    int8's tolerance; the --keep-float product stays float, saying why."""
+    report = os.path.join(work, "decoder_budget.json")
+    kept = "/blocks.0/fc/MatMul"
+    dirs = [os.path.join(work, f"decoder_check_{p}") for p in PASTS]
+    p = subprocess.run([cgc_path, "compile", os.path.join(work, "decoder.onnx"), "--quiet",
+                        "--dim", f"past=0..{DEC_POS - 1}", "--quantize", "int8", "--weights-only",
+                        "--keep-float", kept, "--max-error", "0.1", "--quantize-report", report,
+                        "-o", os.path.join(work, "budget_out"), "--check-inputs"] + dirs,
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        report_ok(False, f"--weights-only --max-error: exit {p.returncode}: {p.stderr.strip()}")
+        return
+    with open(report) as f:
+        r = json.load(f)
+    layers = {layer["name"]: layer for layer in r["layers"]}
+    narrow = [n for n, layer in layers.items() if layer["precision"] == "int8 weights"]
+    outputs = {o["name"]: o for o in r["outputs"]}
+    logits = outputs.get("logits", {})
+    caches = max((o["relative_error"] for n, o in outputs.items() if n != "logits"), default=1)
+    report_ok(len(narrow) >= 8 and layers.get(kept, {}).get("why") == "--keep-float" and
+              logits.get("top1_agreement", 0) >= AGREEMENT and caches <= TOLERANCE["int8"],
+              f"--weights-only --max-error 0.1: {len(narrow)} products int8, {kept} "
+              f"{layers.get(kept, {}).get('why')}; logits top-1 agreement "
+              f"{logits.get('top1_agreement')}, caches' relative error {caches:.2e}")
 
 
 def reference_tokens(dec, layers2):
@@ -215,12 +257,12 @@ def check_errors(cgc_path, work, model, bf16):
                            text=True, timeout=300)
         lines = p.stderr.strip().splitlines()
         ok = p.returncode == 1 and len(lines) == 1 and all(m in lines[0] for m in must)
-        report(ok, f"error {label}: exit {p.returncode}: {p.stderr.strip()}")
+        report_ok(ok, f"error {label}: exit {p.returncode}: {p.stderr.strip()}")
     try:
         cgc.compile(model, precision="bf16", target="x86-64-v4")
-        report(False, "cgc.compile(precision='bf16', target='x86-64-v4') raised nothing")
+        report_ok(False, "cgc.compile(precision='bf16', target='x86-64-v4') raised nothing")
     except cgc.CompileError as e:
-        report("avx512bf16" in str(e), f"cgc.compile(precision='bf16', target='x86-64-v4'): {e}")
+        report_ok("avx512bf16" in str(e), f"cgc.compile(precision='bf16', target='x86-64-v4'): {e}")
 
 
 def main():
@@ -233,6 +275,7 @@ def main():
         print("skipped: CPU lacks avx512bf16 (the bf16 parts; the rest runs)")
     check_encoder(work, bf16)
     check_decoder(work, bf16)
+    check_budget(cgc_path, work)
     check_errors(cgc_path, work, os.path.join(work, "encoder.onnx"), bf16)
     if failures:
         print(f"{len(failures)} failed: {', '.join(failures)}")
