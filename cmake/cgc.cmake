@@ -56,8 +56,8 @@
 # generated files. QUANTIZE int8 WEIGHTS_ONLY (--weights-only) needs no
 # CALIBRATION: only the constant weights of MatMul and Gemm become int8
 # (KEEP_FLOAT, MAX_ERROR and CHECK_INPUTS as with CALIBRATION).
-# PRECISION bf16 (--precision) stores those weights as bfloat16 instead
-# (docs/PRECISION.md).
+# PRECISION bf16 (--precision) stores those weights as bfloat16 instead,
+# KEEP_FLOAT leaving the products it names float (docs/PRECISION.md).
 # TARGET (cmake/targets.def; default native) picks the generated code's
 # flags (-march=x86-64-v3, ...) and the runtime built for it:
 # cgc::cgc_runtime for native, cgc::cgc_runtime_<target> otherwise (aarch64:
@@ -153,11 +153,13 @@ macro(_cgc_quantize_args target args_var files_var)
            "${CMAKE_CURRENT_BINARY_DIR}/${target}_cgc/${prefix}.quantization.json")
     endif()
   else()
-    foreach(keyword CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR KEEP_FLOAT CHECK_INPUTS
-                    WEIGHTS_ONLY)
+    foreach(keyword CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR CHECK_INPUTS WEIGHTS_ONLY)
       if(ARG_${keyword})
         message(FATAL_ERROR "cgc_add_graph(${target}): ${keyword} needs QUANTIZE int8")
       endif()
+    endforeach()
+    foreach(node IN LISTS ARG_KEEP_FLOAT)
+      list(APPEND ${args_var} --keep-float "${node}")
     endforeach()
   endif()
 endmacro()

@@ -148,10 +148,9 @@ void addQuantizeOptions(CLI::App& command, CompileOptions& options) {
   command.add_option("--activations", q.activations, "The int8 activations' type: u8 or s8")
       ->capture_default_str()
       ->needs(quantize);
-  command
-      .add_option("--keep-float", q.keepFloat,
-                  "Leave these layers (node names, cgc inspect) in float (repeatable)")
-      ->needs(quantize);
+  command.add_option("--keep-float", q.keepFloat,
+                     "Leave these layers (node names, cgc inspect) in float (repeatable; with "
+                     "--quantize int8 or --precision bf16)");
   command
       .add_flag("--weights-only", q.weightsOnly,
                 "With --quantize int8: only the constant weights of matrix products (MatMul, "

@@ -92,7 +92,7 @@ struct PassTarget {
   /// (none: they stay float and the pass does not run).
   std::optional<rt::WeightFormat> narrowWeights{};
   /// Products (node names) whose weights narrow-weights leaves in float
-  /// (--keep-float with --weights-only).
+  /// (--keep-float).
   std::set<std::string> keepFloatWeights{};
   /// --quantize int8: what the quantize pass quantises (null: nothing).
   std::shared_ptr<const QuantizeSpec> quantize{};

@@ -99,9 +99,8 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
   pipeline.target.everyConvVariant = options.everyConvVariant;
   pipeline.target.quantize = options.quantizeSpec;
   pipeline.target.narrowWeights = narrowWeightFormat(options, target.name);
-  if (options.quantize.weightsOnly)
-    pipeline.target.keepFloatWeights = {options.quantize.keepFloat.begin(),
-                                        options.quantize.keepFloat.end()};
+  pipeline.target.keepFloatWeights = {options.quantize.keepFloat.begin(),
+                                      options.quantize.keepFloat.end()};
   pipeline.target.note = [&options](const std::string& text) {
     progress(options, "note: " + text);
   };

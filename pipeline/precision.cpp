@@ -42,6 +42,8 @@ std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options
     optionError(fmt::format("--precision: '{}' is not a precision ({})", options.precision,
                             fmt::join(names, ", ")));
   const bool bf16 = options.precision == "bf16";
+  if (!options.quantize.keepFloat.empty() && !options.quantize.enabled() && !bf16)
+    optionError("--keep-float needs --quantize int8 or --precision bf16");
   if (options.quantize.weightsOnly) {
     checkWeightsOnly(options.quantize);
     if (bf16)

@@ -18,7 +18,8 @@ const std::vector<std::string>& precisionNames();
 
 /// The format narrow-weights stores products' weights in for these options
 /// on target `target` (a name of cmake/targets.def); none: float.
-/// CompileError for a precision not in precisionNames, --weights-only
+/// CompileError for a precision not in precisionNames, --keep-float
+/// without either format or --quantize int8, --weights-only
 /// without --quantize int8 or with a calibration file (what only int8
 /// activations read), both formats asked at once, and
 /// bf16 for a target whose tier lacks avx512bf16.

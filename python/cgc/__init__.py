@@ -52,10 +52,11 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
                max_error, check_inputs (directories of input_N.pb) and
                report (the report's .json path); or weights_only=True
                (--weights-only: the constant weights of MatMul and Gemm in
-               int8 per output column, activations float, no calibration)
+               int8 per output column, activations float, no calibration;
+               keep_float and the budget's keywords as with calibration)
     precision  "fp32" or "bf16" (--precision: the constant weights of MatMul
                and Gemm stored as bfloat16; needs a CPU with avx512bf16;
-               docs/PRECISION.md)
+               docs/PRECISION.md); keep_float= names products left float
     observe    --observe: Model.record_statistics() then records the float
                tensors' statistics on every run, for write_calibration()
                (the fusions that would erase tensors are off: slower)
@@ -104,6 +105,9 @@ def _quantize_options(quantize, given, precision):
     if unknown:
         raise TypeError(f"compile() got an unexpected keyword argument '{unknown[0]}'")
     if quantize is None:
+        if precision == "bf16" and set(given) <= {"keep_float"}:
+            return {"precision": "bf16",
+                    "keep_float": [str(k) for k in given.get("keep_float", ())]}
         if given:
             raise ValueError(f"{next(iter(given))}= needs quantize=\"int8\"")
         return {"precision": str(precision)}

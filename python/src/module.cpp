@@ -57,6 +57,8 @@ void setPrecision(driver::CompileOptions& options, const py::dict& args) {
   if (args.contains("precision")) options.precision = args["precision"].cast<std::string>();
   quant::QuantizeOptions& q = options.quantize;
   q = {};
+  if (args.contains("keep_float"))
+    q.keepFloat = args["keep_float"].cast<std::vector<std::string>>();
   if (!args.contains("quantize")) return;
   q.weightsOnly = args["weights_only"].cast<bool>();
   q.precision = args["quantize"].cast<std::string>();
@@ -64,7 +66,6 @@ void setPrecision(driver::CompileOptions& options, const py::dict& args) {
   q.method = args["method"].cast<std::string>();
   q.percentile = args["percentile"].cast<double>();
   q.activations = args["activations"].cast<std::string>();
-  q.keepFloat = args["keep_float"].cast<std::vector<std::string>>();
   q.maxError = args["max_error"].cast<double>();
   q.checkInputs = args["check_inputs"].cast<std::vector<std::string>>();
   q.report = args["report"].cast<std::string>();

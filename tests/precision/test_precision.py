@@ -16,7 +16,8 @@
     product named by --keep-float left in float;
   * bad options are one-line errors with exit 1: bf16 for a target without
     avx512bf16, --weights-only without --quantize int8 or with a calibration
-    file, both formats at once, a precision cgc does not know.
+    file, both formats at once, a precision cgc does not know, --keep-float
+    without a narrow format or --quantize int8.
 
 The tolerances, from the formats (not from what passes): a product's error
 against float is at most sum_k |a_k| |dw_k|.
@@ -123,8 +124,8 @@ def check_encoder(work, bf16):
     for mode, options in modes(bf16).items():
         model = cgc.compile(path, **options)
         error = relative_error(model.run({"x": x})["y"], ref)
-        report_ok(error <= TOLERANCE[mode],
-               f"encoder {mode}: max error {error:.2e} of max |y| (tolerance {TOLERANCE[mode]})")
+        report_ok(error <= TOLERANCE[mode], f"encoder {mode}: max error {error:.2e} of max |y| "
+                  f"(tolerance {TOLERANCE[mode]})")
         if mode == "fp32":
             continue
         narrow = cgc.inspect(path, **options).get("narrow_weights", {})
@@ -134,9 +135,13 @@ def check_encoder(work, bf16):
         # packing's 32 columns).
         ratio = narrow.get("bytes", 0) / max(narrow.get("float_bytes", 1), 1)
         limit = 0.5 if mode == "bf16" else 0.25 + 1 / 64
-        report_ok(narrow.get("format") == mode and narrow.get("products", 0) >= 4 and ratio <= limit,
-               f"encoder {mode}: inspect says {narrow.get('products')} products, "
-               f"{narrow.get('float_bytes')} -> {narrow.get('bytes')} bytes")
+        products = narrow.get("products", 0)
+        report_ok(narrow.get("format") == mode and products >= 4 and ratio <= limit,
+                  f"encoder {mode}: inspect says {narrow.get('products')} products, "
+                  f"{narrow.get('float_bytes')} -> {narrow.get('bytes')} bytes")
+        kept = cgc.inspect(path, keep_float=["/linear1/MatMul"], **options)["narrow_weights"]
+        report_ok(kept["products"] == products - 1,
+                  f"encoder {mode} keep_float=['/linear1/MatMul']: {kept['products']} products")
 
 
 def check_decoder(work, bf16):
@@ -163,12 +168,12 @@ def check_decoder(work, bf16):
             got = model.run(inputs)
             worst = max(relative_error(got[name], r) for name, r in zip(outputs, ref))
             report_ok(worst <= TOLERANCE[mode],
-                   f"decoder {mode} past={p}: max error {worst:.2e} of max |output| "
-                   f"(tolerance {TOLERANCE[mode]})")
+                      f"decoder {mode} past={p}: max error {worst:.2e} of max |output| "
+                      f"(tolerance {TOLERANCE[mode]})")
         agreement, first = greedy_agreement(model, caches, tokens)
         report_ok(agreement >= AGREEMENT,
-               f"decoder {mode}: greedy tokens agree at {agreement:.0%} of {STEPS} steps "
-               f"(first difference fed its own tokens: {first}; at least {AGREEMENT:.0%})")
+                  f"decoder {mode}: greedy tokens agree at {agreement:.0%} of {STEPS} steps "
+                  f"(first difference fed its own tokens: {first}; at least {AGREEMENT:.0%})")
 
 
 def check_budget(cgc_path, work):
@@ -249,6 +254,8 @@ def check_errors(cgc_path, work, model, bf16):
         ("bf16 and --weights-only", ["--precision", "bf16", "--quantize", "int8",
                                      "--weights-only"], ("--precision bf16", "--weights-only")),
         ("unknown precision", ["--precision", "fp16"], ("--precision", "fp16")),
+        ("--keep-float alone", ["--keep-float", "/linear1/MatMul"],
+         ("--keep-float", "--precision bf16")),
     ]
     if not bf16:
         cases.append(("bf16 on this CPU", ["--precision", "bf16"], ("avx512bf16", "native")))
@@ -262,7 +269,8 @@ def check_errors(cgc_path, work, model, bf16):
         cgc.compile(model, precision="bf16", target="x86-64-v4")
         report_ok(False, "cgc.compile(precision='bf16', target='x86-64-v4') raised nothing")
     except cgc.CompileError as e:
-        report_ok("avx512bf16" in str(e), f"cgc.compile(precision='bf16', target='x86-64-v4'): {e}")
+        report_ok("avx512bf16" in str(e),
+                  f"cgc.compile(precision='bf16', target='x86-64-v4'): {e}")
 
 
 def main():
