@@ -86,8 +86,8 @@ std::string describeNarrow(rt::WeightFormat format, const NarrowReport& report) 
   const char* name = format == rt::WeightFormat::kBf16 ? "bf16" : "int8";
   if (report.products == 0)
     return fmt::format(
-        "note: {} weights: no matrix product (MatMul, Gemm) with constant float weights; the "
-        "model stays float",
+        "note: {} weights: no matrix product (MatMul, Gemm) with constant float weights to "
+        "store narrow",
         name);
   auto size = [](int64_t bytes) {
     const double b = static_cast<double>(bytes);
