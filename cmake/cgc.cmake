@@ -8,7 +8,9 @@
 #               [PRINT_IR_AFTER <pass|all>...]
 #               [QUANTIZE int8 CALIBRATION <file.calib.json> [METHOD <m>] [PERCENTILE <p>]
 #                [ACTIVATIONS u8|s8] [KEEP_FLOAT <node>...]
-#                [MAX_ERROR <e> CHECK_INPUTS <dir>...]])
+#                [MAX_ERROR <e> CHECK_INPUTS <dir>...]]
+#               [QUANTIZE int8 WEIGHTS_ONLY [KEEP_FLOAT <node>...]
+#                [MAX_ERROR <e> CHECK_INPUTS <dir>...]] [PRECISION fp32|bf16])
 #
 # Compiles an ONNX model with `cgc compile` at build time (again whenever the
 # model, its profile, its CONSTANTS files or cgc changes) into a static
@@ -51,7 +53,11 @@
 # --activations, KEEP_FLOAT --keep-float, MAX_ERROR --max-error measured on
 # CHECK_INPUTS (directories, relative to the calling CMakeLists.txt); with
 # MAX_ERROR the report is <prefix>.quantization.json and .txt beside the
-# generated files.
+# generated files. QUANTIZE int8 WEIGHTS_ONLY (--weights-only) needs no
+# CALIBRATION: only the constant weights of MatMul and Gemm become int8
+# (KEEP_FLOAT, MAX_ERROR and CHECK_INPUTS as with CALIBRATION).
+# PRECISION bf16 (--precision) stores those weights as bfloat16 instead,
+# KEEP_FLOAT leaving the products it names float (docs/PRECISION.md).
 # TARGET (cmake/targets.def; default native) picks the generated code's
 # flags (-march=x86-64-v3, ...) and the runtime built for it:
 # cgc::cgc_runtime for native, cgc::cgc_runtime_<target> otherwise (aarch64:
@@ -68,9 +74,9 @@ include("${CMAKE_CURRENT_LIST_DIR}/targets.cmake")
 
 # cgc_add_graph's keywords by the values each takes: the one list that both
 # parses the arguments and names them in errors.
-set(_CGC_GRAPH_FLAGS VERIFY OBSERVE)
+set(_CGC_GRAPH_FLAGS VERIFY OBSERVE WEIGHTS_ONLY)
 set(_CGC_GRAPH_ONE_VALUE MODEL NAME NAMESPACE WEIGHTS EXECUTORS THREADS PROFILE QUANTIZE
-                         CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR)
+                         CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR PRECISION)
 set(_CGC_GRAPH_MULTI_VALUE SHAPES CONSTANTS BOUNDS DIMS SPECIALIZE DISABLE_PASS TARGET
                            PRINT_IR_AFTER KEEP_FLOAT CHECK_INPUTS)
 
@@ -109,13 +115,25 @@ endfunction()
 macro(_cgc_quantize_args target args_var files_var)
   set(${args_var} "")
   set(${files_var} "")
-  if(ARG_QUANTIZE)
+  if(ARG_PRECISION)
+    list(APPEND ${args_var} --precision "${ARG_PRECISION}")
+  endif()
+  if(ARG_QUANTIZE AND ARG_WEIGHTS_ONLY)
+    list(APPEND ${args_var} --quantize "${ARG_QUANTIZE}" --weights-only)
+    foreach(keyword CALIBRATION METHOD PERCENTILE ACTIVATIONS)
+      if(ARG_${keyword})
+        message(FATAL_ERROR "cgc_add_graph(${target}): WEIGHTS_ONLY takes no ${keyword}")
+      endif()
+    endforeach()
+  elseif(ARG_QUANTIZE)
     if(NOT ARG_CALIBRATION)
       message(FATAL_ERROR "cgc_add_graph(${target}): QUANTIZE needs CALIBRATION <file.calib.json>")
     endif()
     get_filename_component(calibration "${ARG_CALIBRATION}" ABSOLUTE)
     list(APPEND ${args_var} --quantize "${ARG_QUANTIZE}" --calibration "${calibration}")
     list(APPEND ${files_var} "${calibration}")
+  endif()
+  if(ARG_QUANTIZE)
     foreach(keyword METHOD PERCENTILE ACTIVATIONS MAX_ERROR)
       if(ARG_${keyword})
         string(TOLOWER "${keyword}" flag)
@@ -135,10 +153,13 @@ macro(_cgc_quantize_args target args_var files_var)
            "${CMAKE_CURRENT_BINARY_DIR}/${target}_cgc/${prefix}.quantization.json")
     endif()
   else()
-    foreach(keyword CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR KEEP_FLOAT CHECK_INPUTS)
+    foreach(keyword CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR CHECK_INPUTS WEIGHTS_ONLY)
       if(ARG_${keyword})
         message(FATAL_ERROR "cgc_add_graph(${target}): ${keyword} needs QUANTIZE int8")
       endif()
+    endforeach()
+    foreach(node IN LISTS ARG_KEEP_FLOAT)
+      list(APPEND ${args_var} --keep-float "${node}")
     endforeach()
   endif()
 endmacro()

@@ -18,6 +18,7 @@
 #include "cgc/kernels.h"
 #include "compiler/commands.h"
 #include "ir/conventions.h"
+#include "pipeline/precision.h"
 #include "pipeline/tuned_profile.h"
 #include "toolchain/target_library.h"
 
@@ -260,6 +261,13 @@ void printText(const nlohmann::json& report) {
     for (const auto& name : report["float_layers"])
       std::cout << fmt::format("  {} (float)\n", name.get<std::string>());
   }
+  if (report.contains("narrow_weights")) {
+    const auto& narrow = report["narrow_weights"];
+    std::cout << fmt::format(
+        "{} weights (MatMulNarrow): {} products, {} bytes as float -> {} bytes\n",
+        narrow["format"].get<std::string>(), narrow["products"].get<int>(),
+        narrow["float_bytes"].get<int64_t>(), narrow["bytes"].get<int64_t>());
+  }
   if (report.contains("dims")) {
     std::cout << fmt::format("variable dimensions (--dim; {} kernels follow them):\n",
                              report["kernels_following_dims"].get<int>());
@@ -405,8 +413,9 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
   }
   try {
     // A library for several targets: its best build's plan.
-    const auto model = driver::compileGraph(
-        driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options);
+    const driver::CompileOptions compiled =
+        driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options;
+    const auto model = driver::compileGraph(compiled);
     reportNames(options, &model, report);
     report["kernels"] = model.kernelCounts();
     report["subgraphs"] = model.numSubgraphs();
@@ -416,6 +425,13 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
     report["in_place_ops"] = model.plan.inPlaceNodes;
     reportVariants(model, options.profilePath, report);
     reportPrecision(model, report);
+    if (const auto format = driver::narrowWeightFormat(compiled, compiled.target)) {
+      const driver::NarrowReport narrow = driver::narrowReport(model.graph);
+      report["narrow_weights"] = {{"format", format == rt::WeightFormat::kBf16 ? "bf16" : "int8"},
+                                  {"products", narrow.products},
+                                  {"float_bytes", narrow.floatBytes},
+                                  {"bytes", narrow.narrowBytes}};
+    }
     if (model.dims) {
       for (const auto& d : model.dims->dims)
         report["dims"].push_back(

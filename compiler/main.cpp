@@ -7,6 +7,7 @@
 #include "compiler/commands.h"
 #include "compiler_config.h"
 #include "passes/pass_manager.h"
+#include "pipeline/precision.h"
 #include "pipeline/specializations.h"
 #include "pipeline/targets.h"
 #include "pipeline/variable_dims.h"
@@ -147,10 +148,22 @@ void addQuantizeOptions(CLI::App& command, CompileOptions& options) {
   command.add_option("--activations", q.activations, "The int8 activations' type: u8 or s8")
       ->capture_default_str()
       ->needs(quantize);
+  command.add_option("--keep-float", q.keepFloat,
+                     "Leave these layers (node names, cgc inspect) in float (repeatable; with "
+                     "--quantize int8 or --precision bf16)");
   command
-      .add_option("--keep-float", q.keepFloat,
-                  "Leave these layers (node names, cgc inspect) in float (repeatable)")
+      .add_flag("--weights-only", q.weightsOnly,
+                "With --quantize int8: only the constant weights of matrix products (MatMul, "
+                "Gemm) become int8, per output column, symmetric; activations and the rest "
+                "stay float and no --calibration is read (docs/PRECISION.md)")
       ->needs(quantize);
+  command
+      .add_option("--precision", options.precision,
+                  "How the constant weights of matrix products (MatMul, Gemm) are stored: fp32, "
+                  "or bf16 (bfloat16, sums in float; needs a target with avx512bf16). "
+                  "Convolutions, activations and the rest stay float (docs/PRECISION.md)")
+      ->check(CLI::IsMember(cgc::driver::precisionNames()))
+      ->capture_default_str();
 }
 
 /// The accuracy budget (compiler/accuracy_budget.h): compile and run only.

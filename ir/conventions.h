@@ -97,6 +97,16 @@ inline constexpr const char* kFailedBranchReason = "cgc_failed_branch_reason";
 /// Loop: how many loop-carried values it has (node inputs 2 ... 2 + n - 1).
 inline constexpr const char* kLoopCarried = "cgc_carried";
 
+/// narrow-weights: a MatMul or Gemm with constant weights becomes a
+/// MatMulNarrow (a, w, scale, bias): `w` the rt::pack_narrow_weights bytes
+/// (uint8), `scale` kInt8's per-column scales (float [n]; -1 for kBf16),
+/// `bias` float [n] or -1, the activation kept; kWeightFormat is the
+/// rt::WeightFormat.
+inline constexpr const char* kWeightFormat = "cgc_weight_format";
+inline constexpr size_t kNarrowWeights = 1;
+inline constexpr size_t kNarrowScale = 2;
+inline constexpr size_t kNarrowBias = 3;
+
 /// Channels per block of Layout::kChannelBlocked (the runtime's
 /// rt::kChannelBlock, which lowering checks it equals).
 inline constexpr int64_t kChannelBlock = 16;

@@ -1,6 +1,7 @@
 // Lowering of the neural-network ops: convolutions (with what the passes put
 // on them: packed or Winograd weights, a fused epilogue or max pooling,
-// channel-blocked layouts), pooling, Gemm and MatMul, normalisations,
+// channel-blocked layouts), pooling, Gemm and MatMul (and narrow-weights'
+// MatMulNarrow), normalisations,
 // softmax and the recurrent cells.
 #include <limits>
 
@@ -246,6 +247,26 @@ Lowered lowerMatMul(const Graph& g, const Node& n) {
                     {n.outputs[0]}};
 }
 
+/// MatMulNarrow (a, w, scale, bias): narrow-weights' product; a's leading
+/// dimensions are the rows.
+Lowered lowerMatMulNarrow(const Graph& g, const Node& n) {
+  const Shape& a = shapeOf(g, n.inputs[0]);
+  const Shape& y = shapeOf(g, n.outputs[0]);
+  rt::NarrowMatMulParams p{};
+  p.k = a.back();
+  p.n = y.empty() ? 1 : y.back();
+  p.m = product(a, 0, a.size() - 1);
+  p.format = static_cast<rt::WeightFormat>(n.getInt(conv::kWeightFormat, 0));
+  setActivation(n, p);
+  const auto input = [&](size_t i) { return n.inputs.size() > i ? n.inputs[i] : -1; };
+  return KernelCall{Kernel::kMatMulNarrow,
+                    DType::kF32,
+                    p,
+                    {n.inputs[0], n.inputs[conv::kNarrowWeights], input(conv::kNarrowScale),
+                     input(conv::kNarrowBias)},
+                    {n.outputs[0]}};
+}
+
 Lowered lowerBatchNorm(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   rt::BatchNormParams p{x[0], x.size() > 1 ? x[1] : 1, product(x, 2, x.size()),
@@ -347,6 +368,7 @@ void registerNeuralNetLowerers(std::map<std::string, OpLowerer>& table) {
   table["GlobalAveragePool"] = lowerGlobalAvgPool;
   table["Gemm"] = lowerGemm;
   table["MatMul"] = lowerMatMul;
+  table["MatMulNarrow"] = lowerMatMulNarrow;
   table["BatchNormalization"] = lowerBatchNorm;
   table["InstanceNormalization"] = lowerInstanceNorm;
   table["LayerNormalization"] = lowerLayerNorm;

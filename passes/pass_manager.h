@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ namespace cgc::passes {
   X("fuse-epilogues", fuseEpilogues)                      \
   X("fuse-conv-maxpool", fuseConvMaxPool)                 \
   X("pretranspose-gemm-weights", pretransposeGemmWeights) \
+  X("narrow-weights", narrowWeights)                      \
   X("pack-conv-weights", packConvolutionWeights)          \
   X("block-activations", blockActivations)                \
   X("pack-rnn-weights", packRecurrentWeights)             \
@@ -85,6 +87,13 @@ struct PassTarget {
   /// cgc tune's trials: this variant on every convolution not named in
   /// convVariants that it takes, the pass's own choice elsewhere ("": none).
   std::string everyConvVariant{};
+  /// --precision bf16 or --quantize int8 --weights-only: the format
+  /// narrow-weights stores the constant weights of matrix products in
+  /// (none: they stay float and the pass does not run).
+  std::optional<rt::WeightFormat> narrowWeights{};
+  /// Products (node names) whose weights narrow-weights leaves in float
+  /// (--keep-float).
+  std::set<std::string> keepFloatWeights{};
   /// --quantize int8: what the quantize pass quantises (null: nothing).
   std::shared_ptr<const QuantizeSpec> quantize{};
   /// What a pass tells the user (a measured choice it did not take); null:

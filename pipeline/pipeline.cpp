@@ -18,6 +18,7 @@
 #include "ir/conventions.h"
 #include "ir/printer.h"
 #include "passes/pass_manager.h"
+#include "pipeline/precision.h"
 #include "pipeline/targets.h"
 #include "pipeline/tuned_profile.h"
 #include "pipeline/variable_dims.h"
@@ -97,6 +98,9 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
     pipeline.target.convVariants[node] = variant;
   pipeline.target.everyConvVariant = options.everyConvVariant;
   pipeline.target.quantize = options.quantizeSpec;
+  pipeline.target.narrowWeights = narrowWeightFormat(options, target.name);
+  pipeline.target.keepFloatWeights = {options.quantize.keepFloat.begin(),
+                                      options.quantize.keepFloat.end()};
   pipeline.target.note = [&options](const std::string& text) {
     progress(options, "note: " + text);
   };
@@ -188,7 +192,10 @@ void compileSubgraphs(CompiledModel& model, const CompileOptions& options) {
   inner.profilePath.clear();
   inner.printIrAfter.clear();
   inner.quiet = true;
-  inner.quantize = {};  // bodies stay float: calibration observes the top level only
+  // Bodies stay float (calibration observes the top level only), but for
+  // weights stored narrow.
+  inner.quantize = {};
+  if (options.quantize.weightsOnly) inner.quantize = options.quantize;
   inner.quantizeSpec = nullptr;
   for (int id : model.graph.liveNodes()) {
     const ir::Node& node = model.graph.node(id);
@@ -233,7 +240,7 @@ void reportQuantized(const ir::Graph& graph, const CompileOptions& options) {
 CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
   CompileOptions options = given;
   CompiledModel model;
-  if (options.quantize.enabled()) {
+  if (options.quantize.activations8()) {
     auto spec = std::make_shared<passes::QuantizeSpec>(
         options.quantizeSpec ? *options.quantizeSpec : *quant::makeSpec(options.quantize));
     spec->keepFloat = {options.quantize.keepFloat.begin(), options.quantize.keepFloat.end()};
@@ -254,6 +261,8 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
   }
   passes::runPipeline(model.graph, pipelineOptions(options, tuned));
   if (options.quantizeSpec) reportQuantized(model.graph, options);
+  if (const auto format = narrowWeightFormat(options, options.target))
+    progress(options, describeNarrow(*format, narrowReport(model.graph)));
   model.calls = lowering::lowerGraph(model.graph);
   model.schedule = scheduleGraph(model.graph, model.calls, options, tuned);
   compileSubgraphs(model, options);

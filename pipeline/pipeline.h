@@ -52,6 +52,9 @@ struct CompileOptions {
   /// accuracy budget's trials share it).
   quant::QuantizeOptions quantize;
   std::shared_ptr<const passes::QuantizeSpec> quantizeSpec;
+  /// --precision: "fp32", or "bf16" (the constant weights of matrix
+  /// products stored as bfloat16: passes/narrow_weights.cpp).
+  std::string precision = "fp32";
   /// --observe: the generated code shows its float tensors to an attached
   /// profiler that records statistics (cgc::Profiler::record_statistics),
   /// and the passes that would fuse tensors away are skipped.

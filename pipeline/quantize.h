@@ -27,12 +27,17 @@ struct QuantizeOptions {
   double percentile = 99.99;           // --percentile, for the percentile method
   std::string activations = "u8";      // --activations u8|s8
   std::vector<std::string> keepFloat;  // --keep-float NODE...: layers left in float
+  /// --weights-only: only the constant weights of matrix products become
+  /// int8 (passes/narrow_weights.cpp), without a calibration file.
+  bool weightsOnly = false;
   // The accuracy budget (compiler/accuracy_budget.h):
   double maxError = 0;                   // --max-error; 0: no budget
   std::vector<std::string> checkInputs;  // --check-inputs DIR...
   std::string report;                    // --quantize-report FILE.json
   int benchRuns = 20;                    // runs per timed round in the report
   bool enabled() const { return !precision.empty(); }
+  /// Whether the quantize pass makes activations int8 (not --weights-only).
+  bool activations8() const { return enabled() && !weightsOnly; }
   bool measured() const { return maxError > 0 || !checkInputs.empty() || !report.empty(); }
 };
 

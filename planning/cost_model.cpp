@@ -52,6 +52,10 @@ double flopsOf(const ir::Graph& graph, const ir::Node& node, const lowering::Ker
       for (int d = 0; d < p.batch_rank; ++d) batch *= p.batch_shape[d];
       return 2.0 * batch * p.m * p.n * p.k;
     }
+    case Kernel::kMatMulNarrow: {
+      const auto& p = std::get<rt::NarrowMatMulParams>(call.params);
+      return 2.0 * p.m * p.n * p.k;
+    }
     case Kernel::kRnn: {
       const auto& p = std::get<rt::RnnParams>(call.params);
       double gates = p.cell == rt::RnnCell::kLstm ? 4 : p.cell == rt::RnnCell::kGru ? 3 : 1;

@@ -119,10 +119,25 @@ double activationNoise(const TensorStats& s, const passes::QuantizeSpec::Tensor&
   return power > 0 ? noise / power : 0;
 }
 
+/// --weights-only: the products on int8 weights, in graph order, each of
+/// sensitivity 0 (there are no activation statistics): the measured
+/// ranking orders them.
+std::vector<std::pair<std::string, double>> rankNarrowLayers(const CompiledModel& model) {
+  namespace conv = ir::conventions;
+  std::vector<std::pair<std::string, double>> ranked;
+  for (int id : model.graph.topologicalOrder()) {
+    const ir::Node& n = model.graph.node(id);
+    if (n.op != "MatMulNarrow" || n.inputs[conv::kNarrowScale] < 0) continue;
+    ranked.emplace_back(n.name, 0.0);
+  }
+  return ranked;
+}
+
 /// The int8 layers, most sensitive first, with their sensitivity (from the
 /// calibration statistics `stats`).
 std::vector<std::pair<std::string, double>> rankLayers(
     const CompiledModel& model, const std::map<std::string, TensorStats>& stats) {
+  if (!model.quantization) return rankNarrowLayers(model);
   const auto& record = *model.quantization->record;
   std::map<std::string, double> tensorNoise;
   for (const auto& t : record.tensors)
@@ -199,20 +214,25 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (int id : model.graph.liveNodes()) {
     const ir::Node& n = model.graph.node(id);
-    const bool int8 = n.op == "QLinearConv" || n.op == "QLinearMatMul";
+    const bool narrow = n.op == "MatMulNarrow";
+    const bool int8 = n.op == "QLinearConv" || n.op == "QLinearMatMul" || narrow;
     if (!int8 && n.op != "Conv" && n.op != "MatMul" && n.op != "Gemm") continue;
     // An int8 product that writes int32 sums keeps a float output (a
     // classifier's logits: fuse-quantized dequantises the sums).
-    const bool floatOutput = !int8 || model.graph.value(n.outputs[0]).type.dtype == DType::kI32;
+    const bool floatOutput =
+        !int8 || narrow || model.graph.value(n.outputs[0]).type.dtype == DType::kI32;
     nlohmann::ordered_json row = {{"name", n.name},
                                   {"op", n.op},
-                                  {"precision", int8 ? "int8" : "float"},
+                                  {"precision", narrow ? "int8 weights"
+                                                : int8 ? "int8"
+                                                       : "float"},
                                   {"output", floatOutput ? "float" : "int8"}};
     if (!int8)
       row["why"] = user.count(n.name)       ? "--keep-float"
                    : reverted.count(n.name) ? "--max-error"
-                                            : "not quantised (no calibrated range or no constant "
-                                              "weights)";
+                   : options.quantize.weightsOnly
+                       ? "not quantised (no constant weights, or a convolution)"
+                       : "not quantised (no calibrated range or no constant weights)";
     if (auto it = sensitivity.find(n.name); it != sensitivity.end())
       row["sensitivity"] = it->second;
     if (auto it = out.floatAlone.find(n.name); it != out.floatAlone.end())
@@ -220,7 +240,8 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
     layers.push_back(row);
   }
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
-  for (const auto& t : model.quantization->record->tensors)
+  const auto noTensors = std::make_shared<passes::QuantizeSpec::Record>();
+  for (const auto& t : (model.quantization ? model.quantization->record : noTensors)->tensors)
     tensors.push_back({{"name", t.name},
                        {"min", t.lo},
                        {"max", t.hi},
@@ -238,7 +259,7 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
   return {{"model", options.modelPath},
           {"calibration", options.quantize.calibration},
           {"method", options.quantize.method},
-          {"activations", options.quantize.activations},
+          {"activations", options.quantize.weightsOnly ? "float" : options.quantize.activations},
           {"max_error", budget.maxError > 0 ? nlohmann::ordered_json(budget.maxError) : nullptr},
           {"check_inputs", budget.checkInputs.size()},
           {"layers", layers},
@@ -249,10 +270,15 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
 }
 
 std::string reportText(const nlohmann::ordered_json& r) {
+  const std::string calibration = r["calibration"].get<std::string>();
   std::string text =
-      fmt::format("cgc quantisation report: {}\ncalibration {}, method {}, activations {}\n\n",
-                  r["model"].get<std::string>(), r["calibration"].get<std::string>(),
-                  r["method"].get<std::string>(), r["activations"].get<std::string>());
+      calibration.empty()
+          ? fmt::format("cgc quantisation report: {}\nint8 weights only, activations float\n\n",
+                        r["model"].get<std::string>())
+          : fmt::format(
+                "cgc quantisation report: {}\ncalibration {}, method {}, activations {}\n\n",
+                r["model"].get<std::string>(), calibration, r["method"].get<std::string>(),
+                r["activations"].get<std::string>());
   // sensitivity: the analytic noise estimate; error float alone: measured
   // (--max-error), the worst relative error with the layer alone in float.
   auto number = [](const nlohmann::ordered_json& l, const char* key) {
@@ -353,7 +379,9 @@ CompileOptions applyBudget(const CompileOptions& options) {
   const cache::TrialBuilds trialBuilds("budget");
   CompileOptions base = options;
   std::map<std::string, TensorStats> stats;
-  base.quantizeSpec = makeSpec(options.quantize, &stats);
+  // --weights-only: no calibration, no spec; narrow-weights leaves the
+  // products named in --keep-float in float.
+  if (!budget.weightsOnly) base.quantizeSpec = makeSpec(options.quantize, &stats);
   base.quiet = true;
   base.quantize.maxError = 0;  // the trials only compile
   base.quantize.checkInputs.clear();

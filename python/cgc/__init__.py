@@ -29,7 +29,7 @@ def cache_directory():
 
 def compile(model, shapes=None, constants=None, target="native", executors=0, threads=0,
             profile=None, verbose=False, quantize=None, observe=False, dims=None,
-            specialize=None, **quantize_options):
+            specialize=None, precision="fp32", **quantize_options):
     """Compiles the ONNX file `model`, builds it (cached) and loads it.
 
     shapes     {input name: shape}: binds inputs' symbolic dimensions (--shape)
@@ -50,13 +50,19 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
                method ("percentile", "minmax", "entropy"), percentile
                (99.99), activations ("u8", "s8"), keep_float (layer names),
                max_error, check_inputs (directories of input_N.pb) and
-               report (the report's .json path)
+               report (the report's .json path); or weights_only=True
+               (--weights-only: the constant weights of MatMul and Gemm in
+               int8 per output column, activations float, no calibration;
+               keep_float and the budget's keywords as with calibration)
+    precision  "fp32" or "bf16" (--precision: the constant weights of MatMul
+               and Gemm stored as bfloat16; needs a CPU with avx512bf16;
+               docs/PRECISION.md); keep_float= names products left float
     observe    --observe: Model.record_statistics() then records the float
                tensors' statistics on every run, for write_calibration()
                (the fusions that would erase tensors are off: slower)
     Raises CompileError for a problem in the model or the arguments.
     """
-    options = _quantize_options(quantize, quantize_options)
+    options = _quantize_options(quantize, quantize_options, precision)
     with tempfile.TemporaryDirectory(prefix="cgc-constants-") as scratch:
         native = _cgc.compile(_path(model), _shapes(shapes), _constants(constants, scratch),
                               target, int(executors), int(threads),
@@ -89,22 +95,30 @@ def _specialize(specialize):
 
 _QUANTIZE_DEFAULTS = {"calibration": None, "method": "percentile", "percentile": 99.99,
                       "activations": "u8", "keep_float": (), "max_error": 0.0,
-                      "check_inputs": (), "report": None}
+                      "check_inputs": (), "report": None, "weights_only": False}
 
 
-def _quantize_options(quantize, given):
-    """compile()'s quantisation keywords as _cgc takes them ({} for float)."""
+def _quantize_options(quantize, given, precision):
+    """compile()'s precision and quantisation keywords as _cgc takes them
+    (only "precision" for float activations)."""
     unknown = [k for k in given if k not in _QUANTIZE_DEFAULTS]
     if unknown:
         raise TypeError(f"compile() got an unexpected keyword argument '{unknown[0]}'")
     if quantize is None:
+        if precision == "bf16" and set(given) <= {"keep_float"}:
+            return {"precision": "bf16",
+                    "keep_float": [str(k) for k in given.get("keep_float", ())]}
         if given:
             raise ValueError(f"{next(iter(given))}= needs quantize=\"int8\"")
-        return {}
+        return {"precision": str(precision)}
     options = dict(_QUANTIZE_DEFAULTS, **given)
-    if options["calibration"] is None:
-        raise ValueError("quantize=\"int8\" needs calibration= (a cgc calibrate file)")
-    return {"quantize": str(quantize), "calibration": _path(options["calibration"]),
+    weights_only = bool(options["weights_only"])
+    if options["calibration"] is None and not weights_only:
+        raise ValueError("quantize=\"int8\" needs calibration= (a cgc calibrate file), "
+                         "or weights_only=True")
+    return {"precision": str(precision), "weights_only": weights_only,
+            "quantize": str(quantize),
+            "calibration": "" if options["calibration"] is None else _path(options["calibration"]),
             "method": str(options["method"]), "percentile": float(options["percentile"]),
             "activations": str(options["activations"]),
             "keep_float": [str(k) for k in options["keep_float"]],
@@ -121,13 +135,13 @@ def load(library, name=None):
 
 
 def inspect(model, shapes=None, constants=None, target="native", executors=0, threads=0,
-            profile=None, quantize=None, dims=None, **quantize_options):
+            profile=None, quantize=None, dims=None, precision="fp32", **quantize_options):
     """What ``cgc inspect --json`` prints, as a dict: the model's ops and
     inputs, and when it compiles its kernels, arena and weights; a model
     that does not compile has "error" and "hint" (a file that cannot be
-    read raises CompileError). quantize= and its keywords, and dims, as
-    compile()'s."""
-    options = _quantize_options(quantize, quantize_options)
+    read raises CompileError). quantize= and its keywords, precision and
+    dims, as compile()'s."""
+    options = _quantize_options(quantize, quantize_options, precision)
     with tempfile.TemporaryDirectory(prefix="cgc-constants-") as scratch:
         text = _cgc.inspect(_path(model), _shapes(shapes), _constants(constants, scratch),
                             target, int(executors), int(threads),

@@ -51,21 +51,25 @@ driver::CompileOptions compileOptions(const std::string& model, const Shapes& sh
   return options;
 }
 
-/// --quantize and its options from the package's keyword arguments
-/// (cgc.compile checks their types; the driver checks their values).
-quant::QuantizeOptions quantizeOptions(const py::dict& args) {
-  quant::QuantizeOptions q;
-  if (args.empty()) return q;
+/// --precision, --quantize and its options from the package's keyword
+/// arguments (cgc.compile checks their types; the driver checks their
+/// values).
+void setPrecision(driver::CompileOptions& options, const py::dict& args) {
+  if (args.contains("precision")) options.precision = args["precision"].cast<std::string>();
+  quant::QuantizeOptions& q = options.quantize;
+  q = {};
+  if (args.contains("keep_float"))
+    q.keepFloat = args["keep_float"].cast<std::vector<std::string>>();
+  if (!args.contains("quantize")) return;
+  q.weightsOnly = args["weights_only"].cast<bool>();
   q.precision = args["quantize"].cast<std::string>();
   q.calibration = args["calibration"].cast<std::string>();
   q.method = args["method"].cast<std::string>();
   q.percentile = args["percentile"].cast<double>();
   q.activations = args["activations"].cast<std::string>();
-  q.keepFloat = args["keep_float"].cast<std::vector<std::string>>();
   q.maxError = args["max_error"].cast<double>();
   q.checkInputs = args["check_inputs"].cast<std::vector<std::string>>();
   q.report = args["report"].cast<std::string>();
-  return q;
 }
 
 std::unique_ptr<Model> compile(driver::CompileOptions options) {
@@ -169,7 +173,7 @@ PYBIND11_MODULE(_cgc, module) {
          const std::vector<std::string>& specialize) {
         auto options =
             compileOptions(model, shapes, constants, target, executors, threads, profile, verbose);
-        options.quantize = quantizeOptions(quantize);
+        setPrecision(options, quantize);
         options.observe = observe;
         options.dims = cgc::driver::parseDims(dims);
         options.specialize = cgc::driver::parseSizeLists(specialize, options.dims);
@@ -191,7 +195,7 @@ PYBIND11_MODULE(_cgc, module) {
          const py::dict& quantize, const std::vector<std::string>& dims) {
         auto options =
             compileOptions(model, shapes, constants, target, executors, threads, profile, false);
-        options.quantize = quantizeOptions(quantize);
+        setPrecision(options, quantize);
         options.dims = cgc::driver::parseDims(dims);
         py::gil_scoped_release release;
         return commands::inspectReport(options).dump();

@@ -49,6 +49,11 @@ expect directory "$work/dir.onnx" "is a directory" -- "$cgc" compile "$work/dir.
 expect unsupported "unsupported.onnx" "StringNormalizer (node 'strings_node')" "com.example.Frobnicate (node 'custom_node')" -- "$cgc" compile "$work/unsupported.onnx" -o "$work/out" --quiet
 expect unknown_target "unknown target 'x86-64-v9'" "known: native, x86-64-v2, x86-64-v3, x86-64-v4, cascadelake, x86-64-v4-vnni, aarch64" -- "$cgc" compile "$model" --target x86-64-v9 -o "$work/out" --quiet
 expect unknown_target_run "unknown target 'arm'" "known:" -- "$cgc" run "$model" --target arm --quiet
+# Narrow weights (docs/PRECISION.md): bf16 where the target lacks avx512bf16,
+# --weights-only without --quantize int8, a precision cgc does not know.
+expect precision_bf16_target "--precision bf16" "avx512bf16" "x86-64-v4" -- "$cgc" compile "$model" --precision bf16 --target x86-64-v4 -o "$work/out" --quiet
+expect weights_only_alone "--weights-only" "--quantize" -- "$cgc" compile "$model" --weights-only -o "$work/out" --quiet
+expect precision_unknown "--precision" "fp16" -- "$cgc" compile "$model" --precision fp16 -o "$work/out" --quiet
 expect run_other_arch "target aarch64 is for aarch64" "cgc compile --target aarch64" -- "$cgc" run "$model" --target aarch64 --quiet
 expect shape_contradiction "model.onnx" "--shape" "contradicts" -- "$cgc" compile "$model" --shape input=1x3x32x32 -o "$work/out" --quiet
 expect shape_rank "model.onnx" "rank" -- "$cgc" compile "$model" --shape input=3x32x32 -o "$work/out" --quiet

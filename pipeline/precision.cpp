@@ -1,0 +1,103 @@
+// See precision.h.
+#include "pipeline/precision.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+#include "cgc/isa_tiers.h"
+#include "ir/conventions.h"
+#include "pipeline/targets.h"
+
+namespace cgc::driver {
+namespace {
+
+[[noreturn]] void optionError(const std::string& text) {
+  throw CompileError("cgc: error: " + text);
+}
+
+/// --weights-only's checks: --quantize int8, and no calibration file (what
+/// only int8 activations read).
+void checkWeightsOnly(const quant::QuantizeOptions& q) {
+  if (!q.enabled()) optionError("--weights-only needs --quantize int8");
+  if (q.precision != "int8")
+    optionError(fmt::format("--quantize: '{}' is not a precision (int8)", q.precision));
+  if (!q.calibration.empty())
+    optionError(
+        "--quantize int8 --weights-only keeps activations in float and reads no --calibration");
+}
+
+}  // namespace
+
+const std::vector<std::string>& precisionNames() {
+  static const std::vector<std::string> names{"fp32", "bf16"};
+  return names;
+}
+
+std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options,
+                                                   const std::string& targetName) {
+  const auto& names = precisionNames();
+  if (std::find(names.begin(), names.end(), options.precision) == names.end())
+    optionError(fmt::format("--precision: '{}' is not a precision ({})", options.precision,
+                            fmt::join(names, ", ")));
+  const bool bf16 = options.precision == "bf16";
+  if (!options.quantize.keepFloat.empty() && !options.quantize.enabled() && !bf16)
+    optionError("--keep-float needs --quantize int8 or --precision bf16");
+  if (options.quantize.weightsOnly) {
+    checkWeightsOnly(options.quantize);
+    if (bf16)
+      optionError(
+          "--precision bf16 and --quantize int8 --weights-only both choose the weights' "
+          "format: give one");
+    return rt::WeightFormat::kInt8;
+  }
+  if (!bf16) return std::nullopt;
+  const Target target = findTarget(targetName);
+  if (!isaTierIncludes(target.tier, "bf16"))
+    optionError(fmt::format(
+        "--precision bf16 needs the CPU feature avx512bf16, which target '{}' lacks (its tier "
+        "is {}{}); compile for a target that has it, or without --precision bf16",
+        target.name, target.tier, target.isNative() ? ": this CPU or the runtime cgc links" : ""));
+  return rt::WeightFormat::kBf16;
+}
+
+NarrowReport narrowReport(const ir::Graph& graph) {
+  namespace conv = ir::conventions;
+  NarrowReport report;
+  std::set<int> seen;
+  for (int id : graph.liveNodes()) {
+    const ir::Node& node = graph.node(id);
+    if (node.op != "MatMulNarrow") continue;
+    ++report.products;
+    const int weights = node.inputs[conv::kNarrowWeights];
+    if (!seen.insert(weights).second) continue;
+    const int64_t k = graph.value(node.inputs[0]).type.shape.back();
+    const ir::Shape& y = graph.value(node.outputs[0]).type.shape;
+    report.floatBytes += k * (y.empty() ? 1 : y.back()) * 4;
+    report.narrowBytes += graph.value(weights).type.bytes();
+    const int scale = node.inputs[conv::kNarrowScale];
+    if (scale >= 0) report.narrowBytes += graph.value(scale).type.bytes();
+  }
+  return report;
+}
+
+std::string describeNarrow(rt::WeightFormat format, const NarrowReport& report) {
+  const char* name = format == rt::WeightFormat::kBf16 ? "bf16" : "int8";
+  if (report.products == 0)
+    return fmt::format(
+        "note: {} weights: no matrix product (MatMul, Gemm) with constant float weights to "
+        "store narrow",
+        name);
+  auto size = [](int64_t bytes) {
+    const double b = static_cast<double>(bytes);
+    if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+    if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
+    if (b >= 1e3) return fmt::format("{:.1f} KB", b / 1e3);
+    return fmt::format("{} bytes", bytes);
+  };
+  return fmt::format("{} weights: {} products, {} -> {}", name, report.products,
+                     size(report.floatBytes), size(report.narrowBytes));
+}
+
+}  // namespace cgc::driver

@@ -1,0 +1,40 @@
+// --precision and --quantize int8 --weights-only: which format the
+// narrow-weights pass stores the constant weights of matrix products in,
+// the checks of those options against each other and against the target,
+// and the compile log's line on what the pass did (docs/PRECISION.md).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cgc/kernels.h"
+#include "pipeline/pipeline.h"
+
+namespace cgc::driver {
+
+/// The precisions --precision takes, for --help and its check.
+const std::vector<std::string>& precisionNames();
+
+/// The format narrow-weights stores products' weights in for these options
+/// on target `target` (a name of cmake/targets.def); none: float.
+/// CompileError for a precision not in precisionNames, --keep-float
+/// without either format or --quantize int8, --weights-only
+/// without --quantize int8 or with a calibration file (what only int8
+/// activations read), both formats asked at once, and
+/// bf16 for a target whose tier lacks avx512bf16.
+std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options,
+                                                   const std::string& target);
+
+/// What narrow-weights made of `graph`: the products it stored narrow and
+/// their weights' bytes before and after.
+struct NarrowReport {
+  int products = 0;
+  int64_t floatBytes = 0, narrowBytes = 0;
+};
+NarrowReport narrowReport(const ir::Graph& graph);
+
+/// The compile log's line: "bf16 weights: 48 products, 340.2 MB -> 170.1 MB".
+std::string describeNarrow(rt::WeightFormat format, const NarrowReport& report);
+
+}  // namespace cgc::driver
