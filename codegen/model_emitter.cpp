@@ -96,6 +96,7 @@ EmittedModel emitModel(const ModelToEmit& model, const EmitOptions& options) {
     emitted.header = formatCpp(emitted.header, layout.prefix + ".h");
     emitted.source = formatCpp(emitted.source, layout.prefix + ".cpp");
   }
+  emitted.embedsWeights = options.embedWeights;
   emitted.weights = std::move(layout.weights);  // the layout is done with them
   return emitted;
 }

@@ -167,6 +167,7 @@ struct EmittedModel {
   std::string graphHash;
   int64_t arenaBytes = 0;
   bool hasWeightsFile = true;  // false for a multi-target library's dispatcher
+  bool embedsWeights = true;   // the weights file is for .incbin, not for run time
 };
 
 /// One build in a library built for several targets (cgc compile --target

@@ -379,7 +379,7 @@ BuiltModel buildCached(const driver::CompiledModel& model, const driver::Compile
   }
   BuiltModel result{driver::buildSharedLibrary(files, options), prefix};
   // Weights the library embeds (.incbin) are not kept twice.
-  if (std::error_code ignored; !built && options.embedWeights && !files.weightsPath.empty())
+  if (std::error_code ignored; !built && files.emitted.embedsWeights && !files.weightsPath.empty())
     fs::remove(files.weightsPath, ignored);
   cache::markUsed(dir);
   if (!built) cache::evict(dir);

@@ -493,6 +493,7 @@ int main(int argc, char** argv) {
     if (*compile) {
       compileArgs.parse();
       compileOptions.embedWeights = weightsMode == "embed";
+      compileOptions.weightsGiven = compile->count("--weights") > 0;
       return cgc::commands::compile(compileOptions);
     }
     if (*run) {

@@ -340,7 +340,25 @@ codegen::EmitOptions emitOptions(const CompileOptions& options) {
 }
 
 codegen::EmittedModel emitModel(const CompiledModel& model, const CompileOptions& options) {
-  return codegen::emitModel(model.toEmit(), emitOptions(options));
+  // Data in an object file is reached by 32-bit offsets (the small code
+  // model): weights past about 2 GiB do not link, and this bound leaves the
+  // rest of the library room.
+  constexpr int64_t kLargestEmbeddedWeights = int64_t{1} << 30;
+  codegen::EmitOptions emit = emitOptions(options);
+  const int64_t bytes = model.weightBytes();
+  if (emit.embedWeights && bytes > kLargestEmbeddedWeights) {
+    if (options.weightsGiven)
+      throw CompileError(fmt::format(
+          "cgc: error: --weights embed: the weights are {} bytes, more than an object file can "
+          "embed ({}): use --weights file",
+          bytes, kLargestEmbeddedWeights));
+    progress(options, fmt::format("note: the weights are {} bytes, more than an object file can "
+                                  "embed: they go to a weights file, mapped at run time, as with "
+                                  "--weights file",
+                                  bytes));
+    emit.embedWeights = false;
+  }
+  return codegen::emitModel(model.toEmit(), emit);
 }
 
 }  // namespace cgc::driver

@@ -29,6 +29,9 @@ struct CompileOptions {
   std::string symbolPrefix;  // C prefix and file names; default: the class name's snake_case
   frontend::LoadOptions load;
   bool embedWeights = true;
+  /// --weights was given: weights too large to embed are then an error,
+  /// not a weights file chosen with a note (emitModel).
+  bool weightsGiven = false;
   bool verify = false;
   std::vector<std::string> disabledPasses;
   /// Print the IR on stdout after these passes ("all": after every one).

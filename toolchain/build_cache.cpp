@@ -87,8 +87,8 @@ std::string describe(const driver::CompileOptions& o) {
     out << "constant " << name << ' ' << file << ' ' << contents(file) << '\n';
   out << fmt::format("bounds {} dims {} sized {} spelling {}\n", o.load.bounds, o.load.dims,
                      o.load.sizedValues, static_cast<int>(o.load.spelling));
-  out << fmt::format("embed {} passes-off {} target {} {}x{}\n", o.embedWeights, o.disabledPasses,
-                     o.target, o.executors, o.threadsPerExecutor);
+  out << fmt::format("embed {} given {} passes-off {} target {} {}x{}\n", o.embedWeights,
+                     o.weightsGiven, o.disabledPasses, o.target, o.executors, o.threadsPerExecutor);
   if (!o.profilePath.empty()) out << "profile " << o.profilePath << contents(o.profilePath);
   out << fmt::format("section {} every {} variants {}\n", o.profileSection, o.everyConvVariant,
                      o.convVariants);

@@ -90,6 +90,7 @@ TargetLibrary emitTargetLibrary(const CompileOptions& options) {
   for (const Target& target : library.targets) {
     CompileOptions one = options;
     one.target = target.name;
+    one.weightsGiven = true;  // each build embeds its weights
     const CompiledModel model = compileGraph(one);
     one.className = className;
     one.nameSpace = options.nameSpace + "::" + symbolOf(target.name);
