@@ -27,7 +27,6 @@ Writes bench/results/decoder.{md,json}.
 
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -37,11 +36,12 @@ import time
 import numpy as np
 import onnx
 import torch
-import torch.nn as nn
 from onnx import numpy_helper
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
+sys.path.insert(0, os.path.join(ROOT, "samples", "generate"))
+from make_decoder import Decoder  # noqa: E402
 WORK = os.path.join(BENCH, "results", "decoder")
 HEADS, HEAD, POSITIONS, VOCAB = 12, 64, 1024, 50257
 PASTS_CHECKED = [0, 1, 37, 128, 512, 1023]
@@ -52,47 +52,6 @@ PYTHON_VARIANTS = {"fp32": {}, "bf16": {"precision": "bf16"},
                    "int8w": {"quantize": "int8", "weights_only": True}}
 
 
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        hid = HEADS * HEAD
-        self.ln1, self.ln2 = nn.LayerNorm(hid), nn.LayerNorm(hid)
-        self.qkv, self.proj = nn.Linear(hid, 3 * hid), nn.Linear(hid, hid)
-        self.fc, self.out = nn.Linear(hid, 4 * hid), nn.Linear(4 * hid, hid)
-        self.register_buffer("mask", torch.tril(torch.ones(POSITIONS, POSITIONS)).view(
-            1, 1, POSITIONS, POSITIONS))
-
-    def forward(self, x, past_k, past_v):
-        b, t, hid = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(hid, dim=2)
-        q, k, v = (z.view(b, t, HEADS, HEAD).transpose(1, 2) for z in (q, k, v))
-        k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
-        att = q @ k.transpose(-1, -2) / math.sqrt(HEAD)
-        n = k.shape[2]
-        att = att.masked_fill(self.mask[:, :, n - t:n, :n] == 0, -1e30)
-        y = (torch.softmax(att, -1) @ v).transpose(1, 2).reshape(b, t, hid)
-        x = x + self.proj(y)
-        return x + self.out(nn.functional.gelu(self.fc(self.ln2(x)))), k, v
-
-
-class Decoder(nn.Module):
-    def __init__(self, layers):
-        super().__init__()
-        hid = HEADS * HEAD
-        self.wte, self.wpe = nn.Embedding(VOCAB, hid), nn.Embedding(POSITIONS, hid)
-        self.blocks = nn.ModuleList(Block() for _ in range(layers))
-        self.lnf = nn.LayerNorm(hid)
-
-    def forward(self, ids, *past):
-        p = past[0].shape[2]
-        x = self.wte(ids) + self.wpe(torch.arange(p, p + ids.shape[1]).unsqueeze(0))
-        present = []
-        for i, block in enumerate(self.blocks):
-            x, k, v = block(x, past[2 * i], past[2 * i + 1])
-            present += [k, v]
-        return (self.lnf(x) @ self.wte.weight.t(), *present)
-
-
 def export(layers):
     """The decoder step with external data (one file); its path."""
     folder = os.path.join(WORK, f"gpt2_{layers}l")
@@ -101,7 +60,7 @@ def export(layers):
         return path
     os.makedirs(folder, exist_ok=True)
     torch.manual_seed(0)
-    dec = Decoder(layers).eval()
+    dec = Decoder(layers, HEADS, HEAD, POSITIONS, VOCAB).eval()
     caches = [f"past_{kv}{i}" for i in range(layers) for kv in "kv"]
     presents = ["logits"] + [c.replace("past", "present") for c in caches]
     dyn = {c: {2: "past"} for c in caches}

@@ -22,21 +22,25 @@ LAYERS, HEADS, HEAD, POSITIONS, VOCAB = 2, 2, 32, 64, 256
 
 
 class Block(nn.Module):
-    def __init__(self):
+    """GPT-2's block for new tokens over a cache: the causal mask sliced from
+    a registered [1, 1, P, P] buffer."""
+
+    def __init__(self, heads, head, positions):
         super().__init__()
-        hid = HEADS * HEAD
+        self.heads, self.head = heads, head
+        hid = heads * head
         self.ln1, self.ln2 = nn.LayerNorm(hid), nn.LayerNorm(hid)
         self.qkv, self.proj = nn.Linear(hid, 3 * hid), nn.Linear(hid, hid)
         self.fc, self.out = nn.Linear(hid, 4 * hid), nn.Linear(4 * hid, hid)
-        self.register_buffer("mask", torch.tril(torch.ones(POSITIONS, POSITIONS)).view(
-            1, 1, POSITIONS, POSITIONS))
+        self.register_buffer("mask", torch.tril(torch.ones(positions, positions)).view(
+            1, 1, positions, positions))
 
     def forward(self, x, past_k, past_v):
         b, t, hid = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(hid, dim=2)
-        q, k, v = (z.view(b, t, HEADS, HEAD).transpose(1, 2) for z in (q, k, v))
+        q, k, v = (z.view(b, t, self.heads, self.head).transpose(1, 2) for z in (q, k, v))
         k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
-        att = q @ k.transpose(-1, -2) / math.sqrt(HEAD)
+        att = q @ k.transpose(-1, -2) / math.sqrt(self.head)
         n = k.shape[2]
         att = att.masked_fill(self.mask[:, :, n - t:n, :n] == 0, -1e30)
         y = (torch.softmax(att, -1) @ v).transpose(1, 2).reshape(b, t, hid)
@@ -45,11 +49,16 @@ class Block(nn.Module):
 
 
 class Decoder(nn.Module):
-    def __init__(self):
+    """A GPT-2-shaped decoder step: token ids [1, t] and each layer's cache
+    [1, heads, past, head]; its positions Range(past, past + t) from the
+    cache's Shape, as the exporter writes them. bench/decoder_bench.py and
+    tests/dims build theirs from it too."""
+
+    def __init__(self, layers=LAYERS, heads=HEADS, head=HEAD, positions=POSITIONS, vocab=VOCAB):
         super().__init__()
-        hid = HEADS * HEAD
-        self.wte, self.wpe = nn.Embedding(VOCAB, hid), nn.Embedding(POSITIONS, hid)
-        self.blocks = nn.ModuleList(Block() for _ in range(LAYERS))
+        hid = heads * head
+        self.wte, self.wpe = nn.Embedding(vocab, hid), nn.Embedding(positions, hid)
+        self.blocks = nn.ModuleList(Block(heads, head, positions) for _ in range(layers))
         self.lnf = nn.LayerNorm(hid)
 
     def forward(self, ids, *past):

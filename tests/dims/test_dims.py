@@ -51,6 +51,10 @@ import torch
 import torch.nn as nn
 from onnx import numpy_helper
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples",
+                                "generate"))
+import make_decoder as decoder_sample  # noqa: E402
+
 HID, HEADS, VOCAB = 32, 4, 100
 ENC_SIZES = [(1, 1), (1, 7), (2, 64), (1, 128), (3, 200), (8, 512)]
 CNN_SIZES = [(1, 32), (3, 32), (16, 32), (2, 16), (5, 56)]  # (batch, side)
@@ -149,52 +153,10 @@ class ResNetLike(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
-class DecoderBlock(nn.Module):
-    """GPT-2's block for one new token over a cache: the causal mask sliced
-    from a registered [1, 1, P, P] buffer at [past:past+1, :past+1]."""
-
-    def __init__(self, hid=DEC_HEADS * DEC_HEAD):
-        super().__init__()
-        self.hid = hid
-        self.ln1, self.ln2 = nn.LayerNorm(hid), nn.LayerNorm(hid)
-        self.qkv, self.proj = nn.Linear(hid, 3 * hid), nn.Linear(hid, hid)
-        self.fc, self.out = nn.Linear(hid, 4 * hid), nn.Linear(4 * hid, hid)
-        self.register_buffer("bias", torch.tril(torch.ones(DEC_POS, DEC_POS, dtype=torch.bool))
-                             .view(1, 1, DEC_POS, DEC_POS))
-
-    def forward(self, x, past_k, past_v):
-        b, t, _ = x.shape
-        q, k, v = (z.view(b, t, DEC_HEADS, DEC_HEAD).transpose(1, 2)
-                   for z in self.qkv(self.ln1(x)).split(self.hid, dim=2))
-        k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
-        att = q @ k.transpose(-1, -2) / math.sqrt(DEC_HEAD)
-        n = k.shape[2]
-        att = att.masked_fill(self.bias[:, :, n - t:n, :n] == 0, -1e30)
-        y = (torch.softmax(att, -1) @ v).transpose(1, 2).reshape(b, t, self.hid)
-        x = x + self.proj(y)
-        return x + self.out(nn.functional.gelu(self.fc(self.ln2(x)))), k, v
-
-
-class Decoder(nn.Module):
-    """A GPT-2-shaped decoder step: token ids [1, 1] and each layer's cache
-    [1, heads, past, head]; its positions Range(past, past + 1) from the
-    cache's Shape, as the exporter writes them."""
-
-    def __init__(self, layers=2, vocab=VOCAB):
-        super().__init__()
-        hid = DEC_HEADS * DEC_HEAD
-        self.wte, self.wpe = nn.Embedding(vocab, hid), nn.Embedding(DEC_POS, hid)
-        self.blocks = nn.ModuleList(DecoderBlock() for _ in range(layers))
-        self.lnf = nn.LayerNorm(hid)
-
-    def forward(self, ids, *past):
-        p = past[0].shape[2]
-        x = self.wte(ids) + self.wpe(torch.arange(p, p + ids.shape[1]).unsqueeze(0))
-        present = []
-        for i, block in enumerate(self.blocks):
-            x, k, v = block(x, past[2 * i], past[2 * i + 1])
-            present += [k, v]
-        return (self.lnf(x) @ self.wte.weight.t(), *present)
+def Decoder(layers=2, vocab=VOCAB):
+    """A GPT-2-shaped decoder step (samples/generate/make_decoder.py's):
+    token ids [1, 1] and each layer's cache [1, heads, past, head]."""
+    return decoder_sample.Decoder(layers, DEC_HEADS, DEC_HEAD, DEC_POS, vocab)
 
 
 def make_resnet(work, rng):

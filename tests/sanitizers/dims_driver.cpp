@@ -5,7 +5,8 @@
 // follow (the smallest sizes may be 0: empty inputs and outputs); then the
 // errors, each a status naming the dimension, from the call and from run():
 // a size outside the bounds, two inputs that disagree, an unknown name, a
-// copy of the wrong size. Two instances at different sizes then run at once
+// copy of the wrong size, and with -DCGC_INDEX_INPUT=N (a decoder step's
+// token ids) an index outside the embedding. Two instances at different sizes then run at once
 // from two threads, each giving what it gave alone. The model is chosen at
 // build time, as for driver.cpp:
 //   -DCGC_MODEL_HEADER='"encoder.h"' -DCGC_MODEL_PREFIX=encoder
@@ -129,6 +130,16 @@ int main() {
   float one = 0;
   require(CGC_FN(_set_input)(model, 0, &one, 1) == CGC_ERROR_INVALID_ARGUMENT,
           "a copy of the wrong size");
+#ifdef CGC_INDEX_INPUT
+  // A token outside the vocabulary (input CGC_INDEX_INPUT indexes an
+  // embedding): run() fails naming the Gather.
+  static_cast<int64_t*>(CGC_FN(_input)(model, CGC_INDEX_INPUT))[0] = int64_t{1} << 40;
+  require(CGC_FN(_run)(model) == CGC_ERROR_INDEX_OUT_OF_RANGE,
+          "a token outside the vocabulary: not refused", model);
+  require(std::strstr(CGC_FN(_error)(model), "Gather") != nullptr,
+          "a token outside the vocabulary: the message does not name the Gather", model);
+  runAt(model, middle);
+#endif
 
   // Two instances at different sizes at once.
   Model* other = CGC_FN(_create)(nullptr);

@@ -116,6 +116,7 @@ declare -A dim_flags=(
   [control]="--dim batch=1..4 --dim seq=1..64 --specialize seq=32"
   [decoder]="--dim past=0..63"
   [resnet]="--dim batch=0..2 --dim height=32..96 --dim width=32..96")
+declare -A dim_defines=([decoder]="-DCGC_INDEX_INPUT=0")
 for name in encoder control decoder resnet; do
   # shellcheck disable=SC2086
   "$cgc" compile "$work/dims/$name.onnx" -o "$work/dims/$name" --name "${name^}" --quiet \
@@ -123,6 +124,7 @@ for name in encoder control decoder resnet; do
   # shellcheck disable=SC2086
   spawn c++ $flags "${march[@]}" -I"$runtime/include" -I"$work/dims/$name" \
       -Wa,-I"$work/dims/$name" -DCGC_MODEL_HEADER="\"$name.h\"" -DCGC_MODEL_PREFIX="$name" \
+      ${dim_defines[$name]:-} \
       "$work/dims/$name/$name.cpp" "$(dirname "$0")/dims_driver.cpp" "${objects[@]}" "${libs[@]}" \
       -o "$work/dims/$name/driver"
   programs+=("$work/dims/$name/driver")
