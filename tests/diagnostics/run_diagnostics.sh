@@ -47,7 +47,7 @@ expect empty_file "$work/empty.onnx" "is empty" -- "$cgc" compile "$work/empty.o
 mkdir -p "$work/dir.onnx"
 expect directory "$work/dir.onnx" "is a directory" -- "$cgc" compile "$work/dir.onnx" -o "$work/out" --quiet
 expect unsupported "unsupported.onnx" "StringNormalizer (node 'strings_node')" "com.example.Frobnicate (node 'custom_node')" -- "$cgc" compile "$work/unsupported.onnx" -o "$work/out" --quiet
-expect unknown_target "unknown target 'x86-64-v9'" "known: native, x86-64-v2, x86-64-v3, x86-64-v4, cascadelake, x86-64-v4-vnni, aarch64" -- "$cgc" compile "$model" --target x86-64-v9 -o "$work/out" --quiet
+expect unknown_target "unknown target 'x86-64-v9'" "known: native, x86-64-v2, x86-64-v3, x86-64-v4, cascadelake, x86-64-v4-vnni, zen4, aarch64" -- "$cgc" compile "$model" --target x86-64-v9 -o "$work/out" --quiet
 expect unknown_target_run "unknown target 'arm'" "known:" -- "$cgc" run "$model" --target arm --quiet
 expect run_other_arch "target aarch64 is for aarch64" "cgc compile --target aarch64" -- "$cgc" run "$model" --target aarch64 --quiet
 expect shape_contradiction "model.onnx" "--shape" "contradicts" -- "$cgc" compile "$model" --shape input=1x3x32x32 -o "$work/out" --quiet
