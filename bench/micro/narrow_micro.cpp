@@ -97,9 +97,10 @@ void shape(int64_t m, int64_t k, int64_t n, const double* bandwidths) {
         std::copy(w.begin(), w.end(), copies.begin() + c * k * n);
       MatMulParams p{};
       p.m = m, p.n = n, p.k = k;
-      const double s = secondsPerCall(threads, sweeps(), floatCopies, [&](int64_t c, const Team& team) {
-        matmul<float>(p, a.data(), copies.data() + c * k * n, nullptr, y.data(), team);
-      });
+      const double s =
+          secondsPerCall(threads, sweeps(), floatCopies, [&](int64_t c, const Team& team) {
+            matmul<float>(p, a.data(), copies.data() + c * k * n, nullptr, y.data(), team);
+          });
       report({"fp32 matmul", s, floatBytes}, bandwidth);
     }
     for (WeightFormat format : {WeightFormat::kBf16, WeightFormat::kInt8}) {
@@ -115,10 +116,11 @@ void shape(int64_t m, int64_t k, int64_t n, const double* bandwidths) {
       const NarrowVariant chosen = chooseNarrowVariant(p);
       for (const NarrowVariantInfo& v : kNarrowVariants) {
         if (!narrowVariantTakes(v.variant, p)) continue;
-        const double s = secondsPerCall(threads, sweeps(), copies, [&](int64_t c, const Team& team) {
-          matmul_narrow_variant(v.variant, p, a.data(), packed.data() + c * bytes, scale.data(),
-                                nullptr, y.data(), team);
-        });
+        const double s =
+            secondsPerCall(threads, sweeps(), copies, [&](int64_t c, const Team& team) {
+              matmul_narrow_variant(v.variant, p, a.data(), packed.data() + c * bytes, scale.data(),
+                                    nullptr, y.data(), team);
+            });
         const char* name = format == WeightFormat::kBf16 ? "bf16" : "int8";
         report({std::string(name) + " " + v.name + (v.variant == chosen ? " *" : ""), s,
                 static_cast<double>(bytes)},
