@@ -56,8 +56,8 @@ int x86Has(const char* feature) {
   if (is("avx512dq")) return __builtin_cpu_supports("avx512dq") ? 1 : 0;
   if (is("avx512vnni")) return __builtin_cpu_supports("avx512vnni") ? 1 : 0;
   if (is("avx512vbmi")) return __builtin_cpu_supports("avx512vbmi") ? 1 : 0;
-  // Clang 14 knows none of these names (GCC 12 not all): read CPUID (they
-  // need the OS's AVX or AVX-512 state, which "avx" and "avx512f" check).
+  // Clang 14 knows none of these names: read CPUID (each needs the OS's
+  // AVX or AVX-512 state, which "avx" and "avx512f" check).
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (is("f16c")) {
     const bool has = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
