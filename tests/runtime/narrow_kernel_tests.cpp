@@ -155,6 +155,16 @@ TEST_CASE("every matmul_narrow variant this runtime has matches a double loop on
               ran.c_str(), skipped.empty() ? " none" : skipped.c_str());
 }
 
+TEST_CASE("matmul_narrow's variants on empty products: no rows, no columns, no depth (y = bias)") {
+  uint32_t seed = 900;
+  for (WeightFormat format : {WeightFormat::kBf16, WeightFormat::kInt8})
+    for (const NarrowCase& c : {NarrowCase{0, 5, 33, Activation::kNone, true},
+                                NarrowCase{3, 5, 0, Activation::kNone, true},
+                                NarrowCase{3, 0, 33, Activation::kRelu, true},
+                                NarrowCase{1, 0, 70, Activation::kNone, false}})
+      CHECK(checkVariants(format, c, seed++) > 0);
+}
+
 TEST_CASE("matmul_narrow chooses the first variant of the table this runtime has for the format") {
   for (WeightFormat format : {WeightFormat::kBf16, WeightFormat::kInt8})
     for (int64_t m : {1, 2, 64}) {

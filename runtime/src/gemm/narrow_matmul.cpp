@@ -73,7 +73,8 @@ int64_t narrow_weights_bytes(WeightFormat format, int64_t k, int64_t n) {
 void pack_narrow_weights(WeightFormat format, int64_t k, int64_t n, const float* w, void* packed,
                          float* scale) {
   auto* out = static_cast<unsigned char*>(packed);
-  std::memset(out, 0, static_cast<size_t>(narrow_weights_bytes(format, k, n)));
+  const int64_t bytes = narrow_weights_bytes(format, k, n);
+  if (bytes > 0) std::memset(out, 0, static_cast<size_t>(bytes));  // empty W: packed may be null
   const int64_t panelBytes = narrow_weights_bytes(format, k, kPanel);
   if (format == WeightFormat::kInt8) {
     for (int64_t j = 0; j < n; ++j) {
