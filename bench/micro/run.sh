@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# Builds bench/micro/conv_micro.cpp against the native runtime of build/
-# (after ./build.sh), or against the runtime of target $CGC_MICRO_TARGET
-# (cmake/targets.def, e.g. cascadelake), and runs it with the given
-# arguments, e.g.
+# Builds a micro-benchmark of bench/micro/ against the native runtime of
+# build/ (after ./build.sh), or against the runtime of target
+# $CGC_MICRO_TARGET (cmake/targets.def, e.g. cascadelake), and runs it with
+# the given arguments: conv_micro.cpp, or NAME_micro.cpp where the first
+# argument is NAME (narrow, bandwidth), e.g.
 #   bench/micro/run.sh float 1 64 64 56 3 1 winograd4
 #   CGC_MICRO_TARGET=cascadelake bench/micro/run.sh int8 1 64 256 56 1 1 add
+#   bench/micro/run.sh bandwidth
+#   bench/micro/run.sh narrow 1 768 2304
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+program=conv
+if [ $# -gt 0 ] && [ -f "$root/bench/micro/$1_micro.cpp" ]; then
+  program=$1
+  shift
+fi
 target=${CGC_MICRO_TARGET:-native}
 library="$root/build/runtime/libcgc_runtime.a"
 flags="-march=native"
@@ -16,13 +24,14 @@ if [ "$target" != native ]; then
           "$root/cmake/targets.def")
   [ -n "$flags" ] || { echo "run.sh: unknown target '$target' (cmake/targets.def)" >&2; exit 1; }
 fi
-binary="$root/build/bench-micro/conv_micro_$target"
+binary="$root/build/bench-micro/${program}_micro_$target"
 mkdir -p "$(dirname "$binary")"
 if [ ! -x "$binary" ] || [ "$binary" -ot "$library" ] ||
-   [ "$binary" -ot "$root/bench/micro/conv_micro.cpp" ]; then
+   [ "$binary" -ot "$root/bench/micro/${program}_micro.cpp" ] ||
+   [ "$binary" -ot "$root/bench/micro/bandwidth_probe.h" ]; then
   # shellcheck disable=SC2086
-  g++ -std=c++20 -O2 $flags -Wall -Wextra -I"$root/runtime/include" \
-      "$root/bench/micro/conv_micro.cpp" "$library" \
+  g++ -std=c++20 -O3 $flags -Wall -Wextra -I"$root/runtime/include" \
+      "$root/bench/micro/${program}_micro.cpp" "$library" \
       -lxsmm -lxsmmnoblas -lpthread -ldl -o "$binary"
 fi
 exec "$binary" "$@"

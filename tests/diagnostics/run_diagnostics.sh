@@ -47,7 +47,7 @@ expect empty_file "$work/empty.onnx" "is empty" -- "$cgc" compile "$work/empty.o
 mkdir -p "$work/dir.onnx"
 expect directory "$work/dir.onnx" "is a directory" -- "$cgc" compile "$work/dir.onnx" -o "$work/out" --quiet
 expect unsupported "unsupported.onnx" "StringNormalizer (node 'strings_node')" "com.example.Frobnicate (node 'custom_node')" -- "$cgc" compile "$work/unsupported.onnx" -o "$work/out" --quiet
-expect unknown_target "unknown target 'x86-64-v9'" "known: native, x86-64-v2, x86-64-v3, x86-64-v4, cascadelake, x86-64-v4-vnni, aarch64" -- "$cgc" compile "$model" --target x86-64-v9 -o "$work/out" --quiet
+expect unknown_target "unknown target 'x86-64-v9'" "known: native, x86-64-v2, x86-64-v3, x86-64-v4, cascadelake, x86-64-v4-vnni, zen4, aarch64" -- "$cgc" compile "$model" --target x86-64-v9 -o "$work/out" --quiet
 expect unknown_target_run "unknown target 'arm'" "known:" -- "$cgc" run "$model" --target arm --quiet
 # Narrow weights (docs/PRECISION.md): bf16 where the target lacks avx512bf16,
 # --weights-only without --quantize int8, a precision cgc does not know.

@@ -22,8 +22,11 @@
 #              no VBMI byte permute (vpermb, vpermt2b, vpermi2b): Cascade
 #              Lake has VNNI without VBMI;
 #   x86-64-v4-vnni: v4's, and vpdpbusd and vpermb in the runtime (its int8
-#              kernels); where the CPU lacks AVX-512 VNNI or VBMI, the
-#              model must be refused the same way, naming the feature.
+#              kernels), no vdpbf16ps; where the CPU lacks AVX-512 VNNI or
+#              VBMI, the model must be refused the same way, naming the
+#              feature;
+#   zen4:      x86-64-v4-vnni's, and vdpbf16ps in the runtime (matmul_narrow's
+#              bfloat16 kernel).
 # Usage: run_x86_targets.sh CGC RUNTIME_DIR(build)/runtime INCLUDE_DIR SAMPLES WORK TARGET=FLAGS...
 set -eu
 cgc=$1 runtime=$2 include=$3 samples=$4 work=$5
@@ -39,21 +42,23 @@ check_isa() {
   local target=$1 kind=$2
   shift 2
   objdump -d --no-show-raw-insn "$@" > "$work/$target.asm"
-  local zmm ymm kmask fma vnni vbmi
+  local zmm ymm kmask fma vnni vbmi bf16
   zmm=$(grep -c '%zmm' "$work/$target.asm" || true)
   vbmi=$(grep -cE 'vperm(b|t2b|i2b)\b' "$work/$target.asm" || true)
   vnni=$(grep -cE 'vpdpbusd.*%zmm' "$work/$target.asm" || true)
+  bf16=$(grep -c 'vdpbf16ps' "$work/$target.asm" || true)
   ymm=$(grep -c '%ymm' "$work/$target.asm" || true)
   kmask=$(grep -cE '%k[0-7]\b' "$work/$target.asm" || true)
   fma=$(grep -cE 'vfmadd[0-9a-z]*ps.*%ymm' "$work/$target.asm" || true)
-  echo "$target: $zmm zmm, $ymm ymm, $kmask k-mask operands, $fma ymm FMAs, $vnni zmm vpdpbusd, $vbmi VBMI permutes in $*"
+  echo "$target: $zmm zmm, $ymm ymm, $kmask k-mask operands, $fma ymm FMAs, $vnni zmm vpdpbusd, $vbmi VBMI permutes, $bf16 vdpbf16ps in $*"
   case $target/$kind in
     x86-64-v2/*) [ "$zmm" -eq 0 ] && [ "$ymm" -eq 0 ] && [ "$kmask" -eq 0 ] ;;
     x86-64-v3/runtime) [ "$zmm" -eq 0 ] && [ "$kmask" -eq 0 ] && [ "$fma" -gt 0 ] ;;
     x86-64-v3/model) [ "$zmm" -eq 0 ] && [ "$kmask" -eq 0 ] ;;
     x86-64-v4/runtime) [ "$zmm" -gt 0 ] && [ "$vnni" -eq 0 ] ;;
     cascadelake/runtime) [ "$zmm" -gt 0 ] && [ "$vnni" -gt 0 ] && [ "$vbmi" -eq 0 ] ;;
-    x86-64-v4-vnni/runtime) [ "$zmm" -gt 0 ] && [ "$vnni" -gt 0 ] && [ "$vbmi" -gt 0 ] ;;
+    x86-64-v4-vnni/runtime) [ "$zmm" -gt 0 ] && [ "$vnni" -gt 0 ] && [ "$vbmi" -gt 0 ] && [ "$bf16" -eq 0 ] ;;
+    zen4/runtime) [ "$zmm" -gt 0 ] && [ "$vnni" -gt 0 ] && [ "$vbmi" -gt 0 ] && [ "$bf16" -gt 0 ] ;;
   esac || { echo "FAIL: $target code holds instructions its target lacks (or lacks its vectors)"; exit 1; }
 }
 
@@ -78,8 +83,8 @@ for spec in "$@"; do
     code=$?
     set -e
     cat "$out/stderr.txt"
-    if [ $code -eq 3 ] && [[ "$target" = x86-64-v4* || "$target" = cascadelake ]] &&
-       grep -qE 'avx512(f|vnni|vbmi)' "$out/stderr.txt"; then
+    if [ $code -eq 3 ] && [[ "$target" = x86-64-v4* || "$target" = cascadelake || "$target" = zen4 ]] &&
+       grep -qE 'avx512(f|vnni|vbmi|bf16)' "$out/stderr.txt"; then
       echo "$target/$model: refused at creation (CGC_ERROR_CPU, names the feature): this CPU cannot run it"
     elif [ $code -ne 0 ]; then
       echo "FAIL: $target/$model (driver exit $code)"

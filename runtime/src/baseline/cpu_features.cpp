@@ -22,6 +22,20 @@ namespace cgc {
 namespace {
 
 #if defined(__x86_64__) || defined(__i386__)
+/// An AMX feature (CPUID leaf 7's EDX bit `bit`) with the tile state that
+/// the OS enables in XCR0 (bits 17 and 18). Linux also asks a process to
+/// request the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM) before its
+/// first tile instruction: that is for the kernel that uses one.
+int x86HasAmx(unsigned bit) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0;  // OSXSAVE
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << bit))) return 0;
+  unsigned low = 0, high = 0;
+  __asm__("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+  constexpr unsigned kTileState = (1u << 17) | (1u << 18);
+  return (low & kTileState) == kTileState ? 1 : 0;
+}
+
 /// __builtin_cpu_supports takes only a literal, hence one call per name.
 int x86Has(const char* feature) {
   __builtin_cpu_init();
@@ -57,6 +71,7 @@ int x86Has(const char* feature) {
     const bool has = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5));
     return has && __builtin_cpu_supports("avx512f") ? 1 : 0;
   }
+  if (is("amx-tile") || is("amx-bf16")) return x86HasAmx(is("amx-tile") ? 24 : 22);
   return -1;
 }
 #endif

@@ -1,15 +1,22 @@
 // matmul_narrow: a matrix product whose constant weights are stored as
 // bfloat16 or int8 (cgc/kernels/gemm.h), for products that read their
 // weights more than they compute (a decoder's one-token step reads every
-// weight once): half or a quarter of the bytes. This file holds the packing
-// and the portable loops, which widen each weight to float and keep A in
-// float; they are also what the kernel tests hold the other variants to.
+// weight once): half or a quarter of the bytes. This file holds the packing,
+// the choice among the variants (cgc/kernels/narrow_variants.def) and the
+// last of them, the portable loops, which widen each weight to float and
+// keep A in float.
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 
+#include "cgc/isa_tiers.h"
 #include "cgc/kernels/gemm.h"
+#include "cgc/runtime.h"
+#include "gemm/narrow_strategies.h"
 
 namespace cgc::rt {
 namespace {
@@ -27,19 +34,12 @@ uint16_t roundToBf16(float f) {
 
 float bf16ToFloat(uint32_t half) { return std::bit_cast<float>(half << 16); }
 
-float activate(const NarrowMatMulParams& p, float v) {
-  if (p.activation == Activation::kRelu) return v > 0.0f ? v : 0.0f;
-  if (p.activation == Activation::kClip) return std::min(std::max(v, p.act_min), p.act_max);
-  return v;
-}
-
 /// Rows [rows.begin, rows.end) of Y for panel `panel`: sums in float over
 /// the widened weights.
 void panelRows(const NarrowMatMulParams& p, const float* a, const void* w, const float* scale,
                const float* bias, float* y, int64_t panel, Range rows) {
-  const int64_t first = panel * kPanel, width = std::min(kPanel, p.n - first);
-  const int64_t bytes = narrow_weights_bytes(p.format, p.k, kPanel);
-  const auto* base = static_cast<const unsigned char*>(w) + panel * bytes;
+  const int64_t first = panel * kPanel;
+  const unsigned char* base = detail::narrowPanelStart(p, w, panel);
   for (int64_t i = rows.begin; i < rows.end; ++i) {
     float sums[kPanel] = {};
     const float* row = a + i * p.k;
@@ -57,12 +57,8 @@ void panelRows(const NarrowMatMulParams& p, const float* a, const void* w, const
         for (int64_t j = 0; j < kPanel; ++j)
           sums[j] += row[q] * static_cast<float>(bytesRow[q * kPanel + j]);
     }
-    for (int64_t j = 0; j < width; ++j) {
-      float v = sums[j];
-      if (p.format == WeightFormat::kInt8) v *= scale[first + j];
-      if (bias) v += bias[first + j];
-      y[i * p.n + first + j] = activate(p, v);
-    }
+    detail::storeNarrowRow(p, sums, p.format == WeightFormat::kInt8 ? scale : nullptr, bias,
+                           y + i * p.n, first);
   }
 }
 
@@ -77,7 +73,8 @@ int64_t narrow_weights_bytes(WeightFormat format, int64_t k, int64_t n) {
 void pack_narrow_weights(WeightFormat format, int64_t k, int64_t n, const float* w, void* packed,
                          float* scale) {
   auto* out = static_cast<unsigned char*>(packed);
-  std::memset(out, 0, static_cast<size_t>(narrow_weights_bytes(format, k, n)));
+  const int64_t bytes = narrow_weights_bytes(format, k, n);
+  if (bytes > 0) std::memset(out, 0, static_cast<size_t>(bytes));  // empty W: packed may be null
   const int64_t panelBytes = narrow_weights_bytes(format, k, kPanel);
   if (format == WeightFormat::kInt8) {
     for (int64_t j = 0; j < n; ++j) {
@@ -103,17 +100,69 @@ void pack_narrow_weights(WeightFormat format, int64_t k, int64_t n, const float*
   }
 }
 
+namespace detail {
+
+bool prefersPortable(const NarrowMatMulParams&) { return true; }
+
+void narrowPortable(const NarrowMatMulParams& p, const float* a, const void* w, const float* scale,
+                    const float* bias, float* y, const Team& team) {
+  forEachNarrowShare(
+      p, team, [&](int64_t panel, Range rows) { panelRows(p, a, w, scale, bias, y, panel, rows); });
+}
+
+}  // namespace detail
+
+namespace {
+
+using NarrowFunction = void (*)(const NarrowMatMulParams&, const float*, const void*, const float*,
+                                const float*, float*, const Team&);
+
+/// The variants' functions, in kNarrowVariants' order.
+struct VariantFunctions {
+  bool (*prefers)(const NarrowMatMulParams&);
+  NarrowFunction run;
+};
+constexpr VariantFunctions kFunctions[] = {
+#define CGC_NARROW_VARIANT(name, tier, bf16, int8) {detail::prefers##name, detail::narrow##name},
+#include "cgc/kernels/narrow_variants.def"
+#undef CGC_NARROW_VARIANT
+};
+
+size_t indexOf(NarrowVariant v) { return static_cast<size_t>(v) - 1; }
+
+}  // namespace
+
+bool narrowVariantTakes(NarrowVariant v, const NarrowMatMulParams& p) {
+  if (v == NarrowVariant::kNone) return false;
+  const NarrowVariantInfo& info = kNarrowVariants[indexOf(v)];
+  return isaTierIncludes(runtime_isa_tier(), info.tier) && info.takes(p.format);
+}
+
+NarrowVariant chooseNarrowVariant(const NarrowMatMulParams& p) {
+  NarrowVariant fallback = NarrowVariant::kNone;
+  for (size_t i = 0; i < std::size(kNarrowVariants); ++i) {
+    const NarrowVariant v = kNarrowVariants[i].variant;
+    if (!narrowVariantTakes(v, p)) continue;
+    if (kFunctions[i].prefers(p)) return v;
+    if (fallback == NarrowVariant::kNone) fallback = v;
+  }
+  return fallback;
+}
+
+void matmul_narrow_variant(NarrowVariant v, const NarrowMatMulParams& p, const float* a,
+                           const void* w, const float* scale, const float* bias, float* y,
+                           const Team& team) {
+  if (!narrowVariantTakes(v, p)) {  // a caller's fault: tests and benchmarks ask first
+    std::fprintf(stderr, "cgc runtime: matmul_narrow variant %d does not take this product\n",
+                 static_cast<int>(v));
+    std::abort();
+  }
+  kFunctions[indexOf(v)].run(p, a, w, scale, bias, y, team);
+}
+
 void matmul_narrow(const NarrowMatMulParams& p, const float* a, const void* w, const float* scale,
                    const float* bias, float* y, const Team& team) {
-  const int64_t count = panels(p.n);
-  if (count >= team.size() || p.m < team.size()) {
-    const Range mine = team.split(count);
-    for (int64_t panel = mine.begin; panel < mine.end; ++panel)
-      panelRows(p, a, w, scale, bias, y, panel, Range{0, p.m});
-    return;
-  }
-  const Range rows = team.split(p.m);
-  for (int64_t panel = 0; panel < count; ++panel) panelRows(p, a, w, scale, bias, y, panel, rows);
+  kFunctions[indexOf(chooseNarrowVariant(p))].run(p, a, w, scale, bias, y, team);
 }
 
 }  // namespace cgc::rt

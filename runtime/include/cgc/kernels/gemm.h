@@ -88,4 +88,44 @@ struct NarrowMatMulParams {
 void matmul_narrow(const NarrowMatMulParams& p, const float* a, const void* w, const float* scale,
                    const float* bias, float* y, const Team& team = Team::serial());
 
+/// The variants of matmul_narrow (cgc/kernels/narrow_variants.def), in
+/// priority order; kNone: matmul_narrow chooses (chooseNarrowVariant).
+enum class NarrowVariant : int32_t {
+  kNone,
+#define CGC_NARROW_VARIANT(name, tier, bf16, int8) k##name,
+#include "cgc/kernels/narrow_variants.def"
+#undef CGC_NARROW_VARIANT
+};
+
+/// A variant's declaration: its name ("WidenSkx"), the instruction-set tier
+/// it needs and the weight formats it takes.
+struct NarrowVariantInfo {
+  NarrowVariant variant;
+  const char* name;
+  const char* tier;
+  bool bf16, int8;
+
+  bool takes(WeightFormat format) const { return format == WeightFormat::kBf16 ? bf16 : int8; }
+};
+inline constexpr NarrowVariantInfo kNarrowVariants[] = {
+#define CGC_NARROW_VARIANT(name, tier, bf16, int8) \
+  {NarrowVariant::k##name, #name, tier, bf16, int8},
+#include "cgc/kernels/narrow_variants.def"
+#undef CGC_NARROW_VARIANT
+};
+
+/// Whether this runtime has variant v (it was built with v's tier) and v
+/// takes p's weight format.
+bool narrowVariantTakes(NarrowVariant v, const NarrowMatMulParams& p);
+
+/// The variant matmul_narrow runs for p: the first of the table that this
+/// runtime has, that takes p and that prefers it; else the first that takes it.
+NarrowVariant chooseNarrowVariant(const NarrowMatMulParams& p);
+
+/// matmul_narrow on variant v, which narrowVariantTakes (tests and
+/// benchmarks compare the variants through it).
+void matmul_narrow_variant(NarrowVariant v, const NarrowMatMulParams& p, const float* a,
+                           const void* w, const float* scale, const float* bias, float* y,
+                           const Team& team = Team::serial());
+
 }  // namespace cgc::rt
