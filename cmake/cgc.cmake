@@ -285,8 +285,11 @@ function(cgc_add_graph target)
     COMMAND ${CMAKE_COMMAND} -E env CGC_CALLER=cmake
             "${CGC_EXECUTABLE}" compile "${model}" -o "${out}" --name "${name}"
             --namespace "${namespace}" --weights "${weights}" ${shape_args} ${model_args}
-            ${schedule_args} ${quantize_args} --quiet
+            ${schedule_args} ${quantize_args} --quiet --depfile "${out}/${prefix}.d"
     DEPENDS ${depends}
+    # The model's external data files (and --profile, CONSTANTS, CALIBRATION)
+    # as cgc found them: new weights beside an unchanged model recompile it.
+    DEPFILE "${out}/${prefix}.d"
     COMMENT "cgc: compiling ${ARG_MODEL} into class ${namespace}::${name}, header ${prefix}.h"
     VERBATIM)
   if(target_count GREATER 1)

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "onnx_frontend/onnx_loader.h"
 #include "onnx_frontend/tensor_proto.h"
 #include "pipeline/input_shapes.h"
 #include "planning/cost_model.h"
@@ -308,16 +309,56 @@ std::vector<std::pair<std::string, std::string>> parseNamedFiles(
   return pairs;
 }
 
-int compile(const driver::CompileOptions& given) {
+namespace {
+
+/// `path` with make's special characters escaped.
+std::string makeEscaped(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ' ' || c == '#' || c == '\\') out += '\\';
+    if (c == '$') out += '$';
+    out += c;
+  }
+  return out;
+}
+
+void writeDepfile(const std::string& depfile, const std::vector<driver::WrittenFiles>& written,
+                  const driver::CompileOptions& options) {
+  std::vector<std::string> outputs, inputs{options.modelPath};
+  for (const driver::WrittenFiles& files : written)
+    for (const std::string& path : {files.headerPath, files.sourcePath, files.weightsPath})
+      if (!path.empty()) outputs.push_back(path);
+  const fs::path folder = fs::path(options.modelPath).parent_path();
+  for (const frontend::ExternalDataFile& file :
+       frontend::summarizeModel(options.modelPath).externalData)
+    inputs.push_back((folder / file.location).string());
+  for (const auto& [name, file] : options.load.constantInputs) inputs.push_back(file);
+  for (const std::string& file : {options.profilePath, options.quantize.calibration})
+    if (!file.empty()) inputs.push_back(file);
+  std::string text;
+  for (const std::string& path : outputs) text += makeEscaped(path) + ' ';
+  text += ':';
+  for (const std::string& path : inputs) text += " \\\n  " + makeEscaped(path);
+  std::ofstream file(depfile);
+  file << text << '\n';
+  if (!file) userError({depfile, "", ""}, "--depfile: cannot write the file");
+}
+
+}  // namespace
+
+int compile(const driver::CompileOptions& given, const std::string& depfile) {
   driver::checkedNames(given);
   const driver::CompileOptions options = quant::applyBudget(given);
+  std::vector<driver::WrittenFiles> written;
   if (driver::namesSeveralTargets(options)) {
-    driver::writeTargetLibrary(driver::emitTargetLibrary(options), options.outDir, options);
-    return 0;
+    written =
+        driver::writeTargetLibrary(driver::emitTargetLibrary(options), options.outDir, options);
+  } else {
+    auto model = driver::compileGraph(options);
+    written.push_back(
+        driver::writeModel(driver::emitModel(model, options), options.outDir, options));
   }
-  auto model = driver::compileGraph(options);
-  auto emitted = driver::emitModel(model, options);
-  driver::writeModel(std::move(emitted), options.outDir, options);
+  if (!depfile.empty()) writeDepfile(depfile, written, options);
   return 0;
 }
 

@@ -13,7 +13,10 @@
 
 namespace cgc::commands {
 
-int compile(const driver::CompileOptions& options);
+/// cgc compile; with a `depfile`, also writes the files the output was made
+/// from there, in make's form (the model, its external data files, the
+/// profile, constant inputs and calibration file), for a build system.
+int compile(const driver::CompileOptions& options, const std::string& depfile = "");
 
 struct RunOptions {
   driver::CompileOptions compile;

@@ -31,6 +31,7 @@ struct ModelArgs {
   explicit ModelArgs(CompileOptions* options) : options(options) {}
   CompileOptions* options;
   std::vector<std::string> shapes, constants, bounds, dims, specialize, sweep;
+  std::string depfile;  // cgc compile --depfile
 
   void parse() {
     // cgc_add_graph runs cgc so (cmake/cgc.cmake): hints then say SHAPES.
@@ -227,6 +228,10 @@ CLI::App* addCompile(CLI::App& app, ModelArgs& args, std::string& weightsMode) {
                     "would erase tensors are off, so it runs slower");
   compile->add_option("--print-ir-after", options.printIrAfter,
                       "Print the IR on stdout after a pass (repeatable; 'all' for every pass)");
+  compile->add_option("--depfile", args.depfile,
+                      "Also write the files the output was made from (the model, its external "
+                      "data files, --profile, --constant and --calibration files) to FILE in "
+                      "make's form, for build systems (cgc_add_graph uses it)");
   return compile;
 }
 
@@ -494,7 +499,7 @@ int main(int argc, char** argv) {
       compileArgs.parse();
       compileOptions.embedWeights = weightsMode == "embed";
       compileOptions.weightsGiven = compile->count("--weights") > 0;
-      return cgc::commands::compile(compileOptions);
+      return cgc::commands::compile(compileOptions, compileArgs.depfile);
     }
     if (*run) {
       runArgs.parse();

@@ -10,7 +10,8 @@
   * torchvision's squeezenet1_1 (random weights) exported inline and
     re-saved with external data: cgc's outputs of the two equal bit for bit,
     and match PyTorch's;
-  * `cgc inspect` lists the data files and their sizes;
+  * `cgc inspect` lists the data files and their sizes, and `cgc compile
+    --depfile` (what cgc_add_graph rebuilds on) names them;
   * `cgc compile` of a MatMul chain, with external data and inline, peaks
     under the weights' size plus a quarter plus a fixed working set
     (issue 55's goal) of resident memory;
@@ -207,6 +208,15 @@ def test_runs():
           f"inspect --json lists weights.bin, 5 tensors, {size} bytes: {files}")
     p = cgc(["inspect", many], elsewhere)
     check("external data" in p.stdout and "W2" in p.stdout, "inspect lists a file per tensor")
+    # --depfile (what cgc_add_graph rebuilds on): the model and every data file.
+    depfile = os.path.join(WORK, "many.d")
+    p = cgc(["compile", many, "-o", os.path.join(WORK, "many_out"), "--quiet", "--depfile",
+             depfile], elsewhere)
+    listed = open(depfile).read().replace("\\\n", " ").split() if p.returncode == 0 else []
+    data = [os.path.join(os.path.dirname(many), t) for t in external_tensors(model)]
+    check(p.returncode == 0 and many in listed and all(d in listed for d in data)
+          and any(f.endswith("model.h") for f in listed[:listed.index(":")]),
+          f"--depfile lists the outputs, the model and its {len(data)} data files: {listed}")
     return one
 
 
