@@ -226,24 +226,24 @@ void Reader::read(onnx::TensorProto& t, const Reference& ref) {
 }  // namespace
 
 struct ExternalData::Deferred {
-  Deferred(const std::string& modelPath) : reader(modelPath, {modelPath, "", ""}) {}
+  explicit Deferred(const std::string& modelPath) : reader(modelPath, {modelPath, "", ""}) {}
   Reader reader;
   std::map<const onnx::TensorProto*, Reference> tensors;
 };
 
 ExternalData::ExternalData(onnx::ModelProto& model, const std::string& modelPath, bool defer)
     : deferred_(std::make_unique<Deferred>(modelPath)) {
-  std::set<const onnx::TensorProto*> large;
+  std::set<const onnx::TensorProto*> deferrable;  // the graph's external initializers
   if (defer)
     for (const auto& init : model.graph().initializer())
-      if (isExternal(init)) large.insert(&init);
+      if (isExternal(init)) deferrable.insert(&init);
   // The walk is written once, over const protos; the tensors belong to the
   // (non-const) model, so writing them through const_cast is sound.
   forEachTensor(model, [&](const onnx::TensorProto& t) {
     if (!isExternal(t)) return;
     auto& tensor = const_cast<onnx::TensorProto&>(t);
-    const Reference ref = deferred_->reader.load(tensor, !large.count(&t));
-    if (!large.count(&t)) return;
+    const Reference ref = deferred_->reader.load(tensor, !deferrable.count(&t));
+    if (!deferrable.count(&t)) return;
     if (ref.length < kDeferredBytes) {
       deferred_->reader.read(tensor, ref);
       return;
@@ -267,7 +267,7 @@ void ExternalData::read(onnx::TensorProto& tensor) {
 }
 
 void loadExternalData(onnx::ModelProto& model, const std::string& modelPath) {
-  ExternalData(model, modelPath, false);
+  const ExternalData everything(model, modelPath, false);  // reads every tensor
 }
 
 std::vector<ExternalDataFile> externalDataFiles(const onnx::ModelProto& model,

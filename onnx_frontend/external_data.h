@@ -1,10 +1,12 @@
 // ONNX external data: tensors whose bytes lie in files beside the model
 // (TensorProto.data_location EXTERNAL, with `location`, `offset` and
 // `length` in external_data), as onnx.save_model(save_as_external_data=True)
-// and exporters of models over 2 GiB write them. They are read into each
-// tensor's raw_data right after parsing, before ONNX's checker (which
-// would otherwise look for the files relative to the working directory),
-// and marked DEFAULT, so that the rest of the loader sees ordinary tensors.
+// and exporters of models over 2 GiB write them. They are checked right
+// after parsing, before ONNX's checker (which would otherwise look for the
+// files relative to the working directory), read into each tensor's
+// raw_data (the graph's large initializers only when the importer takes
+// them, one at a time) and marked DEFAULT, so that the rest of the loader
+// sees ordinary tensors.
 // Locations are relative to the model file's folder and may not leave it.
 #pragma once
 
