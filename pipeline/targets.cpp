@@ -105,6 +105,9 @@ std::string whyNotRunnableHere(const Target& target) {
 }
 
 int printTargets(bool runnableOnly) {
+  size_t flagsWidth = 0;  // the widest target's flags set the column
+  for (const std::string& name : targetNames())
+    flagsWidth = std::max(flagsWidth, findTarget(name).flags.size());
   for (const std::string& name : targetNames()) {
     const Target target = findTarget(name);
     const std::string why = whyNotRunnableHere(target);
@@ -112,8 +115,8 @@ int printTargets(bool runnableOnly) {
       if (why.empty()) fmt::print("{}\n", name);
       continue;
     }
-    fmt::print("{:<16} {:<8} {:<70} {}\n{:<16} {}\n", name, target.tier.empty() ? "-" : target.tier,
-               target.flags, why.empty() ? "runs here" : why, "",
+    fmt::print("{:<16} {:<8} {:<{}} {}\n{:<16} {}\n", name, target.tier.empty() ? "-" : target.tier,
+               target.flags, flagsWidth, why.empty() ? "runs here" : why, "",
                rt::describeMachine(target.machine));
   }
   return 0;
