@@ -85,8 +85,9 @@ WrittenFiles writeModel(codegen::EmittedModel emitted, const std::string& outDir
         file.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(bytes));
       });
     });
-    progress(options, fmt::format("wrote {}, {} and {} ({:.2f} s)", files.headerPath,
-                                  files.sourcePath, files.weightsPath, secondsSince(start)));
+    progress(options, fmt::format("wrote {}, {} and {} ({} bytes of weights; {:.2f} s)",
+                                  files.headerPath, files.sourcePath, files.weightsPath,
+                                  e.weights.size(), secondsSince(start)));
   } else {
     files.weightsPath.clear();
     progress(options, fmt::format("wrote {} and {} ({:.2f} s)", files.headerPath, files.sourcePath,
