@@ -229,29 +229,40 @@ void gemmBlocks(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bo
   gemmBlocks(m, n, k, a, lda, aTransposed, b, ldb, y, ldy, e, {0, BlockGrid(m, n).count()});
 }
 
-/// y[0, n) = a[0, k) B for one row of Y (batch-1 classifier heads): 8
-/// registers of columns at a time (128 on AVX-512, 64 on AVX2: simd.h),
-/// their sums in registers down all k rows of B, each row's segment
-/// prefetched 8 rows ahead (the weights come from memory once per
-/// inference); the last columns one at a time with y in L1.
+/// y[0, n) = a[0, k) B for one row of Y (batch-1 classifier heads, a
+/// decoder's one-token step): B streamed row by row, four rows at a time,
+/// each read once in address order (what the hardware prefetchers follow
+/// best when the weights come from memory), y kept in the cache between
+/// them. Each column still sums its k products in order, as a column-wise
+/// loop would.
 void gemvRow(int64_t n, int64_t k, const float* __restrict a, const float* __restrict b,
              int64_t ldb, float* __restrict y) {
-  constexpr int kLanes = simd::kLanes, kVectors = 8, kAhead = 8;
-  using Lanes = simd::Floats;
-  int64_t j0 = 0;
-  for (; j0 + kVectors * kLanes <= n; j0 += kVectors * kLanes) {
-    Lanes sum[kVectors] = {};
-    for (int64_t q = 0; q < k; ++q) {
-      const float* row = b + q * ldb + j0;
-      if (q + kAhead < k)
-        for (int v = 0; v < kVectors; ++v) __builtin_prefetch(row + kAhead * ldb + v * kLanes);
-      for (int v = 0; v < kVectors; ++v) sum[v] += a[q] * simd::load(row + v * kLanes);
+  constexpr int kLanes = simd::kLanes;
+  std::fill(y, y + n, 0.0f);
+  int64_t q = 0;
+  for (; q + 4 <= k; q += 4) {
+    const float *r0 = b + q * ldb, *r1 = r0 + ldb, *r2 = r1 + ldb, *r3 = r2 + ldb;
+    const float a0 = a[q], a1 = a[q + 1], a2 = a[q + 2], a3 = a[q + 3];
+    int64_t j = 0;
+    for (; j + kLanes <= n; j += kLanes) {
+      simd::Floats sum = simd::load(y + j);
+      sum += a0 * simd::load(r0 + j);
+      sum += a1 * simd::load(r1 + j);
+      sum += a2 * simd::load(r2 + j);
+      sum += a3 * simd::load(r3 + j);
+      simd::store(y + j, sum);
     }
-    for (int v = 0; v < kVectors; ++v) simd::store(y + j0 + v * kLanes, sum[v]);
+    for (; j < n; ++j) {
+      float sum = y[j];
+      sum += a0 * r0[j];
+      sum += a1 * r1[j];
+      sum += a2 * r2[j];
+      sum += a3 * r3[j];
+      y[j] = sum;
+    }
   }
-  std::fill(y + j0, y + n, 0.0f);
-  for (int64_t q = 0; q < k && j0 < n; ++q)
-    for (int64_t j = j0; j < n; ++j) y[j] += a[q] * b[q * ldb + j];
+  for (; q < k; ++q)
+    for (int64_t j = 0; j < n; ++j) y[j] += a[q] * b[q * ldb + j];
 }
 
 }  // namespace
