@@ -70,17 +70,6 @@ void widenTile(int64_t k, const float* a, const unsigned char* base,
     for (int c = 0; c < 4; ++c) _mm256_storeu_ps(sums[i] + 8 * c, acc[i][c]);
 }
 
-template <int R>
-void widenRows(const NarrowMatMulParams& p, const float* a, const unsigned char* base,
-               const float* scale, const float* bias, float* y, int64_t first, int64_t row) {
-  float sums[R][kNarrowColumns];
-  if (p.format == WeightFormat::kBf16)
-    widenTile<R, true>(p.k, a + row * p.k, base, sums);
-  else
-    widenTile<R, false>(p.k, a + row * p.k, base, sums);
-  for (int i = 0; i < R; ++i) storeNarrowRow(p, sums[i], scale, bias, y + (row + i) * p.n, first);
-}
-
 }  // namespace
 
 /// The kernel wherever AVX2 is and AVX-512 is not.
@@ -92,10 +81,14 @@ void narrowWidenAvx2(const NarrowMatMulParams& p, const float* a, const void* w,
   forEachNarrowShare(p, team, [&](int64_t panel, Range rows) {
     const unsigned char* base = narrowPanelStart(p, w, panel);
     const int64_t first = panel * kNarrowColumns;
-    int64_t row = rows.begin;
-    for (; row + kMaxRows <= rows.end; row += kMaxRows)
-      widenRows<kMaxRows>(p, a, base, scale, bias, y, first, row);
-    if (row < rows.end) widenRows<1>(p, a, base, scale, bias, y, first, row);
+    forEachRowTile<kMaxRows>(rows, [&]<int R>(int64_t row) {
+      float sums[R][kNarrowColumns];
+      if (p.format == WeightFormat::kBf16)
+        widenTile<R, true>(p.k, a + row * p.k, base, sums);
+      else
+        widenTile<R, false>(p.k, a + row * p.k, base, sums);
+      storeNarrowRows<R>(p, sums, scale, bias, y, first, row);
+    });
   });
 }
 #else

@@ -83,42 +83,17 @@ void dotTile(int64_t pairs, const uint32_t* a, const uint32_t* w, float (*sums)[
     }
 }
 
-template <int R>
-void dotRows(const NarrowMatMulParams& p, const uint32_t* a, const uint32_t* w, const float* bias,
-             float* y, int64_t first, int64_t row) {
-  float sums[R][kNarrowColumns];
-  dotTile<R>((p.k + 1) / 2, a, w, sums);
-  for (int i = 0; i < R; ++i) storeNarrowRow(p, sums[i], nullptr, bias, y + (row + i) * p.n, first);
-}
-
 /// Rows `rows` of one panel (A rounded from row rows.begin), in tiles of
 /// kMaxRows and one tile of the rest.
 void dotPanel(const NarrowMatMulParams& p, const uint32_t* rounded, const void* w,
               const float* bias, float* y, int64_t panel, Range rows) {
   const auto* base = reinterpret_cast<const uint32_t*>(narrowPanelStart(p, w, panel));
   const int64_t first = panel * kNarrowColumns, pairs = (p.k + 1) / 2;
-  int64_t row = rows.begin;
-  auto at = [&](int64_t i) { return rounded + (i - rows.begin) * pairs; };
-  for (; row + kMaxRows <= rows.end; row += kMaxRows)
-    dotRows<kMaxRows>(p, at(row), base, bias, y, first, row);
-  switch (rows.end - row) {
-    case 7:
-      return dotRows<7>(p, at(row), base, bias, y, first, row);
-    case 6:
-      return dotRows<6>(p, at(row), base, bias, y, first, row);
-    case 5:
-      return dotRows<5>(p, at(row), base, bias, y, first, row);
-    case 4:
-      return dotRows<4>(p, at(row), base, bias, y, first, row);
-    case 3:
-      return dotRows<3>(p, at(row), base, bias, y, first, row);
-    case 2:
-      return dotRows<2>(p, at(row), base, bias, y, first, row);
-    case 1:
-      return dotRows<1>(p, at(row), base, bias, y, first, row);
-    default:
-      return;
-  }
+  forEachRowTile<kMaxRows>(rows, [&]<int R>(int64_t row) {
+    float sums[R][kNarrowColumns];
+    dotTile<R>(pairs, rounded + (row - rows.begin) * pairs, base, sums);
+    storeNarrowRows<R>(p, sums, nullptr, bias, y, first, row);
+  });
 }
 
 }  // namespace

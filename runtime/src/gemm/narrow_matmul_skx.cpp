@@ -102,44 +102,20 @@ void widenTile(int64_t k, const float* a, const unsigned char* base,
     }
 }
 
-template <int R>
-void widenRows(const NarrowMatMulParams& p, const float* a, const unsigned char* base,
-               const float* scale, const float* bias, float* y, int64_t first, int64_t row) {
-  float sums[R][kNarrowColumns];
-  if (p.format == WeightFormat::kBf16)
-    widenTile<R, true>(p.k, a + row * p.k, base, sums);
-  else
-    widenTile<R, false>(p.k, a + row * p.k, base, sums);
-  for (int i = 0; i < R; ++i) storeNarrowRow(p, sums[i], scale, bias, y + (row + i) * p.n, first);
-}
-
 /// Rows `rows` of one panel, in tiles of kMaxRows and one tile of the rest.
 void widenPanel(const NarrowMatMulParams& p, const float* a, const void* w, const float* scale,
                 const float* bias, float* y, int64_t panel, Range rows) {
   const unsigned char* base = narrowPanelStart(p, w, panel);
   const int64_t first = panel * kNarrowColumns;
   if (p.format != WeightFormat::kInt8) scale = nullptr;
-  int64_t row = rows.begin;
-  for (; row + kMaxRows <= rows.end; row += kMaxRows)
-    widenRows<kMaxRows>(p, a, base, scale, bias, y, first, row);
-  switch (rows.end - row) {
-    case 7:
-      return widenRows<7>(p, a, base, scale, bias, y, first, row);
-    case 6:
-      return widenRows<6>(p, a, base, scale, bias, y, first, row);
-    case 5:
-      return widenRows<5>(p, a, base, scale, bias, y, first, row);
-    case 4:
-      return widenRows<4>(p, a, base, scale, bias, y, first, row);
-    case 3:
-      return widenRows<3>(p, a, base, scale, bias, y, first, row);
-    case 2:
-      return widenRows<2>(p, a, base, scale, bias, y, first, row);
-    case 1:
-      return widenRows<1>(p, a, base, scale, bias, y, first, row);
-    default:
-      return;
-  }
+  forEachRowTile<kMaxRows>(rows, [&]<int R>(int64_t row) {
+    float sums[R][kNarrowColumns];
+    if (p.format == WeightFormat::kBf16)
+      widenTile<R, true>(p.k, a + row * p.k, base, sums);
+    else
+      widenTile<R, false>(p.k, a + row * p.k, base, sums);
+    storeNarrowRows<R>(p, sums, scale, bias, y, first, row);
+  });
 }
 
 }  // namespace

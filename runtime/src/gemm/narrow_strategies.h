@@ -56,6 +56,23 @@ inline void storeNarrowRow(const NarrowMatMulParams& p, const float* sums, const
   }
 }
 
+/// Calls tile.template operator()<R>(row) over rows: tiles of Max rows,
+/// then one tile of the R < Max rows left.
+template <int Max, typename Tile>
+void forEachRowTile(Range rows, Tile&& tile) {
+  int64_t row = rows.begin;
+  for (; row + Max <= rows.end; row += Max) tile.template operator()<Max>(row);
+  if constexpr (Max > 1)
+    if (row < rows.end) forEachRowTile<Max - 1>(Range{row, rows.end}, tile);
+}
+
+/// Stores R rows of a panel's sums, from row `row` of Y (storeNarrowRow).
+template <int R>
+void storeNarrowRows(const NarrowMatMulParams& p, const float (*sums)[kNarrowColumns],
+                     const float* scale, const float* bias, float* y, int64_t first, int64_t row) {
+  for (int i = 0; i < R; ++i) storeNarrowRow(p, sums[i], scale, bias, y + (row + i) * p.n, first);
+}
+
 /// Each variant's functions: prefers<Name> (whether it should run p rather
 /// than the variants after it) and narrow<Name> (matmul_narrow's
 /// signature). In a build without the variant's tier, prefers<Name> is
