@@ -193,7 +193,8 @@ void reportNames(const driver::CompileOptions& options, const driver::CompiledMo
     }
 }
 
-void printText(const nlohmann::json& report) {
+/// The model as ONNX has it: its files, names, inputs, outputs and ops.
+void printSource(const nlohmann::json& report) {
   const int inBodies = report["subgraph_nodes"].get<int>();
   std::cout << fmt::format(
       "{}: opset {}, {} nodes{}\n", report["model"].get<std::string>(), report["opset"].get<int>(),
@@ -234,11 +235,11 @@ void printText(const nlohmann::json& report) {
           fmt::join(entry["first_nodes"], ", "),
           entry["onnxruntime_internal"].get<bool>() ? "  (ONNX Runtime's internal op)" : "");
   }
-  if (report.contains("error")) {
-    std::cout << "does not compile: " << report["error"].get<std::string>() << "\n";
-    std::cout << "try: " << report["hint"].get<std::string>() << "\n";
-    return;
-  }
+}
+
+/// What compiling it chose: kernels, variants, precisions, dimensions,
+/// memory.
+void printCompiled(const nlohmann::json& report) {
   const int bodies = report["subgraphs"].get<int>();
   std::cout << (bodies == 0
                     ? std::string("kernels after passes:\n")
@@ -314,6 +315,16 @@ void printText(const nlohmann::json& report) {
         report["float_arena_bytes"].get<int64_t>(), floatArena / std::max(arena, 1.0),
         report["float_weight_bytes"].get<int64_t>(), floatWeights / std::max(weights, 1.0));
   }
+}
+
+void printText(const nlohmann::json& report) {
+  printSource(report);
+  if (report.contains("error")) {
+    std::cout << "does not compile: " << report["error"].get<std::string>() << "\n";
+    std::cout << "try: " << report["hint"].get<std::string>() << "\n";
+    return;
+  }
+  printCompiled(report);
 }
 
 /// Ops as Markdown lines, one per initial: "- **A**: `Abs`, `Acos`"; a
