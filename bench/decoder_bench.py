@@ -17,11 +17,13 @@ onnxruntime-node) in one run:
   4. the peak resident memory of `cgc compile` for the model.
 
 The cgc builds: fp32, and where this cgc has them, --precision bf16 and
---quantize int8 --weights-only (--variants picks).
+--quantize int8 --weights-only, each also with --cache-in-place as
+"<variant>+inplace" (--variants picks).
 
 Usage: /usr/bin/python3 bench/decoder_bench.py [--cgc CGC] [--rounds 5]
            [--runs 20] [--layers 12] [--tokens 200] [--prompts 5]
-           [--variants fp32,bf16,int8w] [--threads N] [--skip-generation]
+           [--variants fp32,fp32+inplace,bf16,int8w] [--threads N]
+           [--skip-generation]
 Writes bench/results/decoder.{md,json}.
 """
 
@@ -50,6 +52,11 @@ VARIANTS = {"fp32": [], "bf16": ["--precision", "bf16"],
             "int8w": ["--quantize", "int8", "--weights-only"]}
 PYTHON_VARIANTS = {"fp32": {}, "bf16": {"precision": "bf16"},
                    "int8w": {"quantize": "int8", "weights_only": True}}
+# "<variant>+inplace": the same build with --cache-in-place (the caches
+# stay in the model's buffers between steps).
+for _v in list(VARIANTS):
+    VARIANTS[_v + "+inplace"] = VARIANTS[_v] + ["--cache-in-place"]
+    PYTHON_VARIANTS[_v + "+inplace"] = {**PYTHON_VARIANTS[_v], "cache_in_place": True}
 
 
 def export(layers):
@@ -160,7 +167,12 @@ def generate_cgc(cgc_binary, model, kwargs, prompts, tokens, layers, threads):
         out, next_id = [], prompt[0]
         for step in range(len(prompt) - 1 + tokens):
             start = time.perf_counter()
-            logits, *past = m(np.array([[next_id]], np.int64), *past)
+            ids = np.array([[next_id]], np.int64)
+            if kwargs.get("cache_in_place"):  # the caches stay where the last step left them
+                m.set_dim("past", step)
+                logits = m.run({"ids": ids}, copy=False)["logits"]
+            else:
+                logits, *past = m(ids, *past)
             seconds += time.perf_counter() - start
             steps += 1
             if step + 1 < len(prompt):
@@ -186,7 +198,8 @@ def generate_ort(model, prompts, tokens, threads):
 def available(cgc, variants):
     text = run([cgc, "compile", "--help"])
     have = {"fp32": True, "bf16": "--precision" in text, "int8w": "--weights-only" in text}
-    return [v for v in variants if have[v]]
+    return [v for v in variants
+            if have[v.split("+")[0]] and ("+inplace" not in v or "--cache-in-place" in text)]
 
 
 def main():

@@ -1,7 +1,7 @@
 # cgc_add_graph(<target> MODEL <file.onnx> [NAME <Class>] [NAMESPACE <ns>]
 #               [SHAPES <input=1x3x224x224>...] [CONSTANTS <input=file.pb>...]
 #               [BOUNDS <node=N>...] [DIMS <name=MIN..MAX[:MULTIPLE]>...]
-#               [SPECIALIZE <name=SIZE[,SIZE...]>...]
+#               [SPECIALIZE <name=SIZE[,SIZE...]>...] [CACHE_IN_PLACE]
 #               [DISABLE_PASS <pass>...] [WEIGHTS embed|file]
 #               [EXECUTORS <E>] [THREADS <T>] [PROFILE <file.profile.json>]
 #               [TARGET <native|x86-64-v3|...>...] [VERIFY] [OBSERVE]
@@ -18,7 +18,9 @@
 # runtime. Every keyword is a `cgc compile` option (cgc compile --help):
 # SHAPES --shape, CONSTANTS --constant (a relative file is relative to the
 # calling CMakeLists.txt), BOUNDS --bound, DIMS --dim and SPECIALIZE --specialize
-# (README "Variable dimensions"), DISABLE_PASS --disable-pass,
+# (README "Variable dimensions"), CACHE_IN_PLACE --cache-in-place (a
+# decoder's key/value caches share their buffers with the outputs that
+# extend them: docs/API.md), DISABLE_PASS --disable-pass,
 # VERIFY --verify, OBSERVE --observe (a cgc::Profiler with
 # record_statistics() attached then records the float tensors' statistics
 # for a later QUANTIZE: README "Quantisation"), PRINT_IR_AFTER
@@ -74,7 +76,7 @@ include("${CMAKE_CURRENT_LIST_DIR}/targets.cmake")
 
 # cgc_add_graph's keywords by the values each takes: the one list that both
 # parses the arguments and names them in errors.
-set(_CGC_GRAPH_FLAGS VERIFY OBSERVE WEIGHTS_ONLY)
+set(_CGC_GRAPH_FLAGS VERIFY OBSERVE WEIGHTS_ONLY CACHE_IN_PLACE)
 set(_CGC_GRAPH_ONE_VALUE MODEL NAME NAMESPACE WEIGHTS EXECUTORS THREADS PROFILE QUANTIZE
                          CALIBRATION METHOD PERCENTILE ACTIVATIONS MAX_ERROR PRECISION)
 set(_CGC_GRAPH_MULTI_VALUE SHAPES CONSTANTS BOUNDS DIMS SPECIALIZE DISABLE_PASS TARGET
@@ -234,6 +236,9 @@ function(cgc_add_graph target)
   endif()
   if(ARG_OBSERVE)
     list(APPEND model_args --observe)
+  endif()
+  if(ARG_CACHE_IN_PLACE)
+    list(APPEND model_args --cache-in-place)
   endif()
   _cgc_quantize_args(${target} quantize_args quantize_files)
 

@@ -178,6 +178,20 @@ std::string tensorLines(const ModelLayout& layout) {
   return lines;
 }
 
+/// --cache-in-place: the accessor's note on a tensor that shares its
+/// buffer with a cache's other half ("" for the others).
+std::string cacheNote(const ModelLayout& layout, int value) {
+  for (const passes::CachePair& p : layout.model.caches) {
+    if (value != p.input && value != p.output) continue;
+    const ir::Graph& graph = layout.model.graph;
+    return fmt::format(
+        "/// Shares its buffer with '{}' (--cache-in-place): each block of the axes before "
+        "axis {} holds {} positions, this tensor's first.",
+        graph.value(value == p.input ? p.output : p.input).name, p.axis, p.capacity);
+  }
+  return "";
+}
+
 std::string accessors(const ModelLayout& layout) {
   const ir::Graph& graph = layout.model.graph;
   CodeWriter w;
@@ -185,12 +199,14 @@ std::string accessors(const ModelLayout& layout) {
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const ir::Value& v = graph.value(graph.inputs[i]);
     w.line("/// Input '{}', {}: written before run(), never changed by it.", v.name, v.type.str());
+    if (std::string note = cacheNote(layout, graph.inputs[i]); !note.empty()) w.line("{}", note);
     w.line("{}* {}();", lowering::cppType(v.type.dtype), layout.inputAccessors[i]);
   }
   for (size_t i = 0; i < graph.outputs.size(); ++i) {
     const ir::Value& v = graph.value(graph.outputs[i]);
     w.line("/// Output '{}', {}: valid after run(), until the next run().", graph.outputNames[i],
            v.type.str());
+    if (std::string note = cacheNote(layout, graph.outputs[i]); !note.empty()) w.line("{}", note);
     w.line("const {}* {}() const;", lowering::cppType(v.type.dtype), layout.outputAccessors[i]);
   }
   return w.text();

@@ -173,7 +173,10 @@ cgc_status {{PREFIX}}_set_input({{PREFIX}}* model, int index, const void* data,
                                 int64_t bytes) {
   if (!model) return CGC_ERROR_INVALID_ARGUMENT;
   const cgc_status status = checkCopy(model, true, index, data, bytes);
-  if (status == CGC_OK && bytes > 0) std::memcpy(model->model_.input(index), data, static_cast<size_t>(bytes));
+  if (status == CGC_OK && bytes > 0)
+    cgc::copy_stored({{NAMESPACE}}::{{CLASS}}::info(), true, index,
+                     model->model_.input_shape(index).data(), data, model->model_.input(index),
+                     true);
   return status;
 }
 
@@ -181,7 +184,10 @@ cgc_status {{PREFIX}}_get_output(const {{PREFIX}}* model, int index, void* data,
                                  int64_t bytes) {
   if (!model) return CGC_ERROR_INVALID_ARGUMENT;
   const cgc_status status = checkCopy(model, false, index, data, bytes);
-  if (status == CGC_OK && bytes > 0) std::memcpy(data, model->model_.output(index), static_cast<size_t>(bytes));
+  if (status == CGC_OK && bytes > 0)
+    cgc::copy_stored({{NAMESPACE}}::{{CLASS}}::info(), false, index,
+                     model->model_.output_shape(index).data(), model->model_.output(index), data,
+                     false);
   return status;
 }
 
@@ -315,6 +321,21 @@ void emitNodeTables(CodeWriter& w, const ModelLayout& layout) {
   w.close(";");
 }
 
+/// --cache-in-place: kCachePairs, by the indices of the inputs and
+/// outputs that share a buffer.
+void emitCachePairs(CodeWriter& w, const ir::Graph& graph,
+                    const std::vector<passes::CachePair>& pairs) {
+  auto indexOf = [](const std::vector<int>& values, int v) {
+    return std::find(values.begin(), values.end(), v) - values.begin();
+  };
+  w.open("constexpr cgc_cache_pair kCachePairs[] = {{");
+  for (const passes::CachePair& p : pairs)
+    w.line("{{/*input=*/{}, /*output=*/{}, /*axis=*/{}, /*capacity=*/{}}},  // {} -> {}",
+           indexOf(graph.inputs, p.input), indexOf(graph.outputs, p.output), p.axis, p.capacity,
+           graph.value(p.input).name, graph.value(p.output).name);
+  w.close(";");
+}
+
 void emitInfo(CodeWriter& w, const ModelLayout& layout) {
   const ir::Graph& graph = layout.model.graph;
   const passes::Schedule& schedule = layout.model.schedule;
@@ -326,6 +347,8 @@ void emitInfo(CodeWriter& w, const ModelLayout& layout) {
   emitTensorInfos(w, graph, "kOutputs", graph.outputs, graph.outputNames,
                   dims ? &dims->outputShapes : nullptr);
   if (dims) emitDims(w, *dims);
+  const auto& caches = layout.model.caches;
+  if (!caches.empty()) emitCachePairs(w, graph, caches);
   emitNodeTables(w, layout);
   w.open("constexpr cgc_model_info kInfo = {{");
   w.line(".name = \"{}\",", layout.className);
@@ -349,6 +372,10 @@ void emitInfo(CodeWriter& w, const ModelLayout& layout) {
   if (dims) {
     w.line(".num_dims = {},", dims->dims.size());
     w.line(".dims = kDims,");
+  }
+  if (!caches.empty()) {
+    w.line(".num_cache_pairs = {},", caches.size());
+    w.line(".cache_pairs = kCachePairs,");
   }
   w.close(";");
 }

@@ -19,6 +19,7 @@
 #include "ir/dim_poly.h"
 #include "ir/graph.h"
 #include "lowering/kernel_call.h"
+#include "planning/cache_pairs.h"
 #include "planning/memory_plan.h"
 #include "planning/schedule.h"
 
@@ -116,6 +117,9 @@ struct ModelToEmit {
   /// Of a specialisation: the size it takes of each dimension of the top
   /// level's `dims` (-1: it stays variable).
   std::vector<int64_t> specializedAt = {};
+  /// cgc compile --cache-in-place (top level only): the graph inputs that
+  /// share their buffer with a graph output (planning/cache_pairs.h).
+  std::vector<passes::CachePair> caches = {};
 };
 
 /// The weights file's bytes, kept as the graph's constants at their offsets

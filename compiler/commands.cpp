@@ -87,7 +87,7 @@ void loadInput(const std::string& path, driver::LoadedModel& model, int i) {
     if (const Status status = model.setInputShape(i, tensor.type.shape); !status.ok())
       userError({path, "", ""}, "input '{}' is {}: {}", info.name, tensor.type.str(),
                 status.message());
-  std::memcpy(model.input(i), tensor.bytes.data(), tensor.bytes.size());
+  model.writeInput(i, tensor.bytes.data());
 }
 
 std::string preview(const frontend::HostTensor& t) {
@@ -190,10 +190,8 @@ bool checkOutputs(const std::string& dir, const std::string& modelPath,
 std::vector<std::vector<uint8_t>> snapshot(driver::LoadedModel& model, bool inputs) {
   const auto& info = model.info();
   std::vector<std::vector<uint8_t>> bytes;
-  for (int i = 0; i < (inputs ? info.num_inputs : info.num_outputs); ++i) {
-    const auto* data = static_cast<const uint8_t*>(inputs ? model.input(i) : model.output(i));
-    bytes.emplace_back(data, data + (inputs ? model.inputBytes(i) : model.outputBytes(i)));
-  }
+  for (int i = 0; i < (inputs ? info.num_inputs : info.num_outputs); ++i)
+    bytes.push_back(model.readTensor(inputs, i));
   return bytes;
 }
 
@@ -237,8 +235,8 @@ frontend::HostTensor outputTensor(const driver::LoadedModel& model, int i) {
   frontend::HostTensor t{info.name, {static_cast<DType>(info.dtype), shape}, {}};
   const auto* bytes = static_cast<const uint8_t*>(model.output(i));
   const ir::Shape bound(info.shape, info.shape + info.rank);
-  if (shape == bound || model.info().num_dims > 0) {  // dense
-    t.bytes.assign(bytes, bytes + model.outputBytes(i));
+  if (shape == bound || model.info().num_dims > 0) {  // dense, or a cache over its capacity
+    t.bytes = model.readTensor(false, i);
     return t;
   }
   const int64_t elem = dtypeSize(t.type.dtype);

@@ -239,6 +239,40 @@ void printSource(const nlohmann::json& report) {
 
 /// What compiling it chose: kernels, variants, precisions, dimensions,
 /// memory.
+/// The key/value caches (planning/cache_pairs.h): those kept in place, or
+/// without --cache-in-place those it would keep, and those it cannot.
+void reportCaches(const driver::CompiledModel& model, bool inPlace, nlohmann::json& report) {
+  passes::CachePairing caches = model.caches;
+  if (!inPlace) {
+    lowering::KernelCalls calls = model.calls;
+    caches = passes::pairCaches(model.graph, calls, {});
+  }
+  for (const passes::CachePair& p : caches.pairs)
+    report["cache_pairs"].push_back({{"input", model.graph.value(p.input).name},
+                                     {"output", model.graph.value(p.output).name},
+                                     {"axis", p.axis},
+                                     {"capacity", p.capacity},
+                                     {"in_place", inPlace}});
+  for (const std::string& why : caches.refused) report["caches_not_paired"].push_back(why);
+}
+
+void printCaches(const nlohmann::json& report) {
+  if (report.contains("cache_pairs")) {
+    const bool inPlace = report["cache_pairs"][0]["in_place"].get<bool>();
+    std::cout << (inPlace ? "key/value caches kept in place (--cache-in-place):\n"
+                          : "key/value caches --cache-in-place would keep in place:\n");
+    for (const auto& p : report["cache_pairs"])
+      std::cout << fmt::format("  {} -> {} (axis {}, room for {})\n", p["input"].get<std::string>(),
+                               p["output"].get<std::string>(), p["axis"].get<int>(),
+                               p["capacity"].get<int64_t>());
+  }
+  if (report.contains("caches_not_paired")) {
+    std::cout << "key/value caches that stay copied:\n";
+    for (const auto& why : report["caches_not_paired"])
+      std::cout << fmt::format("  {}\n", why.get<std::string>());
+  }
+}
+
 void printCompiled(const nlohmann::json& report) {
   const int bodies = report["subgraphs"].get<int>();
   std::cout << (bodies == 0
@@ -279,6 +313,7 @@ void printCompiled(const nlohmann::json& report) {
                                    ? fmt::format(" (multiples of {})", d["multiple"].get<int64_t>())
                                    : "");
   }
+  printCaches(report);
   if (report.contains("specializations")) {
     std::cout << "specialised paths (--specialize; static code run() takes at these sizes):\n";
     for (const auto& spec : report["specializations"]) {
@@ -448,6 +483,7 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
         report["dims"].push_back(
             {{"name", d.name}, {"min", d.min}, {"max", d.max}, {"multiple", d.multiple}});
       report["kernels_following_dims"] = model.kernelsFollowingDims();
+      reportCaches(model, compiled.cacheInPlace, report);
       for (const driver::CompiledModel& spec : model.specializations) {
         nlohmann::json sizes = nlohmann::json::object();
         for (size_t j = 0; j < spec.specializedAt.size(); ++j)

@@ -48,6 +48,10 @@ struct ModelArgs {
     options->dims = cgc::driver::parseDims(dims);
     cgc::driver::bindShapeRanges(ranged, *options);
     options->specialize = cgc::driver::parseSizeLists(specialize, options->dims);
+    if (options->cacheInPlace && options->dims.empty())
+      throw cgc::CompileError(
+          "cgc: error: --cache-in-place needs --dim (the cache's length varies from step to "
+          "step)");
   }
 };
 
@@ -63,6 +67,12 @@ void addDimOption(CLI::App& command, ModelArgs& args) {
                      "--specialize seq=128,384; run() takes it when the dimensions have those "
                      "sizes (several --specialize combine: batch=1 with side=224,320 makes two "
                      "paths, at most 16)");
+  command.add_flag("--cache-in-place", args.options->cacheInPlace,
+                   "With --dim: each key/value cache (an input concatenated with the new "
+                   "positions into an output, a decoder's past_k -> present_k) shares one "
+                   "buffer with that output, with room for the dimension's bound; run() writes "
+                   "only the new positions, and after set_dim(past + 1) the output is the next "
+                   "step's input, without a copy (cgc inspect lists the pairs; docs/API.md)");
 }
 
 void addModelOptions(CLI::App& command, ModelArgs& args) {

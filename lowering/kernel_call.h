@@ -68,6 +68,9 @@ class KernelCalls {
   const KernelCall& of(int node) const;
   bool has(int node) const;
   void setScratch(int node, int64_t bytes);
+  /// Replaces a node's call (planning/cache_pairs.cpp: a cache kept in
+  /// place and its readers).
+  void replace(int node, KernelCall call);
 
  private:
   friend KernelCalls lowerGraph(const ir::Graph& graph);

@@ -134,6 +134,11 @@ void KernelCalls::setScratch(int node, int64_t bytes) {
   byNode_[static_cast<size_t>(node)]->scratchBytes = bytes;
 }
 
+void KernelCalls::replace(int node, KernelCall call) {
+  CGC_ASSERT(has(node), "node {} was not lowered", node);
+  byNode_[static_cast<size_t>(node)] = std::move(call);
+}
+
 bool KernelCalls::has(int node) const {
   return node >= 0 && static_cast<size_t>(node) < byNode_.size() &&
          byNode_[static_cast<size_t>(node)].has_value();

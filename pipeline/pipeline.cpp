@@ -140,6 +140,7 @@ codegen::ModelToEmit CompiledModel::toEmit() const {
   codegen::ModelToEmit emit{graph, schedule, plan, calls};
   emit.dims = dims;
   emit.specializedAt = specializedAt;
+  emit.caches = caches.pairs;
   for (const CompiledModel& s : specializations) emit.specializations.push_back(s.toEmit());
   for (const auto& [node, bodies] : subgraphs)
     for (const CompiledModel& body : bodies) emit.subgraphs[node].push_back(body.toEmit());
@@ -264,6 +265,8 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
   if (const auto format = narrowWeightFormat(options, options.target))
     progress(options, describeNarrow(*format, narrowReport(model.graph)));
   model.calls = lowering::lowerGraph(model.graph);
+  if (options.cacheInPlace)
+    model.caches = passes::pairCaches(model.graph, model.calls, options.cacheCapacities);
   model.schedule = scheduleGraph(model.graph, model.calls, options, tuned);
   compileSubgraphs(model, options);
   passes::verifySchedule(model.graph, model.schedule);

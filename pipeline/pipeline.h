@@ -13,6 +13,7 @@
 #include "lowering/kernel_call.h"
 #include "onnx_frontend/onnx_loader.h"
 #include "pipeline/quantize.h"
+#include "planning/cache_pairs.h"
 #include "planning/memory_plan.h"
 #include "planning/schedule.h"
 
@@ -69,6 +70,12 @@ struct CompileOptions {
   /// code of their own (pipeline/variable_dims.h), one map per path, each
   /// fixing some of the dimensions; empty: a profile's most run sizes.
   std::vector<std::map<std::string, int64_t>> specialize;
+  /// --cache-in-place: each key/value cache (a graph input concatenated
+  /// into a graph output) shares its buffer with that output
+  /// (planning/cache_pairs.h); --dim's compiles at other sizes take the
+  /// bounds' capacities (by input name).
+  bool cacheInPlace = false;
+  std::map<std::string, int64_t> cacheCapacities;
   /// Without --specialize, whether a --profile's most run sizes are
   /// specialised (cgc tune's trials time the general code: not).
   bool specializeProfiledSizes = true;
@@ -80,6 +87,8 @@ struct CompiledModel {
   lowering::KernelCalls calls;  // the graph lowered once, after the passes
   passes::Schedule schedule;
   passes::MemoryPlan plan;
+  /// --cache-in-place: the caches paired and those left as they were.
+  passes::CachePairing caches;
   int importedNodes = 0;
   /// The compiled subgraphs of each control-flow node (If's branches, a
   /// Loop's or Scan's body), by node id; a branch that failed to import is

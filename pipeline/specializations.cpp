@@ -190,7 +190,9 @@ void compileSpecializations(const CompileOptions& options, CompiledModel& model)
   const TunedConfig tuned =
       options.profilePath.empty() ? TunedConfig{} : readTunedConfig(options.profilePath);
   if (!options.specialize.empty()) return compilePaths(options, tuned, model);
-  if (options.profilePath.empty() || !options.specializeProfiledSizes || options.observe) return;
+  if (options.profilePath.empty() || !options.specializeProfiledSizes || options.observe ||
+      options.cacheInPlace)
+    return;
   CompileOptions profiled = options;
   // The paths cgc tune tuned (where --dim takes them), else the sizes run most.
   for (const auto& sizes : tuned.specializations)

@@ -104,6 +104,8 @@ Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, co
     at.executors = bounds->model.schedule.executors;
     at.threadsPerExecutor = bounds->model.schedule.fixedThreads();
     at.profilePath.clear();
+    for (const passes::CachePair& pair : bounds->model.caches.pairs)
+      at.cacheCapacities[bounds->model.graph.value(pair.input).name] = pair.capacity;
     for (int id : bounds->model.graph.liveNodes())
       if (const ir::Node& node = bounds->model.graph.node(id); ir::conventions::hasConvChoice(node))
         at.convVariants[node.name] = ir::conventions::convChoice(node);
@@ -164,6 +166,10 @@ void checkAgainstModel(const CompileOptions& options) {
                 s, t.name, s);
     }
   }
+  if (options.cacheInPlace && !options.specialize.empty())
+    userError(file,
+              "--cache-in-place keeps the caches in the general code's layout; it does not "
+              "combine with --specialize");
   if (options.observe && !options.specialize.empty())
     userError(file,
               "--observe shows the profiler the general code's tensors; it does not combine "

@@ -231,9 +231,19 @@ class Planner {
       const ir::Node& node = graph_.node(id);
       const lowering::KernelCall& call = calls_.of(id);
       const int out = node.outputs[0];
-      if (call.kernel == lowering::Kernel::kView && plan_.bufferOf[node.inputs[0]] >= 0) {
-        join(plan_.bufferOf[node.inputs[0]], out);
+      // A view, or a cache kept in place (its output is its first input
+      // with the new positions written: planning/cache_pairs.h).
+      const bool aliases =
+          call.kernel == lowering::Kernel::kView || call.kernel == lowering::Kernel::kCacheAppend;
+      if (aliases && plan_.bufferOf[node.inputs[0]] >= 0) {
+        const int buffer = plan_.bufferOf[node.inputs[0]];
+        join(buffer, out);
         plan_.offsetInBuffer[out] = plan_.offsetInBuffer[node.inputs[0]];
+        if (call.kernel == lowering::Kernel::kCacheAppend) {  // room for the capacity
+          const auto& p = call.get<rt::CacheAppendParams>();
+          plan_.buffers[buffer].bytes =
+              std::max(plan_.buffers[buffer].bytes, p.outer * p.block_bytes);
+        }
         continue;
       }
       for (int o : node.outputs)
@@ -442,10 +452,16 @@ class PlanVerifier {
     for (int v : needed_) {
       const int producer = graph_.value(v).producer;
       const ir::Node* node = producer >= 0 ? &graph_.node(producer) : nullptr;
-      const bool isView = node && calls_.of(producer).kernel == lowering::Kernel::kView &&
-                          plan_.bufferOf[node->inputs[0]] == plan_.bufferOf[v] &&
-                          plan_.offsetInBuffer[node->inputs[0]] == plan_.offsetInBuffer[v];
-      if (isView || (node && plan_.copiesNothing(producer))) {
+      // A view, or a cache kept in place: the bytes of its first input
+      // (the new positions it writes are no input's).
+      const lowering::Kernel kernel = node ? calls_.of(producer).kernel : lowering::Kernel::kView;
+      const bool isView =
+          node && (kernel == lowering::Kernel::kView || kernel == lowering::Kernel::kCacheAppend) &&
+          plan_.bufferOf[node->inputs[0]] == plan_.bufferOf[v] &&
+          plan_.offsetInBuffer[node->inputs[0]] == plan_.offsetInBuffer[v];
+      if (isView && kernel == lowering::Kernel::kCacheAppend) {
+        roots[v] = roots[node->inputs[0]];
+      } else if (isView || (node && plan_.copiesNothing(producer))) {
         for (int in : node->inputs)
           roots[v].insert(roots[v].end(), roots[in].begin(), roots[in].end());
       } else {

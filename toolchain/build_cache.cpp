@@ -64,7 +64,7 @@ std::string compilerFile() {
 #if defined(__GLIBCXX__) && defined(__x86_64__)
 // A field added to CompileOptions changes its size: add it to describe()
 // when it changes what the compile makes, then update this size.
-static_assert(sizeof(driver::CompileOptions) == 992, "a new CompileOptions field: see describe()");
+static_assert(sizeof(driver::CompileOptions) == 1048, "a new CompileOptions field: see describe()");
 #endif
 
 /// Every field of `o` that changes what the compile makes, and the bytes of
@@ -98,6 +98,7 @@ std::string describe(const driver::CompileOptions& o) {
   out << fmt::format("precision {}\n", o.precision);
   if (!q.calibration.empty()) out << contents(q.calibration);
   out << fmt::format("observe {} profiled {}\n", o.observe, o.specializeProfiledSizes);
+  out << fmt::format("cache-in-place {}\n", o.cacheInPlace);
   for (const auto& d : o.dims)
     out << fmt::format("dim {}={}..{}:{}\n", d.name, d.min, d.max, d.multiple);
   for (const auto& sizes : o.specialize) out << fmt::format("specialize {}\n", sizes);

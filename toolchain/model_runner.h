@@ -72,6 +72,19 @@ class LoadedModel {
     if (code == CGC_OK) inputShapes_[static_cast<size_t>(index)] = shape;
     return code == CGC_OK ? Status() : Status(code, api_->error(instance_));
   }
+  /// Variable dimension `name` for the next runs (cgc compile --dim); the
+  /// inputs' shapes follow it.
+  Status setDim(const std::string& name, int64_t value) {
+    const cgc_status code = api_->set_dim(instance_, name.c_str(), value);
+    if (code != CGC_OK) return Status(code, api_->error(instance_));
+    for (int i = 0; i < info_->num_inputs; ++i)
+      for (int a = 0; info_->inputs[i].dims && a < info_->inputs[i].rank; ++a) {
+        const int dim = info_->inputs[i].dims[a];
+        if (dim >= 0 && name == info_->dims[dim].name)
+          inputShapes_[static_cast<size_t>(i)][static_cast<size_t>(a)] = value;
+      }
+    return Status();
+  }
   const std::vector<int64_t>& inputShape(int index) const {
     return inputShapes_[static_cast<size_t>(index)];
   }
@@ -80,6 +93,20 @@ class LoadedModel {
     return bytesOf(info_->outputs[index], outputShape(index));
   }
   int64_t inputBytes(int index) const { return bytesOf(info_->inputs[index], inputShape(index)); }
+  /// Writes input `index` at its current shape from dense `data`, and reads
+  /// an input or output so: a cache kept in place is stored over its
+  /// capacity (cgc::copy_stored).
+  void writeInput(int index, const void* data) {
+    copy_stored(*info_, true, index, inputShape(index).data(), data, input(index), true);
+  }
+  std::vector<uint8_t> readTensor(bool isInput, int index) const {
+    const std::vector<int64_t> shape = isInput ? inputShape(index) : outputShape(index);
+    std::vector<uint8_t> bytes(
+        static_cast<size_t>(isInput ? inputBytes(index) : bytesOf(info_->outputs[index], shape)));
+    const void* stored = isInput ? api_->input(instance_, index) : output(index);
+    copy_stored(*info_, isInput, index, shape.data(), stored, bytes.data(), false);
+    return bytes;
+  }
   /// One inference; the status and message of the model's run().
   Status run() {
     const cgc_status code = api_->run(instance_);

@@ -29,7 +29,7 @@ def cache_directory():
 
 def compile(model, shapes=None, constants=None, target="native", executors=0, threads=0,
             profile=None, verbose=False, quantize=None, observe=False, dims=None,
-            specialize=None, precision="fp32", **quantize_options):
+            specialize=None, precision="fp32", cache_in_place=False, **quantize_options):
     """Compiles the ONNX file `model`, builds it (cached) and loads it.
 
     shapes     {input name: shape}: binds inputs' symbolic dimensions (--shape)
@@ -38,6 +38,11 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
                inputs of any size within them (README "Variable dimensions")
     specialize {dimension name: [size, ...]}: sizes of dims that also get
                static code of their own, run at those sizes (--specialize)
+    cache_in_place  with dims: each key/value cache (an input concatenated
+               into an output, a decoder's past_k -> present_k) shares its
+               buffer with that output (--cache-in-place): Model.cache_pairs
+               lists them; after a run, Model.set_dim("past", past + 1) makes
+               the outputs the next run's inputs without a copy
     constants  {input name: array or TensorProto .pb path}: the input becomes
                a compile-time constant (--constant)
     target     a cgc target name (--target; "native": this CPU)
@@ -63,11 +68,15 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
     Raises CompileError for a problem in the model or the arguments.
     """
     options = _quantize_options(quantize, quantize_options, precision)
+    if cache_in_place and not dims:
+        raise ValueError("cache_in_place= (--cache-in-place) needs dims= (the cache's length "
+                         "varies from step to step)")
     with tempfile.TemporaryDirectory(prefix="cgc-constants-") as scratch:
         native = _cgc.compile(_path(model), _shapes(shapes), _constants(constants, scratch),
                               target, int(executors), int(threads),
                               "" if profile is None else _path(profile), bool(verbose), options,
-                              bool(observe), _dims(dims), _specialize(specialize))
+                              bool(observe), _dims(dims), _specialize(specialize),
+                              bool(cache_in_place))
     return Model(native)
 
 

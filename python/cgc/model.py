@@ -64,6 +64,8 @@ class Model:
         self.inputs = _tensor_infos(info["inputs"], self.dims)
         self.outputs = _tensor_infos(info["outputs"], self.dims)
         self._input_index = {t.name: i for i, t in enumerate(self.inputs)}
+        # cache_in_place=True: {input name: the output that shares its buffer}.
+        self.cache_pairs = {i: o for i, o, _, _ in info["cache_pairs"]}
         self._input_buffers = {}
 
     def __repr__(self):
@@ -98,8 +100,16 @@ class Model:
         values = tuple(outputs.values())
         return values[0] if len(values) == 1 else values
 
+    def set_dim(self, name, value):
+        """Sets variable dimension `name` (dims=) for the next run; the
+        input buffers keep their data. With cache_in_place=True,
+        set_dim("past", past + 1) after a run makes each output of
+        cache_pairs the next run's input, without a copy."""
+        self._native.set_dim(str(name), int(value))
+
     def run(self, inputs=None, copy=True):
-        """Runs the model on `inputs` ({name: array}, every input), or with
+        """Runs the model on `inputs` ({name: array}, every input but the
+        caches kept in place, which keep what the last run left), or with
         inputs=None on what its input buffers hold (input_buffer). Returns
         {output name: array}. With copy=True (the default) the arrays are
         fresh; with copy=False they are read-only views of the model's output
@@ -116,11 +126,12 @@ class Model:
         for name in inputs:
             self._index(name)  # ValueError for a name the model lacks
         for info in self.inputs:
-            if info.name not in inputs:
+            if info.name not in inputs and info.name not in self.cache_pairs:
                 raise ValueError(f"input '{info.name}' is missing: expected "
                                  f"{_describe(info.dtype, info.shape)}")
         for info in self.inputs:
-            self._set_input(info, inputs[info.name])
+            if info.name in inputs:
+                self._set_input(info, inputs[info.name])
 
     def _set_input(self, info, value):
         array = np.asarray(value)

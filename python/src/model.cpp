@@ -156,22 +156,30 @@ py::dict modelInfo(const cgc_model_info& info, const std::string& library, int t
     dims.append(py::make_tuple(info.dims[j].name, info.dims[j].min, info.dims[j].max,
                                info.dims[j].multiple));
   result["dims"] = dims;
+  py::list caches;  // --cache-in-place: (input, output, axis, capacity)
+  for (int i = 0; i < info.num_cache_pairs; ++i) {
+    const cgc_cache_pair& p = info.cache_pairs[i];
+    caches.append(
+        py::make_tuple(info.inputs[p.input].name, info.outputs[p.output].name, p.axis, p.capacity));
+  }
+  result["cache_pairs"] = caches;
   return result;
 }
 
-/// A writable array over `data` of `tensor`'s type and `shape`, strided as
-/// the stored shape: `shape` itself in a model of variable dimensions (its
-/// tensors are dense), else the bound shape; its base `owner` keeps the
-/// model alive.
-py::array bufferView(const cgc_model_info& info, const cgc_tensor_info& tensor,
+/// A writable array over `data` of input (or output) `index`'s type and
+/// `shape`, strided as the arena stores it (cgc::stored_strides: dense at
+/// `shape` in a model of variable dimensions, a cache kept in place over
+/// its capacity; else dense at the bound shape); its base `owner` keeps
+/// the model alive.
+py::array bufferView(const cgc_model_info& info, bool input, int index,
                      const std::vector<int64_t>& shape, void* data, const py::object& owner) {
+  const cgc_tensor_info& tensor = (input ? info.inputs : info.outputs)[index];
   const py::dtype dtype = numpyDtype(tensor.dtype);
-  std::vector<py::ssize_t> strides(static_cast<size_t>(tensor.rank));
-  py::ssize_t stride = dtype.itemsize();
-  for (int d = tensor.rank - 1; d >= 0; --d) {
-    strides[static_cast<size_t>(d)] = stride;
-    stride *= info.num_dims > 0 ? shape[static_cast<size_t>(d)] : tensor.shape[d];
-  }
+  std::vector<int64_t> elements(static_cast<size_t>(tensor.rank));
+  stored_strides(info, input, index, info.num_dims > 0 ? shape.data() : tensor.shape,
+                 elements.data());
+  std::vector<py::ssize_t> strides;
+  for (int64_t e : elements) strides.push_back(static_cast<py::ssize_t>(e) * dtype.itemsize());
   return py::array(dtype, std::vector<py::ssize_t>(shape.begin(), shape.end()), strides, data,
                    owner);
 }
@@ -198,9 +206,9 @@ void bindModel(py::module_& module) {
            [](py::object self, int index) {
              Model& m = self.cast<Model&>();
              const cgc_model_info& info = m.loaded().info();
-             const cgc_tensor_info& t = info.inputs[checkedIndex(index, info.num_inputs, "input")];
-             return bufferView(info, t, m.loaded().inputShape(index), m.loaded().input(index),
-                               self);
+             checkedIndex(index, info.num_inputs, "input");
+             return bufferView(info, true, index, m.loaded().inputShape(index),
+                               m.loaded().input(index), self);
            })
       .def("set_input_shape",
            [](Model& m, int index, const std::vector<int64_t>& shape) {
@@ -213,11 +221,15 @@ void bindModel(py::module_& module) {
            [](py::object self, int index) {
              Model& m = self.cast<Model&>();
              const cgc_model_info& info = m.loaded().info();
-             const cgc_tensor_info& t =
-                 info.outputs[checkedIndex(index, info.num_outputs, "output")];
+             checkedIndex(index, info.num_outputs, "output");
              // Read-only in effect: written by run(), never read back.
-             return bufferView(info, t, m.loaded().outputShape(index),
+             return bufferView(info, false, index, m.loaded().outputShape(index),
                                const_cast<void*>(m.loaded().output(index)), self);
+           })
+      .def("set_dim",
+           [](Model& m, const std::string& name, int64_t value) {
+             const Status status = m.loaded().setDim(name, value);
+             if (!status.ok()) throw py::value_error(status.message());
            })
       .def("run", &Model::run)
       .def("bench_runs", &Model::benchRuns, py::arg("runs"))

@@ -170,18 +170,20 @@ PYBIND11_MODULE(_cgc, module) {
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, int executors, int threads, const std::string& profile,
          bool verbose, const py::dict& quantize, bool observe, const std::vector<std::string>& dims,
-         const std::vector<std::string>& specialize) {
+         const std::vector<std::string>& specialize, bool cacheInPlace) {
         auto options =
             compileOptions(model, shapes, constants, target, executors, threads, profile, verbose);
         setPrecision(options, quantize);
         options.observe = observe;
+        options.cacheInPlace = cacheInPlace;
         options.dims = cgc::driver::parseDims(dims);
         options.specialize = cgc::driver::parseSizeLists(specialize, options.dims);
         return compile(options);
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
       py::arg("executors"), py::arg("threads"), py::arg("profile"), py::arg("verbose"),
-      py::arg("quantize"), py::arg("observe"), py::arg("dims"), py::arg("specialize"));
+      py::arg("quantize"), py::arg("observe"), py::arg("dims"), py::arg("specialize"),
+      py::arg("cache_in_place") = false);
   module.def(
       "load",
       [](const std::string& library, const std::string& name) {

@@ -1,7 +1,9 @@
 """cgc generation sample in Python: greedy decoding with the decoder step of
-decoder.onnx compiled once for every cache length (dims={"past": (0, 63)}).
-Each step feeds the last token and the cache the step before returned.
-Prints the tokens and the steps per second.
+decoder.onnx compiled once for every cache length (dims={"past": (0, 63)})
+with its key/value caches kept in place (cache_in_place=True): each step
+sets the cache's length and feeds the last token; the present_* a step
+writes are the next step's past_*, without a copy. Prints the tokens and
+the steps per second.
 
 Usage: python3 samples/generate/generate.py [PROMPT] [TOKENS]
 """
@@ -19,14 +21,12 @@ def main():
     prompt = (sys.argv[1] if len(sys.argv) > 1 else "cgc ").encode()
     tokens = int(sys.argv[2]) if len(sys.argv) > 2 else 40
     model = cgc.compile(os.path.join(os.path.dirname(os.path.abspath(__file__)), "decoder.onnx"),
-                        dims={"past": (0, 63)})
-    # Each cache input: [1, heads, past, head], empty at the first step.
-    past = [np.zeros([1, shape[1], 0, shape[3]], np.float32)
-            for shape in (t.shape for t in model.inputs[1:])]
+                        dims={"past": (0, 63)}, cache_in_place=True)
     ids, generated, seconds = list(prompt), [], 0.0
     for step in range(len(ids) - 1 + tokens):
         start = time.perf_counter()
-        logits, *past = model(np.array([[ids[step]]], np.int64), *past)
+        model.set_dim("past", step)  # the caches hold `step` positions
+        logits = model.run({"ids": np.array([[ids[step]]], np.int64)}, copy=False)["logits"]
         seconds += time.perf_counter() - start
         if step + 1 >= len(ids):
             ids.append(int(np.argmax(logits)))

@@ -1,7 +1,9 @@
 // cgc generation sample: greedy decoding with a decoder step compiled once
-// for every cache length (cgc_add_graph ... DIMS past=0..63). Each step
-// feeds the last token and the cache the step before returned, and appends
-// the most likely next byte. Prints the tokens and the steps per second.
+// for every cache length (cgc_add_graph ... DIMS past=0..63 CACHE_IN_PLACE).
+// The key/value caches stay in the model's buffers: a step writes the new
+// position of each present_* where the next step reads past_*, so each step
+// only sets the cache's length and the last token, and appends the most
+// likely next byte. Prints the tokens and the steps per second.
 //
 // Usage: cgc_generate [PROMPT] [TOKENS]   (default "cgc " and 40)
 #include <algorithm>
@@ -23,33 +25,24 @@ int main(int argc, char** argv) {
   }
   cgc_models::TinyDecoder model;
   const cgc::ModelInfo& info = cgc_models::TinyDecoder::info();
-  const int caches = info.num_inputs - 1;  // past_k0, past_v0, ...
   const int64_t vocabulary = info.outputs[0].shape[info.outputs[0].rank - 1];
-  std::vector<std::vector<float>> cache(static_cast<size_t>(caches));  // the last presents
   std::vector<int> ids(prompt.begin(), prompt.end()), generated;
   const int64_t steps = static_cast<int64_t>(prompt.size()) - 1 + tokens;
   double seconds = 0;
   for (int64_t past = 0; past < steps; ++past) {
     const auto start = std::chrono::steady_clock::now();
-    // The sizes first (one name sets every input's `past` axis), then the data.
+    // The cache's length (one name sets every past_* input's axis): the
+    // present_* the last step wrote are now the past_* this one reads.
     if (cgc::Status status = model.set_dim("past", past); !status.ok()) {
       std::fprintf(stderr, "cgc_generate: step %lld: %s\n", static_cast<long long>(past),
                    status.message().c_str());
       return 1;
     }
     *model.ids_data() = ids[static_cast<size_t>(past)];
-    for (int c = 0; c < caches; ++c)
-      std::copy(cache[c].begin(), cache[c].end(), static_cast<float*>(model.input(1 + c)));
     if (cgc::Status status = model.run(); !status.ok()) {
       std::fprintf(stderr, "cgc_generate: step %lld: run: %s\n", static_cast<long long>(past),
                    status.message().c_str());
       return 1;
-    }
-    for (int c = 0; c < caches; ++c) {  // present_* ([1, heads, past + 1, head]) is the next past
-      int64_t count = 1;
-      for (int64_t d : model.output_shape(1 + c)) count *= d;
-      const float* present = static_cast<const float*>(model.output(1 + c));
-      cache[c].assign(present, present + count);
     }
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (past + 1 < static_cast<int64_t>(prompt.size())) continue;  // still reading the prompt

@@ -13,7 +13,7 @@ extern "C" {
 
 /* The runtime ABI that generated code is written against; a model checks
  * it against the runtime it is linked with when it is created. */
-#define CGC_RUNTIME_ABI_VERSION 5
+#define CGC_RUNTIME_ABI_VERSION 6
 
 /* What a model's functions return: 0 on success. Codes below 16 are
  * failures the model itself defines (its kernels report them, naming the
@@ -52,6 +52,18 @@ typedef struct cgc_dim_info {
   int64_t min, max, multiple;
 } cgc_dim_info;
 
+/* A key/value cache kept in place (cgc compile --cache-in-place): graph
+ * input `input` (a decoder's past_k) and graph output `output` (its
+ * present_k, one position longer) share one buffer with room for
+ * `capacity` positions along `axis`: every block of the axes before it is
+ * `capacity` positions long, the tensor's positions first. After run(),
+ * making that dimension one longer (set_dim) makes the output the next
+ * step's input, without a copy. set_input and get_output copy densely. */
+typedef struct cgc_cache_pair {
+  int32_t input, output, axis;
+  int64_t capacity;
+} cgc_cache_pair;
+
 typedef struct cgc_model_info {
   const char* name;       /* C++ class name */
   const char* source;     /* file name of the ONNX model it was compiled from */
@@ -72,6 +84,8 @@ typedef struct cgc_model_info {
   const char* target;           /* what it was compiled for ("native", "x86-64-v3") */
   int32_t num_dims;             /* variable dimensions; 0 for a static model */
   const cgc_dim_info* dims;
+  int32_t num_cache_pairs; /* --cache-in-place; 0 otherwise */
+  const cgc_cache_pair* cache_pairs;
 } cgc_model_info;
 
 /* A model's C interface as one table (<prefix>_api()): what a driver that

@@ -229,6 +229,21 @@ inline int64_t tensor_bytes(const TensorInfo& t, const int64_t* shape) {
   return bound == 0 ? 0 : t.bytes / bound * actual;
 }
 
+/// The key/value cache that tensor `index` (an input, else an output) is
+/// part of (ModelInfo::cache_pairs), or null: such a tensor is stored with
+/// room for the cache's capacity along its axis, not densely.
+const cgc_cache_pair* cache_pair_of(const ModelInfo& info, bool input, int index);
+
+/// The element strides of tensor `index` (an input, else an output) at
+/// `shape` as the arena stores it: dense, or over a cache's capacity.
+void stored_strides(const ModelInfo& info, bool input, int index, const int64_t* shape,
+                    int64_t* strides);
+
+/// Copies tensor `index` at `shape` between a dense buffer and its stored
+/// layout (set_input: to_stored; get_output: from it).
+void copy_stored(const ModelInfo& info, bool input, int index, const int64_t* shape,
+                 const void* from, void* to, bool to_stored);
+
 /// The state of one model instance. Construction checks the runtime ABI and
 /// the CPU's features, then takes the arena and the weights; it throws Error
 /// on any failure (the instance is then not created).

@@ -1,6 +1,7 @@
 // ModelRuntime's variable dimensions (cgc compile --dim; cgc/runtime.h):
 // their values live in the instance's arena, where the generated code reads
 // them to size each kernel call; every value is checked before a run uses it.
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,56 @@ std::vector<int64_t> ModelRuntime::input_shape(int index) const {
   for (int a = 0; t.dims && a < t.rank; ++a)
     if (t.dims[a] >= 0) shape[a] = dimValues()[t.dims[a]];
   return shape;
+}
+
+}  // namespace cgc
+
+namespace cgc {
+
+const cgc_cache_pair* cache_pair_of(const ModelInfo& info, bool input, int index) {
+  for (int i = 0; i < info.num_cache_pairs; ++i) {
+    const cgc_cache_pair& pair = info.cache_pairs[i];
+    if ((input ? pair.input : pair.output) == index) return &pair;
+  }
+  return nullptr;
+}
+
+void stored_strides(const ModelInfo& info, bool input, int index, const int64_t* shape,
+                    int64_t* strides) {
+  const cgc_tensor_info& t = (input ? info.inputs : info.outputs)[index];
+  const cgc_cache_pair* pair = cache_pair_of(info, input, index);
+  int64_t stride = 1;
+  for (int d = t.rank - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= pair && d == pair->axis ? pair->capacity : shape[d];
+  }
+}
+
+void copy_stored(const ModelInfo& info, bool input, int index, const int64_t* shape,
+                 const void* from, void* to, bool to_stored) {
+  const cgc_tensor_info& t = (input ? info.inputs : info.outputs)[index];
+  const cgc_cache_pair* pair = cache_pair_of(info, input, index);
+  int64_t bound = 1;
+  for (int d = 0; d < t.rank; ++d) bound *= t.shape[d];
+  const int64_t elem = bound > 0 ? t.bytes / bound : 0;
+  if (!pair || elem == 0) {
+    std::memcpy(to, from, static_cast<size_t>(tensor_bytes(t, shape)));
+    return;
+  }
+  // Blocks of the axes before the cache's: `run` dense bytes each, one
+  // `capacity` positions apart in the arena.
+  int64_t blocks = 1, run = elem, block = elem;
+  for (int d = 0; d < t.rank; ++d) {
+    if (d < pair->axis) blocks *= shape[d];
+    if (d >= pair->axis) run *= shape[d];
+    if (d > pair->axis) block *= shape[d];
+  }
+  block *= pair->capacity;
+  const auto* src = static_cast<const uint8_t*>(from);
+  auto* dst = static_cast<uint8_t*>(to);
+  for (int64_t b = 0; b < blocks && run > 0; ++b)
+    std::memcpy(dst + b * (to_stored ? block : run), src + b * (to_stored ? run : block),
+                static_cast<size_t>(run));
 }
 
 }  // namespace cgc

@@ -214,6 +214,14 @@ void concat(const ConcatParams& p, const void* const* inputs, void* y) {
   }
 }
 
+void cache_append(const CacheAppendParams& p, const void*, const void* part, void* y) {
+  if (p.part_bytes == 0) return;
+  auto* out = static_cast<uint8_t*>(y) + p.offset_bytes;
+  const auto* in = static_cast<const uint8_t*>(part);
+  for (int64_t o = 0; o < p.outer; ++o)
+    std::memcpy(out + o * p.block_bytes, in + o * p.part_bytes, static_cast<size_t>(p.part_bytes));
+}
+
 namespace {
 
 void convertElements(DType from, DType to, int64_t count, const void* x, void* y) {

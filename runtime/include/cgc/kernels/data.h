@@ -33,6 +33,22 @@ struct ConcatParams {
 
 void concat(const ConcatParams& p, const void* const* inputs, void* y);
 
+/// The Concat of a key/value cache kept in place (cgc compile
+/// --cache-in-place): the cache and the output share storage laid out as
+/// [outer, block_bytes], each block holding room for the cache's capacity
+/// along the axis; the earlier positions are already there, and the new
+/// part ([outer, part_bytes]) is written at offset_bytes of each block.
+/// `past` is the cache itself (its data is not read).
+struct CacheAppendParams {
+  int64_t outer;
+  int64_t block_bytes;
+  int64_t offset_bytes;
+  int64_t part_bytes;
+  CGC_REFLECT(CacheAppendParams, outer, block_bytes, offset_bytes, part_bytes)
+};
+
+void cache_append(const CacheAppendParams& p, const void* past, const void* part, void* y);
+
 /// ONNX Gather: data viewed as [outer, axis_dim, inner_bytes]; each index
 /// (negative counts from the end) picks one [inner_bytes] block. An index
 /// outside [-axis_dim, axis_dim) fails with kIndexOutOfRange (its block is
