@@ -164,6 +164,13 @@ PYBIND11_MODULE(_cgc, module) {
   py::register_exception_translator(&translateErrors);
   bindModel(module);
   module.def("cache_directory", &cgc::driver::cacheDirectory);
+  module.def(
+      "runtime_paths",
+      [](const std::string& target) {
+        const cgc::driver::RuntimePaths paths = cgc::driver::runtimePaths(target);
+        return py::make_tuple(paths.includeDir, paths.library);
+      },
+      py::arg("target"));
   module.def("numpy_dtype", &numpyDtype, py::arg("onnx_type"));
   module.def(
       "compile",
