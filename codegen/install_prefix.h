@@ -17,9 +17,9 @@ namespace cgc::codegen {
 std::string cgcObjectFile();
 
 /// The install prefix: the nearest of the directory of cgcObjectFile() and
-/// those above it (at most four levels up) under which every one of `markers` (paths
-/// relative to the prefix, "include/cgc/runtime.h") exists; empty when none
-/// does (cgc runs from its build tree).
+/// those above it (at most four levels up) under which every one of
+/// `markers` (paths relative to the prefix, "include/cgc/runtime.h")
+/// exists; empty when none does (cgc runs from its build tree).
 std::string installPrefix(const std::vector<std::string>& markers);
 
 }  // namespace cgc::codegen

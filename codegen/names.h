@@ -69,6 +69,7 @@ struct BuildTarget {
 std::string targetLine(const std::vector<BuildTarget>& targets);
 /// The targets of a line targetLine wrote; nullopt for any other line.
 std::optional<std::vector<BuildTarget>> parseTargetLine(const std::string& line);
+
 /// The class name and C prefix of a model named after its file stem
 /// (nameSpace empty): toClassName and toSymbolPrefix, with "Model" and
 /// "_model" appended where those break a rule above ("swin_t" -> SwinTModel,
