@@ -10,6 +10,10 @@
 # Usage: run_wheel.sh SOURCE_DIR BUILD_DIR WORK_DIR
 set -eu
 source=$1 build=$2 work=$3
+if ! /usr/bin/python3 -c "import ensurepip, wheel" 2>/dev/null; then
+  echo "skipped: no python3-venv or python3-wheel (build.sh installs them)"
+  exit 77
+fi
 rm -rf "$work" && mkdir -p "$work/home"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 wheel=$(/usr/bin/python3 "$source/python/make_wheel.py" "$work/prefix" "$work/dist")
