@@ -196,7 +196,8 @@ std::vector<std::string> modelsInLibrary(void* handle, const std::string& librar
 }
 
 LoadedModel::LoadedModel(const std::string& library, const std::string& prefix) {
-  handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A path, never a name for dlopen to search for ("lib.so": ./lib.so).
+  handle_ = dlopen(fs::absolute(library).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) userError({library, "", ""}, "cannot load: {}", dlerror());
   if (!dlsym(handle_, (prefix + "_api").c_str())) {
     const std::vector<std::string> models = modelsInLibrary(handle_, library);
