@@ -167,6 +167,8 @@ void buildTargets(const Source& dispatcher, const std::vector<Source>& others,
 void buildLibrary(const std::vector<std::string>& paths, const std::string& library, bool verifying,
                   int optLevel, const CompileOptions& options) {
   if (paths.empty()) throw CompileError("cgc: error: build needs at least one source");
+  if (const fs::path dir = fs::absolute(library).parent_path(); !fs::is_directory(dir))
+    userError({library, "", ""}, "no such directory for the library: {}", dir.string());
   std::vector<Source> sources;
   for (const auto& path : paths) {
     if (!fs::is_regular_file(path)) userError({path, "", ""}, "no such generated source");

@@ -98,6 +98,8 @@ fails_with 1 "$work/alone/tiny_cnn_cascadelake.cpp: error: no such generated sou
   "$cgc" build "$work/alone/tiny_cnn.cpp" -o "$work/alone.so"
 fails_with 1 "is a library for several targets, built on its own: build $work/alone/tiny_cnn_x86_64_v3.cpp into another library" \
   "$cgc" build "$work/c/tiny_cnn.cpp" "$work/alone/tiny_cnn_x86_64_v3.cpp" -o "$work/mixed.so"
+fails_with 1 "$work/none/fleet.so: error: no such directory for the library" \
+  "$cgc" build "$work/c/tiny_cnn.cpp" -o "$work/none/fleet.so"
 fails_with 1 "$work/c/tiny_cnn_x86_64_v2.cpp is for target x86-64-v2 and $work/c/tiny_cnn_x86_64_v3.cpp for x86-64-v3" \
   "$cgc" build "$work/c/tiny_cnn_x86_64_v2.cpp" "$work/c/tiny_cnn_x86_64_v3.cpp" -o "$work/mixed.so"
 echo "target library: OK (this CPU runs the $best build by default)"
