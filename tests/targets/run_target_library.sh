@@ -93,6 +93,7 @@ done
 # alone, or with another model, it is a one-line error, and so are models of
 # different targets (two of the builds, each a model of its own).
 "$cgc" build "$work"/c/*.cpp -o "$work/all.so" -q -O0
+"$cgc" run "$model" --target "$list" --library all.so --name TinyCnn --inputs "$data" --check "$data" -q
 mkdir -p "$work/alone" && cp "$work"/c/tiny_cnn.{h,cpp} "$work"/c/tiny_cnn_x86_64_v3.* "$work/alone"
 fails_with 1 "$work/alone/tiny_cnn_cascadelake.cpp: error: no such generated source: $work/alone/tiny_cnn.cpp needs it for target cascadelake" \
   "$cgc" build "$work/alone/tiny_cnn.cpp" -o "$work/alone.so"
