@@ -69,7 +69,7 @@
 # the CPU has (the environment variable CGC_TARGET picks one): each build is
 # compiled with its target's flags, linked with its target's runtime into one
 # object, and everything in it but its <prefix>_<target>_api table made local
-# (cgc's compiler/target_library.cpp does the same for cgc run).
+# (cgc's toolchain/target_library.cpp does the same for cgc run and cgc build).
 # Needs CGC_EXECUTABLE (set by find_package(cgc) or cgc's own build) and the
 # runtime's target.
 include("${CMAKE_CURRENT_LIST_DIR}/targets.cmake")

@@ -19,8 +19,9 @@ namespace {
 std::string formatCpp(const std::string& code, const std::string& fileName) {
   clang::format::FormatStyle style =
       clang::format::getGoogleStyle(clang::format::FormatStyle::LK_Cpp);
-  // The line cgc build reads (codegen::modelNamesLine) stays one line.
-  style.CommentPragmas = "^ IWYU pragma:|^ cgc model:";
+  // The lines cgc build reads (codegen::modelNamesLine, targetLine) stay
+  // one line each.
+  style.CommentPragmas = "^ IWYU pragma:|^ cgc model:|^ cgc target:";
   clang::tooling::Replacements replacements = clang::format::reformat(
       style, code, {clang::tooling::Range(0, static_cast<unsigned>(code.size()))}, fileName);
   auto formatted = clang::tooling::applyAllReplacements(code, replacements);

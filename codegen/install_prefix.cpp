@@ -34,11 +34,12 @@ std::string installPrefix(const std::vector<std::string>& markers) {
   const std::string object = cgcObjectFile();
   if (object.empty()) return {};
   fs::path dir = fs::path(object).parent_path();
-  for (int level = 0; level < 4 && dir.has_relative_path(); ++level) {
-    dir = dir.parent_path();
+  for (int level = 0; level <= 4; ++level) {
     bool all = true;
     for (const auto& marker : markers) all = all && fs::exists(dir / marker);
     if (all) return dir.string();
+    if (!dir.has_relative_path()) break;
+    dir = dir.parent_path();
   }
   return {};
 }

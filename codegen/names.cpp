@@ -203,4 +203,26 @@ std::optional<ModelNames> parseModelNamesLine(const std::string& line) {
   return ModelNames{match[1], match[2], match[3]};
 }
 
+std::string targetLine(const std::vector<BuildTarget>& targets) {
+  std::string line = "// cgc target: ";
+  for (const BuildTarget& build : targets) {
+    if (&build != &targets.front()) line += ", ";
+    line += build.target;
+    if (!build.source.empty()) line += " in " + build.source;
+  }
+  return line;
+}
+
+std::optional<std::vector<BuildTarget>> parseTargetLine(const std::string& line) {
+  static const std::regex whole(R"(// cgc target: ([\w.-]+( in [\w.-]+)?(, [\w.-]+ in [\w.-]+)*))");
+  static const std::regex item(R"(([\w.-]+)(?: in ([\w.-]+))?)");
+  std::smatch match;
+  if (!std::regex_match(line, match, whole)) return std::nullopt;
+  std::vector<BuildTarget> targets;
+  const std::string list = match[1];
+  for (std::sregex_iterator it(list.begin(), list.end(), item), end; it != end; ++it)
+    targets.push_back({(*it)[1], (*it)[2]});
+  return targets;
+}
+
 }  // namespace cgc::codegen

@@ -3,8 +3,8 @@
 // and C prefix must follow so that the generated code compiles (checked
 // before anything is emitted, so a bad --name is the user's one-line error,
 // never code that does not build), the accessors named after the inputs and
-// outputs, and the line NAME.cpp carries so that cgc build can tell which
-// models collide before it compiles them.
+// outputs, and the lines NAME.cpp carries so that cgc build can tell which
+// models collide before it compiles them, and what to build each with.
 #pragma once
 
 #include <optional>
@@ -55,6 +55,21 @@ struct ModelNames {
 std::string modelNamesLine(const ModelNames& names);
 /// The names of a line modelNamesLine wrote; nullopt for any other line.
 std::optional<ModelNames> parseModelNamesLine(const std::string& line);
+
+/// The target a NAME.cpp is built for, on the line after its names ("//
+/// cgc target: x86-64-v3"), which cgc build reads for the flags and the
+/// runtime; the dispatcher of a library for several targets lists its
+/// builds there instead, best first, each with its source ("// cgc target:
+/// cascadelake in tiny_cnn_cascadelake.cpp, x86-64-v3 in
+/// tiny_cnn_x86_64_v3.cpp").
+struct BuildTarget {
+  std::string target;
+  std::string source;  // a build's NAME_<target>.cpp; "" for the file itself
+};
+std::string targetLine(const std::vector<BuildTarget>& targets);
+/// The targets of a line targetLine wrote; nullopt for any other line.
+std::optional<std::vector<BuildTarget>> parseTargetLine(const std::string& line);
+
 /// The class name and C prefix of a model named after its file stem
 /// (nameSpace empty): toClassName and toSymbolPrefix, with "Model" and
 /// "_model" appended where those break a rule above ("swin_t" -> SwinTModel,

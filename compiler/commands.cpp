@@ -19,6 +19,7 @@
 #include "pipeline/input_shapes.h"
 #include "planning/cost_model.h"
 #include "toolchain/build_cache.h"
+#include "toolchain/build_library.h"
 #include "toolchain/model_runner.h"
 #include "toolchain/target_library.h"
 #include "tools/accuracy_budget.h"
@@ -394,9 +395,11 @@ BuiltModel buildTargetLibraryCached(const driver::CompileOptions& options) {
     cache::markUsed(dir);
     return {shared.string(), prefix};
   }
-  const std::vector<driver::Target> targets = library.targets;
+  std::vector<driver::TargetSource> builds;
+  for (const driver::Target& target : library.targets) builds.push_back({target, ""});
   const auto files = driver::writeTargetLibrary(std::move(library), dir.string(), options);
-  driver::buildTargetLibrary(targets, files, shared.string(), options);
+  for (size_t i = 0; i < builds.size(); ++i) builds[i].source = files[i + 1].sourcePath;
+  driver::linkTargetLibrary(files.front().sourcePath, builds, shared.string(), 2, options);
   cache::markUsed(dir);
   cache::evict(dir);
   return {shared.string(), prefix};
@@ -615,18 +618,17 @@ int run(const RunOptions& given) {
   if (options.oversubscribe) setenv("CGC_OVERSUBSCRIBE", "1", 1);
   const bool several = driver::namesSeveralTargets(options.compile);
   std::vector<std::string> onnxInputs;
-  BuiltModel built;
-  std::optional<driver::CompiledModel> model;
-  if (options.library.empty()) {
-    built = compileOnce(options.compile, onnxInputs);
-  } else {
-    model = driver::compileGraph(several ? driver::firstTargetOptions(options.compile)
-                                         : options.compile);
-    onnxInputs = model->graph.onnxInputNames;
-    built = prebuilt(options, names);
-  }
+  const BuiltModel built =
+      options.library.empty() ? compileOnce(options.compile, onnxInputs) : prebuilt(options, names);
   driver::LoadedModel loaded(built.library, built.prefix);
-  if (model) requireSameModel(*model, loaded, options);
+  if (!options.library.empty()) {
+    // A library for several targets is checked against the build it runs.
+    driver::CompileOptions one = options.compile;
+    if (several) one.target = loaded.info().target;
+    const driver::CompiledModel model = driver::compileGraph(one);
+    onnxInputs = model.graph.onnxInputNames;
+    requireSameModel(model, loaded, options);
+  }
   if (several)
     driver::progress(options.compile, fmt::format("this CPU runs the {} build (of {})",
                                                   loaded.info().target, options.compile.target));

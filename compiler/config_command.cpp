@@ -6,7 +6,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <sstream>
 
 #include "compiler/commands.h"
@@ -28,10 +27,7 @@ void addWords(std::vector<std::string>& words, const std::string& flags) {
 int config(const ConfigOptions& options) {
   if (!options.cflags && !options.cxxflags && !options.libs)
     userError({"cgc config", "", ""}, "say what to print: --cflags, --cxxflags, --libs");
-  const driver::RuntimePaths runtime = driver::runtimePaths(options.target);
-  if (!std::filesystem::exists(runtime.library))
-    userError({runtime.library, "", ""}, "the runtime for target {} is not installed",
-              options.target);
+  const driver::RuntimePaths runtime = driver::installedRuntime(driver::findTarget(options.target));
   // Unquoted, as pkg-config prints them: $(cgc config ...) splits words
   // but removes no quotes.
   const std::string include = "-I" + runtime.includeDir;

@@ -348,7 +348,9 @@ CLI::App* addBuild(CLI::App& app, cgc::commands::BuildOptions& build) {
       "build",
       "Build the NAME.cpp files of several compiled models (cgc compile, each with "
       "its own --name and --namespace: models that would clash are refused, naming both "
-      "files) into one shared library, as one translation unit; run one with cgc run "
+      "files) into one shared library, as one translation unit with the flags and runtime of "
+      "their target; the NAME.cpp of a --target a,b,c output builds its library for several "
+      "targets, each build with its own target's flags and runtime; run one with cgc run "
       "--library LIB --name NAME");
   command->add_option("SOURCES", build.sources, "Generated NAME.cpp files")->required();
   command->add_option("-o,--output", build.library, "The shared library to write")->required();

@@ -15,9 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 
-#include "codegen/clang_tools.h"
 #include "compiler_config.h"
 #include "pipeline/targets.h"
 
@@ -96,17 +94,20 @@ Target loadableTarget(const CompileOptions& options) {
   return target;
 }
 
-/// Compiles `source` (whose generated files, and their weights for
-/// .incbin, are in `dirs`) with the target's runtime into the shared
-/// library `library`, under a temporary name first: concurrent builds of
-/// the same model race to the rename, never to a half-written library.
+}  // namespace
+
+RuntimePaths installedRuntime(const Target& target) {
+  RuntimePaths runtime = runtimePaths(target.name);
+  if (!fs::exists(runtime.library))
+    userError({runtime.library, "", ""}, "the runtime for target {} is not installed", target.name);
+  return runtime;
+}
+
 void compileShared(const fs::path& source, const std::vector<std::string>& dirs,
                    const fs::path& library, const Target& target, int optLevel,
                    const CompileOptions& options) {
   auto start = std::chrono::steady_clock::now();
-  RuntimePaths runtime = runtimePaths(target.name);
-  if (!fs::exists(runtime.library))
-    userError({runtime.library, "", ""}, "the runtime for target {} is not installed", target.name);
+  const RuntimePaths runtime = installedRuntime(target);
   std::string includes;
   for (const auto& dir : dirs) includes += fmt::format(" -I{0} -Wa,-I{0}", shellQuote(dir));
   fs::path temporary = library.string() + fmt::format(".tmp{}", getpid());
@@ -131,8 +132,6 @@ void compileShared(const fs::path& source, const std::vector<std::string>& dirs,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
 }
 
-}  // namespace
-
 std::string buildSharedLibrary(const WrittenFiles& files, const CompileOptions& options) {
   fs::path source = files.sourcePath;
   fs::path library = source.parent_path() / (files.emitted.baseName + ".so");
@@ -140,103 +139,6 @@ std::string buildSharedLibrary(const WrittenFiles& files, const CompileOptions& 
   compileShared(source, {source.parent_path().string()}, library, loadableTarget(options), 2,
                 options);
   return library.string();
-}
-
-namespace {
-
-/// The names a generated source says it declares (codegen::modelNamesLine,
-/// among its first lines); nullopt for a source of an older cgc.
-std::optional<codegen::ModelNames> namesOf(const std::string& source) {
-  std::ifstream file(source);
-  std::string line;
-  for (int i = 0; i < 4 && std::getline(file, line); ++i)
-    if (auto names = codegen::parseModelNamesLine(line)) return names;
-  return std::nullopt;
-}
-
-/// Why models `a` and `b` cannot share one translation unit, with the flag
-/// that fixes it; "" if they can.
-std::string clash(const codegen::ModelNames& a, const codegen::ModelNames& b) {
-  if (a.prefix == b.prefix)
-    return fmt::format(
-        "have the same C prefix '{}' (classes {} and {}), so the same symbols: recompile one "
-        "with another --name",
-        a.prefix, a.className, b.className);
-  if (a.nameSpace == b.nameSpace)
-    return fmt::format(
-        "are both in namespace {} (classes {} and {}), whose generated constants and helpers "
-        "clash in one library: recompile one with its own --namespace, e.g. --namespace {}::{}",
-        a.nameSpace, a.className, b.className, b.nameSpace, b.prefix);
-  for (const auto& [x, y] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
-    if (x->nameSpace + "::" + x->className == y->nameSpace)
-      return fmt::format(
-          "declare {}::{} both as a class and as a namespace: recompile one with "
-          "another --namespace",
-          y->nameSpace, x->className);
-    if (x->prefix == y->nameSpace.substr(0, y->nameSpace.find("::")))
-      return fmt::format(
-          "declare the global name {} both as a C prefix (class {}) and as a "
-          "namespace: recompile one with another --namespace or --name",
-          x->prefix, x->className);
-  }
-  return "";
-}
-
-/// Every pair of `sources` that cannot share one translation unit is the
-/// user's error, found before anything is compiled.
-void checkNoClash(const std::vector<std::string>& sources) {
-  std::vector<std::pair<std::string, codegen::ModelNames>> models;
-  for (const auto& source : sources) {
-    const auto names = namesOf(source);
-    if (!names) continue;
-    for (const auto& [other, known] : models) {
-      if (fs::equivalent(other, source))
-        userError({source, "", ""}, "the same source is given twice (also as {})", other);
-      if (std::string why = clash(known, *names); !why.empty())
-        throw CompileError(fmt::format("cgc: error: {} and {} {}", other, source, why));
-    }
-    models.emplace_back(source, *names);
-  }
-}
-
-}  // namespace
-
-void buildLibrary(const std::vector<std::string>& sources, const std::string& library, bool verify,
-                  int optLevel, const CompileOptions& options) {
-  if (sources.empty()) throw CompileError("cgc: error: build needs at least one source");
-  for (const auto& name : sources)
-    if (!fs::is_regular_file(name)) userError({name, "", ""}, "no such generated source");
-  checkNoClash(sources);
-  const Target target = loadableTarget(options);
-  std::vector<std::string> dirs;
-  std::string unity = "// Generated by cgc build: one translation unit for several models.\n";
-  for (const auto& name : sources) {
-    const fs::path source = fs::absolute(name);
-    const std::string dir = source.parent_path().string();
-    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
-    unity += fmt::format("#include \"{}\"\n", source.string());
-  }
-  const fs::path unityPath = library + ".unity.cpp";
-  std::ofstream(unityPath) << unity;
-  if (verify) {
-    auto start = std::chrono::steady_clock::now();
-    std::vector<std::string> includeDirs = {runtimePaths(target.name).includeDir};
-    includeDirs.insert(includeDirs.end(), dirs.begin(), dirs.end());
-    const auto result = codegen::verifyTranslationUnit(unityPath.string(), includeDirs);
-    if (!result.ok)
-      throw InternalError(
-          fmt::format("{}: internal error: the generated code does not pass Clang ({} errors, {} "
-                      "warnings):\n{}",
-                      unityPath.string(), result.errors, result.warnings, result.diagnostics));
-    progress(options,
-             fmt::format(
-                 "verified {} with Clang ({:.2f} s)", unityPath.string(),
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
-  }
-  compileShared(unityPath, dirs, library, target, optLevel, options);
-  // The unit stays beside the library only when it fails (the error names it).
-  std::error_code ignored;
-  fs::remove(unityPath, ignored);
 }
 
 namespace {
@@ -294,7 +196,8 @@ std::vector<std::string> modelsInLibrary(void* handle, const std::string& librar
 }
 
 LoadedModel::LoadedModel(const std::string& library, const std::string& prefix) {
-  handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A path, never a name for dlopen to search for ("lib.so": ./lib.so).
+  handle_ = dlopen(fs::absolute(library).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle_) userError({library, "", ""}, "cannot load: {}", dlerror());
   if (!dlsym(handle_, (prefix + "_api").c_str())) {
     const std::vector<std::string> models = modelsInLibrary(handle_, library);

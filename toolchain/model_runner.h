@@ -4,11 +4,13 @@
 #pragma once
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "cgc/runtime.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/targets.h"
 
 namespace cgc::driver {
 
@@ -31,18 +33,19 @@ int runCommand(const std::string& command, std::string& output);
 /// build fails.
 std::string buildSharedLibrary(const WrittenFiles& files, const CompileOptions& options);
 
-/// Builds several generated sources (from `cgc compile`, each with its own
-/// --name and --namespace) into one shared library `library`, compiled as a
-/// single translation unit (`library`.unity.cpp includes each, removed once
-/// built): the runtime's headers are parsed once for all of them. With `verify`, Clang parses that
-/// unit first (as `cgc compile --verify` does one source). `optLevel` is
-/// the C++ compiler's -O for the generated code (the kernels are prebuilt
-/// in the runtime library either way). Models that would clash in one unit
-/// (the same namespace or C prefix, by the line each source carries) are a
-/// CompileError naming both files, before anything is compiled. Throws
-/// InternalError with the compiler's output if the build fails.
-void buildLibrary(const std::vector<std::string>& sources, const std::string& library, bool verify,
-                  int optLevel, const CompileOptions& options);
+/// runtimePaths(target.name); CompileError naming the runtime library when
+/// it is not there (a target whose runtime this cgc was built without).
+RuntimePaths installedRuntime(const Target& target);
+
+/// Compiles `source` (whose generated files, and their weights for
+/// .incbin, are in `dirs`) with `target`'s flags at -O`optLevel` and its
+/// runtime into the shared library `library`, under a temporary name first:
+/// concurrent builds of the same model race to the rename, never to a
+/// half-written library. CompileError when the target's runtime is not
+/// installed; InternalError with the compiler's output when it fails.
+void compileShared(const std::filesystem::path& source, const std::vector<std::string>& dirs,
+                   const std::filesystem::path& library, const Target& target, int optLevel,
+                   const CompileOptions& options);
 
 /// A compiled model loaded with dlopen, driven through its C interface.
 class LoadedModel {

@@ -120,48 +120,60 @@ std::vector<WrittenFiles> writeTargetLibrary(TargetLibrary library, const std::s
   return files;
 }
 
-void buildTargetLibrary(const std::vector<Target>& targets, const std::vector<WrittenFiles>& files,
-                        const std::string& output, const CompileOptions& options) {
-  if (const std::string why = whyNotRunnableHere(targets.front());
-      targets.front().arch != findTarget("native").arch)
-    userError({options.modelPath, "", ""},
-              "{}: cgc run loads the model here; build a library for {} with cgc compile and "
-              "cgc_add_graph",
-              why, options.target);
-  const fs::path dir = fs::path(files.front().sourcePath).parent_path();
+void linkTargetLibrary(const std::string& dispatcher, const std::vector<TargetSource>& builds,
+                       const std::string& output, int optLevel, const CompileOptions& options) {
+  const Target& best = builds.front().target;
+  if (const std::string why = whyNotRunnableHere(best); best.arch != findTarget("native").arch)
+    userError({dispatcher, "", ""},
+              "{}: a library for several targets is linked here, with this machine's linker; "
+              "build one for {} with cgc_add_graph",
+              why, best.name);
+  std::vector<std::string> runtimes;
+  for (const TargetSource& build : builds)
+    runtimes.push_back(installedRuntime(build.target).library);
+  const fs::path dir = fs::path(dispatcher).parent_path();
   const std::string includes =
       fmt::format("-I{0} -I{1} -Wa,-I{1}", shellQuote(runtimePaths("native").includeDir),
                   shellQuote(dir.string()));
-  std::string objects;
-  for (size_t i = 0; i < targets.size(); ++i) {
-    const Target& target = targets[i];
-    const std::string& source = files[i + 1].sourcePath;
-    const std::string base = (dir / files[i + 1].emitted.baseName).string();
+  // Every file under a name of this process's until it is complete:
+  // concurrent builds of one library race to the renames only.
+  const std::string mine = fmt::format(".tmp{}", getpid());
+  fs::path stem = output;
+  stem.replace_extension();
+  std::vector<std::pair<std::string, std::string>> objects;  // this process's, the kept name
+  std::string inputs;
+  for (size_t i = 0; i < builds.size(); ++i) {
+    const Target& target = builds[i].target;
+    const std::string object = stem.string() + "." + target.name + ".o";
+    const std::string compiled = object + mine + ".c.o", linked = object + mine + ".r.o";
     progress(options, fmt::format("building the {} build", target.name));
-    runBuildStep(fmt::format("{} -fno-gnu-unique {} -c {} -o {}", generatedCodeFlags(target.name),
-                             includes, shellQuote(source), shellQuote(base + ".o")));
+    runBuildStep(fmt::format("{} -fno-gnu-unique {} -c {} -o {}",
+                             generatedCodeFlags(target.name, optLevel), includes,
+                             shellQuote(builds[i].source), shellQuote(compiled)));
     // One object of the build and its runtime, then everything but its
     // table made local and its COMDAT groups dissolved, so that the linker
     // never merges one build's copy of a function into another's.
-    runBuildStep(fmt::format("ld -r -o {} {} {}", shellQuote(base + ".linked.o"),
-                             shellQuote(base + ".o"),
-                             shellQuote(runtimePaths(target.name).library)));
+    runBuildStep(fmt::format("ld -r -o {} {} {}", shellQuote(linked), shellQuote(compiled),
+                             shellQuote(runtimes[i])));
     runBuildStep(fmt::format("objcopy -R .group --keep-global-symbol={}_api {} {}",
-                             files[i + 1].emitted.baseName, shellQuote(base + ".linked.o"),
-                             shellQuote(base + ".build.o")));
-    objects += ' ';
-    objects += shellQuote(base + ".build.o");
+                             fs::path(builds[i].source).stem().string(), shellQuote(linked),
+                             shellQuote(object + mine)));
+    std::error_code ignored;
+    fs::remove(compiled, ignored);
+    fs::remove(linked, ignored);
+    objects.emplace_back(object + mine, object);
+    inputs += ' ' + shellQuote(object + mine);
   }
   // The dispatcher runs before any build is chosen: compiled for the
   // family's baseline, with the lowest target's runtime for the public
   // parts (errors, the CPU check, the choice), which are baseline code too.
-  const Target& lowest = targets.back();  // any would do: that part is baseline code
-  const fs::path temporary = output + fmt::format(".tmp{}", getpid());
-  runBuildStep(fmt::format("{} -std=c++20 -O2 -fPIC -Wall -Wextra -shared {} {}{} {} {} -o {}",
-                           lowest.compiler(), includes, shellQuote(files.front().sourcePath),
-                           objects, shellQuote(runtimePaths(lowest.name).library),
-                           runtimeLinkLibraries(lowest.name), shellQuote(temporary.string())));
-  fs::rename(temporary, output);
+  const Target& lowest = builds.back().target;
+  runBuildStep(fmt::format("{} -std=c++20 -O{} -fPIC -Wall -Wextra -shared {} {}{} {} {} -o {}",
+                           lowest.compiler(), optLevel, includes, shellQuote(dispatcher), inputs,
+                           shellQuote(runtimes.back()), runtimeLinkLibraries(lowest.name),
+                           shellQuote(output + mine)));
+  for (const auto& [temporary, kept] : objects) fs::rename(temporary, kept);
+  fs::rename(output + mine, output);
 }
 
 }  // namespace cgc::driver

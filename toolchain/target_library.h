@@ -2,10 +2,11 @@
 // cgc_add_graph(... TARGET a b c)): the model compiled once per target, each
 // build with its own C prefix (<prefix>_<target>) and namespace, plus a
 // dispatcher (codegen/emit_dispatcher.cpp) whose create() runs the best build
-// the CPU has. For cgc run, the shared library made of them: each build is
-// linked with its own target's runtime into one relocatable object in which
-// everything but its <prefix>_api table is made local, so that the builds'
-// runtimes (the same symbols, compiled for different CPUs) never meet.
+// the CPU has. For cgc run and cgc build, the shared library made of them:
+// each build is linked with its own target's runtime into one relocatable
+// object in which everything but its <prefix>_api table is made local, so
+// that the builds' runtimes (the same symbols, compiled for different CPUs)
+// never meet.
 #pragma once
 
 #include <string>
@@ -43,9 +44,23 @@ TargetLibrary emitTargetLibrary(const CompileOptions& options);
 std::vector<WrittenFiles> writeTargetLibrary(TargetLibrary library, const std::string& outDir,
                                              const CompileOptions& options);
 
-/// Builds the written library into the shared library `output` (cgc run).
-/// `targets` and `files` as emitTargetLibrary and writeTargetLibrary gave them.
-void buildTargetLibrary(const std::vector<Target>& targets, const std::vector<WrittenFiles>& files,
-                        const std::string& output, const CompileOptions& options);
+/// One build of a library for several targets: its target and its
+/// generated NAME_<target>.cpp.
+struct TargetSource {
+  Target target;
+  std::string source;
+};
+
+/// Links a written library for several targets (the dispatcher's source and
+/// its builds, best first) into the shared library `output` (cgc run, cgc
+/// build): each build compiled with its target's flags at -O`optLevel` and
+/// linked with its target's runtime into one object, OUTPUT_STEM.<target>.o
+/// beside `output` (kept: every symbol in it local but the build's _api
+/// table), then the dispatcher, compiled for the family's baseline, and
+/// those objects into `output`. CompileError when the targets are of
+/// another processor family than this machine's or a target's runtime is
+/// not installed, before anything is built.
+void linkTargetLibrary(const std::string& dispatcher, const std::vector<TargetSource>& builds,
+                       const std::string& output, int optLevel, const CompileOptions& options);
 
 }  // namespace cgc::driver

@@ -18,13 +18,21 @@ from .errors import CompileError, Error, InternalError, RunError
 from . import _cgc
 from .model import Model, TensorInfo
 
-__all__ = ["compile", "load", "inspect", "tune", "calibrate", "cache_directory", "Model", "TensorInfo",
-           "Error", "CompileError", "InternalError", "RunError"]
+__all__ = ["compile", "load", "inspect", "tune", "calibrate", "cache_directory", "runtime_paths",
+           "Model", "TensorInfo", "Error", "CompileError", "InternalError", "RunError"]
 
 
 def cache_directory():
     """Where compiled models are cached (shared with ``cgc run``)."""
     return _cgc.cache_directory()
+
+
+def runtime_paths(target="native"):
+    """(include_dir, library): the runtime's headers and its library for
+    `target` that this package builds models with (``cgc config``'s): the
+    wheel's own, in the package directory, or the install's, or the build
+    tree's."""
+    return _cgc.runtime_paths(str(target))
 
 
 def compile(model, shapes=None, constants=None, target="native", executors=0, threads=0,

@@ -88,7 +88,7 @@ std::unique_ptr<Model> compile(driver::CompileOptions options) {
 /// model the library holds (CompileError when it holds none or several).
 std::string prefixIn(const std::string& library, std::string name) {
   if (name.empty()) {
-    void* handle = dlopen(library.c_str(), RTLD_LAZY | RTLD_LOCAL);
+    void* handle = dlopen(std::filesystem::absolute(library).c_str(), RTLD_LAZY | RTLD_LOCAL);
     if (!handle) throw CompileError(fmt::format("cgc: error: cannot load {}", dlerror()));
     const std::vector<std::string> models = driver::modelsInLibrary(handle, library);
     dlclose(handle);
@@ -164,6 +164,13 @@ PYBIND11_MODULE(_cgc, module) {
   py::register_exception_translator(&translateErrors);
   bindModel(module);
   module.def("cache_directory", &cgc::driver::cacheDirectory);
+  module.def(
+      "runtime_paths",
+      [](const std::string& target) {
+        const cgc::driver::RuntimePaths paths = cgc::driver::runtimePaths(target);
+        return py::make_tuple(paths.includeDir, paths.library);
+      },
+      py::arg("target"));
   module.def("numpy_dtype", &numpyDtype, py::arg("onnx_type"));
   module.def(
       "compile",
