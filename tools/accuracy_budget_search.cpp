@@ -100,6 +100,7 @@ BudgetSearch searchBudget(const std::vector<std::string>& layers, double maxErro
     if (search.met(out.floatAlone.at(order.front()))) {  // its layer alone is enough
       out.floatLayers = joined(kept, order, 1);
       out.error = out.floatAlone.at(order.front());
+      out.trials.push_back({out.floatLayers, out.error});
       out.met = true;
       return out;
     }

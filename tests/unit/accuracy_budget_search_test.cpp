@@ -54,7 +54,8 @@ TEST_CASE("layers are ranked by the budget's metric, not by the relative error")
   CHECK(s.met);
   CHECK(s.floatLayers == Layers{"c"});
   CHECK(s.ranking.front() == "c");
-  CHECK(m.calls == 3);  // each layer alone, then nothing more
+  CHECK(m.calls == 3);          // each layer alone, then nothing more
+  CHECK(s.trials.size() == 2);  // all int8, then c's measurement alone
   CHECK(s.floatAlone.at("a").relative == Approx(0.1));
 }
 
