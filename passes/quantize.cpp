@@ -161,7 +161,7 @@ class Quantizer {
   void select();
   void pruneMoves(const std::vector<int>& order, std::vector<bool>& int8Node);
   bool feedsInt8(int v, const std::vector<bool>& int8Node) const;
-  void unroundUnread(const std::vector<bool>& int8Node);
+  void keepUnreadOutputsFloat(const std::vector<bool>& int8Node);
   std::pair<float, int32_t> activationParams(std::pair<float, float> range) const;
   void insertPair(int v, std::pair<float, int32_t> params);
   double quantizeWeights(int id, float xScale);
@@ -215,7 +215,7 @@ void Quantizer::select() {
     }
   }
   pruneMoves(order, int8Node);
-  unroundUnread(int8Node);
+  keepUnreadOutputsFloat(int8Node);
 }
 
 /// Keeps a move or GlobalAveragePool int8 only where an int8 node reads its
@@ -265,7 +265,7 @@ bool Quantizer::feedsInt8(int v, const std::vector<bool>& int8Node) const {
 /// output (its int32 sums dequantised): rounding it to 8 bits would only
 /// add noise, as before a Softmax that ends a sequence recogniser, or
 /// before a layer the spec keeps in float.
-void Quantizer::unroundUnread(const std::vector<bool>& int8Node) {
+void Quantizer::keepUnreadOutputsFloat(const std::vector<bool>& int8Node) {
   for (int id : sel_.products) {
     auto& [x, out] = activations_.at(id);
     if (!sel_.marked[out] || feedsInt8(out, int8Node)) continue;

@@ -53,7 +53,7 @@ class Search {
     while (held - failed > 1) {
       const size_t mid = failed + (held - failed) / 2;
       const BudgetError e = trial(joined(kept, order, mid));
-      if (e.budget <= maxError_)
+      if (met(e))
         held = mid, heldError = e;
       else
         failed = mid;
@@ -72,12 +72,12 @@ class Search {
   BudgetSearch& out_;
 };
 
-}  // namespace
-
 /// How much `after` improves on `before`, in both metrics.
 BudgetError gain(const BudgetError& before, const BudgetError& after) {
   return {before.budget - after.budget, before.relative - after.relative};
 }
+
+}  // namespace
 
 BudgetSearch searchBudget(const std::vector<std::string>& layers, double maxError,
                           const BudgetError& allInt8, const MeasureFloat& measure,
