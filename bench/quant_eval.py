@@ -44,10 +44,13 @@ build tree):
       --model resnet50|mobilenet_v2|ocr_rec|resnet50_bnfit|mobilenet_v2_bnfit \\
       [--method percentile|minmax|entropy] [--percentile 99.99] \\
       [--activations u8|s8] [--limit N] [--rounds 5 --runs 20] [--threads 2] \\
+      [--max-error E [--check-sets 10]] \\
       [--corpus bench/corpus] [--data bench/quant_data] [--cgc build/cgc] \\
       [--int8-as-float]
 Data first: bench/quant_data.py, and bench/ptq_torch.py [--bnfit] for the
-torch-int8 column (and the _bnfit models). ocr_rec at another input width
+torch-int8 column (and the _bnfit models). --max-error compiles cgc int8
+with its accuracy budget, the last --check-sets evaluation sets as its check
+inputs (left out of the evaluation). ocr_rec at another input width
 (at 320 most 10-40 character lines are squeezed, which costs the float model
 itself a quarter of its lines): bench/quant_data.py --out bench/quant_data/w640
 --only ocr --ocr-width 640, then --data bench/quant_data/w640 (the report is
@@ -211,7 +214,7 @@ def compile_float(cgc, spec, threads):
 
 
 def compile_int8(cgc, spec, threads, calibration, method, activations, percentile, report,
-                 stand_in):
+                 stand_in, max_error=0.0, check_dirs=()):
     if stand_in:
         # PLUMBING TEST ONLY (--int8-as-float): the float model in the int8
         # model's place; every int8 number of the report is then float's.
@@ -226,6 +229,8 @@ def compile_int8(cgc, spec, threads, calibration, method, activations, percentil
         options["activations"] = activations
     if percentile is not None:
         options["percentile"] = percentile
+    if max_error:
+        options.update(max_error=max_error, check_inputs=list(check_dirs))
     try:
         return cgc.compile(spec["float"], shapes=spec["shapes"], threads=threads, **options)
     except TypeError as error:
@@ -252,6 +257,19 @@ def cgc_times_ms(model, x, runs, warmup=1):
         model.run(copy=False)
         times.append((time.perf_counter() - start) * 1e3)
     return times
+
+
+def float_layers_line(report_path):
+    """The int8 compile's layers by precision, from cgc's report."""
+    try:
+        with open(report_path) as f:
+            layers = json.load(f)["layers"]
+    except (OSError, ValueError, KeyError):
+        return "- layers: no cgc report"
+    int8 = sum(layer["precision"] != "float" for layer in layers)
+    budget = sum(layer.get("why") == "--max-error" for layer in layers)
+    return (f"- layers: {int8} int8, {len(layers) - int8} float ({budget} returned to float by "
+            "--max-error)")
 
 
 # ------------------------------------------------------------- metrics
@@ -366,6 +384,11 @@ def main():
     parser.add_argument("--activations", choices=("u8", "s8"),
                         help="the int8 activations' type (default: cgc's)")
     parser.add_argument("--limit", type=int, default=0, help="the first N evaluation sets only")
+    parser.add_argument("--max-error", type=float, default=0.0,
+                        help="cgc's accuracy budget (--max-error) on the check sets")
+    parser.add_argument("--check-sets", type=int, default=10,
+                        help="with --max-error: the last N evaluation sets are the check inputs "
+                        "(never among those evaluated)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=20, help="timed runs per engine and round")
     parser.add_argument("--threads", type=int, default=2)
@@ -398,13 +421,16 @@ def main():
     percentile = f"{args.percentile:g}" if args.percentile is not None else ""
     out = args.out or os.path.join(
         BENCH_DIR, "results",
-        f"quant_{spec.get('tag', args.model)}_{args.method}{percentile}{activations}{suffix}.md")
+        f"quant_{spec.get('tag', args.model)}_{args.method}{percentile}{activations}"
+        f"{f'_budget{args.max_error:g}' if args.max_error else ''}{suffix}.md")
     quantize_report = os.path.splitext(out)[0] + ".cgc.json"
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     load_before = os.getloadavg()
 
     calib_dirs = set_dirs(os.path.join(spec["data"], "calib"))
-    eval_dirs = set_dirs(os.path.join(spec["data"], "eval"), args.limit)
+    all_eval = set_dirs(os.path.join(spec["data"], "eval"))
+    check_dirs = all_eval[-args.check_sets:] if args.max_error else []
+    eval_dirs = all_eval[:min(args.limit or len(all_eval), len(all_eval) - len(check_dirs))]
     xs, input_name = load_sets(eval_dirs)
     calibration, calibrate_s = calibrate(cgc_binary, spec, calib_dirs, args.data)
 
@@ -414,7 +440,7 @@ def main():
     start = time.time()
     models["cgc int8"] = compile_int8(cgc, spec, args.threads, calibration, args.method,
                                       args.activations, args.percentile, quantize_report,
-                                      args.int8_as_float)
+                                      args.int8_as_float, args.max_error, check_dirs)
     compile_s["cgc int8"] = time.time() - start
     ort = {"ORT float": OrtModel(spec["float"], args.threads)}
     if torch_int8:
@@ -451,6 +477,8 @@ def main():
     # ---------------------------------------------------------- the table
     stand_in = " (FLOAT STAND-IN: --int8-as-float, no quantisation)" if args.int8_as_float else ""
     method = args.method + (f" {args.percentile}" if args.percentile is not None else "")
+    if args.max_error:
+        method += f", --max-error {args.max_error:g} on {len(check_dirs)} check sets"
     lines = [f"# int8 evaluation: {args.model}, method {method}"
              f"{', activations ' + args.activations if args.activations else ''}{stand_in}", ""]
     if args.int8_as_float:
@@ -468,6 +496,7 @@ def main():
               f"compile (or cache load): float {compile_s['cgc float']:.1f} s, "
               f"int8 {compile_s['cgc int8']:.1f} s"
               + ("" if args.int8_as_float else f"; cgc's quantisation report: `{os.path.relpath(quantize_report, REPO_DIR)}`"),
+              *([float_layers_line(quantize_report)] if not args.int8_as_float else []),
               f"- date: {time.strftime('%Y-%m-%d %H:%M')}", ""]
 
     if spec["kind"] == "image":

@@ -10,7 +10,10 @@
 //     it feeds) get a QuantizeLinear and DequantizeLinear pair with
 //     per-tensor params from their calibrated range; the activation
 //     written stays float where it reaches a graph output (its rounding
-//     would reach it undamped: a classifier's logits);
+//     would reach it undamped: a classifier's logits) and where no int8
+//     op reads it, directly or through elementwise steps that
+//     fuse-quantized makes a lookup table (a recogniser's logits before
+//     its Softmax; the input of a layer kept in float);
 //   - Add of two such activations (absorbed into the product before it or
 //     QLinearAdd), GlobalAveragePool, and MaxPool, Reshape, Transpose and
 //     Concat (which only move values: their inputs and output share one
@@ -156,7 +159,9 @@ class Quantizer {
   bool hasRange(int v) const { return spec_.ranges.count(g_.value(v).name) > 0; }
 
   void select();
-  void pruneMoves(const std::vector<int>& order, const std::vector<bool>& int8Node);
+  void pruneMoves(const std::vector<int>& order, std::vector<bool>& int8Node);
+  bool feedsInt8(int v, const std::vector<bool>& int8Node) const;
+  void keepUnreadOutputsFloat(const std::vector<bool>& int8Node);
   std::pair<float, int32_t> activationParams(std::pair<float, float> range) const;
   void insertPair(int v, std::pair<float, int32_t> params);
   double quantizeWeights(int id, float xScale);
@@ -210,13 +215,14 @@ void Quantizer::select() {
     }
   }
   pruneMoves(order, int8Node);
+  keepUnreadOutputsFloat(int8Node);
 }
 
 /// Keeps a move or GlobalAveragePool int8 only where an int8 node reads its
 /// output (else its Q/DQ pair is work for nothing), and joins each kept
 /// move's values into one group.
-void Quantizer::pruneMoves(const std::vector<int>& order, const std::vector<bool>& int8Node) {
-  std::vector<bool> kept = int8Node;
+void Quantizer::pruneMoves(const std::vector<int>& order, std::vector<bool>& kept) {
+  const std::vector<bool> int8Node = kept;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const Node& n = g_.node(*it);
     if (!int8Node[*it] || (!isMove(n.op) && n.op != "GlobalAveragePool")) continue;
@@ -229,6 +235,42 @@ void Quantizer::pruneMoves(const std::vector<int>& order, const std::vector<bool
     if (!isMove(n.op)) continue;
     const size_t data = n.op == "Concat" ? n.inputs.size() : 1;
     for (size_t i = 0; i < data; ++i) sel_.parent[sel_.find(n.inputs[i])] = sel_.find(n.outputs[0]);
+  }
+}
+
+/// Whether an int8 node reads v, directly or through elementwise ops of v
+/// and scalars that end in a value that becomes int8 (fuse-quantized's
+/// lookup table).
+bool Quantizer::feedsInt8(int v, const std::vector<bool>& int8Node) const {
+  const ir::TensorType& type = g_.value(v).type;
+  std::vector<int> chain = {v};
+  auto inChain = [&](int in) {
+    return std::find(chain.begin(), chain.end(), in) != chain.end() ||
+           (in >= 0 && g_.value(in).isConstant() && g_.value(in).type.numElements() == 1);
+  };
+  for (size_t i = 0; i < chain.size(); ++i)
+    for (int r : g_.consumers(chain[i])) {
+      if (int8Node[r]) return true;
+      const Node& n = g_.node(r);
+      if (n.outputs.size() != 1 || !(g_.value(n.outputs[0]).type == type) ||
+          !std::all_of(n.inputs.begin(), n.inputs.end(), inChain))
+        continue;
+      if (sel_.marked[n.outputs[0]]) return true;
+      if (!inChain(n.outputs[0])) chain.push_back(n.outputs[0]);
+    }
+  return false;
+}
+
+/// A product whose int8 output no int8 node would read keeps a float
+/// output (its int32 sums dequantised): rounding it to 8 bits would only
+/// add noise, as before a Softmax that ends a sequence recogniser, or
+/// before a layer the spec keeps in float.
+void Quantizer::keepUnreadOutputsFloat(const std::vector<bool>& int8Node) {
+  for (int id : sel_.products) {
+    auto& [x, out] = activations_.at(id);
+    if (!sel_.marked[out] || feedsInt8(out, int8Node)) continue;
+    sel_.marked[out] = false;
+    out = g_.node(id).outputs[0];
   }
 }
 

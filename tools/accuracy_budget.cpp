@@ -17,6 +17,7 @@
 #include "compiler/commands.h"
 #include "ir/conventions.h"
 #include "toolchain/build_cache.h"
+#include "tools/accuracy_budget_search.h"
 
 namespace cgc::quant {
 namespace {
@@ -92,14 +93,48 @@ std::vector<OutputError> compare(const Trial& reference, const Trial& trial) {
   return errors;
 }
 
-/// The largest of the outputs' errors: by default what the budget bounds
-/// (OutputError::worst); `relativeOnly`, the relative error, which ranks
-/// the layers (it moves with every layer, where a classifier's top-1
-/// agreement on a few check inputs often does not).
-double worstOf(const std::vector<OutputError>& errors, bool relativeOnly = false) {
-  double worst = 0;
-  for (const auto& e : errors) worst = std::max(worst, relativeOnly ? e.relative : e.worst());
+/// The largest of the outputs' errors: what the budget bounds
+/// (OutputError::worst) and the relative error.
+BudgetError worstOf(const std::vector<OutputError>& errors) {
+  BudgetError worst;
+  for (const auto& e : errors)
+    worst.budget = std::max(worst.budget, e.worst()),
+    worst.relative = std::max(worst.relative, e.relative);
   return worst;
+}
+
+/// What the budget measures on one output, for the report and messages.
+const char* metricName(const OutputError& e) {
+  return e.top1 < 0 ? "relative error" : "top-1 disagreement";
+}
+
+/// The metric the budget bounds over all outputs.
+std::string metricOf(const std::vector<OutputError>& errors) {
+  const auto classifiers =
+      std::count_if(errors.begin(), errors.end(), [](const auto& e) { return e.top1 >= 0; });
+  if (classifiers == 0) return "relative error";
+  if (classifiers == static_cast<std::ptrdiff_t>(errors.size())) return "top-1 disagreement";
+  return "top-1 disagreement (classifier-shaped outputs), relative error (others)";
+}
+
+/// The output of the largest budget error.
+const OutputError* worstOutput(const std::vector<OutputError>& errors) {
+  const auto it = std::max_element(errors.begin(), errors.end(), [](const auto& a, const auto& b) {
+    return a.worst() < b.worst();
+  });
+  return it == errors.end() ? nullptr : &*it;
+}
+
+/// "top-1 disagreement 0.012 (budget 0.02), relative error 0.31 (output
+/// 'y')": the budget's metric on the worst output first.
+std::string describeError(const std::vector<OutputError>& errors, double maxError) {
+  const OutputError* worst = worstOutput(errors);
+  if (!worst) return "no outputs";
+  const std::string budget = maxError > 0 ? fmt::format(" (budget {:g})", maxError) : "";
+  const BudgetError all = worstOf(errors);
+  std::string text = fmt::format("{} {:.4g}{}", metricName(*worst), all.budget, budget);
+  if (worst->top1 >= 0) text += fmt::format(", relative error {:.4g}", all.relative);
+  return text + fmt::format(" (output '{}')", worst->name);
 }
 
 /// Relative rounding and clipping noise of quantising a tensor with these
@@ -151,11 +186,6 @@ std::vector<std::pair<std::string, double>> rankLayers(
   return ranked;
 }
 
-struct Step {
-  int floatLayers;
-  double worst;
-};
-
 /// Median milliseconds of float and int8, rounds alternating, and the
 /// rounds' range of the ratio.
 nlohmann::ordered_json measureSpeed(Trial& floatModel, Trial& int8Model,
@@ -197,10 +227,8 @@ nlohmann::ordered_json measureSpeed(Trial& floatModel, Trial& int8Model,
 namespace {
 
 struct Outcome {
-  std::vector<std::pair<std::string, double>> ranking;  // most sensitive first
-  std::map<std::string, double> floatAlone;  // the worst relative error with the layer alone float
-  std::vector<std::string> reverted;
-  std::vector<Step> steps;
+  std::vector<std::pair<std::string, double>> analytic;  // the estimated noise, most first
+  BudgetSearch search;  // its floatLayers: those the budget returned to float
   std::vector<OutputError> errors;
   nlohmann::ordered_json speed;
 };
@@ -209,8 +237,10 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
                                   const CompiledModel& model, const Outcome& out) {
   const std::set<std::string> user(options.quantize.keepFloat.begin(),
                                    options.quantize.keepFloat.end());
-  const std::set<std::string> reverted(out.reverted.begin(), out.reverted.end());
-  const std::map<std::string, double> sensitivity(out.ranking.begin(), out.ranking.end());
+  const auto& alone = out.search.floatAlone;
+  const std::set<std::string> reverted(out.search.floatLayers.begin(),
+                                       out.search.floatLayers.end());
+  const std::map<std::string, double> sensitivity(out.analytic.begin(), out.analytic.end());
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
   for (int id : model.graph.liveNodes()) {
     const ir::Node& n = model.graph.node(id);
@@ -235,8 +265,9 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
                        : "not quantised (no calibrated range or no constant weights)";
     if (auto it = sensitivity.find(n.name); it != sensitivity.end())
       row["sensitivity"] = it->second;
-    if (auto it = out.floatAlone.find(n.name); it != out.floatAlone.end())
-      row["error_float_alone"] = it->second;
+    if (auto it = alone.find(n.name); it != alone.end())
+      row["error_float_alone"] = it->second.budget,
+      row["relative_error_float_alone"] = it->second.relative;
     layers.push_back(row);
   }
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
@@ -249,18 +280,24 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
                        {"zero_point", t.zeroPoint}});
   nlohmann::ordered_json outputs = nlohmann::ordered_json::array();
   for (const auto& e : out.errors) {
-    nlohmann::ordered_json row = {{"name", e.name}, {"relative_error", e.relative}};
+    nlohmann::ordered_json row = {{"name", e.name},
+                                  {"metric", metricName(e)},
+                                  {"error", e.worst()},
+                                  {"relative_error", e.relative}};
     if (e.top1 >= 0) row["top1_agreement"] = e.top1;
     outputs.push_back(row);
   }
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-  for (const auto& s : out.steps)
-    steps.push_back({{"float_layers", s.floatLayers}, {"worst_error", s.worst}});
+  for (const auto& t : out.search.trials)
+    steps.push_back({{"float_layers", t.floatLayers.size()},
+                     {"worst_error", t.error.budget},
+                     {"worst_relative_error", t.error.relative}});
   return {{"model", options.modelPath},
           {"calibration", options.quantize.calibration},
           {"method", options.quantize.method},
           {"activations", options.quantize.weightsOnly ? "float" : options.quantize.activations},
           {"max_error", budget.maxError > 0 ? nlohmann::ordered_json(budget.maxError) : nullptr},
+          {"metric", metricOf(out.errors)},
           {"check_inputs", budget.checkInputs.size()},
           {"layers", layers},
           {"outputs", outputs},
@@ -279,8 +316,8 @@ std::string reportText(const nlohmann::ordered_json& r) {
                 "cgc quantisation report: {}\ncalibration {}, method {}, activations {}\n\n",
                 r["model"].get<std::string>(), calibration, r["method"].get<std::string>(),
                 r["activations"].get<std::string>());
-  // sensitivity: the analytic noise estimate; error float alone: measured
-  // (--max-error), the worst relative error with the layer alone in float.
+  // sensitivity: the analytic noise estimate; float alone: measured
+  // (--max-error), the budget's metric with the layer alone in float.
   auto number = [](const nlohmann::ordered_json& l, const char* key) {
     return l.contains(key) ? fmt::format("{:.3g}", l[key].get<double>()) : std::string("-");
   };
@@ -294,18 +331,21 @@ std::string reportText(const nlohmann::ordered_json& r) {
                     number(l, "error_float_alone"), l.value("why", ""));
   if (!r["outputs"].empty()) {
     text += fmt::format(
-        "\noutputs against the float model on {} check input(s):\n{:<30} {:>15} {:>16}\n",
-        r["check_inputs"].get<size_t>(), "output", "relative error", "top-1 agreement");
+        "\noutputs against the float model on {} check input(s):\n{:<30} {:<19} {:>8} {:>15} "
+        "{:>16}\n",
+        r["check_inputs"].get<size_t>(), "output", "budget metric", "error", "relative error",
+        "top-1 agreement");
     for (const auto& o : r["outputs"])
-      text += fmt::format("{:<30} {:>15.3g} {:>16}\n", o["name"].get<std::string>(),
+      text += fmt::format("{:<30} {:<19} {:>8.3g} {:>15.3g} {:>16}\n", o["name"].get<std::string>(),
+                          o["metric"].get<std::string>(), o["error"].get<double>(),
                           o["relative_error"].get<double>(),
                           o.contains("top1_agreement")
                               ? fmt::format("{:.2f}%", 100 * o["top1_agreement"].get<double>())
                               : "-");
   }
   if (!r["max_error"].is_null()) {
-    text += fmt::format("\nbudget --max-error {}; trials (layers in float: worst error):",
-                        r["max_error"].get<double>());
+    text += fmt::format("\nbudget --max-error {} on the {}; trials (layers in float: error):",
+                        r["max_error"].get<double>(), r["metric"].get<std::string>());
     for (const auto& s : r["trials"])
       text +=
           fmt::format(" {}: {:.3g};", s["float_layers"].get<int>(), s["worst_error"].get<double>());
@@ -332,33 +372,41 @@ void writeReport(const std::string& path, const nlohmann::ordered_json& report) 
   if (!out) userError({path, "", ""}, "--quantize-report: cannot write the report");
 }
 
-std::string worstOutput(const std::vector<OutputError>& errors) {
-  const auto it = std::max_element(errors.begin(), errors.end(), [](const auto& a, const auto& b) {
-    return a.worst() < b.worst();
-  });
-  return it == errors.end() ? "" : it->name;
-}
-
-/// Measures each int8 layer's sensitivity: the model compiled with that
-/// layer alone in float, its outputs' worst relative error on the check
-/// inputs. Ranks the layers by it, the lowest error (the layer whose
-/// rounding costs the most) first; the analytic order breaks ties.
-void measureRanking(const CompileOptions& base, const CompileOptions& options,
-                    const Trial& reference, Outcome& out) {
-  const auto& dirs = options.quantize.checkInputs;
-  size_t done = 0;
-  for (const auto& [name, analytic] : out.ranking) {
-    CompileOptions one = base;
-    one.quantize.keepFloat.push_back(name);
-    const double error = worstOf(compare(reference, runTrial(one, dirs)), true);
-    out.floatAlone[name] = error;
-    driver::progress(options, fmt::format("quantize: layer {}/{} alone in float: worst relative "
-                                          "error {:.4g} ({})",
-                                          ++done, out.ranking.size(), error, name));
-  }
-  std::stable_sort(out.ranking.begin(), out.ranking.end(), [&](const auto& a, const auto& b) {
-    return out.floatAlone.at(a.first) < out.floatAlone.at(b.first);
-  });
+/// The budget's search (tools/accuracy_budget_search.h) over trials that
+/// compile, build and run the model on the check inputs; `trial` ends as
+/// the model of the layers it returns to float, `out` with its errors.
+/// CompileError (after the report) where the budget cannot be met.
+void search(const CompileOptions& options, const CompileOptions& base, const Trial& reference,
+            Trial& trial, Outcome& out) {
+  const QuantizeOptions& budget = options.quantize;
+  std::vector<std::string> layers;
+  for (const auto& [name, noise] : out.analytic) layers.push_back(name);
+  std::vector<std::string> lastLayers;
+  auto measure = [&](const std::vector<std::string>& floatLayers) {
+    CompileOptions next = base;
+    next.quantize.keepFloat.insert(next.quantize.keepFloat.end(), floatLayers.begin(),
+                                   floatLayers.end());
+    trial = runTrial(next, budget.checkInputs);
+    out.errors = compare(reference, trial);
+    lastLayers = floatLayers;
+    return worstOf(out.errors);
+  };
+  auto progress = [&](const std::string& what, const BudgetTrial& t) {
+    driver::progress(
+        options, fmt::format("quantize: {}: {} layer(s) in float{}: {}", what, t.floatLayers.size(),
+                             t.floatLayers.size() == 1 ? " ('" + t.floatLayers[0] + "')" : "",
+                             describeError(out.errors, budget.maxError)));
+  };
+  out.search = searchBudget(layers, budget.maxError, worstOf(out.errors), measure, progress);
+  if (lastLayers != out.search.floatLayers) measure(out.search.floatLayers);
+  if (out.search.met) return;
+  if (!budget.report.empty())
+    writeReport(budget.report, reportJson(options, budget, trial.model, out));
+  throw CompileError(fmt::format(
+      "{}: error: --max-error {} cannot be met: with {} of {} int8 layers returned to float "
+      "the worst {}",
+      options.modelPath, budget.maxError, out.search.floatLayers.size(), layers.size(),
+      describeError(out.errors, budget.maxError)));
 }
 
 }  // namespace
@@ -393,76 +441,26 @@ CompileOptions applyBudget(const CompileOptions& options) {
   Trial reference = dirs.empty() ? Trial{} : runTrial(floatOptions, dirs);
   Trial trial = runTrial(base, dirs);
   Outcome out;
-  out.ranking = rankLayers(trial.model, stats);
+  out.analytic = rankLayers(trial.model, stats);
   out.errors = dirs.empty() ? std::vector<OutputError>{} : compare(reference, trial);
-  auto note = [&](const char* what) {
-    out.steps.push_back({static_cast<int>(out.reverted.size()), worstOf(out.errors)});
-    driver::progress(
-        options,
-        fmt::format("quantize: {}: {} layer(s) returned to float, worst error {:.4g} (output '{}')",
-                    what, out.reverted.size(), out.steps.back().worst, worstOutput(out.errors)));
-  };
-  if (!dirs.empty()) note("all int8");
-  auto revertFirst = [&](size_t count) {
-    out.reverted.clear();
-    for (size_t i = 0; i < count; ++i) out.reverted.push_back(out.ranking[i].first);
-  };
-  // The first `count` layers of the ranking in float: a trial, noted.
-  auto tryCount = [&](size_t count) {
-    revertFirst(count);
-    CompileOptions next = base;
-    next.quantize.keepFloat.insert(next.quantize.keepFloat.end(), out.reverted.begin(),
-                                   out.reverted.end());
-    trial = runTrial(next, dirs);
-    out.errors = compare(reference, trial);
-    note("trial");
-    return worstOf(out.errors) <= budget.maxError;
-  };
-  if (budget.maxError > 0 && worstOf(out.errors) > budget.maxError) {
-    measureRanking(base, options, reference, out);
-    // Double the count until the budget holds (at least one layer stays
-    // int8), then bisect between the last count that failed and it.
-    const size_t most = out.ranking.size() - 1;
-    size_t failed = 0, held = 0;
-    for (size_t n = 1; held == 0 && n <= most && failed < most; n = std::min(n * 2, most))
-      (tryCount(n) ? held : failed) = n;
-    if (held == 0) {
-      if (!budget.report.empty())
-        writeReport(budget.report, reportJson(options, budget, trial.model, out));
-      throw CompileError(fmt::format(
-          "{}: error: --max-error {} cannot be met: with {} of {} int8 layers returned to float "
-          "the worst error is {:.4g} (output '{}')",
-          options.modelPath, budget.maxError, out.reverted.size(), out.ranking.size(),
-          worstOf(out.errors), worstOutput(out.errors)));
-    }
-    Trial heldTrial = std::move(trial);
-    std::vector<OutputError> heldErrors = out.errors;
-    while (held - failed > 1) {
-      const size_t mid = failed + (held - failed) / 2;
-      if (!tryCount(mid)) {
-        failed = mid;
-        continue;
-      }
-      held = mid;
-      heldTrial = std::move(trial);
-      heldErrors = out.errors;
-    }
-    trial = std::move(heldTrial);
-    out.errors = heldErrors;
-    revertFirst(held);
+  if (!dirs.empty()) {
+    out.search.trials.push_back({{}, worstOf(out.errors)});
+    driver::progress(options, "quantize: all int8: " + describeError(out.errors, budget.maxError));
   }
+  if (budget.maxError > 0 && worstOf(out.errors).budget > budget.maxError)
+    search(options, base, reference, trial, out);
   if (!dirs.empty()) out.speed = measureSpeed(reference, trial, options, budget);
   if (!dirs.empty() && out.speed["speedup"].get<double>() < 1)
-    driver::progress(
-        options,
-        fmt::format("note: with {} of {} layers in float the quantised model runs "
-                    "{:.2f}x as fast as the float one: the float model is faster",
-                    out.reverted.size(), out.ranking.size(), out.speed["speedup"].get<double>()));
+    driver::progress(options,
+                     fmt::format("note: with {} of {} layers in float the quantised model runs "
+                                 "{:.2f}x as fast as the float one: the float model is faster",
+                                 out.search.floatLayers.size(), out.analytic.size(),
+                                 out.speed["speedup"].get<double>()));
   if (!budget.report.empty())
     writeReport(budget.report, reportJson(options, budget, trial.model, out));
   CompileOptions result = options;
-  result.quantize.keepFloat.insert(result.quantize.keepFloat.end(), out.reverted.begin(),
-                                   out.reverted.end());
+  result.quantize.keepFloat.insert(result.quantize.keepFloat.end(), out.search.floatLayers.begin(),
+                                   out.search.floatLayers.end());
   result.quantizeSpec = base.quantizeSpec;
   return result;
 }

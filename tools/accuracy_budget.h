@@ -1,22 +1,24 @@
 // --max-error: the accuracy budget of --quantize int8. The quantised model's
 // outputs are measured against the float model's on held-out inputs
-// (--check-inputs); while an output's relative error (|q - f| / |f| over
-// all its values and inputs) or, for a classifier-shaped output (rank 2 or
-// 3, float, its last dimension the largest), instead the share of rows
-// whose top-1 class differs exceeds the budget, the most sensitive int8
-// layers return to float: 1, 2, 4, ... of them, then a bisection between
-// the last count that failed and the first that held, ranked by
-// measurement (the outputs' relative error with each layer alone in float:
-// one trial a layer) with ties in the order of the quantisation noise of
-// their activations (from the calibration histograms) and weights. It fails,
-// naming the budget and the error it reached, when even all-float layers
-// do not meet it. The report (--quantize-report FILE.json, with a readable
-// table in FILE.txt) gives each layer's precision and why, each output's
-// error, the activations' ranges and params, the trials, and the speed of
-// the float and the int8 model. With --weights-only the layers are the
-// products on int8 weights (no calibration: measurement alone ranks them),
-// and a classifier-shaped output's top-1 agreement is a decoder's greedy
-// tokens agreeing with float.
+// (--check-inputs). The budget bounds one metric per output: for a
+// classifier-shaped output (rank 2 or 3, float, its last dimension the
+// largest) the top-1 disagreement (the share of rows whose top-1 class
+// differs), for any other the relative error (|q - f| / |f| over all its
+// values and inputs). While the worst exceeds the budget, int8 layers
+// return to float as the search of accuracy_budget_search.h chooses them:
+// ranked by that same metric measured with each layer alone in float (ties
+// by the relative error, then by the quantisation noise of their
+// activations, from the calibration histograms, and weights), added in
+// growing batches, measured again where effects do not add. It fails,
+// naming the budget, the metric and the error it reached, when even all
+// layers but one in float do not meet it. The report (--quantize-report
+// FILE.json, with a readable table in FILE.txt) names the metric and gives
+// each layer's precision and why, each output's error, the activations'
+// ranges and params, the trials, and the speed of the float and the int8
+// model. With --weights-only the layers are the products on int8 weights
+// (no calibration: measurement alone ranks them), and a classifier-shaped
+// output's top-1 agreement is a decoder's greedy tokens agreeing with
+// float.
 #pragma once
 
 #include <string>

@@ -7,7 +7,8 @@ Usage: test_quantize.py CGC WORKDIR
 
 1. Methods. An MLP (MatMul -> Relu -> MatMul -> MatMul -> Sigmoid) is
    calibrated;
-   the quantisation report's range for each quantised activation must be
+   the quantisation report's range for each quantised activation (X, h1,
+   h2; not Y, which only the Sigmoid before the output reads) must be
    numpy's: minmax from the activations numpy computes, percentile (99.9)
    within a histogram bin of np.quantile on them, entropy equal to reference.py's
    KL search (an independent numpy implementation) on the file's histogram.
@@ -22,8 +23,8 @@ Usage: test_quantize.py CGC WORKDIR
    --statistics-out) match cgc calibrate's on one set and quantise the
    same layers.
 3. --max-error below the all-int8 error returns layers to float until it
-   holds (the report names them), the most sensitive first by measurement
-   (each layer alone in float); one no layer choice can meet fails with
+   holds (the report names them and the metric), the most sensitive first
+   by measurement (each layer alone in float); one no layer choice can meet fails with
    exit 1, naming the budget. The model run after the budget's trials is
    placed (executors x threads, pinned CPUs) as the plain int8 one.
 4. Bad input: one line, exit 1, naming the file or flag.
@@ -90,7 +91,7 @@ node = helper.make_node
 graph = helper.make_graph(
     [node("MatMul", ["X", "W1"], ["mm1"]), node("Relu", ["mm1"], ["h1"]),
      node("MatMul", ["h1", "W2"], ["h2"]), node("MatMul", ["h2", "W3"], ["Y"]),
-     node("Sigmoid", ["Y"], ["Z"])], "mlp",  # a layer writing a graph output stays float
+     node("Sigmoid", ["Y"], ["Z"])], "mlp",  # no int8 op reads Y: it stays float
     [helper.make_tensor_value_info("X", TensorProto.FLOAT, [64, 16])],
     [helper.make_tensor_value_info("Z", TensorProto.FLOAT, [64, 8])],
     [numpy_helper.from_array(W1, "W1"), numpy_helper.from_array(W2, "W2"),
@@ -124,7 +125,7 @@ clipped = []
 for method in ("minmax", "percentile", "entropy"):
     report = report_of(mlp, mlp_calib, "--method", method, "--percentile", "99.9")
     ranges = {t["name"]: (t["min"], t["max"]) for t in report["tensors"]}
-    check(sorted(ranges) == ["X", "Y", "h1", "h2"], f"{method}: quantised activations {sorted(ranges)}")
+    check(sorted(ranges) == ["X", "h1", "h2"], f"{method}: quantised activations {sorted(ranges)}")
     for name, (lo, hi) in ranges.items():
         values, s = acts[name], stats[name]
         width = (s["max"] - s["min"]) / len(s["histogram"])
@@ -272,6 +273,11 @@ if r.returncode == 0:
           f"layers returned to float {reverted}, error {report['outputs'][0]} within {budget}")
     check(len(report["trials"]) >= 2 and report["trials"][0]["float_layers"] == 0,
           f"trials: {report['trials']}")
+    # [1, 10, 1] is no classifier: the budget bounds its relative error, and
+    # says so.
+    check(report["metric"] == "relative error" and
+          "quantize: all int8: relative error" in r.stderr and f"(budget {budget:g})" in r.stderr,
+          f"the metric named: {report['metric']!r}, {r.stderr!r}")
     # The ranking is measured: the layer returned first is the one whose
     # float alone leaves the smallest error (here the head, whose input's
     # rounding reaches the logits undamped).

@@ -85,6 +85,8 @@ TEST_CASE("quantize: a float CNN becomes QDQ, then int8 layers and a table") {
                 "SAME: per_axis = 1"});
     checkIr(g, {"c1_b_DequantizeLinear = DequantizeLinear(%c1_b_int32,"});
     checkIr(g, {"relu_out_QuantizeLinear = QuantizeLinear(%relu_out,"});
+    // c3's output goes to a Sigmoid and the graph output: it stays float.
+    checkIr(g, {"NOT: c3_out_QuantizeLinear"});
     int8_t largest = 0;
     for (int v = 0; v < g.numValues(); ++v)
       if (g.value(v).name == "c1_w_int8")
@@ -116,6 +118,9 @@ TEST_CASE("quantize: a node kept float, and a graph without a spec, stay as they
   passes::fuseQuantized(g, {});
   passes::eliminateDeadCode(g);
   checkIr(g, {"c1 = QLinearConv(", "c2 = Conv(", "c3 = QLinearConv("});
+  // No int8 op reads c1's output now: it is not rounded to 8 bits.
+  checkIr(g,
+          {"c1 = QLinearConv(%x_quantized,", "SAME: -> %c1_sums int32", "NOT: relu_out_quantized"});
   ir::Graph untouched = b.graph;
   CHECK_FALSE(passes::quantize(untouched, {}));
 }
