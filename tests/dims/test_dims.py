@@ -62,7 +62,7 @@ CF_SIZES = [(1, 1), (1, 7), (2, 30), (4, 64), (3, 5)]  # (batch, seq)
 DD_SIZES = [(1, 1, 1), (1, 7, 3), (2, 30, 30), (4, 64, 5), (3, 5, 2)]  # (batch, seq, k)
 RES_SIZES = [(1, 33, 47), (3, 61, 95), (2, 96, 96), (4, 32, 77), (0, 45, 50)]  # (batch, h, w)
 RES_NARROW = (1, 41, 33)  # within --dim height=32..48, width=32..48 and none of its samples
-DEC_HEADS, DEC_HEAD, DEC_POS = 2, 8, 64  # the decoder step's heads, head width, positions
+DEC_LAYERS, DEC_HEADS, DEC_HEAD, DEC_POS = 2, 2, 8, 64  # the decoder step: layers, heads, head width, positions
 DEC_PASTS = [0, 1, 37, DEC_POS - 1]  # cache lengths: empty, one, odd, the bound
 
 
@@ -153,7 +153,7 @@ class ResNetLike(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
-def Decoder(layers=2, vocab=VOCAB):
+def Decoder(layers=DEC_LAYERS, vocab=VOCAB):
     """A GPT-2-shaped decoder step (samples/generate/make_decoder.py's):
     token ids [1, 1] and each layer's cache [1, heads, past, head]."""
     return decoder_sample.Decoder(layers, DEC_HEADS, DEC_HEAD, DEC_POS, vocab)
@@ -432,9 +432,31 @@ def main():
 
     # A decoder step compiled once for every cache length, the empty one
     # too: its positions and mask computed from the cache's length at run time.
+    dec = ["--dim", f"past=0..{DEC_POS - 1}"]
     for p in DEC_PASTS:
-        run(f"decoder past={p}", ["run", os.path.join(work, "decoder.onnx"), "--quiet", "--dim",
-                                  f"past=0..{DEC_POS - 1}"] + check(f"decoder_{p}"))
+        run(f"decoder past={p}", ["run", os.path.join(work, "decoder.onnx"), "--quiet"] + dec
+            + check(f"decoder_{p}"))
+    # The same with its caches kept in place (fed and read densely through
+    # set_input and get_output): every past_k/past_v pairs with its present.
+    for p in DEC_PASTS:
+        run(f"decoder --cache-in-place past={p}",
+            ["run", os.path.join(work, "decoder.onnx"), "--quiet", "--cache-in-place"] + dec
+            + check(f"decoder_{p}"))
+    inspected = subprocess.run([cgc, "inspect", os.path.join(work, "decoder.onnx"),
+                                "--cache-in-place"] + dec, capture_output=True, text=True)
+    pairs = inspected.stdout.count(f"(axis 2, room for {DEC_POS})")
+    if inspected.returncode == 0 and pairs == 2 * DEC_LAYERS and "past_k0 -> present_k0" in \
+            inspected.stdout:
+        print("ok decoder inspect --cache-in-place")
+    else:
+        print(f"FAIL decoder inspect --cache-in-place: {pairs} pairs\n{inspected.stdout}")
+        failures.append("decoder inspect")
+    run("--cache-in-place without --dim", ["compile", os.path.join(work, "decoder.onnx"),
+                                           "--cache-in-place", "--shape", "past_k0=1x2x3x8"],
+        want_rc=1, must=["--cache-in-place needs --dim"])
+    run("--cache-in-place with --specialize",
+        ["compile", os.path.join(work, "decoder.onnx"), "--cache-in-place", "--specialize",
+         "past=5", "-o", work] + dec, want_rc=1, must=["--cache-in-place", "--specialize"])
     # Strided convolutions and pools at any side, no multiple: each side
     # divided at run time; and an empty batch.
     for b, h, w in RES_SIZES:

@@ -109,17 +109,22 @@ done
 # the BERT-style encoder and one of If, Loop and Scan, at several sizes,
 # their errors, and two instances at different sizes at once; the driver's
 # middle sizes (batch 2, seq 32) run the specialised code. The decoder step
-# and the strided CNN start at 0: an empty cache, an empty batch.
+# and the strided CNN start at 0: an empty cache, an empty batch; `cached` is
+# the decoder step with its caches kept in place (--cache-in-place), fed
+# through set_input's strided copies.
 /usr/bin/python3 "$(dirname "$0")/../dims/test_dims.py" "$cgc" "$work/dims" --only-data >/dev/null
 declare -A dim_flags=(
   [encoder]="--dim batch=1..4 --dim seq=1..64 --specialize seq=32"
   [control]="--dim batch=1..4 --dim seq=1..64 --specialize seq=32"
   [decoder]="--dim past=0..63"
+  [cached]="--dim past=0..63 --cache-in-place"
   [resnet]="--dim batch=0..2 --dim height=32..96 --dim width=32..96")
-declare -A dim_defines=([decoder]="-DCGC_INDEX_INPUT=0")
-for name in encoder control decoder resnet; do
+declare -A dim_defines=([decoder]="-DCGC_INDEX_INPUT=0" [cached]="-DCGC_INDEX_INPUT=0")
+declare -A dim_models=([cached]=decoder)
+for name in encoder control decoder cached resnet; do
   # shellcheck disable=SC2086
-  "$cgc" compile "$work/dims/$name.onnx" -o "$work/dims/$name" --name "${name^}" --quiet \
+  "$cgc" compile "$work/dims/${dim_models[$name]:-$name}.onnx" -o "$work/dims/$name" \
+      --name "${name^}" --quiet \
       ${dim_flags[$name]} "${schedule[@]}"
   # shellcheck disable=SC2086
   spawn c++ $flags "${march[@]}" -I"$runtime/include" -I"$work/dims/$name" \
