@@ -13,6 +13,7 @@
 #include "cgc/kernels.h"
 #include "conv/conv_support.h"
 #include "conv/plane_phases.h"
+#include "gemm/gemm_core.h"
 
 namespace cgc::rt::detail {
 
@@ -58,6 +59,20 @@ inline void storeWithEpilogue(const ConvParams& p, const PlanePhases& phases, co
     phases.store(
         rows, out, [&](float v, int64_t) { return std::clamp(v + bias, lo, hi); }, begin, end);
 }
+
+/// What the packed convolution's driver (runPacked, conv_packed.cpp) runs
+/// with: Packed's float tiles ({}), or PackedBf16's tiles, whose depth rows
+/// are pairs of input channels at a tap, and `pairs`, which copies x's
+/// planes `planes` (blocks of 16 channels) and rows `rows` into
+/// zero-padded d x h x w volumes, rounded to bfloat16, each element the 16
+/// channels' 8 pairs (padInput's channel-blocked copy, narrowed).
+struct PackedKernel {
+  const PackedTiles* tiles = nullptr;
+  void (*pairs)(const ConvParams& p, const float* x, int64_t d, int64_t h, int64_t w, Range planes,
+                Range rows, float* padded) = nullptr;
+};
+void runPacked(const ConvParams& p, const float* x, const float* w, const float* bias,
+               const float* residual, float* y, const Team& team, const PackedKernel& kernel);
 
 /// Each variant's functions: takes<Name> (the layers it computes; its
 /// weights' layout aside), prefers<Name> (whether it should run them rather
