@@ -132,11 +132,17 @@ void padPairs(const ConvParams& p, const float* x, int64_t d, int64_t h, int64_t
 
 bool takesPackedBf16(const ConvParams& p) { return takesPacked(p); }
 
-/// Every layer it takes but depthwise ones and few-channel stems (which
-/// Packed's tiles and the pairs waste), where the channels rounded up to 16
-/// stay within a third more than c_out.
+/// Layers of depth (c_in x window) 64 or more into 32 or more output
+/// channels, the channels rounded up to 16 within a third more than c_out:
+/// not depthwise ones, few-channel stems, nor MobileNetV2's 1x1 layers
+/// from 16 to 32 channels or into 24 on its 112x112 and 56x56 planes,
+/// where rounding and laying out the input, and the transposes to and from
+/// its depthwise layers' NCHW, cost more than the products gain
+/// (bench/history/2026-12-07-bf16-conv.md).
 bool prefersPackedBf16(const ConvParams& p, const ConvContext&) {
-  return !isDepthwise2d(p) && !isFewChannels(p) && 3 * packedChannels(p) <= 4 * p.c_out;
+  constexpr int64_t kMinDepth = 64, kMinChannels = 32;
+  return !isDepthwise2d(p) && !isFewChannels(p) && 3 * packedChannels(p) <= 4 * p.c_out &&
+         p.c_in * p.k_d * p.k_h * p.k_w >= kMinDepth && p.c_out >= kMinChannels;
 }
 
 void convPackedBf16(const ConvParams& p, const float* x, const float* w, const float* bias,
