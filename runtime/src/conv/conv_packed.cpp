@@ -5,7 +5,9 @@
 // output channels and reads the (zero-padded) input in place through index
 // tables, NCHW or channel-blocked: no im2col copy. Its vectors of channels
 // go into a channel-blocked y as they are, or are transposed into an NCHW
-// one with the epilogue.
+// one with the epilogue. The driver (runPacked) also runs PackedBf16
+// (conv_packed_bf16.cpp) on the same layout of bfloat16 pairs, which
+// packConvWeights writes with bf16_weights.
 #include <algorithm>
 #include <bit>
 

@@ -1,10 +1,11 @@
 // The convolution's variants (cgc/kernels/conv_variants.def), each in a
-// file of its own: Winograd (winograd.cpp), packed weights
-// (conv_packed.cpp), the three depthwise ones (conv_depthwise.cpp), few
-// input channels (conv_stem.cpp), pointwise and im2col (conv.cpp): the
-// declarations of their functions, which conv.cpp's dispatch table lists.
-// Also the shape predicates that the choice and the variants share, and
-// the epilogue store of the kernels that run through PlanePhases.
+// file of its own: packed bf16 weights (conv_packed_bf16.cpp), Winograd
+// (winograd.cpp), packed weights (conv_packed.cpp), the three depthwise ones
+// (conv_depthwise.cpp), few input channels (conv_stem.cpp), pointwise and
+// im2col (conv.cpp): the declarations of their functions, which conv.cpp's
+// dispatch table lists. Also the shape predicates that the choice and the
+// variants share, the driver the two packed variants share, and the
+// epilogue store of the kernels that run through PlanePhases.
 #pragma once
 
 #include <algorithm>
