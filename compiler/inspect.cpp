@@ -302,6 +302,11 @@ void printCompiled(const nlohmann::json& report) {
         "{} weights (MatMulNarrow): {} products, {} bytes as float -> {} bytes\n",
         narrow["format"].get<std::string>(), narrow["products"].get<int>(),
         narrow["float_bytes"].get<int64_t>(), narrow["bytes"].get<int64_t>());
+    if (narrow.value("convolutions", 0) > 0)
+      std::cout << fmt::format(
+          "{} weights (Conv, PackedBf16): {} convolutions, {} bytes as float -> {} bytes\n",
+          narrow["format"].get<std::string>(), narrow["convolutions"].get<int>(),
+          narrow["conv_float_bytes"].get<int64_t>(), narrow["conv_bytes"].get<int64_t>());
   }
   if (report.contains("dims")) {
     std::cout << fmt::format("variable dimensions (--dim; {} kernels follow them):\n",
@@ -476,7 +481,10 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
       report["narrow_weights"] = {{"format", format == rt::WeightFormat::kBf16 ? "bf16" : "int8"},
                                   {"products", narrow.products},
                                   {"float_bytes", narrow.floatBytes},
-                                  {"bytes", narrow.narrowBytes}};
+                                  {"bytes", narrow.narrowBytes},
+                                  {"convolutions", narrow.convolutions},
+                                  {"conv_float_bytes", narrow.convFloatBytes},
+                                  {"conv_bytes", narrow.convNarrowBytes}};
     }
     if (model.dims) {
       for (const auto& d : model.dims->dims)

@@ -17,7 +17,14 @@ namespace cgc::ir::conventions {
 /// kernel's own layout instead of ONNX's (ConvPacking for a Conv, 1 for a
 /// recurrent cell).
 inline constexpr const char* kPackedWeights = "cgc_packed_weights";
-enum class ConvPacking : int64_t { kNone = 0, kPanels = 1, kWinograd = 2, kWinograd4 = 3 };
+/// kBf16Panels: panels of bfloat16 pairs (--precision bf16).
+enum class ConvPacking : int64_t {
+  kNone = 0,
+  kPanels = 1,
+  kWinograd = 2,
+  kWinograd4 = 3,
+  kBf16Panels = 4
+};
 
 /// pack-conv-weights: the variant a float Conv runs (an
 /// rt::ConvVariantInfo name, "Winograd"), chosen for the target.
@@ -151,6 +158,7 @@ inline std::string convChoice(const Node& conv) {
   const std::string variant = conv.getString(kConvVariant, "");
   switch (convPacking(conv)) {
     case ConvPacking::kPanels:
+    case ConvPacking::kBf16Panels:
       return variant + ":" + std::to_string(conv.getInt(kConvDepthStep, 0));
     case ConvPacking::kWinograd:
       return variant + ":2";

@@ -89,13 +89,14 @@ void setPool(const Graph& g, const Node& n, int residual, rt::ConvParams& p) {
 void setPackingAndLayouts(const Graph& g, const Node& n, rt::ConvParams& p) {
   const conv::ConvPacking packing = conv::convPacking(n);
   const int64_t weights = g.value(n.inputs[1]).type.numElements();
-  p.packed_weights = packing == conv::ConvPacking::kPanels;
+  p.bf16_weights = packing == conv::ConvPacking::kBf16Panels;
+  p.packed_weights = packing == conv::ConvPacking::kPanels || p.bf16_weights;
   p.winograd = packing == conv::ConvPacking::kWinograd || packing == conv::ConvPacking::kWinograd4;
   p.winograd_tile = packing == conv::ConvPacking::kWinograd4 ? 4 : 2;
   CGC_ASSERT(packing == conv::ConvPacking::kNone || p.packed_weights || p.winograd,
              "node '{}': unknown {} {}", n.name, conv::kPackedWeights, static_cast<int>(packing));
   CGC_ASSERT(!p.packed_weights || (p.groups == 1 && weights == rt::packedConvWeightCount(p)),
-             "node '{}': packed weights need groups 1 and {} floats", n.name,
+             "node '{}': packed weights need groups 1 and {} 32-bit elements", n.name,
              rt::packedConvWeightCount(p));
   CGC_ASSERT(
       !p.winograd || (rt::convTakesWinograd(p) && weights == rt::winogradWeightCount(p)),

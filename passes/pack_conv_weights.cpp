@@ -17,7 +17,13 @@
 //    pointwise layers, 14x14 ones with 256+ output channels; groups 1),
 //    weights in rt::packConvWeights' panels (ConvParams::packed_weights),
 //    with the packed GEMM's depth step for the target's caches
-//    (cgc_depth_step, rt::convPackedDepthStep: ConvParams::depth_step).
+//    (cgc_depth_step, rt::convPackedDepthStep: ConvParams::depth_step);
+//  - 4: PackedBf16, under --precision bf16 only (PassTarget::narrowWeights
+//    kBf16, a layer not named by --keep-float), on a target with the bf16
+//    tier: the same panels of bfloat16 pairs (ConvParams::bf16_weights),
+//    chosen before the float variants where it prefers the layer (depth
+//    64 or more into 32 or more channels; not depthwise layers nor
+//    few-channel stems).
 // Rearranging at run time would copy every weight on every inference;
 // doing it in the model constructor would hold two copies. Runs after
 // fold-conv-batchnorm, which rewrites the weights it packs, and after the
@@ -41,7 +47,7 @@ namespace {
 /// Why `variant` with `setting` (ir::conventions::ConvChoice) cannot run
 /// `conv` for `target` ("" where it can).
 std::string whyNot(rt::ConvVariant variant, int64_t setting, const rt::ConvParams& params,
-                   const PassTarget& target, bool mayPack) {
+                   const PassTarget& target, bool mayPack, bool mayNarrow) {
   if (variant == rt::ConvVariant::kNone) return "no such variant";
   const rt::ConvVariantInfo& info = rt::convVariantInfo(variant);
   if (!isaTierIncludes(target.tier, info.tier))
@@ -49,6 +55,8 @@ std::string whyNot(rt::ConvVariant variant, int64_t setting, const rt::ConvParam
   if (!rt::convVariantTakes(variant, params)) return "it does not take this layer";
   if (info.weights != rt::ConvWeights::kPlain && !mayPack)
     return "it reads rearranged weights and these are not constant";
+  if (rt::convWeightsNarrow(info.weights) && !mayNarrow)
+    return "it reads bfloat16 weights, which only --precision bf16 stores";
   if (setting == 0) return "";
   switch (info.weights) {
     case rt::ConvWeights::kWinograd:
@@ -56,6 +64,7 @@ std::string whyNot(rt::ConvVariant variant, int64_t setting, const rt::ConvParam
                  ? ""
                  : fmt::format("this layer has no Winograd form with tile {}", setting);
     case rt::ConvWeights::kPanels:
+    case rt::ConvWeights::kBf16Panels:
       return "";  // any depth step
     default:
       return "the variant has no setting";
@@ -70,13 +79,13 @@ struct Choice {
 
 /// The layer's measured variant where it can run it, else the default.
 Choice choiceFor(const ir::Node& conv, const rt::ConvParams& params, const PassTarget& target,
-                 const rt::ConvContext& context, bool mayPack) {
-  const rt::ConvVariant chosen = rt::chooseConvVariant(params, context, mayPack);
+                 const rt::ConvContext& context, bool mayPack, bool mayNarrow) {
+  const rt::ConvVariant chosen = rt::chooseConvVariant(params, context, mayPack, mayNarrow);
   const auto [text, measured] = target.variantFor(conv.name);
   if (text.empty() || chosen == rt::ConvVariant::kNone) return {chosen};
   const ir::conventions::ConvChoice wanted = ir::conventions::parseConvChoice(text);
   const rt::ConvVariant variant = rt::convVariantNamed(wanted.variant.c_str());
-  const std::string why = whyNot(variant, wanted.setting, params, target, mayPack);
+  const std::string why = whyNot(variant, wanted.setting, params, target, mayPack, mayNarrow);
   if (why.empty()) return {variant, wanted.setting};
   if (measured && target.note)
     target.note(fmt::format("node '{}': the profile's variant {} is not taken ({}); {} runs it",
@@ -98,13 +107,16 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
     rt::ConvParams params = std::get<rt::ConvParams>(call.params);
     const rt::ConvContext context{target.tier.c_str(), target.machine};
-    const Choice choice = choiceFor(conv, params, target, context, w.isConstant());
+    const bool mayNarrow = target.narrowWeights == rt::WeightFormat::kBf16 &&
+                           !target.keepFloatWeights.count(conv.name);
+    const Choice choice = choiceFor(conv, params, target, context, w.isConstant(), mayNarrow);
     if (choice.variant == rt::ConvVariant::kNone) continue;  // the runtime chooses
     const rt::ConvVariantInfo& info = rt::convVariantInfo(choice.variant);
     graph.node(id).attrs[ir::conventions::kConvVariant] = std::string(info.name);
     changed = true;
     if (info.weights == rt::ConvWeights::kPlain) continue;
     const bool winograd = info.weights == rt::ConvWeights::kWinograd;
+    params.bf16_weights = info.weights == rt::ConvWeights::kBf16Panels;
     if (winograd)
       params.winograd_tile =
           choice.setting ? choice.setting : rt::convWinogradTile(params, context);
@@ -115,16 +127,18 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
       rt::winogradWeights(params, w.dataAs<float>(), packed.data());
     else
       rt::packConvWeights(params, w.dataAs<float>(), packed.data());
-    // A flat array: the attribute says how its elements are ordered.
-    int packedId =
-        addFloatConstant(graph, w.name + (winograd ? "_winograd" : "_packed"), {count}, packed);
+    // A flat array: the attribute says how its elements are ordered (with
+    // bf16 weights, each holds the bits of a pair of bfloat16).
+    const char* suffix = winograd ? "_winograd" : params.bf16_weights ? "_bf16" : "_packed";
+    int packedId = addFloatConstant(graph, w.name + suffix, {count}, packed);
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedId;
     if (!winograd)
       node.attrs[ir::conventions::kConvDepthStep] =
           choice.setting ? choice.setting : rt::convPackedDepthStep(context);
     node.attrs[ir::conventions::kPackedWeights] =
-        static_cast<int64_t>(!winograd                   ? ir::conventions::ConvPacking::kPanels
+        static_cast<int64_t>(params.bf16_weights         ? ir::conventions::ConvPacking::kBf16Panels
+                             : !winograd                 ? ir::conventions::ConvPacking::kPanels
                              : params.winograd_tile == 4 ? ir::conventions::ConvPacking::kWinograd4
                                                          : ir::conventions::ConvPacking::kWinograd);
   }

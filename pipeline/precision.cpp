@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <set>
+#include <variant>
 
 #include "cgc/isa_tiers.h"
 #include "ir/conventions.h"
+#include "lowering/kernel_call.h"
 #include "pipeline/targets.h"
 
 namespace cgc::driver {
@@ -68,6 +70,12 @@ NarrowReport narrowReport(const ir::Graph& graph) {
   std::set<int> seen;
   for (int id : graph.liveNodes()) {
     const ir::Node& node = graph.node(id);
+    if (node.op == "Conv" && conv::convPacking(node) == conv::ConvPacking::kBf16Panels) {
+      const auto p = std::get<rt::ConvParams>(lowering::lowerNode(graph, node).params);
+      ++report.convolutions;
+      report.convFloatBytes += p.c_out * (p.c_in / p.groups) * p.k_d * p.k_h * p.k_w * 4;
+      report.convNarrowBytes += graph.value(node.inputs[1]).type.bytes();
+    }
     if (node.op != "MatMulNarrow") continue;
     ++report.products;
     const int weights = node.inputs[conv::kNarrowWeights];
@@ -84,11 +92,11 @@ NarrowReport narrowReport(const ir::Graph& graph) {
 
 std::string describeNarrow(rt::WeightFormat format, const NarrowReport& report) {
   const char* name = format == rt::WeightFormat::kBf16 ? "bf16" : "int8";
-  if (report.products == 0)
+  if (report.products == 0 && report.convolutions == 0)
     return fmt::format(
-        "note: {} weights: no matrix product (MatMul, Gemm) with constant float weights to "
+        "note: {} weights: no matrix product (MatMul, Gemm){} with constant float weights to "
         "store narrow",
-        name);
+        name, format == rt::WeightFormat::kBf16 ? " or convolution" : "");
   auto size = [](int64_t bytes) {
     const double b = static_cast<double>(bytes);
     if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
@@ -96,8 +104,12 @@ std::string describeNarrow(rt::WeightFormat format, const NarrowReport& report) 
     if (b >= 1e3) return fmt::format("{:.1f} KB", b / 1e3);
     return fmt::format("{} bytes", bytes);
   };
-  return fmt::format("{} weights: {} products, {} -> {}", name, report.products,
-                     size(report.floatBytes), size(report.narrowBytes));
+  std::string line = fmt::format("{} weights: {} products, {} -> {}", name, report.products,
+                                 size(report.floatBytes), size(report.narrowBytes));
+  if (report.convolutions > 0)
+    line += fmt::format("; {} convolutions, {} -> {}", report.convolutions,
+                        size(report.convFloatBytes), size(report.convNarrowBytes));
+  return line;
 }
 
 }  // namespace cgc::driver

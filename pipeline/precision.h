@@ -26,15 +26,19 @@ const std::vector<std::string>& precisionNames();
 std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options,
                                                    const std::string& target);
 
-/// What narrow-weights made of `graph`: the products it stored narrow and
-/// their weights' bytes before and after.
+/// What narrow-weights and pack-conv-weights made of `graph`: the products
+/// and the convolutions (on bf16 panels) whose weights they stored narrow,
+/// and those weights' bytes before and after.
 struct NarrowReport {
   int products = 0;
   int64_t floatBytes = 0, narrowBytes = 0;
+  int convolutions = 0;
+  int64_t convFloatBytes = 0, convNarrowBytes = 0;
 };
 NarrowReport narrowReport(const ir::Graph& graph);
 
-/// The compile log's line: "bf16 weights: 48 products, 340.2 MB -> 170.1 MB".
+/// The compile log's line: "bf16 weights: 48 products, 340.2 MB -> 170.1
+/// MB", then "; 53 convolutions, 94.1 MB -> 47.1 MB" where it has some.
 std::string describeNarrow(rt::WeightFormat format, const NarrowReport& report);
 
 }  // namespace cgc::driver

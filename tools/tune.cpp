@@ -117,8 +117,9 @@ bool runsHere(const std::string& targetTier, const char* tier) {
 }
 
 /// The trials worth a build: the variants the target's runtime has and this
-/// CPU runs, Winograd in each of its forms (tiles 2 and 4), Packed with the
-/// depth steps the default build chose (`defaults`), halved and doubled;
+/// CPU runs (those on bf16 weights where the default build chose them),
+/// Winograd in each of its forms (tiles 2 and 4), Packed with the depth
+/// steps the default build chose (`defaults`), halved and doubled;
 /// and the int8 convolution's variants where the model has int8 layers.
 std::vector<std::string> candidateVariants(const std::string& targetTier,
                                            const std::map<std::string, std::string>& defaults) {
@@ -131,9 +132,15 @@ std::vector<std::string> candidateVariants(const std::string& targetTier,
       if (runsHere(targetTier, v.tier)) names.emplace_back(v.name);
   for (const rt::ConvVariantInfo& v : rt::kConvVariants) {
     if (!runsHere(targetTier, v.tier)) continue;
+    // Variants on bfloat16 weights run only under --precision bf16, where
+    // the default build chose them for some layers.
+    const bool chosen = std::any_of(defaults.begin(), defaults.end(), [&](const auto& d) {
+      return ir::conventions::parseConvChoice(d.second).variant == v.name;
+    });
+    if (rt::convWeightsNarrow(v.weights) && !chosen) continue;
     if (v.weights == rt::ConvWeights::kWinograd) {
       for (int tile : {2, 4}) names.push_back(fmt::format("{}:{}", v.name, tile));
-    } else if (v.weights == rt::ConvWeights::kPanels) {
+    } else if (v.weights == rt::ConvWeights::kPanels || v.weights == rt::ConvWeights::kBf16Panels) {
       names.emplace_back(v.name);
       std::set<int64_t> depths, others;
       for (const auto& [node, text] : defaults) {

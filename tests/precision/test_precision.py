@@ -8,6 +8,10 @@
     PyTorch's float outputs within each format's tolerance, at cache lengths
     0, 1, 37 and 63; cgc inspect counts the products stored narrow and their
     bytes;
+  * a small CNN (3x3, residual, strided 1x1, depthwise and a classifier
+    head) matches PyTorch's float output within the same tolerance with
+    --precision bf16, its group-1 convolutions on bf16 weights (cgc inspect
+    counts them and their bytes; keep_float leaves one float);
   * the decoder's greedy tokens over 30 steps, its own cache fed back, agree
     with PyTorch's;
   * the accuracy report of --weights-only (--check-inputs, --max-error,
@@ -142,6 +146,49 @@ def check_encoder(work, bf16):
         kept = cgc.inspect(path, keep_float=["/linear1/MatMul"], **options)["narrow_weights"]
         report_ok(kept["products"] == products - 1,
                   f"encoder {mode} keep_float=['/linear1/MatMul']: {kept['products']} products")
+
+
+class SmallCnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(16, 64, 3, padding=1)
+        self.conv2 = nn.Conv2d(64, 64, 3, padding=1)
+        self.down = nn.Conv2d(64, 64, 1, stride=2)
+        self.dw = nn.Conv2d(64, 64, 3, padding=1, groups=64)
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        a = torch.relu(self.conv1(x))
+        b = torch.relu(self.conv2(a) + a)
+        c = torch.relu(self.dw(self.down(b)))
+        return self.head(c.mean((2, 3)))
+
+
+def check_cnn(work, bf16):
+    """--precision bf16 on convolutions: three of the four (not the
+    depthwise one) on bf16 weights, the output within bf16's tolerance."""
+    if not bf16:
+        return
+    torch.manual_seed(3)
+    net = SmallCnn().eval()
+    x = torch.randn(2, 16, 20, 20)
+    path = os.path.join(work, "cnn.onnx")
+    torch.onnx.export(net, (x,), path, input_names=["x"], output_names=["y"], opset_version=17)
+    with torch.no_grad():
+        ref = net(x).numpy()
+    model = cgc.compile(path, precision="bf16")
+    error = relative_error(model.run({"x": x.numpy()})["y"], ref)
+    report_ok(error <= TOLERANCE["bf16"],
+              f"cnn bf16: max error {error:.2e} of max |y| (tolerance {TOLERANCE['bf16']})")
+    narrow = cgc.inspect(path, precision="bf16").get("narrow_weights", {})
+    convs, ratio = narrow.get("convolutions", 0), (narrow.get("conv_bytes", 0) /
+                                                   max(narrow.get("conv_float_bytes", 1), 1))
+    report_ok(convs == 3 and ratio <= 0.5 + 1 / 32,
+              f"cnn bf16: inspect says {convs} convolutions, {narrow.get('conv_float_bytes')} "
+              f"-> {narrow.get('conv_bytes')} bytes")
+    kept = cgc.inspect(path, precision="bf16", keep_float=["/conv2/Conv"])["narrow_weights"]
+    report_ok(kept.get("convolutions") == 2,
+              f"cnn bf16 keep_float=['/conv2/Conv']: {kept.get('convolutions')} convolutions")
 
 
 def check_decoder(work, bf16):
@@ -282,6 +329,7 @@ def main():
     if not bf16:
         print("skipped: CPU lacks avx512bf16 (the bf16 parts; the rest runs)")
     check_encoder(work, bf16)
+    check_cnn(work, bf16)
     check_decoder(work, bf16)
     check_budget(cgc_path, work)
     check_errors(cgc_path, work, os.path.join(work, "encoder.onnx"), bf16)

@@ -19,6 +19,7 @@ using cgc::runtime_isa_tier;
 using cgc::test::onTeam;
 using cgc::test::randomFloats;
 using cgc::test::requireClose;
+using cgc::test::roundedToBf16;
 
 namespace {
 
@@ -258,8 +259,15 @@ std::vector<float> blocked(const std::vector<float>& v, int64_t n, int64_t c,
 }
 
 /// How conv gets its weights: as in the model, repacked by
-/// packConvWeights, or transformed by winogradWeights.
-enum class Weights { kPlain, kPacked, kWinograd, kWinograd4 };
+/// packConvWeights (as floats or bfloat16 pairs), or transformed by
+/// winogradWeights.
+enum class Weights { kPlain, kPacked, kWinograd, kWinograd4, kPackedBf16 };
+
+/// v with each element rounded to bfloat16.
+std::vector<float> roundedAll(std::vector<float> v) {
+  for (float& e : v) e = roundedToBf16(e);
+  return v;
+}
 
 /// conv against referenceConv for every epilogue form, activation and team
 /// size; on packed or Winograd weights also in every combination of input
@@ -276,7 +284,13 @@ void checkConv(const ConvCase& c, Weights form = Weights::kPlain,
   const int64_t outCount = p.n * p.c_out * p.d_out * p.h_out * p.w_out;
   auto residual = randomFloats(outCount, 10);
   std::vector<float> kernelWeights = w;
-  if (form == Weights::kPacked) {
+  // What the kernel multiplies: with bf16 weights, x and w rounded to
+  // bfloat16, so that the products are exact and the bound is float's
+  // over the sums, as for the float kernels.
+  const bool bf16 = form == Weights::kPackedBf16;
+  const std::vector<float> xRef = bf16 ? roundedAll(x) : x, wRef = bf16 ? roundedAll(w) : w;
+  if (form == Weights::kPacked || bf16) {
+    p.bf16_weights = bf16;
     kernelWeights.resize(packedConvWeightCount(p));
     packConvWeights(p, w.data(), kernelWeights.data());
     p.packed_weights = true;
@@ -295,7 +309,7 @@ void checkConv(const ConvCase& c, Weights form = Weights::kPlain,
       p.activation = act.kind;
       p.act_min = act.lo;
       p.act_max = act.hi;
-      auto expected = referenceConv(p, x, w, b, r);
+      auto expected = referenceConv(p, xRef, wRef, b, r);
       for (int layouts = 0; layouts < (full ? 4 : 1); ++layouts) {  // in, out blocked?
         p.blocked_input = layouts & 1;
         p.blocked_output = layouts & 2;
@@ -470,6 +484,36 @@ TEST_CASE("conv on packed weights matches a direct loop") {
   for (const ConvCase& c : kPackedCases) checkConv(c, Weights::kPacked);
 }
 
+TEST_CASE("conv on packed bf16 weights matches a direct loop on bf16-rounded inputs and weights") {
+  if (!isaTierIncludes(runtime_isa_tier(), "bf16")) {
+    std::printf("skipped: conv's PackedBf16 needs tier bf16, this runtime's is %s\n",
+                runtime_isa_tier());
+    return;
+  }
+  for (const ConvCase& c : kPackedCases) checkConv(c, Weights::kPackedBf16);
+  // Odd input channels (the last pair's high half zero), blocked layouts.
+  checkConv({1, 33, 1, 6, 7, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},
+            Weights::kPackedBf16);
+}
+
+TEST_CASE("conv variants on bf16 weights are chosen only where asked for and on their tier") {
+  const ConvContext bf16{"bf16", hostMachine(16 * 32)}, vbmi{"vbmi", hostMachine(16 * 32)};
+  int chosen = 0;
+  for (const ConvCase& c : kPackedCases) {
+    const ConvParams p = paramsOf(c);
+    INFO("cin " << c.cin << " cout " << c.cout << " k " << c.kh << "x" << c.kw);
+    for (const ConvContext& context : {bf16, vbmi})
+      for (bool mayPack : {false, true})
+        CHECK(!convWeightsNarrow(convVariantInfo(chooseConvVariant(p, context, mayPack)).weights));
+    CHECK(!convWeightsNarrow(convVariantInfo(chooseConvVariant(p, vbmi, true, true)).weights));
+    // With mayNarrow: PackedBf16 where it prefers the layer, else the float choice.
+    const ConvVariant narrow = chooseConvVariant(p, bf16, true, true);
+    CHECK((narrow == ConvVariant::kPackedBf16 || narrow == chooseConvVariant(p, bf16, true)));
+    chosen += narrow == ConvVariant::kPackedBf16;
+  }
+  CHECK(chosen >= 5);
+}
+
 TEST_CASE("conv on Winograd weights matches a direct loop") {
   for (const ConvCase& c : kWinogradCases) {
     checkConv(c, Weights::kWinograd);
@@ -505,6 +549,8 @@ TEST_CASE("every conv variant this runtime has, on every case it takes") {
         ++count;
         if (v.weights == ConvWeights::kPanels) {
           checkConv(c, Weights::kPacked, v.variant, false);
+        } else if (v.weights == ConvWeights::kBf16Panels) {
+          checkConv(c, Weights::kPackedBf16, v.variant, false);
         } else if (v.weights == ConvWeights::kWinograd) {
           checkConv(c, Weights::kWinograd, v.variant, false);
           if (c.kh * c.kw == 9 || c.kh * c.kw == 3)

@@ -18,20 +18,9 @@
 using namespace cgc::rt;
 using cgc::test::onTeam;
 using cgc::test::randomFloats;
+using cgc::test::roundedToBf16;
 
 namespace {
-
-/// float to bfloat16 and back, nearest with ties to even: the packing's
-/// rounding, written from the definition.
-float roundedToBf16(float v) {
-  const double magnitude = std::fabs(static_cast<double>(v));
-  if (magnitude == 0.0 || std::isinf(v)) return v;
-  int exponent = 0;
-  std::frexp(magnitude, &exponent);                                  // magnitude in [2^(e-1), 2^e)
-  const double ulp = std::ldexp(1.0, std::max(exponent, -125) - 8);  // 8 significant bits
-  const double rounded = std::nearbyint(magnitude / ulp) * ulp;      // ties to even
-  return static_cast<float>(std::copysign(rounded, static_cast<double>(v)));
-}
 
 /// The packed bfloat16 of W[q, j] (n columns).
 uint16_t packedBf16(const std::vector<uint8_t>& packed, int64_t k, int64_t q, int64_t j) {

@@ -1,7 +1,9 @@
 // Inputs and comparisons shared by the kernel tests.
 #pragma once
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -19,6 +21,18 @@ inline std::vector<float> randomFloats(size_t n, uint32_t seed) {
     x = static_cast<float>(s >> 8) / static_cast<float>(1 << 24) * 2.0f - 1.0f;
   }
   return v;
+}
+
+/// float to bfloat16 and back, nearest with ties to even: the rounding of
+/// the bf16 packings and of vcvtneps2bf16, written from the definition.
+inline float roundedToBf16(float v) {
+  const double magnitude = std::fabs(static_cast<double>(v));
+  if (magnitude == 0.0 || std::isinf(v)) return v;
+  int exponent = 0;
+  std::frexp(magnitude, &exponent);                                  // magnitude in [2^(e-1), 2^e)
+  const double ulp = std::ldexp(1.0, std::max(exponent, -125) - 8);  // 8 significant bits
+  const double rounded = std::nearbyint(magnitude / ulp) * ulp;      // ties to even
+  return static_cast<float>(std::copysign(rounded, static_cast<double>(v)));
 }
 
 /// Deterministic integers in [lo, hi].

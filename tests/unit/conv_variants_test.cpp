@@ -5,9 +5,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "cgc/isa_tiers.h"
+#include "cgc/runtime.h"
 #include "graph_builder.h"
 #include "interpret.h"
 #include "ir/conventions.h"
@@ -213,4 +216,60 @@ TEST_CASE("a convolution choice's text parses into its variant and setting") {
     CHECK(parseConvChoice(text).variant == text);
     CHECK(parseConvChoice(text).setting == 0);
   }
+}
+
+TEST_CASE("pack-conv-weights: --precision bf16 gives deep group-1 layers bf16 panels") {
+  passes::PassTarget target;
+  target.machine.vectorBits = 512;
+  target.tier = "bf16";
+  GraphBuilder plain = threeLayers();
+  const auto floats = variantsAfter(plain, target);  // without --precision bf16: float
+  for (const auto& [node, variant] : floats) CHECK(variant != "PackedBf16");
+
+  target.narrowWeights = cgc::rt::WeightFormat::kBf16;
+  GraphBuilder b = threeLayers();
+  const auto before = cgc::testing::interpretAll(b.graph, input());
+  const auto variants = variantsAfter(b, target);
+  // The 1x1 layer's depth, 32, is too shallow to pay for rounding its input.
+  CHECK(variants.at("dw") == floats.at("dw"));
+  CHECK(variants.at("pw") == floats.at("pw"));
+  CHECK(variants.at("full") == "PackedBf16");
+  checkIr(b.graph, {"full = Conv(%pw_out, %wfull_bf16) -> %full_out float32[1,64,28,28] "
+                    "{cgc_conv_variant = \"PackedBf16\"",
+                    "SAME: cgc_packed_weights = 4"});
+  if (cgc::isaTierIncludes(cgc::runtime_isa_tier(), "bf16")) {
+    // Inputs and weights rounded to 8 significant bits: each layer within
+    // 2^-8 of its sums of |products|, which these sines and cosines cancel
+    // to a few percent of themselves (PyTorch's bf16 rounding of this graph
+    // is off by 7% of the largest output): within 10% of it. The kernel
+    // tests hold PackedBf16 to float's rounding on bf16 values.
+    const auto after = cgc::testing::interpretAll(b.graph, input());
+    float largest = 0;
+    for (float v : before[0]) largest = std::max(largest, std::abs(v));
+    for (size_t i = 0; i < before[0].size(); ++i)
+      REQUIRE(std::abs(after[0][i] - before[0][i]) <= 1e-1f * largest);
+  } else {
+    WARN("skipped running PackedBf16: this runtime's tier " << cgc::runtime_isa_tier()
+                                                            << " lacks bf16");
+  }
+
+  // --keep-float, a target without the tier, and a profile asking for it
+  // without --precision bf16: float.
+  GraphBuilder kept = threeLayers();
+  target.keepFloatWeights = {"full"};
+  CHECK(variantsAfter(kept, target).at("full") == floats.at("full"));
+  target.keepFloatWeights = {};
+  target.tier = "vbmi";
+  GraphBuilder lower = threeLayers();
+  CHECK(variantsAfter(lower, target).at("full") == floats.at("full"));
+  target.tier = "bf16";
+  target.narrowWeights.reset();
+  std::vector<std::string> notes;
+  target.note = [&](const std::string& text) { notes.push_back(text); };
+  target.convVariants = {{"full", "PackedBf16"}};
+  GraphBuilder asked = threeLayers();
+  CHECK(variantsAfter(asked, target).at("full") == floats.at("full"));
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].find("it reads bfloat16 weights, which only --precision bf16 stores") !=
+        std::string::npos);
 }

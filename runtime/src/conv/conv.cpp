@@ -1,6 +1,9 @@
 // Convolution and transposed convolution over 1, 2 or 3 spatial dims.
 // conv runs one of the variants that cgc/kernels/conv_variants.def
 // declares, in priority order (each variant's file says more):
+//  - PackedBf16 (--precision bf16 only), on packConvWeights' panels of
+//    bfloat16 pairs: Packed's driver and tiles with vdpbf16ps, the input
+//    rounded to bfloat16 as it is padded; conv_packed_bf16.cpp;
 //  - Winograd, on winogradWeights' transforms: F(2x2, 3x3), F(4x4, 3x3)
 //    and their 5x5, 2x2 and one-dimensional forms; winograd.cpp;
 //  - Packed, on packConvWeights' panels: gemmPacked, vectorised along
@@ -281,9 +284,9 @@ size_t indexOf(ConvVariant v) { return static_cast<size_t>(v) - 1; }
 ConvContext buildConvContext() { return {runtime_isa_tier(), hostMachine(simd::kLanes * 32)}; }
 
 ConvWeights convWeightsOf(const ConvParams& p) {
-  return p.winograd         ? ConvWeights::kWinograd
-         : p.packed_weights ? ConvWeights::kPanels
-                            : ConvWeights::kPlain;
+  if (p.winograd) return ConvWeights::kWinograd;
+  if (!p.packed_weights) return ConvWeights::kPlain;
+  return p.bf16_weights ? ConvWeights::kBf16Panels : ConvWeights::kPanels;
 }
 
 bool convVariantTakes(ConvVariant v, const ConvParams& p) {
@@ -296,14 +299,15 @@ ConvVariant convVariantNamed(const char* name) {
   return ConvVariant::kNone;
 }
 
-ConvVariant chooseConvVariant(const ConvParams& p, const ConvContext& context, bool mayPack) {
+ConvVariant chooseConvVariant(const ConvParams& p, const ConvContext& context, bool mayPack,
+                              bool mayNarrow) {
   const ConvWeights weights = convWeightsOf(p);
   ConvVariant fallback = ConvVariant::kNone;
   for (size_t i = 0; i < std::size(kConvVariants); ++i) {
     const ConvVariantInfo& v = kConvVariants[i];
-    if (!isaTierIncludes(context.tier, v.tier) || (!mayPack && v.weights != weights) ||
-        !kFunctions[i].takes(p))
-      continue;
+    const bool readable =
+        v.weights == weights || (mayPack && (mayNarrow || !convWeightsNarrow(v.weights)));
+    if (!isaTierIncludes(context.tier, v.tier) || !readable || !kFunctions[i].takes(p)) continue;
     if (kFunctions[i].prefers(p, context)) return v.variant;
     if (fallback == ConvVariant::kNone) fallback = v.variant;
   }

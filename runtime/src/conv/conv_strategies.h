@@ -1,10 +1,11 @@
 // The convolution's variants (cgc/kernels/conv_variants.def), each in a
-// file of its own: Winograd (winograd.cpp), packed weights
-// (conv_packed.cpp), the three depthwise ones (conv_depthwise.cpp), few
-// input channels (conv_stem.cpp), pointwise and im2col (conv.cpp): the
-// declarations of their functions, which conv.cpp's dispatch table lists.
-// Also the shape predicates that the choice and the variants share, and
-// the epilogue store of the kernels that run through PlanePhases.
+// file of its own: packed bf16 weights (conv_packed_bf16.cpp), Winograd
+// (winograd.cpp), packed weights (conv_packed.cpp), the three depthwise ones
+// (conv_depthwise.cpp), few input channels (conv_stem.cpp), pointwise and
+// im2col (conv.cpp): the declarations of their functions, which conv.cpp's
+// dispatch table lists. Also the shape predicates that the choice and the
+// variants share, the driver the two packed variants share, and the
+// epilogue store of the kernels that run through PlanePhases.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "cgc/kernels.h"
 #include "conv/conv_support.h"
 #include "conv/plane_phases.h"
+#include "gemm/gemm_core.h"
 
 namespace cgc::rt::detail {
 
@@ -58,6 +60,20 @@ inline void storeWithEpilogue(const ConvParams& p, const PlanePhases& phases, co
     phases.store(
         rows, out, [&](float v, int64_t) { return std::clamp(v + bias, lo, hi); }, begin, end);
 }
+
+/// What the packed convolution's driver (runPacked, conv_packed.cpp) runs
+/// with: Packed's float tiles ({}), or PackedBf16's tiles, whose depth rows
+/// are pairs of input channels at a tap, and `pairs`, which copies x's
+/// planes `planes` (blocks of 16 channels) and rows `rows` into
+/// zero-padded d x h x w volumes, rounded to bfloat16, each element the 16
+/// channels' 8 pairs (padInput's channel-blocked copy, narrowed).
+struct PackedKernel {
+  const PackedTiles* tiles = nullptr;
+  void (*pairs)(const ConvParams& p, const float* x, int64_t d, int64_t h, int64_t w, Range planes,
+                Range rows, float* padded) = nullptr;
+};
+void runPacked(const ConvParams& p, const float* x, const float* w, const float* bias,
+               const float* residual, float* y, const Team& team, const PackedKernel& kernel);
 
 /// Each variant's functions: takes<Name> (the layers it computes; its
 /// weights' layout aside), prefers<Name> (whether it should run them rather

@@ -7,6 +7,7 @@
 // after its last k step, while the block is still in cache.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 
@@ -82,15 +83,32 @@ struct PackedOutput {
   float high = std::numeric_limits<float>::infinity();
 };
 
+/// A register tile of gemmPacked: out(j, o) (+)= sum_p B(p, j) A(o, p)
+/// for j < J positions and o < 16 V channels over depth k (A's rows lda
+/// apart, B(p, j) = b[offsets[p] + positions[j]]), into `out` (the
+/// epilogue applied when `last`, added to what is there when
+/// `accumulate`), prefetching `lines` cache lines from `prefetch`.
+using PackedTile = void (*)(int64_t k, const float* a, int64_t lda, const float* b,
+                            const int64_t* offsets, const int64_t* positions,
+                            const PackedOutput& out, bool accumulate, bool last,
+                            const char* prefetch, int64_t lines);
+/// Positions per register tile, and tiles by vectors of channels and
+/// positions: tiles[V - 1][J - 1] (V up to 4 on AVX-512 and NEON, 2 on
+/// AVX2 and SSE).
+constexpr int kPackedTilePositions = 6;
+using PackedTiles = std::array<std::array<PackedTile, kPackedTilePositions>, 4>;
+
 /// The GEMM of packed convolution weights, vectorised along output
 /// channels: for output channels o in [o0, o1) (multiples of 16, inside one
 /// panel) and positions j < n, out(j, o) = sum_p A(o, p) B(p, j), where A is
 /// the m x k matrix that packConvWeights stored in `packed` and B is read
 /// in place, B(p, j) = b[offsets[p] + positions[j]] (im2col without the
 /// copy), `depthStep` rows of A at a time (packedDepthStep). One thread.
+/// `tiles`: other tiles than the float ones on the same layout of 32-bit
+/// elements (PackedBf16's, whose elements are bfloat16 pairs).
 void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0, int64_t o1, int64_t n,
                 const float* b, const int64_t* offsets, const int64_t* positions,
-                const PackedOutput& out, int64_t depthStep);
+                const PackedOutput& out, int64_t depthStep, const PackedTiles* tiles = nullptr);
 
 /// The depth gemmPacked takes per pass on `machine` (its lanes: the
 /// runtime's that runs it).

@@ -16,21 +16,17 @@
 #include "cgc/isa_tiers.h"
 #include "cgc/kernels/gemm.h"
 #include "cgc/runtime.h"
+#include "core/bf16.h"
 #include "gemm/narrow_strategies.h"
 
 namespace cgc::rt {
 namespace {
 
+using detail::roundToBf16;
+
 constexpr int64_t kPanel = kNarrowPanel;
 
 int64_t panels(int64_t n) { return (n + kPanel - 1) / kPanel; }
-
-/// float to bfloat16, rounded to nearest with ties to even (NaN stays NaN).
-uint16_t roundToBf16(float f) {
-  const uint32_t bits = std::bit_cast<uint32_t>(f);
-  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
-}
 
 float bf16ToFloat(uint32_t half) { return std::bit_cast<float>(half << 16); }
 

@@ -31,11 +31,12 @@ namespace cgc::rt::detail {
 namespace {
 
 using simd::kLanes;
-constexpr int kTile = 6;  // positions per register tile
+constexpr int kTile = kPackedTilePositions;
 /// Vectors of channels per register tile: kTile x kTileVectors sums, the
 /// tile's weights and a broadcast fill the registers (4 on AVX-512 and
 /// NEON, 2 on AVX2 and SSE). A panel wider than a tile takes several.
 constexpr int kTileVectors = (simd::kRegisters - 1) / (kTile + 1);
+static_assert(kTileVectors <= 4);
 using Lanes = simd::Floats;
 
 /// out(j, o) (+)= sum_p b[offsets[p] + positions[j]] * a[p * lda + o] for
@@ -97,22 +98,18 @@ void tile(int64_t k, const float* __restrict a, int64_t lda, const float* __rest
     for (int v = 0; v < V; ++v) simd::store(c + at(j, v), sum[j][v]);
 }
 
-using TileFn = void (*)(int64_t, const float*, int64_t, const float*, const int64_t*,
-                        const int64_t*, const PackedOutput&, bool, bool, const char*, int64_t);
-
 template <int V, int... J>
-constexpr std::array<TileFn, kTile> tilesOf(std::integer_sequence<int, J...>) {
+constexpr std::array<PackedTile, kTile> tilesOf(std::integer_sequence<int, J...>) {
   return {&tile<V, J + 1>...};
 }
 
 template <int... V>
-constexpr std::array<std::array<TileFn, kTile>, kTileVectors> tileTable(
-    std::integer_sequence<int, V...>) {
+constexpr PackedTiles tileTable(std::integer_sequence<int, V...>) {
   return {tilesOf<V + 1>(std::make_integer_sequence<int, kTile>{})...};
 }
 
 /// kTiles[V - 1][J - 1]: the tile of V vectors of channels x J positions.
-constexpr auto kTiles = tileTable(std::make_integer_sequence<int, kTileVectors>{});
+constexpr PackedTiles kTiles = tileTable(std::make_integer_sequence<int, kTileVectors>{});
 
 }  // namespace
 
@@ -133,7 +130,8 @@ int64_t packedDepthStep(const MachineInfo& machine) {
 
 void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0, int64_t o1, int64_t n,
                 const float* b, const int64_t* offsets, const int64_t* positions,
-                const PackedOutput& out, int64_t depthStep) {
+                const PackedOutput& out, int64_t depthStep, const PackedTiles* tiles) {
+  const PackedTiles& table = tiles ? *tiles : kTiles;
   const int64_t panel = o0 / kPackedPanel * kPackedPanel;
   const int64_t width = std::min(kPackedPanel, m - panel);
   const int vectors = static_cast<int>((o1 - o0) / kLanes);
@@ -159,7 +157,7 @@ void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0, int64_t o
     // out or fill whole ones. The first group's tiles prefetch.
     static_assert(16 % (kTileVectors * kLanes) == 0 || (kTileVectors * kLanes) % 16 == 0);
     for (int v0 = 0; v0 < vectors; v0 += kTileVectors) {
-      const auto& tiles = kTiles[std::min(kTileVectors, vectors - v0) - 1];
+      const auto& row = table[std::min(kTileVectors, vectors - v0) - 1];
       const int64_t channel = v0 * kLanes, at = channel / 16 * out.ld_vector + channel % 16;
       PackedOutput tileOut = out;
       if (out.bias) tileOut.bias = out.bias + channel;
@@ -168,9 +166,9 @@ void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0, int64_t o
         const int64_t lines = v0 == 0 ? std::min(nextLines, first + share) - first : 0;
         tileOut.y = out.y + j * out.ld_position + at;
         if (out.residual) tileOut.residual = out.residual + j * out.ld_position + at;
-        tiles[std::min<int64_t>(kTile, n - j) - 1](kc, a + pc * width + channel, width, b,
-                                                   offsets + pc, positions + j, tileOut, pc > 0,
-                                                   pc + kc == k, next + first * 64, lines);
+        row[std::min<int64_t>(kTile, n - j) - 1](kc, a + pc * width + channel, width, b,
+                                                 offsets + pc, positions + j, tileOut, pc > 0,
+                                                 pc + kc == k, next + first * 64, lines);
       }
     }
   }

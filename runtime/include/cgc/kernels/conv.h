@@ -10,8 +10,8 @@ namespace cgc::rt {
 
 /// The layouts of a convolution's weights that its variants read: OI(D)HW
 /// as the model has them, packConvWeights' panels, winogradWeights'
-/// transforms.
-CGC_ENUM(ConvWeights, kPlain, kPanels, kWinograd)
+/// transforms, packConvWeights' panels of bfloat16 pairs (--precision bf16).
+CGC_ENUM(ConvWeights, kPlain, kPanels, kWinograd, kBf16Panels)
 
 /// The variants of the float convolution (cgc/kernels/conv_variants.def);
 /// kNone: conv chooses (chooseConvVariant).
@@ -82,8 +82,11 @@ struct ConvParams {
   int64_t dilation_d = 1, dilation_h = 1, dilation_w = 1;
   Activation activation = Activation::kNone;  // ignored by conv_transpose
   float act_min = 0.0f, act_max = 0.0f;
-  // w is in packConvWeights' layout (set by the pack-conv-weights pass).
+  // w is in packConvWeights' layout (set by the pack-conv-weights pass);
+  // with bf16_weights, its panels hold bfloat16 pairs along the depth
+  // (--precision bf16: the PackedBf16 variant).
   bool packed_weights = false;
+  bool bf16_weights = false;
   // Where pool_h_out > 0, y holds the 3x3, stride-2 max pooling (pads
   // pool_pad_top/left in front, the rest implied by pool_h/w_out) of the
   // output instead of the output: n x c_out x pool_h_out x pool_w_out (the
@@ -110,12 +113,12 @@ struct ConvParams {
   int64_t depth_step = 0;
   CGC_REFLECT(ConvParams, n, c_in, d_in, h_in, w_in, c_out, d_out, h_out, w_out, groups, k_d, k_h,
               k_w, stride_d, stride_h, stride_w, pad_front, pad_top, pad_left, dilation_d,
-              dilation_h, dilation_w, activation, act_min, act_max, packed_weights, pool_h_out,
-              pool_w_out, pool_pad_top, pool_pad_left, blocked_input, blocked_output, winograd,
-              winograd_tile, variant, depth_step)
+              dilation_h, dilation_w, activation, act_min, act_max, packed_weights, bf16_weights,
+              pool_h_out, pool_w_out, pool_pad_top, pool_pad_left, blocked_input, blocked_output,
+              winograd, winograd_tile, variant, depth_step)
 };
 
-/// The layout of p's weights (packed_weights, winograd).
+/// The layout of p's weights (packed_weights, bf16_weights, winograd).
 ConvWeights convWeightsOf(const ConvParams& p);
 
 /// Whether variant v computes p: its shapes and layouts, p's weights'
@@ -128,12 +131,17 @@ ConvVariant convVariantNamed(const char* name);
 /// The variant to run p on a CPU of `context`: the first of kConvVariants
 /// whose tier the context has, that takes p and prefers it (else the first
 /// that takes it), among those reading p's weights, or, with `mayPack`
-/// (constant weights the compiler may rearrange), any weights. conv runs
-/// this where p.variant is kNone; the pack-conv-weights pass records it,
-/// with its target's context, and gives the layer the weights it reads.
-/// kNone where no variant takes p.
-ConvVariant chooseConvVariant(const ConvParams& p, const ConvContext& context,
-                              bool mayPack = false);
+/// (constant weights the compiler may rearrange), any float weights, and
+/// with `mayNarrow` too (--precision bf16) bfloat16 ones. conv runs this
+/// where p.variant is kNone; the pack-conv-weights pass records it, with
+/// its target's context, and gives the layer the weights it reads. kNone
+/// where no variant takes p.
+ConvVariant chooseConvVariant(const ConvParams& p, const ConvContext& context, bool mayPack = false,
+                              bool mayNarrow = false);
+
+/// Whether weights of layout `w` are narrower than float (bfloat16): a
+/// variant reading them is chosen only under --precision bf16.
+constexpr bool convWeightsNarrow(ConvWeights w) { return w == ConvWeights::kBf16Panels; }
 
 /// Channels per block of the channel-blocked activation layout: one
 /// AVX-512 vector, so a vector of output channels leaves a convolution
@@ -171,13 +179,18 @@ struct PoolParams;
 /// CNN and otherwise goes to memory and back.
 bool convFusesMaxPool(const ConvParams& conv, const PoolParams& pool);
 
-/// Floats packConvWeights writes: c_out rounded up to 16, times the depth.
+/// Floats packConvWeights writes: c_out rounded up to 16, times the depth
+/// (with bf16_weights, 32-bit pairs: times the depth's pairs).
 int64_t packedConvWeightCount(const ConvParams& p);
 
 /// Repacks OI(D)HW weights (groups 1) for conv with packed_weights: output
 /// channels padded with zeros to a multiple of 16, in panels of 64 (the
 /// last one narrower), each stored [c_in * taps][panel width], so the
-/// kernel's vectors run along output channels.
+/// kernel's vectors run along output channels. With bf16_weights, each
+/// panel is [(c_in + 1) / 2 * taps][panel width] 32-bit pairs instead, the
+/// weights of input channels 2i (low half) and 2i + 1 (high half, zero
+/// past c_in) at one tap, rounded to bfloat16 (nearest, ties to even):
+/// the operand vdpbf16ps takes, pair q = i * taps + tap.
 void packConvWeights(const ConvParams& p, const float* w, float* packed);
 
 /// The depth (rows of packed weights) the Packed variant takes per pass on
