@@ -237,8 +237,6 @@ void printSource(const nlohmann::json& report) {
   }
 }
 
-/// What compiling it chose: kernels, variants, precisions, dimensions,
-/// memory.
 /// The key/value caches (planning/cache_pairs.h): those kept in place, or
 /// without --cache-in-place those it would keep, and those it cannot.
 void reportCaches(const driver::CompiledModel& model, bool inPlace, nlohmann::json& report) {
@@ -273,6 +271,8 @@ void printCaches(const nlohmann::json& report) {
   }
 }
 
+/// What compiling it chose: kernels, variants, precisions, dimensions,
+/// memory.
 void printCompiled(const nlohmann::json& report) {
   const int bodies = report["subgraphs"].get<int>();
   std::cout << (bodies == 0

@@ -78,7 +78,7 @@ for case in "CONSTANTZ|CONSTANTZ;shape=shape.pb" "BOGUS|VERIFY;BOGUS;1"; do
   # CMake wraps the message: one line again.
   tr '\n' ' ' <"$work/keyword.txt" | tr -s ' ' >"$work/keyword_line.txt"
   grep -q "unknown keyword or stray value '$unknown'" "$work/keyword_line.txt"
-  grep -q "the keywords are ACTIVATIONS, BOUNDS, CALIBRATION, CHECK_INPUTS, CONSTANTS," "$work/keyword_line.txt"
+  grep -q "the keywords are ACTIVATIONS, BOUNDS, CACHE_IN_PLACE, CALIBRATION, CHECK_INPUTS," "$work/keyword_line.txt"
 done
 # A C-only project (project(x C)); DISABLE_PASS reaches cgc compile.
 cmake "${cfg[@]}" -UCGC_EXTRA >/dev/null

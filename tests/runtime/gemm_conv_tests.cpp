@@ -511,7 +511,8 @@ TEST_CASE("conv variants on bf16 weights are chosen only where asked for and on 
     CHECK((narrow == ConvVariant::kPackedBf16 || narrow == chooseConvVariant(p, bf16, true)));
     chosen += narrow == ConvVariant::kPackedBf16;
   }
-  CHECK(chosen >= 5);
+  // A runtime built without the tier has no PackedBf16 to choose.
+  if (isaTierIncludes(runtime_isa_tier(), "bf16")) CHECK(chosen >= 5);
 }
 
 TEST_CASE("conv on Winograd weights matches a direct loop") {
