@@ -484,12 +484,10 @@ TEST_CASE("conv on packed weights matches a direct loop") {
   for (const ConvCase& c : kPackedCases) checkConv(c, Weights::kPacked);
 }
 
-TEST_CASE("conv on packed bf16 weights matches a direct loop on bf16-rounded inputs and weights") {
-  if (!isaTierIncludes(runtime_isa_tier(), "bf16")) {
-    std::printf("skipped: conv's PackedBf16 needs tier bf16, this runtime's is %s\n",
-                runtime_isa_tier());
-    return;
-  }
+// Hidden: ctest's kernels_bf16 runs it (--needs tier=bf16), skipped where the
+// runtime or the CPU lacks the tier.
+TEST_CASE("conv on packed bf16 weights matches a direct loop on bf16-rounded inputs and weights",
+          "[.bf16]") {
   for (const ConvCase& c : kPackedCases) checkConv(c, Weights::kPackedBf16);
   // Odd input channels (the last pair's high half zero), blocked layouts.
   checkConv({1, 33, 1, 6, 7, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},

@@ -33,19 +33,25 @@ best=""
 for target in $best_first; do
   if runs_here "$target"; then best=$target && break; fi
 done
+# Runs the command with each target forced (CGC_TARGET): the target's build
+# where this CPU runs it, else a one-line refusal.
+each_target_forced() {
+  for target in $best_first; do
+    if runs_here "$target"; then
+      CGC_TARGET=$target "$@" 2>"$work/err.txt" || { cat "$work/err.txt"; exit 1; }
+      grep -F "this CPU runs the $target build" "$work/err.txt"
+    else
+      CGC_TARGET=$target fails_with 1 "CGC_TARGET=$target: this CPU lacks" "$@"
+    fi
+  done
+}
+
 for model in tiny_cnn inception; do
   data=$samples/$model/test_data_set_0
   run=("$cgc" run "$samples/$model/model.onnx" --target "$list" --inputs "$data" --check "$data")
   "${run[@]}" 2>"$work/err.txt" || { cat "$work/err.txt"; exit 1; }
   grep -F "this CPU runs the $best build (of $list)" "$work/err.txt"
-  for target in $best_first; do
-    if runs_here "$target"; then
-      CGC_TARGET=$target "${run[@]}" 2>"$work/err.txt" || { cat "$work/err.txt"; exit 1; }
-      grep -F "this CPU runs the $target build" "$work/err.txt"
-    else
-      CGC_TARGET=$target fails_with 1 "CGC_TARGET=$target: this CPU lacks" "${run[@]}"
-    fi
-  done
+  each_target_forced "${run[@]}"
 done
 
 model=$samples/tiny_cnn/model.onnx
@@ -81,14 +87,7 @@ data=$samples/tiny_cnn/test_data_set_0
 cd "$work"  # --library fleet.so: a path relative to it, not a name for dlopen to search
 prebuilt=("$cgc" run "$model" --target "$list" --library fleet.so --name TinyCnn
           --inputs "$data" --check "$data")
-for target in $best_first; do
-  if runs_here "$target"; then
-    CGC_TARGET=$target "${prebuilt[@]}" 2>"$work/err.txt" || { cat "$work/err.txt"; exit 1; }
-    grep -F "this CPU runs the $target build" "$work/err.txt"
-  else
-    CGC_TARGET=$target fails_with 1 "CGC_TARGET=$target: this CPU lacks" "${prebuilt[@]}"
-  fi
-done
+each_target_forced "${prebuilt[@]}"
 # Given with its builds (out/*.cpp), the dispatcher builds the same library;
 # alone, or with another model, it is a one-line error, and so are models of
 # different targets (two of the builds, each a model of its own).
