@@ -29,72 +29,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-uint64_t fnv1a(const void* data, size_t bytes, uint64_t h = 1469598103934665603ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-ir::TensorType typeOf(const cgc_tensor_info& info) {
-  return {static_cast<DType>(info.dtype), ir::Shape(info.shape, info.shape + info.rank)};
-}
-
-/// Deterministic input data: uniform in [-1, 1) for floats, 0..9 for
-/// integers, alternating for bool.
-void fillDeterministic(const cgc_tensor_info& info, void* data) {
-  uint64_t state = 0x9E3779B97F4A7C15ull ^ fnv1a(info.name, std::strlen(info.name));
-  auto next = [&] {
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<uint32_t>(state >> 33);
-  };
-  ir::TensorType type = typeOf(info);
-  int64_t n = type.numElements();
-  auto fill = [&](auto* p, auto value) {
-    for (int64_t i = 0; i < n; ++i) p[i] = value(i);
-  };
-  switch (type.dtype) {
-    case DType::kF32:
-      fill(static_cast<float*>(data), [&](int64_t) { return next() / 2147483648.0f - 1.0f; });
-      break;
-    case DType::kF64:
-      fill(static_cast<double*>(data), [&](int64_t) { return next() / 2147483648.0 - 1.0; });
-      break;
-    case DType::kI64:
-      fill(static_cast<int64_t*>(data), [&](int64_t) { return int64_t(next() % 10); });
-      break;
-    case DType::kI32:
-      fill(static_cast<int32_t*>(data), [&](int64_t) { return int32_t(next() % 10); });
-      break;
-    case DType::kBool:
-      fill(static_cast<uint8_t*>(data), [&](int64_t i) { return uint8_t(i % 2); });
-      break;
-    default:
-      fill(static_cast<uint8_t*>(data), [&](int64_t) { return uint8_t(next() % 10); });
-      std::memset(data, 0, type.bytes());
-  }
-}
-
-/// Input `i` from a TensorProto file: of the model's type and shape, or of
-/// any shape its variable dimensions allow (cgc compile --dim).
-void loadInput(const std::string& path, driver::LoadedModel& model, int i) {
-  const cgc_tensor_info& info = model.info().inputs[i];
-  frontend::HostTensor tensor = frontend::readTensorFile(path, info.name);
-  ir::TensorType expected = typeOf(info);
-  const bool variable = info.dims && tensor.type.rank() == info.rank;
-  if (tensor.type.dtype != expected.dtype || (tensor.type.shape != expected.shape && !variable))
-    userError({path, "", ""}, "tensor '{}' is {} but input '{}' of the model is {}", tensor.name,
-              tensor.type.str(), info.name, expected.str());
-  if (variable)
-    if (const Status status = model.setInputShape(i, tensor.type.shape); !status.ok())
-      userError({path, "", ""}, "input '{}' is {}: {}", info.name, tensor.type.str(),
-                status.message());
-  model.writeInput(i, tensor.bytes.data());
-}
-
 std::string preview(const frontend::HostTensor& t) {
   int64_t n = t.type.numElements();
   if (n == 0) return "(empty)";
-  auto values = toDoubles(t);
+  auto values = driver::toDoubles(t);
   std::vector<std::string> shown;
   for (int64_t i = 0; i < std::min<int64_t>(n, 6); ++i)
     shown.push_back(fmt::format("{:.6g}", values[i]));
@@ -172,14 +110,15 @@ bool checkOutputs(const std::string& dir, const std::string& modelPath,
   }
   for (int i = 0; i < info.num_outputs; ++i) {
     const frontend::HostTensor& expected = expectedOutputs[i];
-    frontend::HostTensor actual = outputTensor(model, i);
+    frontend::HostTensor actual = driver::outputTensor(model, i);
     if (expected.type != actual.type) {
       std::cout << fmt::format("check: output '{}' is {} but {} holds {}\n", info.outputs[i].name,
                                actual.type.str(), dir, expected.type.str());
       allMatch = false;
       continue;
     }
-    const Comparison c = compare(toDoubles(actual), toDoubles(expected), rtol, atol);
+    const Comparison c =
+        compare(driver::toDoubles(actual), driver::toDoubles(expected), rtol, atol);
     std::cout << fmt::format("check: output '{}': {}\n", info.outputs[i].name,
                              c.report(rtol, atol));
     allMatch &= c.bad == 0;
@@ -229,39 +168,6 @@ double median(std::vector<double> values) {
 }
 
 }  // namespace
-
-frontend::HostTensor outputTensor(const driver::LoadedModel& model, int i) {
-  const cgc_tensor_info& info = model.info().outputs[i];
-  const ir::Shape shape = model.outputShape(i);
-  frontend::HostTensor t{info.name, {static_cast<DType>(info.dtype), shape}, {}};
-  const auto* bytes = static_cast<const uint8_t*>(model.output(i));
-  const ir::Shape bound(info.shape, info.shape + info.rank);
-  if (shape == bound || model.info().num_dims > 0) {  // dense, or a cache over its capacity
-    t.bytes = model.readTensor(false, i);
-    return t;
-  }
-  const int64_t elem = dtypeSize(t.type.dtype);
-  t.bytes.resize(static_cast<size_t>(t.type.numElements() * elem));
-  std::vector<int64_t> index(shape.size(), 0);
-  for (int64_t e = 0; e < t.type.numElements(); ++e) {
-    int64_t at = 0;
-    for (size_t d = 0; d < shape.size(); ++d) at = at * bound[d] + index[d];
-    std::memcpy(t.bytes.data() + e * elem, bytes + at * elem, static_cast<size_t>(elem));
-    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
-      if (++index[d] < shape[d]) break;
-      index[d] = 0;
-    }
-  }
-  return t;
-}
-
-std::vector<double> toDoubles(const frontend::HostTensor& t) {
-  ir::Value value;
-  value.type = t.type;
-  value.kind = ir::ValueKind::kConstant;
-  value.data = std::make_shared<const std::vector<uint8_t>>(t.bytes);
-  return value.doubleValues();
-}
 
 std::vector<std::pair<std::string, ir::Shape>> parseShapeBindings(
     const std::vector<std::string>& texts) {
@@ -363,146 +269,14 @@ int compile(const driver::CompileOptions& given, const std::string& depfile) {
 
 namespace {
 
-/// `key` extended by the emitted code, the flags it is built with and the
-/// runtime linked into it (a rebuilt runtime must not be shadowed by an old
-/// build of the same emitted code).
-uint64_t hashBuild(const codegen::EmittedModel& emitted, const std::string& target, uint64_t key) {
-  key = fnv1a(emitted.header.data(), emitted.header.size(), key);
-  key = fnv1a(emitted.source.data(), emitted.source.size(), key);
-  emitted.weights.forEachChunk(
-      [&](const uint8_t* data, size_t bytes) { key = fnv1a(data, bytes, key); });
-  std::string flags = driver::generatedCodeFlags(target);
-  key = fnv1a(flags.data(), flags.size(), key);
-  std::ifstream runtime(driver::runtimePaths(target).library, std::ios::binary);
-  std::string runtimeBytes((std::istreambuf_iterator<char>(runtime)), {});
-  return fnv1a(runtimeBytes.data(), runtimeBytes.size(), key);
-}
-
-fs::path cacheEntry(uint64_t key) {
-  return fs::path(driver::cacheDirectory()) / fmt::format("{:016x}", key);
-}
-
-/// The library of builds for several targets (cached like buildCached).
-BuiltModel buildTargetLibraryCached(const driver::CompileOptions& options) {
-  driver::TargetLibrary library = driver::emitTargetLibrary(options);
-  uint64_t key = hashBuild(library.dispatcher, library.targets.back().name, 1469598103934665603ull);
-  for (size_t i = 0; i < library.targets.size(); ++i)
-    key = hashBuild(library.builds[i], library.targets[i].name, key);
-  const fs::path dir = cacheEntry(key);
-  const std::string prefix = library.dispatcher.baseName;
-  const fs::path shared = dir / (prefix + ".so");
-  if (fs::exists(shared)) {
-    cache::markUsed(dir);
-    return {shared.string(), prefix};
-  }
-  std::vector<driver::TargetSource> builds;
-  for (const driver::Target& target : library.targets) builds.push_back({target, ""});
-  const auto files = driver::writeTargetLibrary(std::move(library), dir.string(), options);
-  for (size_t i = 0; i < builds.size(); ++i) builds[i].source = files[i + 1].sourcePath;
-  driver::linkTargetLibrary(files.front().sourcePath, builds, shared.string(), 2, options);
-  cache::markUsed(dir);
-  cache::evict(dir);
-  return {shared.string(), prefix};
-}
-
-}  // namespace
-
-BuiltModel buildCached(const driver::CompiledModel& model, const driver::CompileOptions& options) {
-  auto emitted = driver::emitModel(model, options);
-  fs::path dir = cacheEntry(hashBuild(emitted, options.target, 1469598103934665603ull));
-  std::string prefix = emitted.baseName;
-  driver::WrittenFiles files;
-  const bool built = fs::exists(dir / (prefix + ".so"));
-  if (built) {
-    files.emitted = std::move(emitted);
-    files.sourcePath = (dir / (prefix + ".cpp")).string();
-  } else {
-    files = driver::writeModel(std::move(emitted), dir.string(), options);
-  }
-  BuiltModel result{driver::buildSharedLibrary(files, options), prefix};
-  // Weights the library embeds (.incbin) are not kept twice.
-  if (std::error_code ignored; !built && files.emitted.embedsWeights && !files.weightsPath.empty())
-    fs::remove(files.weightsPath, ignored);
-  cache::markUsed(dir);
-  if (!built) cache::evict(dir);
-  return result;
-}
-
-BuiltModel compileAndBuild(const driver::CompileOptions& options, driver::CompiledModel& model) {
-  const bool several = driver::namesSeveralTargets(options);
-  model = driver::compileGraph(several ? driver::firstTargetOptions(options) : options);
-  return several ? buildTargetLibraryCached(options) : buildCached(model, options);
-}
-
-BuiltModel compileOnce(const driver::CompileOptions& options,
-                       std::vector<std::string>& onnxInputs) {
-  const std::optional<uint64_t> key = cache::compileKey(options);
-  if (key)
-    if (std::optional<cache::Compiled> hit = cache::lookup(*key)) {
-      driver::progress(options,
-                       fmt::format("compiled before with these options: loading {}", hit->library));
-      onnxInputs = hit->onnxInputs;
-      return {hit->library, hit->prefix};
-    }
-  driver::CompiledModel model;
-  BuiltModel built = compileAndBuild(options, model);
-  onnxInputs = model.graph.onnxInputNames;
-  if (key) cache::remember(*key, {built.library, built.prefix, onnxInputs});
-  return built;
-}
-
-void setInputs(const std::vector<std::string>& onnxInputs, driver::LoadedModel& loaded,
-               const std::string& inputsDir, bool fillMissing, bool note) {
-  const auto& info = loaded.info();
-  if (!inputsDir.empty() && !fs::is_directory(inputsDir))
-    userError({inputsDir, "", ""}, "--inputs: no such directory");
-  const std::string extra = fmt::format("{}/input_{}.pb", inputsDir, onnxInputs.size());
-  if (!inputsDir.empty() && fs::exists(extra))
-    userError({extra, "", ""},
-              "no input reads this file (the model has {} input(s): {}, from "
-              "input_0.pb)",
-              onnxInputs.size(), fmt::join(onnxInputs, ", "));
-  if (inputsDir.empty() && !fillMissing && info.num_inputs > 0)
-    throw CompileError(
-        "cgc: error: the model has inputs: give --inputs DIR, or --fill-missing-inputs for "
-        "deterministic data");
-  std::vector<std::string> filled;
-  // Test-data files are numbered in the ONNX model's input order, which
-  // still counts inputs that --constant turned into constants.
-  for (int i = 0; i < info.num_inputs; ++i) {
-    const auto& names = onnxInputs;
-    auto position = std::find(names.begin(), names.end(), info.inputs[i].name);
-    const std::string path = fmt::format("{}/input_{}.pb", inputsDir, position - names.begin());
-    if (!inputsDir.empty() && fs::exists(path)) {
-      loadInput(path, loaded, i);
-      continue;
-    }
-    if (!fillMissing)
-      userError({path, "", ""}, "input '{}' has no file (--fill-missing-inputs fills it)",
-                info.inputs[i].name);
-    fillDeterministic(info.inputs[i], loaded.input(i));
-    filled.push_back(info.inputs[i].name);
-  }
-  if (!filled.empty() && note)
-    std::cerr << fmt::format("cgc: note: filled input(s) {} with deterministic data\n",
-                             fmt::join(filled, ", "));
-}
-
-void runOnce(driver::LoadedModel& loaded, const std::string& modelPath) {
-  const Status status = loaded.run();
-  if (!status.ok()) userError({modelPath, "", ""}, "run() failed: {}", status.message());
-}
-
-namespace {
-
 /// The --bench runs: median and minimum milliseconds as the JSON line
 /// (with the variable dimensions' sizes).
 void bench(driver::LoadedModel& loaded, const RunOptions& options) {
-  for (int i = 0; i < 3; ++i) runOnce(loaded, options.compile.modelPath);
+  for (int i = 0; i < 3; ++i) driver::runOnce(loaded, options.compile.modelPath);
   std::vector<double> times;
   for (int i = 0; i < options.benchRuns; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    runOnce(loaded, options.compile.modelPath);
+    driver::runOnce(loaded, options.compile.modelPath);
     times.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
@@ -534,7 +308,7 @@ void sweep(driver::LoadedModel& loaded, const RunOptions& options) {
           shape[static_cast<size_t>(a)] = sizes.at(info.dims[j].name);
       if (const Status status = loaded.setInputShape(i, shape); !status.ok())
         userError({options.compile.modelPath, "", ""}, "--sweep: {}", status.message());
-      fillDeterministic(info.inputs[i], loaded.input(i));  // its buffer holds the bounds
+      driver::fillDeterministic(info.inputs[i], loaded.input(i));  // its buffer holds the bounds
     }
     bench(loaded, options);
   }
@@ -543,7 +317,7 @@ void sweep(driver::LoadedModel& loaded, const RunOptions& options) {
 void printOutputs(const driver::LoadedModel& loaded, const std::string& outputsDir) {
   const auto& info = loaded.info();
   for (int i = 0; i < info.num_outputs; ++i) {
-    const frontend::HostTensor t = outputTensor(loaded, i);
+    const frontend::HostTensor t = driver::outputTensor(loaded, i);
     std::cout << fmt::format("output '{}' {}: {}\n", t.name, t.type.str(), preview(t));
     if (outputsDir.empty()) continue;
     fs::create_directories(outputsDir);
@@ -573,7 +347,7 @@ namespace {
 /// The model as built into --library: the symbols of --name, and the same
 /// graph, schedule and memory plan as this compile (else the library holds
 /// another model, or one compiled with other options).
-BuiltModel prebuilt(const RunOptions& options, const codegen::ModelNames& names) {
+driver::BuiltModel prebuilt(const RunOptions& options, const codegen::ModelNames& names) {
   if (options.compile.className.empty())
     throw CompileError("cgc: error: --library needs the model's --name (its class name)");
   if (!fs::is_regular_file(options.library))
@@ -618,8 +392,9 @@ int run(const RunOptions& given) {
   if (options.oversubscribe) setenv("CGC_OVERSUBSCRIBE", "1", 1);
   const bool several = driver::namesSeveralTargets(options.compile);
   std::vector<std::string> onnxInputs;
-  const BuiltModel built =
-      options.library.empty() ? compileOnce(options.compile, onnxInputs) : prebuilt(options, names);
+  const driver::BuiltModel built = options.library.empty()
+                                       ? driver::compileOnce(options.compile, onnxInputs)
+                                       : prebuilt(options, names);
   driver::LoadedModel loaded(built.library, built.prefix);
   if (!options.library.empty()) {
     // A library for several targets is checked against the build it runs.
@@ -633,7 +408,7 @@ int run(const RunOptions& given) {
     driver::progress(options.compile, fmt::format("this CPU runs the {} build (of {})",
                                                   loaded.info().target, options.compile.target));
   driver::progress(options.compile, "running on " + loaded.placement());
-  setInputs(onnxInputs, loaded, options.inputsDir, options.fillMissingInputs);
+  driver::setInputs(onnxInputs, loaded, options.inputsDir, options.fillMissingInputs);
 
   // Profiles and traces record the --bench runs, warm; without --bench, the
   // one cold run (first touch of the arena and the weights), and say so.
@@ -648,7 +423,7 @@ int run(const RunOptions& given) {
   if (!options.statisticsOut.empty()) cold.record_statistics();
   if (coldProfile || !options.statisticsOut.empty()) loaded.setProfiler(&cold);
   const std::vector<std::vector<uint8_t>> inputsBefore = snapshot(loaded, true);
-  runOnce(loaded, options.compile.modelPath);
+  driver::runOnce(loaded, options.compile.modelPath);
   loaded.setProfiler(nullptr);
   if (!options.statisticsOut.empty()) writeStatistics(cold, options);
   requireRepeatable(loaded, inputsBefore);

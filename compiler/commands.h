@@ -7,9 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "onnx_frontend/tensor_proto.h"
 #include "pipeline/pipeline.h"
-#include "toolchain/model_runner.h"
+#include "toolchain/model_session.h"
 
 namespace cgc::commands {
 
@@ -55,50 +54,6 @@ struct BuildOptions {
 /// `cgc build`: several compiled models into one shared library
 /// (driver::buildLibrary).
 int build(const BuildOptions& options);
-
-/// A compiled model built into a shared library (cached by content under
-/// driver::cacheDirectory()), ready for driver::LoadedModel.
-struct BuiltModel {
-  std::string library;
-  std::string prefix;  // the C ABI's symbol prefix
-};
-BuiltModel buildCached(const driver::CompiledModel& model, const driver::CompileOptions& options);
-
-/// What `cgc run` (and the Python module) compile and load: the model
-/// compiled with `options` into `model` (for several targets, the first
-/// target's) and built by buildCached, or for several targets into one
-/// cached library of all of them.
-BuiltModel compileAndBuild(const driver::CompileOptions& options, driver::CompiledModel& model);
-
-/// compileAndBuild, unless the same compile (cache::compileKey) was made
-/// before and its build is still in the cache: then only that build's
-/// library. `onnxInputs`: the ONNX model's input names (for setInputs).
-BuiltModel compileOnce(const driver::CompileOptions& options, std::vector<std::string>& onnxInputs);
-
-/// Fills the model's inputs from DIR/input_N.pb (ONNX test-data numbering:
-/// `onnxInputs`, the ONNX model's input names, counts inputs that
-/// --constant made constants). A missing or empty directory or a missing
-/// file is a CompileError, unless `fillMissing`: then the inputs without a
-/// file get deterministic data and, with `note`, a note on stderr names
-/// them. A file input_N.pb past the model's inputs is a CompileError too.
-void setInputs(const std::vector<std::string>& onnxInputs, driver::LoadedModel& loaded,
-               const std::string& inputsDir, bool fillMissing, bool note = true);
-inline void setInputs(const driver::CompiledModel& model, driver::LoadedModel& loaded,
-                      const std::string& inputsDir, bool fillMissing, bool note = true) {
-  setInputs(model.graph.onnxInputNames, loaded, inputsDir, fillMissing, note);
-}
-
-/// Output `index` of the loaded model (after run()) as a dense tensor of its
-/// actual shape: a data-dependent size is stored at the bound shape, its
-/// elements at their places in it.
-frontend::HostTensor outputTensor(const driver::LoadedModel& model, int index);
-
-/// A tensor's elements as doubles, through the IR's constant reader.
-std::vector<double> toDoubles(const frontend::HostTensor& t);
-
-/// Runs the loaded model once; a failed run() is a CompileError naming the
-/// model and the node (a problem in the model's data).
-void runOnce(driver::LoadedModel& loaded, const std::string& modelPath);
 
 /// What `cgc inspect --json` prints: the model's summary and, when it
 /// compiles, its plan; a CompileError of the compile is reported in it

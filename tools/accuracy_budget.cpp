@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "compiler/commands.h"
 #include "ir/conventions.h"
 #include "toolchain/build_cache.h"
+#include "toolchain/model_session.h"
 #include "tools/accuracy_budget_search.h"
 
 namespace cgc::quant {
@@ -35,14 +35,14 @@ struct Trial {
 
 Trial runTrial(const CompileOptions& options, const std::vector<std::string>& dirs) {
   Trial t;
-  const commands::BuiltModel built = commands::compileAndBuild(options, t.model);
+  const driver::BuiltModel built = driver::compileAndBuild(options, t.model);
   t.loaded = std::make_unique<driver::LoadedModel>(built.library, built.prefix);
   for (const std::string& dir : dirs) {
-    commands::setInputs(t.model, *t.loaded, dir, false);
-    commands::runOnce(*t.loaded, options.modelPath);
+    driver::setInputs(t.model, *t.loaded, dir, false);
+    driver::runOnce(*t.loaded, options.modelPath);
     auto& set = t.outputs.emplace_back();
     for (int i = 0; i < t.loaded->info().num_outputs; ++i)
-      set.push_back(commands::toDoubles(commands::outputTensor(*t.loaded, i)));
+      set.push_back(driver::toDoubles(driver::outputTensor(*t.loaded, i)));
   }
   return t;
 }
@@ -198,7 +198,7 @@ nlohmann::ordered_json measureSpeed(Trial& floatModel, Trial& int8Model,
     std::vector<double> ms;
     for (int i = 0; i < budget.benchRuns; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      commands::runOnce(*t.loaded, options.modelPath);
+      driver::runOnce(*t.loaded, options.modelPath);
       ms.push_back(driver::secondsSince(start) * 1e3);
     }
     return median(ms);

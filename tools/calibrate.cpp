@@ -15,11 +15,11 @@
 #include <set>
 #include <unordered_map>
 
-#include "compiler/commands.h"
 #include "compiler_config.h"
 #include "onnx_frontend/onnx.h"
 #include "onnx_frontend/onnx_loader.h"
 #include "pipeline/input_shapes.h"
+#include "toolchain/model_session.h"
 #include "toolchain/target_library.h"
 
 namespace cgc::commands {
@@ -154,7 +154,7 @@ std::vector<Observed> observedTensors(const cgc_model_info& info,
 }
 
 frontend::HostTensor tensorOf(driver::LoadedModel& loaded, const Observed& t) {
-  if (!t.input) return outputTensor(loaded, t.index);
+  if (!t.input) return driver::outputTensor(loaded, t.index);
   const cgc_tensor_info& info = loaded.info().inputs[t.index];
   const auto* bytes = static_cast<const uint8_t*>(loaded.input(t.index));
   return {info.name,
@@ -233,7 +233,7 @@ nlohmann::ordered_json report(const CalibrateOptions& options, const std::vector
 }
 
 /// The model with its observed tensors as outputs, compiled, built (cached)
-/// and loaded; `model` is the compiled graph (setInputs reads its input
+/// and loaded; `model` is the compiled graph (driver::setInputs reads its input
 /// names), `graphOrder` what addObservedOutputs returns.
 std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOptions& options,
                                                          driver::CompiledModel& model,
@@ -254,15 +254,15 @@ std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOp
       driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options;
   one.modelBytes = std::make_shared<const std::string>(proto.SerializeAsString());
   model = driver::compileGraph(one);
-  const BuiltModel built = buildCached(model, one);
+  const driver::BuiltModel built = driver::buildCached(model, one);
   return std::make_unique<driver::LoadedModel>(built.library, built.prefix);
 }
 
-/// setInputs from `dir`, its errors naming the input set `set` instead.
+/// driver::setInputs from `dir`, its errors naming the input set `set` instead.
 void setInputSet(const driver::CompiledModel& model, driver::LoadedModel& loaded,
                  const std::string& dir, const std::string& set) {
   try {
-    setInputs(model, loaded, dir, false);
+    driver::setInputs(model, loaded, dir, false);
   } catch (const CompileError& e) {
     if (set == dir) throw;
     std::string message = e.what();
@@ -302,10 +302,10 @@ int calibrate(const CalibrateOptions& given) {
       driver::progress(options.compile, fmt::format("calibrate: pass {}/2, input set {}/{} ({})",
                                                     pass, k + 1, sets, set));
       setInputSet(model, *loaded, dir, set);
-      runOnce(*loaded, options.compile.modelPath);
+      driver::runOnce(*loaded, options.compile.modelPath);
       for (Observed& t : observed) {
         const frontend::HostTensor tensor = tensorOf(*loaded, t);
-        const std::vector<double> values = toDoubles(tensor);
+        const std::vector<double> values = driver::toDoubles(tensor);
         if (pass == 2) {
           addHistogram(t, values);
           continue;

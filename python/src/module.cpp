@@ -1,6 +1,6 @@
 // The extension module _cgc: what the `cgc` package (python/cgc) calls. It
 // compiles, builds and loads models through the same driver functions as
-// `cgc run` (commands::compileAndBuild, the cache of driver::cacheDirectory),
+// `cgc run` (driver::compileAndBuild, the cache of driver::cacheDirectory),
 // wraps `cgc inspect --json`, `cgc tune` and `cgc calibrate`, and turns cgc's C++ errors into
 // the package's exceptions (cgc.errors). Argument checking and the numpy
 // conveniences are the pure-Python layer's.
@@ -74,12 +74,12 @@ void setPrecision(driver::CompileOptions& options, const py::dict& args) {
 
 std::unique_ptr<Model> compile(driver::CompileOptions options) {
   driver::checkedNames(options);
-  commands::BuiltModel built;
+  driver::BuiltModel built;
   {
     py::gil_scoped_release release;
     options = quant::applyBudget(options);
     std::vector<std::string> onnxInputs;
-    built = commands::compileOnce(options, onnxInputs);
+    built = driver::compileOnce(options, onnxInputs);
   }
   return std::make_unique<Model>(built.library, built.prefix);
 }
