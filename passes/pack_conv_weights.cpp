@@ -21,9 +21,8 @@
 //  - 4: PackedBf16, under --precision bf16 only (PassTarget::narrowWeights
 //    kBf16, a layer not named by --keep-float), on a target with the bf16
 //    tier: the same panels of bfloat16 pairs (ConvParams::bf16_weights),
-//    chosen before the float variants where it prefers the layer (depth
-//    64 or more into 32 or more channels; not depthwise layers nor
-//    few-channel stems).
+//    chosen before the float variants where it prefers the layer (enough
+//    products per value moved: rt::detail's prefersPackedBf16).
 // Rearranging at run time would copy every weight on every inference;
 // doing it in the model constructor would hold two copies. Runs after
 // fold-conv-batchnorm, which rewrites the weights it packs, and after the

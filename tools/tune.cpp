@@ -27,14 +27,15 @@
 #include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
 #include "cgc/team.h"
-#include "compiler/commands.h"
 #include "ir/conventions.h"
 #include "pipeline/input_shapes.h"
+#include "pipeline/precision.h"
 #include "pipeline/specializations.h"
 #include "pipeline/targets.h"
 #include "pipeline/tuned_profile.h"
 #include "toolchain/build_cache.h"
 #include "toolchain/model_runner.h"
+#include "toolchain/model_session.h"
 #include "toolchain/target_library.h"
 #include "tools/alternated_timing.h"
 
@@ -83,7 +84,7 @@ std::vector<std::pair<int, int>> configurations(int cpus) {
 struct Build {
   driver::CompileOptions compile;
   driver::CompiledModel model;
-  commands::BuiltModel built;                   // empty until built
+  driver::BuiltModel built;                     // empty until built
   std::map<std::string, std::string> variants;  // each float Conv's variant, by node name
 };
 
@@ -117,12 +118,14 @@ bool runsHere(const std::string& targetTier, const char* tier) {
 }
 
 /// The trials worth a build: the variants the target's runtime has and this
-/// CPU runs (those on bf16 weights where the default build chose them),
+/// CPU runs (those on bf16 weights where the compile may store them,
+/// `narrow`: --precision bf16, on every layer they take),
 /// Winograd in each of its forms (tiles 2 and 4), Packed with the depth
 /// steps the default build chose (`defaults`), halved and doubled;
 /// and the int8 convolution's variants where the model has int8 layers.
 std::vector<std::string> candidateVariants(const std::string& targetTier,
-                                           const std::map<std::string, std::string>& defaults) {
+                                           const std::map<std::string, std::string>& defaults,
+                                           bool narrow) {
   std::vector<std::string> names;
   const bool int8 = std::any_of(defaults.begin(), defaults.end(), [](const auto& d) {
     return rt::qconvVariantNamed(d.second.c_str()) != rt::QConvVariant::kNone;
@@ -132,12 +135,7 @@ std::vector<std::string> candidateVariants(const std::string& targetTier,
       if (runsHere(targetTier, v.tier)) names.emplace_back(v.name);
   for (const rt::ConvVariantInfo& v : rt::kConvVariants) {
     if (!runsHere(targetTier, v.tier)) continue;
-    // Variants on bfloat16 weights run only under --precision bf16, where
-    // the default build chose them for some layers.
-    const bool chosen = std::any_of(defaults.begin(), defaults.end(), [&](const auto& d) {
-      return ir::conventions::parseConvChoice(d.second).variant == v.name;
-    });
-    if (rt::convWeightsNarrow(v.weights) && !chosen) continue;
+    if (rt::convWeightsNarrow(v.weights) && !narrow) continue;
     if (v.weights == rt::ConvWeights::kWinograd) {
       for (int tile : {2, 4}) names.push_back(fmt::format("{}:{}", v.name, tile));
     } else if (v.weights == rt::ConvWeights::kPanels || v.weights == rt::ConvWeights::kBf16Panels) {
@@ -183,29 +181,29 @@ class Tuner {
 
   /// Builds a compiled model's library.
   void finish(Build& b) {
-    if (b.built.library.empty()) b.built = commands::buildCached(b.model, b.compile);
+    if (b.built.library.empty()) b.built = driver::buildCached(b.model, b.compile);
   }
 
   /// Times one instance of `b` (the median of `rounds` rounds) and, with
   /// `profile`, profiles it.
   Measurement time(const Build& b, int rounds, bool profile) {
     driver::LoadedModel loaded(b.built.library, b.built.prefix);
-    commands::setInputs(b.model, loaded, options_.inputsDir,
-                        /*fillMissing=*/options_.inputsDir.empty(), /*note=*/!filledNoted_);
+    driver::setInputs(b.model, loaded, options_.inputsDir,
+                      /*fillMissing=*/options_.inputsDir.empty(), /*note=*/!filledNoted_);
     filledNoted_ = true;  // one note for the whole search
     const std::string& path0 = options_.compile.modelPath;
 
     auto start = Clock::now();
-    commands::runOnce(loaded, path0);
+    driver::runOnce(loaded, path0);
     double first = msSince(start);
     // Rounds of at least ~20 ms, so sub-millisecond models are not timed
     // at the clock's and the scheduler's resolution.
     int perRound = std::clamp(static_cast<int>(std::ceil(20.0 / std::max(first, 1e-3))), 1, 1000);
-    for (int i = 0; i < std::min(perRound, 3); ++i) commands::runOnce(loaded, path0);
+    for (int i = 0; i < std::min(perRound, 3); ++i) driver::runOnce(loaded, path0);
     std::vector<double> times;
     for (int r = 0; r < rounds; ++r) {
       start = Clock::now();
-      for (int i = 0; i < perRound; ++i) commands::runOnce(loaded, path0);
+      for (int i = 0; i < perRound; ++i) driver::runOnce(loaded, path0);
       times.push_back(msSince(start) / perRound);
     }
     Measurement m;
@@ -216,7 +214,7 @@ class Tuner {
 
     Profiler profiler;
     loaded.setProfiler(&profiler);
-    for (int i = 0; i < std::max(options_.rounds, 3); ++i) commands::runOnce(loaded, path0);
+    for (int i = 0; i < std::max(options_.rounds, 3); ++i) driver::runOnce(loaded, path0);
     loaded.setProfiler(nullptr);
     std::string path = (work_ / fmt::format("measured_{}.json", ++files_)).string();
     if (!profiler.write_profile(path)) userError({path, "", ""}, "cannot write the profile");
@@ -279,7 +277,9 @@ class Search {
   bool overBudget() const { return msSince(start_) / 1000 > options_.budgetSeconds; }
   double seconds() const { return msSince(start_) / 1000; }
 
-  /// Stage 1: executors x threads among `configs`. False when none ran.
+  /// Stage 1: executors x threads among `configs`, the default first; a
+  /// later one is kept where it beats the best by more than the rounds'
+  /// spread and kConfigMargin. False when none ran.
   bool searchConfigurations(const std::vector<std::pair<int, int>>& configs) {
     for (auto [e, t] : configs) {
       if (bestE_ > 0 && overBudget()) {
@@ -291,7 +291,10 @@ class Search {
         Measurement estimated = tuner_.measure(e, t, "");
         std::string profile = tuner_.writeProfile(estimated.profile, {});
         Measurement measured = tuner_.measure(e, t, profile);
-        bool better = measured.ms < best_.ms;
+        // The first configuration is the default (one executor on every
+        // core); another replaces the best only beyond both one's noise.
+        const bool better = bestE_ == 0 || beatsBeyondNoise(best_.ms, best_.spread, measured.ms,
+                                                            measured.spread, kConfigMargin);
         line(fmt::format("{:<6} estimated costs {:.3f} ms, measured costs {:.3f} ms{}", config,
                          estimated.ms, measured.ms, better ? " (best)" : ""));
         tries_.push_back({config, measured.ms, better ? "best so far" : ""});
@@ -317,7 +320,10 @@ class Search {
     const std::string costs = tuner_.writeProfile(best_.profile, {});
     LayerTimes us;
     record(best_, us);
-    const std::vector<std::string> candidates = candidateVariants(targetTier, best_.variants);
+    const bool narrow = driver::narrowWeightFormat(options_.compile, options_.compile.target) ==
+                        rt::WeightFormat::kBf16;
+    const std::vector<std::string> candidates =
+        candidateVariants(targetTier, best_.variants, narrow);
     int trials = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {
       if (overBudget()) {
@@ -379,7 +385,7 @@ class Search {
                                          candidate == 1 ? "" : "s");
         Measurement m =
             tuner_.measure(bestE_, bestT_, tuner_.writeProfile(best_.profile, trial, variants_));
-        const bool kept = beatsBeyondNoise(best_.ms, best_.spread, m.ms, m.spread, 0.02);
+        const bool kept = beatsBeyondNoise(best_.ms, best_.spread, m.ms, m.spread, kConfigMargin);
         line(fmt::format("{:<6} {:.3f} ms (spread {:.3f}){}", config, m.ms, m.spread,
                          kept ? " (best)" : ""));
         tries_.push_back({config, m.ms, kept ? "kept" : ""});
@@ -410,12 +416,9 @@ class Search {
   }
 
   /// The last stage: the model built with the whole profile against the
-  /// untuned build (no profile), alternated; the profile is kept only if
-  /// faster by more than the spread. Otherwise the search's choices are
-  /// dropped and the result is the default configuration (one executor,
-  /// every core, no per-op threads or variants) with the default build's
-  /// measured costs. Runs even past the budget.
-  void finalCheck(const std::string& targetTier, int cpus) {
+  /// untuned build (no profile), alternated; true if faster by more than
+  /// the spread. Runs even past the budget.
+  bool finalCheck(const std::string& targetTier) {
     try {
       Build defaults = tuner_.build(0, 0, "");
       Build tuned = tuner_.build(0, 0, tuner_.writeProfile(result(targetTier)));
@@ -425,22 +428,30 @@ class Search {
                      {"spread_ms", t.spreadMs},
                      {"rounds", t.rounds},
                      {"kept", t.faster}};
-      line(fmt::format("final check: {}: {}", describeTiming(t, "tuned", "untuned"),
-                       t.faster ? "kept the tuned profile"
-                                : "not faster by more than the spread; wrote the "
-                                  "default configuration"));
+      line(fmt::format(
+          "final check: {}: {}", describeTiming(t, "tuned", "untuned"),
+          t.faster ? "kept the tuned profile" : "not faster by more than the spread; dropped it"));
       tries_.push_back({"tuned profile against the untuned build", t.candidateMs,
                         fmt::format("{} (untuned {:.3f}, spread {:.3f})",
                                     t.faster ? "kept" : "dropped", t.baselineMs, t.spreadMs)});
-      if (t.faster) return;
-      best_ = tuner_.time(defaults, options_.rounds, /*profile=*/true);
-      bestE_ = 1;
-      bestT_ = std::max(1, cpus);
-      nodeThreads_.clear();
-      variants_.clear();
+      if (!t.faster) defaults_ = tuner_.time(defaults, options_.rounds, /*profile=*/true);
+      return t.faster;
     } catch (const CompileError& error) {
       line(fmt::format("final check: the tuned profile failed: {}", error.what()));
+      return false;
     }
+  }
+
+  /// After a failed final check: the search's choices dropped, the result
+  /// is the default configuration (one executor, every core, no per-op
+  /// threads or variants) with the default build's measured costs where
+  /// the check measured them.
+  void useDefaults(int cpus) {
+    if (!defaults_.profile.is_null()) best_ = std::move(defaults_);
+    bestE_ = 1;
+    bestT_ = std::max(1, cpus);
+    nodeThreads_.clear();
+    variants_.clear();
   }
 
   void summary(const std::string& out) const {
@@ -461,6 +472,9 @@ class Search {
   using LayerTimes = std::map<std::string, std::map<std::string, double>>;
   /// A layer's time differs by this fraction before its variant changes.
   static constexpr double kMargin = 0.05;
+  /// A configuration or a per-op thread count beats the best by this
+  /// fraction beyond the noise before it replaces it.
+  static constexpr double kConfigMargin = 0.02;
 
   /// The layers' times in `m` under their variants, each layer's lowest
   /// median kept: load from other processes only adds time. A layer that
@@ -529,7 +543,8 @@ class Search {
   Measurement best_;
   std::map<std::string, int> nodeThreads_;
   std::map<std::string, std::string> variants_;
-  json finalCheck_;  // the final check's timings, once made
+  json finalCheck_;       // the final check's timings, once made
+  Measurement defaults_;  // the untuned build, timed where the final check dropped the profile
 };
 
 }  // namespace
@@ -565,6 +580,10 @@ json tunePaths(const TuneOptions& options, const fs::path& work, const Search& g
     }
     search.variants(tier);
     search.nodeThreads();
+    if (!search.finalCheck(tier)) {
+      search.line(fmt::format("--specialize {}: left untuned", sizes));
+      continue;
+    }
     paths.push_back({{"dims", fixed}, {"profile", search.result(tier)}});
     search.line(fmt::format("--specialize {}: {:.3f} ms", sizes, search.bestMs()));
   }
@@ -601,7 +620,7 @@ int tune(const TuneOptions& given) {
   }
   search.variants(tier);
   search.nodeThreads();
-  search.finalCheck(tier, cpus);
+  if (!search.finalCheck(tier)) search.useDefaults(cpus);
 
   fs::create_directories(options.outDir);
   std::string out =

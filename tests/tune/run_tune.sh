@@ -36,7 +36,7 @@ if not check["kept"]:
 print(f"profile: {e}x{t}, {len(p['node_threads'])} per-op thread counts, {p['tuned_ms']:.3f} ms")
 PY
 grep -q "^tune: best " "$work/tune.log" || { echo "no summary line"; exit 1; }
-grep -Eq "^tune: final check: tuned .* ms, untuned .* ms, spread .* rounds alternated\): (kept the tuned profile|not faster by more than the spread; wrote the default configuration)$" \
+grep -Eq "^tune: final check: tuned .* ms, untuned .* ms, spread .* rounds alternated\): (kept the tuned profile|not faster by more than the spread; dropped it)$" \
     "$work/tune.log" || { echo "no final check line"; exit 1; }
 "$cgc" run "$model" -q --profile "$profile" \
     --inputs "$samples/tiny_cnn/test_data_set_0" --check "$samples/tiny_cnn/test_data_set_0"

@@ -132,17 +132,22 @@ void padPairs(const ConvParams& p, const float* x, int64_t d, int64_t h, int64_t
 
 bool takesPackedBf16(const ConvParams& p) { return takesPacked(p); }
 
-/// Layers of depth (c_in x window) 64 or more into 32 or more output
-/// channels, the channels rounded up to 16 within a third more than c_out:
-/// not depthwise ones, few-channel stems, nor MobileNetV2's 1x1 layers
-/// from 16 to 32 channels or into 24 on its 112x112 and 56x56 planes,
-/// where rounding and laying out the input, and the transposes to and from
-/// its depthwise layers' NCHW, cost more than the products gain
-/// (bench/history/2026-12-07-bf16-conv.md).
-bool prefersPackedBf16(const ConvParams& p, const ConvContext&) {
-  constexpr int64_t kMinDepth = 64, kMinChannels = 32;
+/// Layers whose products per float they move (the input read and the
+/// output written) are at least two vectors' worth (2 x lanes: vdpbf16ps
+/// does two per lane): PackedBf16 rounds and lays out every input element
+/// it reads, where the float variants read it in place, which pays only
+/// where each element feeds that many products (the profile's measured
+/// variant, cgc tune's, overrides). Not depthwise layers, few-channel
+/// stems, nor layers whose channels rounded up to 16 exceed c_out by more
+/// than a third.
+bool prefersPackedBf16(const ConvParams& p, const ConvContext& context) {
+  const double taps = static_cast<double>(p.k_d) * p.k_h * p.k_w;
+  const double in = static_cast<double>(p.d_in) * p.h_in * p.w_in;
+  const double out = static_cast<double>(p.d_out) * p.h_out * p.w_out;
+  const double products = static_cast<double>(p.c_out) * p.c_in * taps * out;
+  const double moved = static_cast<double>(p.c_in) * in + static_cast<double>(p.c_out) * out;
   return !isDepthwise2d(p) && !isFewChannels(p) && 3 * packedChannels(p) <= 4 * p.c_out &&
-         p.c_in * p.k_d * p.k_h * p.k_w >= kMinDepth && p.c_out >= kMinChannels;
+         products >= 2.0 * context.lanes() * moved;
 }
 
 void convPackedBf16(const ConvParams& p, const float* x, const float* w, const float* bias,
