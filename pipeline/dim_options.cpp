@@ -34,6 +34,29 @@ int64_t parseCount(const std::string& text, const std::string& flag) {
 }
 }  // namespace
 
+std::string dimText(const Dim& d) {
+  return fmt::format("{}={}..{}{}", d.name, d.min, d.max,
+                     d.multiple != 1 ? fmt::format(":{}", d.multiple) : std::string());
+}
+
+std::vector<Dim> checkedDims(const std::vector<Dim>& dims) {
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const Dim& d = dims[i];
+    const std::string text = dimText(d);
+    if (d.name.empty()) badDim(text, "has no NAME");
+    if (d.min < 0) badDim(text, "has a negative MIN");
+    if (d.max < d.min) badDim(text, fmt::format("has MAX {} below MIN {}", d.max, d.min));
+    if (d.max > ir::kMaxTensorBytes) badDim(text, "has MAX beyond 2^40");
+    if (d.multiple < 1) badDim(text, "has MULTIPLE 0: it must be at least 1");
+    if (latticeOf(d).count == 0)
+      badDim(text,
+             fmt::format("holds no multiple of {} between {} and {}", d.multiple, d.min, d.max));
+    for (size_t j = 0; j < i; ++j)
+      if (dims[j].name == d.name) badDim(text, fmt::format("gives '{}' a second range", d.name));
+  }
+  return dims;
+}
+
 std::vector<Dim> parseDims(const std::vector<std::string>& texts) {
   std::vector<Dim> dims;
   for (const std::string& text : texts) {
@@ -48,17 +71,9 @@ std::vector<Dim> parseDims(const std::vector<std::string>& texts) {
     d.max = parseCount(text.substr(dots + 2, colon == std::string::npos ? colon : colon - dots - 2),
                        text);
     if (colon != std::string::npos) d.multiple = parseCount(text.substr(colon + 1), text);
-    if (d.max < d.min) badDim(text, fmt::format("has MAX {} below MIN {}", d.max, d.min));
-    if (d.max > ir::kMaxTensorBytes) badDim(text, "has MAX beyond 2^40");
-    if (d.multiple < 1) badDim(text, "has MULTIPLE 0: it must be at least 1");
-    if (latticeOf(d).count == 0)
-      badDim(text,
-             fmt::format("holds no multiple of {} between {} and {}", d.multiple, d.min, d.max));
-    for (const Dim& other : dims)
-      if (other.name == d.name) badDim(text, fmt::format("gives '{}' a second range", d.name));
     dims.push_back(d);
   }
-  return dims;
+  return checkedDims(dims);
 }
 
 void bindShapeRanges(const std::vector<std::string>& texts, CompileOptions& options) {

@@ -8,46 +8,37 @@
 #include <chrono>
 
 #include "pipeline/tuned_profile.h"
+#include "pipeline/variable_dims.h"
 
 namespace cgc::driver {
 
 using Dim = codegen::VariableDims::Dim;
 using Sizes = std::vector<int64_t>;  // one value per variable dimension, -1: variable
 
-std::vector<std::map<std::string, int64_t>> parseSizeLists(const std::vector<std::string>& texts,
-                                                           const std::vector<Dim>& dims,
-                                                           const std::string& flag) {
+std::vector<std::map<std::string, int64_t>> sizeCombinations(const SizeLists& lists,
+                                                             const std::vector<Dim>& dims,
+                                                             const std::string& flag) {
   std::vector<std::map<std::string, int64_t>> paths = {{}};
-  for (const std::string& text : texts) {
+  for (const auto& [name, values] : lists) {
+    const std::string text = fmt::format("{}={}", name, fmt::join(values, ","));
     auto bad = [&](const std::string& why) {
       throw CompileError(fmt::format("cgc: error: {} '{}' {}", flag, text, why));
     };
-    const size_t eq = text.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-      bad("is not of the form NAME=SIZE[,SIZE...] (e.g. seq=128,384)");
-    const std::string name = text.substr(0, eq);
     const auto dim =
         std::find_if(dims.begin(), dims.end(), [&](const Dim& d) { return d.name == name; });
     if (dim == dims.end())
       bad(dims.empty() ? "needs variable dimensions: give their ranges with --dim"
                        : fmt::format("names '{}', which no --dim makes variable", name));
-    std::vector<int64_t> values;
-    for (size_t start = eq + 1, end; start <= text.size(); start = end + 1) {
-      end = std::min(text.find(',', start), text.size());
-      int64_t value = -1;
-      const auto [last, error] = std::from_chars(text.data() + start, text.data() + end, value);
-      if (error != std::errc() || last != text.data() + end || value < 0)
-        bad("is not of the form NAME=SIZE[,SIZE...] (e.g. seq=128,384)");
-      const std::string range =
-          fmt::format("--dim {}={}..{}{}", name, dim->min, dim->max,
-                      dim->multiple > 1 ? fmt::format(":{}", dim->multiple) : std::string());
+    if (values.empty()) bad("lists no size");
+    const std::string range = "--dim " + dimText(*dim);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const int64_t value = values[i];
       if (value < dim->min || value > dim->max)
         bad(fmt::format("asks for {}={}, outside {}", name, value, range));
       if (value % dim->multiple != 0)
         bad(fmt::format("asks for {}={}, not a multiple of {} ({})", name, value, dim->multiple,
                         range));
-      if (std::count(values.begin(), values.end(), value)) bad("lists a size twice");
-      values.push_back(value);
+      if (std::count(values.begin(), values.begin() + i, value)) bad("lists a size twice");
     }
     if (paths.front().count(name)) bad(fmt::format("gives '{}' a second list", name));
     if (paths.size() * values.size() > kMaxSpecializations)
@@ -61,7 +52,32 @@ std::vector<std::map<std::string, int64_t>> parseSizeLists(const std::vector<std
       }
     paths = std::move(next);
   }
-  return texts.empty() ? std::vector<std::map<std::string, int64_t>>{} : paths;
+  return lists.empty() ? std::vector<std::map<std::string, int64_t>>{} : paths;
+}
+
+std::vector<std::map<std::string, int64_t>> parseSizeLists(const std::vector<std::string>& texts,
+                                                           const std::vector<Dim>& dims,
+                                                           const std::string& flag) {
+  SizeLists lists;
+  for (const std::string& text : texts) {
+    auto bad = [&] {
+      throw CompileError(fmt::format(
+          "cgc: error: {} '{}' is not of the form NAME=SIZE[,SIZE...] (e.g. seq=128,384)", flag,
+          text));
+    };
+    const size_t eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) bad();
+    std::vector<int64_t> values;
+    for (size_t start = eq + 1, end; start <= text.size(); start = end + 1) {
+      end = std::min(text.find(',', start), text.size());
+      int64_t value = -1;
+      const auto [last, error] = std::from_chars(text.data() + start, text.data() + end, value);
+      if (error != std::errc() || last != text.data() + end || value < 0) bad();
+      values.push_back(value);
+    }
+    lists.emplace_back(text.substr(0, eq), std::move(values));
+  }
+  return sizeCombinations(lists, dims, flag);
 }
 
 std::map<std::string, int64_t> specializedSizes(const std::vector<Dim>& dims,

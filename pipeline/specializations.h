@@ -22,11 +22,19 @@ namespace cgc::driver {
 /// The most specialised paths one model takes (--specialize).
 constexpr size_t kMaxSpecializations = 16;
 
-/// Values "NAME=SIZE[,SIZE...]" of `flag` (--specialize, cgc run's
-/// --sweep) for `dims` (--dim's): every combination of the listed sizes.
-/// CompileError naming the flag for a name no --dim makes variable, a size
-/// outside its bounds or off its multiple, or more than
-/// kMaxSpecializations combinations.
+/// Sizes listed per dimension name, in the order given.
+using SizeLists = std::vector<std::pair<std::string, std::vector<int64_t>>>;
+
+/// Every combination of `lists`' sizes (--specialize, cgc run's --sweep,
+/// Python's specialize=) for `dims` (--dim's). CompileError naming `flag`
+/// for a name no --dim makes variable, an empty list, a size outside its
+/// bounds or off its multiple, or more than kMaxSpecializations
+/// combinations.
+std::vector<std::map<std::string, int64_t>> sizeCombinations(
+    const SizeLists& lists, const std::vector<codegen::VariableDims::Dim>& dims,
+    const std::string& flag = "--specialize");
+
+/// sizeCombinations of `flag`'s values "NAME=SIZE[,SIZE...]".
 std::vector<std::map<std::string, int64_t>> parseSizeLists(
     const std::vector<std::string>& texts, const std::vector<codegen::VariableDims::Dim>& dims,
     const std::string& flag = "--specialize");

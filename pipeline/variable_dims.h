@@ -31,6 +31,15 @@ namespace cgc::driver {
 /// "--dim" values "NAME=MIN..MAX[:MULTIPLE]"; CompileError naming --dim.
 std::vector<codegen::VariableDims::Dim> parseDims(const std::vector<std::string>& texts);
 
+/// `dims` (parsed, or Python's dims= tuples) if each is a range that holds
+/// a size (0 <= MIN <= MAX <= 2^40, MULTIPLE >= 1, a multiple within) and
+/// no name has two; otherwise a CompileError naming --dim and the range.
+std::vector<codegen::VariableDims::Dim> checkedDims(
+    const std::vector<codegen::VariableDims::Dim>& dims);
+
+/// "NAME=MIN..MAX[:MULTIPLE]", as --dim takes it.
+std::string dimText(const codegen::VariableDims::Dim& dim);
+
 /// --shape values with a range in an axis ("x=1x3x48x80..960:8"): each
 /// ranged axis becomes a --dim of the symbolic dimension the model gives
 /// it, each fixed axis that has one binds it by name (LoadOptions::dims).

@@ -443,13 +443,13 @@ class Search {
   }
 
   /// After a failed final check: the search's choices dropped, the result
-  /// is the default configuration (one executor, every core, no per-op
+  /// is the default configuration (`executors` x `threads`, no per-op
   /// threads or variants) with the default build's measured costs where
   /// the check measured them.
-  void useDefaults(int cpus) {
+  void useDefaults(int executors, int threads) {
     if (!defaults_.profile.is_null()) best_ = std::move(defaults_);
-    bestE_ = 1;
-    bestT_ = std::max(1, cpus);
+    bestE_ = executors;
+    bestT_ = threads;
     nodeThreads_.clear();
     variants_.clear();
   }
@@ -581,8 +581,8 @@ json tunePaths(const TuneOptions& options, const fs::path& work, const Search& g
     search.variants(tier);
     search.nodeThreads();
     if (!search.finalCheck(tier)) {
-      search.line(fmt::format("--specialize {}: left untuned", sizes));
-      continue;
+      search.useDefaults(general.executors(), general.threads());
+      search.line(fmt::format("--specialize {}: its tuning dropped: specialised, untuned", sizes));
     }
     paths.push_back({{"dims", fixed}, {"profile", search.result(tier)}});
     search.line(fmt::format("--specialize {}: {:.3f} ms", sizes, search.bestMs()));
@@ -620,7 +620,7 @@ int tune(const TuneOptions& given) {
   }
   search.variants(tier);
   search.nodeThreads();
-  if (!search.finalCheck(tier)) search.useDefaults(cpus);
+  if (!search.finalCheck(tier)) search.useDefaults(1, std::max(1, cpus));
 
   fs::create_directories(options.outDir);
   std::string out =

@@ -89,25 +89,21 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
 
 
 def _dims(dims):
-    """compile()'s dims as --dim values ("seq=1..512:8")."""
-    texts = []
+    """compile()'s dims as (name, min, max, multiple) tuples."""
+    ranges = []
     for name, bounds in (dims or {}).items():
         values = [int(v) for v in bounds]
         if len(values) not in (2, 3):
             raise ValueError(f"dims['{name}']: expected (min, max) or (min, max, multiple), "
                              f"got {bounds!r}")
-        texts.append(f"{name}={values[0]}..{values[1]}" +
-                     (f":{values[2]}" if len(values) == 3 else ""))
-    return texts
+        ranges.append((str(name), values[0], values[1], values[2] if len(values) == 3 else 1))
+    return ranges
 
 
 def _specialize(specialize):
-    """compile()'s specialize as --specialize values ("seq=128,384")."""
-    texts = []
-    for name, sizes in (specialize or {}).items():
-        sizes = [sizes] if isinstance(sizes, int) else list(sizes)
-        texts.append(f"{name}=" + ",".join(str(int(s)) for s in sizes))
-    return texts
+    """compile()'s specialize as (name, [size, ...]) pairs."""
+    return [(str(name), [int(sizes)] if isinstance(sizes, int) else [int(s) for s in sizes])
+            for name, sizes in (specialize or {}).items()]
 
 
 _QUANTIZE_DEFAULTS = {"calibration": None, "method": "percentile", "percentile": 99.99,

@@ -1,6 +1,6 @@
 // The extension module _cgc: what the `cgc` package (python/cgc) calls. It
 // compiles, builds and loads models through the same driver functions as
-// `cgc run` (driver::compileAndBuild, the cache of driver::cacheDirectory),
+// `cgc run` (driver::compileOnce, the cache of driver::cacheDirectory),
 // wraps `cgc inspect --json`, `cgc tune` and `cgc calibrate`, and turns cgc's C++ errors into
 // the package's exceptions (cgc.errors). Argument checking and the numpy
 // conveniences are the pure-Python layer's.
@@ -32,6 +32,15 @@ namespace {
 
 using Shapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;
 using Files = std::vector<std::pair<std::string, std::string>>;
+/// dims= as (name, min, max, multiple) tuples.
+using Dims = std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>>;
+
+/// dims= as --dim's ranges, with --dim's checks.
+std::vector<codegen::VariableDims::Dim> dimsOf(const Dims& dims) {
+  std::vector<codegen::VariableDims::Dim> ranges;
+  for (const auto& [name, min, max, multiple] : dims) ranges.push_back({name, min, max, multiple});
+  return driver::checkedDims(ranges);
+}
 
 /// The options of the cgc flags the Python functions take (their checks
 /// are the CLI's: the frontend's and checkedNames).
@@ -176,15 +185,15 @@ PYBIND11_MODULE(_cgc, module) {
       "compile",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, int executors, int threads, const std::string& profile,
-         bool verbose, const py::dict& quantize, bool observe, const std::vector<std::string>& dims,
-         const std::vector<std::string>& specialize, bool cacheInPlace) {
+         bool verbose, const py::dict& quantize, bool observe, const Dims& dims,
+         const cgc::driver::SizeLists& specialize, bool cacheInPlace) {
         auto options =
             compileOptions(model, shapes, constants, target, executors, threads, profile, verbose);
         setPrecision(options, quantize);
         options.observe = observe;
         options.cacheInPlace = cacheInPlace;
-        options.dims = cgc::driver::parseDims(dims);
-        options.specialize = cgc::driver::parseSizeLists(specialize, options.dims);
+        options.dims = dimsOf(dims);
+        options.specialize = cgc::driver::sizeCombinations(specialize, options.dims);
         return compile(options);
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
@@ -201,11 +210,11 @@ PYBIND11_MODULE(_cgc, module) {
       "inspect",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, int executors, int threads, const std::string& profile,
-         const py::dict& quantize, const std::vector<std::string>& dims) {
+         const py::dict& quantize, const Dims& dims) {
         auto options =
             compileOptions(model, shapes, constants, target, executors, threads, profile, false);
         setPrecision(options, quantize);
-        options.dims = cgc::driver::parseDims(dims);
+        options.dims = dimsOf(dims);
         py::gil_scoped_release release;
         return commands::inspectReport(options).dump();
       },
@@ -216,12 +225,13 @@ PYBIND11_MODULE(_cgc, module) {
       "tune",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, const std::string& outDir, const std::string& inputsDir,
-         int rounds, double budget, bool verbose, const std::vector<std::string>& dims,
-         const std::vector<std::string>& specialize) {
+         int rounds, double budget, bool verbose, const Dims& dims,
+         const cgc::driver::SizeLists& specialize) {
         cgc::tune::TuneOptions options;
         options.compile = compileOptions(model, shapes, constants, target, 0, 0, "", verbose);
-        options.compile.dims = cgc::driver::parseDims(dims);
-        options.compile.specialize = cgc::driver::parseSizeLists(specialize, options.compile.dims);
+        options.compile.dims = dimsOf(dims);
+        options.compile.specialize =
+            cgc::driver::sizeCombinations(specialize, options.compile.dims);
         options.outDir = outDir;
         options.inputsDir = inputsDir;
         options.rounds = rounds;
@@ -238,10 +248,10 @@ PYBIND11_MODULE(_cgc, module) {
       "calibrate",
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, const std::vector<std::string>& inputDirs,
-         const std::string& output, int bins, bool verbose, const std::vector<std::string>& dims) {
+         const std::string& output, int bins, bool verbose, const Dims& dims) {
         commands::CalibrateOptions options;
         options.compile = compileOptions(model, shapes, constants, target, 0, 0, "", verbose);
-        options.compile.dims = cgc::driver::parseDims(dims);
+        options.compile.dims = dimsOf(dims);
         options.inputDirs = inputDirs;
         // The directories are calibrate()'s temporary ones: errors name the
         // caller's batches.

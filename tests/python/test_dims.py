@@ -74,9 +74,17 @@ def test_sizes_outside_the_bounds_name_the_dimension(attention):
                                atol=1e-6)
 
 
-def test_bad_dims_argument(attention, tmp_path):
+def test_bad_dims_argument(attention_file, tmp_path):
+    """dims= reach C++ as ranges, checked as --dim's: the error names the
+    range as --dim would take it."""
     with pytest.raises(ValueError, match="expected \\(min, max\\)"):
         cgc.compile("unused.onnx", dims={"seq": (1,)})
+    path, _ = attention_file
+    for dims, why in [({"seq": (9, 2)}, r"'seq=9..2' has MAX 2 below MIN 9"),
+                      ({"seq": (-1, 4)}, r"'seq=-1..4' has a negative MIN"),
+                      ({"seq": (3, 5, 8)}, r"'seq=3..5:8' holds no multiple of 8")]:
+        with pytest.raises(cgc.CompileError, match=r"dims= \(--dim\) " + why):
+            cgc.compile(path, dims=dims)
 
 
 def test_specialized_sizes(attention_file):
