@@ -56,7 +56,7 @@ Lowered lowerUnique(const Graph& g, const Node& n) {
 /// TopK with k known only at run time (its second input).
 Lowered lowerTopKDynamic(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
-  const size_t axis = static_cast<size_t>(n.getInt("axis", 0));
+  const size_t axis = axisOf(n, x.size());
   rt::TopKDynamicParams p{};
   p.outer = product(x, 0, axis);
   p.axis = x[axis];
@@ -70,7 +70,7 @@ Lowered lowerTopKDynamic(const Graph& g, const Node& n) {
 Lowered lowerTopK(const Graph& g, const Node& n) {
   if (n.inputs.size() == 2) return lowerTopKDynamic(g, n);
   const Shape& x = shapeOf(g, n.inputs[0]);
-  const size_t axis = static_cast<size_t>(n.getInt("axis", 0));
+  const size_t axis = axisOf(n, x.size());
   rt::TopKParams p{};
   p.outer = product(x, 0, axis);
   p.axis = x[axis];

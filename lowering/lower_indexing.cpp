@@ -88,7 +88,7 @@ Lowered lowerScatterND(const Graph& g, const Node& n) {
 
 Lowered lowerOneHot(const Graph& g, const Node& n) {
   const Shape& indices = shapeOf(g, n.inputs[0]);
-  const size_t axis = static_cast<size_t>(n.getInt("axis", 0));
+  const size_t axis = axisOf(n, indices.size() + 1);
   rt::OneHotParams p{product(indices, 0, axis), n.getInt("depth", 1),
                      product(indices, axis, indices.size()),
                      dtypeSize(elementType(g, n.outputs[0]))};

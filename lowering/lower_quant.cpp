@@ -83,8 +83,8 @@ Lowered lowerQuantize(const Graph& g, const Node& n) {
   rt::QuantizeParams p{};
   p.type = elementType(g, quantize ? n.outputs[0] : n.inputs[0]);
   p.per_axis = n.getInt("per_axis", 0) != 0;
-  const size_t axis = static_cast<size_t>(n.getInt("axis", 0));
   if (p.per_axis) {
+    const size_t axis = axisOf(n, x.size());
     p.outer = product(x, 0, axis);
     p.axis_size = x[axis];
     p.inner = product(x, axis + 1, x.size());

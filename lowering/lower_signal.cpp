@@ -9,7 +9,7 @@ namespace {
 Lowered lowerDft(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const Shape& y = shapeOf(g, n.outputs[0]);
-  const size_t axis = static_cast<size_t>(n.getInt("axis", 1));
+  const size_t axis = axisOf(n, x.size(), 1);
   rt::DftParams p{product(x, 0, axis),        x[axis], product(x, axis + 1, x.size() - 1),
                   n.getInt("n", x[axis]),     y[axis], x.back() == 2,
                   n.getInt("inverse", 0) != 0};

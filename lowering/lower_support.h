@@ -40,6 +40,17 @@ Unsupported unsupported(fmt::format_string<Args...> format, Args&&... args) {
 inline const Shape& shapeOf(const Graph& g, int value) { return g.value(value).type.shape; }
 inline DType elementType(const Graph& g, int value) { return g.value(value).type.dtype; }
 
+/// Node `n`'s attribute "axis" (`fallback` where it has none) over a tensor
+/// of rank `rank`, a negative one counted from the end (the importer
+/// normalises ONNX's nodes; hand-built graphs may not).
+inline size_t axisOf(const Node& n, size_t rank, int64_t fallback = 0) {
+  const int64_t axis = n.getInt("axis", fallback);
+  const int64_t r = static_cast<int64_t>(rank);
+  CGC_ASSERT(axis >= -r && axis < r, "node '{}': axis {} out of range for rank {}", n.name, axis,
+             rank);
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
 /// Bools are one byte: the uint8 kernels serve them.
 inline DType kernelType(DType t) { return t == DType::kBool ? DType::kU8 : t; }
 

@@ -47,7 +47,7 @@ Lowered lowerReduce(const Graph& g, const Node& n) {
 
 Lowered lowerArgReduce(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
-  const size_t axis = static_cast<size_t>(n.getInt("axis", 0));
+  const size_t axis = axisOf(n, x.size());
   rt::ArgParams p{product(x, 0, axis), x[axis], product(x, axis + 1, x.size()), n.op == "ArgMax",
                   n.getInt("select_last_index", 0) != 0};
   return KernelCall{Kernel::kArgReduce, DType::kI64, p, {n.inputs[0]}, {n.outputs[0]}};
@@ -165,7 +165,7 @@ Lowered lowerExpand(const Graph& g, const Node& n) {
 
 Lowered lowerConcat(const Graph& g, const Node& n) {
   const Shape& y = shapeOf(g, n.outputs[0]);
-  const size_t axis = static_cast<size_t>(n.getInt("axis", 0));
+  const size_t axis = axisOf(n, y.size());
   const int64_t elem = dtypeSize(elementType(g, n.outputs[0]));
   std::vector<int64_t> partBytes;
   for (int in : n.inputs) {
@@ -184,7 +184,7 @@ Lowered lowerConcat(const Graph& g, const Node& n) {
 
 Lowered lowerGather(const Graph& g, const Node& n) {
   const Shape& data = shapeOf(g, n.inputs[0]);
-  const size_t axis = static_cast<size_t>(n.getInt("axis", 0));
+  const size_t axis = axisOf(n, data.size());
   rt::GatherParams p{product(data, 0, axis), data[axis],
                      product(data, axis + 1, data.size()) * dtypeSize(elementType(g, n.inputs[0])),
                      g.value(n.inputs[1]).type.numElements()};
