@@ -26,7 +26,9 @@
 // The pack-conv-weights pass chooses a layer's variant with
 // chooseConvVariant and its target's context, and gives the layer the
 // weights it reads; conv runs p.variant, or chooses the same way where the
-// compiler did not.
+// compiler did not. In --dim's general code a layer may also hold other
+// variants on weights of their own (p.alternatives): conv then picks among
+// them per call on the extents it is given (convChoiceAt).
 // Bias, residual and activation are the GEMM block epilogue (gemm_core.h).
 // conv_transpose is GEMM + col2im, the team splitting output channels.
 // The public predicates that passes ask (convPrefersPackedWeights,
