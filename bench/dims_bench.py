@@ -23,7 +23,7 @@ absolute difference is in the table).
 
 Usage: /usr/bin/python3 bench/dims_bench.py [--cgc CGC] [--rounds 5]
            [--runs 20] [--only encoder,cnn,resnet18,resnet18_any,ocr,silero] [--threads N]
-           [--specialized-only]
+           [--specialized-only] [--sizes 1x7,3x161x287] [--no-padded]
 Writes bench/results/dims.{md,json} (dims_specialized.* with
 --specialized-only).
 """
@@ -208,7 +208,12 @@ def main():
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
     parser.add_argument("--specialized-only", action="store_true",
                         help="only the sizes SPECIALIZED lists")
+    parser.add_argument("--sizes", default="",
+                        help="only these sizes (as the table labels them: 1x7,3x161x287)")
+    parser.add_argument("--no-padded", action="store_true",
+                        help="leave out the run padded to the bounds")
     args = parser.parse_args()
+    wanted = set(filter(None, args.sizes.split(",")))
     threads = args.threads or len(os.sched_getaffinity(0))
     os.makedirs(WORK, exist_ok=True)
     rows = []
@@ -223,6 +228,8 @@ def main():
         for size in sizes:
             if args.specialized_only and size not in SPECIALIZED[name][1]:
                 continue
+            if wanted and "x".join(map(str, size)) not in wanted:
+                continue
             data = write_inputs(name, size)
             diff = largest_difference(args.cgc, model, data, flags, threads)
             special = SPECIALIZED[name][0] if size in SPECIALIZED[name][1] else None
@@ -234,7 +241,8 @@ def main():
                 t["ort"].append(ort_ms(model, data, args.runs, threads))
                 t["dim"].append(cgc_ms(args.cgc, model, data, flags, args.runs, threads))
                 t["static"].append(cgc_ms(args.cgc, model, data, [], args.runs, threads))
-                t["padded"].append(cgc_ms(args.cgc, model, bound, flags, args.runs, threads))
+                if not args.no_padded:
+                    t["padded"].append(cgc_ms(args.cgc, model, bound, flags, args.runs, threads))
                 if special:
                     t["special"].append(cgc_ms(args.cgc, model, data, flags + special, args.runs,
                                                threads))
@@ -246,10 +254,11 @@ def main():
             rows.append({"model": name, "size": label, **{k + "_ms": v for k, v in med.items()},
                          "dim_over_static": over_static, "ort_over_dim": vs_ort,
                          "specialized_over_static": special_over_static, "max_abs_diff": diff})
+            padded = f"{med['padded']:.3f}" if "padded" in med else "-"
             lines.append(f"| {name} | {label} | {med['ort']:.3f} | {med['static']:.3f} | "
                          f"{med['dim']:.3f} | {spread(over_static)} | "
                          f"{spread(special_over_static) if special else '-'} | "
-                         f"{med['padded']:.3f} | {spread(vs_ort)} | {diff:.2g} |")
+                         f"{padded} | {spread(vs_ort)} | {diff:.2g} |")
             print(lines[-1], flush=True)
     out = os.path.join(BENCH, "results", "dims_specialized" if args.specialized_only else "dims")
     with open(out + ".md", "w") as f:

@@ -138,7 +138,12 @@ void reportVariants(const driver::CompiledModel& model, const std::string& profi
     const ir::Node& node = model.graph.node(id);
     if (!ir::conventions::hasConvChoice(node)) continue;
     const std::string choice = ir::conventions::convChoice(node);
-    ++counts[choice];
+    // --dim's general code: the variants it picks among per call.
+    std::string label = choice;
+    const std::string others = node.getString(ir::conventions::kConvAlternatives, "");
+    if (!others.empty()) label += " or " + others;
+    for (size_t at; (at = label.find(',')) != std::string::npos;) label.replace(at, 1, " or ");
+    ++counts[label];
     // A profile's choice without a setting takes the target's default one.
     auto it = measured.find(node.name);
     if (it != measured.end() &&

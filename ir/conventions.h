@@ -32,6 +32,12 @@ inline constexpr const char* kConvVariant = "cgc_conv_variant";
 /// pack-conv-weights: on a Conv it gives packed panels, the depth the
 /// packed GEMM takes per pass on the target (rt::convPackedDepthStep).
 inline constexpr const char* kConvDepthStep = "cgc_depth_step";
+/// pack-conv-weights, for --dim's general code: the other variants a Conv
+/// may run per call ("Packed:1024,Winograd:2": each a ConvChoice), and
+/// where each one's weights start in the weights input, in floats
+/// (rt::ConvParams::alternatives).
+inline constexpr const char* kConvAlternatives = "cgc_conv_alternatives";
+inline constexpr const char* kConvAlternativeWeights = "cgc_conv_alternative_weights";
 
 /// fuse-epilogues: the activation applied to a Conv's, Gemm's or MatMul's
 /// result ("Relu", or "Clip" with its bounds).

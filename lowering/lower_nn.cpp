@@ -88,7 +88,9 @@ void setPool(const Graph& g, const Node& n, int residual, rt::ConvParams& p) {
 /// the runtime (a mismatch is a pass's fault).
 void setPackingAndLayouts(const Graph& g, const Node& n, rt::ConvParams& p) {
   const conv::ConvPacking packing = conv::convPacking(n);
-  const int64_t weights = g.value(n.inputs[1]).type.numElements();
+  // Its own weights: those before the alternatives' (setAlternatives).
+  const std::vector<int64_t> others = n.getInts(conv::kConvAlternativeWeights);
+  const int64_t weights = others.empty() ? g.value(n.inputs[1]).type.numElements() : others.front();
   p.bf16_weights = packing == conv::ConvPacking::kBf16Panels;
   p.packed_weights = packing == conv::ConvPacking::kPanels || p.bf16_weights;
   p.winograd = packing == conv::ConvPacking::kWinograd || packing == conv::ConvPacking::kWinograd4;
@@ -127,6 +129,32 @@ void setVariant(const Node& n, rt::ConvParams& p) {
              rt::enumName(rt::convWeightsOf(p)));
 }
 
+/// The other variants pack-conv-weights packed for --dim's general code,
+/// each checked against the runtime's declaration and its weights' extent.
+void setAlternatives(const Graph& g, const Node& n, rt::ConvParams& p) {
+  if (!n.has(conv::kConvAlternatives)) return;
+  const std::vector<int64_t> starts = n.getInts(conv::kConvAlternativeWeights);
+  const std::string text = n.getString(conv::kConvAlternatives, "");
+  std::vector<std::string> choices;
+  for (size_t begin = 0, end; begin <= text.size(); begin = end + 1) {
+    end = std::min(text.find(',', begin), text.size());
+    choices.push_back(text.substr(begin, end - begin));
+  }
+  CGC_ASSERT(choices.size() == starts.size() && choices.size() <= p.alternatives.size(),
+             "node '{}': {} names {} variants for {} weights", n.name, conv::kConvAlternatives,
+             choices.size(), starts.size());
+  const int64_t total = g.value(n.inputs[1]).type.numElements();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const conv::ConvChoice choice = conv::parseConvChoice(choices[i]);
+    rt::ConvAlternative& a = p.alternatives[i];
+    a = {rt::convVariantNamed(choice.variant.c_str()), choice.setting, starts[i]};
+    CGC_ASSERT(a.variant != rt::ConvVariant::kNone && rt::convVariantTakes(a.variant, p) &&
+                   a.weights >= 0 && a.weights < total,
+               "node '{}': the alternative {} does not take this layer at offset {}", n.name,
+               choices[i], a.weights);
+  }
+}
+
 Lowered lowerConv(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   const bool transpose = n.op == "ConvTranspose";
@@ -153,6 +181,7 @@ Lowered lowerConv(const Graph& g, const Node& n) {
   const int residual = n.inputs.size() > conv::kConvResidual ? n.inputs[conv::kConvResidual] : -1;
   if (pooled) setPool(g, n, residual, p);
   setVariant(n, p);
+  setAlternatives(g, n, p);
   return KernelCall{
       Kernel::kConv, DType::kF32, p, {n.inputs[0], n.inputs[1], bias, residual}, {n.outputs[0]}};
 }

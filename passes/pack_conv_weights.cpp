@@ -23,6 +23,11 @@
 //    tier: the same panels of bfloat16 pairs (ConvParams::bf16_weights),
 //    chosen before the float variants where it prefers the layer (enough
 //    products per value moved: rt::detail's prefersPackedBf16).
+// For --dim's general code (PassTarget::convAlternatives), a layer whose
+// choice changes with the sizes gets the other choices' weights too, after
+// its own in one constant (cgc_conv_alternatives and
+// cgc_conv_alternative_weights: ConvParams::alternatives), and conv picks
+// one per call on the extents it is given.
 // Rearranging at run time would copy every weight on every inference;
 // doing it in the model constructor would hold two copies. Runs after
 // fold-conv-batchnorm, which rewrites the weights it packs, and after the
@@ -33,6 +38,9 @@
 // where it names one (ir::conventions::ConvChoice: Winograd's form,
 // Packed's depth step).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
@@ -92,6 +100,75 @@ Choice choiceFor(const ir::Node& conv, const rt::ConvParams& params, const PassT
   return {chosen};
 }
 
+/// w in the layout `info` reads (bfloat16 pairs: their bits), for
+/// Winograd in the form of `tile`.
+std::vector<float> weightsFor(rt::ConvParams params, const rt::ConvVariantInfo& info, int64_t tile,
+                              const float* w) {
+  params.bf16_weights = info.weights == rt::ConvWeights::kBf16Panels;
+  const bool winograd = info.weights == rt::ConvWeights::kWinograd;
+  if (winograd) params.winograd_tile = tile;
+  const int64_t plain =
+      params.c_out * (params.c_in / params.groups) * params.k_d * params.k_h * params.k_w;
+  const int64_t count = info.weights == rt::ConvWeights::kPlain ? plain
+                        : winograd                              ? rt::winogradWeightCount(params)
+                                                                : rt::packedConvWeightCount(params);
+  std::vector<float> out(static_cast<size_t>(count));
+  if (info.weights == rt::ConvWeights::kPlain)
+    std::copy(w, w + count, out.begin());
+  else if (winograd)
+    rt::winogradWeights(params, w, out.data());
+  else
+    rt::packConvWeights(params, w, out.data());
+  return out;
+}
+
+/// Choice `c` with the setting it runs with on `context` (Winograd's tile,
+/// Packed's depth step; none for the others).
+Choice settled(Choice c, const rt::ConvParams& params, const rt::ConvContext& context) {
+  if (c.setting || c.variant == rt::ConvVariant::kNone) return c;
+  switch (rt::convVariantInfo(c.variant).weights) {
+    case rt::ConvWeights::kWinograd:
+      c.setting = rt::convWinogradTile(params, context);
+      break;
+    case rt::ConvWeights::kPanels:
+    case rt::ConvWeights::kBf16Panels:
+      c.setting = rt::convPackedDepthStep(context);
+      break;
+    default:
+      break;
+  }
+  return c;
+}
+
+std::string textOf(const Choice& c) {
+  const char* name = rt::convVariantInfo(c.variant).name;
+  return c.setting ? fmt::format("{}:{}", name, c.setting) : std::string(name);
+}
+
+/// The choices of convAlternatives that differ from `own` and can run the
+/// layer on float weights, at most ConvParams::alternatives' size.
+std::vector<Choice> alternativesFor(const ir::Node& conv, const rt::ConvParams& params,
+                                    const PassTarget& target, const rt::ConvContext& context,
+                                    const Choice& own) {
+  std::vector<Choice> out;
+  const auto it = target.convAlternatives.find(conv.name);
+  if (it == target.convAlternatives.end()) return out;
+  std::vector<std::string> seen = {textOf(own)};
+  for (const std::string& text : it->second) {
+    const ir::conventions::ConvChoice wanted = ir::conventions::parseConvChoice(text);
+    const rt::ConvVariant variant = rt::convVariantNamed(wanted.variant.c_str());
+    if (!whyNot(variant, wanted.setting, params, target, true, false).empty() ||
+        rt::convVariantInfo(variant).weights == rt::ConvWeights::kPlain)
+      continue;
+    const Choice c = settled({variant, wanted.setting}, params, context);
+    if (std::count(seen.begin(), seen.end(), textOf(c))) continue;
+    seen.push_back(textOf(c));
+    out.push_back(c);
+    if (out.size() == std::tuple_size_v<decltype(params.alternatives)>) break;
+  }
+  return out;
+}
+
 }  // namespace
 
 bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
@@ -108,38 +185,49 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     const rt::ConvContext context{target.tier.c_str(), target.machine};
     const bool mayNarrow = target.narrowWeights == rt::WeightFormat::kBf16 &&
                            !target.keepFloatWeights.count(conv.name);
-    const Choice choice = choiceFor(conv, params, target, context, w.isConstant(), mayNarrow);
+    const Choice choice = settled(
+        choiceFor(conv, params, target, context, w.isConstant(), mayNarrow), params, context);
     if (choice.variant == rt::ConvVariant::kNone) continue;  // the runtime chooses
     const rt::ConvVariantInfo& info = rt::convVariantInfo(choice.variant);
     graph.node(id).attrs[ir::conventions::kConvVariant] = std::string(info.name);
     changed = true;
-    if (info.weights == rt::ConvWeights::kPlain) continue;
-    const bool winograd = info.weights == rt::ConvWeights::kWinograd;
-    params.bf16_weights = info.weights == rt::ConvWeights::kBf16Panels;
-    if (winograd)
-      params.winograd_tile =
-          choice.setting ? choice.setting : rt::convWinogradTile(params, context);
-    const int64_t count =
-        winograd ? rt::winogradWeightCount(params) : rt::packedConvWeightCount(params);
-    std::vector<float> packed(static_cast<size_t>(count));
-    if (winograd)
-      rt::winogradWeights(params, w.dataAs<float>(), packed.data());
-    else
-      rt::packConvWeights(params, w.dataAs<float>(), packed.data());
+    const std::vector<Choice> others = w.isConstant()
+                                           ? alternativesFor(conv, params, target, context, choice)
+                                           : std::vector<Choice>{};
+    if (info.weights == rt::ConvWeights::kPlain && others.empty()) continue;
+    std::vector<float> packed = weightsFor(params, info, choice.setting, w.dataAs<float>());
+    std::vector<int64_t> starts;
+    std::vector<std::string> texts;
+    for (const Choice& other : others) {
+      starts.push_back(static_cast<int64_t>(packed.size()));
+      texts.push_back(textOf(other));
+      const std::vector<float> more =
+          weightsFor(params, rt::convVariantInfo(other.variant), other.setting, w.dataAs<float>());
+      packed.insert(packed.end(), more.begin(), more.end());
+    }
     // A flat array: the attribute says how its elements are ordered (with
     // bf16 weights, each holds the bits of a pair of bfloat16).
-    const char* suffix = winograd ? "_winograd" : params.bf16_weights ? "_bf16" : "_packed";
+    const bool winograd = info.weights == rt::ConvWeights::kWinograd;
+    const bool bf16 = info.weights == rt::ConvWeights::kBf16Panels;
+    const char* suffix = !others.empty() ? "_variants"
+                         : winograd      ? "_winograd"
+                         : bf16          ? "_bf16"
+                                         : "_packed";
+    const auto count = static_cast<int64_t>(packed.size());
     int packedId = addFloatConstant(graph, w.name + suffix, {count}, packed);
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     node.inputs[1] = packedId;
-    if (!winograd)
-      node.attrs[ir::conventions::kConvDepthStep] =
-          choice.setting ? choice.setting : rt::convPackedDepthStep(context);
+    if (!others.empty()) {
+      node.attrs[ir::conventions::kConvAlternatives] = fmt::format("{}", fmt::join(texts, ","));
+      node.attrs[ir::conventions::kConvAlternativeWeights] = starts;
+    }
+    if (info.weights == rt::ConvWeights::kPlain) continue;
+    if (!winograd) node.attrs[ir::conventions::kConvDepthStep] = choice.setting;
     node.attrs[ir::conventions::kPackedWeights] =
-        static_cast<int64_t>(params.bf16_weights         ? ir::conventions::ConvPacking::kBf16Panels
-                             : !winograd                 ? ir::conventions::ConvPacking::kPanels
-                             : params.winograd_tile == 4 ? ir::conventions::ConvPacking::kWinograd4
-                                                         : ir::conventions::ConvPacking::kWinograd);
+        static_cast<int64_t>(bf16                  ? ir::conventions::ConvPacking::kBf16Panels
+                             : !winograd           ? ir::conventions::ConvPacking::kPanels
+                             : choice.setting == 4 ? ir::conventions::ConvPacking::kWinograd4
+                                                   : ir::conventions::ConvPacking::kWinograd);
   }
   return changed;
 }

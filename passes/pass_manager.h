@@ -87,6 +87,10 @@ struct PassTarget {
   /// cgc tune's trials: this variant on every convolution not named in
   /// convVariants that it takes, the pass's own choice elsewhere ("": none).
   std::string everyConvVariant{};
+  /// --dim's general code: by node name, the variants (ConvChoice texts)
+  /// that other sizes choose, which pack-conv-weights packs too (at most 2
+  /// besides the layer's own, float ones) so that conv takes one per call.
+  std::map<std::string, std::vector<std::string>> convAlternatives{};
   /// --precision bf16 or --quantize int8 --weights-only: the format
   /// narrow-weights stores the constant weights of matrix products in
   /// (none: they stay float and the pass does not run).

@@ -91,6 +91,21 @@ std::pair<std::vector<Sizes>, std::vector<Sizes>> samplesOf(const std::vector<Di
   return {grid, check};
 }
 
+std::vector<Sizes> variantProbes(const std::vector<Dim>& dims, const std::vector<Sizes>& grid,
+                                 const std::vector<Sizes>& checks) {
+  Sizes smallest, middle;
+  for (size_t j = 0; j < dims.size(); ++j) {
+    const Lattice l = latticeOf(dims[j]);
+    smallest.push_back(l.first == 0 && l.count > 1 ? l.at(1) : l.first);
+    middle.push_back(grid[j][grid[j].size() / 2]);
+  }
+  std::vector<Sizes> out = {smallest};
+  for (const Sizes& s : checks)
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  if (std::find(out.begin(), out.end(), middle) == out.end()) out.push_back(middle);
+  return out;
+}
+
 /// The grid's points, row-major (the last dimension fastest).
 std::vector<Sizes> pointsOf(const std::vector<Sizes>& grid) {
   std::vector<Sizes> points = {{}};

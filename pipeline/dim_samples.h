@@ -28,6 +28,12 @@ Lattice latticeOf(const Dim& d);
 /// fewer), the largest last, and three others to check at; none empty.
 std::pair<std::vector<Sizes>, std::vector<Sizes>> samplesOf(const std::vector<Dim>& dims);
 
+/// The sizes whose convolution variants the general code also packs, to
+/// pick one per call (variable_dims.cpp): the smallest of every dimension
+/// (not 0), the grid's middle point and `checks`.
+std::vector<Sizes> variantProbes(const std::vector<Dim>& dims, const std::vector<Sizes>& grid,
+                                 const std::vector<Sizes>& checks);
+
 /// The grid's points, row-major (the last dimension fastest).
 std::vector<Sizes> pointsOf(const std::vector<Sizes>& grid);
 

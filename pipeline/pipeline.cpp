@@ -97,6 +97,7 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
   for (const auto& [node, variant] : options.convVariants)
     pipeline.target.convVariants[node] = variant;
   pipeline.target.everyConvVariant = options.everyConvVariant;
+  pipeline.target.convAlternatives = options.convAlternatives;
   pipeline.target.quantize = options.quantizeSpec;
   pipeline.target.narrowWeights = narrowWeightFormat(options, target.name);
   pipeline.target.keepFloatWeights = {options.quantize.keepFloat.begin(),

@@ -51,6 +51,9 @@ struct CompileOptions {
   /// Convolution variants by node name (ir::conventions::convChoice), over
   /// the profile's: --dim's compiles at other sizes take the bounds'.
   std::map<std::string, std::string> convVariants;
+  /// --dim's general code: by node name, the convolution variants other
+  /// sizes choose, packed too (passes::PassTarget::convAlternatives).
+  std::map<std::string, std::vector<std::string>> convAlternatives;
   /// --quantize int8 and its settings; the pass's ranges are made from them
   /// once (quantizeSpec, where a caller has not made it already: the
   /// accuracy budget's trials share it).

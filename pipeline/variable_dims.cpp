@@ -126,6 +126,45 @@ Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, co
   return s;
 }
 
+/// The float convolutions' variants (ir::conventions::convChoice) the
+/// model takes at `sizes`, by node, besides the bounds' own: the general
+/// code packs them too, and each layer picks one per call on its extents.
+/// A size the model does not compile at adds nothing (the fit names it).
+std::map<std::string, std::vector<std::string>> variantsAt(const CompileOptions& options,
+                                                           const Sample& bounds,
+                                                           const std::vector<Sizes>& sizes) {
+  std::map<std::string, std::vector<std::string>> out;
+  const ir::Graph& reference = bounds.model.graph;
+  const std::vector<int> live = reference.liveNodes();
+  if (std::none_of(live.begin(), live.end(),
+                   [&](int id) { return reference.node(id).has(ir::conventions::kConvVariant); }))
+    return out;
+  CompileOptions quiet = options;
+  quiet.quiet = true;
+  for (const Sizes& at : sizes) {
+    if (at == bounds.sizes) continue;
+    Sample s;
+    try {
+      s = compileAt(quiet, options.dims, at, nullptr);
+    } catch (const CompileError&) {
+      continue;
+    }
+    const ir::Graph& g = s.model.graph;
+    for (int id : g.liveNodes()) {
+      const ir::Node& node = g.node(id);
+      const auto own = bounds.nodes.find(node.name);
+      if (!node.has(ir::conventions::kConvVariant) || own == bounds.nodes.end()) continue;
+      const std::string choice = ir::conventions::convChoice(node);
+      std::vector<std::string>& list = out[node.name];
+      if (choice != ir::conventions::convChoice(reference.node(own->second)) &&
+          !std::count(list.begin(), list.end(), choice))
+        list.push_back(choice);
+      if (list.empty()) out.erase(node.name);
+    }
+  }
+  return out;
+}
+
 /// The symbolic dimensions --dim names must be those of the model's
 /// inputs, every other one bound by --shape; --observe (the general
 /// code's tensors) does not combine with --specialize.
@@ -616,6 +655,14 @@ CompiledModel compileWithVariableDims(const CompileOptions& options) {
   std::vector<Sample> grid, checks;
   // The bounds first and as the user asked (progress), the others quietly.
   grid.push_back(compileAt(sized, options.dims, points.back(), nullptr));
+  // Convolutions that other sizes run otherwise get those variants too.
+  sized.convAlternatives =
+      variantsAt(sized, grid.back(), variantProbes(options.dims, gridSizes, checkSizes));
+  if (!sized.convAlternatives.empty()) {
+    CompileOptions quiet = sized;
+    quiet.quiet = true;
+    grid.back() = compileAt(quiet, options.dims, points.back(), nullptr);
+  }
   for (size_t p = 0; p + 1 < points.size(); ++p)
     grid.insert(grid.end() - 1, compileAt(sized, options.dims, points[p], &grid.back()));
   for (const Sizes& sizes : checkSizes)

@@ -64,7 +64,7 @@ std::string compilerFile() {
 #if defined(__GLIBCXX__) && defined(__x86_64__)
 // A field added to CompileOptions changes its size: add it to describe()
 // when it changes what the compile makes, then update this size.
-static_assert(sizeof(driver::CompileOptions) == 1048, "a new CompileOptions field: see describe()");
+static_assert(sizeof(driver::CompileOptions) == 1096, "a new CompileOptions field: see describe()");
 #endif
 
 /// Every field of `o` that changes what the compile makes, and the bytes of
@@ -90,8 +90,8 @@ std::string describe(const driver::CompileOptions& o) {
   out << fmt::format("embed {} given {} passes-off {} target {} {}x{}\n", o.embedWeights,
                      o.weightsGiven, o.disabledPasses, o.target, o.executors, o.threadsPerExecutor);
   if (!o.profilePath.empty()) out << "profile " << o.profilePath << contents(o.profilePath);
-  out << fmt::format("section {} every {} variants {}\n", o.profileSection, o.everyConvVariant,
-                     o.convVariants);
+  out << fmt::format("section {} every {} variants {} alternatives {}\n", o.profileSection,
+                     o.everyConvVariant, o.convVariants, o.convAlternatives);
   const quant::QuantizeOptions& q = o.quantize;
   out << fmt::format("quantize {} {} {} {} {} {} weights-only {}\n", q.precision, q.method,
                      q.percentile, q.activations, q.keepFloat, q.calibration, q.weightsOnly);

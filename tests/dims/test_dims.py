@@ -15,6 +15,9 @@ instead of fixed sizes, runs correctly at every size in the range:
   * a ResNet-style CNN (a 7x7 stride-2 stem, a max pool, stride-2 blocks)
     with variable batch, height and width and no multiple matches PyTorch
     at odd sides (1x33x47, 3x61x95, ...) and at an empty batch;
+  * a CNN of 32-channel 3x3 layers with variable batch and side, whose
+    layers run Packed on small planes and Winograd on large ones, matches
+    PyTorch at sizes that take each (the general code picks per call);
   * the encoder again with seq as a range in --shape (input_ids=1x1..256);
   * data-dependent sizes (NonZero, Compress, TopK with a run-time k,
     Unique) of a [batch, seq] input match numpy at five sizes, in the
@@ -61,6 +64,9 @@ CNN_SIZES = [(1, 32), (3, 32), (16, 32), (2, 16), (5, 56)]  # (batch, side)
 CF_SIZES = [(1, 1), (1, 7), (2, 30), (4, 64), (3, 5)]  # (batch, seq)
 DD_SIZES = [(1, 1, 1), (1, 7, 3), (2, 30, 30), (4, 64, 5), (3, 5, 2)]  # (batch, seq, k)
 RES_SIZES = [(1, 33, 47), (3, 61, 95), (2, 96, 96), (4, 32, 77), (0, 45, 50)]  # (batch, h, w)
+# (batch, side): a 32-channel 3x3 layer runs Packed on small planes and
+# Winograd, F(2x2) or F(4x4), on large ones; compiled once, it picks per call.
+WIDE_SIZES = [(1, 5), (2, 9), (1, 16), (3, 27), (2, 48)]
 RES_NARROW = (1, 41, 33)  # within --dim height=32..48, width=32..48 and none of its samples
 DEC_LAYERS, DEC_HEADS, DEC_HEAD, DEC_POS = 2, 2, 8, 64  # the decoder step: layers, heads, head width, positions
 DEC_PASTS = [0, 1, 37, DEC_POS - 1]  # cache lengths: empty, one, odd, the bound
@@ -151,6 +157,32 @@ class ResNetLike(nn.Module):
     def forward(self, image):
         x = self.blocks(self.stem(image))
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+class Wide(nn.Module):
+    """Two 32-channel 3x3 layers with a residual: the layers whose variant
+    changes with the plane's size."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(32, 32, 3, padding=1), nn.Conv2d(32, 32, 3, padding=1)
+
+    def forward(self, x):
+        return self.c2(torch.relu(self.c1(x))) + x
+
+
+def make_wide(work, rng):
+    """Wide exported with symbolic batch and side, and its outputs from
+    PyTorch at WIDE_SIZES."""
+    wide = Wide().eval()
+    with torch.no_grad():
+        export(wide, (torch.zeros(1, 32, 8, 8),), os.path.join(work, "wide.onnx"),
+               ["image", "out"], {"image": {0: "batch", 2: "side", 3: "side"},
+                                  "out": {0: "batch", 2: "side", 3: "side"}})
+        for b, side in WIDE_SIZES:
+            img = rng.standard_normal((b, 32, side, side), dtype=np.float32)
+            write_set(os.path.join(work, f"wide_{b}x{side}"), [img],
+                      [wide(torch.from_numpy(img)).numpy()])
 
 
 def Decoder(layers=DEC_LAYERS, vocab=VOCAB):
@@ -386,6 +418,7 @@ def make_data(work):
     make_control_flow(work, rng)
     make_decoder(work, rng)
     make_resnet(work, rng)
+    make_wide(work, rng)
 
 
 def main():
@@ -463,6 +496,23 @@ def main():
         run(f"resnet {b}x{h}x{w}", ["run", os.path.join(work, "resnet.onnx"), "--quiet", "--dim",
                                     "batch=0..4", "--dim", "height=32..96", "--dim",
                                     "width=32..96"] + check(f"resnet_{b}x{h}x{w}"))
+    # Kernels chosen per call: the general code holds each 3x3 layer's
+    # variants for small and large planes (ConvParams::alternatives) and
+    # matches PyTorch at sizes that take each.
+    wide = ["--dim", "batch=1..4", "--dim", "side=4..48"]
+    for b, side in WIDE_SIZES:
+        run(f"wide {b}x{side}", ["run", os.path.join(work, "wide.onnx"), "--quiet"] + wide
+            + check(f"wide_{b}x{side}"))
+    out = os.path.join(work, "compile_out", "wide")
+    os.makedirs(out, exist_ok=True)
+    run("wide compile", ["compile", os.path.join(work, "wide.onnx"), "--quiet", "-o", out] + wide)
+    with open(os.path.join(out, "wide.cpp")) as f:
+        alternatives = f.read().count(".alternatives = ")
+    if alternatives == 2:
+        print("ok wide: both 3x3 layers hold alternatives")
+    else:
+        print(f"FAIL wide: {alternatives} layers hold alternatives, not 2")
+        failures.append("wide alternatives")
     # A narrow range, whose samples two floor divisions fit alike
     # (floor((h + 3) / 4) and floor((h + 4) / 5) + 2 of the stem's output):
     # cgc compiles it where they differ and keeps the one that holds.

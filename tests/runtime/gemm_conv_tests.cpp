@@ -638,3 +638,50 @@ TEST_CASE("convFusesMaxPool takes only stems with 3x3 stride-2 pools") {
   wide.c_in = 64;
   CHECK_FALSE(convFusesMaxPool(wide, pool));
 }
+
+TEST_CASE(
+    "conv with alternatives picks its variant per call on the extents, on each one's weights") {
+  // --dim's general code: one layer, its weights packed for Winograd F(2x2)
+  // (its own), then the packed panels and F(4x4); conv picks per call.
+  const ConvContext context = buildConvContext();
+  for (const auto& [side, expected] :
+       {std::pair{6, ConvVariant::kPacked}, std::pair{30, ConvVariant::kWinograd}}) {
+    const ConvCase c{1, 48, 1, side, side, 48, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1};
+    ConvParams p = paramsOf(c);
+    const auto x = randomFloats(c.cin * side * side, 7), w = randomFloats(48 * 48 * 9, 8);
+    const auto bias = randomFloats(c.cout, 9);
+    ConvParams packed = p, four = p;
+    packed.packed_weights = true;
+    four.winograd = true;
+    four.winograd_tile = 4;
+    p.winograd = true;
+    p.variant = ConvVariant::kWinograd;
+    std::vector<float> all(winogradWeightCount(p) + packedConvWeightCount(packed) +
+                           winogradWeightCount(four));
+    winogradWeights(p, w.data(), all.data());
+    const int64_t atPacked = winogradWeightCount(p);
+    packConvWeights(packed, w.data(), all.data() + atPacked);
+    const int64_t atFour = atPacked + packedConvWeightCount(packed);
+    winogradWeights(four, w.data(), all.data() + atFour);
+    p.alternatives = {{{ConvVariant::kPacked, 0, atPacked}, {ConvVariant::kWinograd, 4, atFour}}};
+    int64_t at = -1;
+    const ConvParams chosen = convChoiceAt(p, context, &at);
+    INFO("side " << side);
+    CHECK(chosen.variant == expected);
+    if (expected == ConvVariant::kPacked) CHECK((chosen.packed_weights && at == atPacked));
+    if (expected == ConvVariant::kWinograd) {
+      // The form convWinogradTile prefers, on its own transforms.
+      CHECK(chosen.winograd_tile == convWinogradTile(chosen, context));
+      CHECK(at == (chosen.winograd_tile == 4 ? atFour : 0));
+    }
+    p.activation = Activation::kRelu;
+    const auto reference = referenceConv(p, x, w, bias.data(), nullptr);
+    for (int threads : {1, 2}) {
+      std::vector<float> y(reference.size(), 123.0f);
+      onTeam(threads, [&](const Team& team) {
+        conv(p, x.data(), all.data(), bias.data(), nullptr, y.data(), team);
+      });
+      requireClose(y, reference, 3e-4);
+    }
+  }
+}

@@ -280,3 +280,41 @@ TEST_CASE("pack-conv-weights: the bf16 panels compute the float graph within bf1
   for (size_t i = 0; i < before[0].size(); ++i)
     REQUIRE(std::abs(after[0][i] - before[0][i]) <= 1e-1f * largest);
 }
+
+TEST_CASE("pack-conv-weights packs the variants other sizes choose after the layer's own") {
+  // --dim's general code: PassTarget::convAlternatives names, per layer, the
+  // choices other sizes made; the layer keeps its own and gets the others
+  // that read rearranged float weights (at most two, none twice, none its
+  // own), each on weights of its own after its own in one constant.
+  passes::PassTarget target;
+  target.machine.vectorBits = 512;
+  target.tier = "skx";
+  GraphBuilder plain = threeLayers();
+  const auto defaults = variantsAfter(plain, target);
+  REQUIRE(defaults.at("full") == "Winograd");
+  const std::string own = ir::conventions::convChoice(plain.graph.node(plain.graph.liveNodes()[2]));
+  GraphBuilder b = threeLayers();
+  const auto before = cgc::testing::interpretAll(b.graph, input());
+  target.convAlternatives = {
+      {"full", {own, "Im2col", "Packed", "Winograd:4", "Winograd:2", "Packed:512"}}};
+  const auto variants = variantsAfter(b, target);
+  CHECK(variants == defaults);
+  const ir::Node& full = b.graph.node(b.graph.liveNodes()[2]);
+  REQUIRE(full.name == "full");
+  const std::string others = full.getString(ir::conventions::kConvAlternatives, "");
+  const std::vector<int64_t> starts = full.getInts(ir::conventions::kConvAlternativeWeights);
+  // Im2col reads the plain weights: not packed again; Packed takes the
+  // target's depth step; the form the layer runs is not repeated.
+  const std::string packed =
+      fmt::format("Packed:{}", cgc::rt::convPackedDepthStep({target.tier.c_str(), target.machine}));
+  const std::string winograd = own == "Winograd:4" ? "Winograd:2" : "Winograd:4";
+  CHECK(others == packed + "," + winograd);
+  REQUIRE(starts.size() == 2);
+  const int64_t ownCount = 64 * 64 * (own == "Winograd:4" ? 36 : 16);
+  CHECK(starts[0] == ownCount);
+  CHECK(starts[1] == ownCount + 64 * 64 * 9);
+  CHECK(b.graph.value(full.inputs[1]).type.numElements() ==
+        starts[1] + 64 * 64 * (own == "Winograd:4" ? 16 : 36));
+  CHECK(!b.graph.node(b.graph.liveNodes()[1]).has(ir::conventions::kConvAlternatives));
+  checkSameResults(before, cgc::testing::interpretAll(b.graph, input()));
+}

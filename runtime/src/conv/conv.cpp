@@ -26,7 +26,9 @@
 // The pack-conv-weights pass chooses a layer's variant with
 // chooseConvVariant and its target's context, and gives the layer the
 // weights it reads; conv runs p.variant, or chooses the same way where the
-// compiler did not.
+// compiler did not. In --dim's general code a layer may also hold other
+// variants on weights of their own (p.alternatives): conv then picks among
+// them per call on the extents it is given (convChoiceAt).
 // Bias, residual and activation are the GEMM block epilogue (gemm_core.h).
 // conv_transpose is GEMM + col2im, the team splitting output channels.
 // The public predicates that passes ask (convPrefersPackedWeights,
@@ -314,8 +316,55 @@ ConvVariant chooseConvVariant(const ConvParams& p, const ConvContext& context, b
   return fallback;
 }
 
-void conv(const ConvParams& p, const float* x, const float* w, const float* bias,
+namespace {
+
+/// p set to run `alternative` (its layout, tile or depth step).
+ConvParams withAlternative(ConvParams p, const ConvAlternative& alternative) {
+  const ConvWeights weights = convVariantInfo(alternative.variant).weights;
+  p.variant = alternative.variant;
+  p.winograd = weights == ConvWeights::kWinograd;
+  p.packed_weights = weights == ConvWeights::kPanels || weights == ConvWeights::kBf16Panels;
+  p.bf16_weights = weights == ConvWeights::kBf16Panels;
+  if (p.winograd) p.winograd_tile = alternative.setting;
+  if (p.packed_weights) p.depth_step = alternative.setting;
+  p.alternatives = {};
+  return p;
+}
+
+}  // namespace
+
+ConvParams convChoiceAt(const ConvParams& p, const ConvContext& context, int64_t* weights) {
+  if (weights) *weights = 0;
+  if (p.alternatives[0].variant == ConvVariant::kNone) return p;
+  // The candidates: p's own variant (weights at 0), then the alternatives.
+  ConvAlternative own{p.variant, p.winograd ? p.winograd_tile : p.depth_step, 0};
+  std::array<ConvAlternative, 3> candidates = {own, p.alternatives[0], p.alternatives[1]};
+  for (const ConvVariantInfo& info : kConvVariants) {
+    if (!isaTierIncludes(context.tier, info.tier)) continue;
+    const ConvAlternative* taken = nullptr;
+    for (const ConvAlternative& c : candidates) {
+      if (c.variant != info.variant) continue;
+      const ConvParams q = withAlternative(p, c);
+      if (!kFunctions[indexOf(c.variant)].takes(q) ||
+          !kFunctions[indexOf(c.variant)].prefers(q, context))
+        continue;
+      // Of two Winograd forms, the one convWinogradTile prefers.
+      if (!taken || (q.winograd && c.setting == convWinogradTile(q, context))) taken = &c;
+    }
+    if (!taken) continue;
+    if (weights) *weights = taken->weights;
+    return withAlternative(p, *taken);
+  }
+  return withAlternative(p, own);
+}
+
+void conv(const ConvParams& given, const float* x, const float* w, const float* bias,
           const float* residual, float* y, const Team& team) {
+  // --dim's general code: the variant for these extents, on its weights.
+  static const ConvContext context = buildConvContext();
+  int64_t offset = 0;
+  const ConvParams p = convChoiceAt(given, context, &offset);
+  w += offset;
   // The compiler's choice where this build has it and it fits (lowering
   // checks that it does), else this build's.
   ConvVariant v = p.variant;

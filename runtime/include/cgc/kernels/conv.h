@@ -67,6 +67,16 @@ struct ConvContext {
 /// the machine it runs on (hostMachine).
 ConvContext buildConvContext();
 
+/// A variant conv may run instead of ConvParams::variant on the extents of a
+/// call (--dim's general code, whose extents change from call to call):
+/// its own weights, in its layout, start `weights` floats into w.
+struct ConvAlternative {
+  ConvVariant variant = ConvVariant::kNone;
+  int64_t setting = 0;  // Winograd's tile, Packed's depth step (0: the runtime's)
+  int64_t weights = 0;
+  CGC_REFLECT(ConvAlternative, variant, setting, weights)
+};
+
 /// Convolution over (depth,) height and width: NC(D)HW input, OI(D)HW
 /// weights (I = c_in / groups). 1-D and 2-D convolutions have unit depth
 /// (and height) with unit window, stride and dilation there (the defaults,
@@ -111,11 +121,15 @@ struct ConvParams {
   // (convPackedDepthStep of the target's context, set by the
   // pack-conv-weights pass); 0: this runtime's context's.
   int64_t depth_step = 0;
+  // Other variants, each on weights of its own packed after the variant's
+  // in w (the pack-conv-weights pass, for --dim's general code): per call,
+  // conv runs the one convChoiceAt picks for p's extents.
+  std::array<ConvAlternative, 2> alternatives{};
   CGC_REFLECT(ConvParams, n, c_in, d_in, h_in, w_in, c_out, d_out, h_out, w_out, groups, k_d, k_h,
               k_w, stride_d, stride_h, stride_w, pad_front, pad_top, pad_left, dilation_d,
               dilation_h, dilation_w, activation, act_min, act_max, packed_weights, bf16_weights,
               pool_h_out, pool_w_out, pool_pad_top, pool_pad_left, blocked_input, blocked_output,
-              winograd, winograd_tile, variant, depth_step)
+              winograd, winograd_tile, variant, depth_step, alternatives)
 };
 
 /// The layout of p's weights (packed_weights, bf16_weights, winograd).
@@ -138,6 +152,14 @@ ConvVariant convVariantNamed(const char* name);
 /// where no variant takes p.
 ConvVariant chooseConvVariant(const ConvParams& p, const ConvContext& context, bool mayPack = false,
                               bool mayNarrow = false);
+
+/// p as conv runs it on a CPU of `context`: where p has alternatives, the
+/// first in kConvVariants' order among p.variant and them that takes p's
+/// extents and prefers them (of two Winograd forms, convWinogradTile's),
+/// else p.variant; its layout fields, tile and depth step set, and
+/// `*weights` (if given) the offset of its weights in w.
+ConvParams convChoiceAt(const ConvParams& p, const ConvContext& context,
+                        int64_t* weights = nullptr);
 
 /// Whether weights of layout `w` are narrower than float (bfloat16): a
 /// variant reading them is chosen only under --precision bf16.
