@@ -297,6 +297,50 @@ Lowered lowerMatMulNarrow(const Graph& g, const Node& n) {
                     {n.outputs[0]}};
 }
 
+/// FusedAttention (q, k, v, mask, condition): fuse-attention's node. The
+/// leading axes (at most two) are batch and heads; K, V and the mask
+/// broadcast into them, K and V dense here (cache pairing restrides them).
+Lowered lowerFusedAttention(const Graph& g, const Node& n) {
+  const auto padded = [](Shape s) {
+    s.insert(s.begin(), 4 - s.size(), 1);
+    return s;
+  };
+  const Shape q = padded(shapeOf(g, n.inputs[0])), y = padded(shapeOf(g, n.outputs[0]));
+  const Shape k = padded(shapeOf(g, n.inputs[1])), v = padded(shapeOf(g, n.inputs[2]));
+  rt::AttentionParams p{};
+  p.batch = q[0];
+  p.heads = q[1];
+  p.rows = q[2];
+  p.keys = k[2];
+  p.depth = q[3];
+  p.depth_v = y[3];
+  p.scale = static_cast<float>(n.getFloat("scale", 1.0));
+  const auto ks = broadcastStrides(k, {q[0], q[1], k[2], k[3]});
+  const auto vs = broadcastStrides(v, {q[0], q[1], v[2], v[3]});
+  p.k_batch_stride = ks[0];
+  p.k_head_stride = ks[1];
+  p.k_key_stride = p.depth;
+  p.v_batch_stride = vs[0];
+  p.v_head_stride = vs[1];
+  p.v_key_stride = p.depth_v;
+  const int add = n.inputs[3], condition = n.inputs[4];
+  const int mask = add >= 0 ? add : condition;
+  if (mask >= 0) {
+    const auto ms = broadcastStrides(padded(shapeOf(g, mask)), {q[0], q[1], q[2], p.keys});
+    p.mask_batch_stride = ms[0];
+    p.mask_head_stride = ms[1];
+    p.mask_row_stride = ms[2];
+    p.mask_key_stride = ms[3];
+  }
+  p.fill = static_cast<float>(n.getFloat("fill", 0.0));
+  p.fill_when = n.getInt("fill_when", 1) != 0;
+  return KernelCall{Kernel::kAttention,
+                    DType::kF32,
+                    p,
+                    {n.inputs[0], n.inputs[1], n.inputs[2], add, condition},
+                    {n.outputs[0]}};
+}
+
 Lowered lowerBatchNorm(const Graph& g, const Node& n) {
   const Shape& x = shapeOf(g, n.inputs[0]);
   rt::BatchNormParams p{x[0], x.size() > 1 ? x[1] : 1, product(x, 2, x.size()),
@@ -399,6 +443,7 @@ void registerNeuralNetLowerers(std::map<std::string, OpLowerer>& table) {
   table["Gemm"] = lowerGemm;
   table["MatMul"] = lowerMatMul;
   table["MatMulNarrow"] = lowerMatMulNarrow;
+  table["FusedAttention"] = lowerFusedAttention;
   table["BatchNormalization"] = lowerBatchNorm;
   table["InstanceNormalization"] = lowerInstanceNorm;
   table["LayerNormalization"] = lowerLayerNorm;

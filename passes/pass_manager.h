@@ -25,6 +25,7 @@ namespace cgc::passes {
   X("fuse-quantized", fuseQuantized)                      \
   X("pack-quantized-weights", packQuantizedWeights)       \
   X("fold-constants", foldConstants)                      \
+  X("fuse-attention", fuseAttention)                      \
   X("fold-conv-batchnorm", foldConvBatchNorm)             \
   X("decompose-conv-transpose", decomposeConvTranspose)   \
   X("fuse-matmuls", fuseMatMuls)                          \

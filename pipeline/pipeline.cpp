@@ -87,8 +87,8 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
           "cgc: error: --observe records a float model's statistics; it does not combine "
           "with --quantize");
     // The tensors cgc calibrate observes stay whole and in ONNX's layout.
-    for (const char* pass :
-         {"fuse-matmuls", "fuse-epilogues", "fuse-conv-maxpool", "block-activations"})
+    for (const char* pass : {"fuse-attention", "fuse-matmuls", "fuse-epilogues",
+                             "fuse-conv-maxpool", "block-activations"})
       pipeline.disabled.push_back(pass);
   }
   const Target target = findTarget(options.target);

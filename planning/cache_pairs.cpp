@@ -70,6 +70,22 @@ std::optional<KernelCall> stridedReader(const ir::Graph& g, const KernelCall& ca
     }
     return out;
   }
+  const auto index = at - call.inputs.begin();
+  if (call.kernel == Kernel::kAttention && (index == 1 || index == 2) && rank <= 4 &&
+      axis == rank - 2 && std::count(call.inputs.begin(), call.inputs.end(), value) == 1) {
+    // K's or V's rows are the positions: the head and batch strides (those
+    // not broadcast) and the key stride step over the stored layout.
+    auto& p = std::get<rt::AttentionParams>(out.params);
+    const bool isK = index == 1;
+    auto& batch = isK ? p.k_batch_stride : p.v_batch_stride;
+    auto& head = isK ? p.k_head_stride : p.v_head_stride;
+    std::vector<int64_t> padded(static_cast<size_t>(4 - rank), 0);
+    padded.insert(padded.end(), stored.begin(), stored.end());
+    if (batch != 0) batch = padded[0];
+    if (head != 0) head = padded[1];
+    (isK ? p.k_key_stride : p.v_key_stride) = padded[2];
+    return out;
+  }
   *why = fmt::format("read by node '{}' ({}), which cannot step over the cache's capacity",
                      node.name, node.op);
   return std::nullopt;

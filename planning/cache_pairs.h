@@ -37,10 +37,11 @@ std::vector<int64_t> cacheStrides(const std::vector<int64_t>& shape, int axis, i
 
 /// Finds the Concats of a graph input into a graph output and pairs each
 /// whose readers can read it strided: its call becomes a CacheAppend and
-/// the readers' strides (a Transpose's, a MatMul's batch strides) step over
-/// the capacity. `capacities` (by input name) are the compile at the
-/// bounds' (--dim's other sizes keep its layout); where one is missing the
-/// output's extent along the axis is the capacity.
+/// the readers' strides (a Transpose's, a MatMul's batch strides, a fused
+/// attention's K and V strides) step over the capacity. `capacities` (by
+/// input name) are the compile at the bounds' (--dim's other sizes keep its
+/// layout); where one is missing the output's extent along the axis is the
+/// capacity.
 CachePairing pairCaches(const ir::Graph& graph, lowering::KernelCalls& calls,
                         const std::map<std::string, int64_t>& capacities);
 

@@ -56,6 +56,10 @@ double flopsOf(const ir::Graph& graph, const ir::Node& node, const lowering::Ker
       const auto& p = std::get<rt::NarrowMatMulParams>(call.params);
       return 2.0 * p.m * p.n * p.k;
     }
+    case Kernel::kAttention: {
+      const auto& p = std::get<rt::AttentionParams>(call.params);
+      return 2.0 * p.batch * p.heads * p.rows * p.keys * (p.depth + p.depth_v);
+    }
     case Kernel::kRnn: {
       const auto& p = std::get<rt::RnnParams>(call.params);
       double gates = p.cell == rt::RnnCell::kLstm ? 4 : p.cell == rt::RnnCell::kGru ? 3 : 1;

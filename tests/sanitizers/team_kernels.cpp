@@ -2,8 +2,10 @@
 // call, built with ThreadSanitizer: the packed convolution, whose threads
 // pad the input together into thread 0's scratch when they split only
 // output channels (Team::shareFromFirst), the Winograd convolution, whose
-// threads always do, and a small LSTM, whose thread 1 projects the input
-// into thread 0's buffer while thread 0 runs the steps.
+// threads always do, a small LSTM, whose thread 1 projects the input
+// into thread 0's buffer while thread 0 runs the steps, and one-row
+// attention, whose threads leave each chunk of keys' partial sums in thread
+// 0's scratch and combine them.
 // Runs each on teams of 2 and 3 threads and checks the result against one
 // thread.
 #include <cmath>
@@ -77,6 +79,18 @@ std::vector<float> runLstm(int threads) {
   return y;
 }
 
+/// One head's attention over 300 keys in chunks; its output on `threads`.
+std::vector<float> runAttention(int threads) {
+  AttentionParams p{1, 1, 1, 300, 64, 64, 0.125f, 0, 0, 64, 0, 0, 64};
+  const std::vector<float> q = pattern(64, 7, 1.0f), k = pattern(300 * 64, 13, 1.0f);
+  const std::vector<float> v = pattern(300 * 64, 11, 1.0f);
+  std::vector<float> y(64);
+  onTeam(threads, [&](const Team& team) {
+    attention(p, q.data(), k.data(), v.data(), nullptr, nullptr, y.data(), team);
+  });
+  return y;
+}
+
 }  // namespace
 
 int main() {
@@ -128,8 +142,17 @@ int main() {
         return EXIT_FAILURE;
       }
   }
+  const std::vector<float> single = runAttention(1);
+  for (int threads : {2, 3}) {
+    const std::vector<float> many = runAttention(threads);
+    for (size_t i = 0; i < single.size(); ++i)
+      if (std::fabs(single[i] - many[i]) > 1e-5f) {
+        std::fprintf(stderr, "attention on %d threads: element %zu differs\n", threads, i);
+        return EXIT_FAILURE;
+      }
+  }
   std::puts(
-      "team kernels: packed and Winograd convolutions and pipelined LSTM on teams of 1 "
-      "to 3 threads");
+      "team kernels: packed and Winograd convolutions, pipelined LSTM and attention in chunks "
+      "on teams of 1 to 3 threads");
   return EXIT_SUCCESS;
 }

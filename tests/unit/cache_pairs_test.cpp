@@ -10,6 +10,7 @@
 
 #include "graph_builder.h"
 #include "ir/printer.h"
+#include "passes/pass_manager.h"
 #include "planning/memory_plan.h"
 #include "planning/schedule.h"
 
@@ -22,8 +23,9 @@ namespace {
 constexpr int64_t kHeads = 2, kHead = 4;
 
 /// One attention step over a cache of `past` positions: present_k =
-/// Concat(past_k, k), scores = q . present_k^T, y = scores . present_v.
-GraphBuilder attention(int64_t past) {
+/// Concat(past_k, k), scores = q . present_k^T, y = scores . present_v
+/// (`softmax`: y = Softmax(scores) . present_v).
+GraphBuilder attention(int64_t past, bool softmax = false) {
   GraphBuilder b("attention");
   const int64_t n = past + 1;
   int pk = b.input("past_k", {1, kHeads, past, kHead});
@@ -36,6 +38,8 @@ GraphBuilder attention(int64_t past) {
   int kt = b.node("Transpose", "kt", {presentK}, {1, kHeads, kHead, n},
                   {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
   int scores = b.node("MatMul", "scores", {q, kt}, {1, kHeads, 1, n});
+  if (softmax)
+    scores = b.node("Softmax", "softmax", {scores}, {1, kHeads, 1, n}, {{"axis", int64_t{3}}});
   int y = b.node("MatMul", "y", {scores, presentV}, {1, kHeads, 1, kHead});
   b.output(y, "y");
   b.output(presentK, "present_k");
@@ -158,9 +162,12 @@ TEST_CASE("a cache whose reader cannot stride over it stays copied, with the rea
     if (b.graph.node(id).name == "cat") CHECK(calls.of(id).kernel == Kernel::kConcat);
 }
 
-TEST_CASE("steps on a cache kept in place equal the dense graph's") {
-  // Each step: the dense graph (plain Concat) on the cache so far, against
-  // the paired graph on the arena the last step left, after writing only q.
+namespace {
+
+/// Each step: the dense graph (plain Concat) on the cache so far, against
+/// the paired graph on the arena the last step left, after writing only q;
+/// `fused`: the paired graph's attention is fuse-attention's node.
+void requireStepsEqualDense(bool fused) {
   std::mt19937 random(7);
   std::normal_distribution<float> normal;
   const int64_t capacity = 6;
@@ -168,7 +175,11 @@ TEST_CASE("steps on a cache kept in place equal the dense graph's") {
   std::vector<uint8_t> arena;
   std::vector<int64_t> cacheOffsets;  // past_k's and past_v's, the same every step
   for (int64_t past = 0; past + 1 <= capacity; ++past) {
-    GraphBuilder dense = attention(past), paired = attention(past);
+    GraphBuilder dense = attention(past, fused), paired = attention(past, fused);
+    if (fused) {
+      REQUIRE(passes::fuseAttention(paired.graph));
+      passes::eliminateDeadCode(paired.graph);
+    }
     std::vector<float> q(kHeads * kHead);
     for (float& x : q) x = normal(random);
     auto denseCalls = cgc::lowering::lowerGraph(dense.graph);
@@ -202,4 +213,32 @@ TEST_CASE("steps on a cache kept in place equal the dense graph's") {
     cacheK = expected[1];
     cacheV = expected[2];
   }
+}
+
+}  // namespace
+
+TEST_CASE("steps on a cache kept in place equal the dense graph's") {
+  requireStepsEqualDense(false);
+}
+
+TEST_CASE("fused attention reads the cache in place over its capacity") {
+  GraphBuilder b = attention(5, true);
+  REQUIRE(passes::fuseAttention(b.graph));
+  passes::eliminateDeadCode(b.graph);
+  auto calls = cgc::lowering::lowerGraph(b.graph);
+  const auto caches = passes::pairCaches(b.graph, calls, {{"past_k", 9}, {"past_v", 9}});
+  INFO(cgc::ir::printGraph(b.graph));
+  REQUIRE(caches.pairs.size() == 2);
+  int fusedNodes = 0;
+  for (int id : b.graph.liveNodes()) {
+    if (calls.of(id).kernel != Kernel::kAttention) continue;
+    ++fusedNodes;
+    const auto& p = calls.of(id).get<cgc::rt::AttentionParams>();
+    CHECK(p.keys == 6);
+    CHECK(p.k_head_stride == 9 * kHead);
+    CHECK(p.v_head_stride == 9 * kHead);
+    CHECK(p.k_key_stride == kHead);
+  }
+  CHECK(fusedNodes == 1);
+  requireStepsEqualDense(true);
 }

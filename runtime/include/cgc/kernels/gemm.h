@@ -46,6 +46,38 @@ template <typename T>
 void matmul(const MatMulParams& p, const T* a, const T* b, const T* bias, T* y,
             const Team& team = Team::serial());
 
+/// Scaled dot-product attention, fused (passes/fuse_attention.cpp): for
+/// every batch b, head h and query row i,
+///   s[j] = scale * (q[b, h, i] . k[b, h, j]) (+ mask), j < keys,
+///   y[b, h, i] = softmax(s) . v[b, h, j]
+/// with a numerically stable softmax and float sums. q ([batch, heads,
+/// rows, depth]) and y ([batch, heads, rows, depth_v]) are dense; K's and
+/// V's rows (`depth` and `depth_v` floats) are read where their strides put
+/// them (elements; 0 broadcasts), so a key/value cache kept in place is read
+/// over its capacity and each key once. The mask, at most one of the two:
+/// `add` (float) is added to the scaled score; `condition` (bool) replaces
+/// the score by `fill` where it equals `fill_when`. It is read at
+/// b * mask_batch_stride + h * mask_head_stride + i * mask_row_stride +
+/// j * mask_key_stride. The team splits the rows, or, with fewer rows than
+/// threads, each row's keys into chunks combined at the end.
+struct AttentionParams {
+  int64_t batch, heads, rows, keys, depth, depth_v;
+  float scale;
+  int64_t k_batch_stride, k_head_stride, k_key_stride;
+  int64_t v_batch_stride, v_head_stride, v_key_stride;
+  float fill = 0.0f;
+  bool fill_when = true;
+  int64_t mask_batch_stride = 0, mask_head_stride = 0, mask_row_stride = 0, mask_key_stride = 0;
+  CGC_REFLECT(AttentionParams, batch, heads, rows, keys, depth, depth_v, scale, k_batch_stride,
+              k_head_stride, k_key_stride, v_batch_stride, v_head_stride, v_key_stride, fill,
+              fill_when, mask_batch_stride, mask_head_stride, mask_row_stride, mask_key_stride)
+};
+
+/// `add` and `condition` may be null (no mask).
+void attention(const AttentionParams& p, const float* q, const float* k, const float* v,
+               const float* add, const uint8_t* condition, float* y,
+               const Team& team = Team::serial());
+
 /// Weights stored narrower than float, for a matrix product whose B is a
 /// constant (passes/narrow_weights.cpp packs them at compile time): kBf16,
 /// each weight rounded to bfloat16 (nearest, ties to even); kInt8, per
