@@ -44,7 +44,7 @@ build tree):
       --model resnet50|mobilenet_v2|ocr_rec|resnet50_bnfit|mobilenet_v2_bnfit \\
       [--method percentile|minmax|entropy] [--percentile 99.99] \\
       [--activations u8|s8] [--limit N] [--rounds 5 --runs 20] [--threads 2] \\
-      [--max-error E [--check-sets 10]] \\
+      [--max-error E [--check-sets 10] [--precision auto]] \\
       [--corpus bench/corpus] [--data bench/quant_data] [--cgc build/cgc] \\
       [--int8-as-float]
 Data first: bench/quant_data.py, and bench/ptq_torch.py [--bnfit] for the
@@ -214,7 +214,7 @@ def compile_float(cgc, spec, threads):
 
 
 def compile_int8(cgc, spec, threads, calibration, method, activations, percentile, report,
-                 stand_in, max_error=0.0, check_dirs=()):
+                 stand_in, max_error=0.0, check_dirs=(), precision="fp32"):
     if stand_in:
         # PLUMBING TEST ONLY (--int8-as-float): the float model in the int8
         # model's place; every int8 number of the report is then float's.
@@ -231,6 +231,8 @@ def compile_int8(cgc, spec, threads, calibration, method, activations, percentil
         options["percentile"] = percentile
     if max_error:
         options.update(max_error=max_error, check_inputs=list(check_dirs))
+    if precision != "fp32":
+        options["precision"] = precision
     try:
         return cgc.compile(spec["float"], shapes=spec["shapes"], threads=threads, **options)
     except TypeError as error:
@@ -266,10 +268,12 @@ def float_layers_line(report_path):
             layers = json.load(f)["layers"]
     except (OSError, ValueError, KeyError):
         return "- layers: no cgc report"
-    int8 = sum(layer["precision"] != "float" for layer in layers)
-    budget = sum(layer.get("why") == "--max-error" for layer in layers)
-    return (f"- layers: {int8} int8, {len(layers) - int8} float ({budget} returned to float by "
-            "--max-error)")
+    counts = {}
+    for layer in layers:
+        counts[layer["precision"]] = counts.get(layer["precision"], 0) + 1
+    budget = sum(layer.get("why", "").startswith("--max-error") for layer in layers)
+    return (f"- layers: {', '.join(f'{n} {p}' for p, n in counts.items())} ({budget} taken out "
+            "of int8 by --max-error)")
 
 
 # ------------------------------------------------------------- metrics
@@ -386,6 +390,9 @@ def main():
     parser.add_argument("--limit", type=int, default=0, help="the first N evaluation sets only")
     parser.add_argument("--max-error", type=float, default=0.0,
                         help="cgc's accuracy budget (--max-error) on the check sets")
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "auto"),
+                        help="auto (with --max-error): each layer int8, bf16 or fp32 as cgc's "
+                        "budget chooses")
     parser.add_argument("--check-sets", type=int, default=10,
                         help="with --max-error: the last N evaluation sets are the check inputs "
                         "(never among those evaluated)")
@@ -422,7 +429,8 @@ def main():
     out = args.out or os.path.join(
         BENCH_DIR, "results",
         f"quant_{spec.get('tag', args.model)}_{args.method}{percentile}{activations}"
-        f"{f'_budget{args.max_error:g}' if args.max_error else ''}{suffix}.md")
+        f"{f'_budget{args.max_error:g}' if args.max_error else ''}"
+        f"{'_auto' if args.precision == 'auto' else ''}{suffix}.md")
     quantize_report = os.path.splitext(out)[0] + ".cgc.json"
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     load_before = os.getloadavg()
@@ -440,7 +448,8 @@ def main():
     start = time.time()
     models["cgc int8"] = compile_int8(cgc, spec, args.threads, calibration, args.method,
                                       args.activations, args.percentile, quantize_report,
-                                      args.int8_as_float, args.max_error, check_dirs)
+                                      args.int8_as_float, args.max_error, check_dirs,
+                                      args.precision)
     compile_s["cgc int8"] = time.time() - start
     ort = {"ORT float": OrtModel(spec["float"], args.threads)}
     if torch_int8:

@@ -154,17 +154,22 @@ void reportVariants(const driver::CompiledModel& model, const std::string& profi
   if (!profilePath.empty()) report["profile_variants"] = fromProfile;
 }
 
-/// --quantize: each layer's precision (the int8 products and the float
-/// Conv, MatMul and Gemm nodes left), by node name.
+/// --quantize: each layer's precision (the int8 products, those left out of
+/// int8 with bf16 weights by --keep-bf16, and the float Conv, MatMul and Gemm
+/// nodes left), by node name.
 void reportPrecision(const driver::CompiledModel& model, nlohmann::json& report) {
   if (!model.quantization) return;
-  nlohmann::json int8 = nlohmann::json::array(), float32 = nlohmann::json::array();
+  nlohmann::json int8 = nlohmann::json::array(), bf16 = nlohmann::json::array(),
+                 float32 = nlohmann::json::array();
   for (int id : model.graph.liveNodes()) {
     const ir::Node& node = model.graph.node(id);
-    if (node.op == "QLinearConv" || node.op == "QLinearMatMul") int8.push_back(node.name);
-    if (node.op == "Conv" || node.op == "MatMul" || node.op == "Gemm") float32.push_back(node.name);
+    const std::string precision = driver::layerPrecision(node);
+    if (precision == "int8") int8.push_back(node.name);
+    if (precision == "bf16") bf16.push_back(node.name);
+    if (precision == "float") float32.push_back(node.name);
   }
   report["int8_layers"] = int8;
+  report["bf16_layers"] = bf16;
   report["float_layers"] = float32;
 }
 
@@ -295,11 +300,14 @@ void printCompiled(const nlohmann::json& report) {
       std::cout << fmt::format("  {:<24} {:>6}\n", variant, count.get<int>());
   }
   if (report.contains("int8_layers")) {
-    std::cout << fmt::format("--quantize: {} layers int8, {} float{}\n",
-                             report["int8_layers"].size(), report["float_layers"].size(),
-                             report["float_layers"].empty() ? "" : ":");
-    for (const auto& name : report["float_layers"])
-      std::cout << fmt::format("  {} (float)\n", name.get<std::string>());
+    const auto& bf16 = report["bf16_layers"];
+    std::cout << fmt::format(
+        "--quantize: {} layers int8, {}{} float{}\n", report["int8_layers"].size(),
+        bf16.empty() ? "" : fmt::format("{} bf16, ", bf16.size()), report["float_layers"].size(),
+        report["float_layers"].empty() && bf16.empty() ? "" : ":");
+    for (const char* precision : {"bf16", "float"})
+      for (const auto& name : report[fmt::format("{}_layers", precision)])
+        std::cout << fmt::format("  {} ({})\n", name.get<std::string>(), precision);
   }
   if (report.contains("narrow_weights")) {
     const auto& narrow = report["narrow_weights"];
@@ -481,7 +489,7 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
     report["in_place_ops"] = model.plan.inPlaceNodes;
     reportVariants(model, options.profilePath, report);
     reportPrecision(model, report);
-    if (const auto format = driver::narrowWeightFormat(compiled, compiled.target)) {
+    if (const auto format = driver::narrowedFormat(compiled, compiled.target)) {
       const driver::NarrowReport narrow = driver::narrowReport(model.graph);
       report["narrow_weights"] = {{"format", format == rt::WeightFormat::kBf16 ? "bf16" : "int8"},
                                   {"products", narrow.products},

@@ -162,6 +162,11 @@ void addQuantizeOptions(CLI::App& command, CompileOptions& options) {
   command.add_option("--keep-float", q.keepFloat,
                      "Leave these layers (node names, cgc inspect) in float (repeatable; with "
                      "--quantize int8 or --precision bf16)");
+  command.add_option("--keep-bf16", q.keepBf16,
+                     "With --quantize int8: leave these layers (node names) out of int8 and "
+                     "store their weights as bfloat16 where they have a bf16 kernel (MatMul, Gemm "
+                     "with constant weights, convolutions the bf16 variant takes; repeatable; "
+                     "needs a target with avx512bf16)");
   command
       .add_flag("--weights-only", q.weightsOnly,
                 "With --quantize int8: only the constant weights of matrix products (MatMul, "
@@ -170,9 +175,11 @@ void addQuantizeOptions(CLI::App& command, CompileOptions& options) {
       ->needs(quantize);
   command
       .add_option("--precision", options.precision,
-                  "How the constant weights of matrix products (MatMul, Gemm) are stored: fp32, "
-                  "or bf16 (bfloat16, sums in float; needs a target with avx512bf16). "
-                  "Convolutions, activations and the rest stay float (docs/PRECISION.md)")
+                  "How the constant weights of matrix products (MatMul, Gemm) and convolutions "
+                  "are stored: fp32, or bf16 (bfloat16, sums in float; needs a target with "
+                  "avx512bf16); auto (with --quantize int8 --calibration --max-error "
+                  "--check-inputs): each layer int8, bf16 or fp32, the cheapest that keeps the "
+                  "budget, measured (docs/PRECISION.md)")
       ->check(CLI::IsMember(cgc::driver::precisionNames()))
       ->capture_default_str();
 }

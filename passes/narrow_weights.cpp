@@ -15,8 +15,9 @@
 //
 // The node keeps its name, output and fused activation (fuse-epilogues runs
 // before), so profiles and diagnostics still name the ONNX node. A B read
-// by several products is packed once; products named in
-// PassTarget::keepFloatWeights stay float.
+// by several products is packed once in each format; each product takes
+// PassTarget::weightFormatFor's format (--keep-float: float; --keep-bf16:
+// bfloat16).
 #include <cstring>
 #include <map>
 #include <optional>
@@ -117,17 +118,18 @@ std::optional<Product> narrowable(ir::Graph& graph, const ir::Node& node) {
 }  // namespace
 
 bool narrowWeights(ir::Graph& graph, const PassTarget& target) {
-  if (!target.narrowWeights) return false;
-  const rt::WeightFormat format = *target.narrowWeights;
-  std::map<Weights, Packed> packed;
+  if (!target.narrowWeights && target.bf16Weights.empty()) return false;
+  std::map<std::pair<Weights, rt::WeightFormat>, Packed> packed;
   bool changed = false;
   for (int id : graph.topologicalOrder()) {
-    if (target.keepFloatWeights.count(graph.node(id).name)) continue;
+    const auto wanted = target.weightFormatFor(graph.node(id).name);
+    if (!wanted) continue;
+    const rt::WeightFormat format = *wanted;
     const auto product = narrowable(graph, graph.node(id));
     if (!product) continue;
-    auto it = packed.find(product->weights);
-    if (it == packed.end())
-      it = packed.emplace(product->weights, pack(graph, product->weights, format)).first;
+    const auto key = std::pair{product->weights, format};
+    auto it = packed.find(key);
+    if (it == packed.end()) it = packed.emplace(key, pack(graph, product->weights, format)).first;
     ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
     std::map<std::string, ir::Attribute> attrs;
     for (const char* kept : {conv::kActivation, conv::kActivationMin, conv::kActivationMax})

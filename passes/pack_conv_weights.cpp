@@ -19,7 +19,8 @@
 //    with the packed GEMM's depth step for the target's caches
 //    (cgc_depth_step, rt::convPackedDepthStep: ConvParams::depth_step);
 //  - 4: PackedBf16, under --precision bf16 only (PassTarget::narrowWeights
-//    kBf16, a layer not named by --keep-float), on a target with the bf16
+//    kBf16, a layer not named by --keep-float; or one --keep-bf16 names:
+//    PassTarget::weightFormatFor), on a target with the bf16
 //    tier: the same panels of bfloat16 pairs (ConvParams::bf16_weights),
 //    chosen before the float variants where it prefers the layer (enough
 //    products per value moved: rt::detail's prefersPackedBf16).
@@ -183,8 +184,7 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     const lowering::KernelCall call = lowering::lowerNode(graph, conv);
     rt::ConvParams params = std::get<rt::ConvParams>(call.params);
     const rt::ConvContext context{target.tier.c_str(), target.machine};
-    const bool mayNarrow = target.narrowWeights == rt::WeightFormat::kBf16 &&
-                           !target.keepFloatWeights.count(conv.name);
+    const bool mayNarrow = target.weightFormatFor(conv.name) == rt::WeightFormat::kBf16;
     const Choice choice = settled(
         choiceFor(conv, params, target, context, w.isConstant(), mayNarrow), params, context);
     if (choice.variant == rt::ConvVariant::kNone) continue;  // the runtime chooses

@@ -30,7 +30,8 @@ bool passForTarget(const std::string& name, const PassTarget& target) {
   // still pay (measured on Zen 3, README "Targets"); on 4-lane SSE and NEON
   // they spill, and the NCHW kernels are faster.
   constexpr int kMinBlockedLanes = 8;
-  if (name == "narrow-weights") return target.narrowWeights.has_value();
+  if (name == "narrow-weights")
+    return target.narrowWeights.has_value() || !target.bf16Weights.empty();
   if (name == "pack-conv-weights" || name == "block-activations")
     return target.vectorLanes() >= kMinBlockedLanes;
   return true;

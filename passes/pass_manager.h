@@ -99,6 +99,10 @@ struct PassTarget {
   /// Products (node names) whose weights narrow-weights leaves in float
   /// (--keep-float).
   std::set<std::string> keepFloatWeights{};
+  /// Products and convolutions (node names) whose weights are stored as
+  /// bfloat16 whatever narrowWeights says (--keep-bf16: layers --precision
+  /// auto takes out of int8 into bf16).
+  std::set<std::string> bf16Weights{};
   /// --quantize int8: what the quantize pass quantises (null: nothing).
   std::shared_ptr<const QuantizeSpec> quantize{};
   /// What a pass tells the user (a measured choice it did not take); null:
@@ -106,6 +110,14 @@ struct PassTarget {
   std::function<void(const std::string&)> note{};
 
   int vectorLanes() const { return machine.lanes(); }
+
+  /// The format layer `node`'s constant weights are stored in (none:
+  /// float): keepFloatWeights, then bf16Weights, then narrowWeights.
+  std::optional<rt::WeightFormat> weightFormatFor(const std::string& node) const {
+    if (keepFloatWeights.count(node)) return std::nullopt;
+    if (bf16Weights.count(node)) return rt::WeightFormat::kBf16;
+    return narrowWeights;
+  }
 
   /// The variant asked of convolution `node`: its measured one
   /// (`measured`, from convVariants), else everyConvVariant ("": none).

@@ -102,6 +102,8 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
   pipeline.target.narrowWeights = narrowWeightFormat(options, target.name);
   pipeline.target.keepFloatWeights = {options.quantize.keepFloat.begin(),
                                       options.quantize.keepFloat.end()};
+  pipeline.target.bf16Weights = {options.quantize.keepBf16.begin(),
+                                 options.quantize.keepBf16.end()};
   pipeline.target.note = [&options](const std::string& text) {
     progress(options, "note: " + text);
   };
@@ -219,21 +221,24 @@ void compileSubgraphs(CompiledModel& model, const CompileOptions& options) {
   }
 }
 
-/// What --quantize made int8, on stderr; CompileError where it made
-/// nothing (a calibration file of another model).
+/// What --quantize made int8 (and, with --keep-bf16 or --precision bf16,
+/// bf16), on stderr; CompileError where it made nothing (a calibration file
+/// of another model).
 void reportQuantized(const ir::Graph& graph, const CompileOptions& options) {
-  int int8 = 0, float32 = 0;
+  int int8 = 0, bf16 = 0, float32 = 0;
   for (int id : graph.liveNodes()) {
-    const std::string& op = graph.node(id).op;
-    int8 += op == "QLinearConv" || op == "QLinearMatMul";
-    float32 += op == "Conv" || op == "MatMul" || op == "Gemm";
+    const std::string precision = layerPrecision(graph.node(id));
+    int8 += precision == "int8";
+    bf16 += precision == "bf16";
+    float32 += precision == "float";
   }
   if (int8 == 0)
     userError({options.quantize.calibration, "", ""},
               "--quantize int8: no layer of {} became int8: the calibration file has no range for "
               "the activations of its Conv, MatMul and Gemm layers (calibrated on another model?)",
               options.modelPath);
-  progress(options, fmt::format("quantize: {} layers int8, {} float ({} method)", int8, float32,
+  progress(options, fmt::format("quantize: {} layers int8, {}{} float ({} method)", int8,
+                                bf16 ? fmt::format("{} bf16, ", bf16) : "", float32,
                                 options.quantize.method));
 }
 
@@ -246,6 +251,7 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
     auto spec = std::make_shared<passes::QuantizeSpec>(
         options.quantizeSpec ? *options.quantizeSpec : *quant::makeSpec(options.quantize));
     spec->keepFloat = {options.quantize.keepFloat.begin(), options.quantize.keepFloat.end()};
+    spec->keepFloat.insert(options.quantize.keepBf16.begin(), options.quantize.keepBf16.end());
     spec->record = std::make_shared<passes::QuantizeSpec::Record>();
     options.quantizeSpec = model.quantization = spec;
   }
@@ -263,7 +269,7 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
   }
   passes::runPipeline(model.graph, pipelineOptions(options, tuned));
   if (options.quantizeSpec) reportQuantized(model.graph, options);
-  if (const auto format = narrowWeightFormat(options, options.target))
+  if (const auto format = narrowedFormat(options, options.target))
     progress(options, describeNarrow(*format, narrowReport(model.graph)));
   model.calls = lowering::lowerGraph(model.graph);
   if (options.cacheInPlace)

@@ -60,7 +60,10 @@ struct CompileOptions {
   quant::QuantizeOptions quantize;
   std::shared_ptr<const passes::QuantizeSpec> quantizeSpec;
   /// --precision: "fp32", or "bf16" (the constant weights of matrix
-  /// products stored as bfloat16: passes/narrow_weights.cpp).
+  /// products stored as bfloat16: passes/narrow_weights.cpp), or "auto"
+  /// (each layer int8, bf16 or fp32 as the accuracy budget measures:
+  /// tools/accuracy_budget.h turns it into fp32 with --keep-float and
+  /// --keep-bf16 lists).
   std::string precision = "fp32";
   /// --observe: the generated code shows its float tensors to an attached
   /// profiler that records statistics (cgc::Profiler::record_statistics),

@@ -30,11 +30,26 @@ void checkWeightsOnly(const quant::QuantizeOptions& q) {
         "--quantize int8 --weights-only keeps activations in float and reads no --calibration");
 }
 
+/// The error of bf16 weights (`flag`) for a target without the tier.
+void checkBf16Target(const std::string& targetName, const char* flag) {
+  const Target target = findTarget(targetName);
+  if (!isaTierIncludes(target.tier, "bf16"))
+    optionError(
+        fmt::format("{} needs the CPU feature avx512bf16, which target '{}' lacks (its tier "
+                    "is {}{}); compile for a target that has it, or without {}",
+                    flag, target.name, target.tier,
+                    target.isNative() ? ": this CPU or the runtime cgc links" : "", flag));
+}
+
 }  // namespace
 
 const std::vector<std::string>& precisionNames() {
-  static const std::vector<std::string> names{"fp32", "bf16"};
+  static const std::vector<std::string> names{"fp32", "bf16", "auto"};
   return names;
+}
+
+bool targetHasBf16(const std::string& target) {
+  return isaTierIncludes(findTarget(target).tier, "bf16");
 }
 
 std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options,
@@ -43,9 +58,18 @@ std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options
   if (std::find(names.begin(), names.end(), options.precision) == names.end())
     optionError(fmt::format("--precision: '{}' is not a precision ({})", options.precision,
                             fmt::join(names, ", ")));
+  if (options.precision == "auto")
+    optionError(
+        "--precision auto needs --quantize int8 --calibration FILE --max-error E --check-inputs "
+        "DIR (cgc compile, run)");
   const bool bf16 = options.precision == "bf16";
   if (!options.quantize.keepFloat.empty() && !options.quantize.enabled() && !bf16)
     optionError("--keep-float needs --quantize int8 or --precision bf16");
+  if (!options.quantize.keepBf16.empty()) {
+    if (!options.quantize.activations8())
+      optionError("--keep-bf16 needs --quantize int8 with --calibration (not --weights-only)");
+    checkBf16Target(targetName, "--keep-bf16");
+  }
   if (options.quantize.weightsOnly) {
     checkWeightsOnly(options.quantize);
     if (bf16)
@@ -55,13 +79,28 @@ std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options
     return rt::WeightFormat::kInt8;
   }
   if (!bf16) return std::nullopt;
-  const Target target = findTarget(targetName);
-  if (!isaTierIncludes(target.tier, "bf16"))
-    optionError(fmt::format(
-        "--precision bf16 needs the CPU feature avx512bf16, which target '{}' lacks (its tier "
-        "is {}{}); compile for a target that has it, or without --precision bf16",
-        target.name, target.tier, target.isNative() ? ": this CPU or the runtime cgc links" : ""));
+  checkBf16Target(targetName, "--precision bf16");
   return rt::WeightFormat::kBf16;
+}
+
+std::optional<rt::WeightFormat> narrowedFormat(const CompileOptions& options,
+                                               const std::string& target) {
+  const auto format = narrowWeightFormat(options, target);
+  if (!format && !options.quantize.keepBf16.empty()) return rt::WeightFormat::kBf16;
+  return format;
+}
+
+std::string layerPrecision(const ir::Node& node) {
+  namespace conv = ir::conventions;
+  if (node.op == "QLinearConv" || node.op == "QLinearMatMul") return "int8";
+  if (node.op == "MatMulNarrow")
+    return static_cast<rt::WeightFormat>(node.getInt(conv::kWeightFormat, 0)) ==
+                   rt::WeightFormat::kInt8
+               ? "int8 weights"
+               : "bf16";
+  if (node.op == "Conv" && conv::convPacking(node) == conv::ConvPacking::kBf16Panels) return "bf16";
+  if (node.op == "Conv" || node.op == "MatMul" || node.op == "Gemm") return "float";
+  return "";
 }
 
 NarrowReport narrowReport(const ir::Graph& graph) {

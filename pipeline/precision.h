@@ -16,15 +16,33 @@ namespace cgc::driver {
 /// The precisions --precision takes, for --help and its check.
 const std::vector<std::string>& precisionNames();
 
+/// Whether target `target` (a name of cmake/targets.def) has the bf16 tier
+/// (avx512bf16).
+bool targetHasBf16(const std::string& target);
+
 /// The format narrow-weights stores products' weights in for these options
 /// on target `target` (a name of cmake/targets.def); none: float.
-/// CompileError for a precision not in precisionNames, --keep-float
-/// without either format or --quantize int8, --weights-only
+/// CompileError for a precision not in precisionNames, "auto" (which the
+/// accuracy budget resolves before compiling), --keep-float
+/// without either format or --quantize int8, --keep-bf16 without
+/// --quantize int8 (int8 activations), --weights-only
 /// without --quantize int8 or with a calibration file (what only int8
 /// activations read), both formats asked at once, and
-/// bf16 for a target whose tier lacks avx512bf16.
+/// bf16 (--precision or --keep-bf16) for a target whose tier lacks
+/// avx512bf16.
 std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options,
                                                    const std::string& target);
+
+/// The format of the weights stored narrow, for the compile log and
+/// inspect: narrowWeightFormat's, else bf16 where --keep-bf16 names layers.
+std::optional<rt::WeightFormat> narrowedFormat(const CompileOptions& options,
+                                               const std::string& target);
+
+/// The precision a compiled layer runs in: "int8" (QLinearConv,
+/// QLinearMatMul), "int8 weights" and "bf16" (MatMulNarrow; a Conv on
+/// bfloat16 panels), "float" (any other Conv, MatMul, Gemm); "" for the
+/// other ops.
+std::string layerPrecision(const ir::Node& node);
 
 /// What narrow-weights and pack-conv-weights made of `graph`: the products
 /// and the convolutions (on bf16 panels) whose weights they stored narrow,

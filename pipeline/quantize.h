@@ -27,6 +27,9 @@ struct QuantizeOptions {
   double percentile = 99.99;           // --percentile, for the percentile method
   std::string activations = "u8";      // --activations u8|s8
   std::vector<std::string> keepFloat;  // --keep-float NODE...: layers left in float
+  /// --keep-bf16 NODE...: layers left out of int8 whose weights are stored
+  /// as bfloat16 (those with a bf16 kernel; the rest stay float).
+  std::vector<std::string> keepBf16;
   /// --weights-only: only the constant weights of matrix products become
   /// int8 (passes/narrow_weights.cpp), without a calibration file.
   bool weightsOnly = false;

@@ -64,7 +64,7 @@ std::string compilerFile() {
 #if defined(__GLIBCXX__) && defined(__x86_64__)
 // A field added to CompileOptions changes its size: add it to describe()
 // when it changes what the compile makes, then update this size.
-static_assert(sizeof(driver::CompileOptions) == 1096, "a new CompileOptions field: see describe()");
+static_assert(sizeof(driver::CompileOptions) == 1120, "a new CompileOptions field: see describe()");
 #endif
 
 /// Every field of `o` that changes what the compile makes, and the bytes of
@@ -95,6 +95,7 @@ std::string describe(const driver::CompileOptions& o) {
   const quant::QuantizeOptions& q = o.quantize;
   out << fmt::format("quantize {} {} {} {} {} {} weights-only {}\n", q.precision, q.method,
                      q.percentile, q.activations, q.keepFloat, q.calibration, q.weightsOnly);
+  if (!q.keepBf16.empty()) out << fmt::format("keep-bf16 {}\n", q.keepBf16);
   out << fmt::format("precision {}\n", o.precision);
   if (!q.calibration.empty()) out << contents(q.calibration);
   out << fmt::format("observe {} profiled {}\n", o.observe, o.specializeProfiledSizes);

@@ -9,12 +9,14 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "ir/conventions.h"
+#include "pipeline/precision.h"
 #include "toolchain/build_cache.h"
 #include "toolchain/model_session.h"
 #include "tools/accuracy_budget_search.h"
@@ -226,48 +228,77 @@ nlohmann::ordered_json measureSpeed(Trial& floatModel, Trial& int8Model,
 
 namespace {
 
+/// The levels of the search: int8 and float, or under --precision auto
+/// int8, bf16 and fp32 (bf16 taken only by the layers `bf16` names).
+struct LevelNames {
+  std::vector<std::string> names{"int8", "float"};
+  std::map<std::string, std::vector<int>> bf16;  // layer -> {1}: it has a bf16 kernel
+  int top() const { return static_cast<int>(names.size()) - 1; }
+};
+
 struct Outcome {
   std::vector<std::pair<std::string, double>> analytic;  // the estimated noise, most first
-  BudgetSearch search;  // its floatLayers: those the budget returned to float
+  LevelNames levels;
+  LevelSearch search;  // its levels: the layers the budget took out of int8
   std::vector<OutputError> errors;
   nlohmann::ordered_json speed;
 };
 
+/// `base` with the layers of `raised` at their levels: bf16 ones in
+/// --keep-bf16, the rest in --keep-float.
+CompileOptions withLevels(CompileOptions base, const LevelNames& levels, const Levels& raised) {
+  for (const auto& [layer, level] : raised)
+    (levels.names[level] == "bf16" ? base.quantize.keepBf16 : base.quantize.keepFloat)
+        .push_back(layer);
+  return base;
+}
+
+/// Why the budget left `layer` at `precision` (it took it out of int8).
+std::string whyRaised(const Outcome& out, const std::string& layer, const std::string& precision) {
+  if (out.levels.top() == 1) return "--max-error";
+  if (precision == "bf16") return "--max-error (bf16 enough)";
+  return out.levels.bf16.count(layer) ? "--max-error (bf16 not enough)"
+                                      : "--max-error (no bf16 kernel)";
+}
+
 nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeOptions& budget,
                                   const CompiledModel& model, const Outcome& out) {
-  const std::set<std::string> user(options.quantize.keepFloat.begin(),
-                                   options.quantize.keepFloat.end());
-  const auto& alone = out.search.floatAlone;
-  const std::set<std::string> reverted(out.search.floatLayers.begin(),
-                                       out.search.floatLayers.end());
+  const auto& q = options.quantize;
+  const std::set<std::string> user(q.keepFloat.begin(), q.keepFloat.end());
+  const std::set<std::string> userBf16(q.keepBf16.begin(), q.keepBf16.end());
+  const auto& alone = out.search.toTop.floatAlone;
+  const auto lowered = out.search.lowered.find(1);
   const std::map<std::string, double> sensitivity(out.analytic.begin(), out.analytic.end());
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  std::map<std::string, int> counts;
   for (int id : model.graph.liveNodes()) {
     const ir::Node& n = model.graph.node(id);
-    const bool narrow = n.op == "MatMulNarrow";
-    const bool int8 = n.op == "QLinearConv" || n.op == "QLinearMatMul" || narrow;
-    if (!int8 && n.op != "Conv" && n.op != "MatMul" && n.op != "Gemm") continue;
+    const std::string precision = driver::layerPrecision(n);
+    if (precision.empty()) continue;
+    ++counts[precision];
+    const bool int8 = precision.rfind("int8", 0) == 0;
     // An int8 product that writes int32 sums keeps a float output (a
     // classifier's logits: fuse-quantized dequantises the sums).
-    const bool floatOutput =
-        !int8 || narrow || model.graph.value(n.outputs[0]).type.dtype == DType::kI32;
+    const bool floatOutput = (n.op != "QLinearConv" && n.op != "QLinearMatMul") ||
+                             model.graph.value(n.outputs[0]).type.dtype == DType::kI32;
     nlohmann::ordered_json row = {{"name", n.name},
                                   {"op", n.op},
-                                  {"precision", narrow ? "int8 weights"
-                                                : int8 ? "int8"
-                                                       : "float"},
+                                  {"precision", precision},
                                   {"output", floatOutput ? "float" : "int8"}};
     if (!int8)
-      row["why"] = user.count(n.name)       ? "--keep-float"
-                   : reverted.count(n.name) ? "--max-error"
-                   : options.quantize.weightsOnly
-                       ? "not quantised (no constant weights, or a convolution)"
-                       : "not quantised (no calibrated range or no constant weights)";
+      row["why"] = user.count(n.name)                ? "--keep-float"
+                   : userBf16.count(n.name)          ? "--keep-bf16"
+                   : out.search.levels.count(n.name) ? whyRaised(out, n.name, precision)
+                   : q.weightsOnly ? "not quantised (no constant weights, or a convolution)"
+                                   : "not quantised (no calibrated range or no constant weights)";
     if (auto it = sensitivity.find(n.name); it != sensitivity.end())
       row["sensitivity"] = it->second;
     if (auto it = alone.find(n.name); it != alone.end())
       row["error_float_alone"] = it->second.budget,
       row["relative_error_float_alone"] = it->second.relative;
+    if (lowered != out.search.lowered.end())
+      if (auto it = lowered->second.floatAlone.find(n.name); it != lowered->second.floatAlone.end())
+        row["error_fp32_alone_over_bf16"] = it->second.budget;
     layers.push_back(row);
   }
   nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
@@ -287,23 +318,33 @@ nlohmann::ordered_json reportJson(const CompileOptions& options, const QuantizeO
     if (e.top1 >= 0) row["top1_agreement"] = e.top1;
     outputs.push_back(row);
   }
-  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-  for (const auto& t : out.search.trials)
-    steps.push_back({{"float_layers", t.floatLayers.size()},
-                     {"worst_error", t.error.budget},
-                     {"worst_relative_error", t.error.relative}});
-  return {{"model", options.modelPath},
-          {"calibration", options.quantize.calibration},
-          {"method", options.quantize.method},
-          {"activations", options.quantize.weightsOnly ? "float" : options.quantize.activations},
-          {"max_error", budget.maxError > 0 ? nlohmann::ordered_json(budget.maxError) : nullptr},
-          {"metric", metricOf(out.errors)},
-          {"check_inputs", budget.checkInputs.size()},
-          {"layers", layers},
-          {"outputs", outputs},
-          {"trials", steps},
-          {"speed", out.speed},
-          {"tensors", tensors}};
+  auto steps = [](const std::vector<BudgetTrial>& trials) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& t : trials)
+      rows.push_back({{"float_layers", t.floatLayers.size()},
+                      {"worst_error", t.error.budget},
+                      {"worst_relative_error", t.error.relative}});
+    return rows;
+  };
+  nlohmann::ordered_json report = {
+      {"model", options.modelPath},
+      {"calibration", q.calibration},
+      {"method", q.method},
+      {"activations", q.weightsOnly ? "float" : q.activations},
+      {"precision", options.precision},
+      {"max_error", budget.maxError > 0 ? nlohmann::ordered_json(budget.maxError) : nullptr},
+      {"metric", metricOf(out.errors)},
+      {"check_inputs", budget.checkInputs.size()},
+      {"layers_per_precision", counts},
+      {"layers", layers},
+      {"outputs", outputs},
+      {"trials", steps(out.search.toTop.trials)}};
+  // --precision auto: the trials that lowered the float layers to bf16 (the
+  // first: all of them; then those returned to fp32).
+  if (lowered != out.search.lowered.end()) report["bf16_trials"] = steps(lowered->second.trials);
+  report["speed"] = out.speed;
+  report["tensors"] = tensors;
+  return report;
 }
 
 std::string reportText(const nlohmann::ordered_json& r) {
@@ -343,13 +384,24 @@ std::string reportText(const nlohmann::ordered_json& r) {
                               ? fmt::format("{:.2f}%", 100 * o["top1_agreement"].get<double>())
                               : "-");
   }
-  if (!r["max_error"].is_null()) {
-    text += fmt::format("\nbudget --max-error {} on the {}; trials (layers in float: error):",
-                        r["max_error"].get<double>(), r["metric"].get<std::string>());
-    for (const auto& s : r["trials"])
+  text += "\nlayers per precision:";
+  for (const auto& [precision, count] : r["layers_per_precision"].items())
+    text += fmt::format(" {} {};", precision, count.get<int>());
+  text += "\n";
+  auto trials = [&](const nlohmann::ordered_json& steps) {
+    for (const auto& s : steps)
       text +=
           fmt::format(" {}: {:.3g};", s["float_layers"].get<int>(), s["worst_error"].get<double>());
     text += "\n";
+  };
+  if (!r["max_error"].is_null()) {
+    text += fmt::format("\nbudget --max-error {} on the {}; trials (layers in float: error):",
+                        r["max_error"].get<double>(), r["metric"].get<std::string>());
+    trials(r["trials"]);
+  }
+  if (r.contains("bf16_trials")) {
+    text += "then those layers in bf16, trials (layers returned to fp32: error):";
+    trials(r["bf16_trials"]);
   }
   if (!r["speed"].is_null()) {
     const auto& s = r["speed"];
@@ -374,45 +426,87 @@ void writeReport(const std::string& path, const nlohmann::ordered_json& report) 
 
 /// The budget's search (tools/accuracy_budget_search.h) over trials that
 /// compile, build and run the model on the check inputs; `trial` ends as
-/// the model of the layers it returns to float, `out` with its errors.
+/// the model of the levels it chose, `out` with its errors.
 /// CompileError (after the report) where the budget cannot be met.
 void search(const CompileOptions& options, const CompileOptions& base, const Trial& reference,
             Trial& trial, Outcome& out) {
   const QuantizeOptions& budget = options.quantize;
   std::vector<std::string> layers;
   for (const auto& [name, noise] : out.analytic) layers.push_back(name);
-  std::vector<std::string> lastLayers;
-  auto measure = [&](const std::vector<std::string>& floatLayers) {
-    CompileOptions next = base;
-    next.quantize.keepFloat.insert(next.quantize.keepFloat.end(), floatLayers.begin(),
-                                   floatLayers.end());
-    trial = runTrial(next, budget.checkInputs);
+  Levels last;
+  auto measure = [&](const Levels& raised) {
+    trial = runTrial(withLevels(base, out.levels, raised), budget.checkInputs);
     out.errors = compare(reference, trial);
-    lastLayers = floatLayers;
+    last = raised;
     return worstOf(out.errors);
   };
-  auto progress = [&](const std::string& what, const BudgetTrial& t) {
+  auto progress = [&](int level, const std::string& what, const BudgetTrial& t) {
     driver::progress(
-        options, fmt::format("quantize: {}: {} layer(s) in float{}: {}", what, t.floatLayers.size(),
+        options, fmt::format("quantize: {}: {} layer(s) in {}{}: {}", what, t.floatLayers.size(),
+                             out.levels.names[level],
                              t.floatLayers.size() == 1 ? " ('" + t.floatLayers[0] + "')" : "",
                              describeError(out.errors, budget.maxError)));
   };
-  out.search = searchBudget(layers, budget.maxError, worstOf(out.errors), measure, progress);
-  if (lastLayers != out.search.floatLayers) measure(out.search.floatLayers);
+  out.search = searchLevels(layers, out.levels.top(), out.levels.bf16, budget.maxError,
+                            worstOf(out.errors), measure, progress);
+  if (last != out.search.levels) measure(out.search.levels);
   if (out.search.met) return;
   if (!budget.report.empty())
     writeReport(budget.report, reportJson(options, budget, trial.model, out));
   throw CompileError(fmt::format(
       "{}: error: --max-error {} cannot be met: with {} of {} int8 layers returned to float "
       "the worst {}",
-      options.modelPath, budget.maxError, out.search.floatLayers.size(), layers.size(),
+      options.modelPath, budget.maxError, out.search.levels.size(), layers.size(),
       describeError(out.errors, budget.maxError)));
+}
+
+/// --precision auto's checks: int8 activations (its cheapest level) and a
+/// budget.
+void checkAuto(const QuantizeOptions& q) {
+  if (!q.activations8())
+    throw CompileError(
+        "cgc: error: --precision auto needs --quantize int8 --calibration FILE (not "
+        "--weights-only): int8 is its cheapest level");
+  if (!(q.maxError > 0))
+    throw CompileError(
+        "cgc: error: --precision auto needs --max-error E (the budget each layer's choice keeps)");
+}
+
+/// The layers of `floatOptions`' model that have a bf16 kernel: compiled
+/// (not built) with --precision bf16, the products and convolutions that
+/// narrow-weights and pack-conv-weights store in bfloat16.
+std::map<std::string, std::vector<int>> bf16Layers(CompileOptions floatOptions) {
+  floatOptions.precision = "bf16";
+  const CompiledModel model = driver::compileGraph(floatOptions);
+  std::map<std::string, std::vector<int>> layers;
+  for (int id : model.graph.liveNodes())
+    if (driver::layerPrecision(model.graph.node(id)) == "bf16")
+      layers[model.graph.node(id).name] = {1};
+  return layers;
+}
+
+/// --precision auto's levels: int8, bf16 and fp32, or where the target
+/// lacks the bf16 tier int8 and fp32 (saying so).
+LevelNames autoLevels(const CompileOptions& options, const CompileOptions& floatOptions) {
+  LevelNames levels{{"int8", "bf16", "fp32"}, {}};
+  if (driver::targetHasBf16(options.target)) {
+    levels.bf16 = bf16Layers(floatOptions);
+    return levels;
+  }
+  std::cerr << fmt::format(
+                   "cgc: note: --precision auto: target '{}' lacks avx512bf16 (the bf16 tier): "
+                   "each layer is int8 or fp32",
+                   options.target)
+            << std::endl;
+  return levels;
 }
 
 }  // namespace
 
 CompileOptions applyBudget(const CompileOptions& options) {
   const QuantizeOptions& budget = options.quantize;
+  const bool autoPrecision = options.precision == "auto";
+  if (autoPrecision) checkAuto(budget);
   if (!budget.measured()) return options;
   if (!budget.enabled())
     throw CompileError(
@@ -431,7 +525,8 @@ CompileOptions applyBudget(const CompileOptions& options) {
   // products named in --keep-float in float.
   if (!budget.weightsOnly) base.quantizeSpec = makeSpec(options.quantize, &stats);
   base.quiet = true;
-  base.quantize.maxError = 0;  // the trials only compile
+  if (autoPrecision) base.precision = "fp32";  // with --keep-bf16 lists
+  base.quantize.maxError = 0;                  // the trials only compile
   base.quantize.checkInputs.clear();
   base.quantize.report.clear();
   CompileOptions floatOptions = base;
@@ -441,10 +536,11 @@ CompileOptions applyBudget(const CompileOptions& options) {
   Trial reference = dirs.empty() ? Trial{} : runTrial(floatOptions, dirs);
   Trial trial = runTrial(base, dirs);
   Outcome out;
+  if (autoPrecision) out.levels = autoLevels(options, floatOptions);
   out.analytic = rankLayers(trial.model, stats);
   out.errors = dirs.empty() ? std::vector<OutputError>{} : compare(reference, trial);
   if (!dirs.empty()) {
-    out.search.trials.push_back({{}, worstOf(out.errors)});
+    out.search.toTop.trials.push_back({{}, worstOf(out.errors)});
     driver::progress(options, "quantize: all int8: " + describeError(out.errors, budget.maxError));
   }
   if (budget.maxError > 0 && worstOf(out.errors).budget > budget.maxError)
@@ -452,15 +548,21 @@ CompileOptions applyBudget(const CompileOptions& options) {
   if (!dirs.empty()) out.speed = measureSpeed(reference, trial, options, budget);
   if (!dirs.empty() && out.speed["speedup"].get<double>() < 1)
     driver::progress(options,
-                     fmt::format("note: with {} of {} layers in float the quantised model runs "
+                     fmt::format("note: with {} of {} layers out of int8 the quantised model runs "
                                  "{:.2f}x as fast as the float one: the float model is faster",
-                                 out.search.floatLayers.size(), out.analytic.size(),
+                                 out.search.levels.size(), out.analytic.size(),
                                  out.speed["speedup"].get<double>()));
-  if (!budget.report.empty())
-    writeReport(budget.report, reportJson(options, budget, trial.model, out));
-  CompileOptions result = options;
-  result.quantize.keepFloat.insert(result.quantize.keepFloat.end(), out.search.floatLayers.begin(),
-                                   out.search.floatLayers.end());
+  const nlohmann::ordered_json report = reportJson(options, budget, trial.model, out);
+  if (!budget.report.empty()) writeReport(budget.report, report);
+  if (autoPrecision) {
+    std::string counts;
+    for (const auto& [precision, count] : report["layers_per_precision"].items())
+      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count.get<int>(), precision);
+    driver::progress(options, fmt::format("precision auto: {} layers (Conv, MatMul, Gemm); {}",
+                                          counts, describeError(out.errors, budget.maxError)));
+  }
+  CompileOptions result = withLevels(options, out.levels, out.search.levels);
+  if (autoPrecision) result.precision = "fp32";
   result.quantizeSpec = base.quantizeSpec;
   return result;
 }

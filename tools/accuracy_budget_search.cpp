@@ -134,4 +134,58 @@ BudgetSearch searchBudget(const std::vector<std::string>& layers, double maxErro
   return out;
 }
 
+namespace {
+
+/// `base` with `layers` at `level`.
+Levels raisedTo(const Layers& layers, int level, Levels base) {
+  for (const std::string& layer : layers) base[layer] = level;
+  return base;
+}
+
+}  // namespace
+
+LevelSearch searchLevels(
+    const std::vector<std::string>& layers, int top,
+    const std::map<std::string, std::vector<int>>& takes, double maxError,
+    const BudgetError& allInt8, const MeasureLevels& measure,
+    const std::function<void(int, const std::string&, const BudgetTrial&)>& progress) {
+  auto heard = [&](int level) -> Progress {
+    if (!progress) return {};
+    return [&progress, level](const std::string& what, const BudgetTrial& t) {
+      progress(level, what, t);
+    };
+  };
+  LevelSearch out;
+  out.toTop = searchBudget(
+      layers, maxError, allInt8,
+      [&](const Layers& raised) { return measure(raisedTo(raised, top, {})); }, heard(top));
+  out.met = out.toTop.met;
+  out.error = out.toTop.error;
+  out.levels = raisedTo(out.toTop.floatLayers, top, {});
+  if (!out.met) return out;
+  for (int level = 1; level < top; ++level) {
+    Layers candidates;
+    for (const std::string& layer : layers) {
+      const auto it = takes.find(layer);
+      if (out.levels.count(layer) && out.levels.at(layer) == top && it != takes.end() &&
+          std::find(it->second.begin(), it->second.end(), level) != it->second.end())
+        candidates.push_back(layer);
+    }
+    if (candidates.empty()) continue;
+    const Levels lowered = raisedTo(candidates, level, out.levels);
+    const BudgetError all = measure(lowered);
+    if (progress) progress(level, "all lowered", {candidates, all});
+    // Its float layers: those returned from `level` to the top.
+    BudgetSearch search = searchBudget(
+        candidates, maxError, all,
+        [&](const Layers& raised) { return measure(raisedTo(raised, top, lowered)); }, heard(top));
+    if (search.met) {
+      out.levels = raisedTo(search.floatLayers, top, lowered);
+      out.error = search.error;
+    }
+    out.lowered.emplace(level, std::move(search));
+  }
+  return out;
+}
+
 }  // namespace cgc::quant

@@ -18,6 +18,14 @@
 //    batches start again at 1.
 // At least one layer stays int8; where even that does not meet the budget,
 // or no batch improves, the search fails.
+//
+// Levels (--precision auto): where a layer may take precisions between int8
+// and float (levels 1 .. top - 1, cheapest first; top is float), the
+// layers the search above returned to float (level top) are tried at each
+// intermediate level in turn, cheapest first: all of those that take the
+// level are lowered to it at once, and the same search (ranking, batches,
+// re-measurement) returns the fewest of them to the top level where that
+// does not meet the budget.
 #pragma once
 
 #include <functional>
@@ -63,5 +71,29 @@ BudgetSearch searchBudget(
     const std::vector<std::string>& layers, double maxError, const BudgetError& allInt8,
     const MeasureFloat& measure,
     const std::function<void(const std::string& what, const BudgetTrial&)>& progress = {});
+
+/// Each layer's level above int8 (level 0, not listed) after searchLevels.
+using Levels = std::map<std::string, int>;
+/// The errors with these layers above int8, at these levels.
+using MeasureLevels = std::function<BudgetError(const Levels& raised)>;
+
+struct LevelSearch {
+  BudgetSearch toTop;  // the search of the layers that leave int8 (at the top level)
+  /// One search per intermediate level tried (of the layers lowered to it:
+  /// its floatLayers returned to the top level).
+  std::map<int, BudgetSearch> lowered;
+  Levels levels;  // the result: every layer not at level 0
+  BudgetError error;
+  bool met = false;
+};
+
+/// searchBudget over `layers` with `top` as float, then each intermediate
+/// level (1 .. top - 1) as the file's comment says; `takes` lists the
+/// intermediate levels each layer may take (a layer not listed takes none).
+LevelSearch searchLevels(const std::vector<std::string>& layers, int top,
+                         const std::map<std::string, std::vector<int>>& takes, double maxError,
+                         const BudgetError& allInt8, const MeasureLevels& measure,
+                         const std::function<void(int level, const std::string& what,
+                                                  const BudgetTrial&)>& progress = {});
 
 }  // namespace cgc::quant

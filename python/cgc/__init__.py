@@ -62,6 +62,7 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
                "Quantisation"): calibration (a cgc calibrate file, needed),
                method ("percentile", "minmax", "entropy"), percentile
                (99.99), activations ("u8", "s8"), keep_float (layer names),
+               keep_bf16 (layer names left out of int8 with bf16 weights),
                max_error, check_inputs (directories of input_N.pb) and
                report (the report's .json path); or weights_only=True
                (--weights-only: the constant weights of MatMul and Gemm in
@@ -69,7 +70,9 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
                keep_float and the budget's keywords as with calibration)
     precision  "fp32" or "bf16" (--precision: the constant weights of MatMul
                and Gemm stored as bfloat16; needs a CPU with avx512bf16;
-               docs/PRECISION.md); keep_float= names products left float
+               docs/PRECISION.md); keep_float= names products left float;
+               "auto" with quantize="int8", max_error and check_inputs: each
+               layer int8, bf16 or fp32 as the budget measures
     observe    --observe: Model.record_statistics() then records the float
                tensors' statistics on every run, for write_calibration()
                (the fusions that would erase tensors are off: slower)
@@ -107,7 +110,7 @@ def _specialize(specialize):
 
 
 _QUANTIZE_DEFAULTS = {"calibration": None, "method": "percentile", "percentile": 99.99,
-                      "activations": "u8", "keep_float": (), "max_error": 0.0,
+                      "activations": "u8", "keep_float": (), "keep_bf16": (), "max_error": 0.0,
                       "check_inputs": (), "report": None, "weights_only": False}
 
 
@@ -135,6 +138,7 @@ def _quantize_options(quantize, given, precision):
             "method": str(options["method"]), "percentile": float(options["percentile"]),
             "activations": str(options["activations"]),
             "keep_float": [str(k) for k in options["keep_float"]],
+            "keep_bf16": [str(k) for k in options["keep_bf16"]],
             "max_error": float(options["max_error"] or 0.0),
             "check_inputs": [_path(d) for d in options["check_inputs"]],
             "report": "" if options["report"] is None else _path(options["report"])}

@@ -76,6 +76,7 @@ void setPrecision(driver::CompileOptions& options, const py::dict& args) {
   q.method = args["method"].cast<std::string>();
   q.percentile = args["percentile"].cast<double>();
   q.activations = args["activations"].cast<std::string>();
+  q.keepBf16 = args["keep_bf16"].cast<std::vector<std::string>>();
   q.maxError = args["max_error"].cast<double>();
   q.checkInputs = args["check_inputs"].cast<std::vector<std::string>>();
   q.report = args["report"].cast<std::string>();
