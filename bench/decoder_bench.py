@@ -250,7 +250,8 @@ def main():
         lines.append(f"| {past} | " + " | ".join(f"{d:.2g}" for d in diffs) + " |")
         print(lines[-1], flush=True)
     lines += ["", "| past | ORT ms | " + " | ".join(f"cgc {v} ms | ORT / cgc {v}" for v in variants)
-              + " | (weights + K, V) / bandwidth ms |", "|---:|---:|" + "---:|---|" * len(variants) + "---:|"]
+              + " | (weights + K, V) / bandwidth ms |",
+              "|---:|---:|" + "---:|---|" * len(variants) + "---:|"]
     report["timing"] = {}
     for past in PASTS_TIMED:
         data = write_case(past, args.layers, past)
