@@ -9,7 +9,8 @@ onnxruntime-node) in one run:
   2. step latency at past = 1, 128, 512, 1023: rounds alternate ONNX
      Runtime and each cgc build (--runs steps each, after warm-up), the
      medians of the rounds and the ratios' range over the rounds, beside the
-     weight bytes a step reads over the machine's read bandwidth
+     bytes a step reads (the weights, every key and value of the cache)
+     over the machine's read bandwidth
      (bench/micro's probe, when built; --bandwidth GBPS otherwise);
   3. greedy generation: --tokens tokens after each of --prompts prompts,
      cgc (Python API, the cache fed back) against ONNX Runtime
@@ -18,7 +19,8 @@ onnxruntime-node) in one run:
 
 The cgc builds: fp32, and where this cgc has them, --precision bf16 and
 --quantize int8 --weights-only, each also with --cache-in-place as
-"<variant>+inplace" (--variants picks).
+"<variant>+inplace" and without the fused attention as "<variant>+unfused"
+(--disable-pass fuse-attention; "fp32+inplace+unfused"), --variants picks.
 
 Usage: /usr/bin/python3 bench/decoder_bench.py [--cgc CGC] [--rounds 5]
            [--runs 20] [--layers 12] [--tokens 200] [--prompts 5]
@@ -57,6 +59,11 @@ PYTHON_VARIANTS = {"fp32": {}, "bf16": {"precision": "bf16"},
 for _v in list(VARIANTS):
     VARIANTS[_v + "+inplace"] = VARIANTS[_v] + ["--cache-in-place"]
     PYTHON_VARIANTS[_v + "+inplace"] = {**PYTHON_VARIANTS[_v], "cache_in_place": True}
+# "<variant>+unfused": the same build with attention left unfused (what cgc
+# compiled before fuse-attention), timed beside it in the same rounds; not
+# in the generation (the Python API has no --disable-pass).
+for _v in list(VARIANTS):
+    VARIANTS[_v + "+unfused"] = VARIANTS[_v] + ["--disable-pass", "fuse-attention"]
 
 
 def export(layers):
@@ -199,7 +206,8 @@ def available(cgc, variants):
     text = run([cgc, "compile", "--help"])
     have = {"fp32": True, "bf16": "--precision" in text, "int8w": "--weights-only" in text}
     return [v for v in variants
-            if have[v.split("+")[0]] and ("+inplace" not in v or "--cache-in-place" in text)]
+            if have[v.split("+")[0]] and ("+inplace" not in v or "--cache-in-place" in text)
+            and ("+unfused" not in v or "fuse-attention" in text)]
 
 
 def main():
@@ -216,6 +224,9 @@ def main():
     parser.add_argument("--skip-generation", action="store_true")
     args = parser.parse_args()
     threads = args.threads or len(os.sched_getaffinity(0))
+    # Each build embeds the 656 MB of weights: several variants overflow the
+    # build cache's default 2 GiB, and every `cgc run` would rebuild.
+    os.environ.setdefault("CGC_CACHE_MAX_SIZE", "8G")
     os.makedirs(WORK, exist_ok=True)
     model = export(args.layers)
     weights = os.path.getsize(os.path.join(os.path.dirname(model), "decoder.data"))
@@ -239,7 +250,8 @@ def main():
         lines.append(f"| {past} | " + " | ".join(f"{d:.2g}" for d in diffs) + " |")
         print(lines[-1], flush=True)
     lines += ["", "| past | ORT ms | " + " | ".join(f"cgc {v} ms | ORT / cgc {v}" for v in variants)
-              + " | weights / bandwidth ms |", "|---:|---:|" + "---:|---|" * len(variants) + "---:|"]
+              + " | (weights + K, V) / bandwidth ms |",
+              "|---:|---:|" + "---:|---|" * len(variants) + "---:|"]
     report["timing"] = {}
     for past in PASTS_TIMED:
         data = write_case(past, args.layers, past)
@@ -249,7 +261,9 @@ def main():
             for v in variants:
                 t[v].append(cgc_ms(args.cgc, model, data, dim + VARIANTS[v], args.runs, threads))
         ratios = {v: [o / c for o, c in zip(t["ort"], t[v])] for v in variants}
-        wall = f"{weights / args.bandwidth / 1e6:.2f}" if args.bandwidth else "-"
+        # A step reads every weight and every key and value of the cache once.
+        cache = 2 * args.layers * HEADS * (past + 1) * HEAD * 4
+        wall = f"{(weights + cache) / args.bandwidth / 1e6:.2f}" if args.bandwidth else "-"
         report["timing"][past] = {"ms": t, "ort_over_cgc": ratios}
         lines.append(f"| {past} | {statistics.median(t['ort']):.2f} | " + " | ".join(
             f"{statistics.median(t[v]):.2f} | {spread(ratios[v])}" for v in variants)
@@ -264,7 +278,7 @@ def main():
                   f"ONNX Runtime {ort_rate:.1f} steps/s"]
         report["generation"] = {"ort_steps_per_s": ort_rate}
         reference = None
-        for v in variants:
+        for v in [v for v in variants if v in PYTHON_VARIANTS]:
             tokens, rate = generate_cgc(args.cgc, model, PYTHON_VARIANTS[v], prompts,
                                         args.tokens, args.layers, threads)
             reference = reference or tokens

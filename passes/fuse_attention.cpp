@@ -22,7 +22,6 @@
 // `fill_when`) broadcasts into the scores. Each intermediate has the next
 // op as its only reader and is not a graph output. The node takes the first
 // MatMul's name with "/FuseAttention", so profiles still name the ONNX node.
-#include <cmath>
 #include <optional>
 
 #include "passes/pass_manager.h"
