@@ -19,6 +19,12 @@
 // (no calibration: measurement alone ranks them), and a classifier-shaped
 // output's top-1 agreement is a decoder's greedy tokens agreeing with
 // float.
+// --precision auto (accuracy_budget_search.h, searchLevels): the layers the
+// search takes out of int8 that have a bf16 kernel (a compile with
+// --precision bf16 says which) are tried in bf16, and the fewest returned
+// to fp32 where bf16 is not enough; the result is --precision fp32 with
+// --keep-bf16 and --keep-float lists. A target without the bf16 tier gets
+// int8 or fp32, said in one line.
 #pragma once
 
 #include <string>
@@ -28,11 +34,13 @@
 
 namespace cgc::quant {
 
-/// The compile options whose --keep-float list meets the budget (options
-/// unchanged without --max-error, --check-inputs or --quantize-report),
-/// after writing the report where one is asked for. CompileError for a
-/// budget without check inputs, check inputs that do not match the model,
-/// and a budget that cannot be met.
+/// The compile options whose --keep-float list (and under --precision auto
+/// --keep-bf16 list) meets the budget (options unchanged without
+/// --max-error, --check-inputs or --quantize-report), after writing the
+/// report where one is asked for. CompileError for a budget without check
+/// inputs, check inputs that do not match the model, --precision auto
+/// without --quantize int8 activations or --max-error, and a budget that
+/// cannot be met.
 driver::CompileOptions applyBudget(const driver::CompileOptions& options);
 
 }  // namespace cgc::quant
