@@ -10,8 +10,8 @@ onnxruntime-node) in one run:
      Runtime and each cgc build (--runs steps each, after warm-up), the
      medians of the rounds and the ratios' range over the rounds, beside the
      bytes a step reads (the weights, every key and value of the cache)
-     over the machine's read bandwidth
-     (bench/micro's probe, when built; --bandwidth GBPS otherwise);
+     over the machine's read bandwidth given as --bandwidth GBPS (which
+     `bench/micro/run.sh bandwidth` measures);
   3. greedy generation: --tokens tokens after each of --prompts prompts,
      cgc (Python API, the cache fed back) against ONNX Runtime
      (bench/ort_generate.js): tokens that agree, and tokens per second;
