@@ -165,8 +165,10 @@ class SmallCnn(nn.Module):
 
 
 def check_cnn(work, bf16):
-    """--precision bf16 on convolutions: three of the four (not the
-    depthwise one) on bf16 weights, the output within bf16's tolerance."""
+    """--precision bf16 on convolutions: the two 3x3 ones on bf16 weights
+    (not the strided 1x1 one, 13 products per value it moves where
+    PackedBf16 asks for two vectors' lanes, 32, nor the depthwise one), the
+    output within bf16's tolerance."""
     if not bf16:
         return
     torch.manual_seed(3)
@@ -183,11 +185,11 @@ def check_cnn(work, bf16):
     narrow = cgc.inspect(path, precision="bf16").get("narrow_weights", {})
     convs, ratio = narrow.get("convolutions", 0), (narrow.get("conv_bytes", 0) /
                                                    max(narrow.get("conv_float_bytes", 1), 1))
-    report_ok(convs == 3 and ratio <= 0.5 + 1 / 32,
+    report_ok(convs == 2 and ratio <= 0.5 + 1 / 32,
               f"cnn bf16: inspect says {convs} convolutions, {narrow.get('conv_float_bytes')} "
               f"-> {narrow.get('conv_bytes')} bytes")
     kept = cgc.inspect(path, precision="bf16", keep_float=["/conv2/Conv"])["narrow_weights"]
-    report_ok(kept.get("convolutions") == 2,
+    report_ok(kept.get("convolutions") == 1,
               f"cnn bf16 keep_float=['/conv2/Conv']: {kept.get('convolutions')} convolutions")
 
 
