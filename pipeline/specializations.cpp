@@ -19,7 +19,9 @@ std::vector<std::map<std::string, int64_t>> sizeCombinations(const SizeLists& li
                                                              const std::vector<Dim>& dims,
                                                              const std::string& flag) {
   std::vector<std::map<std::string, int64_t>> paths = {{}};
-  for (const auto& [name, values] : lists) {
+  for (const auto& entry : lists) {
+    const std::string& name = entry.first;  // not a structured binding: lambdas below capture it
+    const std::vector<int64_t>& values = entry.second;
     const std::string text = fmt::format("{}={}", name, fmt::join(values, ","));
     auto bad = [&](const std::string& why) {
       throw CompileError(fmt::format("cgc: error: {} '{}' {}", flag, text, why));
