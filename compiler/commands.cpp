@@ -259,7 +259,7 @@ int compile(const driver::CompileOptions& given, const std::string& depfile) {
     written =
         driver::writeTargetLibrary(driver::emitTargetLibrary(options), options.outDir, options);
   } else {
-    auto model = driver::compileGraph(options);
+    auto model = driver::compileModel(options);
     written.push_back(
         driver::writeModel(driver::emitModel(model, options), options.outDir, options));
   }
@@ -399,14 +399,15 @@ int run(const RunOptions& given) {
   if (!options.library.empty()) {
     // A library for several targets is checked against the build it runs.
     driver::CompileOptions one = options.compile;
-    if (several) one.target = loaded.info().target;
-    const driver::CompiledModel model = driver::compileGraph(one);
+    if (several) one.targets = {driver::findTarget(loaded.info().target)};
+    const driver::CompiledModel model = driver::compileModel(one);
     onnxInputs = model.graph.onnxInputNames;
     requireSameModel(model, loaded, options);
   }
   if (several)
-    driver::progress(options.compile, fmt::format("this CPU runs the {} build (of {})",
-                                                  loaded.info().target, options.compile.target));
+    driver::progress(options.compile,
+                     fmt::format("this CPU runs the {} build (of {})", loaded.info().target,
+                                 driver::targetList(options.compile.targets)));
   driver::progress(options.compile, "running on " + loaded.placement());
   driver::setInputs(onnxInputs, loaded, options.inputsDir, options.fillMissingInputs);
 

@@ -27,17 +27,17 @@ void addWords(std::vector<std::string>& words, const std::string& flags) {
 int config(const ConfigOptions& options) {
   if (!options.cflags && !options.cxxflags && !options.libs)
     userError({"cgc config", "", ""}, "say what to print: --cflags, --cxxflags, --libs");
-  const driver::RuntimePaths runtime = driver::installedRuntime(driver::findTarget(options.target));
+  const driver::Target target = driver::findTarget(options.target);
+  const driver::RuntimePaths runtime = driver::installedRuntime(target);
   // Unquoted, as pkg-config prints them: $(cgc config ...) splits words
   // but removes no quotes.
   const std::string include = "-I" + runtime.includeDir;
   std::vector<std::string> words;
   if (options.cflags) addWords(words, include);
-  if (options.cxxflags)
-    addWords(words, driver::generatedCodeOptions(options.target) + " " + include);
+  if (options.cxxflags) addWords(words, driver::generatedCodeOptions(target) + " " + include);
   if (options.libs)
-    addWords(words, runtime.library + " " +
-                        driver::runtimeLinkLibraries(options.target, /*cxxLibrary=*/true));
+    addWords(words,
+             runtime.library + " " + driver::runtimeLinkLibraries(target, /*cxxLibrary=*/true));
   fmt::print("{}\n", fmt::join(words, " "));
   return 0;
 }

@@ -479,7 +479,7 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
     // A library for several targets: its best build's plan.
     const driver::CompileOptions compiled =
         driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options;
-    const auto model = driver::compileGraph(compiled);
+    const auto model = driver::compileModel(compiled);
     reportNames(options, &model, report);
     report["kernels"] = model.kernelCounts();
     report["subgraphs"] = model.numSubgraphs();
@@ -489,7 +489,7 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
     report["in_place_ops"] = model.plan.inPlaceNodes;
     reportVariants(model, options.profilePath, report);
     reportPrecision(model, report);
-    if (const auto format = driver::narrowedFormat(compiled, compiled.target)) {
+    if (const auto format = driver::narrowedFormat(compiled)) {
       const driver::NarrowReport narrow = driver::narrowReport(model.graph);
       report["narrow_weights"] = {{"format", format == rt::WeightFormat::kBf16 ? "bf16" : "int8"},
                                   {"products", narrow.products},

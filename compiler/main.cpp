@@ -31,7 +31,8 @@ struct ModelArgs {
   explicit ModelArgs(CompileOptions* options) : options(options) {}
   CompileOptions* options;
   std::vector<std::string> shapes, constants, bounds, dims, specialize, sweep;
-  std::string depfile;  // cgc compile --depfile
+  std::string depfile;            // cgc compile --depfile
+  std::string target = "native";  // --target's text, resolved in parse()
 
   void parse() {
     // cgc_add_graph runs cgc so (cmake/cgc.cmake): hints then say SHAPES.
@@ -47,6 +48,7 @@ struct ModelArgs {
     options->load.bounds = cgc::commands::parseBounds(bounds);
     options->dims = cgc::driver::parseDims(dims);
     cgc::driver::bindShapeRanges(ranged, *options);
+    options->targets = cgc::driver::resolveTargets(target);
     options->specialize = cgc::driver::parseSizeLists(specialize, options->dims);
     if (options->cacheInPlace && options->dims.empty())
       throw cgc::CompileError(
@@ -97,7 +99,7 @@ void addModelOptions(CLI::App& command, ModelArgs& args) {
                      "Skip a graph pass (repeatable): " +
                          fmt::format("{}", fmt::join(cgc::passes::passNames(), ", ")));
   command
-      .add_option("--target", options.target,
+      .add_option("--target", args.target,
                   "What the generated code is compiled for: " +
                       fmt::format("{}", fmt::join(cgc::driver::targetNames(), ", ")) +
                       " (default: native, this machine's CPU); several, comma-separated "

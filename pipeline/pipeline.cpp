@@ -91,7 +91,7 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
                              "fuse-conv-maxpool", "block-activations"})
       pipeline.disabled.push_back(pass);
   }
-  const Target target = findTarget(options.target);
+  const Target& target = options.target();
   pipeline.target = {target.machine, target.int8Isa(), target.tier};
   pipeline.target.convVariants = tuned.convVariants;
   for (const auto& [node, variant] : options.convVariants)
@@ -99,7 +99,7 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
   pipeline.target.everyConvVariant = options.everyConvVariant;
   pipeline.target.convAlternatives = options.convAlternatives;
   pipeline.target.quantize = options.quantizeSpec;
-  pipeline.target.narrowWeights = narrowWeightFormat(options, target.name);
+  pipeline.target.narrowWeights = narrowWeightFormat(options);
   pipeline.target.keepFloatWeights = {options.quantize.keepFloat.begin(),
                                       options.quantize.keepFloat.end()};
   pipeline.target.bf16Weights = {options.quantize.keepBf16.begin(),
@@ -127,9 +127,12 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
 
 }  // namespace
 
+CompiledModel compileModel(const CompileOptions& options) {
+  return options.dims.empty() ? compileGraph(options) : compileWithVariableDims(options);
+}
+
 CompiledModel compileGraph(const CompileOptions& options) {
-  findTarget(options.target);  // an unknown target before the model loads
-  if (!options.dims.empty()) return compileWithVariableDims(options);
+  CGC_ASSERT(options.dims.empty(), "compileGraph compiles for fixed sizes; --dim: compileModel");
   const auto start = std::chrono::steady_clock::now();
   ir::Graph graph = options.modelBytes ? frontend::loadOnnxFromBytes(
                                              *options.modelBytes, options.modelPath, options.load)
@@ -265,11 +268,11 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
             ? readTunedConfig(options.profilePath)
             : readTunedConfig(specializationProfile(options.profilePath, options.profileSection),
                               options.profilePath);
-    checkMeasuredHere(options.profilePath, tuned, findTarget(options.target));
+    checkMeasuredHere(options.profilePath, tuned, options.target());
   }
   passes::runPipeline(model.graph, pipelineOptions(options, tuned));
   if (options.quantizeSpec) reportQuantized(model.graph, options);
-  if (const auto format = narrowedFormat(options, options.target))
+  if (const auto format = narrowedFormat(options))
     progress(options, describeNarrow(*format, narrowReport(model.graph)));
   model.calls = lowering::lowerGraph(model.graph);
   if (options.cacheInPlace)
@@ -342,7 +345,7 @@ codegen::EmitOptions emitOptions(const CompileOptions& options) {
   emit.nameSpace = options.nameSpace;
   emit.embedWeights = options.embedWeights;
   emit.observe = options.observe;
-  const Target target = findTarget(options.target);
+  const Target& target = options.target();
   emit.target = target.name;
   emit.cpuFeatures = target.features;
   if (target.xsmmArch != "none") emit.xsmmTarget = target.xsmmArch;

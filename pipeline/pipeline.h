@@ -13,6 +13,7 @@
 #include "lowering/kernel_call.h"
 #include "onnx_frontend/onnx_loader.h"
 #include "pipeline/quantize.h"
+#include "pipeline/targets.h"
 #include "planning/cache_pairs.h"
 #include "planning/memory_plan.h"
 #include "planning/schedule.h"
@@ -37,10 +38,14 @@ struct CompileOptions {
   std::vector<std::string> disabledPasses;
   /// Print the IR on stdout after these passes ("all": after every one).
   std::vector<std::string> printIrAfter;
-  std::string target = "native";  // --target: a name in cmake/targets.def
-  int executors = 0;              // --executors; 0: 1, or the profile's
-  int threadsPerExecutor = 0;     // --threads; 0: the profile's, else at run time
-  std::string profilePath;        // --profile: measured costs for levels/partition
+  /// --target, resolved once at the edge (resolveTargets): one target, or
+  /// several for one library holding a build of each
+  /// (toolchain/target_library.h); the pipeline compiles for the first.
+  std::vector<Target> targets = {nativeTarget()};
+  const Target& target() const { return targets.front(); }
+  int executors = 0;           // --executors; 0: 1, or the profile's
+  int threadsPerExecutor = 0;  // --threads; 0: the profile's, else at run time
+  std::string profilePath;     // --profile: measured costs for levels/partition
   /// A specialised path that cgc tune tuned on its own: its sizes, whose
   /// section of --profile ("specializations") this compile reads.
   std::map<std::string, int64_t> profileSection;
@@ -137,15 +142,21 @@ struct RuntimePaths {
   std::string includeDir;
   std::string library;  // libcgc_runtime.a, or libcgc_runtime_<target>.a
 };
-RuntimePaths runtimePaths(const std::string& target = "native");
+RuntimePaths runtimePaths(const Target& target = nativeTarget());
 
 /// What a program linking the runtime of `target` links after it: LIBXSMM's
 /// archives (where the target's runtime has LIBXSMM), threads and dl, as
 /// the build found them (compiler_config.h); with `cxxLibrary`, the C++
 /// library too, for a program the C compiler links.
-std::string runtimeLinkLibraries(const std::string& target = "native", bool cxxLibrary = false);
+std::string runtimeLinkLibraries(const Target& target = nativeTarget(), bool cxxLibrary = false);
 
-/// Loads options.modelPath and compiles it (the other compileGraph).
+/// The one entry of the compile strategies: loads options.modelPath and
+/// compiles it statically (compileGraph), or, with --dim, one general code
+/// for every size and its specialisations (pipeline/variable_dims.h).
+CompiledModel compileModel(const CompileOptions& options);
+
+/// Loads options.modelPath and compiles it for the sizes it has (no --dim):
+/// the static strategy, which the others call and which calls none.
 CompiledModel compileGraph(const CompileOptions& options);
 
 /// The import check, passes (the IR verifier after each), lowering, the

@@ -31,9 +31,8 @@ void checkWeightsOnly(const quant::QuantizeOptions& q) {
 }
 
 /// The error of bf16 weights (`flag`) for a target without the tier.
-void checkBf16Target(const std::string& targetName, const char* flag) {
-  const Target target = findTarget(targetName);
-  if (!isaTierIncludes(target.tier, "bf16"))
+void checkBf16Target(const Target& target, const char* flag) {
+  if (!targetHasBf16(target))
     optionError(
         fmt::format("{} needs the CPU feature avx512bf16, which target '{}' lacks (its tier "
                     "is {}{}); compile for a target that has it, or without {}",
@@ -48,12 +47,9 @@ const std::vector<std::string>& precisionNames() {
   return names;
 }
 
-bool targetHasBf16(const std::string& target) {
-  return isaTierIncludes(findTarget(target).tier, "bf16");
-}
+bool targetHasBf16(const Target& target) { return isaTierIncludes(target.tier, "bf16"); }
 
-std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options,
-                                                   const std::string& targetName) {
+std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options) {
   const auto& names = precisionNames();
   if (std::find(names.begin(), names.end(), options.precision) == names.end())
     optionError(fmt::format("--precision: '{}' is not a precision ({})", options.precision,
@@ -68,7 +64,7 @@ std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options
   if (!options.quantize.keepBf16.empty()) {
     if (!options.quantize.activations8())
       optionError("--keep-bf16 needs --quantize int8 with --calibration (not --weights-only)");
-    checkBf16Target(targetName, "--keep-bf16");
+    checkBf16Target(options.target(), "--keep-bf16");
   }
   if (options.quantize.weightsOnly) {
     checkWeightsOnly(options.quantize);
@@ -79,13 +75,12 @@ std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options
     return rt::WeightFormat::kInt8;
   }
   if (!bf16) return std::nullopt;
-  checkBf16Target(targetName, "--precision bf16");
+  checkBf16Target(options.target(), "--precision bf16");
   return rt::WeightFormat::kBf16;
 }
 
-std::optional<rt::WeightFormat> narrowedFormat(const CompileOptions& options,
-                                               const std::string& target) {
-  const auto format = narrowWeightFormat(options, target);
+std::optional<rt::WeightFormat> narrowedFormat(const CompileOptions& options) {
+  const auto format = narrowWeightFormat(options);
   if (!format && !options.quantize.keepBf16.empty()) return rt::WeightFormat::kBf16;
   return format;
 }

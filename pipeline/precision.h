@@ -16,12 +16,11 @@ namespace cgc::driver {
 /// The precisions --precision takes, for --help and its check.
 const std::vector<std::string>& precisionNames();
 
-/// Whether target `target` (a name of cmake/targets.def) has the bf16 tier
-/// (avx512bf16).
-bool targetHasBf16(const std::string& target);
+/// Whether `target` has the bf16 tier (avx512bf16).
+bool targetHasBf16(const Target& target);
 
 /// The format narrow-weights stores products' weights in for these options
-/// on target `target` (a name of cmake/targets.def); none: float.
+/// on their target; none: float.
 /// CompileError for a precision not in precisionNames, "auto" (which the
 /// accuracy budget resolves before compiling), --keep-float
 /// without either format or --quantize int8, --keep-bf16 without
@@ -30,13 +29,11 @@ bool targetHasBf16(const std::string& target);
 /// activations read), both formats asked at once, and
 /// bf16 (--precision or --keep-bf16) for a target whose tier lacks
 /// avx512bf16.
-std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options,
-                                                   const std::string& target);
+std::optional<rt::WeightFormat> narrowWeightFormat(const CompileOptions& options);
 
 /// The format of the weights stored narrow, for the compile log and
 /// inspect: narrowWeightFormat's, else bf16 where --keep-bf16 names layers.
-std::optional<rt::WeightFormat> narrowedFormat(const CompileOptions& options,
-                                               const std::string& target);
+std::optional<rt::WeightFormat> narrowedFormat(const CompileOptions& options);
 
 /// The precision a compiled layer runs in: "int8" (QLinearConv,
 /// QLinearMatMul), "int8 weights" and "bf16" (MatMulNarrow; a Conv on

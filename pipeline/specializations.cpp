@@ -152,7 +152,7 @@ void compilePaths(const CompileOptions& options, const TunedConfig& tuned, Compi
     for (const Dim& d : options.dims) point.push_back(fixed.count(d.name) ? fixed.at(d.name) : -1);
     CompiledModel s;
     try {
-      s = compileGraph(at);
+      s = compileModel(at);  // a path may leave some dimensions variable
     } catch (const CompileError& e) {
       throw CompileError(
           fmt::format("{} (in --specialize {})", e.what(), describeSizes(options.dims, point)));

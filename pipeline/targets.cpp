@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
@@ -90,6 +91,41 @@ Target findTarget(const std::string& name) {
   }
   throw CompileError(fmt::format("cgc: error: unknown target '{}' (known: {})", name,
                                  fmt::join(targetNames(), ", ")));
+}
+
+const Target& nativeTarget() {
+  static const Target native = findTarget("native");
+  return native;
+}
+
+std::vector<Target> resolveTargets(const std::string& list) {
+  std::vector<Target> targets;
+  std::stringstream stream(list);
+  for (std::string name; std::getline(stream, name, ',');) {
+    if (name.empty())
+      throw CompileError(fmt::format("cgc: error: --target '{}' has an empty name", list));
+    Target target = findTarget(name);
+    for (const Target& other : targets) {
+      if (other.name == target.name)
+        throw CompileError(fmt::format("cgc: error: --target lists {} twice", name));
+      if (other.arch != target.arch)
+        throw CompileError(fmt::format(
+            "cgc: error: --target {}: one library holds one processor family ({} is for {}, {} "
+            "for {})",
+            list, other.name, other.arch, target.name, target.arch));
+    }
+    targets.push_back(std::move(target));
+  }
+  if (targets.empty())
+    throw CompileError(
+        fmt::format("cgc: error: --target is empty (known: {})", fmt::join(targetNames(), ", ")));
+  return targets;
+}
+
+std::string targetList(const std::vector<Target>& targets) {
+  std::vector<std::string> names;
+  for (const Target& target : targets) names.push_back(target.name);
+  return fmt::format("{}", fmt::join(names, ","));
 }
 
 std::string whyNotRunnableHere(const Target& target) {

@@ -45,6 +45,19 @@ std::vector<std::string> targetNames();
 /// CompileError listing the known ones.
 Target findTarget(const std::string& name);
 
+/// findTarget("native"), resolved once per process.
+const Target& nativeTarget();
+
+/// --target's text resolved once, at the edge (the command line, Python):
+/// one name, or several comma-separated for one library holding a build of
+/// each (toolchain/target_library.h), in the order given. CompileError for
+/// an unknown or empty name, one listed twice, or targets of two processor
+/// families.
+std::vector<Target> resolveTargets(const std::string& list);
+
+/// The targets' names, comma-separated: --target's text again.
+std::string targetList(const std::vector<Target>& targets);
+
 /// "" when code for `target` can run on this machine, else why not (another
 /// processor family, or the CPU features it lacks).
 std::string whyNotRunnableHere(const Target& target);

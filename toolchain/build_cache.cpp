@@ -64,7 +64,7 @@ std::string compilerFile() {
 #if defined(__GLIBCXX__) && defined(__x86_64__)
 // A field added to CompileOptions changes its size: add it to describe()
 // when it changes what the compile makes, then update this size.
-static_assert(sizeof(driver::CompileOptions) == 1120, "a new CompileOptions field: see describe()");
+static_assert(sizeof(driver::CompileOptions) == 1112, "a new CompileOptions field: see describe()");
 #endif
 
 /// Every field of `o` that changes what the compile makes, and the bytes of
@@ -88,7 +88,8 @@ std::string describe(const driver::CompileOptions& o) {
   out << fmt::format("bounds {} dims {} sized {} spelling {}\n", o.load.bounds, o.load.dims,
                      o.load.sizedValues, static_cast<int>(o.load.spelling));
   out << fmt::format("embed {} given {} passes-off {} target {} {}x{}\n", o.embedWeights,
-                     o.weightsGiven, o.disabledPasses, o.target, o.executors, o.threadsPerExecutor);
+                     o.weightsGiven, o.disabledPasses, driver::targetList(o.targets), o.executors,
+                     o.threadsPerExecutor);
   if (!o.profilePath.empty()) out << "profile " << o.profilePath << contents(o.profilePath);
   out << fmt::format("section {} every {} variants {} alternatives {}\n", o.profileSection,
                      o.everyConvVariant, o.convVariants, o.convAlternatives);
@@ -142,7 +143,7 @@ std::optional<uint64_t> compileKey(const driver::CompileOptions& options) {
     return std::nullopt;
   uint64_t key = 1469598103934665603ull;
   key = fnv1a(describe(options), key);
-  const std::string target = driver::findTarget(options.target).name;
+  const driver::Target& target = options.target();
   key = fnv1a(identity(compilerFile()), key);
   key = fnv1a(identity(driver::runtimePaths(target).library), key);
   key = fnv1a(driver::generatedCodeFlags(target), key);

@@ -50,13 +50,12 @@ F symbol(void* handle, const std::string& name, const std::string& library) {
 
 }  // namespace
 
-std::string generatedCodeOptions(const std::string& targetName, int optLevel) {
-  return fmt::format("-std=c++20 -O{} {} -fPIC -Wall -Wextra", optLevel,
-                     findTarget(targetName).flags);
+std::string generatedCodeOptions(const Target& target, int optLevel) {
+  return fmt::format("-std=c++20 -O{} {} -fPIC -Wall -Wextra", optLevel, target.flags);
 }
 
-std::string generatedCodeFlags(const std::string& targetName, int optLevel) {
-  return findTarget(targetName).compiler() + " " + generatedCodeOptions(targetName, optLevel);
+std::string generatedCodeFlags(const Target& target, int optLevel) {
+  return target.compiler() + " " + generatedCodeOptions(target, optLevel);
 }
 
 namespace {
@@ -85,8 +84,8 @@ namespace {
 Target loadableTarget(const CompileOptions& options) {
   // Code for another processor family cannot be loaded here; code for a
   // CPU feature this one lacks can, and its ModelSpec check says so.
-  const Target target = findTarget(options.target);
-  if (std::string why = whyNotRunnableHere(target); target.arch != findTarget("native").arch)
+  const Target& target = options.target();
+  if (std::string why = whyNotRunnableHere(target); target.arch != nativeTarget().arch)
     userError({options.modelPath, "", ""},
               "{}: cgc run and cgc tune load the model here; compile it with cgc compile "
               "--target {} and build it with {}",
@@ -97,7 +96,7 @@ Target loadableTarget(const CompileOptions& options) {
 }  // namespace
 
 RuntimePaths installedRuntime(const Target& target) {
-  RuntimePaths runtime = runtimePaths(target.name);
+  RuntimePaths runtime = runtimePaths(target);
   if (!fs::exists(runtime.library))
     userError({runtime.library, "", ""}, "the runtime for target {} is not installed", target.name);
   return runtime;
@@ -113,10 +112,9 @@ void compileShared(const fs::path& source, const std::vector<std::string>& dirs,
   fs::path temporary = library.string() + fmt::format(".tmp{}", getpid());
   std::string command = fmt::format(
       // The runtime's GEMMs call LIBXSMM (static, PIC), which needs dl.
-      "{} -shared -I{}{} {} {} {} -o {}", generatedCodeFlags(target.name, optLevel),
+      "{} -shared -I{}{} {} {} {} -o {}", generatedCodeFlags(target, optLevel),
       shellQuote(runtime.includeDir), includes, shellQuote(source.string()),
-      shellQuote(runtime.library), runtimeLinkLibraries(target.name),
-      shellQuote(temporary.string()));
+      shellQuote(runtime.library), runtimeLinkLibraries(target), shellQuote(temporary.string()));
   std::string output;
   int status = runCommand(command, output);
   if (status != 0 || !output.empty()) {

@@ -16,10 +16,10 @@ namespace cgc::driver {
 
 /// The options generated code of `target` is compiled with: "-std=c++20 -O2
 /// -march=x86-64-v3 ...", with -O`optLevel`.
-std::string generatedCodeOptions(const std::string& target, int optLevel = 2);
+std::string generatedCodeOptions(const Target& target, int optLevel = 2);
 /// Compiler command for generated code of `target`: the target's compiler
 /// and generatedCodeOptions.
-std::string generatedCodeFlags(const std::string& target, int optLevel = 2);
+std::string generatedCodeFlags(const Target& target, int optLevel = 2);
 
 /// `text` quoted for the shell.
 std::string shellQuote(const std::string& text);

@@ -50,7 +50,7 @@ void loadInput(const std::string& path, LoadedModel& model, int i) {
 /// `key` extended by the emitted code, the flags it is built with and the
 /// runtime linked into it (a rebuilt runtime must not be shadowed by an old
 /// build of the same emitted code).
-uint64_t hashBuild(const codegen::EmittedModel& emitted, const std::string& target, uint64_t key) {
+uint64_t hashBuild(const codegen::EmittedModel& emitted, const Target& target, uint64_t key) {
   key = fnv1a(emitted.header.data(), emitted.header.size(), key);
   key = fnv1a(emitted.source.data(), emitted.source.size(), key);
   emitted.weights.forEachChunk(
@@ -69,9 +69,9 @@ fs::path cacheEntry(uint64_t key) {
 /// The library of builds for several targets (cached like buildCached).
 BuiltModel buildTargetLibraryCached(const CompileOptions& options) {
   TargetLibrary library = emitTargetLibrary(options);
-  uint64_t key = hashBuild(library.dispatcher, library.targets.back().name, 1469598103934665603ull);
+  uint64_t key = hashBuild(library.dispatcher, library.targets.back(), 1469598103934665603ull);
   for (size_t i = 0; i < library.targets.size(); ++i)
-    key = hashBuild(library.builds[i], library.targets[i].name, key);
+    key = hashBuild(library.builds[i], library.targets[i], key);
   const fs::path dir = cacheEntry(key);
   const std::string prefix = library.dispatcher.baseName;
   const fs::path shared = dir / (prefix + ".so");
@@ -159,7 +159,7 @@ std::vector<double> toDoubles(const frontend::HostTensor& t) {
 
 BuiltModel buildCached(const CompiledModel& model, const CompileOptions& options) {
   auto emitted = emitModel(model, options);
-  fs::path dir = cacheEntry(hashBuild(emitted, options.target, 1469598103934665603ull));
+  fs::path dir = cacheEntry(hashBuild(emitted, options.target(), 1469598103934665603ull));
   std::string prefix = emitted.baseName;
   WrittenFiles files;
   const bool built = fs::exists(dir / (prefix + ".so"));
@@ -180,7 +180,7 @@ BuiltModel buildCached(const CompiledModel& model, const CompileOptions& options
 
 BuiltModel compileAndBuild(const CompileOptions& options, CompiledModel& model) {
   const bool several = namesSeveralTargets(options);
-  model = compileGraph(several ? firstTargetOptions(options) : options);
+  model = compileModel(several ? firstTargetOptions(options) : options);
   return several ? buildTargetLibraryCached(options) : buildCached(model, options);
 }
 

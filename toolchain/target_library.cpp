@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <sstream>
 
 #include "cgc/isa_tiers.h"
 #include "toolchain/model_runner.h"
@@ -24,13 +23,6 @@ std::string symbolOf(const std::string& target) {
   return out;
 }
 
-std::vector<std::string> splitList(const std::string& text) {
-  std::vector<std::string> names;
-  std::stringstream stream(text);
-  for (std::string name; std::getline(stream, name, ',');) names.push_back(name);
-  return names;
-}
-
 /// Runs `command`; an InternalError with its output when it fails or warns.
 void runBuildStep(const std::string& command) {
   std::string output;
@@ -43,28 +35,10 @@ void runBuildStep(const std::string& command) {
 
 }  // namespace
 
-bool namesSeveralTargets(const CompileOptions& options) {
-  return options.target.find(',') != std::string::npos;
-}
+bool namesSeveralTargets(const CompileOptions& options) { return options.targets.size() > 1; }
 
 std::vector<Target> listedTargets(const CompileOptions& options) {
-  std::vector<Target> targets;
-  for (const std::string& name : splitList(options.target)) {
-    if (name.empty())
-      throw CompileError(
-          fmt::format("cgc: error: --target '{}' has an empty name", options.target));
-    Target target = findTarget(name);
-    for (const Target& other : targets) {
-      if (other.name == target.name)
-        throw CompileError(fmt::format("cgc: error: --target lists {} twice", name));
-      if (other.arch != target.arch)
-        throw CompileError(fmt::format(
-            "cgc: error: --target {}: one library holds one processor family ({} is for {}, {} "
-            "for {})",
-            options.target, other.name, other.arch, target.name, target.arch));
-    }
-    targets.push_back(std::move(target));
-  }
+  std::vector<Target> targets = options.targets;
   if (!options.embedWeights)
     throw CompileError(
         "cgc: error: --weights file with several targets: each build packs the weights for its "
@@ -77,7 +51,7 @@ std::vector<Target> listedTargets(const CompileOptions& options) {
 
 CompileOptions firstTargetOptions(const CompileOptions& options) {
   CompileOptions first = options;
-  first.target = listedTargets(options).front().name;
+  first.targets = {listedTargets(options).front()};
   return first;
 }
 
@@ -89,9 +63,9 @@ TargetLibrary emitTargetLibrary(const CompileOptions& options) {
   const std::string &className = names.className, &prefix = names.prefix;
   for (const Target& target : library.targets) {
     CompileOptions one = options;
-    one.target = target.name;
+    one.targets = {target};
     one.weightsGiven = true;  // each build embeds its weights
-    const CompiledModel model = compileGraph(one);
+    const CompiledModel model = compileModel(one);
     one.className = className;
     one.nameSpace = options.nameSpace + "::" + symbolOf(target.name);
     one.symbolPrefix = prefix + "_" + symbolOf(target.name);
@@ -101,9 +75,9 @@ TargetLibrary emitTargetLibrary(const CompileOptions& options) {
     if (&target == &library.targets.back()) {
       CompileOptions top = options;
       top.className = className;
-      top.target = target.name;
+      top.targets = {target};
       codegen::EmitOptions emit = emitOptions(top);
-      emit.target = options.target;
+      emit.target = targetList(options.targets);
       library.dispatcher = codegen::emitDispatcher(model.toEmit(), emit, builds);
     }
   }
@@ -123,7 +97,7 @@ std::vector<WrittenFiles> writeTargetLibrary(TargetLibrary library, const std::s
 void linkTargetLibrary(const std::string& dispatcher, const std::vector<TargetSource>& builds,
                        const std::string& output, int optLevel, const CompileOptions& options) {
   const Target& best = builds.front().target;
-  if (const std::string why = whyNotRunnableHere(best); best.arch != findTarget("native").arch)
+  if (const std::string why = whyNotRunnableHere(best); best.arch != nativeTarget().arch)
     userError({dispatcher, "", ""},
               "{}: a library for several targets is linked here, with this machine's linker; "
               "build one for {} with cgc_add_graph",
@@ -132,9 +106,8 @@ void linkTargetLibrary(const std::string& dispatcher, const std::vector<TargetSo
   for (const TargetSource& build : builds)
     runtimes.push_back(installedRuntime(build.target).library);
   const fs::path dir = fs::path(dispatcher).parent_path();
-  const std::string includes =
-      fmt::format("-I{0} -I{1} -Wa,-I{1}", shellQuote(runtimePaths("native").includeDir),
-                  shellQuote(dir.string()));
+  const std::string includes = fmt::format(
+      "-I{0} -I{1} -Wa,-I{1}", shellQuote(runtimePaths().includeDir), shellQuote(dir.string()));
   // Every file under a name of this process's until it is complete:
   // concurrent builds of one library race to the renames only.
   const std::string mine = fmt::format(".tmp{}", getpid());
@@ -148,7 +121,7 @@ void linkTargetLibrary(const std::string& dispatcher, const std::vector<TargetSo
     const std::string compiled = object + mine + ".c.o", linked = object + mine + ".r.o";
     progress(options, fmt::format("building the {} build", target.name));
     runBuildStep(fmt::format("{} -fno-gnu-unique {} -c {} -o {}",
-                             generatedCodeFlags(target.name, optLevel), includes,
+                             generatedCodeFlags(target, optLevel), includes,
                              shellQuote(builds[i].source), shellQuote(compiled)));
     // One object of the build and its runtime, then everything but its
     // table made local and its COMDAT groups dissolved, so that the linker
@@ -170,7 +143,7 @@ void linkTargetLibrary(const std::string& dispatcher, const std::vector<TargetSo
   const Target& lowest = builds.back().target;
   runBuildStep(fmt::format("{} -std=c++20 -O{} -fPIC -Wall -Wextra -shared {} {}{} {} {} -o {}",
                            lowest.compiler(), optLevel, includes, shellQuote(dispatcher), inputs,
-                           shellQuote(runtimes.back()), runtimeLinkLibraries(lowest.name),
+                           shellQuote(runtimes.back()), runtimeLinkLibraries(lowest),
                            shellQuote(output + mine)));
   for (const auto& [temporary, kept] : objects) fs::rename(temporary, kept);
   fs::rename(output + mine, output);

@@ -21,8 +21,7 @@ namespace cgc::driver {
 bool namesSeveralTargets(const CompileOptions& options);
 
 /// The targets --target lists, best first (the tier with the most features
-/// first, the list's order among equals). CompileError for an unknown or
-/// repeated name, targets of different processor families, or --weights file
+/// first, the list's order among equals). CompileError for --weights file
 /// (each build embeds its own packing of the weights).
 std::vector<Target> listedTargets(const CompileOptions& options);
 

@@ -46,8 +46,8 @@ void writeFile(const fs::path& path, const std::string& text) {
 
 }  // namespace
 
-RuntimePaths runtimePaths(const std::string& target) {
-  const std::string library = findTarget(target).runtimeLibrary();
+RuntimePaths runtimePaths(const Target& target) {
+  const std::string library = target.runtimeLibrary();
   const fs::path prefix = codegen::installPrefix(
       {"include/cgc/runtime.h", std::string(CGC_INSTALL_LIBDIR) + "/libcgc_runtime.a"});
   if (!prefix.empty())
@@ -55,9 +55,9 @@ RuntimePaths runtimePaths(const std::string& target) {
   return {CGC_BUILD_RUNTIME_INCLUDE_DIR, (fs::path(CGC_BUILD_RUNTIME_DIR) / library).string()};
 }
 
-std::string runtimeLinkLibraries(const std::string& target, bool cxxLibrary) {
+std::string runtimeLinkLibraries(const Target& target, bool cxxLibrary) {
   std::string libraries = CGC_SYSTEM_LIBRARIES;
-  if (findTarget(target).xsmmArch != "none" && *CGC_XSMM_LIBRARIES)
+  if (target.xsmmArch != "none" && *CGC_XSMM_LIBRARIES)
     libraries = CGC_XSMM_LIBRARIES " " + libraries;
   if (cxxLibrary && *CGC_CXX_LIBRARIES) libraries += " " CGC_CXX_LIBRARIES;
   return libraries;

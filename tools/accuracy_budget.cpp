@@ -477,7 +477,7 @@ void checkAuto(const QuantizeOptions& q) {
 /// narrow-weights and pack-conv-weights store in bfloat16.
 std::map<std::string, std::vector<int>> bf16Layers(CompileOptions floatOptions) {
   floatOptions.precision = "bf16";
-  const CompiledModel model = driver::compileGraph(floatOptions);
+  const CompiledModel model = driver::compileModel(floatOptions);
   std::map<std::string, std::vector<int>> layers;
   for (int id : model.graph.liveNodes())
     if (driver::layerPrecision(model.graph.node(id)) == "bf16")
@@ -489,14 +489,14 @@ std::map<std::string, std::vector<int>> bf16Layers(CompileOptions floatOptions) 
 /// lacks the bf16 tier int8 and fp32 (saying so).
 LevelNames autoLevels(const CompileOptions& options, const CompileOptions& floatOptions) {
   LevelNames levels{{"int8", "bf16", "fp32"}, {}};
-  if (driver::targetHasBf16(options.target)) {
+  if (driver::targetHasBf16(options.target())) {
     levels.bf16 = bf16Layers(floatOptions);
     return levels;
   }
   std::cerr << fmt::format(
                    "cgc: note: --precision auto: target '{}' lacks avx512bf16 (the bf16 tier): "
                    "each layer is int8 or fp32",
-                   options.target)
+                   options.target().name)
             << std::endl;
   return levels;
 }

@@ -253,7 +253,7 @@ std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOp
   driver::CompileOptions one =
       driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options;
   one.modelBytes = std::make_shared<const std::string>(proto.SerializeAsString());
-  model = driver::compileGraph(one);
+  model = driver::compileModel(one);
   const driver::BuiltModel built = driver::buildCached(model, one);
   return std::make_unique<driver::LoadedModel>(built.library, built.prefix);
 }

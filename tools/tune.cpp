@@ -173,7 +173,7 @@ class Tuner {
     compile.specialize.clear();  // --dim: the general code is tuned (the paths by tunePaths)
     compile.specializeProfiledSizes = false;
     compile.quiet = true;  // tune's own lines say what happens
-    Build b{compile, driver::compileGraph(compile), {}, {}};
+    Build b{compile, driver::compileModel(compile), {}, {}};
     b.variants = convVariantsOf(b.model.graph);
     if (!compileOnly) finish(b);
     return b;
@@ -320,8 +320,7 @@ class Search {
     const std::string costs = tuner_.writeProfile(best_.profile, {});
     LayerTimes us;
     record(best_, us);
-    const bool narrow = driver::narrowWeightFormat(options_.compile, options_.compile.target) ==
-                        rt::WeightFormat::kBf16;
+    const bool narrow = driver::narrowWeightFormat(options_.compile) == rt::WeightFormat::kBf16;
     const std::vector<std::string> candidates =
         candidateVariants(targetTier, best_.variants, narrow);
     int trials = 0;
@@ -599,10 +598,10 @@ int tune(const TuneOptions& given) {
     throw CompileError(fmt::format(
         "cgc: error: cgc tune --target {}: a profile is measured for one build; tune each "
         "target on a machine it runs on",
-        options.compile.target));
+        driver::targetList(options.compile.targets)));
   driver::checkedNames(options.compile);
   const int cpus = cgc::available_cpus();
-  const std::string tier = driver::findTarget(options.compile.target).tier;
+  const std::string tier = options.compile.target().tier;
   fs::path work = fs::temp_directory_path() / fmt::format("cgc-tune-{}", getpid());
   fs::create_directories(work);
   // The trials are built apart from the cache and removed at the end.

@@ -52,7 +52,7 @@ driver::CompileOptions compileOptions(const std::string& model, const Shapes& sh
   options.modelPath = model;
   for (const auto& [name, dims] : shapes) options.load.shapes.emplace_back(name, ir::Shape(dims));
   options.load.constantInputs = constants;
-  options.target = target;
+  options.targets = driver::resolveTargets(target);
   options.executors = executors;
   options.threadsPerExecutor = threads;
   options.profilePath = profile;
@@ -177,7 +177,8 @@ PYBIND11_MODULE(_cgc, module) {
   module.def(
       "runtime_paths",
       [](const std::string& target) {
-        const cgc::driver::RuntimePaths paths = cgc::driver::runtimePaths(target);
+        const cgc::driver::RuntimePaths paths =
+            cgc::driver::runtimePaths(cgc::driver::findTarget(target));
         return py::make_tuple(paths.includeDir, paths.library);
       },
       py::arg("target"));

@@ -47,7 +47,8 @@ void compile(std::string_view bytes) {
   options.executors = 1 + static_cast<int>((h >> 1) % 3);
   options.threadsPerExecutor = 1 + static_cast<int>((h >> 3) % 2);
   options.embedWeights = (h >> 4) & 1;
-  options.target = "x86-64-v3";  // a fixed target: native reads the machine
+  options.targets = {
+      cgc::driver::findTarget("x86-64-v3")};  // a fixed target: native reads the machine
   cgc::ir::Graph graph = cgc::frontend::loadOnnxFromBytes(bytes, kModelName);
   const cgc::driver::CompiledModel model = cgc::driver::compileGraph(std::move(graph), options);
   cgc::driver::emitModel(model, options);

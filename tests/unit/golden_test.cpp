@@ -47,7 +47,7 @@ cgc::codegen::EmittedModel emit(GraphBuilder& b, bool embedWeights, int executor
   options.executors = executors;
   options.threadsPerExecutor = threads;
   // A fixed target: native's CPU features are the machine's.
-  options.target = "x86-64-v3";
+  options.targets = {cgc::driver::findTarget("x86-64-v3")};
   const auto model = cgc::driver::compileGraph(std::move(b.graph), options);
   return cgc::driver::emitModel(model, options);
 }
