@@ -10,8 +10,9 @@ onnxruntime-node) in one run:
      Runtime and each cgc build (--runs steps each, after warm-up), the
      medians of the rounds and the ratios' range over the rounds, beside the
      bytes a step reads (the weights, every key and value of the cache)
-     over the machine's read bandwidth given as --bandwidth GBPS (which
-     `bench/micro/run.sh bandwidth` measures);
+     over the machine's read bandwidth given as --bandwidth: GB/s (which
+     `bench/micro/run.sh bandwidth` measures), or a profile `cgc tune`
+     wrote (its cpu.read_gbps on the most threads);
   3. greedy generation: --tokens tokens after each of --prompts prompts,
      cgc (Python API, the cache fed back) against ONNX Runtime
      (bench/ort_generate.js): tokens that agree, and tokens per second;
@@ -210,6 +211,15 @@ def available(cgc, variants):
             and ("+unfused" not in v or "fuse-attention" in text)]
 
 
+def read_bandwidth(text):
+    """--bandwidth: a number of GB/s, or a cgc tune profile's measurement on
+    the most threads it probed."""
+    if not text.endswith(".json"):
+        return float(text)
+    gbps = json.load(open(text))["cpu"]["read_gbps"]
+    return gbps[max(gbps, key=int)]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cgc", default=os.path.join(ROOT, "build", "cgc"))
@@ -220,7 +230,8 @@ def main():
     parser.add_argument("--prompts", type=int, default=5)
     parser.add_argument("--variants", default="fp32,bf16,int8w")
     parser.add_argument("--threads", type=int, default=0, help="0: every core")
-    parser.add_argument("--bandwidth", type=float, default=0.0, help="GB/s, when not probed")
+    parser.add_argument("--bandwidth", type=read_bandwidth, default=0.0,
+                        help="GB/s, or a cgc tune profile that measured it")
     parser.add_argument("--skip-generation", action="store_true")
     args = parser.parse_args()
     threads = args.threads or len(os.sched_getaffinity(0))

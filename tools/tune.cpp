@@ -26,6 +26,7 @@
 
 #include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
+#include "cgc/machine.h"
 #include "cgc/team.h"
 #include "ir/conventions.h"
 #include "pipeline/input_shapes.h"
@@ -38,6 +39,7 @@
 #include "toolchain/model_session.h"
 #include "toolchain/target_library.h"
 #include "tools/alternated_timing.h"
+#include "tools/bandwidth_probe.h"
 
 namespace cgc::tune {
 namespace fs = std::filesystem;
@@ -93,7 +95,11 @@ struct Measurement {
   double spread = 0;                            // the interquartile range of the rounds
   json profile;                                 // the profiler's per-node medians of this build
   std::map<std::string, std::string> variants;  // the build's convolution variants
+  int64_t weightBytes = 0;                      // the build's weights
 };
+
+/// The machine's read bandwidth (tools/bandwidth_probe.h), by thread count.
+using Bandwidths = std::map<int, double>;
 
 struct Try {
   std::string config;  // "2x1", "2x1 node X: 1 thread", "2x1 variant Im2col"
@@ -210,6 +216,7 @@ class Tuner {
     m.ms = medianOf(times);
     m.spread = spreadOf(times);
     m.variants = b.variants;
+    m.weightBytes = b.model.weightBytes();
     if (!profile) return m;
 
     Profiler profiler;
@@ -274,6 +281,17 @@ class Search {
   double bestMs() const { return best_.ms; }
 
   void line(const std::string& text) const { std::cout << "tune: " << text << std::endl; }
+
+  /// The machine's read bandwidth on one thread and on `threads`, before
+  /// any trial runs: how fast a run that reads each weight once can be.
+  /// The buffer outgrows the last-level cache many times over.
+  void probeMemory(int threads) {
+    const int64_t bytes =
+        std::max<int64_t>(int64_t{512} << 20, 16 * rt::hostMachine(0).lastLevelBytes());
+    for (int n : {1, threads}) bandwidth_[n] = probe::readBandwidth(n, bytes) / 1e9;
+    line(fmt::format("memory: reads {:.1f} GB/s on 1 thread, {:.1f} GB/s on {}", bandwidth_[1],
+                     bandwidth_[threads], threads));
+  }
   bool overBudget() const { return msSince(start_) / 1000 > options_.budgetSeconds; }
   double seconds() const { return msSince(start_) / 1000; }
 
@@ -409,6 +427,8 @@ class Search {
     cpu.tier = targetTier;
     result["cpu"] = {
         {"vendor", cpu.vendor}, {"family", cpu.family}, {"model", cpu.model}, {"tier", cpu.tier}};
+    for (const auto& [threads, gbps] : bandwidth_)
+      result["cpu"]["read_gbps"][std::to_string(threads)] = gbps;
     result["tuned_ms"] = best_.ms;
     if (!finalCheck_.is_null()) result["final_check"] = finalCheck_;
     return result;
@@ -464,6 +484,12 @@ class Search {
                     bestE_, bestT_, nodeThreads_.size(), variants_.size(),
                     dropped ? "; the default configuration: the tuned one was not faster" : "",
                     best_.ms, out, seconds()));
+    if (bandwidth_.empty() || best_.weightBytes == 0) return;
+    const double gbps = bandwidth_.rbegin()->second;
+    line(
+        fmt::format("its weights ({:.1f} MB) read once at {:.1f} GB/s take {:.3f} ms, the "
+                    "least a run can take",
+                    best_.weightBytes / 1e6, gbps, best_.weightBytes / gbps / 1e6));
   }
 
  private:
@@ -542,6 +568,7 @@ class Search {
   Measurement best_;
   std::map<std::string, int> nodeThreads_;
   std::map<std::string, std::string> variants_;
+  Bandwidths bandwidth_;  // probeMemory's
   json finalCheck_;       // the final check's timings, once made
   Measurement defaults_;  // the untuned build, timed where the final check dropped the profile
 };
@@ -610,6 +637,7 @@ int tune(const TuneOptions& given) {
   Search search(options, work, start);
   search.line(fmt::format("{} on {} cores, {} rounds per try, budget {:.0f} s",
                           options.compile.modelPath, cpus, options.rounds, options.budgetSeconds));
+  search.probeMemory(cpus);
   if (!options.compile.dims.empty())
     search.line(fmt::format("--dim: the general code, timed at the sizes of {}",
                             options.inputsDir.empty() ? "the bounds" : options.inputsDir));

@@ -6,7 +6,7 @@
 // that together exceed the last-level cache, called in turn). Prints the
 // time per product, the weight bytes per second, and their ratio to the
 // read bandwidth that bandwidth_micro.cpp's loop measures here on as many
-// threads. Times are the slowest thread's CPU time (bandwidth_probe.h),
+// threads. Times are the slowest thread's CPU time (tools/bandwidth_probe.h),
 // the best of 5 sweeps (CGC_MICRO_RUNS=N for N). A micro-benchmark: model-level claims come from
 // bench/bench.py.
 //
@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "bandwidth_probe.h"
 #include "cgc/kernels.h"
 #include "cgc/runtime.h"
+#include "tools/bandwidth_probe.h"
 
 using namespace cgc::rt;
 
@@ -47,10 +47,10 @@ double secondsPerCall(int threads, int sweeps, int64_t calls, F call) {
   auto body = [&](const Team& team) {
     for (int s = 0; s < sweeps; ++s) {
       team.barrier();
-      const double start = cgc::bench::threadSeconds();
+      const double start = cgc::probe::threadSeconds();
       for (int64_t c = 0; c < calls; ++c) call(c, team);
       team.barrier();
-      seconds[static_cast<size_t>(team.thread())] = cgc::bench::threadSeconds() - start;
+      seconds[static_cast<size_t>(team.thread())] = cgc::probe::threadSeconds() - start;
       team.barrier();
       if (team.thread() == 0)
         best = std::min(
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
     shapes = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}, {768, 50257}};
   double bandwidths[2];
   for (int threads = 1; threads <= 2; ++threads)
-    bandwidths[threads - 1] = cgc::bench::readBandwidth(threads);
+    bandwidths[threads - 1] = cgc::probe::readBandwidth(threads);
   std::printf(
       "runtime tier %s; read bandwidth %.2f GB/s on 1 thread, %.2f on 2; * = matmul_narrow's "
       "choice\n",

@@ -28,9 +28,9 @@ binary="$root/build/bench-micro/${program}_micro_$target"
 mkdir -p "$(dirname "$binary")"
 if [ ! -x "$binary" ] || [ "$binary" -ot "$library" ] ||
    [ "$binary" -ot "$root/bench/micro/${program}_micro.cpp" ] ||
-   [ "$binary" -ot "$root/bench/micro/bandwidth_probe.h" ]; then
+   [ "$binary" -ot "$root/tools/bandwidth_probe.h" ]; then
   # shellcheck disable=SC2086
-  g++ -std=c++20 -O3 $flags -Wall -Wextra -I"$root/runtime/include" \
+  g++ -std=c++20 -O3 $flags -Wall -Wextra -I"$root/runtime/include" -I"$root" \
       "$root/bench/micro/${program}_micro.cpp" "$library" \
       -lxsmm -lxsmmnoblas -lpthread -ldl -o "$binary"
 fi

@@ -33,9 +33,17 @@ assert check["rounds"] >= 10 and check["spread_ms"] >= 0 and isinstance(check["k
 assert check["kept"] == (check["default_ms"] - check["tuned_ms"] > check["spread_ms"]), check
 if not check["kept"]:
     assert e == 1 and not p["node_threads"] and not p.get("variants"), p
+# The machine description: the read bandwidth on one thread and on every core,
+# within what any memory system gives.
+gbps = p["cpu"]["read_gbps"]
+assert set(gbps) == {"1", str(cpus)} and all(0.5 < v < 5000 for v in gbps.values()), gbps
 print(f"profile: {e}x{t}, {len(p['node_threads'])} per-op thread counts, {p['tuned_ms']:.3f} ms")
 PY
 grep -q "^tune: best " "$work/tune.log" || { echo "no summary line"; exit 1; }
+grep -Eq "^tune: memory: reads [0-9.]+ GB/s on 1 thread, [0-9.]+ GB/s on [0-9]+$" "$work/tune.log" ||
+  { echo "no memory line"; exit 1; }
+grep -Eq "^tune: its weights \([0-9.]+ MB\) read once at [0-9.]+ GB/s take [0-9.]+ ms" \
+    "$work/tune.log" || { echo "no weights floor line"; exit 1; }
 grep -Eq "^tune: final check: tuned .* ms, untuned .* ms, spread .* rounds alternated\): (kept the tuned profile|not faster by more than the spread; dropped it)$" \
     "$work/tune.log" || { echo "no final check line"; exit 1; }
 "$cgc" run "$model" -q --profile "$profile" \

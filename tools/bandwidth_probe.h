@@ -3,7 +3,8 @@
 // its contiguous share of 512 MiB of 64-bit words (eight independent sums,
 // which the compiler vectorises), the best of ten passes. What a product
 // that reads each weight once (a decoder's one-token step) can at best
-// reach: bandwidth_micro.cpp prints it, narrow_micro.cpp measures the
+// reach: cgc tune records it in a profile's machine description ("cpu"),
+// bench/micro/bandwidth_micro.cpp prints it, narrow_micro.cpp measures the
 // products against it.
 //
 // Times are each thread's CPU time (the slowest thread's), not the wall
@@ -20,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-namespace cgc::bench {
+namespace cgc::probe {
 
 /// The CPU time the calling thread has run, in seconds.
 inline double threadSeconds() {
@@ -64,4 +65,4 @@ inline double readBandwidth(int threads, int64_t bytes = int64_t{512} << 20) {
   return sink.load() == 1 ? 0.0 : static_cast<double>(words * 8) / best;  // sink: keep the sums
 }
 
-}  // namespace cgc::bench
+}  // namespace cgc::probe
