@@ -193,9 +193,10 @@ std::set<std::string> sizedValues(const CompileOptions& options,
       load.dims[options.dims[j].name] = at.back();
     }
     try {
-      graphs.push_back(options.modelBytes ? frontend::loadOnnxFromBytes(*options.modelBytes,
-                                                                        options.modelPath, load)
-                                          : frontend::loadOnnx(options.modelPath, load));
+      graphs.push_back(
+          options.overrides.modelBytes
+              ? frontend::loadOnnxFromBytes(*options.overrides.modelBytes, options.modelPath, load)
+              : frontend::loadOnnx(options.modelPath, load));
     } catch (const CompileError& e) {
       if (pick == 2) throw;
       throw notEverySize(e, options.dims, at);

@@ -52,10 +52,11 @@ passes::Schedule scheduleGraph(const ir::Graph& graph, const lowering::KernelCal
   const int threads = fixedThreads > 0 ? fixedThreads : std::max(1, cores / executors);
   passes::CostModel costs =
       options.profilePath.empty() ? passes::estimateCosts(graph, calls)
-      : options.profileSection.empty()
+      : options.overrides.profileSection.empty()
           ? passes::costsFromProfile(graph, calls, options.profilePath)
           : passes::costsFromProfile(
-                graph, calls, specializationProfile(options.profilePath, options.profileSection),
+                graph, calls,
+                specializationProfile(options.profilePath, options.overrides.profileSection),
                 options.profilePath);
   std::vector<int> nodeThreads;
   if (threads > 1 && !tuned.nodeThreads.empty() && options.threadsPerExecutor <= 0) {
@@ -94,11 +95,11 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
   const Target& target = options.target();
   pipeline.target = {target.machine, target.int8Isa(), target.tier};
   pipeline.target.convVariants = tuned.convVariants;
-  for (const auto& [node, variant] : options.convVariants)
+  for (const auto& [node, variant] : options.overrides.convVariants)
     pipeline.target.convVariants[node] = variant;
-  pipeline.target.everyConvVariant = options.everyConvVariant;
-  pipeline.target.convAlternatives = options.convAlternatives;
-  pipeline.target.quantize = options.quantizeSpec;
+  pipeline.target.everyConvVariant = options.overrides.everyConvVariant;
+  pipeline.target.convAlternatives = options.overrides.convAlternatives;
+  pipeline.target.quantize = options.overrides.quantizeSpec;
   pipeline.target.narrowWeights = narrowWeightFormat(options);
   pipeline.target.keepFloatWeights = {options.quantize.keepFloat.begin(),
                                       options.quantize.keepFloat.end()};
@@ -134,9 +135,10 @@ CompiledModel compileModel(const CompileOptions& options) {
 CompiledModel compileGraph(const CompileOptions& options) {
   CGC_ASSERT(options.dims.empty(), "compileGraph compiles for fixed sizes; --dim: compileModel");
   const auto start = std::chrono::steady_clock::now();
-  ir::Graph graph = options.modelBytes ? frontend::loadOnnxFromBytes(
-                                             *options.modelBytes, options.modelPath, options.load)
-                                       : frontend::loadOnnx(options.modelPath, options.load);
+  ir::Graph graph = options.overrides.modelBytes
+                        ? frontend::loadOnnxFromBytes(*options.overrides.modelBytes,
+                                                      options.modelPath, options.load)
+                        : frontend::loadOnnx(options.modelPath, options.load);
   progress(options, fmt::format("loaded {}: {} nodes after import ({:.2f} s)", options.modelPath,
                                 graph.liveNodes().size(), secondsSince(start)));
   return compileGraph(std::move(graph), options);
@@ -203,7 +205,7 @@ void compileSubgraphs(CompiledModel& model, const CompileOptions& options) {
   // weights stored narrow.
   inner.quantize = {};
   if (options.quantize.weightsOnly) inner.quantize = options.quantize;
-  inner.quantizeSpec = nullptr;
+  inner.overrides.quantizeSpec = nullptr;
   for (int id : model.graph.liveNodes()) {
     const ir::Node& node = model.graph.node(id);
     if (node.subgraphs.empty()) continue;
@@ -251,32 +253,33 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
   CompileOptions options = given;
   CompiledModel model;
   if (options.quantize.activations8()) {
-    auto spec = std::make_shared<passes::QuantizeSpec>(
-        options.quantizeSpec ? *options.quantizeSpec : *quant::makeSpec(options.quantize));
+    auto spec = std::make_shared<passes::QuantizeSpec>(options.overrides.quantizeSpec
+                                                           ? *options.overrides.quantizeSpec
+                                                           : *quant::makeSpec(options.quantize));
     spec->keepFloat = {options.quantize.keepFloat.begin(), options.quantize.keepFloat.end()};
     spec->keepFloat.insert(options.quantize.keepBf16.begin(), options.quantize.keepBf16.end());
     spec->record = std::make_shared<passes::QuantizeSpec::Record>();
-    options.quantizeSpec = model.quantization = spec;
+    options.overrides.quantizeSpec = model.quantization = spec;
   }
   lowering::checkLowerable(graph);
   model.importedNodes = static_cast<int>(graph.liveNodes().size());
   model.graph = std::move(graph);
   TunedConfig tuned;
   if (!options.profilePath.empty()) {
-    tuned =
-        options.profileSection.empty()
-            ? readTunedConfig(options.profilePath)
-            : readTunedConfig(specializationProfile(options.profilePath, options.profileSection),
-                              options.profilePath);
+    tuned = options.overrides.profileSection.empty()
+                ? readTunedConfig(options.profilePath)
+                : readTunedConfig(
+                      specializationProfile(options.profilePath, options.overrides.profileSection),
+                      options.profilePath);
     checkMeasuredHere(options.profilePath, tuned, options.target());
   }
   passes::runPipeline(model.graph, pipelineOptions(options, tuned));
-  if (options.quantizeSpec) reportQuantized(model.graph, options);
+  if (options.overrides.quantizeSpec) reportQuantized(model.graph, options);
   if (const auto format = narrowedFormat(options))
     progress(options, describeNarrow(*format, narrowReport(model.graph)));
   model.calls = lowering::lowerGraph(model.graph);
   if (options.cacheInPlace)
-    model.caches = passes::pairCaches(model.graph, model.calls, options.cacheCapacities);
+    model.caches = passes::pairCaches(model.graph, model.calls, options.overrides.cacheCapacities);
   model.schedule = scheduleGraph(model.graph, model.calls, options, tuned);
   compileSubgraphs(model, options);
   passes::verifySchedule(model.graph, model.schedule);

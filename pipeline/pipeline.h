@@ -20,11 +20,38 @@
 
 namespace cgc::driver {
 
-struct CompileOptions {
-  std::string modelPath;
+/// What a compile strategy or a tool fixes for a compile it makes (a --dim
+/// compile at another size, a specialised path, a trial of cgc tune, of the
+/// accuracy budget or of cgc calibrate), over what the user asked.
+struct CompileOverrides {
   /// The model's bytes where they are not the file's (cgc calibrate's
   /// model with its tensors made outputs); modelPath still names it.
   std::shared_ptr<const std::string> modelBytes;
+  /// A specialised path that cgc tune tuned on its own: its sizes, whose
+  /// section of --profile ("specializations") this compile reads.
+  std::map<std::string, int64_t> profileSection;
+  /// cgc tune's trials: this convolution variant ("Im2col") on every float
+  /// Conv that takes it (passes::PassTarget::everyConvVariant).
+  std::string everyConvVariant;
+  /// Convolution variants by node name (ir::conventions::convChoice), over
+  /// the profile's: --dim's compiles at other sizes take the bounds'.
+  std::map<std::string, std::string> convVariants;
+  /// --dim's general code: by node name, the convolution variants other
+  /// sizes choose, packed too (passes::PassTarget::convAlternatives).
+  std::map<std::string, std::vector<std::string>> convAlternatives;
+  /// --quantize's ranges made once for several compiles (the accuracy
+  /// budget's trials share them).
+  std::shared_ptr<const passes::QuantizeSpec> quantizeSpec;
+  /// --cache-in-place: --dim's compiles at other sizes take the bounds'
+  /// capacities (by input name).
+  std::map<std::string, int64_t> cacheCapacities;
+  /// Without --specialize, whether a --profile's most run sizes are
+  /// specialised (cgc tune's trials time the general code: not).
+  bool specializeProfiledSizes = true;
+};
+
+struct CompileOptions {
+  std::string modelPath;
   std::string outDir = ".";
   std::string className;  // --name
   std::string nameSpace = "cgc_models";
@@ -46,24 +73,10 @@ struct CompileOptions {
   int executors = 0;           // --executors; 0: 1, or the profile's
   int threadsPerExecutor = 0;  // --threads; 0: the profile's, else at run time
   std::string profilePath;     // --profile: measured costs for levels/partition
-  /// A specialised path that cgc tune tuned on its own: its sizes, whose
-  /// section of --profile ("specializations") this compile reads.
-  std::map<std::string, int64_t> profileSection;
-  bool quiet = false;  // no progress lines on stderr
-  /// cgc tune's trials: this convolution variant ("Im2col") on every float
-  /// Conv that takes it (passes::PassTarget::everyConvVariant).
-  std::string everyConvVariant;
-  /// Convolution variants by node name (ir::conventions::convChoice), over
-  /// the profile's: --dim's compiles at other sizes take the bounds'.
-  std::map<std::string, std::string> convVariants;
-  /// --dim's general code: by node name, the convolution variants other
-  /// sizes choose, packed too (passes::PassTarget::convAlternatives).
-  std::map<std::string, std::vector<std::string>> convAlternatives;
+  bool quiet = false;          // no progress lines on stderr
   /// --quantize int8 and its settings; the pass's ranges are made from them
-  /// once (quantizeSpec, where a caller has not made it already: the
-  /// accuracy budget's trials share it).
+  /// once (overrides.quantizeSpec, where a caller has not made it already).
   quant::QuantizeOptions quantize;
-  std::shared_ptr<const passes::QuantizeSpec> quantizeSpec;
   /// --precision: "fp32", or "bf16" (the constant weights of matrix
   /// products stored as bfloat16: passes/narrow_weights.cpp), or "auto"
   /// (each layer int8, bf16 or fp32 as the accuracy budget measures:
@@ -83,13 +96,11 @@ struct CompileOptions {
   std::vector<std::map<std::string, int64_t>> specialize;
   /// --cache-in-place: each key/value cache (a graph input concatenated
   /// into a graph output) shares its buffer with that output
-  /// (planning/cache_pairs.h); --dim's compiles at other sizes take the
-  /// bounds' capacities (by input name).
+  /// (planning/cache_pairs.h).
   bool cacheInPlace = false;
-  std::map<std::string, int64_t> cacheCapacities;
-  /// Without --specialize, whether a --profile's most run sizes are
-  /// specialised (cgc tune's trials time the general code: not).
-  bool specializeProfiledSizes = true;
+  /// What the compile strategies and the tools fix for the compiles they
+  /// make; no flag sets these.
+  CompileOverrides overrides;
 };
 
 /// The compiled model in memory (before anything is written).

@@ -130,7 +130,7 @@ void compilePaths(const CompileOptions& options, const TunedConfig& tuned, Compi
   // A profile measured the general code; its tuned variants hold where a
   // path has no tuning of its own.
   std::map<std::string, std::string> variants = tuned.convVariants;
-  for (const auto& [node, variant] : options.convVariants) variants[node] = variant;
+  for (const auto& [node, variant] : options.overrides.convVariants) variants[node] = variant;
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> names;
   for (const auto& path : options.specialize) {
@@ -139,12 +139,12 @@ void compilePaths(const CompileOptions& options, const TunedConfig& tuned, Compi
         std::count(tuned.specializations.begin(), tuned.specializations.end(), fixed) > 0;
     CompileOptions at = pathOptions(options, fixed);
     at.quiet = true;
-    at.specializeProfiledSizes = false;
+    at.overrides.specializeProfiledSizes = false;
     if (ownTuning) {
-      at.profileSection = fixed;
+      at.overrides.profileSection = fixed;
     } else {
       at.profilePath.clear();
-      at.convVariants = variants;
+      at.overrides.convVariants = variants;
     }
     at.executors = model.schedule.executors;
     at.threadsPerExecutor = model.schedule.fixedThreads();
@@ -208,8 +208,8 @@ void compileSpecializations(const CompileOptions& options, CompiledModel& model)
   const TunedConfig tuned =
       options.profilePath.empty() ? TunedConfig{} : readTunedConfig(options.profilePath);
   if (!options.specialize.empty()) return compilePaths(options, tuned, model);
-  if (options.profilePath.empty() || !options.specializeProfiledSizes || options.observe ||
-      options.cacheInPlace)
+  if (options.profilePath.empty() || !options.overrides.specializeProfiledSizes ||
+      options.observe || options.cacheInPlace)
     return;
   CompileOptions profiled = options;
   // The paths cgc tune tuned (where --dim takes them), else the sizes run most.

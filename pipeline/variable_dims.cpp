@@ -105,10 +105,10 @@ Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, co
     at.threadsPerExecutor = bounds->model.schedule.fixedThreads();
     at.profilePath.clear();
     for (const passes::CachePair& pair : bounds->model.caches.pairs)
-      at.cacheCapacities[bounds->model.graph.value(pair.input).name] = pair.capacity;
+      at.overrides.cacheCapacities[bounds->model.graph.value(pair.input).name] = pair.capacity;
     for (int id : bounds->model.graph.liveNodes())
       if (const ir::Node& node = bounds->model.graph.node(id); ir::conventions::hasConvChoice(node))
-        at.convVariants[node.name] = ir::conventions::convChoice(node);
+        at.overrides.convVariants[node.name] = ir::conventions::convChoice(node);
   }
   // fuse-matmuls groups products by the size of their fused output, which
   // would group differently at each size.
@@ -656,9 +656,9 @@ CompiledModel compileWithVariableDims(const CompileOptions& options) {
   // The bounds first and as the user asked (progress), the others quietly.
   grid.push_back(compileAt(sized, options.dims, points.back(), nullptr));
   // Convolutions that other sizes run otherwise get those variants too.
-  sized.convAlternatives =
+  sized.overrides.convAlternatives =
       variantsAt(sized, grid.back(), variantProbes(options.dims, gridSizes, checkSizes));
-  if (!sized.convAlternatives.empty()) {
+  if (!sized.overrides.convAlternatives.empty()) {
     CompileOptions quiet = sized;
     quiet.quiet = true;
     grid.back() = compileAt(quiet, options.dims, points.back(), nullptr);

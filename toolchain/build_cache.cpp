@@ -91,15 +91,16 @@ std::string describe(const driver::CompileOptions& o) {
                      o.weightsGiven, o.disabledPasses, driver::targetList(o.targets), o.executors,
                      o.threadsPerExecutor);
   if (!o.profilePath.empty()) out << "profile " << o.profilePath << contents(o.profilePath);
-  out << fmt::format("section {} every {} variants {} alternatives {}\n", o.profileSection,
-                     o.everyConvVariant, o.convVariants, o.convAlternatives);
+  out << fmt::format("section {} every {} variants {} alternatives {}\n",
+                     o.overrides.profileSection, o.overrides.everyConvVariant,
+                     o.overrides.convVariants, o.overrides.convAlternatives);
   const quant::QuantizeOptions& q = o.quantize;
   out << fmt::format("quantize {} {} {} {} {} {} weights-only {}\n", q.precision, q.method,
                      q.percentile, q.activations, q.keepFloat, q.calibration, q.weightsOnly);
   if (!q.keepBf16.empty()) out << fmt::format("keep-bf16 {}\n", q.keepBf16);
   out << fmt::format("precision {}\n", o.precision);
   if (!q.calibration.empty()) out << contents(q.calibration);
-  out << fmt::format("observe {} profiled {}\n", o.observe, o.specializeProfiledSizes);
+  out << fmt::format("observe {} profiled {}\n", o.observe, o.overrides.specializeProfiledSizes);
   out << fmt::format("cache-in-place {}\n", o.cacheInPlace);
   for (const auto& d : o.dims)
     out << fmt::format("dim {}={}..{}:{}\n", d.name, d.min, d.max, d.multiple);
@@ -138,8 +139,9 @@ void removeStaleKeys(const fs::path& root) {
 }  // namespace
 
 std::optional<uint64_t> compileKey(const driver::CompileOptions& options) {
-  if (options.modelBytes || !options.printIrAfter.empty() || options.verify ||
-      options.quantizeSpec || options.quantize.measured() || driver::namesSeveralTargets(options))
+  if (options.overrides.modelBytes || !options.printIrAfter.empty() || options.verify ||
+      options.overrides.quantizeSpec || options.quantize.measured() ||
+      driver::namesSeveralTargets(options))
     return std::nullopt;
   uint64_t key = 1469598103934665603ull;
   key = fnv1a(describe(options), key);

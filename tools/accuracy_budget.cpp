@@ -523,7 +523,7 @@ CompileOptions applyBudget(const CompileOptions& options) {
   std::map<std::string, TensorStats> stats;
   // --weights-only: no calibration, no spec; narrow-weights leaves the
   // products named in --keep-float in float.
-  if (!budget.weightsOnly) base.quantizeSpec = makeSpec(options.quantize, &stats);
+  if (!budget.weightsOnly) base.overrides.quantizeSpec = makeSpec(options.quantize, &stats);
   base.quiet = true;
   if (autoPrecision) base.precision = "fp32";  // with --keep-bf16 lists
   base.quantize.maxError = 0;                  // the trials only compile
@@ -531,7 +531,7 @@ CompileOptions applyBudget(const CompileOptions& options) {
   base.quantize.report.clear();
   CompileOptions floatOptions = base;
   floatOptions.quantize = {};
-  floatOptions.quantizeSpec = nullptr;
+  floatOptions.overrides.quantizeSpec = nullptr;
   const auto& dirs = budget.checkInputs;
   Trial reference = dirs.empty() ? Trial{} : runTrial(floatOptions, dirs);
   Trial trial = runTrial(base, dirs);
@@ -563,7 +563,7 @@ CompileOptions applyBudget(const CompileOptions& options) {
   }
   CompileOptions result = withLevels(options, out.levels, out.search.levels);
   if (autoPrecision) result.precision = "fp32";
-  result.quantizeSpec = base.quantizeSpec;
+  result.overrides.quantizeSpec = base.overrides.quantizeSpec;
   return result;
 }
 

@@ -252,7 +252,7 @@ std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOp
                                         proto.graph().output_size() - before));
   driver::CompileOptions one =
       driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options;
-  one.modelBytes = std::make_shared<const std::string>(proto.SerializeAsString());
+  one.overrides.modelBytes = std::make_shared<const std::string>(proto.SerializeAsString());
   model = driver::compileModel(one);
   const driver::BuiltModel built = driver::buildCached(model, one);
   return std::make_unique<driver::LoadedModel>(built.library, built.prefix);

@@ -175,9 +175,9 @@ class Tuner {
     compile.executors = executors;
     compile.threadsPerExecutor = threads;
     compile.profilePath = profilePath;
-    compile.everyConvVariant = every;
+    compile.overrides.everyConvVariant = every;
     compile.specialize.clear();  // --dim: the general code is tuned (the paths by tunePaths)
-    compile.specializeProfiledSizes = false;
+    compile.overrides.specializeProfiledSizes = false;
     compile.quiet = true;  // tune's own lines say what happens
     Build b{compile, driver::compileModel(compile), {}, {}};
     b.variants = convVariantsOf(b.model.graph);
