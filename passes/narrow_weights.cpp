@@ -17,7 +17,7 @@
 // before), so profiles and diagnostics still name the ONNX node. A B read
 // by several products is packed once in each format; each product takes
 // PassTarget::weightFormatFor's format (--keep-float: float; --keep-bf16:
-// bfloat16).
+// bfloat16), where the packing is smaller than the float B.
 #include <cstring>
 #include <map>
 #include <optional>
@@ -50,9 +50,23 @@ bool isFloatConstant(const ir::Graph& graph, int v) {
   return v >= 0 && graph.value(v).isConstant() && graph.value(v).type.dtype == DType::kF32;
 }
 
+/// B's extents [k, n] as the product reads it.
+std::pair<int64_t, int64_t> extents(const ir::Graph& graph, const Weights& w) {
+  const ir::Shape& shape = graph.value(w.value).type.shape;
+  return {shape[w.transposed ? 1 : 0], shape[w.transposed ? 0 : 1]};
+}
+
+/// Whether `format`'s packing of B is smaller than B in float: the packing
+/// pads n to its panels, so a narrow B of few columns can take more bytes,
+/// and bytes are all a narrow product gains.
+bool narrowSaves(const ir::Graph& graph, const Weights& w, rt::WeightFormat format) {
+  const auto [k, n] = extents(graph, w);
+  return rt::narrow_weights_bytes(format, k, n) < k * n * static_cast<int64_t>(sizeof(float));
+}
+
 Packed pack(ir::Graph& graph, const Weights& w, rt::WeightFormat format) {
   const ir::Value& b = graph.value(w.value);
-  const int64_t k = b.type.shape[w.transposed ? 1 : 0], n = b.type.shape[w.transposed ? 0 : 1];
+  const auto [k, n] = extents(graph, w);
   const float* src = b.dataAs<float>();
   std::vector<float> kn(static_cast<size_t>(k * n));
   for (int64_t q = 0; q < k; ++q)
@@ -126,7 +140,7 @@ bool narrowWeights(ir::Graph& graph, const PassTarget& target) {
     if (!wanted) continue;
     const rt::WeightFormat format = *wanted;
     const auto product = narrowable(graph, graph.node(id));
-    if (!product) continue;
+    if (!product || !narrowSaves(graph, product->weights, format)) continue;
     const auto key = std::pair{product->weights, format};
     auto it = packed.find(key);
     if (it == packed.end()) it = packed.emplace(key, pack(graph, product->weights, format)).first;

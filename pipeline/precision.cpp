@@ -138,12 +138,14 @@ std::string describeNarrow(rt::WeightFormat format, const NarrowReport& report) 
     if (b >= 1e3) return fmt::format("{:.1f} KB", b / 1e3);
     return fmt::format("{} bytes", bytes);
   };
-  std::string line = fmt::format("{} weights: {} products, {} -> {}", name, report.products,
-                                 size(report.floatBytes), size(report.narrowBytes));
+  std::vector<std::string> parts;  // each kind of layer that has narrow weights
+  if (report.products > 0)
+    parts.push_back(fmt::format("{} products, {} -> {}", report.products, size(report.floatBytes),
+                                size(report.narrowBytes)));
   if (report.convolutions > 0)
-    line += fmt::format("; {} convolutions, {} -> {}", report.convolutions,
-                        size(report.convFloatBytes), size(report.convNarrowBytes));
-  return line;
+    parts.push_back(fmt::format("{} convolutions, {} -> {}", report.convolutions,
+                                size(report.convFloatBytes), size(report.convNarrowBytes)));
+  return fmt::format("{} weights: {}", name, fmt::join(parts, "; "));
 }
 
 }  // namespace cgc::driver

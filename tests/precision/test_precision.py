@@ -164,7 +164,7 @@ class SmallCnn(nn.Module):
         return self.head(c.mean((2, 3)))
 
 
-def check_cnn(work, bf16):
+def check_cnn(cgc_path, work, bf16):
     """--precision bf16 on convolutions: the two 3x3 ones on bf16 weights
     (not the strided 1x1 one, 13 products per value it moves where
     PackedBf16 asks for two vectors' lanes, 32, nor the depthwise one), the
@@ -188,6 +188,12 @@ def check_cnn(work, bf16):
     report_ok(convs == 2 and ratio <= 0.5 + 1 / 32,
               f"cnn bf16: inspect says {convs} convolutions, {narrow.get('conv_float_bytes')} "
               f"-> {narrow.get('conv_bytes')} bytes")
+    # The compile log names only the kinds of layer stored narrow.
+    p = subprocess.run([cgc_path, "compile", path, "--precision", "bf16", "-o",
+                        os.path.join(work, "cnn_out")], capture_output=True, text=True)
+    line = next((l for l in p.stderr.splitlines() if "bf16 weights:" in l), "")
+    report_ok(p.returncode == 0 and "2 convolutions" in line and "products" not in line,
+              f"cnn bf16: the compile log's line: {line!r}")
     kept = cgc.inspect(path, precision="bf16", keep_float=["/conv2/Conv"])["narrow_weights"]
     report_ok(kept.get("convolutions") == 1,
               f"cnn bf16 keep_float=['/conv2/Conv']: {kept.get('convolutions')} convolutions")
@@ -331,7 +337,7 @@ def main():
     if not bf16:
         print("skipped: CPU lacks avx512bf16 (the bf16 parts; the rest runs)")
     check_encoder(work, bf16)
-    check_cnn(work, bf16)
+    check_cnn(cgc_path, work, bf16)
     check_decoder(work, bf16)
     check_budget(cgc_path, work)
     check_errors(cgc_path, work, os.path.join(work, "encoder.onnx"), bf16)

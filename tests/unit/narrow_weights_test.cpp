@@ -107,7 +107,7 @@ TEST_CASE("narrow-weights: a MatMul with bias and Relu on int8 and bf16 weights"
 }
 
 TEST_CASE("narrow-weights: a Gemm's transB, alpha and beta * C folded into the weights") {
-  const int64_t m = 4, k = 9, n = 6;
+  const int64_t m = 4, k = 9, n = 40;
   GraphBuilder b("gemm");
   int x = b.input("x", {m, k});
   const auto w = values(n * k, 1.3f), c = values(n, 0.9f, 7);
@@ -118,8 +118,8 @@ TEST_CASE("narrow-weights: a Gemm's transB, alpha and beta * C folded into the w
   REQUIRE(passes::narrowWeights(b.graph, narrowTarget(rt::WeightFormat::kInt8)));
   ir::verifyGraph(b.graph);
   checkIr(b.graph,
-          {"%c_bias = constant float32[6]",
-           "fc = MatMulNarrow(%x, %w_int8, %w_int8_scale, %c_bias) -> %fc_out float32[4,6]",
+          {"%c_bias = constant float32[40]",
+           "fc = MatMulNarrow(%x, %w_int8, %w_int8_scale, %c_bias) -> %fc_out float32[4,40]",
            "NOT: transB", "NOT: Gemm"});
   std::vector<float> bias(n);
   for (int64_t j = 0; j < n; ++j) bias[j] = 2.0f * c[j];
@@ -131,9 +131,9 @@ TEST_CASE("narrow-weights: a Gemm's transB, alpha and beta * C folded into the w
 TEST_CASE("narrow-weights: weights read by two products are packed once") {
   GraphBuilder b("shared");
   int x = b.input("x", {2, 8});
-  int wv = b.constant("w", {8, 4}, values(32, 1.f));
-  int y1 = b.node("MatMul", "first", {x, wv}, {2, 4});
-  int y2 = b.node("MatMul", "second", {x, wv}, {2, 4});
+  int wv = b.constant("w", {8, 40}, values(320, 1.f));
+  int y1 = b.node("MatMul", "first", {x, wv}, {2, 40});
+  int y2 = b.node("MatMul", "second", {x, wv}, {2, 40});
   b.output(y1, "y1");
   b.output(y2, "y2");
   REQUIRE(passes::narrowWeights(b.graph, narrowTarget(rt::WeightFormat::kBf16)));
@@ -146,15 +146,15 @@ TEST_CASE("narrow-weights leaves what it cannot or was not asked to narrow") {
   GraphBuilder b("kept");
   int x = b.input("x", {3, 8});
   int other = b.node("Relu", "other", {x}, {3, 8});
-  int wv = b.constant("w", {8, 8}, values(64, 1.f));
-  int cRows = b.constant("c_rows", {3, 8}, values(24, 1.f));
-  int w3 = b.constant("w3", {3, 8}, values(24, 1.f));
+  int wv = b.constant("w", {8, 40}, values(320, 1.f));
+  int cRows = b.constant("c_rows", {3, 40}, values(120, 1.f));
+  int w3 = b.constant("w3", {3, 40}, values(120, 1.f));
   // B computed at run time; C of one value per row; transA; named in
-  // keepFloatWeights.
+  // keepFloatWeights (each B wide enough that packing it would save bytes).
   int y1 = b.node("MatMul", "dynamic_b", {x, other}, {3, 8});
-  int y2 = b.node("Gemm", "row_bias", {x, wv, cRows}, {3, 8});
-  int y3 = b.node("Gemm", "trans_a", {other, w3}, {8, 8}, {{"transA", int64_t{1}}});
-  int y4 = b.node("MatMul", "kept_float", {x, wv}, {3, 8});
+  int y2 = b.node("Gemm", "row_bias", {x, wv, cRows}, {3, 40});
+  int y3 = b.node("Gemm", "trans_a", {other, w3}, {8, 40}, {{"transA", int64_t{1}}});
+  int y4 = b.node("MatMul", "kept_float", {x, wv}, {3, 40});
   for (int y : {y1, y2, y3, y4}) b.output(y, b.graph.value(y).name + "_y");
   passes::PassTarget target = narrowTarget(rt::WeightFormat::kInt8);
   target.keepFloatWeights = {"kept_float"};
@@ -163,4 +163,18 @@ TEST_CASE("narrow-weights leaves what it cannot or was not asked to narrow") {
   CHECK_FALSE(passes::narrowWeights(b.graph, {}));  // not asked: float
   CHECK_FALSE(passes::passForTarget("narrow-weights", {}));
   CHECK(passes::passForTarget("narrow-weights", target));
+}
+
+TEST_CASE("narrow-weights keeps a B in float where its packing takes more bytes") {
+  // [64, 10]: 2560 bytes in float; bf16 pads the 10 columns to a panel of
+  // 32 (4096 bytes), int8 too but at a byte each (2048 bytes).
+  for (auto format : {rt::WeightFormat::kBf16, rt::WeightFormat::kInt8}) {
+    GraphBuilder b("head");
+    int x = b.input("x", {2, 64});
+    int wv = b.constant("w", {64, 10}, values(640, 1.f));
+    b.output(b.node("MatMul", "head", {x, wv}, {2, 10}), "y");
+    const bool saves = format == rt::WeightFormat::kInt8;
+    CHECK(passes::narrowWeights(b.graph, narrowTarget(format)) == saves);
+    checkIr(b.graph, {saves ? "head = MatMulNarrow(" : "head = MatMul("});
+  }
 }
