@@ -252,15 +252,6 @@ void reportQuantized(const ir::Graph& graph, const CompileOptions& options) {
 CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
   CompileOptions options = given;
   CompiledModel model;
-  if (options.quantize.activations8()) {
-    auto spec = std::make_shared<passes::QuantizeSpec>(options.overrides.quantizeSpec
-                                                           ? *options.overrides.quantizeSpec
-                                                           : *quant::makeSpec(options.quantize));
-    spec->keepFloat = {options.quantize.keepFloat.begin(), options.quantize.keepFloat.end()};
-    spec->keepFloat.insert(options.quantize.keepBf16.begin(), options.quantize.keepBf16.end());
-    spec->record = std::make_shared<passes::QuantizeSpec::Record>();
-    options.overrides.quantizeSpec = model.quantization = spec;
-  }
   lowering::checkLowerable(graph);
   model.importedNodes = static_cast<int>(graph.liveNodes().size());
   model.graph = std::move(graph);
@@ -272,6 +263,20 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
                       specializationProfile(options.profilePath, options.overrides.profileSection),
                       options.profilePath);
     checkMeasuredHere(options.profilePath, tuned, options.target());
+  }
+  // The layers cgc tune found faster in float stay float, as with
+  // --keep-float, where the compile stores any layer narrow.
+  if (options.quantize.enabled() || options.precision == "bf16")
+    options.quantize.keepFloat.insert(options.quantize.keepFloat.end(), tuned.floatLayers.begin(),
+                                      tuned.floatLayers.end());
+  if (options.quantize.activations8()) {
+    auto spec = std::make_shared<passes::QuantizeSpec>(options.overrides.quantizeSpec
+                                                           ? *options.overrides.quantizeSpec
+                                                           : *quant::makeSpec(options.quantize));
+    spec->keepFloat = {options.quantize.keepFloat.begin(), options.quantize.keepFloat.end()};
+    spec->keepFloat.insert(options.quantize.keepBf16.begin(), options.quantize.keepBf16.end());
+    spec->record = std::make_shared<passes::QuantizeSpec::Record>();
+    options.overrides.quantizeSpec = model.quantization = spec;
   }
   passes::runPipeline(model.graph, pipelineOptions(options, tuned));
   if (options.overrides.quantizeSpec) reportQuantized(model.graph, options);

@@ -114,6 +114,13 @@ TunedConfig readTunedConfig(const nlohmann::json& json, const std::string& path)
       config.convVariants[name] = variant.get<std::string>();
     }
   }
+  if (json.contains("float_layers")) {
+    const auto& layers = json["float_layers"];
+    if (!layers.is_array() ||
+        !std::all_of(layers.begin(), layers.end(), [](const auto& l) { return l.is_string(); }))
+      userError({path, "", ""}, "\"float_layers\" must list node names");
+    for (const auto& layer : layers) config.floatLayers.insert(layer.get<std::string>());
+  }
   if (json.contains("cpu")) {
     const auto& cpu = json["cpu"];
     if (!cpu.is_object() || !cpu.contains("vendor") || !cpu["vendor"].is_string() ||

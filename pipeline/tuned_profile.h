@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,10 @@ struct TunedConfig {
   int executors = 0, threads = 0;
   std::map<std::string, int> nodeThreads;           // "node_threads", by node name
   std::map<std::string, std::string> convVariants;  // "variants": node name -> variant name
-  std::optional<CpuRecord> cpu;                     // "cpu"; absent in cgc run's profiles
+  /// "float_layers": layers the precision asked for would store narrow
+  /// (bf16, int8) that cgc tune measured faster in float.
+  std::set<std::string> floatLayers;
+  std::optional<CpuRecord> cpu;  // "cpu"; absent in cgc run's profiles
   /// "sizes": the runs at each size of the variable dimensions (a model
   /// compiled with --dim), by dimension name; most runs first.
   std::vector<std::pair<std::map<std::string, int64_t>, int64_t>> sizes;

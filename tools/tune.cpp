@@ -4,7 +4,8 @@
 // one build with the variant (and its setting: Winograd's form, Packed's
 // depth step) on every layer that takes it; the per-layer choice they give
 // is kept only if the whole model, timed in alternation with the default
-// build, is faster by more than the rounds' spread; at the end the model
+// build, is faster by more than the rounds' spread; the layers stored
+// narrow (bf16, int8) are timed in float the same way, in one build; at the end the model
 // built with the whole profile is timed the same way against the untuned
 // build, and the profile is kept only if it wins (tools/alternated_timing.h).
 #include "tools/tune.h"
@@ -17,9 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -40,31 +39,13 @@
 #include "toolchain/target_library.h"
 #include "tools/alternated_timing.h"
 #include "tools/bandwidth_probe.h"
+#include "tools/tune_trials.h"
 
 namespace cgc::tune {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double msSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-json readJson(const std::string& path) {
-  std::ifstream file(path);
-  json value = json::parse(file, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) userError({path, "", ""}, "not valid profile JSON");
-  return value;
-}
-
-void writeJson(const std::string& path, const json& value) {
-  std::ofstream file(path);
-  file << value.dump(2) << "\n";
-  if (!file) userError({path, "", ""}, "cannot write the profile");
-}
 
 /// Executor configurations to try, those that use every core first (by
 /// executors), then the ones that leave cores idle: threads that only
@@ -82,22 +63,6 @@ std::vector<std::pair<int, int>> configurations(int cpus) {
   return full;
 }
 
-/// A compiled and built model, ready to load and time.
-struct Build {
-  driver::CompileOptions compile;
-  driver::CompiledModel model;
-  driver::BuiltModel built;                     // empty until built
-  std::map<std::string, std::string> variants;  // each float Conv's variant, by node name
-};
-
-struct Measurement {
-  double ms = std::numeric_limits<double>::infinity();
-  double spread = 0;                            // the interquartile range of the rounds
-  json profile;                                 // the profiler's per-node medians of this build
-  std::map<std::string, std::string> variants;  // the build's convolution variants
-  int64_t weightBytes = 0;                      // the build's weights
-};
-
 /// The machine's read bandwidth (tools/bandwidth_probe.h), by thread count.
 using Bandwidths = std::map<int, double>;
 
@@ -106,17 +71,6 @@ struct Try {
   double ms;
   std::string outcome;
 };
-
-/// Each convolution's variant, float (with its setting) and int8.
-std::map<std::string, std::string> convVariantsOf(const ir::Graph& graph) {
-  std::map<std::string, std::string> variants;
-  for (int id : graph.liveNodes()) {
-    const ir::Node& node = graph.node(id);
-    if (ir::conventions::hasConvChoice(node))
-      variants[node.name] = ir::conventions::convChoice(node);
-  }
-  return variants;
-}
 
 /// Whether the target's runtime has the variant of `tier` and this CPU runs it.
 bool runsHere(const std::string& targetTier, const char* tier) {
@@ -161,114 +115,7 @@ std::vector<std::string> candidateVariants(const std::string& targetTier,
   return names;
 }
 
-class Tuner {
- public:
-  Tuner(const TuneOptions& options, fs::path workDir)
-      : options_(options), work_(std::move(workDir)) {}
-
-  /// Compiles the model for E x T with the profile at `profilePath` (if
-  /// any) and `every` on each convolution that takes it; builds it unless
-  /// `compileOnly` (to see which variants it chose).
-  Build build(int executors, int threads, const std::string& profilePath,
-              const std::string& every = "", bool compileOnly = false) {
-    driver::CompileOptions compile = options_.compile;
-    compile.executors = executors;
-    compile.threadsPerExecutor = threads;
-    compile.profilePath = profilePath;
-    compile.overrides.everyConvVariant = every;
-    compile.specialize.clear();  // --dim: the general code is tuned (the paths by tunePaths)
-    compile.overrides.specializeProfiledSizes = false;
-    compile.quiet = true;  // tune's own lines say what happens
-    Build b{compile, driver::compileModel(compile), {}, {}};
-    b.variants = convVariantsOf(b.model.graph);
-    if (!compileOnly) finish(b);
-    return b;
-  }
-
-  /// Builds a compiled model's library.
-  void finish(Build& b) {
-    if (b.built.library.empty()) b.built = driver::buildCached(b.model, b.compile);
-  }
-
-  /// Times one instance of `b` (the median of `rounds` rounds) and, with
-  /// `profile`, profiles it.
-  Measurement time(const Build& b, int rounds, bool profile) {
-    driver::LoadedModel loaded(b.built.library, b.built.prefix);
-    driver::setInputs(b.model, loaded, options_.inputsDir,
-                      /*fillMissing=*/options_.inputsDir.empty(), /*note=*/!filledNoted_);
-    filledNoted_ = true;  // one note for the whole search
-    const std::string& path0 = options_.compile.modelPath;
-
-    auto start = Clock::now();
-    driver::runOnce(loaded, path0);
-    double first = msSince(start);
-    // Rounds of at least ~20 ms, so sub-millisecond models are not timed
-    // at the clock's and the scheduler's resolution.
-    int perRound = std::clamp(static_cast<int>(std::ceil(20.0 / std::max(first, 1e-3))), 1, 1000);
-    for (int i = 0; i < std::min(perRound, 3); ++i) driver::runOnce(loaded, path0);
-    std::vector<double> times;
-    for (int r = 0; r < rounds; ++r) {
-      start = Clock::now();
-      for (int i = 0; i < perRound; ++i) driver::runOnce(loaded, path0);
-      times.push_back(msSince(start) / perRound);
-    }
-    Measurement m;
-    m.ms = medianOf(times);
-    m.spread = spreadOf(times);
-    m.variants = b.variants;
-    m.weightBytes = b.model.weightBytes();
-    if (!profile) return m;
-
-    Profiler profiler;
-    loaded.setProfiler(&profiler);
-    for (int i = 0; i < std::max(options_.rounds, 3); ++i) driver::runOnce(loaded, path0);
-    loaded.setProfiler(nullptr);
-    std::string path = (work_ / fmt::format("measured_{}.json", ++files_)).string();
-    if (!profiler.write_profile(path)) userError({path, "", ""}, "cannot write the profile");
-    m.profile = readJson(path);
-    return m;
-  }
-
-  Measurement measure(int executors, int threads, const std::string& profilePath) {
-    return time(build(executors, threads, profilePath), options_.rounds, /*profile=*/true);
-  }
-
-  /// Writes `profile` with the given node thread counts and convolution
-  /// variants for a build to read.
-  std::string writeProfile(json profile, const std::map<std::string, int>& nodeThreads,
-                           const std::map<std::string, std::string>& variants = {}) {
-    profile["node_threads"] = nodeThreads;
-    profile["variants"] = variants;
-    return writeProfile(profile);
-  }
-
-  /// Writes `profile` as it is for a build to read.
-  std::string writeProfile(const json& profile) {
-    std::string path = (work_ / fmt::format("profile_{}.json", ++files_)).string();
-    writeJson(path, profile);
-    return path;
-  }
-
-  /// `baseline` and `candidate` timed in `rounds` alternated rounds (each
-  /// round a fresh instance, so that neither's threads wait beside the
-  /// other's).
-  AlternatedTiming alternate(const Build& baseline, const Build& candidate, int rounds) {
-    std::vector<double> a, b;
-    for (int r = 0; r < rounds; ++r) {
-      a.push_back(time(baseline, 2, false).ms);
-      b.push_back(time(candidate, 2, false).ms);
-    }
-    return judgeAlternated(a, b);
-  }
-
- private:
-  const TuneOptions& options_;
-  fs::path work_;
-  int files_ = 0;
-  bool filledNoted_ = false;
-};
-
-/// The search's state and its three stages.
+/// The search's state and its stages.
 class Search {
  public:
   /// `start`: when the budget began (a specialised path's search shares
@@ -307,7 +154,7 @@ class Search {
       std::string config = fmt::format("{}x{}", e, t);
       try {
         Measurement estimated = tuner_.measure(e, t, "");
-        std::string profile = tuner_.writeProfile(estimated.profile, {});
+        std::string profile = tuner_.writeProfile(estimated.profile, TrialChoices{});
         Measurement measured = tuner_.measure(e, t, profile);
         // The first configuration is the default (one executor on every
         // core); another replaces the best only beyond both one's noise.
@@ -335,7 +182,7 @@ class Search {
   /// the model keeps that choice only if it is not slower as a whole.
   void variants(const std::string& targetTier) {
     if (best_.variants.empty()) return;
-    const std::string costs = tuner_.writeProfile(best_.profile, {});
+    const std::string costs = tuner_.writeProfile(best_.profile, TrialChoices{});
     LayerTimes us;
     record(best_, us);
     const bool narrow = driver::narrowWeightFormat(options_.compile) == rt::WeightFormat::kBf16;
@@ -350,7 +197,8 @@ class Search {
       }
       const std::string config = fmt::format("{}x{} variant {}", bestE_, bestT_, candidates[i]);
       try {
-        Build b = tuner_.build(bestE_, bestT_, costs, candidates[i], /*compileOnly=*/true);
+        Build b =
+            tuner_.build(bestE_, bestT_, costs, {candidates[i], {}, {}, /*compileOnly=*/true});
         int changed = 0;
         for (const auto& [node, variant] : b.variants) {
           auto before = best_.variants.find(node);
@@ -380,7 +228,50 @@ class Search {
     confirm(chosen, costs);
   }
 
-  /// Stage 3: per-op thread counts for the most expensive ops of the best
+  /// Stage 3: the layers whose weights are stored narrow (bf16, int8
+  /// weights) against float, in one build with every one of them float; a layer goes back
+  /// to float where that runs it faster by kMargin, and the model keeps
+  /// those only if it is faster as a whole. Float is never less accurate
+  /// than the precision the user allowed, so only the time decides.
+  void precisions() {
+    if (best_.precisions.empty()) return;
+    if (overBudget()) {
+      line("budget spent; precisions left untried");
+      return;
+    }
+    std::set<std::string> all;
+    for (const auto& [node, precision] : best_.precisions) all.insert(node);
+    const std::string config =
+        fmt::format("{}x{} {} narrow layer(s) in float", bestE_, bestT_, all.size());
+    std::map<std::string, double> narrowUs, floatUs;
+    try {
+      Measurement m = tuner_.measureNewGraph(bestE_, bestT_, {{}, variants_, all});
+      line(fmt::format("{}: {:.3f} ms", config, m.ms));
+      tries_.push_back({config, m.ms, ""});
+      for (const auto& [profile, us] :
+           {std::pair{&best_.profile, &narrowUs}, {&m.profile, &floatUs}})
+        for (const auto& node : (*profile)["nodes"])
+          (*us)[node["name"].get<std::string>()] = node["median_us"].get<double>();
+    } catch (const CompileError& error) {
+      line(fmt::format("{} failed: {}", config, error.what()));
+      return;
+    }
+    std::set<std::string> chosen;
+    for (const auto& [node, precision] : best_.precisions) {
+      if (!narrowUs.count(node) || !floatUs.count(node)) continue;
+      if (floatUs[node] >= narrowUs[node] * (1 - kMargin)) continue;
+      chosen.insert(node);
+      line(fmt::format("layer {}: {} {:.1f} us -> float {:.1f} us", node, precision, narrowUs[node],
+                       floatUs[node]));
+    }
+    if (chosen.empty()) {
+      line("precisions: every narrow layer is faster than in float");
+      return;
+    }
+    confirmFloat(chosen);
+  }
+
+  /// Stage 4: per-op thread counts for the most expensive ops of the best
   /// configuration: halve (or, failing that, double) an op's threads and
   /// keep the change if the whole model gets faster by more than the
   /// rounds' spread (of either measurement) and 2%.
@@ -400,8 +291,8 @@ class Search {
         trial[name] = candidate;
         std::string config = fmt::format("{}x{} {}: {} thread{}", bestE_, bestT_, name, candidate,
                                          candidate == 1 ? "" : "s");
-        Measurement m =
-            tuner_.measure(bestE_, bestT_, tuner_.writeProfile(best_.profile, trial, variants_));
+        Measurement m = tuner_.measure(
+            bestE_, bestT_, tuner_.writeProfile(best_.profile, {trial, variants_, floatLayers_}));
         const bool kept = beatsBeyondNoise(best_.ms, best_.spread, m.ms, m.spread, kConfigMargin);
         line(fmt::format("{:<6} {:.3f} ms (spread {:.3f}){}", config, m.ms, m.spread,
                          kept ? " (best)" : ""));
@@ -423,6 +314,7 @@ class Search {
     result["threads"] = bestT_;
     result["node_threads"] = nodeThreads_;
     result["variants"] = variants_;
+    result["float_layers"] = floatLayers_;
     driver::CpuRecord cpu = driver::thisCpu();
     cpu.tier = targetTier;
     result["cpu"] = {
@@ -471,6 +363,7 @@ class Search {
     bestT_ = threads;
     nodeThreads_.clear();
     variants_.clear();
+    floatLayers_.clear();
   }
 
   void summary(const std::string& out) const {
@@ -480,8 +373,8 @@ class Search {
     const bool dropped = finalCheck_.is_object() && !finalCheck_["kept"].get<bool>();
     line(
         fmt::format("best {}x{} ({} ops with their own thread count, {} layers with a measured "
-                    "variant{}): {:.3f} ms; wrote {} ({:.0f} s)",
-                    bestE_, bestT_, nodeThreads_.size(), variants_.size(),
+                    "variant, {} narrow layers in float{}): {:.3f} ms; wrote {} ({:.0f} s)",
+                    bestE_, bestT_, nodeThreads_.size(), variants_.size(), floatLayers_.size(),
                     dropped ? "; the default configuration: the tuned one was not faster" : "",
                     best_.ms, out, seconds()));
     if (bandwidth_.empty() || best_.weightBytes == 0) return;
@@ -540,7 +433,8 @@ class Search {
   void confirm(const std::map<std::string, std::string>& chosen, const std::string& costs) {
     try {
       Build before = tuner_.build(bestE_, bestT_, costs);
-      Build after = tuner_.build(bestE_, bestT_, tuner_.writeProfile(best_.profile, {}, chosen));
+      Build after =
+          tuner_.build(bestE_, bestT_, tuner_.writeProfile(best_.profile, {{}, chosen, {}}));
       const AlternatedTiming t = tuner_.alternate(before, after, std::max(options_.rounds, 5));
       const bool kept = t.faster;
       line(fmt::format(
@@ -560,6 +454,35 @@ class Search {
     }
   }
 
+  /// `chosen` layers in float against the best build, alternated; kept if
+  /// faster by more than the spread.
+  void confirmFloat(const std::set<std::string>& chosen) {
+    try {
+      const TrialChoices inFloat{{}, variants_, chosen};
+      Measurement measured = tuner_.measureNewGraph(bestE_, bestT_, inFloat);
+      Build before = tuner_.build(bestE_, bestT_, tuner_.writeProfile(best_.profile, choices()));
+      Build after = tuner_.build(bestE_, bestT_, tuner_.writeProfile(measured.profile, inFloat));
+      const AlternatedTiming t = tuner_.alternate(before, after, std::max(options_.rounds, 5));
+      line(fmt::format(
+          "precisions: {}: {}",
+          describeTiming(t, fmt::format("{} layer(s) in float", chosen.size()), "as asked"),
+          t.faster ? "kept" : "dropped"));
+      tries_.push_back({fmt::format("{}x{} {} layer(s) in float against as asked", bestE_, bestT_,
+                                    chosen.size()),
+                        t.candidateMs,
+                        fmt::format("{} (as asked {:.3f}, spread {:.3f})",
+                                    t.faster ? "kept" : "dropped", t.baselineMs, t.spreadMs)});
+      if (!t.faster) return;
+      best_ = std::move(measured);
+      floatLayers_ = chosen;
+    } catch (const CompileError& error) {
+      line(fmt::format("precisions: the layers in float failed: {}", error.what()));
+    }
+  }
+
+  /// What the profile fixes so far.
+  TrialChoices choices() const { return {nodeThreads_, variants_, floatLayers_}; }
+
   const TuneOptions& options_;
   Tuner tuner_;
   Clock::time_point start_;
@@ -568,8 +491,9 @@ class Search {
   Measurement best_;
   std::map<std::string, int> nodeThreads_;
   std::map<std::string, std::string> variants_;
-  Bandwidths bandwidth_;  // probeMemory's
-  json finalCheck_;       // the final check's timings, once made
+  std::set<std::string> floatLayers_;  // narrow layers the precision stage put back in float
+  Bandwidths bandwidth_;               // probeMemory's
+  json finalCheck_;                    // the final check's timings, once made
   Measurement defaults_;  // the untuned build, timed where the final check dropped the profile
 };
 
@@ -605,6 +529,7 @@ json tunePaths(const TuneOptions& options, const fs::path& work, const Search& g
       continue;
     }
     search.variants(tier);
+    search.precisions();
     search.nodeThreads();
     if (!search.finalCheck(tier)) {
       search.useDefaults(general.executors(), general.threads());
@@ -646,6 +571,7 @@ int tune(const TuneOptions& given) {
     userError({options.compile.modelPath, "", ""}, "no configuration compiled and ran");
   }
   search.variants(tier);
+  search.precisions();
   search.nodeThreads();
   if (!search.finalCheck(tier)) search.useDefaults(1, std::max(1, cpus));
 

@@ -27,7 +27,8 @@ std::string modelName(const std::string& modelPath);
 
 /// Runs the search and writes outDir/<model>.profile.json: the measured
 /// profile of the best configuration plus "executors", "threads",
-/// "node_threads" ({node name: threads}), "tuned_ms" and "final_check"
+/// "node_threads" ({node name: threads}), "variants", "float_layers" (the
+/// narrow layers that run faster in float), "tuned_ms" and "final_check"
 /// (the tuned build against the untuned one, alternated: the profile is
 /// kept only if faster by more than the spread, else the default
 /// configuration is written). Returns the exit code.

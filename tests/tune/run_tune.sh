@@ -85,3 +85,28 @@ if "$cgc" run "$model" -q --profile "$qprofile" --inputs "$samples/tiny_cnn/test
   echo "FAIL the float model took the int8 model's profile"; exit 1
 fi
 grep -q "measured on a different graph" "$work/refused.txt"
+
+# --quantize int8 --weights-only: the precision stage times the products
+# whose weights are int8 in float (one build), keeps in float those it
+# measured faster, and the profile's "float_layers" drive the compile: its
+# graph matches the one measured (else the profile is refused), the products
+# left narrow are the others, and the outputs match the test data.
+mlp="$samples/mlp"
+"$cgc" tune "$mlp/model.onnx" -q --budget 60 --rounds 2 -o "$work/narrow" --quantize int8 \
+    --weights-only >"$work/tune_narrow.log"
+grep -Eq "^tune: [0-9]+x[0-9]+ 2 narrow layer\(s\) in float: [0-9.]+ ms$" "$work/tune_narrow.log" ||
+  { echo "FAIL tune did not time the narrow layers in float"; cat "$work/tune_narrow.log"; exit 1; }
+nprofile="$work/narrow/mlp.profile.json"
+"$cgc" inspect "$mlp/model.onnx" --profile "$nprofile" --quantize int8 --weights-only --json \
+    >"$work/narrow/inspect.json"
+/usr/bin/python3 - "$nprofile" "$work/narrow/inspect.json" <<'PY'
+import json, sys
+p, report = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+floats = p["float_layers"]
+assert isinstance(floats, list) and set(floats) <= {"/MatMul", "/MatMul_1"}, floats
+narrow = report.get("narrow_weights", {}).get("products", 0)
+assert narrow == 2 - len(floats), (narrow, floats)
+print(f"precision stage: {len(floats)} of 2 int8-weight products in float: {floats}")
+PY
+"$cgc" run "$mlp/model.onnx" -q --profile "$nprofile" --quantize int8 --weights-only \
+    --inputs "$mlp/test_data_set_0" --check "$mlp/test_data_set_0" --rtol 1e-2 --atol 1e-2
