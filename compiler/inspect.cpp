@@ -132,8 +132,9 @@ void reportVariants(const driver::CompiledModel& model, const std::string& profi
                     nlohmann::json& report) {
   std::map<std::string, int> counts;
   std::map<std::string, std::string> fromProfile;
-  const auto measured = profilePath.empty() ? std::map<std::string, std::string>{}
-                                            : driver::readTunedConfig(profilePath).convVariants;
+  const driver::TunedConfig tuned =
+      profilePath.empty() ? driver::TunedConfig{} : driver::readTunedConfig(profilePath);
+  const auto& measured = tuned.convVariants;
   for (int id : model.graph.liveNodes()) {
     const ir::Node& node = model.graph.node(id);
     if (!ir::conventions::hasConvChoice(node)) continue;
@@ -152,6 +153,7 @@ void reportVariants(const driver::CompiledModel& model, const std::string& profi
   }
   if (!counts.empty()) report["conv_variants"] = counts;
   if (!profilePath.empty()) report["profile_variants"] = fromProfile;
+  if (!tuned.floatLayers.empty()) report["profile_float_layers"] = tuned.floatLayers;
 }
 
 /// --quantize: each layer's precision (the int8 products, those left out of
@@ -353,6 +355,11 @@ void printCompiled(const nlohmann::json& report) {
     for (const auto& [node, variant] : report["profile_variants"].items())
       std::cout << fmt::format("  {:<24} {}\n", node, variant.get<std::string>());
   }
+  if (report.contains("profile_float_layers"))
+    std::cout << fmt::format(
+        "float from the profile (cgc tune measured them faster than "
+        "narrow): {}\n",
+        fmt::join(report["profile_float_layers"], ", "));
   std::cout << fmt::format(
       "arena: {} bytes with reuse, {} bytes without ({} ops in place)\nweights: {} bytes\n",
       report["arena_bytes"].get<int64_t>(), report["arena_bytes_no_reuse"].get<int64_t>(),

@@ -106,6 +106,7 @@ floats = p["float_layers"]
 assert isinstance(floats, list) and set(floats) <= {"/MatMul", "/MatMul_1"}, floats
 narrow = report.get("narrow_weights", {}).get("products", 0)
 assert narrow == 2 - len(floats), (narrow, floats)
+assert report.get("profile_float_layers", []) == sorted(floats), report.get("profile_float_layers")
 print(f"precision stage: {len(floats)} of 2 int8-weight products in float: {floats}")
 PY
 "$cgc" run "$mlp/model.onnx" -q --profile "$nprofile" --quantize int8 --weights-only \
