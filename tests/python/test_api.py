@@ -3,6 +3,8 @@ once, runs in threads (the GIL released), zero-copy inputs and outputs,
 profiles, inspect and load."""
 
 import json
+import os
+import re
 import threading
 import time
 
@@ -40,6 +42,26 @@ def test_two_models_at_once(compiled):
             outputs = model.run({t.name: x for t, x in zip(model.inputs, inputs)})
             for actual, reference in zip(outputs.values(), expected):
                 assert_close(actual, reference)
+
+
+def test_two_libraries_take_different_cores():
+    """Each model library links its own copy of the runtime; the second
+    library's instance still leaves the cores the first one's workers are
+    pinned to (the kernel tells it), and says so where none are left."""
+    cpus = len(os.sched_getaffinity(0))
+    if cpus < 2:
+        pytest.skip("needs 2 CPUs to pin a worker")
+    first = cgc.compile(str(SAMPLES / "tiny_cnn" / "model.onnx"), threads=2)
+    second = cgc.compile(str(SAMPLES / "mlp" / "model.onnx"), threads=2)
+    assert first.library != second.library
+    assert "unpinned" not in first.placement, first.placement
+    if cpus < 4:
+        assert second.placement.endswith("unpinned: cores held by other instances"), \
+            second.placement
+    else:
+        taken = lambda p: set(re.findall(r"cpu (\d+)", p))
+        assert not taken(first.placement) & taken(second.placement), \
+            (first.placement, second.placement)
 
 
 def test_run_in_thread_releases_gil(tiny_cnn):

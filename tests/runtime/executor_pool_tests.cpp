@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cgc/team.h"
@@ -84,6 +87,45 @@ TEST_CASE("a pool built after another on the same thread still pins every worker
   CHECK(second.placement().at(1) == original[1]);
   CHECK(second.describe_placement().find("unpinned") == std::string::npos);
   setThreadCpus(original);
+}
+
+TEST_CASE("a pool leaves the CPU that another copy of the runtime pinned a thread to", "[.cpus2]") {
+  // Every model library links its own runtime, whose registry does not see
+  // this one's: what another copy holds, the kernel says (a thread pinned to
+  // one CPU). Here a plain thread pinned to the last CPU stands for it.
+  const std::vector<int> original = threadCpus();
+  if (original.size() < 2) FAIL("needs 2 CPUs: ctest's kernels_cpus2 skips it");
+  const int held = original.back();
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool pinned = false, done = false;
+  std::thread other([&] {
+    setThreadCpus({held});
+    std::unique_lock<std::mutex> lock(mutex);
+    pinned = true;
+    changed.notify_all();
+    changed.wait(lock, [&] { return done; });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return pinned; });
+  }
+  {
+    cgc::ExecutorPool pool(1, static_cast<int>(original.size()), 1);
+    CHECK(pool.describe_placement().ends_with("unpinned: cores held by other instances"));
+    if (original.size() > 2) {
+      cgc::ExecutorPool fewer(1, 2, 1);
+      for (int cpu : fewer.placement()) CHECK(cpu != held);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+  }
+  changed.notify_all();
+  other.join();
+  cgc::ExecutorPool all(1, static_cast<int>(original.size()), 1);  // the CPU is free again
+  CHECK(all.describe_placement().find("unpinned") == std::string::npos);
 }
 
 TEST_CASE("CGC_PIN=0 leaves the workers unpinned and claims no CPU", "[.cpus2]") {

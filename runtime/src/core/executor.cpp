@@ -2,8 +2,10 @@
 // process-wide registry of the CPUs that pools hold, so that several
 // instances in one process pin their workers to different cores; see
 // cgc/team.h.
+#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -36,6 +38,30 @@ const std::vector<int>& allowedCpus() {
     return list;
   }();
   return cpus;
+}
+
+/// The CPUs that another thread of this process is pinned to alone, read
+/// from the kernel (/proc/self/task): the workers of pools of another copy
+/// of the runtime (every model library links its own, so their registries
+/// do not see each other) or threads another library pinned. The calling
+/// thread does not count (its mask is its owner's).
+std::vector<bool> cpusPinnedByOtherThreads() {
+  std::vector<bool> pinned(CPU_SETSIZE, false);
+  DIR* tasks = opendir("/proc/self/task");
+  if (!tasks) return pinned;
+  const pid_t self = gettid();
+  while (const dirent* entry = readdir(tasks)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(entry->d_name));
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (tid <= 0 || tid == self || sched_getaffinity(tid, sizeof(set), &set) != 0 ||
+        CPU_COUNT(&set) != 1)
+      continue;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) pinned[cpu] = true;
+  }
+  closedir(tasks);
+  return pinned;
 }
 
 bool pinningWanted() {
@@ -71,10 +97,12 @@ std::string oversubscription(int executors, int asked, int threads, int cpus, bo
   return out + ")";
 }
 
-/// Which CPUs the pools of this process hold. A pool that pins claims one
-/// CPU per thread (the caller's, then its workers'), all or none, under the
-/// mutex; whether a worker is pinned to a CPU is also readable without it
-/// (run() asks, to keep the caller off the workers' cores).
+/// Which CPUs the pools of this copy of the runtime hold. A pool that pins
+/// claims one CPU per thread (the caller's, then its workers'), all or none,
+/// under the mutex, among the CPUs no other thread of the process is pinned
+/// to (another copy's workers: cpusPinnedByOtherThreads); whether a worker
+/// is pinned to a CPU is also readable without it (run() asks, to keep the
+/// caller off the workers' cores).
 class CpuRegistry {
  public:
   /// Never destroyed: a pool in a static object may outlive any static here.
@@ -97,10 +125,13 @@ class CpuRegistry {
   /// pinning is wanted and that many CPUs are free, the CPUs it claims.
   Claim claim(int executors, int threads, bool pin, bool oversubscribe) {
     const std::vector<int>& allowed = allowedCpus();
+    const std::vector<bool> elsewhere = pin ? cpusPinnedByOtherThreads() : std::vector<bool>();
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<int> free;
     for (int cpu : allowed)
-      if (state_[cpu].load(std::memory_order_relaxed) == kFree) free.push_back(cpu);
+      if (state_[cpu].load(std::memory_order_relaxed) == kFree &&
+          (elsewhere.empty() || !elsewhere[static_cast<size_t>(cpu)]))
+        free.push_back(cpu);
     Claim claim{threads, {}, {}, {}, {}};
     const int cpus = available_cpus();
     if (threads == 0)
