@@ -4,10 +4,11 @@
 // one build with the variant (and its setting: Winograd's form, Packed's
 // depth step) on every layer that takes it; the per-layer choice they give
 // is kept only if the whole model, timed in alternation with the default
-// build, is faster by more than the rounds' spread; the layers stored
-// narrow (bf16, int8) are timed in float the same way, in one build; at the end the model
-// built with the whole profile is timed the same way against the untuned
-// build, and the profile is kept only if it wins (tools/alternated_timing.h).
+// build, is faster by more than the rounds' spread; the layers whose
+// weights are stored narrow (bf16, int8) are timed in float the same way,
+// in one build; at the end the model built with the whole profile is timed
+// the same way against the untuned build, and the profile is kept only if
+// it wins (tools/alternated_timing.h).
 #include "tools/tune.h"
 
 #include <fmt/format.h>
