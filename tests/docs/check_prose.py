@@ -29,7 +29,7 @@ MEASUREMENT = re.compile(
 ALLOWED = [
     ("bench/device/drive.cpp", "50 ms"),            # the warm-up's least length
     ("bench/device/ort_worker.py", "50 ms"),        # the same, for ONNX Runtime
-    ("tools/tune.cpp", "~20 ms"),                   # a timed round's least length
+    ("tools/tune_trials.cpp", "~20 ms"),            # a timed round's least length
     ("tests/unit/schedule_test.cpp", ""),           # the cost model's constants under test
     ("tests/runtime/profiler_tests.cpp", ""),       # durations recorded by the test
 ]
