@@ -381,8 +381,8 @@ CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) 
   CLI::App* command = app.add_subcommand(
       "tune",
       "Measure executor configurations, each convolution layer's kernel variant (with "
-      "Winograd's forms and the packed GEMM's depth steps), whether layers stored bf16 or with "
-      "int8 weights run faster in float, and per-op thread counts; write the fastest, if it "
+      "Winograd's forms and the packed GEMM's depth steps), whether layers stored bf16 or int8 "
+      "run faster in float, and per-op thread counts; write the fastest, if it "
       "beats the default, as DIR/<model>.profile.json for --profile");
   addModelOptions(*command, args);
   command->add_option("--dim", args.dims,

@@ -229,24 +229,29 @@ class Search {
     confirm(chosen, costs);
   }
 
-  /// Stage 3: the layers whose weights are stored narrow (bf16, int8
-  /// weights) against float, in one build with every one of them float; a layer goes back
-  /// to float where that runs it faster by kMargin, and the model keeps
-  /// those only if it is faster as a whole. Float is never less accurate
-  /// than the precision the user allowed, so only the time decides.
+  /// Stage 3: the layers stored narrow (bf16, int8 weights, int8) against
+  /// float, timed in the float model (one build, on estimated costs); a
+  /// layer goes back to float where that runs it faster by kMargin, and the
+  /// model keeps those only if it is faster as a whole. Float is never less
+  /// accurate than the precision the user allowed, so only the time
+  /// decides; where every int8 layer is faster in float, tune says so.
   void precisions() {
-    if (best_.precisions.empty()) return;
+    // A model stored int8 in its file (QDQ) has no float form to try.
+    const driver::CompileOptions& asked = options_.compile;
+    if (best_.precisions.empty() || !(asked.quantize.enabled() || asked.precision == "bf16"))
+      return;
     if (overBudget()) {
       line("budget spent; precisions left untried");
       return;
     }
-    std::set<std::string> all;
-    for (const auto& [node, precision] : best_.precisions) all.insert(node);
     const std::string config =
-        fmt::format("{}x{} {} narrow layer(s) in float", bestE_, bestT_, all.size());
+        fmt::format("{}x{} {} narrow layer(s) in float", bestE_, bestT_, best_.precisions.size());
     std::map<std::string, double> narrowUs, floatUs;
     try {
-      Measurement m = tuner_.measureNewGraph(bestE_, bestT_, {{}, variants_, all});
+      TrialCompile floatModel{"", variants_, {}};
+      floatModel.floatModel = true;
+      Measurement m = tuner_.time(tuner_.build(bestE_, bestT_, "", floatModel), options_.rounds,
+                                  /*profile=*/true);
       line(fmt::format("{}: {:.3f} ms", config, m.ms));
       tries_.push_back({config, m.ms, ""});
       for (const auto& [profile, us] :
@@ -258,15 +263,24 @@ class Search {
       return;
     }
     std::set<std::string> chosen;
+    int int8 = 0, int8Chosen = 0;
     for (const auto& [node, precision] : best_.precisions) {
+      int8 += precision == "int8";
       if (!narrowUs.count(node) || !floatUs.count(node)) continue;
       if (floatUs[node] >= narrowUs[node] * (1 - kMargin)) continue;
       chosen.insert(node);
+      int8Chosen += precision == "int8";
       line(fmt::format("layer {}: {} {:.1f} us -> float {:.1f} us", node, precision, narrowUs[node],
                        floatUs[node]));
     }
     if (chosen.empty()) {
       line("precisions: every narrow layer is faster than in float");
+      return;
+    }
+    if (int8 > 0 && int8Chosen == int8) {
+      line(
+          "precisions: every int8 layer runs faster in float: the float model is the faster "
+          "here (compile it without --quantize)");
       return;
     }
     confirmFloat(chosen);

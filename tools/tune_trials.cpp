@@ -45,14 +45,12 @@ std::map<std::string, std::string> convVariantsOf(const ir::Graph& graph) {
   return variants;
 }
 
-/// Each layer whose weights are stored narrow (bf16, or int8 weights with
-/// float activations), by node name. int8 layers (int8 activations) are
-/// the quantiser's: in float they change their neighbours' formats too.
+/// Each layer stored narrow (bf16, int8 weights or int8), by node name.
 std::map<std::string, std::string> narrowLayersOf(const ir::Graph& graph) {
   std::map<std::string, std::string> layers;
   for (int id : graph.liveNodes()) {
     const std::string precision = driver::layerPrecision(graph.node(id));
-    if (precision == "bf16" || precision == "int8 weights") layers[graph.node(id).name] = precision;
+    if (!precision.empty() && precision != "float") layers[graph.node(id).name] = precision;
   }
   return layers;
 }
@@ -69,6 +67,10 @@ Build Tuner::build(int executors, int threads, const std::string& profilePath,
   compile.overrides.convVariants = trial.variants;
   compile.quantize.keepFloat.insert(compile.quantize.keepFloat.end(), trial.floatLayers.begin(),
                                     trial.floatLayers.end());
+  if (trial.floatModel) {
+    compile.quantize = {};
+    compile.precision = "fp32";
+  }
   compile.specialize.clear();  // --dim: the general code is tuned (the paths by tunePaths)
   compile.overrides.specializeProfiledSizes = false;
   compile.quiet = true;  // tune's own lines say what happens

@@ -31,8 +31,8 @@ struct Build {
   driver::CompiledModel model;
   driver::BuiltModel built;                     // empty until built
   std::map<std::string, std::string> variants;  // each float Conv's variant, by node name
-  /// The layers whose weights are stored narrow (driver::layerPrecision:
-  /// "bf16", "int8 weights"), by node name.
+  /// The layers stored narrow (driver::layerPrecision: "bf16", "int8
+  /// weights", "int8"), by node name.
   std::map<std::string, std::string> precisions;
 };
 
@@ -58,6 +58,7 @@ struct TrialCompile {
   std::map<std::string, std::string> variants;  // by layer, where no profile gives them
   std::set<std::string> floatLayers;            // kept float, as --keep-float
   bool compileOnly = false;                     // not built: to see the variants chosen
+  bool floatModel = false;                      // every layer float: no --quantize, fp32
 };
 
 class Tuner {

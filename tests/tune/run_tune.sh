@@ -61,6 +61,8 @@ calib="$samples/tiny_cnn/model.calib.json"
 qprofile="$work/int8/tiny_cnn.profile.json"
 grep -Eq "variant (DepthwiseVnni|Depthwise|DirectChannels|Direct|GemmSplit|Gemm|GemmWide) on" \
     "$work/tune_int8.log" || { echo "FAIL tune timed no int8 variant"; exit 1; }
+grep -Eq "^tune: [0-9]+x[0-9]+ [0-9]+ narrow layer\(s\) in float: [0-9.]+ ms$" "$work/tune_int8.log" ||
+  { echo "FAIL tune did not time the int8 layers in float"; exit 1; }
 /usr/bin/python3 - "$qprofile" "$work/int8" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
