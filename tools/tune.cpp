@@ -80,7 +80,7 @@ bool runsHere(const std::string& targetTier, const char* tier) {
 
 /// The trials worth a build: the variants the target's runtime has and this
 /// CPU runs (those on bf16 weights where the compile may store them,
-/// `narrow`: --precision bf16, on every layer they take),
+/// `narrow`: --precision bf16 or --keep-bf16, on every layer they take),
 /// Winograd in each of its forms (tiles 2 and 4), Packed with the depth
 /// steps the default build chose (`defaults`), halved and doubled;
 /// and the int8 convolution's variants where the model has int8 layers.
@@ -186,7 +186,9 @@ class Search {
     const std::string costs = tuner_.writeProfile(best_.profile, TrialChoices{});
     LayerTimes us;
     record(best_, us);
-    const bool narrow = driver::narrowWeightFormat(options_.compile) == rt::WeightFormat::kBf16;
+    // bf16 weights: --precision bf16, or the layers --keep-bf16 names.
+    const bool narrow = driver::narrowWeightFormat(options_.compile) == rt::WeightFormat::kBf16 ||
+                        !options_.compile.quantize.keepBf16.empty();
     const std::vector<std::string> candidates =
         candidateVariants(targetTier, best_.variants, narrow);
     int trials = 0;
