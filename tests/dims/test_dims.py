@@ -18,6 +18,9 @@ instead of fixed sizes, runs correctly at every size in the range:
   * a CNN of 32-channel 3x3 layers with variable batch and side, whose
     layers run Packed on small planes and Winograd on large ones, matches
     PyTorch at sizes that take each (the general code picks per call);
+  * a 3-channel 1x1 layer and a 7x7 stride-2 stem with a fused 3x3
+    stride-2 max pool, whose variant at large images (FewChannels) is not
+    the GEMMs' of small ones, match PyTorch from 1x1 images to the bounds;
   * the encoder again with seq as a range in --shape (input_ids=1x1..256);
   * data-dependent sizes (NonZero, Compress, TopK with a run-time k,
     Unique) of a [batch, seq] input match numpy at five sizes, in the
@@ -67,6 +70,9 @@ RES_SIZES = [(1, 33, 47), (3, 61, 95), (2, 96, 96), (4, 32, 77), (0, 45, 50)]  #
 # (batch, side): a 32-channel 3x3 layer runs Packed on small planes and
 # Winograd, F(2x2) or F(4x4), on large ones; compiled once, it picks per call.
 WIDE_SIZES = [(1, 5), (2, 9), (1, 16), (3, 27), (2, 48)]
+# (batch, height, width): a stem's FewChannels takes 256 output positions
+# or more; the general code runs every size down to a 1x1 image.
+STEM_SIZES = [(1, 1, 1), (2, 1, 6), (1, 3, 3), (2, 15, 17), (2, 64, 64)]
 RES_NARROW = (1, 41, 33)  # within --dim height=32..48, width=32..48 and none of its samples
 DEC_LAYERS, DEC_HEADS, DEC_HEAD, DEC_POS = 2, 2, 8, 64  # the decoder step: layers, heads, head width, positions
 DEC_PASTS = [0, 1, 37, DEC_POS - 1]  # cache lengths: empty, one, odd, the bound
@@ -169,6 +175,36 @@ class Wide(nn.Module):
 
     def forward(self, x):
         return self.c2(torch.relu(self.c1(x))) + x
+
+
+class Stems(nn.Module):
+    """A 3-channel 1x1 layer then a 3x3 one, and a 7x7 stride-2 stem with
+    a 3x3 stride-2 max pool: FewChannels at large images, Pointwise, Im2col
+    or Packed at small ones."""
+
+    def __init__(self):
+        super().__init__()
+        self.pw, self.c = nn.Conv2d(3, 16, 1), nn.Conv2d(16, 16, 3, padding=1)
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 7, 2, 3), nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+
+    def forward(self, x):
+        return self.c(torch.relu(self.pw(x))), self.stem(x)
+
+
+def make_stems(work, rng):
+    """Stems exported with symbolic batch, height and width, and its
+    outputs from PyTorch at STEM_SIZES."""
+    stems = Stems().eval()
+    image = {0: "batch", 2: "height", 3: "width"}
+    with torch.no_grad():
+        torch.onnx.export(stems, (torch.zeros(1, 3, 8, 8),), os.path.join(work, "stems.onnx"),
+                          input_names=["image"], output_names=["out", "pooled"],
+                          opset_version=17, dynamic_axes={"image": image, "out": image,
+                                                          "pooled": {0: "batch"}})
+        for b, h, w in STEM_SIZES:
+            img = rng.standard_normal((b, 3, h, w), dtype=np.float32)
+            write_set(os.path.join(work, f"stems_{b}x{h}x{w}"), [img],
+                      [o.numpy() for o in stems(torch.from_numpy(img))])
 
 
 def make_wide(work, rng):
@@ -419,6 +455,7 @@ def make_data(work):
     make_decoder(work, rng)
     make_resnet(work, rng)
     make_wide(work, rng)
+    make_stems(work, rng)
 
 
 def main():
@@ -513,6 +550,12 @@ def main():
     else:
         print(f"FAIL wide: {alternatives} layers hold alternatives, not 2")
         failures.append("wide alternatives")
+    # A stem's variant at the bounds takes every smaller image; the GEMM
+    # variants that small images prefer are alternatives on its weights.
+    stem_dims = ["--dim", "batch=1..2", "--dim", "height=1..64", "--dim", "width=1..64"]
+    for b, h, w in STEM_SIZES:
+        run(f"stems {b}x{h}x{w}", ["run", os.path.join(work, "stems.onnx"), "--quiet"]
+            + stem_dims + check(f"stems_{b}x{h}x{w}"))
     # A narrow range, whose samples two floor divisions fit alike
     # (floor((h + 3) / 4) and floor((h + 4) / 5) + 2 of the stem's output):
     # cgc compiles it where they differ and keeps the one that holds.
