@@ -556,6 +556,13 @@ def main():
     for b, h, w in STEM_SIZES:
         run(f"stems {b}x{h}x{w}", ["run", os.path.join(work, "stems.onnx"), "--quiet"]
             + stem_dims + check(f"stems_{b}x{h}x{w}"))
+    inspected = subprocess.run([cgc, "inspect", os.path.join(work, "stems.onnx")] + stem_dims,
+                               capture_output=True, text=True)
+    if inspected.returncode == 0 and "FewChannels or Pointwise" in inspected.stdout:
+        print("ok stems: the 1x1 layer holds Pointwise beside FewChannels, on its weights")
+    else:
+        print(f"FAIL stems inspect: no 'FewChannels or Pointwise'\n{inspected.stdout}")
+        failures.append("stems alternatives")
     # A narrow range, whose samples two floor divisions fit alike
     # (floor((h + 3) / 4) and floor((h + 4) / 5) + 2 of the stem's output):
     # cgc compiles it where they differ and keeps the one that holds.
