@@ -8,7 +8,8 @@ instead of fixed sizes, runs correctly at every size in the range:
     at (batch, seq) from (1, 1) to (8, 512), also with seq restricted to
     multiples of 8;
   * a small residual CNN with a dynamic batch and image side matches PyTorch
-    at batch 1..16 and sides 16..64 (multiples of 8);
+    at batch 1..16 and sides 16..64 (multiples of 8), and at sides 1, 7 and
+    33 of 1..64 (its pool's positions the square of a derived side);
   * a GPT-2-shaped decoder step (torch.onnx.export, its positions and
     causal mask computed from the cache's length) compiled once with
     --dim past=0..63 matches PyTorch at an empty cache, 1, 37 and the bound;
@@ -64,6 +65,7 @@ import make_decoder as decoder_sample  # noqa: E402
 HID, HEADS, VOCAB = 32, 4, 100
 ENC_SIZES = [(1, 1), (1, 7), (2, 64), (1, 128), (3, 200), (8, 512)]
 CNN_SIZES = [(1, 32), (3, 32), (16, 32), (2, 16), (5, 56)]  # (batch, side)
+CNN_ODD_SIZES = [(1, 1), (3, 7), (1, 33)]  # --dim side=1..64: odd sides halved, squared
 CF_SIZES = [(1, 1), (1, 7), (2, 30), (4, 64), (3, 5)]  # (batch, seq)
 DD_SIZES = [(1, 1, 1), (1, 7, 3), (2, 30, 30), (4, 64, 5), (3, 5, 2)]  # (batch, seq, k)
 RES_SIZES = [(1, 33, 47), (3, 61, 95), (2, 96, 96), (4, 32, 77), (0, 45, 50)]  # (batch, h, w)
@@ -434,7 +436,7 @@ def make_data(work):
             ids, mask = encoder_inputs(rng, b, s)
             out = enc(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
             write_set(os.path.join(work, f"encoder_{b}x{s}"), [ids, mask], [out])
-        for b, side in CNN_SIZES:
+        for b, side in CNN_SIZES + CNN_ODD_SIZES:
             img = rng.standard_normal((b, 3, side, side), dtype=np.float32)
             write_set(os.path.join(work, f"cnn_{b}x{side}"), [img],
                       [cnn(torch.from_numpy(img)).numpy()])
@@ -579,6 +581,11 @@ def main():
     for b, side in CNN_SIZES:  # the image side too: a stride-2 layer halves it
         run(f"cnn {b}x{side}", ["run", cnn, "--quiet", "--dim", "batch=1..16",
                                 "--dim", "side=16..64:8"] + check(f"cnn_{b}x{side}"))
+    # Any side, no multiple: the stride-2 layer's output side is derived at
+    # run time, and the pool's positions are that side squared.
+    for b, side in CNN_ODD_SIZES + [(5, 56)]:
+        run(f"cnn side=1..64 {b}x{side}", ["run", cnn, "--quiet", "--dim", "batch=1..16",
+                                           "--dim", "side=1..64"] + check(f"cnn_{b}x{side}"))
     # Data-dependent sizes within variable dimensions: their bounds follow
     # the dimensions, and outputs are dense at their actual shape, in the
     # general code and in a partly and a wholly specialised path.
