@@ -27,8 +27,9 @@
 // For --dim's general code (PassTarget::convAlternatives), a layer whose
 // choice changes with the sizes gets the other choices' weights too, after
 // its own in one constant (cgc_conv_alternatives and
-// cgc_conv_alternative_weights: ConvParams::alternatives), and conv picks
-// one per call on the extents it is given.
+// cgc_conv_alternative_weights: ConvParams::alternatives; a choice on plain
+// weights shares the model's where the layer's own reads them too, at 0),
+// and conv picks one per call on the extents it is given.
 // Rearranging at run time would copy every weight on every inference;
 // doing it in the model constructor would hold two copies. Runs after
 // fold-conv-batchnorm, which rewrites the weights it packs, and after the
@@ -146,8 +147,13 @@ std::string textOf(const Choice& c) {
   return c.setting ? fmt::format("{}:{}", name, c.setting) : std::string(name);
 }
 
+bool readsPlain(const Choice& c) {
+  return rt::convVariantInfo(c.variant).weights == rt::ConvWeights::kPlain;
+}
+
 /// The choices of convAlternatives that differ from `own` and can run the
-/// layer on float weights, at most ConvParams::alternatives' size.
+/// layer on float weights, at most ConvParams::alternatives' size: those
+/// on plain weights only where `own` reads them too (they share them).
 std::vector<Choice> alternativesFor(const ir::Node& conv, const rt::ConvParams& params,
                                     const PassTarget& target, const rt::ConvContext& context,
                                     const Choice& own) {
@@ -159,7 +165,7 @@ std::vector<Choice> alternativesFor(const ir::Node& conv, const rt::ConvParams& 
     const ir::conventions::ConvChoice wanted = ir::conventions::parseConvChoice(text);
     const rt::ConvVariant variant = rt::convVariantNamed(wanted.variant.c_str());
     if (!whyNot(variant, wanted.setting, params, target, true, false).empty() ||
-        rt::convVariantInfo(variant).weights == rt::ConvWeights::kPlain)
+        (readsPlain({variant}) && !readsPlain(own)))
       continue;
     const Choice c = settled({variant, wanted.setting}, params, context);
     if (std::count(seen.begin(), seen.end(), textOf(c))) continue;
@@ -194,13 +200,18 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     const std::vector<Choice> others = w.isConstant()
                                            ? alternativesFor(conv, params, target, context, choice)
                                            : std::vector<Choice>{};
-    if (info.weights == rt::ConvWeights::kPlain && others.empty()) continue;
-    std::vector<float> packed = weightsFor(params, info, choice.setting, w.dataAs<float>());
+    // Its own weights, then each other variant's; those on plain weights
+    // read the model's, where own reads them too (alternativesFor).
+    const bool repack =
+        !readsPlain(choice) || !std::all_of(others.begin(), others.end(), readsPlain);
+    std::vector<float> packed;
+    if (repack) packed = weightsFor(params, info, choice.setting, w.dataAs<float>());
     std::vector<int64_t> starts;
     std::vector<std::string> texts;
     for (const Choice& other : others) {
-      starts.push_back(static_cast<int64_t>(packed.size()));
       texts.push_back(textOf(other));
+      starts.push_back(readsPlain(other) ? 0 : static_cast<int64_t>(packed.size()));
+      if (readsPlain(other)) continue;
       const std::vector<float> more =
           weightsFor(params, rt::convVariantInfo(other.variant), other.setting, w.dataAs<float>());
       packed.insert(packed.end(), more.begin(), more.end());
@@ -209,14 +220,16 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     // bf16 weights, each holds the bits of a pair of bfloat16).
     const bool winograd = info.weights == rt::ConvWeights::kWinograd;
     const bool bf16 = info.weights == rt::ConvWeights::kBf16Panels;
-    const char* suffix = !others.empty() ? "_variants"
-                         : winograd      ? "_winograd"
-                         : bf16          ? "_bf16"
-                                         : "_packed";
-    const auto count = static_cast<int64_t>(packed.size());
-    int packedId = addFloatConstant(graph, w.name + suffix, {count}, packed);
-    ir::Node& node = graph.node(id);  // addConstant may move values, not nodes
-    node.inputs[1] = packedId;
+    if (repack) {
+      const char* suffix = !others.empty() ? "_variants"
+                           : winograd      ? "_winograd"
+                           : bf16          ? "_bf16"
+                                           : "_packed";
+      const auto count = static_cast<int64_t>(packed.size());
+      const int packedId = addFloatConstant(graph, w.name + suffix, {count}, packed);
+      graph.node(id).inputs[1] = packedId;  // addConstant may move values, not nodes
+    }
+    ir::Node& node = graph.node(id);
     if (!others.empty()) {
       node.attrs[ir::conventions::kConvAlternatives] = fmt::format("{}", fmt::join(texts, ","));
       node.attrs[ir::conventions::kConvAlternativeWeights] = starts;

@@ -95,12 +95,14 @@ std::vector<SizeForm> explainSize(const Series& target, const std::vector<SizeCa
     if (!fit) return std::nullopt;
     return SizeForm{std::nullopt, DerivedSize{polys, fit->first, fit->second, 1, 0}};
   };
+  // A factor may repeat: a square plane's positions, one dimension for both
+  // sides, are its side times itself.
   for (size_t i = 0; i < n; ++i)
-    for (size_t j = i + 1; j < n; ++j)
+    for (size_t j = i; j < n; ++j)
       if (auto form = product({candidates[i], candidates[j]})) return {*form};
   for (size_t i = 0; i < n; ++i)
-    for (size_t j = i + 1; j < n; ++j)
-      for (size_t k = j + 1; k < n; ++k)
+    for (size_t j = i; j < n; ++j)
+      for (size_t k = j; k < n; ++k)
         if (auto form = product({candidates[i], candidates[j], candidates[k]})) return {*form};
   std::vector<SizeForm> found;
   for (const SizeCandidate* c : candidates)

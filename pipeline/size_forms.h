@@ -6,14 +6,15 @@
 // size and, as candidates, the sizes it may be made of: the extents of the
 // node's operands (each a polynomial in the dimensions or a size derived
 // before). This finds the forms that give the quantity at every
-// sample: an integer multiple of a product of up to three candidates plus
-// an integer, or floor((c + b) / s) + k of one candidate c, where the
-// samples' values of c take every remainder modulo s, so that b is the
-// only one that fits. Where two remainders or two divisors give forms
-// that fit alike, the samples do not tell which holds: the fit compiles
-// the model where they differ (dim_samples.h: tellForms) and tries again,
-// takes either where they agree at every size --dim allows, and refuses
-// rather than guess when it still cannot tell.
+// sample: an integer multiple of a product of up to three candidates (one
+// may repeat: a square plane's positions) plus an integer, or
+// floor((c + b) / s) + k of one candidate c, where the samples' values of
+// c take every remainder modulo s, so that b is the only one that fits.
+// Where two remainders or two divisors give forms that fit alike, the
+// samples do not tell which holds: the fit compiles the model where they
+// differ (dim_samples.h: tellForms) and tries again, takes either where
+// they agree at every size --dim allows, and refuses rather than guess
+// when it still cannot tell.
 #pragma once
 
 #include <optional>

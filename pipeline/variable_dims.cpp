@@ -126,49 +126,64 @@ Sample compileAt(const CompileOptions& options, const std::vector<Dim>& dims, co
   return s;
 }
 
-/// The float convolutions' variants (ir::conventions::convChoice) the
-/// model takes at `sizes`, by node, besides the bounds' own: the general
-/// code packs them too, and each layer picks one per call on its extents.
-/// A size the model does not compile at adds nothing (the fit names it).
-std::map<std::string, std::vector<std::string>> variantsAt(const CompileOptions& options,
-                                                           const Sample& bounds,
-                                                           const std::vector<Sizes>& sizes) {
-  std::map<std::string, std::vector<std::string>> out;
-  const ir::Graph& reference = bounds.model.graph;
-  const std::vector<int> live = reference.liveNodes();
-  if (std::none_of(live.begin(), live.end(),
-                   [&](int id) { return reference.node(id).has(ir::conventions::kConvVariant); }))
-    return out;
+/// What the probes before the bounds found (variantsAt).
+struct Probes {
+  /// The float convolutions' variants (ir::conventions::convChoice), by
+  /// node, for the bounds' compile to pack too.
+  std::map<std::string, std::vector<std::string>> variants;
+  size_t compiles = 0;
+  /// The last probe's compile, for the caller to free after the bounds':
+  /// its memory, below the bounds' in the heap, then serves the grid's
+  /// compiles, where freed before it the allocator would return it to the
+  /// system and the grid's compiles would fault in fresh pages.
+  Sample last;
+};
+
+/// The variants the model's float convolutions take at `sizes`, for the
+/// bounds' compile to pack too (pack-conv-weights leaves out a layer's
+/// own): the general code picks one per call on its extents. Compiled
+/// before the bounds, so that those are compiled once; a size the model
+/// does not compile at adds nothing (the fit names it), and a compile
+/// without float convolutions (an int8 model) ends the probing.
+Probes variantsAt(const CompileOptions& options, const std::vector<Sizes>& sizes) {
+  Probes out;
   CompileOptions quiet = options;
   quiet.quiet = true;
   for (const Sizes& at : sizes) {
-    if (at == bounds.sizes) continue;
     Sample s;
     try {
+      ++out.compiles;
       s = compileAt(quiet, options.dims, at, nullptr);
     } catch (const CompileError&) {
       continue;
     }
     const ir::Graph& g = s.model.graph;
+    bool any = false;
     for (int id : g.liveNodes()) {
       const ir::Node& node = g.node(id);
-      const auto own = bounds.nodes.find(node.name);
-      if (!node.has(ir::conventions::kConvVariant) || own == bounds.nodes.end()) continue;
+      if (!node.has(ir::conventions::kConvVariant)) continue;
+      any = true;
       const std::string choice = ir::conventions::convChoice(node);
-      std::vector<std::string>& list = out[node.name];
-      if (choice != ir::conventions::convChoice(reference.node(own->second)) &&
-          !std::count(list.begin(), list.end(), choice))
-        list.push_back(choice);
-      if (list.empty()) out.erase(node.name);
+      std::vector<std::string>& list = out.variants[node.name];
+      if (!std::count(list.begin(), list.end(), choice)) list.push_back(choice);
     }
+    out.last = std::move(s);
+    if (!any) break;
   }
   return out;
 }
 
+/// Whether the model has convolutions, which may run other variants at
+/// other sizes (variantsAt).
+bool hasConvolutions(const frontend::ModelSummary& summary) {
+  return std::any_of(summary.opCounts.begin(), summary.opCounts.end(),
+                     [](const auto& op) { return op.first.find("Conv") != std::string::npos; });
+}
+
 /// The symbolic dimensions --dim names must be those of the model's
 /// inputs, every other one bound by --shape; --observe (the general
-/// code's tensors) does not combine with --specialize.
-void checkAgainstModel(const CompileOptions& options) {
+/// code's tensors) does not combine with --specialize. The model's summary.
+frontend::ModelSummary checkAgainstModel(const CompileOptions& options) {
   const frontend::ModelSummary summary = frontend::summarizeModel(options.modelPath);
   const DiagLocation file{options.modelPath, "", ""};
   std::set<std::string> symbols, shaped;
@@ -213,6 +228,7 @@ void checkAgainstModel(const CompileOptions& options) {
     userError(file,
               "--observe shows the profiler the general code's tensors; it does not combine "
               "with --specialize");
+  return summary;
 }
 
 /// Fits each integer of `values` (one vector per grid point) that changes
@@ -646,23 +662,24 @@ class Fitter {
 }  // namespace
 
 CompiledModel compileWithVariableDims(const CompileOptions& options) {
-  checkAgainstModel(options);
+  const frontend::ModelSummary summary = checkAgainstModel(options);
   const auto start = std::chrono::steady_clock::now();
   const auto [gridSizes, checkSizes] = samplesOf(options.dims);
   const std::vector<Sizes> points = pointsOf(gridSizes);
   CompileOptions sized = options;
   sized.load.sizedValues = sizedValues(options, gridSizes);
-  std::vector<Sample> grid, checks;
-  // The bounds first and as the user asked (progress), the others quietly.
-  grid.push_back(compileAt(sized, options.dims, points.back(), nullptr));
   // Convolutions that other sizes run otherwise get those variants too.
-  sized.overrides.convAlternatives =
-      variantsAt(sized, grid.back(), variantProbes(options.dims, gridSizes, checkSizes));
-  if (!sized.overrides.convAlternatives.empty()) {
-    CompileOptions quiet = sized;
-    quiet.quiet = true;
-    grid.back() = compileAt(quiet, options.dims, points.back(), nullptr);
+  Probes probed;
+  if (hasConvolutions(summary)) {
+    std::vector<Sizes> sizes = variantProbes(options.dims, gridSizes, checkSizes);
+    std::erase(sizes, points.back());
+    probed = variantsAt(sized, sizes);
+    sized.overrides.convAlternatives = std::move(probed.variants);
   }
+  std::vector<Sample> grid, checks;
+  // The bounds as the user asked (progress), the others quietly.
+  grid.push_back(compileAt(sized, options.dims, points.back(), nullptr));
+  probed.last = Sample{};
   for (size_t p = 0; p + 1 < points.size(); ++p)
     grid.insert(grid.end() - 1, compileAt(sized, options.dims, points[p], &grid.back()));
   for (const Sizes& sizes : checkSizes)
@@ -672,7 +689,7 @@ CompiledModel compileWithVariableDims(const CompileOptions& options) {
   CompiledModel model = fitter.run();
   progress(options, fmt::format("--dim: compiled at {} more sizes; {} kernels follow the "
                                 "dimensions ({:.2f} s)",
-                                points.size() - 1 + checked + fitter.added(),
+                                probed.compiles + points.size() - 1 + checked + fitter.added(),
                                 model.kernelsFollowingDims(), secondsSince(start)));
   compileSpecializations(options, model);
   return model;

@@ -8,7 +8,8 @@ instead of fixed sizes, runs correctly at every size in the range:
     at (batch, seq) from (1, 1) to (8, 512), also with seq restricted to
     multiples of 8;
   * a small residual CNN with a dynamic batch and image side matches PyTorch
-    at batch 1..16 and sides 16..64 (multiples of 8);
+    at batch 1..16 and sides 16..64 (multiples of 8), and at sides 1, 7 and
+    33 of 1..64 (its pool's positions the square of a derived side);
   * a GPT-2-shaped decoder step (torch.onnx.export, its positions and
     causal mask computed from the cache's length) compiled once with
     --dim past=0..63 matches PyTorch at an empty cache, 1, 37 and the bound;
@@ -18,6 +19,9 @@ instead of fixed sizes, runs correctly at every size in the range:
   * a CNN of 32-channel 3x3 layers with variable batch and side, whose
     layers run Packed on small planes and Winograd on large ones, matches
     PyTorch at sizes that take each (the general code picks per call);
+  * a 3-channel 1x1 layer and a 7x7 stride-2 stem with a fused 3x3
+    stride-2 max pool, whose variant at large images (FewChannels) is not
+    the GEMMs' of small ones, match PyTorch from 1x1 images to the bounds;
   * the encoder again with seq as a range in --shape (input_ids=1x1..256);
   * data-dependent sizes (NonZero, Compress, TopK with a run-time k,
     Unique) of a [batch, seq] input match numpy at five sizes, in the
@@ -61,12 +65,16 @@ import make_decoder as decoder_sample  # noqa: E402
 HID, HEADS, VOCAB = 32, 4, 100
 ENC_SIZES = [(1, 1), (1, 7), (2, 64), (1, 128), (3, 200), (8, 512)]
 CNN_SIZES = [(1, 32), (3, 32), (16, 32), (2, 16), (5, 56)]  # (batch, side)
+CNN_ODD_SIZES = [(1, 1), (3, 7), (1, 33)]  # --dim side=1..64: odd sides halved, squared
 CF_SIZES = [(1, 1), (1, 7), (2, 30), (4, 64), (3, 5)]  # (batch, seq)
 DD_SIZES = [(1, 1, 1), (1, 7, 3), (2, 30, 30), (4, 64, 5), (3, 5, 2)]  # (batch, seq, k)
 RES_SIZES = [(1, 33, 47), (3, 61, 95), (2, 96, 96), (4, 32, 77), (0, 45, 50)]  # (batch, h, w)
 # (batch, side): a 32-channel 3x3 layer runs Packed on small planes and
 # Winograd, F(2x2) or F(4x4), on large ones; compiled once, it picks per call.
 WIDE_SIZES = [(1, 5), (2, 9), (1, 16), (3, 27), (2, 48)]
+# (batch, height, width): a stem's FewChannels takes 256 output positions
+# or more; the general code runs every size down to a 1x1 image.
+STEM_SIZES = [(1, 1, 1), (2, 1, 6), (1, 3, 3), (2, 15, 17), (2, 64, 64)]
 RES_NARROW = (1, 41, 33)  # within --dim height=32..48, width=32..48 and none of its samples
 DEC_LAYERS, DEC_HEADS, DEC_HEAD, DEC_POS = 2, 2, 8, 64  # the decoder step: layers, heads, head width, positions
 DEC_PASTS = [0, 1, 37, DEC_POS - 1]  # cache lengths: empty, one, odd, the bound
@@ -169,6 +177,36 @@ class Wide(nn.Module):
 
     def forward(self, x):
         return self.c2(torch.relu(self.c1(x))) + x
+
+
+class Stems(nn.Module):
+    """A 3-channel 1x1 layer then a 3x3 one, and a 7x7 stride-2 stem with
+    a 3x3 stride-2 max pool: FewChannels at large images, Pointwise, Im2col
+    or Packed at small ones."""
+
+    def __init__(self):
+        super().__init__()
+        self.pw, self.c = nn.Conv2d(3, 16, 1), nn.Conv2d(16, 16, 3, padding=1)
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 7, 2, 3), nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+
+    def forward(self, x):
+        return self.c(torch.relu(self.pw(x))), self.stem(x)
+
+
+def make_stems(work, rng):
+    """Stems exported with symbolic batch, height and width, and its
+    outputs from PyTorch at STEM_SIZES."""
+    stems = Stems().eval()
+    image = {0: "batch", 2: "height", 3: "width"}
+    with torch.no_grad():
+        torch.onnx.export(stems, (torch.zeros(1, 3, 8, 8),), os.path.join(work, "stems.onnx"),
+                          input_names=["image"], output_names=["out", "pooled"],
+                          opset_version=17, dynamic_axes={"image": image, "out": image,
+                                                          "pooled": {0: "batch"}})
+        for b, h, w in STEM_SIZES:
+            img = rng.standard_normal((b, 3, h, w), dtype=np.float32)
+            write_set(os.path.join(work, f"stems_{b}x{h}x{w}"), [img],
+                      [o.numpy() for o in stems(torch.from_numpy(img))])
 
 
 def make_wide(work, rng):
@@ -398,7 +436,7 @@ def make_data(work):
             ids, mask = encoder_inputs(rng, b, s)
             out = enc(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
             write_set(os.path.join(work, f"encoder_{b}x{s}"), [ids, mask], [out])
-        for b, side in CNN_SIZES:
+        for b, side in CNN_SIZES + CNN_ODD_SIZES:
             img = rng.standard_normal((b, 3, side, side), dtype=np.float32)
             write_set(os.path.join(work, f"cnn_{b}x{side}"), [img],
                       [cnn(torch.from_numpy(img)).numpy()])
@@ -419,6 +457,7 @@ def make_data(work):
     make_decoder(work, rng)
     make_resnet(work, rng)
     make_wide(work, rng)
+    make_stems(work, rng)
 
 
 def main():
@@ -513,6 +552,19 @@ def main():
     else:
         print(f"FAIL wide: {alternatives} layers hold alternatives, not 2")
         failures.append("wide alternatives")
+    # A stem's variant at the bounds takes every smaller image; the GEMM
+    # variants that small images prefer are alternatives on its weights.
+    stem_dims = ["--dim", "batch=1..2", "--dim", "height=1..64", "--dim", "width=1..64"]
+    for b, h, w in STEM_SIZES:
+        run(f"stems {b}x{h}x{w}", ["run", os.path.join(work, "stems.onnx"), "--quiet"]
+            + stem_dims + check(f"stems_{b}x{h}x{w}"))
+    inspected = subprocess.run([cgc, "inspect", os.path.join(work, "stems.onnx")] + stem_dims,
+                               capture_output=True, text=True)
+    if inspected.returncode == 0 and "FewChannels or Pointwise" in inspected.stdout:
+        print("ok stems: the 1x1 layer holds Pointwise beside FewChannels, on its weights")
+    else:
+        print(f"FAIL stems inspect: no 'FewChannels or Pointwise'\n{inspected.stdout}")
+        failures.append("stems alternatives")
     # A narrow range, whose samples two floor divisions fit alike
     # (floor((h + 3) / 4) and floor((h + 4) / 5) + 2 of the stem's output):
     # cgc compiles it where they differ and keeps the one that holds.
@@ -529,6 +581,11 @@ def main():
     for b, side in CNN_SIZES:  # the image side too: a stride-2 layer halves it
         run(f"cnn {b}x{side}", ["run", cnn, "--quiet", "--dim", "batch=1..16",
                                 "--dim", "side=16..64:8"] + check(f"cnn_{b}x{side}"))
+    # Any side, no multiple: the stride-2 layer's output side is derived at
+    # run time, and the pool's positions are that side squared.
+    for b, side in CNN_ODD_SIZES + [(5, 56)]:
+        run(f"cnn side=1..64 {b}x{side}", ["run", cnn, "--quiet", "--dim", "batch=1..16",
+                                           "--dim", "side=1..64"] + check(f"cnn_{b}x{side}"))
     # Data-dependent sizes within variable dimensions: their bounds follow
     # the dimensions, and outputs are dense at their actual shape, in the
     # general code and in a partly and a wholly specialised path.

@@ -396,6 +396,12 @@ constexpr ConvCase kStrategyCases[] = {
      2, 2, 0, 1,  1,  0,  0, 0, 1, 1, 1},                                  // 3x3 s2, one-sided pads
     {1, 4, 1, 20, 37, 9, 1, 1, 3, 2, 1, 1, 2, 0, 2, 1, 0, 2, 0, 1, 2, 2},  // 4 channels, dilated
     {1, 2, 1, 1, 300, 12, 1, 1, 1, 5, 1, 1, 1, 0, 0, 2, 0, 0, 2, 1, 1, 1},  // 1-D, 300 positions
+    // Few input channels on small planes, which FewChannels takes too
+    // (--dim's general code runs a stem chosen at its largest image on the
+    // smallest).
+    {2, 3, 1, 1, 1, 16, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1},  // 1x1 on 1x1
+    {1, 3, 1, 2, 3, 20, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1},  // 7x7 s2 on 2x3
+    {3, 4, 1, 5, 1, 8, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1},   // 3x3 on a column
 };
 
 // Panels of 64 channels with 16-, 32- and 48-wide remainders, channels
@@ -583,6 +589,9 @@ TEST_CASE("stem conv with a fused 3x3 stride-2 max pooling matches conv then poo
       // The first band's rows start at the top pad: later bands read one more.
       {{1, 3, 1, 140, 40, 8, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1}, 1, 1, 70, 20},
       {{1, 3, 1, 66, 40, 8, 1, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1}, 1, 0, 33, 20},
+      // Small images: one convolution output, and 3x4 pooled to 2x2.
+      {{1, 3, 1, 1, 1, 8, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1}, 1, 1, 1, 1},
+      {{2, 3, 1, 5, 7, 16, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1}, 1, 1, 2, 2},
   };
   for (const PoolCase& c : cases) {
     ConvParams p = paramsOf(c.conv);
@@ -624,7 +633,7 @@ TEST_CASE("stem conv with a fused 3x3 stride-2 max pooling matches conv then poo
   }
 }
 
-TEST_CASE("convFusesMaxPool takes only stems with 3x3 stride-2 pools") {
+TEST_CASE("convFusesMaxPool takes only stems with 3x3 stride-2 pools, at any image size") {
   ConvParams stem = paramsOf({1, 3, 1, 64, 64, 16, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1});
   const PoolParams pool{16, 1, 32, 32, 1, 16, 16, 1, 3, 3, 1, 2, 2, 0, 1, 1, 1, 1, 1, false};
   CHECK(convFusesMaxPool(stem, pool));
@@ -637,6 +646,13 @@ TEST_CASE("convFusesMaxPool takes only stems with 3x3 stride-2 pools") {
   ConvParams wide = stem;
   wide.c_in = 64;
   CHECK_FALSE(convFusesMaxPool(wide, pool));
+  // On a small image too, which FewChannels takes (though it prefers large
+  // ones): --dim's general code fuses at every size or at none.
+  ConvParams small = paramsOf({1, 3, 1, 8, 8, 16, 1, 1, 7, 7, 1, 2, 2, 0, 3, 3, 0, 3, 3, 1, 1, 1});
+  const PoolParams smallPool{16, 1, 4, 4, 1, 2, 2, 1, 3, 3, 1, 2, 2, 0, 1, 1, 1, 1, 1, false};
+  CHECK(convFusesMaxPool(small, smallPool));
+  CHECK(convVariantTakes(ConvVariant::kFewChannels, small));
+  CHECK(chooseConvVariant(small, buildConvContext()) != ConvVariant::kFewChannels);
 }
 
 TEST_CASE(

@@ -318,3 +318,35 @@ TEST_CASE("pack-conv-weights packs the variants other sizes choose after the lay
   CHECK(!b.graph.node(b.graph.liveNodes()[1]).has(ir::conventions::kConvAlternatives));
   checkSameResults(before, cgc::testing::interpretAll(b.graph, input()));
 }
+
+TEST_CASE("pack-conv-weights gives a layer on plain weights alternatives that share them") {
+  // A layer whose own variant reads the model's weights (a stem's
+  // FewChannels, a 1x1 layer's Pointwise) takes the other plain-weight
+  // variants on those weights, at 0; a rearranged one goes after a copy.
+  passes::PassTarget target;
+  target.machine.vectorBits = 512;
+  target.tier = "skx";
+  GraphBuilder plain = threeLayers();
+  const auto defaults = variantsAfter(plain, target);
+  REQUIRE(defaults.at("pw") == "Pointwise");
+  REQUIRE(defaults.at("dw").rfind("Depthwise", 0) == 0);
+  const std::string dwOther =
+      defaults.at("dw") == "DepthwisePlanes" ? "DepthwiseVectors" : "DepthwisePlanes";
+  GraphBuilder b = threeLayers();
+  const auto before = cgc::testing::interpretAll(b.graph, input());
+  const int dwWeights = b.graph.node(b.graph.liveNodes()[0]).inputs[1];
+  target.convAlternatives = {{"dw", {dwOther}}, {"pw", {"Im2col", "Packed"}}};
+  CHECK(variantsAfter(b, target) == defaults);
+  const ir::Node& dw = b.graph.node(b.graph.liveNodes()[0]);
+  const ir::Node& pw = b.graph.node(b.graph.liveNodes()[1]);
+  REQUIRE((dw.name == "dw" && pw.name == "pw"));
+  CHECK(dw.getString(ir::conventions::kConvAlternatives, "") == dwOther);
+  CHECK(dw.getInts(ir::conventions::kConvAlternativeWeights) == std::vector<int64_t>{0});
+  CHECK(dw.inputs[1] == dwWeights);
+  const std::string packed =
+      fmt::format("Packed:{}", cgc::rt::convPackedDepthStep({target.tier.c_str(), target.machine}));
+  CHECK(pw.getString(ir::conventions::kConvAlternatives, "") == "Im2col," + packed);
+  CHECK(pw.getInts(ir::conventions::kConvAlternativeWeights) == std::vector<int64_t>{0, 64 * 32});
+  CHECK(b.graph.value(pw.inputs[1]).type.numElements() == 64 * 32 + 64 * 32);
+  checkSameResults(before, cgc::testing::interpretAll(b.graph, input()));
+}

@@ -116,6 +116,25 @@ TEST_CASE("a strided layer's size: a floor division of its input's", "[dims]") {
   CHECK(twice[0].poly->cpp(names) == "2 * dim_height");
 }
 
+TEST_CASE("a square plane's positions are its derived side times itself", "[dims]") {
+  // --dim side=1..64 of a square image through a 3x3 stride-2 layer padded
+  // by 1: a pool over its output reads side' * side', side' = (side + 1) / 2.
+  const std::vector<int64_t> sizes = {1, 33, 64, 17, 48, 22, 7};
+  const auto half = [](int64_t s) { return (s + 1) / 2; };
+  using Derived = cgc::codegen::VariableDims::DerivedSize;
+  const std::vector<cgc::driver::SizeCandidate> candidates = {
+      {DimPoly::variable(0), seriesAt(sizes, [](int64_t s) { return s; })},
+      {DimPoly::variable(1), seriesAt(sizes, half)},   // the input's height
+      {DimPoly::variable(1), seriesAt(sizes, half)}};  // and width: the same
+  const auto forms = cgc::driver::explainSize(
+      seriesAt(sizes, [&](int64_t s) { return half(s) * half(s); }), candidates);
+  REQUIRE(forms.size() == 1);
+  REQUIRE(forms[0].derived);
+  const Derived& d = *forms[0].derived;
+  CHECK(d.factors.size() == 2);
+  for (int64_t s : {1, 2, 3, 40, 63}) CHECK(forms[0].at({s, half(s)}) == half(s) * half(s));
+}
+
 TEST_CASE("a floor division the samples cannot tell is refused", "[dims]") {
   // Only even sizes: floor(h / 2) and floor((h + 1) / 2) agree on all of them.
   const std::vector<int64_t> even = {32, 64, 96, 48, 80, 56};

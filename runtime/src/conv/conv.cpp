@@ -51,6 +51,7 @@ namespace cgc::rt {
 namespace {
 
 using detail::epilogueOf;
+using detail::fewChannelsPays;
 using detail::isDepthwise2d;
 using detail::isFewChannels;
 using detail::packedChannels;
@@ -183,7 +184,7 @@ bool convPrefersPackedWeights(const ConvParams& p) {
                                       // outweigh the product (3-channel stems)
   // Channels are computed in 16s: at most a third more than c_out.
   if (p.groups != 1 || 3 * packedChannels(p) > 4 * p.c_out || isDepthwise2d(p) ||
-      isFewChannels(p) || p.c_in * p.k_d * p.k_h * p.k_w < kMinDepth)
+      fewChannelsPays(p) || p.c_in * p.k_d * p.k_h * p.k_w < kMinDepth)
     return false;
   const int64_t positions = p.d_out * p.h_out * p.w_out;
   const int64_t wastedLanes = (positions + 15) / 16 * 16 - positions;
@@ -193,11 +194,11 @@ bool convPrefersPackedWeights(const ConvParams& p) {
 }
 
 bool convTakesBlockedInput(const ConvParams& p) {
-  return p.groups == 1 && p.c_in % kChannelBlock == 0 && !isFewChannels(p);
+  return p.groups == 1 && p.c_in % kChannelBlock == 0 && !fewChannelsPays(p);
 }
 
 bool convTakesBlockedOutput(const ConvParams& p) {
-  return p.groups == 1 && p.c_out % kChannelBlock == 0 && !isFewChannels(p) && p.pool_h_out == 0;
+  return p.groups == 1 && p.c_out % kChannelBlock == 0 && !fewChannelsPays(p) && p.pool_h_out == 0;
 }
 
 bool convFusesMaxPool(const ConvParams& conv, const PoolParams& pool) {

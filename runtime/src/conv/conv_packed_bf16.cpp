@@ -146,7 +146,7 @@ bool prefersPackedBf16(const ConvParams& p, const ConvContext& context) {
   const double out = static_cast<double>(p.d_out) * p.h_out * p.w_out;
   const double products = static_cast<double>(p.c_out) * p.c_in * taps * out;
   const double moved = static_cast<double>(p.c_in) * in + static_cast<double>(p.c_out) * out;
-  return !isDepthwise2d(p) && !isFewChannels(p) && 3 * packedChannels(p) <= 4 * p.c_out &&
+  return !isDepthwise2d(p) && !fewChannelsPays(p) && 3 * packedChannels(p) <= 4 * p.c_out &&
          products >= 2.0 * context.lanes() * moved;
 }
 

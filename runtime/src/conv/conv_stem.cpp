@@ -125,7 +125,9 @@ bool takesFewChannels(const ConvParams& p) {
   return isFewChannels(p) && !p.blocked_input && !p.blocked_output;
 }
 
-bool prefersFewChannels(const ConvParams&, const ConvContext&) { return true; }
+/// Large images (fewChannelsPays); small ones go to the variants after
+/// it, unless none of them takes the layer (a fused pooling).
+bool prefersFewChannels(const ConvParams& p, const ConvContext&) { return fewChannelsPays(p); }
 
 /// Direct convolution for few input channels, in bands of output rows:
 /// the input rows under a band go through PlanePhases, then blocks of 32

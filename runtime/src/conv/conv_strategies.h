@@ -29,15 +29,24 @@ inline bool isDepthwise2d(const ConvParams& p) {
   return p.groups == p.c_in && p.groups == p.c_out && p.k_d == 1 && p.d_in == 1 && p.d_out == 1;
 }
 
-/// Few input channels on a large image (stem layers: RGB in, depth 27 to
-/// 147), where im2col copies as many floats as the GEMM then multiplies per
-/// output and the packed kernel's tiles would run a handful of steps each.
-/// Not for strides past 2 (Silero's STFT: stride 64, 8 outputs), whose
-/// phases the direct loop would mostly compute and drop.
+/// Few input channels (stem layers: RGB in, depth 27 to 147): the layers
+/// the FewChannels variant computes, at any plane size (--dim's general
+/// code runs a stem chosen at its largest image at the smallest too). Not
+/// for strides past 2 (Silero's STFT: stride 64, 8 outputs), whose phases
+/// the direct loop would mostly compute and drop.
 inline bool isFewChannels(const ConvParams& p) {
-  constexpr int64_t kMaxChannels = 4, kMinPositions = 256;
+  constexpr int64_t kMaxChannels = 4;
   return p.groups == 1 && p.c_in <= kMaxChannels && p.k_d == 1 && p.d_in == 1 && p.d_out == 1 &&
-         p.stride_h <= 2 && p.stride_w <= 2 && p.h_out * p.w_out >= kMinPositions;
+         p.stride_h <= 2 && p.stride_w <= 2;
+}
+
+/// A few-channel layer on a large image, where im2col copies as many
+/// floats as the GEMM then multiplies per output and the packed kernel's
+/// tiles would run a handful of steps each: where FewChannels pays, and
+/// the other variants leave the layer to it.
+inline bool fewChannelsPays(const ConvParams& p) {
+  constexpr int64_t kMinPositions = 256;
+  return isFewChannels(p) && p.h_out * p.w_out >= kMinPositions;
 }
 
 /// Output channels the packed kernel computes: c_out rounded up to 16 (the
