@@ -70,8 +70,9 @@ std::optional<Plan> planFor(const ir::Graph& g, const ir::Node& n, const ir::Val
   const auto& p = std::get<rt::QGemmParams>(call.params);
   if (w.type.rank() != 2) return std::nullopt;
   const rt::QWeightShape shape{1, p.n, p.k, p.trans_b, wSigned, p.per_column};
-  return Plan{shape, rt::planQWeights(shape, w.data->data(), zeros,
-                                      rt::preferredQPacking(target.int8), target.int8)};
+  return Plan{shape,
+              rt::planQWeights(shape, w.data->data(), zeros,
+                               rt::preferredQPacking(target.tier.c_str()), target.tier.c_str())};
 }
 
 }  // namespace

@@ -231,7 +231,7 @@ bool takesGemmSplit(const QConvParams&) { return true; }
 /// The packing of AVX2's vpmaddubsw (VNNI has vpdpbusd, on which the
 /// direct kernel runs).
 bool prefersGemmSplit(const QConvParams&, const char* tier) {
-  return qIsaOfTier(tier) == QIsa::kAvx2;
+  return preferredQPacking(tier) == QPacking::kQuadsSplit;
 }
 void qconvGemmSplit(const QConvParams& p, const void* x, const void* w, const float* w_scale,
                     const int32_t* bias, const void* residual, void* y, const Team& team) {
@@ -311,7 +311,7 @@ QConvPlan planQConv(const QConvParams& p, const void* w, const void* w_zero, con
                  {}};
   if (plan.variant == QConvVariant::kNone) return plan;
   const QPacking packing = qconvVariantInfo(plan.variant).packing;
-  plan.info = planQWeights(qconvWeightShape(p), w, w_zero, packing, qIsaOfTier(tier));
+  plan.info = planQWeights(qconvWeightShape(p), w, w_zero, packing, tier);
   if (plan.info.packing != packing) {  // some w - w_zero beyond int8: kWide
     QConvParams wide = p;
     wide.packing = plan.info.packing, wide.pack_nb = plan.info.nb;

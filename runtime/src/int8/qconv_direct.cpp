@@ -44,6 +44,7 @@
 
 #include <type_traits>
 
+#include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
 #include "core/build_tier.h"
 #include "core/diagnostics.h"
@@ -406,7 +407,7 @@ bool takesDirect(const QConvParams&) { return true; }
 
 /// Where vpdpbusd runs it; the portable loops are slower than the
 /// implicit GEMM's.
-bool prefersDirect(const QConvParams&, const char* tier) { return qIsaOfTier(tier) == QIsa::kVnni; }
+bool prefersDirect(const QConvParams&, const char* tier) { return isaTierIncludes(tier, "vnni"); }
 
 void qconvDirect(const QConvParams& p, const void* x, const void* w, const float* w_scale,
                  const int32_t* bias, const void* residual, void* y, const Team& team) {

@@ -9,6 +9,7 @@
 // (batch, row tiles) and, where there are fewer of those than threads,
 // blocks of columns.
 #include "cgc/kernels.h"
+#include "cgc/runtime.h"
 #include "core/build_tier.h"
 #include "core/scratch.h"
 #include "int8/quant_microkernels.h"
@@ -69,7 +70,9 @@ void qgemm(const QGemmParams& given, const void* a, const void* a_zero_point, co
   const int64_t ySize = p.out.y_type == DType::kI32 ? 4 : 1;
   const bool packed = p.packing != QPacking::kNone;
   QPackInfo info{p.packing, p.pack_nb, 0, 0};
-  if (!packed) info = planQWeights(shape, b, b_zero, preferredQPacking());
+  if (!packed)
+    info =
+        planQWeights(shape, b, b_zero, preferredQPacking(runtime_isa_tier()), runtime_isa_tier());
   const detail::QPackLayout layout = detail::qPackLayout(shape, info);
 
   const int64_t rowItems = batches * tiles;

@@ -51,10 +51,6 @@ void productPortable(const uint8_t* a, const W* w, int64_t quads, int64_t nb, in
 /// none, 4 and 16 on a 128-to-128 3x3 stride-2 layer on 56x56).
 inline constexpr int64_t kPrefetchQuads = 8;
 
-/// The blocks of output channels of the VNNI and the AVX2 kernels.
-inline constexpr int64_t kVnniBlock = 8;
-inline constexpr int64_t kAvx2Block = 3;
-
 /// AVX-512 VNNI (qproduct_vnni.cpp): acc[8][32] = a tile packed
 /// [quads][32][4] times one kQuads block of kVnniBlock channels.
 void productVnni(const uint8_t* a, const int8_t* w, int64_t quads, int32_t* acc);
