@@ -57,7 +57,7 @@ namespace {
 std::string whyNot(rt::ConvVariant variant, int64_t setting, const rt::ConvParams& params,
                    const PassTarget& target, bool mayPack, bool mayNarrow) {
   if (variant == rt::ConvVariant::kNone) return "no such variant";
-  const rt::ConvVariantInfo& info = rt::convVariantInfo(variant);
+  const rt::ConvVariantInfo& info = rt::variantInfo(variant);
   if (!isaTierIncludes(target.tier, info.tier))
     return fmt::format("it needs tier {}, the target's is {}", info.tier, target.tier);
   if (!rt::convVariantTakes(variant, params)) return "it does not take this layer";
@@ -97,7 +97,7 @@ Choice choiceFor(const ir::Node& conv, const rt::ConvParams& params, const PassT
   if (why.empty()) return {variant, wanted.setting};
   if (measured && target.note)
     target.note(fmt::format("node '{}': the profile's variant {} is not taken ({}); {} runs it",
-                            conv.name, text, why, rt::convVariantInfo(chosen).name));
+                            conv.name, text, why, rt::variantInfo(chosen).name));
   return {chosen};
 }
 
@@ -127,7 +127,7 @@ std::vector<float> weightsFor(rt::ConvParams params, const rt::ConvVariantInfo& 
 /// Packed's depth step; none for the others).
 Choice settled(Choice c, const rt::ConvParams& params, const rt::ConvContext& context) {
   if (c.setting || c.variant == rt::ConvVariant::kNone) return c;
-  switch (rt::convVariantInfo(c.variant).weights) {
+  switch (rt::variantInfo(c.variant).weights) {
     case rt::ConvWeights::kWinograd:
       c.setting = rt::convWinogradTile(params, context);
       break;
@@ -142,7 +142,7 @@ Choice settled(Choice c, const rt::ConvParams& params, const rt::ConvContext& co
 }
 
 std::string textOf(const Choice& c) {
-  const char* name = rt::convVariantInfo(c.variant).name;
+  const char* name = rt::variantInfo(c.variant).name;
   return c.setting ? fmt::format("{}:{}", name, c.setting) : std::string(name);
 }
 
@@ -159,7 +159,7 @@ std::vector<Choice> alternativesFor(const ir::Node& conv, const rt::ConvParams& 
     const ir::conventions::ConvChoice wanted = ir::conventions::parseConvChoice(text);
     const rt::ConvVariant variant = rt::convVariantNamed(wanted.variant.c_str());
     if (!whyNot(variant, wanted.setting, params, target, true, false).empty() ||
-        rt::convVariantInfo(variant).weights == rt::ConvWeights::kPlain)
+        rt::variantInfo(variant).weights == rt::ConvWeights::kPlain)
       continue;
     const Choice c = settled({variant, wanted.setting}, params, context);
     if (std::count(seen.begin(), seen.end(), textOf(c))) continue;
@@ -188,7 +188,7 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     const Choice choice = settled(
         choiceFor(conv, params, target, context, w.isConstant(), mayNarrow), params, context);
     if (choice.variant == rt::ConvVariant::kNone) continue;  // the runtime chooses
-    const rt::ConvVariantInfo& info = rt::convVariantInfo(choice.variant);
+    const rt::ConvVariantInfo& info = rt::variantInfo(choice.variant);
     graph.node(id).attrs[ir::conventions::kConvVariant] = std::string(info.name);
     changed = true;
     const std::vector<Choice> others = w.isConstant()
@@ -202,7 +202,7 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
       starts.push_back(static_cast<int64_t>(packed.size()));
       texts.push_back(textOf(other));
       const std::vector<float> more =
-          weightsFor(params, rt::convVariantInfo(other.variant), other.setting, w.dataAs<float>());
+          weightsFor(params, rt::variantInfo(other.variant), other.setting, w.dataAs<float>());
       packed.insert(packed.end(), more.begin(), more.end());
     }
     // A flat array: the attribute says how its elements are ordered (with

@@ -103,7 +103,7 @@ bool packQuantizedWeights(ir::Graph& graph, const PassTarget& target) {
     n.attrs[conv::kQSplitEntries] = plan->info.split_entries;
     n.attrs[conv::kQWeightsSigned] = int64_t{plan->shape.w_signed};
     if (plan->variant != rt::QConvVariant::kNone)
-      n.attrs[conv::kQConvVariant] = std::string(rt::qconvVariantInfo(plan->variant).name);
+      n.attrs[conv::kQConvVariant] = std::string(rt::variantInfo(plan->variant).name);
     changed = true;
   }
   return changed;

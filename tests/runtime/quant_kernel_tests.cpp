@@ -192,7 +192,7 @@ bool checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bo
   p.out = epilogueFor(variant, xSigned);
   if (kernel != QConvVariant::kNone) {
     if (!qconvVariantRuns(kernel, p, cgc::runtime_isa_tier())) return false;
-    packing = qconvVariantInfo(kernel).packing;
+    packing = variantInfo(kernel).packing;
     p.variant = kernel;
   }
   const int64_t cinG = c.c_in / c.groups, coutG = c.c_out / c.groups, taps = c.k_h * c.k_w;

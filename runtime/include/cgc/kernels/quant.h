@@ -93,47 +93,17 @@ struct QEpilogue {
 /// compensation for the activations' zero point).
 CGC_ENUM(QPacking, kNone, kQuads, kQuadsSplit, kWide, kTapQuads)
 
-/// The variants of the int8 convolution (cgc/kernels/qconv_variants.def);
-/// kNone: qconv chooses (chooseQConvVariant).
-enum class QConvVariant : int32_t {
-  kNone,
-#define CGC_QCONV_VARIANT(name, tier, packing) k##name,
-#include "cgc/kernels/qconv_variants.def"
+/// The variants of the int8 convolution (cgc/kernels/qconv_variants.def):
+/// QConvVariant (kNone: qconv chooses, chooseQConvVariant),
+/// QConvVariantInfo {variant, name, tier, packing}, kQConvVariants and
+/// variantInfo(v).
+#define CGC_VARIANTS_PREFIX QConv
+#define CGC_VARIANTS_DEF "cgc/kernels/qconv_variants.def"
+#define CGC_VARIANTS_LAYOUT QPacking
+#define CGC_VARIANTS_FIELD packing
+#define CGC_QCONV_VARIANT CGC_VARIANT
+#include "cgc/kernels/variant_table.h"
 #undef CGC_QCONV_VARIANT
-};
-constexpr const char* enumTypeName(QConvVariant) { return "QConvVariant"; }
-constexpr const char* enumName(QConvVariant v) {
-  switch (v) {
-    case QConvVariant::kNone:
-      return "kNone";
-#define CGC_QCONV_VARIANT(name, tier, packing) \
-  case QConvVariant::k##name:                  \
-    return "k" #name;
-#include "cgc/kernels/qconv_variants.def"
-#undef CGC_QCONV_VARIANT
-  }
-  return "";
-}
-
-/// A variant's declaration: its name ("Direct"), the instruction-set tier
-/// it needs and the packing of the weights it reads.
-struct QConvVariantInfo {
-  QConvVariant variant;
-  const char* name;
-  const char* tier;
-  QPacking packing;
-};
-inline constexpr QConvVariantInfo kQConvVariants[] = {
-#define CGC_QCONV_VARIANT(name, tier, packing) \
-  {QConvVariant::k##name, #name, tier, QPacking::packing},
-#include "cgc/kernels/qconv_variants.def"
-#undef CGC_QCONV_VARIANT
-};
-
-/// v's declaration (v is not kNone).
-constexpr const QConvVariantInfo& qconvVariantInfo(QConvVariant v) {
-  return kQConvVariants[static_cast<size_t>(v) - 1];
-}
 
 /// Convolution of uint8 or int8 NCHW activations with int8 or uint8 OIHW
 /// weights (1-D or 2-D; groups; depthwise when groups == c_in == c_out),
