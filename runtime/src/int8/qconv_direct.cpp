@@ -363,9 +363,8 @@ void direct(const QConvParams& p, const void* x, const uint8_t* packed, const fl
     for (int64_t b = chunk * g.chunkBlocks; b < b1; ++b) {
       const BlockJob job = jobOf(b);
       if (b + 1 < b1) prefetchRows(jobOf(b + 1), from, to, ySize);  // while this block runs
-      for (int64_t i = 0; i < count; ++i)
-        detail::tileBlock(epilogue, planes + image * g.imageBytes + (tile + i) * kQTile * kQuad,
-                          offsets, g.quads, job, runs[i]);
+      detail::tileBlocks(epilogue, planes + image * g.imageBytes + tile * kQTile * kQuad, count,
+                         offsets, g.quads, job, runs);
     }
     item += count;
   }
@@ -376,7 +375,9 @@ void direct(const QConvParams& p, const void* x, const uint8_t* packed, const fl
 
 namespace detail {
 
-/// The portable form of tileBlock.
+namespace {
+
+/// One tile of tileBlocks.
 void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
                const BlockJob& job, const TileRuns& runs) {
   int32_t acc[kBlock][kQTile] = {};
@@ -397,6 +398,15 @@ void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int
           storeQ(job.y, at, e.y_type,
                  finishQ(e, acc[j][16 * h + lane], job.bias[j], job.multiplier[j], r));
         }
+}
+
+}  // namespace
+
+/// The portable form of tileBlocks.
+void tileBlocks(const QEpilogue& e, const uint8_t* a, int64_t count, const int64_t* offsets,
+                int64_t quads, const BlockJob& job, const TileRuns* runs) {
+  for (int64_t i = 0; i < count; ++i)
+    tileBlock(e, a + i * kQTile * kQuad, offsets, quads, job, runs[i]);
 }
 
 // The two direct variants (qconv_variants.def). Their choice is the same

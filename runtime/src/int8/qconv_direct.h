@@ -57,15 +57,16 @@ struct BlockJob {
   bool packs;               // into bytes by storePacked (its conditions hold)
 };
 
-/// The product along positions of one tile and one block, then the
-/// epilogue: the portable loops for a QEpilogue (qconv_direct.cpp), VNNI's
-/// for its Requant16 (requant_skx.h, qconv_direct_vnni.cpp: builds with
-/// VNNI), the epilogue each reads.
+/// The product along positions of `count` tiles (kQTile * kQuad bytes
+/// apart from a on; runs[i]: tile i's) and one block, each then through
+/// the epilogue: the portable loops for a QEpilogue (qconv_direct.cpp),
+/// VNNI's for its Requant16 (requant_skx.h, qconv_direct_vnni.cpp: builds
+/// with VNNI), the epilogue each reads.
 struct Requant16;
-void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
-               const BlockJob& job, const TileRuns& runs);
-void tileBlock(const Requant16& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
-               const BlockJob& job, const TileRuns& runs);
+void tileBlocks(const QEpilogue& e, const uint8_t* a, int64_t count, const int64_t* offsets,
+                int64_t quads, const BlockJob& job, const TileRuns* runs);
+void tileBlocks(const Requant16& e, const uint8_t* a, int64_t count, const int64_t* offsets,
+                int64_t quads, const BlockJob& job, const TileRuns* runs);
 
 /// The channel-vector product over an (image, group)'s copied planes:
 /// every output of every image and group, split over the team. `planes`

@@ -147,8 +147,6 @@ void storeBlock(const Requant16& e, const __m512i (&c)[2][kBlock], const BlockJo
     }
 }
 
-}  // namespace
-
 /// One tile x one block: the products in registers, then the epilogue.
 void tileBlock(const Requant16& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
                const BlockJob& job, const TileRuns& runs) {
@@ -165,6 +163,14 @@ void tileBlock(const Requant16& e, const uint8_t* a, const int64_t* offsets, int
     default:
       return storeBlock<QOutput::kInt32>(e, c, job, runs);
   }
+}
+
+}  // namespace
+
+void tileBlocks(const Requant16& e, const uint8_t* a, int64_t count, const int64_t* offsets,
+                int64_t quads, const BlockJob& job, const TileRuns* runs) {
+  for (int64_t i = 0; i < count; ++i)
+    tileBlock(e, a + i * kQTile * kQuad, offsets, quads, job, runs[i]);
 }
 
 #pragma GCC diagnostic pop

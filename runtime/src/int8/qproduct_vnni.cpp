@@ -1,17 +1,21 @@
 // The int8 product engine's AVX-512 VNNI tier (qproduct.cpp and qgemm.cpp
-// call it where the build has VNNI): a tile of 32 positions times a kQuads
-// block of kVnniBlock channels on vpdpbusd (quant_microkernels_vnni.h), and
-// qgemm's single rows of A against blocks of columns.
+// call it where the build has VNNI): the engine (qproduct_engine.h) with a
+// tile of 32 positions times a kQuads block of kVnniBlock channels on
+// vpdpbusd (quant_microkernels_vnni.h), AVX2's kernels for the other
+// blocks, and qgemm's single rows of A against blocks of columns.
 #include "core/isa.h"
 
 #if CGC_ISA_VNNI
 #include "cgc/kernels.h"
+#include "int8/quant_microkernels_avx2.h"
 #include "int8/quant_microkernels_vnni.h"
 
 namespace cgc::rt::detail {
 
+namespace {
+
 /// acc[8][32] = a tile packed [quads][32][4] times one block of weights.
-void productVnni(const uint8_t* a, const int8_t* w, int64_t quads, int32_t* acc) {
+void blockVnni(const uint8_t* a, const int8_t* w, int64_t quads, int32_t* acc) {
   __m512i c[2][kVnniBlock];
   for (auto& half : c)
     for (auto& v : half) v = _mm512_setzero_si512();
@@ -22,6 +26,25 @@ void productVnni(const uint8_t* a, const int8_t* w, int64_t quads, int32_t* acc)
     _mm512_storeu_si512(acc + j * kQTile, c[0][j]);
     _mm512_storeu_si512(acc + j * kQTile + 16, c[1][j]);
   }
+}
+
+/// The engine's kernels: vpdpbusd on kQuads blocks of kVnniBlock
+/// channels, AVX2's on the others.
+struct VnniKernels : Avx2Kernels<DotAvx2, false> {
+  static bool product(const uint8_t* a, const int8_t* w, int64_t quads, int64_t nb,
+                      QPacking packing, int64_t lanes, int32_t* acc) {
+    if (nb != kVnniBlock || packing != QPacking::kQuads)
+      return Avx2Kernels::product(a, w, quads, nb, packing, lanes, acc);
+    blockVnni(a, w, quads, acc);
+    return true;
+  }
+};
+
+}  // namespace
+
+void qProductTileVnni(const QProduct& q, const uint8_t* a, int64_t m0, int64_t valid, int64_t b0,
+                      int64_t b1) {
+  engine::productTile<VnniKernels>(q, a, m0, valid, b0, b1);
 }
 
 void rowTimesBlocksVnni(const QGemmParams& p, const uint8_t* a, const uint8_t* weights,

@@ -51,9 +51,17 @@ void productPortable(const uint8_t* a, const W* w, int64_t quads, int64_t nb, in
 /// none, 4 and 16 on a 128-to-128 3x3 stride-2 layer on 56x56).
 inline constexpr int64_t kPrefetchQuads = 8;
 
-/// AVX-512 VNNI (qproduct_vnni.cpp): acc[8][32] = a tile packed
-/// [quads][32][4] times one kQuads block of kVnniBlock channels.
-void productVnni(const uint8_t* a, const int8_t* w, int64_t quads, int32_t* acc);
+/// qProductTile (quant_support.h) on the kernels of a tier
+/// (qproduct_vnni.cpp, qproduct_avxvnni.cpp, qproduct_avx2.cpp), and
+/// finishRow on AVX2's vectors.
+void qProductTileVnni(const QProduct& q, const uint8_t* a, int64_t m0, int64_t valid, int64_t b0,
+                      int64_t b1);
+void qProductTileAvxVnni(const QProduct& q, const uint8_t* a, int64_t m0, int64_t valid, int64_t b0,
+                         int64_t b1);
+void qProductTileAvx2(const QProduct& q, const uint8_t* a, int64_t m0, int64_t valid, int64_t b0,
+                      int64_t b1);
+void finishRowAvx2(const QEpilogue& e, int32_t bias, float multiplier, const int32_t* acc,
+                   int64_t count, const void* residual, void* y);
 
 /// AVX-512 VNNI (qproduct_vnni.cpp): one row of A (p.k bytes) against the
 /// kQuads blocks [b0, b1) of kVnniBlock columns, with finishQ per column:
@@ -63,25 +71,9 @@ void rowTimesBlocksVnni(const QGemmParams& p, const uint8_t* a, const uint8_t* w
                         int64_t quads, const ChannelTerms& terms, int64_t b0, int64_t b1,
                         uint8_t* y, const uint8_t* residual, uint8_t* row);
 
-/// AVX2 and AVX-VNNI (qproduct_avx2.cpp, qproduct_avxvnni.cpp):
-/// acc[3][32] = a tile's first `lanes` positions times one block of
-/// kAvx2Block channels.
-void productAvx2(const uint8_t* a, const int8_t* w, int64_t quads, int64_t lanes, int32_t* acc);
-void productAvxVnni(const uint8_t* a, const int8_t* w, int64_t quads, int64_t lanes, int32_t* acc);
-
-/// kQuadsSplit: adds a channel's `count` split entries (quad index, 4
-/// weights) to its sums of `lanes` positions (AVX2, AVX-VNNI, portable).
-void addSplitEntriesAvx2(const uint8_t* a, const uint8_t* entries, int64_t count, int64_t lanes,
-                         int32_t* acc);
-void addSplitEntriesAvxVnni(const uint8_t* a, const uint8_t* entries, int64_t count, int64_t lanes,
-                            int32_t* acc);
-
-/// The engine's other steps with a tier's form (qproduct_avx2.cpp,
-/// qproduct_skx.cpp): finishRow's first multiple of 8 positions, returning
-/// how many it finished; interleaveQuad's row i at stride 1, returning the
-/// columns it interleaved; interleaveQuad at strides 1 and 2.
-int64_t finishRowAvx2(const QEpilogue& e, int32_t bias, float multiplier, const int32_t* acc,
-                      int64_t count, const uint8_t* residual, uint8_t* y);
+/// interleaveQuad's row i at stride 1 on AVX2, returning the columns it
+/// interleaved, and interleaveQuad at strides 1 and 2 on AVX-512
+/// (qproduct_avx2.cpp, qproduct_skx.cpp).
 int64_t interleaveRowAvx2(const QuadRows& q, int64_t i, uint8_t flip, uint8_t* out);
 void interleaveQuadsSkx(const QuadRows& q, uint8_t flip, uint8_t* out);
 
