@@ -53,7 +53,7 @@ endfunction()
 # CGC_ISA_<NAME> is 1 where the compiler's flags enable every feature of the
 # tier and of its bases (the compiler's macros for them), else 0, and
 # CGC_ISA_BEST names the last such tier of the table. Rewritten only when it
-# changes.
+# changes. CGC_ISA_TIERS lists {"name", CGC_ISA_<NAME>} for every tier.
 set(CGC_ISA_TIERS_DEF "${CMAKE_CURRENT_LIST_DIR}/../runtime/include/cgc/isa_tiers.def")
 if(EXISTS "${CGC_ISA_TIERS_DEF}")
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${CGC_ISA_TIERS_DEF}")
@@ -96,9 +96,13 @@ function(cgc_write_isa_header file)
     string(TOUPPER "${name}" upper)
     string(APPEND text "\n#if ${condition}\n#define CGC_ISA_${upper} 1\n#else\n#define CGC_ISA_${upper} 0\n#endif\n")
     list(PREPEND best "CGC_ISA_${upper}\n#define CGC_ISA_BEST \"${name}\"")
+    list(APPEND rows_out "{\"${name}\", CGC_ISA_${upper}}")
   endforeach()
   # CGC_ISA_BEST: the name of the last tier in the table that the flags enable.
   list(JOIN best "\n#elif " chain)
   string(APPEND text "\n#if ${chain}\n#else\n#define CGC_ISA_BEST \"\"\n#endif\n")
+  # CGC_ISA_TIERS: each tier's name and condition, for core/build_tier.h.
+  list(JOIN rows_out ", " rows_out)
+  string(APPEND text "\n#define CGC_ISA_TIERS ${rows_out}\n")
   file(CONFIGURE OUTPUT "${file}" CONTENT "${text}" @ONLY)
 endfunction()

@@ -123,7 +123,7 @@ void setVariant(const Node& n, rt::ConvParams& p) {
   p.depth_step = n.getInt(conv::kConvDepthStep, 0);
   CGC_ASSERT(p.variant != rt::ConvVariant::kNone, "node '{}': unknown {} '{}'", n.name,
              conv::kConvVariant, name);
-  const rt::ConvVariantInfo& info = rt::convVariantInfo(p.variant);
+  const rt::ConvVariantInfo& info = rt::variantInfo(p.variant);
   CGC_ASSERT(rt::convVariantTakes(p.variant, p) && info.weights == rt::convWeightsOf(p),
              "node '{}': the {} convolution does not take this layer on {} weights", n.name, name,
              rt::enumName(rt::convWeightsOf(p)));

@@ -114,7 +114,7 @@ void setVariant(const Node& n, rt::QConvParams& p) {
   p.variant = rt::qconvVariantNamed(name.c_str());
   CGC_ASSERT(p.variant != rt::QConvVariant::kNone, "node '{}': unknown {} '{}'", n.name,
              conv::kQConvVariant, name);
-  const rt::QConvVariantInfo& info = rt::qconvVariantInfo(p.variant);
+  const rt::QConvVariantInfo& info = rt::variantInfo(p.variant);
   CGC_ASSERT(p.packing == info.packing && rt::qconvVariantRuns(p.variant, p, info.tier),
              "node '{}': the {} int8 convolution does not take this layer on {} weights", n.name,
              name, rt::enumName(p.packing));

@@ -58,7 +58,7 @@ namespace {
 std::string whyNot(rt::ConvVariant variant, int64_t setting, const rt::ConvParams& params,
                    const PassTarget& target, bool mayPack, bool mayNarrow) {
   if (variant == rt::ConvVariant::kNone) return "no such variant";
-  const rt::ConvVariantInfo& info = rt::convVariantInfo(variant);
+  const rt::ConvVariantInfo& info = rt::variantInfo(variant);
   if (!isaTierIncludes(target.tier, info.tier))
     return fmt::format("it needs tier {}, the target's is {}", info.tier, target.tier);
   if (!rt::convVariantTakes(variant, params)) return "it does not take this layer";
@@ -98,7 +98,7 @@ Choice choiceFor(const ir::Node& conv, const rt::ConvParams& params, const PassT
   if (why.empty()) return {variant, wanted.setting};
   if (measured && target.note)
     target.note(fmt::format("node '{}': the profile's variant {} is not taken ({}); {} runs it",
-                            conv.name, text, why, rt::convVariantInfo(chosen).name));
+                            conv.name, text, why, rt::variantInfo(chosen).name));
   return {chosen};
 }
 
@@ -128,7 +128,7 @@ std::vector<float> weightsFor(rt::ConvParams params, const rt::ConvVariantInfo& 
 /// Packed's depth step; none for the others).
 Choice settled(Choice c, const rt::ConvParams& params, const rt::ConvContext& context) {
   if (c.setting || c.variant == rt::ConvVariant::kNone) return c;
-  switch (rt::convVariantInfo(c.variant).weights) {
+  switch (rt::variantInfo(c.variant).weights) {
     case rt::ConvWeights::kWinograd:
       c.setting = rt::convWinogradTile(params, context);
       break;
@@ -143,12 +143,12 @@ Choice settled(Choice c, const rt::ConvParams& params, const rt::ConvContext& co
 }
 
 std::string textOf(const Choice& c) {
-  const char* name = rt::convVariantInfo(c.variant).name;
+  const char* name = rt::variantInfo(c.variant).name;
   return c.setting ? fmt::format("{}:{}", name, c.setting) : std::string(name);
 }
 
 bool readsPlain(const Choice& c) {
-  return rt::convVariantInfo(c.variant).weights == rt::ConvWeights::kPlain;
+  return rt::variantInfo(c.variant).weights == rt::ConvWeights::kPlain;
 }
 
 /// The choices of convAlternatives that differ from `own` and can run the
@@ -194,7 +194,7 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
     const Choice choice = settled(
         choiceFor(conv, params, target, context, w.isConstant(), mayNarrow), params, context);
     if (choice.variant == rt::ConvVariant::kNone) continue;  // the runtime chooses
-    const rt::ConvVariantInfo& info = rt::convVariantInfo(choice.variant);
+    const rt::ConvVariantInfo& info = rt::variantInfo(choice.variant);
     graph.node(id).attrs[ir::conventions::kConvVariant] = std::string(info.name);
     changed = true;
     const std::vector<Choice> others = w.isConstant()
@@ -213,7 +213,7 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
       starts.push_back(readsPlain(other) ? 0 : static_cast<int64_t>(packed.size()));
       if (readsPlain(other)) continue;
       const std::vector<float> more =
-          weightsFor(params, rt::convVariantInfo(other.variant), other.setting, w.dataAs<float>());
+          weightsFor(params, rt::variantInfo(other.variant), other.setting, w.dataAs<float>());
       packed.insert(packed.end(), more.begin(), more.end());
     }
     // A flat array: the attribute says how its elements are ordered (with

@@ -70,8 +70,9 @@ std::optional<Plan> planFor(const ir::Graph& g, const ir::Node& n, const ir::Val
   const auto& p = std::get<rt::QGemmParams>(call.params);
   if (w.type.rank() != 2) return std::nullopt;
   const rt::QWeightShape shape{1, p.n, p.k, p.trans_b, wSigned, p.per_column};
-  return Plan{shape, rt::planQWeights(shape, w.data->data(), zeros,
-                                      rt::preferredQPacking(target.int8), target.int8)};
+  return Plan{shape,
+              rt::planQWeights(shape, w.data->data(), zeros,
+                               rt::preferredQPacking(target.tier.c_str()), target.tier.c_str())};
 }
 
 }  // namespace
@@ -102,7 +103,7 @@ bool packQuantizedWeights(ir::Graph& graph, const PassTarget& target) {
     n.attrs[conv::kQSplitEntries] = plan->info.split_entries;
     n.attrs[conv::kQWeightsSigned] = int64_t{plan->shape.w_signed};
     if (plan->variant != rt::QConvVariant::kNone)
-      n.attrs[conv::kQConvVariant] = std::string(rt::qconvVariantInfo(plan->variant).name);
+      n.attrs[conv::kQConvVariant] = std::string(rt::variantInfo(plan->variant).name);
     changed = true;
   }
   return changed;

@@ -73,11 +73,9 @@ struct PassTarget {
   /// channel-blocked layouts skip targets of fewer than 8 lanes
   /// (passForTarget); the convolutions' choices weigh all of it.
   rt::MachineInfo machine = *rt::machineOfTarget("native", 512);
-  /// The int8 kernels' instruction set, whose weight packing
-  /// pack-quantized-weights stores.
-  rt::QIsa int8 = rt::buildQIsa();
   /// The instruction-set tier (cgc/isa_tiers.def) of the runtime that runs
-  /// the model: the kernel variants it has.
+  /// the model: the kernel variants it has, and the int8 weights' packing
+  /// (rt::preferredQPacking) that pack-quantized-weights stores.
   std::string tier = runtime_isa_tier();
   /// Measured convolution variants (a tuned profile's "variants", by node
   /// name): pack-conv-weights and pack-quantized-weights run such a float or

@@ -390,7 +390,8 @@ double Quantizer::quantizeWeights(int id, float xScale) {
 bool quantize(ir::Graph& graph, const PassTarget& target) {
   if (!target.quantize) return false;
   foldConvBatchNorm(graph, target);
-  const int weightMax = target.int8 == rt::QIsa::kAvx2 ? 63 : 127;
+  const bool split = rt::preferredQPacking(target.tier.c_str()) == rt::QPacking::kQuadsSplit;
+  const int weightMax = split ? 63 : 127;
   return Quantizer(graph, *target.quantize, weightMax).run();
 }
 

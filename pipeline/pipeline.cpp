@@ -93,7 +93,7 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
       pipeline.disabled.push_back(pass);
   }
   const Target& target = options.target();
-  pipeline.target = {target.machine, target.int8Isa(), target.tier};
+  pipeline.target = {target.machine, target.tier};
   pipeline.target.convVariants = tuned.convVariants;
   for (const auto& [node, variant] : options.overrides.convVariants)
     pipeline.target.convVariants[node] = variant;

@@ -57,8 +57,6 @@ std::string Target::runtimeLibrary() const {
   return isNative() ? "libcgc_runtime.a" : "libcgc_runtime_" + name + ".a";
 }
 
-rt::QIsa Target::int8Isa() const { return rt::qIsaOfTier(tier.c_str()); }
-
 std::vector<std::string> targetNames() {
   std::vector<std::string> names;
   for (const TableRow& row : kTable) names.push_back(row.name);

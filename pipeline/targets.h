@@ -31,9 +31,6 @@ struct Target {
   std::string compiler() const;
   /// "libcgc_runtime.a" for native, else "libcgc_runtime_<name>.a".
   std::string runtimeLibrary() const;
-  /// The int8 kernels' instruction set in this target's runtime, from its
-  /// tier (native's: the tier of the runtime cgc links).
-  rt::QIsa int8Isa() const;
 };
 
 /// Every target's name, in the table's order.

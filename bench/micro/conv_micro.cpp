@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
   std::printf("int8 n%lld %lld->%lld %lldx%lld k%lld s%lld %s (%s): %.1f us, %.1f GMAC/s\n",
               static_cast<long long>(n), static_cast<long long>(cin), static_cast<long long>(cout),
               static_cast<long long>(side), static_cast<long long>(side), static_cast<long long>(k),
-              static_cast<long long>(stride), form.c_str(), qconvVariantInfo(plan.variant).name,
-              s * 1e6, macs / s / 1e9);
+              static_cast<long long>(stride), form.c_str(), variantInfo(plan.variant).name, s * 1e6,
+              macs / s / 1e9);
   return 0;
 }

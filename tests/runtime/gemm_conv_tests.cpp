@@ -508,8 +508,8 @@ TEST_CASE("conv variants on bf16 weights are chosen only where asked for and on 
     INFO("cin " << c.cin << " cout " << c.cout << " k " << c.kh << "x" << c.kw);
     for (const ConvContext& context : {bf16, vbmi})
       for (bool mayPack : {false, true})
-        CHECK(!convWeightsNarrow(convVariantInfo(chooseConvVariant(p, context, mayPack)).weights));
-    CHECK(!convWeightsNarrow(convVariantInfo(chooseConvVariant(p, vbmi, true, true)).weights));
+        CHECK(!convWeightsNarrow(variantInfo(chooseConvVariant(p, context, mayPack)).weights));
+    CHECK(!convWeightsNarrow(variantInfo(chooseConvVariant(p, vbmi, true, true)).weights));
     // With mayNarrow: PackedBf16 where it prefers the layer, else the float choice.
     const ConvVariant narrow = chooseConvVariant(p, bf16, true, true);
     CHECK((narrow == ConvVariant::kPackedBf16 || narrow == chooseConvVariant(p, bf16, true)));

@@ -192,7 +192,7 @@ bool checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bo
   p.out = epilogueFor(variant, xSigned);
   if (kernel != QConvVariant::kNone) {
     if (!qconvVariantRuns(kernel, p, cgc::runtime_isa_tier())) return false;
-    packing = qconvVariantInfo(kernel).packing;
+    packing = variantInfo(kernel).packing;
     p.variant = kernel;
   }
   const int64_t cinG = c.c_in / c.groups, coutG = c.c_out / c.groups, taps = c.k_h * c.k_w;
@@ -246,7 +246,8 @@ bool checkQConv(const ConvCase& c, bool xSigned, int32_t xZero, bool wSigned, bo
     const QWeightShape shape{c.groups, coutG, cinG * taps, true, wSigned, perChannel, taps};
     const bool depthwise = c.groups == c.c_in && c.groups == c.c_out;
     const QPacking wanted = depthwise && kernel == QConvVariant::kNone ? QPacking::kWide : packing;
-    const QPackInfo info = planQWeights(shape, t.w.data(), t.wZero.data(), wanted);
+    const QPackInfo info =
+        planQWeights(shape, t.w.data(), t.wZero.data(), wanted, cgc::runtime_isa_tier());
     if (info.packing != wanted && kernel != QConvVariant::kNone) return false;
     packed.resize(info.bytes);
     packQWeights(shape, info, t.w.data(), t.wZero.data(), packed.data());
@@ -367,7 +368,8 @@ TEST_CASE("qgemm matches the integer reference") {
             const void* b = t.w.data();
             if (packing != QPacking::kNone) {
               const QWeightShape shape{1, n, k, transB, bSigned, perColumn};
-              const QPackInfo info = planQWeights(shape, t.w.data(), t.wZero.data(), packing);
+              const QPackInfo info =
+                  planQWeights(shape, t.w.data(), t.wZero.data(), packing, cgc::runtime_isa_tier());
               packed.resize(info.bytes);
               packQWeights(shape, info, t.w.data(), t.wZero.data(), packed.data());
               p.packing = info.packing, p.pack_nb = info.nb;

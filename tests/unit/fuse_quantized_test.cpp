@@ -138,25 +138,23 @@ TEST_CASE("fuse-quantized: DQ, Conv, Relu, Q and the residual Add become one QLi
            "y = DequantizeLinear(%q3_out, %sum_scale, %sum_zero)", "NOT: Conv(", "NOT: Add("});
   requireWithinSteps(interpret(b.graph, x0), before, 0.12f);
 
-  // Packed for each target's int8 kernels (PassTarget's tier and int8):
+  // Packed for each target's int8 kernels (PassTarget's tier):
   // what that runtime reads fastest, and the same results from this
   // build's kernels.
   struct Packing {
-    cgc::rt::QIsa isa;
     const char* tier;
     std::string packing, block, variant;
   };
-  const Packing packings[] = {
-      {cgc::rt::QIsa::kPortable, "sse4", "SAME: cgc_packed_weights = 1", "SAME: cgc_q_pack_nb = 4",
-       "SAME: cgc_qconv_variant = \"Gemm\""},
-      {cgc::rt::QIsa::kAvx2, "avx2", "SAME: cgc_packed_weights = 2", "SAME: cgc_q_pack_nb = 3",
-       "SAME: cgc_qconv_variant = \"GemmSplit\""},
-      {cgc::rt::QIsa::kVnni, "vnni", "SAME: cgc_packed_weights = 4", "SAME: cgc_q_pack_nb = 8",
-       "SAME: cgc_qconv_variant = \"Direct\""}};
+  const Packing packings[] = {{"sse4", "SAME: cgc_packed_weights = 1", "SAME: cgc_q_pack_nb = 4",
+                               "SAME: cgc_qconv_variant = \"Gemm\""},
+                              {"avx2", "SAME: cgc_packed_weights = 2", "SAME: cgc_q_pack_nb = 3",
+                               "SAME: cgc_qconv_variant = \"GemmSplit\""},
+                              {"vnni", "SAME: cgc_packed_weights = 4", "SAME: cgc_q_pack_nb = 8",
+                               "SAME: cgc_qconv_variant = \"Direct\""}};
   for (const Packing& p : packings) {
-    INFO("int8 kernels " << cgc::rt::enumName(p.isa));
+    INFO("tier " << p.tier);
     ir::Graph g = b.graph;
-    REQUIRE(passes::packQuantizedWeights(g, {.int8 = p.isa, .tier = p.tier}));
+    REQUIRE(passes::packQuantizedWeights(g, {.tier = p.tier}));
     passes::eliminateDeadCode(g);
     ir::verifyGraph(g);
     checkIr(g, {"side_conv = QLinearConv(%qx_out, %in_scale, %in_zero, %side_conv_w_packed,",
@@ -234,7 +232,6 @@ TEST_CASE("pack-quantized-weights records each layer's int8 variant for the targ
     INFO("tier " << c.tier);
     ir::Graph g = b.graph;
     passes::PassTarget target;
-    target.int8 = cgc::rt::qIsaOfTier(c.tier);
     target.tier = c.tier;
     REQUIRE(passes::packQuantizedWeights(g, target));
     passes::eliminateDeadCode(g);
@@ -252,7 +249,6 @@ TEST_CASE("pack-quantized-weights records each layer's int8 variant for the targ
   // where the tier runs it on the layer, and is said to be refused where not.
   ir::Graph g = b.graph;
   passes::PassTarget target;
-  target.int8 = cgc::rt::QIsa::kVnni;
   target.tier = "vnni";
   target.convVariants = {{"pw", "Gemm"}, {"dw5", "DepthwiseVnni"}};
   std::vector<std::string> notes;
@@ -411,10 +407,10 @@ TEST_CASE("fuse-quantized: a product whose float output no Q takes sums in int32
       }
   };
   requireClose(b.graph);
-  for (auto isa : {cgc::rt::QIsa::kPortable, cgc::rt::QIsa::kAvx2, cgc::rt::QIsa::kVnni}) {
-    INFO("packed for " << cgc::rt::enumName(isa));
+  for (const char* tier : {"sse4", "avx2", "vnni"}) {
+    INFO("packed for " << tier);
     ir::Graph g = b.graph;
-    REQUIRE(passes::packQuantizedWeights(g, {.int8 = isa}));
+    REQUIRE(passes::packQuantizedWeights(g, {.tier = tier}));
     passes::eliminateDeadCode(g);
     requireClose(g);
   }

@@ -321,7 +321,7 @@ namespace {
 
 /// p set to run `alternative` (its layout, tile or depth step).
 ConvParams withAlternative(ConvParams p, const ConvAlternative& alternative) {
-  const ConvWeights weights = convVariantInfo(alternative.variant).weights;
+  const ConvWeights weights = variantInfo(alternative.variant).weights;
   p.variant = alternative.variant;
   p.winograd = weights == ConvWeights::kWinograd;
   p.packed_weights = weights == ConvWeights::kPanels || weights == ConvWeights::kBf16Panels;
@@ -370,8 +370,8 @@ void conv(const ConvParams& given, const float* x, const float* w, const float* 
   // checks that it does), else this build's.
   ConvVariant v = p.variant;
   if (v == ConvVariant::kNone || !convVariantTakes(v, p) ||
-      convVariantInfo(v).weights != convWeightsOf(p) ||
-      !isaTierIncludes(runtime_isa_tier(), convVariantInfo(v).tier))
+      variantInfo(v).weights != convWeightsOf(p) ||
+      !isaTierIncludes(runtime_isa_tier(), variantInfo(v).tier))
     v = chooseConvVariant(p, buildConvContext());
   if (v == ConvVariant::kNone) {  // a compiler fault: lowering checks every layer's variant
     std::fprintf(stderr, "cgc runtime: no convolution variant takes this layer\n");

@@ -79,17 +79,12 @@ void tile(int64_t k, const float* __restrict a, int64_t lda, const float* __rest
     for (int v = 0; v < V; ++v) _mm512_storeu_ps(c + at(j, v), sum[j][v]);
 }
 
-template <int V, int... J>
-constexpr std::array<PackedTile, kPackedTilePositions> tilesOf(std::integer_sequence<int, J...>) {
-  return {&tile<V, J + 1>...};
-}
-
-template <int... V>
-constexpr PackedTiles tileTable(std::integer_sequence<int, V...>) {
-  return {tilesOf<V + 1>(std::make_integer_sequence<int, kPackedTilePositions>{})...};
-}
-
-constexpr PackedTiles kTiles = tileTable(std::make_integer_sequence<int, 4>{});
+/// tile's forms, for kPackedTileTable: up to 4 vectors of channels x
+/// kPackedTilePositions positions.
+struct Bf16Tiles {
+  template <int V, int J>
+  static constexpr PackedTile at = &tile<V, J>;
+};
 
 /// PackedKernel::pairs: padInput's channel-blocked copy, each float rounded
 /// to bfloat16 on its way out (vcvtneps2bf16): rows of 16 x 16-bit lanes a
@@ -152,7 +147,7 @@ bool prefersPackedBf16(const ConvParams& p, const ConvContext& context) {
 
 void convPackedBf16(const ConvParams& p, const float* x, const float* w, const float* bias,
                     const float* residual, float* y, const Team& team) {
-  runPacked(p, x, w, bias, residual, y, team, {&kTiles, &padPairs});
+  runPacked(p, x, w, bias, residual, y, team, {&kPackedTileTable<Bf16Tiles, 4>, &padPairs});
 }
 #else
 bool takesPackedBf16(const ConvParams&) { return false; }

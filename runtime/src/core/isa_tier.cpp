@@ -1,6 +1,6 @@
 // Which instruction-set tier this runtime was built for, from the
 // compile-time conditions core/isa.h derives from the tier table: what the
-// int8 packing (buildQIsa) and the kernel tests ask.
+// kernels packing int8 weights at run time and the kernel tests ask.
 #include "cgc/runtime.h"
 #include "core/isa.h"
 

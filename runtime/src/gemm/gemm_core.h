@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "cgc/kernels.h"
 
@@ -97,6 +98,26 @@ using PackedTile = void (*)(int64_t k, const float* a, int64_t lda, const float*
 /// AVX2 and SSE).
 constexpr int kPackedTilePositions = 6;
 using PackedTiles = std::array<std::array<PackedTile, kPackedTilePositions>, 4>;
+
+namespace packed_tiles {
+template <typename Kernel, int V, int... J>
+constexpr std::array<PackedTile, kPackedTilePositions> row(std::integer_sequence<int, J...>) {
+  return {Kernel::template at<V, J + 1>...};
+}
+template <typename Kernel, int... V>
+constexpr PackedTiles rows(std::integer_sequence<int, V...>) {
+  return {row<Kernel, V + 1>(std::make_integer_sequence<int, kPackedTilePositions>{})...};
+}
+}  // namespace packed_tiles
+
+/// The tiles of a tile kernel: tiles[V - 1][J - 1] = Kernel::at<V, J> (its
+/// tile of V vectors of channels x J positions) for V <= kVectors, null
+/// above. Kernel: a struct whose `template <int V, int J> static constexpr
+/// PackedTile at` names the kernel's forms (gemmPacked's float tiles,
+/// PackedBf16's).
+template <typename Kernel, int kVectors>
+inline constexpr PackedTiles kPackedTileTable =
+    packed_tiles::rows<Kernel>(std::make_integer_sequence<int, kVectors>{});
 
 /// The GEMM of packed convolution weights, vectorised along output
 /// channels: for output channels o in [o0, o1) (multiples of 16, inside one

@@ -14,9 +14,7 @@
 // inputs. It beats gemmRows on ResNet-50's convolution products
 // (bench/micro/run.sh; bench/history/2026-11-code-comment-measurements.md).
 #include <algorithm>
-#include <array>
 #include <cstring>
-#include <utility>
 
 #include "core/diagnostics.h"
 #include "core/isa.h"
@@ -98,18 +96,12 @@ void tile(int64_t k, const float* __restrict a, int64_t lda, const float* __rest
     for (int v = 0; v < V; ++v) simd::store(c + at(j, v), sum[j][v]);
 }
 
-template <int V, int... J>
-constexpr std::array<PackedTile, kTile> tilesOf(std::integer_sequence<int, J...>) {
-  return {&tile<V, J + 1>...};
-}
-
-template <int... V>
-constexpr PackedTiles tileTable(std::integer_sequence<int, V...>) {
-  return {tilesOf<V + 1>(std::make_integer_sequence<int, kTile>{})...};
-}
-
-/// kTiles[V - 1][J - 1]: the tile of V vectors of channels x J positions.
-constexpr PackedTiles kTiles = tileTable(std::make_integer_sequence<int, kTileVectors>{});
+/// tile's forms, for kPackedTileTable: up to kTileVectors vectors of
+/// channels x kTile positions.
+struct FloatTiles {
+  template <int V, int J>
+  static constexpr PackedTile at = &tile<V, J>;
+};
 
 }  // namespace
 
@@ -131,7 +123,7 @@ int64_t packedDepthStep(const MachineInfo& machine) {
 void gemmPacked(int64_t m, int64_t k, const float* packed, int64_t o0, int64_t o1, int64_t n,
                 const float* b, const int64_t* offsets, const int64_t* positions,
                 const PackedOutput& out, int64_t depthStep, const PackedTiles* tiles) {
-  const PackedTiles& table = tiles ? *tiles : kTiles;
+  const PackedTiles& table = tiles ? *tiles : kPackedTileTable<FloatTiles, kTileVectors>;
   const int64_t panel = o0 / kPackedPanel * kPackedPanel;
   const int64_t width = std::min(kPackedPanel, m - panel);
   const int vectors = static_cast<int>((o1 - o0) / kLanes);

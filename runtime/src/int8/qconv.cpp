@@ -231,7 +231,7 @@ bool takesGemmSplit(const QConvParams&) { return true; }
 /// The packing of AVX2's vpmaddubsw (VNNI has vpdpbusd, on which the
 /// direct kernel runs).
 bool prefersGemmSplit(const QConvParams&, const char* tier) {
-  return qIsaOfTier(tier) == QIsa::kAvx2;
+  return preferredQPacking(tier) == QPacking::kQuadsSplit;
 }
 void qconvGemmSplit(const QConvParams& p, const void* x, const void* w, const float* w_scale,
                     const int32_t* bias, const void* residual, void* y, const Team& team) {
@@ -285,7 +285,7 @@ QWeightShape qconvWeightShape(const QConvParams& p) {
 
 bool qconvVariantRuns(QConvVariant v, const QConvParams& p, const char* tier) {
   if (v == QConvVariant::kNone) return false;
-  const QConvVariantInfo& info = qconvVariantInfo(v);
+  const QConvVariantInfo& info = variantInfo(v);
   return isaTierIncludes(tier, info.tier) &&
          (p.packing == QPacking::kNone || p.packing == info.packing) && functionsOf(v).takes(p);
 }
@@ -310,8 +310,8 @@ QConvPlan planQConv(const QConvParams& p, const void* w, const void* w_zero, con
   QConvPlan plan{qconvVariantRuns(p.variant, p, tier) ? p.variant : chooseQConvVariant(p, tier),
                  {}};
   if (plan.variant == QConvVariant::kNone) return plan;
-  const QPacking packing = qconvVariantInfo(plan.variant).packing;
-  plan.info = planQWeights(qconvWeightShape(p), w, w_zero, packing, qIsaOfTier(tier));
+  const QPacking packing = variantInfo(plan.variant).packing;
+  plan.info = planQWeights(qconvWeightShape(p), w, w_zero, packing, tier);
   if (plan.info.packing != packing) {  // some w - w_zero beyond int8: kWide
     QConvParams wide = p;
     wide.packing = plan.info.packing, wide.pack_nb = plan.info.nb;

@@ -15,19 +15,17 @@
 // whole window, and the plane ends in the requantising epilogue
 // (finishRow). Weights: packQWeights' kWide form with one channel per
 // block (int16 w - w_zero, taps padded to a multiple of 4).
+#include "int8/qconv_depthwise.h"
+
 #include <optional>
 #include <type_traits>
 
 #include "cgc/kernels.h"
-#include "core/isa.h"
+#include "core/build_tier.h"
 #include "core/scratch.h"
 #include "int8/qconv_depthwise_vnni.h"
 #include "int8/qconv_strategies.h"
 #include "int8/quant_support.h"
-
-#if CGC_ISA_AVX2
-#include <immintrin.h>
-#endif
 
 namespace cgc::rt {
 namespace {
@@ -43,38 +41,6 @@ RowSizes rowSizes(const QConvParams& p) {
   s.span = (s.columns - 1) * p.stride_w + (p.k_w - 1) * p.dilation_w + 1;
   s.phaseLength = (s.span + p.stride_w - 1) / p.stride_w + 16;
   return s;
-}
-
-/// out[i] = src[2 * i] - zero for the first 16s of `count`: 32 bytes
-/// split into even and odd with one shuffle, the even ones widened. At
-/// stride 2 the scalar gather took a third of the kernel's time on
-/// MobileNetV2's 96 planes of 112x112.
-/// Returns how many it wrote.
-template <typename T>
-int64_t everyOther(const T* src, int64_t count, int16_t zero, int16_t* out) {
-  int64_t i = 0;
-#if CGC_ISA_AVX2
-  // Even bytes of each 128-bit lane first: lane 0's 8 in bytes 0-7, lane 1's in 16-23.
-  const __m256i evenFirst = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
-                                             0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
-  const __m256i z = _mm256_set1_epi16(zero);
-  // 2 * i + 31 < 2 * count: the load stays within the row's elements.
-  for (; i + 16 <= count - 1; i += 16) {
-    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i));
-    v = _mm256_shuffle_epi8(v, evenFirst);
-    v = _mm256_permute4x64_epi64(v, 0x08);  // qwords 0 and 2: the 16 even bytes
-    const __m128i even = _mm256_castsi256_si128(v);
-    const __m256i wide =
-        std::is_signed_v<T> ? _mm256_cvtepi8_epi16(even) : _mm256_cvtepu8_epi16(even);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_sub_epi16(wide, z));
-  }
-#else
-  (void)src;
-  (void)count;
-  (void)zero;
-  (void)out;
-#endif
-  return i;
 }
 
 /// Widens one input row (minus the zero point, zero outside the image)
@@ -95,7 +61,9 @@ void widenRow(const QConvParams& p, const RowSizes& s, const T* row, int16_t* ou
     if (stride == 1) {
       for (int64_t i = 0; i < last - first; ++i) o[first + i] = static_cast<int16_t>(src[i] - zero);
     } else {
-      int64_t i = stride == 2 ? everyOther(src, last - first, zero, o + first) : 0;
+      int64_t i = 0;
+      if constexpr (detail::buildHasTier("avx2"))
+        if (stride == 2) i = detail::everyOtherAvx2(src, last - first, zero, o + first);
       for (; i < last - first; ++i) o[first + i] = static_cast<int16_t>(src[i * stride] - zero);
     }
     std::fill(o + last, o + s.phaseLength, int16_t{0});
@@ -109,17 +77,8 @@ void widenPlane(const QConvParams& p, const RowSizes& s, const T* plane, int16_t
     widenRow(p, s, plane + iy * p.w_in, out + iy * p.stride_w * s.phaseLength);
 }
 
-/// The taps of one output row that read inside the image, paired for
-/// vpmaddwd: each pair's two sources (columns c + 0..15 of a tap read
-/// source + c) and its two weights as one int32 (the second 0 when odd).
-struct TapPairs {
-  const int16_t* source[2][128];
-  int32_t weights[128];
-  int64_t count = 0;
-};
-
 void pairTaps(const QConvParams& p, const RowSizes& s, const int16_t* plane, int64_t oy,
-              const int16_t* w, TapPairs& pairs) {
+              const int16_t* w, detail::TapPairs& pairs) {
   pairs.count = 0;
   int64_t pending = -1;
   for (int64_t kh = 0; kh < p.k_h; ++kh) {
@@ -144,26 +103,9 @@ void pairTaps(const QConvParams& p, const RowSizes& s, const int16_t* plane, int
 }
 
 /// acc[0 .. columns) = the window sums of one output row.
-void rowSums(const RowSizes& s, const TapPairs& pairs, int32_t* acc) {
+void rowSums(const RowSizes& s, const detail::TapPairs& pairs, int32_t* acc) {
   int64_t c = 0;
-#if CGC_ISA_AVX2
-  for (; c + 16 <= s.columns; c += 16) {
-    __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-    for (int64_t t = 0; t < pairs.count; ++t) {
-      const __m256i wp = _mm256_set1_epi32(pairs.weights[t]);
-      const __m256i a =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pairs.source[0][t] + c));
-      const __m256i b =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pairs.source[1][t] + c));
-      lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), wp));
-      hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), wp));
-    }
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + c),
-                        _mm256_permute2x128_si256(lo, hi, 0x20));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + c + 8),
-                        _mm256_permute2x128_si256(lo, hi, 0x31));
-  }
-#endif
+  if constexpr (detail::buildHasTier("avx2")) c = detail::rowSumsAvx2(s.columns, pairs, acc);
   for (; c < s.columns; ++c) {
     int32_t sum = 0;
     for (int64_t t = 0; t < pairs.count; ++t)
@@ -198,7 +140,7 @@ void depthwise(const QConvParams& p, const void* x, const void* w, const float* 
   // in whole vectors: on 7x7 and 14x14 planes it ran mostly in its scalar
   // tail (MobileNetV2's 14x14 planes at stride 2 and its 7x7 ones).
   int32_t* acc = detail::scratch<int32_t>(outPlane + s.columns);
-  TapPairs pairs;
+  detail::TapPairs pairs;
   const float divisor = p.out.kind == QOutput::kRequantAdd ? p.out.mid_scale : p.out.y_scale;
   const Range work = team.split(p.n * p.c_out);
   for (int64_t nc = work.begin; nc < work.end; ++nc) {

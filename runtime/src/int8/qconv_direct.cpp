@@ -26,14 +26,14 @@
 // So a tile's 32 positions are 128 contiguous bytes for every (tap, quad),
 // the same addressing at any stride, dilation and padding.
 //
-// The product is quant_microkernels.h's productVnni: 32 positions x 8
-// output channels in 16 registers, vpdpbusd over the quads (tap by tap,
-// quads of channels within), one offset per quad into the copy. The requantising epilogue
-// runs on those registers (16 lanes at a time, the same float operations
-// as finishQ: this file is built with -ffp-contract=off) and stores each
-// output row's part of the tile with one masked store per channel; a
-// residual is read the same way. Without VNNI the product and epilogue
-// are the portable loops.
+// The product (qconv_direct_vnni.cpp) is quant_microkernels_vnni.h's
+// productVnni: 32 positions x 8 output channels in 16 registers, vpdpbusd
+// over the quads (tap by tap, quads of channels within), one offset per
+// quad into the copy. The requantising epilogue runs on those registers (16
+// lanes at a time, the same float operations as finishQ: the int8 files
+// are built with -ffp-contract=off) and stores each output row's part of
+// the tile with one masked store per channel; a residual is read the same
+// way. Without VNNI the product and epilogue are the portable loops here.
 //
 // The copy is shared: each thread copies a share of the (image, group,
 // quad, phase) planes into thread 0's scratch. Then the team splits (image,
@@ -42,9 +42,12 @@
 // each thread runs its tiles in groups of 8, the chunk's blocks outer.
 #include "int8/qconv_direct.h"
 
+#include <type_traits>
+
+#include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
+#include "core/build_tier.h"
 #include "core/diagnostics.h"
-#include "core/isa.h"
 #include "core/scratch.h"
 #include "int8/qconv_strategies.h"
 #include "int8/quant_microkernels.h"
@@ -59,6 +62,8 @@ constexpr int64_t kBlock = detail::kMaxBlock;  // output channels per packed blo
 constexpr int64_t kChunkBytes = 128 * 1024;    // packed weights per chunk of blocks
 
 using Geometry = detail::DirectGeometry;
+using detail::BlockJob;
+using detail::TileRuns;
 
 /// The most (block, tile) products a thread of `threads` runs where the
 /// team splits (chunk of blocks, tile) items, tiles innermost.
@@ -208,26 +213,6 @@ void copyPlane(const QConvParams& p, const Geometry& g, const uint8_t* x, int64_
                          flip, plane + (i0 * g.wq + j0) * kQuad);
 }
 
-/// Where a tile's 32 positions go in y, per half of 16 lanes: runs of
-/// contiguous outputs (a row, or rows that follow each other), as the
-/// lanes (a mask) and the y position of the half's lane 0. Made once per
-/// tile for all its channels.
-struct TileRuns {
-  struct Run {
-    uint16_t lanes;
-    int64_t base;
-  };
-  Run runs[2][kQTile / 2];
-  int64_t count[2];
-
-  /// Whether the tile's 32 positions are one run of y, and that run's
-  /// lanes.
-  bool oneRun() const {
-    return count[0] == 1 && count[1] == 1 && runs[1][0].base == runs[0][0].base + 16;
-  }
-  uint32_t lanes32() const { return runs[0][0].lanes | uint32_t{runs[1][0].lanes} << 16; }
-};
-
 void runsOf(const QConvParams& p, const Geometry& g, int64_t v0, TileRuns& out) {
   out.count[0] = out.count[1] = 0;
   for (int64_t oy = v0 / g.wq; oy < p.h_out && oy * g.wq < v0 + kQTile; ++oy) {
@@ -249,203 +234,6 @@ void runsOf(const QConvParams& p, const Geometry& g, int64_t v0, TileRuns& out) 
     }
   }
 }
-
-/// One block's job: where its weights, terms and results are.
-struct BlockJob {
-  const int8_t* w;   // the block's packed weights
-  int64_t channels;  // of its 8, those that exist
-  const int32_t* bias;
-  const float* multiplier;
-  uint8_t* y;               // channel 0 of the block, position 0 (bytes of y's type)
-  const uint8_t* residual;  // likewise, or null
-  int64_t plane;            // h_out * w_out
-  bool packs;               // into bytes by storePacked (its conditions hold)
-};
-
-#if CGC_ISA_VNNI
-
-// GCC 12's extracts pass _mm512_undefined_* (bug 105593, as requant_skx.h).
-#pragma GCC diagnostic push
-CGC_IGNORE_MAYBE_UNINITIALIZED
-
-/// c = the biases plus the products of one tile and one block
-/// (quant_microkernels.h), quad q of the tile at offsets[q]. Starting from
-/// the biases saves an add per vector in the epilogue. Not inlined: next to
-/// the epilogue's constants, GCC spilled the two activation vectors on every
-/// quad (64 to 64 channels 3x3 at 56x56 ran slower).
-__attribute__((noinline)) void tileProducts(const uint8_t* a, const int64_t* offsets, int64_t quads,
-                                            const int8_t* w, const int32_t* bias,
-                                            __m512i (&c)[2][kBlock]) {
-  __m512i sums[2][kBlock];
-  for (int64_t j = 0; j < kBlock; ++j) sums[0][j] = sums[1][j] = _mm512_set1_epi32(bias[j]);
-  detail::productVnni(
-      a, [offsets](int64_t q) { return offsets[q]; }, quads, w, sums);
-  for (int h = 0; h < 2; ++h)
-    for (int64_t j = 0; j < kBlock; ++j) c[h][j] = sums[h][j];
-}
-
-/// storeBlock where the tile's 32 positions are one run of bytes in y:
-/// per channel one masked load of the residual and one store of both
-/// halves (a quarter off the epilogue of a 16-to-96 1x1 layer on 112x112,
-/// which the epilogue dominates).
-template <QOutput kKind>
-void storeRun(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
-              __mmask32 lanes, int64_t base) {
-  detail::Requant16 same = e;
-  same.kind = kKind;  // a constant the compiler folds into requant16
-  for (int64_t j = 0; j < job.channels; ++j) {
-    __m512i r[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-    if constexpr (kKind == QOutput::kRequantAdd) {
-      const __m256i bytes = _mm256_maskz_loadu_epi8(lanes, job.residual + j * job.plane + base);
-      r[0] = detail::widen16(_mm256_castsi256_si128(bytes), e.rSigned);
-      r[1] = detail::widen16(_mm256_extracti128_si256(bytes, 1), e.rSigned);
-    }
-    __m128i q[2];
-    for (int h = 0; h < 2; ++h)
-      q[h] = detail::narrow16(e.type, detail::requant16(same, c[h][j], job.multiplier[j], r[h]));
-    _mm256_mask_storeu_epi8(job.y + j * job.plane + base, lanes,
-                            _mm256_inserti128_si256(_mm256_castsi128_si256(q[0]), q[1], 1));
-  }
-}
-
-/// A channel's residual for the tile's lanes (zero elsewhere), per half.
-void loadResidual(const BlockJob& job, int64_t channel, const TileRuns& runs, bool oneRun,
-                  __mmask32 lanes, bool isSigned, __m512i (&r)[2]) {
-  const uint8_t* residual = job.residual + channel * job.plane;
-  __m256i bytes;
-  if (oneRun) {
-    bytes = _mm256_maskz_loadu_epi8(lanes, residual + runs.runs[0][0].base);
-  } else {
-    __m128i half[2] = {_mm_setzero_si128(), _mm_setzero_si128()};
-    for (int h = 0; h < 2; ++h)
-      for (int64_t i = 0; i < runs.count[h]; ++i)
-        half[h] =
-            detail::loadBytes16(half[h], runs.runs[h][i].lanes, residual + runs.runs[h][i].base);
-    bytes = _mm256_inserti128_si256(_mm256_castsi128_si256(half[0]), half[1], 1);
-  }
-  r[0] = detail::widen16(_mm256_castsi256_si128(bytes), isSigned);
-  r[1] = detail::widen16(_mm256_extracti128_si256(bytes, 1), isSigned);
-}
-
-/// kRequant or kRequantAdd into int8 or uint8 (packsToBytes): two channels' 64 sums
-/// rounded, then packed into bytes at once with the zero point and the
-/// clamp (packBytes64), stored a channel (one run) or a run of a half at a
-/// time.
-template <QOutput kKind>
-void storePacked(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
-                 const TileRuns& runs) {
-  const bool oneRun = runs.oneRun();
-  const __mmask32 lanes = runs.lanes32();
-  for (int64_t j = 0; j < job.channels; j += 2) {
-    __m512i q[2][2];  // [channel j, j + 1][half]
-    for (int k = 0; k < 2; ++k) {
-      const __m512 m = _mm512_set1_ps(job.multiplier[j + k]);  // terms pad with zeros
-      if constexpr (kKind == QOutput::kRequantAdd) {
-        __m512i r[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-        if (j + k < job.channels) loadResidual(job, j + k, runs, oneRun, lanes, e.rSigned, r);
-        for (int h = 0; h < 2; ++h) q[k][h] = detail::residualRound16(e, c[h][j + k], m, r[h]);
-      } else {
-        for (int h = 0; h < 2; ++h) q[k][h] = detail::scaleRound16(c[h][j + k], m);
-      }
-    }
-    const __m512i bytes = _mm512_permutexvar_epi32(
-        e.order, detail::packBytes64(e, q[0][0], q[0][1], q[1][0], q[1][1], e.zero16));
-    for (int64_t k = j; k < std::min(j + 2, job.channels); ++k) {
-      uint8_t* y = job.y + k * job.plane;
-      const __m256i channel =
-          k == j ? _mm512_castsi512_si256(bytes) : _mm512_extracti64x4_epi64(bytes, 1);
-      if (oneRun) {
-        _mm256_mask_storeu_epi8(y + runs.runs[0][0].base, lanes, channel);
-        continue;
-      }
-      for (int h = 0; h < 2; ++h) {
-        const __m128i half =
-            h == 0 ? _mm256_castsi256_si128(channel) : _mm256_extracti128_si256(channel, 1);
-        for (int64_t i = 0; i < runs.count[h]; ++i)
-          _mm_mask_storeu_epi8(y + runs.runs[h][i].base, runs.runs[h][i].lanes, half);
-      }
-    }
-  }
-}
-
-/// The epilogue of one block: 8 channels x 2 halves of sums into y.
-template <QOutput kKind>
-void storeBlock(const detail::Requant16& e, const __m512i (&c)[2][kBlock], const BlockJob& job,
-                const TileRuns& runs) {
-  if (e.type != DType::kI32 && runs.oneRun())
-    return storeRun<kKind>(e, c, job, runs.lanes32(), runs.runs[0][0].base);
-  const int64_t size = e.type == DType::kI32 ? 4 : 1;
-  for (int64_t j = 0; j < job.channels; ++j)
-    for (int h = 0; h < 2; ++h) {
-      const TileRuns::Run* run = runs.runs[h];
-      const int64_t count = runs.count[h];
-      __m512i r = _mm512_setzero_si512();
-      if constexpr (kKind == QOutput::kRequantAdd) {
-        __m128i bytes = _mm_setzero_si128();
-        for (int64_t i = 0; i < count; ++i)
-          bytes =
-              detail::loadBytes16(bytes, run[i].lanes, job.residual + j * job.plane + run[i].base);
-        r = detail::widen16(bytes, e.rSigned);
-      }
-      detail::Requant16 same = e;
-      same.kind = kKind;  // a constant the compiler folds into requant16
-      const __m512i q = detail::requant16(same, c[h][j], job.multiplier[j], r);
-      for (int64_t i = 0; i < count; ++i)
-        detail::storeQ16(job.y + (j * job.plane + run[i].base) * size, run[i].lanes, e.type, q);
-    }
-}
-
-/// One tile x one block: the products in registers, then the epilogue.
-void tileBlock(const detail::Requant16& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
-               const BlockJob& job, const TileRuns& runs) {
-  __m512i c[2][kBlock];
-  tileProducts(a, offsets, quads, job.w, job.bias, c);
-  if (job.packs && e.kind == QOutput::kRequantAdd)
-    return storePacked<QOutput::kRequantAdd>(e, c, job, runs);
-  if (job.packs) return storePacked<QOutput::kRequant>(e, c, job, runs);
-  switch (e.kind) {
-    case QOutput::kRequant:
-      return storeBlock<QOutput::kRequant>(e, c, job, runs);
-    case QOutput::kRequantAdd:
-      return storeBlock<QOutput::kRequantAdd>(e, c, job, runs);
-    default:
-      return storeBlock<QOutput::kInt32>(e, c, job, runs);
-  }
-}
-
-using Epilogue = detail::Requant16;
-
-#pragma GCC diagnostic pop
-
-#else
-
-using Epilogue = QEpilogue;
-
-/// The portable form of tileBlock.
-void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
-               const BlockJob& job, const TileRuns& runs) {
-  int32_t acc[kBlock][kQTile] = {};
-  const int8_t* w = job.w;
-  for (int64_t q = 0; q < quads; ++q, w += kBlock * kQuad) {
-    const uint8_t* aq = a + offsets[q];
-    for (int64_t j = 0; j < job.channels; ++j)
-      for (int64_t m = 0; m < kQTile; ++m)
-        for (int64_t r = 0; r < kQuad; ++r) acc[j][m] += aq[m * kQuad + r] * w[j * kQuad + r];
-  }
-  for (int64_t j = 0; j < job.channels; ++j)
-    for (int h = 0; h < 2; ++h)
-      for (int64_t i = 0; i < runs.count[h]; ++i)
-        for (int64_t lane = 0; lane < 16; ++lane) {
-          if (!(runs.runs[h][i].lanes >> lane & 1)) continue;
-          const int64_t at = j * job.plane + runs.runs[h][i].base + lane;
-          const int32_t r = job.residual ? detail::loadQ(job.residual, at, e.r_signed) : 0;
-          detail::storeQ(
-              job.y, at, e.y_type,
-              detail::finishQ(e, acc[j][16 * h + lane], job.bias[j], job.multiplier[j], r));
-        }
-}
-
-#endif
 
 /// Output position (in y) of virtual position v, or of the first output
 /// after it (v between rows).
@@ -521,12 +309,19 @@ void direct(const QConvParams& p, const void* x, const uint8_t* packed, const fl
   int64_t* offsets = detail::scratch<int64_t>(g.quads + detail::kPrefetchQuads);
   quadOffsets(p, g, offsets);
   std::fill_n(offsets + g.quads, detail::kPrefetchQuads, offsets[g.quads - 1]);
-  if (g.channelTiles) {
-    detail::channelTiles(p, g, planes, offsets, packed, sums, w_scale, bias, residual, y, team);
-    team.barrier();  // thread 0's copy outlives the others' reads
-    return;
-  }
+  if constexpr (detail::buildHasTier("vnni"))
+    if (g.channelTiles) {
+      if constexpr (detail::buildHasTier("vbmi"))
+        detail::channelTilesVbmi(p, g, planes, offsets, packed, sums, w_scale, bias, residual, y,
+                                 team);
+      else
+        detail::channelTilesVnni(p, g, planes, offsets, packed, sums, w_scale, bias, residual, y,
+                                 team);
+      team.barrier();  // thread 0's copy outlives the others' reads
+      return;
+    }
   const int64_t plane = p.h_out * p.w_out;
+  using Epilogue = std::conditional_t<detail::buildHasTier("vnni"), detail::Requant16, QEpilogue>;
   const Epilogue epilogue(p.out);
   const Range items = team.split(images * g.chunks * g.tiles);
   int64_t termsGroup = -1;
@@ -568,9 +363,8 @@ void direct(const QConvParams& p, const void* x, const uint8_t* packed, const fl
     for (int64_t b = chunk * g.chunkBlocks; b < b1; ++b) {
       const BlockJob job = jobOf(b);
       if (b + 1 < b1) prefetchRows(jobOf(b + 1), from, to, ySize);  // while this block runs
-      for (int64_t i = 0; i < count; ++i)
-        tileBlock(epilogue, planes + image * g.imageBytes + (tile + i) * kQTile * kQuad, offsets,
-                  g.quads, job, runs[i]);
+      detail::tileBlocks(epilogue, planes + image * g.imageBytes + tile * kQTile * kQuad, count,
+                         offsets, g.quads, job, runs);
     }
     item += count;
   }
@@ -581,6 +375,40 @@ void direct(const QConvParams& p, const void* x, const uint8_t* packed, const fl
 
 namespace detail {
 
+namespace {
+
+/// One tile of tileBlocks.
+void tileBlock(const QEpilogue& e, const uint8_t* a, const int64_t* offsets, int64_t quads,
+               const BlockJob& job, const TileRuns& runs) {
+  int32_t acc[kBlock][kQTile] = {};
+  const int8_t* w = job.w;
+  for (int64_t q = 0; q < quads; ++q, w += kBlock * kQuad) {
+    const uint8_t* aq = a + offsets[q];
+    for (int64_t j = 0; j < job.channels; ++j)
+      for (int64_t m = 0; m < kQTile; ++m)
+        for (int64_t r = 0; r < kQuad; ++r) acc[j][m] += aq[m * kQuad + r] * w[j * kQuad + r];
+  }
+  for (int64_t j = 0; j < job.channels; ++j)
+    for (int h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < runs.count[h]; ++i)
+        for (int64_t lane = 0; lane < 16; ++lane) {
+          if (!(runs.runs[h][i].lanes >> lane & 1)) continue;
+          const int64_t at = j * job.plane + runs.runs[h][i].base + lane;
+          const int32_t r = job.residual ? loadQ(job.residual, at, e.r_signed) : 0;
+          storeQ(job.y, at, e.y_type,
+                 finishQ(e, acc[j][16 * h + lane], job.bias[j], job.multiplier[j], r));
+        }
+}
+
+}  // namespace
+
+/// The portable form of tileBlocks.
+void tileBlocks(const QEpilogue& e, const uint8_t* a, int64_t count, const int64_t* offsets,
+                int64_t quads, const BlockJob& job, const TileRuns* runs) {
+  for (int64_t i = 0; i < count; ++i)
+    tileBlock(e, a + i * kQTile * kQuad, offsets, quads, job, runs[i]);
+}
+
 // The two direct variants (qconv_variants.def). Their choice is the same
 // in every build (the compiler's is its target's), so DirectChannels'
 // predicates are here, outside its tier.
@@ -589,7 +417,7 @@ bool takesDirect(const QConvParams&) { return true; }
 
 /// Where vpdpbusd runs it; the portable loops are slower than the
 /// implicit GEMM's.
-bool prefersDirect(const QConvParams&, const char* tier) { return qIsaOfTier(tier) == QIsa::kVnni; }
+bool prefersDirect(const QConvParams&, const char* tier) { return isaTierIncludes(tier, "vnni"); }
 
 void qconvDirect(const QConvParams& p, const void* x, const void* w, const float* w_scale,
                  const int32_t* bias, const void* residual, void* y, const Team& team) {
@@ -612,7 +440,8 @@ bool prefersDirectChannels(const QConvParams& p, const char*) {
 /// positions.)
 void qconvDirectChannels(const QConvParams& p, const void* x, const void* w, const float* w_scale,
                          const int32_t* bias, const void* residual, void* y, const Team& team) {
-  direct(p, x, static_cast<const uint8_t*>(w), w_scale, bias, residual, y, team, kChannelTiles);
+  direct(p, x, static_cast<const uint8_t*>(w), w_scale, bias, residual, y, team,
+         detail::buildHasTier("vnni"));
 }
 
 }  // namespace detail

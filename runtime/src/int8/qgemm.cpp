@@ -9,7 +9,8 @@
 // (batch, row tiles) and, where there are fewer of those than threads,
 // blocks of columns.
 #include "cgc/kernels.h"
-#include "core/isa.h"
+#include "cgc/runtime.h"
+#include "core/build_tier.h"
 #include "core/scratch.h"
 #include "int8/quant_microkernels.h"
 #include "int8/quant_support.h"
@@ -53,50 +54,6 @@ int64_t batchOffset(const QGemmParams& p, int64_t flat, const PerDim<int64_t>& s
   return offset;
 }
 
-#if CGC_ISA_VNNI
-/// One row of A against the blocks [b0, b1) of 8 packed columns (kQuads,
-/// nb 8), for the batch-1 classifier heads: a tile of 32 rows would hold
-/// one (MobileNetV2's head: 1.28 M multiply-adds). Each quad of
-/// the row is broadcast against a block's 8 x 4 weights, four blocks at a
-/// time; the epilogue is finishQ per column.
-void rowTimesBlocks(const QGemmParams& p, const uint8_t* a, const uint8_t* weights, int64_t quads,
-                    const detail::ChannelTerms& terms, int64_t b0, int64_t b1, uint8_t* y,
-                    const uint8_t* residual, uint8_t* row) {
-  // The row as uint8 quads, once, into `row` (quads * 4 bytes): the zero
-  // point past k.
-  const uint8_t flip = p.a_signed ? 0x80 : 0;
-  for (int64_t d = 0; d < quads * kQuad; ++d)
-    row[d] = static_cast<uint8_t>((d < p.k ? a[d] : static_cast<uint8_t>(p.a_zero)) ^ flip);
-  constexpr int64_t kBlocks = 4, kBlockBytes = detail::kMaxBlock * kQuad;
-  for (int64_t b = b0; b < b1; b += kBlocks) {
-    const int64_t count = std::min(kBlocks, b1 - b);
-    __m256i acc[kBlocks] = {};
-    for (int64_t q = 0; q < quads; ++q) {
-      int32_t word;
-      std::memcpy(&word, row + q * kQuad, kQuad);
-      const __m256i x = _mm256_set1_epi32(word);
-      for (int64_t i = 0; i < count; ++i)
-        acc[i] = _mm256_dpbusd_epi32(acc[i], x,
-                                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                                         weights + ((b + i) * quads + q) * kBlockBytes)));
-    }
-    for (int64_t i = 0; i < count; ++i) {
-      alignas(32) int32_t sums[detail::kMaxBlock];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(sums), acc[i]);
-      for (int64_t j = 0; j < detail::kMaxBlock; ++j) {
-        const int64_t c = (b + i) * detail::kMaxBlock + j;
-        if (c >= p.n) break;
-        const int32_t r = residual ? detail::loadQ(residual, c, p.out.r_signed) : 0;
-        detail::storeQ(
-            y, c, p.out.y_type,
-            detail::finishQ(p.out, sums[j], terms.bias[c],
-                            p.out.kind == QOutput::kInt32 ? 1.0f : terms.multiplier[c], r));
-      }
-    }
-  }
-}
-#endif
-
 }  // namespace
 
 void qgemm(const QGemmParams& given, const void* a, const void* a_zero_point, const void* b,
@@ -113,7 +70,9 @@ void qgemm(const QGemmParams& given, const void* a, const void* a_zero_point, co
   const int64_t ySize = p.out.y_type == DType::kI32 ? 4 : 1;
   const bool packed = p.packing != QPacking::kNone;
   QPackInfo info{p.packing, p.pack_nb, 0, 0};
-  if (!packed) info = planQWeights(shape, b, b_zero, preferredQPacking());
+  if (!packed)
+    info =
+        planQWeights(shape, b, b_zero, preferredQPacking(runtime_isa_tier()), runtime_isa_tier());
   const detail::QPackLayout layout = detail::qPackLayout(shape, info);
 
   const int64_t rowItems = batches * tiles;
@@ -139,16 +98,16 @@ void qgemm(const QGemmParams& given, const void* a, const void* a_zero_point, co
                                    reinterpret_cast<const int32_t*>(weights + layout.sumsOffset),
                                    activationZero, b_scale, p.per_column, bias);
     packedBatch = batch;
-#if CGC_ISA_VNNI
-    if (p.m == 1 && info.packing == QPacking::kQuads && info.nb == detail::kMaxBlock) {
-      const int64_t b0 = chunk * blocksPerChunk, b1 = std::min(layout.blocks, b0 + blocksPerChunk);
-      rowTimesBlocks(p, static_cast<const uint8_t*>(a) + batchOffset(p, batch, p.a_batch_strides),
-                     weights, quads, terms, b0, b1, static_cast<uint8_t*>(y) + batch * p.n * ySize,
-                     residual ? static_cast<const uint8_t*>(residual) + batch * p.n : nullptr,
-                     tile);
-      continue;
-    }
-#endif
+    if constexpr (detail::buildHasTier("vnni"))
+      if (p.m == 1 && info.packing == QPacking::kQuads && info.nb == detail::kVnniBlock) {
+        const int64_t b0 = chunk * blocksPerChunk,
+                      b1 = std::min(layout.blocks, b0 + blocksPerChunk);
+        detail::rowTimesBlocksVnni(
+            p, static_cast<const uint8_t*>(a) + batchOffset(p, batch, p.a_batch_strides), weights,
+            quads, terms, b0, b1, static_cast<uint8_t*>(y) + batch * p.n * ySize,
+            residual ? static_cast<const uint8_t*>(residual) + batch * p.n : nullptr, tile);
+        continue;
+      }
     packRows(p, static_cast<const uint8_t*>(a) + batchOffset(p, batch, p.a_batch_strides), m0,
              tile);
     const int64_t first = batch * p.m * p.n;

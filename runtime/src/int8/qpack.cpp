@@ -1,6 +1,6 @@
 // Packing of int8 weights for qconv and qgemm (at compile time, by the
 // pack-quantized-weights pass, or into scratch when a model's weights are
-// not constants), and which packing this build's kernels read fastest.
+// not constants), and which packing each tier's kernels read fastest.
 //
 // The packed weights hold w - w_zero for each output channel, so the
 // micro-kernels multiply uint8 activations by int8 weights and subtract the
@@ -16,6 +16,7 @@
 // and the rest (|rest| <= 64), listed per channel as (quad, 4 weights)
 // entries that the kernel adds with a second vpmaddubsw. In trained and
 // random networks a few percent of the quads need an entry.
+#include <iterator>
 #include <vector>
 
 #include "cgc/isa_tiers.h"
@@ -99,26 +100,41 @@ QPackLayout qPackLayout(const QWeightShape& s, const QPackInfo& info) {
 
 }  // namespace detail
 
-QIsa qIsaOfTier(const char* tier) {
-  if (isaTierIncludes(tier, "vnni")) return QIsa::kVnni;
-  return isaTierIncludes(tier, "avx2") ? QIsa::kAvx2 : QIsa::kPortable;
+namespace {
+
+/// The int8 products' kernels by tier, best first (quant_microkernels.h):
+/// the packing each reads fastest and its block of output channels. A
+/// tier has the first whose tier it includes.
+struct QKernelTier {
+  const char* tier;
+  QPacking packing;
+  int64_t nb;
+};
+constexpr QKernelTier kQKernelTiers[] = {
+    {"vnni", QPacking::kQuads, detail::kVnniBlock},
+    {"avx2", QPacking::kQuadsSplit, detail::kAvx2Block},
+    {"", QPacking::kQuads, 4},
+};
+
+const QKernelTier& qKernelTier(const char* tier) {
+  for (const QKernelTier& k : kQKernelTiers)
+    if (isaTierIncludes(tier, k.tier)) return k;
+  return kQKernelTiers[std::size(kQKernelTiers) - 1];
 }
 
-QIsa buildQIsa() { return qIsaOfTier(runtime_isa_tier()); }
+}  // namespace
 
-QPacking preferredQPacking(QIsa isa) {
-  return isa == QIsa::kAvx2 ? QPacking::kQuadsSplit : QPacking::kQuads;
-}
+QPacking preferredQPacking(const char* tier) { return qKernelTier(tier).packing; }
 
-int64_t preferredQBlock(QPacking packing, QIsa isa) {
+int64_t preferredQBlock(QPacking packing, const char* tier) {
   if (packing == QPacking::kTapQuads) return detail::kMaxBlock;
-  if (isa == QIsa::kVnni && packing == QPacking::kQuads) return 8;
-  if (isa == QIsa::kAvx2 && packing == QPacking::kQuadsSplit) return 3;
+  const QKernelTier& kernels = qKernelTier(tier);
+  if (packing == kernels.packing) return kernels.nb;
   return packing == QPacking::kWide ? 3 : 4;
 }
 
 QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero, QPacking preferred,
-                       QIsa isa) {
+                       const char* tier) {
   bool fits = preferred != QPacking::kWide;
   for (int64_t g = 0; g < s.groups && fits; ++g)
     for (int64_t c = 0; c < s.channels && fits; ++c)
@@ -131,7 +147,7 @@ QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero,
   // The direct kernel's blocks are always whole (zero channels past the end).
   info.nb = info.packing == QPacking::kTapQuads
                 ? detail::kMaxBlock
-                : std::min(preferredQBlock(info.packing, isa), std::max<int64_t>(s.channels, 1));
+                : std::min(preferredQBlock(info.packing, tier), std::max<int64_t>(s.channels, 1));
   const detail::QPackLayout l = detail::qPackLayout(s, info);
   if (info.packing == QPacking::kQuadsSplit) {
     int32_t quad[kQuad], main[kQuad], rest[kQuad];

@@ -1,20 +1,20 @@
 // The elementwise and pooling int8 kernels: QuantizeLinear,
 // DequantizeLinear, DynamicQuantizeLinear, the quantised Add, table
-// lookups, int8 max
-// pooling and the requantising global average pool. Plain loops the
-// compiler vectorises; built with -ffp-contract=off, so every float step
-// rounds as ONNX's definition (and the float emulation the fusion replaces)
-// does.
+// lookups, int8 max pooling and the requantising global average pool.
+// Plain loops the compiler vectorises, and AVX-512 forms of the lookup and
+// the 3x3 max pool (quant_elementwise_skx.cpp, quant_elementwise_vbmi.cpp)
+// where the build has them; built with -ffp-contract=off, so every float
+// step rounds as ONNX's definition (and the float emulation the fusion
+// replaces) does.
+#include "int8/quant_elementwise.h"
+
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "cgc/kernels.h"
-#include "core/diagnostics.h"
-#include "core/isa.h"
-#include "int8/lookup_skx.h"
+#include "core/build_tier.h"
 #include "int8/quant_support.h"
-#include "int8/requant_skx.h"
 
 namespace cgc::rt {
 namespace {
@@ -78,75 +78,6 @@ void columnMax(const Q* __restrict row, int64_t count, Q* __restrict out) {
     out[ox] = std::max(std::max(w[0], w[1]), w[2]);
   }
 }
-
-#if CGC_ISA_SKX
-// GCC 12's vpermq passes _mm512_undefined_* (bug 105593, as requant_skx.h).
-#pragma GCC diagnostic push
-CGC_IGNORE_MAYBE_UNINITIALIZED
-
-/// maxPool3x3Plane in 64-byte vectors with masked tails, strides 1 and 2
-/// (vpermt2b picks a row's even and odd columns; without VBMI, the max of
-/// each word's two bytes and the next word's first, whose low bytes a
-/// vpackuswb and a vpermq put in order): the compiler's loops ran the
-/// 50-byte tails of a 112-column plane byte by byte (ResNet's 64 planes of
-/// 112x112 at stride 2).
-template <typename Q>
-void maxPool3x3Vectors(const PoolParams& p, const Q* x, Q* y, Q* rowMax) {
-  constexpr bool kSigned = std::is_signed_v<Q>;
-  const __m512i lowest = _mm512_set1_epi8(static_cast<char>(std::numeric_limits<Q>::min()));
-  const auto max = [](__m512i a, __m512i b) {
-    return kSigned ? _mm512_max_epi8(a, b) : _mm512_max_epu8(a, b);
-  };
-#if CGC_ISA_VBMI
-  alignas(64) uint8_t even[64];
-  for (int i = 0; i < 64; ++i) even[i] = static_cast<uint8_t>(2 * i);
-  const __m512i evens = _mm512_load_si512(even);
-  const __m512i odds = _mm512_add_epi8(evens, _mm512_set1_epi8(1));
-#else
-  const __m512i low = _mm512_set1_epi16(0xFF);
-  const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);  // vpackuswb's qwords
-#endif
-  const int64_t width = p.w_out * p.stride_w + 2;  // rowMax[j] is input column j - pad_left
-  for (int64_t oy = 0; oy < p.h_out; ++oy) {
-    for (int64_t j = 0; j < width; j += 64) {
-      // The lanes inside the image: input columns j - pad_left on.
-      const __mmask64 inside =
-          detail::firstBytes(p.w_in + p.pad_left - j) & ~detail::firstBytes(p.pad_left - j);
-      __m512i m = lowest;
-      for (int64_t kh = 0; kh < 3; ++kh) {
-        const int64_t iy = oy * p.stride_h - p.pad_top + kh;
-        if (iy < 0 || iy >= p.h_in) continue;
-        m = max(m, _mm512_mask_loadu_epi8(lowest, inside, x + iy * p.w_in + j - p.pad_left));
-      }
-      _mm512_storeu_si512(rowMax + j, m);
-    }
-    Q* out = y + oy * p.w_out;
-    for (int64_t ox = 0; ox < p.w_out; ox += 64) {
-      const __mmask64 store = detail::firstBytes(p.w_out - ox);
-      const Q* r = rowMax + ox * p.stride_w;
-      __m512i v;
-      if (p.stride_w == 1) {
-        v = max(max(_mm512_loadu_si512(r), _mm512_loadu_si512(r + 1)), _mm512_loadu_si512(r + 2));
-      } else {
-        const __m512i a = _mm512_loadu_si512(r), b = _mm512_loadu_si512(r + 64);
-        const __m512i c = _mm512_loadu_si512(r + 2), d = _mm512_loadu_si512(r + 66);
-#if CGC_ISA_VBMI
-        v = max(max(_mm512_permutex2var_epi8(a, evens, b), _mm512_permutex2var_epi8(a, odds, b)),
-                _mm512_permutex2var_epi8(c, evens, d));
-#else
-        // The low byte of word j: the max of columns 2j, 2j + 1 and 2j + 2.
-        const __m512i ac = max(max(a, _mm512_srli_epi16(a, 8)), c);
-        const __m512i bd = max(max(b, _mm512_srli_epi16(b, 8)), d);
-        v = _mm512_permutexvar_epi64(
-            order, _mm512_packus_epi16(_mm512_and_si512(ac, low), _mm512_and_si512(bd, low)));
-#endif
-      }
-      _mm512_mask_storeu_epi8(out + ox, store, v);
-    }
-  }
-}
-#pragma GCC diagnostic pop
-#endif
 
 /// 3x3 windows: the max of the three rows first (contiguous, vectorised),
 /// then of three columns of that row at the stride.
@@ -235,11 +166,10 @@ void qlookup(const QLookupParams& p, const void* x, const uint8_t* table, void* 
   const Range r = team.split(p.count, 256);
   const auto* in = static_cast<const uint8_t*>(x);
   auto* out = static_cast<uint8_t*>(y);
-#if CGC_ISA_SKX
-  detail::lookupBytes(table, in + r.begin, out + r.begin, r.end - r.begin);
-#else
-  for (int64_t i = r.begin; i < r.end; ++i) out[i] = table[in[i]];
-#endif
+  if constexpr (detail::buildHasTier("skx"))
+    detail::lookupBytesSkx(table, in + r.begin, out + r.begin, r.end - r.begin);
+  else
+    for (int64_t i = r.begin; i < r.end; ++i) out[i] = table[in[i]];
 }
 
 template <typename T>
@@ -252,12 +182,14 @@ void max_pool_int8(const PoolParams& p, const T* x, T* y, const Team& team) {
   std::vector<T> rowMax(small3x3 ? static_cast<size_t>(p.w_out * p.stride_w + 2 + 192) : 0);
   const int64_t inPlane = p.d_in * p.h_in * p.w_in, outPlane = p.d_out * p.h_out * p.w_out;
   for (int64_t c = planes.begin; c < planes.end; ++c) {
-#if CGC_ISA_SKX
-    if (small3x3 && p.stride_w <= 2) {
-      maxPool3x3Vectors(p, x + c * inPlane, y + c * outPlane, rowMax.data());
-      continue;
-    }
-#endif
+    if constexpr (detail::buildHasTier("skx"))
+      if (small3x3 && p.stride_w <= 2) {
+        if constexpr (detail::buildHasTier("vbmi"))
+          detail::maxPool3x3Vbmi(p, x + c * inPlane, y + c * outPlane, rowMax.data());
+        else
+          detail::maxPool3x3Skx(p, x + c * inPlane, y + c * outPlane, rowMax.data());
+        continue;
+      }
     if (small3x3)
       maxPool3x3Plane(p, x + c * inPlane, y + c * outPlane, rowMax.data());
     else

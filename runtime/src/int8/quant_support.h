@@ -20,6 +20,9 @@ namespace cgc::rt::detail {
 inline constexpr int64_t kQTile = 32;
 inline constexpr int64_t kQuad = 4;
 inline constexpr int64_t kMaxBlock = 8;
+/// The blocks of output channels of the VNNI and the AVX2 kernels.
+inline constexpr int64_t kVnniBlock = 8;
+inline constexpr int64_t kAvx2Block = 3;
 
 inline int32_t qmin(DType t) { return t == DType::kI8 ? -128 : t == DType::kU8 ? 0 : INT32_MIN; }
 inline int32_t qmax(DType t) { return t == DType::kI8 ? 127 : t == DType::kU8 ? 255 : INT32_MAX; }

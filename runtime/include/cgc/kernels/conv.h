@@ -13,47 +13,16 @@ namespace cgc::rt {
 /// transforms, packConvWeights' panels of bfloat16 pairs (--precision bf16).
 CGC_ENUM(ConvWeights, kPlain, kPanels, kWinograd, kBf16Panels)
 
-/// The variants of the float convolution (cgc/kernels/conv_variants.def);
-/// kNone: conv chooses (chooseConvVariant).
-enum class ConvVariant : int32_t {
-  kNone,
-#define CGC_CONV_VARIANT(name, tier, weights) k##name,
-#include "cgc/kernels/conv_variants.def"
+/// The variants of the float convolution (cgc/kernels/conv_variants.def):
+/// ConvVariant (kNone: conv chooses, chooseConvVariant), ConvVariantInfo
+/// {variant, name, tier, weights}, kConvVariants and variantInfo(v).
+#define CGC_VARIANTS_PREFIX Conv
+#define CGC_VARIANTS_DEF "cgc/kernels/conv_variants.def"
+#define CGC_VARIANTS_LAYOUT ConvWeights
+#define CGC_VARIANTS_FIELD weights
+#define CGC_CONV_VARIANT CGC_VARIANT
+#include "cgc/kernels/variant_table.h"
 #undef CGC_CONV_VARIANT
-};
-constexpr const char* enumTypeName(ConvVariant) { return "ConvVariant"; }
-constexpr const char* enumName(ConvVariant v) {
-  switch (v) {
-    case ConvVariant::kNone:
-      return "kNone";
-#define CGC_CONV_VARIANT(name, tier, weights) \
-  case ConvVariant::k##name:                  \
-    return "k" #name;
-#include "cgc/kernels/conv_variants.def"
-#undef CGC_CONV_VARIANT
-  }
-  return "";
-}
-
-/// A variant's declaration: its name ("Winograd"), the instruction-set tier
-/// it needs and the weights it reads.
-struct ConvVariantInfo {
-  ConvVariant variant;
-  const char* name;
-  const char* tier;
-  ConvWeights weights;
-};
-inline constexpr ConvVariantInfo kConvVariants[] = {
-#define CGC_CONV_VARIANT(name, tier, weights) \
-  {ConvVariant::k##name, #name, tier, ConvWeights::weights},
-#include "cgc/kernels/conv_variants.def"
-#undef CGC_CONV_VARIANT
-};
-
-/// v's declaration (v is not kNone).
-constexpr const ConvVariantInfo& convVariantInfo(ConvVariant v) {
-  return kConvVariants[static_cast<size_t>(v) - 1];
-}
 
 /// What a variant's choice weighs of the CPU that runs it.
 struct ConvContext {

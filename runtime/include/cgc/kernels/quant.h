@@ -93,47 +93,17 @@ struct QEpilogue {
 /// compensation for the activations' zero point).
 CGC_ENUM(QPacking, kNone, kQuads, kQuadsSplit, kWide, kTapQuads)
 
-/// The variants of the int8 convolution (cgc/kernels/qconv_variants.def);
-/// kNone: qconv chooses (chooseQConvVariant).
-enum class QConvVariant : int32_t {
-  kNone,
-#define CGC_QCONV_VARIANT(name, tier, packing) k##name,
-#include "cgc/kernels/qconv_variants.def"
+/// The variants of the int8 convolution (cgc/kernels/qconv_variants.def):
+/// QConvVariant (kNone: qconv chooses, chooseQConvVariant),
+/// QConvVariantInfo {variant, name, tier, packing}, kQConvVariants and
+/// variantInfo(v).
+#define CGC_VARIANTS_PREFIX QConv
+#define CGC_VARIANTS_DEF "cgc/kernels/qconv_variants.def"
+#define CGC_VARIANTS_LAYOUT QPacking
+#define CGC_VARIANTS_FIELD packing
+#define CGC_QCONV_VARIANT CGC_VARIANT
+#include "cgc/kernels/variant_table.h"
 #undef CGC_QCONV_VARIANT
-};
-constexpr const char* enumTypeName(QConvVariant) { return "QConvVariant"; }
-constexpr const char* enumName(QConvVariant v) {
-  switch (v) {
-    case QConvVariant::kNone:
-      return "kNone";
-#define CGC_QCONV_VARIANT(name, tier, packing) \
-  case QConvVariant::k##name:                  \
-    return "k" #name;
-#include "cgc/kernels/qconv_variants.def"
-#undef CGC_QCONV_VARIANT
-  }
-  return "";
-}
-
-/// A variant's declaration: its name ("Direct"), the instruction-set tier
-/// it needs and the packing of the weights it reads.
-struct QConvVariantInfo {
-  QConvVariant variant;
-  const char* name;
-  const char* tier;
-  QPacking packing;
-};
-inline constexpr QConvVariantInfo kQConvVariants[] = {
-#define CGC_QCONV_VARIANT(name, tier, packing) \
-  {QConvVariant::k##name, #name, tier, QPacking::packing},
-#include "cgc/kernels/qconv_variants.def"
-#undef CGC_QCONV_VARIANT
-};
-
-/// v's declaration (v is not kNone).
-constexpr const QConvVariantInfo& qconvVariantInfo(QConvVariant v) {
-  return kQConvVariants[static_cast<size_t>(v) - 1];
-}
 
 /// Convolution of uint8 or int8 NCHW activations with int8 or uint8 OIHW
 /// weights (1-D or 2-D; groups; depthwise when groups == c_in == c_out),
@@ -197,26 +167,16 @@ void qgemm(const QGemmParams& p, const void* a, const void* a_zero_point, const 
            const float* b_scale, const void* b_zero, const int32_t* bias, const void* residual,
            void* y, const Team& team = Team::serial());
 
-/// The instruction sets the int8 kernels have paths for: the portable
-/// loops, AVX2 (vpmaddubsw), AVX-512 VNNI (vpdpbusd, with AVX-512BW).
-CGC_ENUM(QIsa, kPortable, kAvx2, kVnni)
-
-/// The int8 kernels' instruction set in a runtime built for instruction-set
-/// tier `tier` (cgc/isa_tiers.def): kVnni from "vnni", kAvx2 from "avx2",
-/// else the portable loops.
-QIsa qIsaOfTier(const char* tier);
-
-/// The int8 instruction set of this build of the runtime:
-/// qIsaOfTier(runtime_isa_tier()).
-QIsa buildQIsa();
-
-/// The packing qconv and qgemm read fastest on `isa` for weights whose w -
-/// w_zero all fit int8 (kQuadsSplit on AVX2, kQuads with VNNI and on the
-/// portable loops), and the block of output channels `isa`'s kernels use
-/// for a packing. The compiler asks for its target's set; the kernels,
-/// packing on every call where nothing was packed, for buildQIsa().
-QPacking preferredQPacking(QIsa isa = buildQIsa());
-int64_t preferredQBlock(QPacking packing, QIsa isa = buildQIsa());
+/// The packing qconv and qgemm read fastest on a CPU of instruction-set
+/// tier `tier` (cgc/isa_tiers.def) for weights whose w - w_zero all fit
+/// int8, and the block of output channels that tier's kernels use for a
+/// packing: the int8 products' kernels by tier (qpack.cpp), the first whose
+/// tier `tier` includes: "vnni" kQuads in blocks of 8 (vpdpbusd), "avx2"
+/// kQuadsSplit in blocks of 3 (vpmaddubsw), else kQuads in blocks of 4 (the
+/// portable loops). The compiler asks for its target's tier; the kernels,
+/// packing on every call where nothing was packed, for runtime_isa_tier().
+QPacking preferredQPacking(const char* tier);
+int64_t preferredQBlock(QPacking packing, const char* tier);
 
 /// The weights of a qconv (groups x c_out / groups output channels of
 /// depth c_in / groups x k_h x k_w) or a qgemm (one group of n columns of
@@ -228,15 +188,15 @@ struct QWeightShape {
   int64_t taps = 1;  // window taps per input channel (the depth is channels x taps)
 };
 
-/// How packQWeights would store these weights: `preferred` where every w -
-/// w_zero fits int8, kWide otherwise; and the bytes and split entries it
-/// writes.
+/// How packQWeights would store these weights for a CPU of `tier`:
+/// `preferred` where every w - w_zero fits int8, kWide otherwise, in
+/// preferredQBlock's blocks; and the bytes and split entries it writes.
 struct QPackInfo {
   QPacking packing;
   int64_t nb, bytes, split_entries;
 };
 QPackInfo planQWeights(const QWeightShape& s, const void* w, const void* w_zero, QPacking preferred,
-                       QIsa isa = buildQIsa());
+                       const char* tier);
 
 /// Writes the packed weights (info.bytes bytes) that qconv and qgemm read.
 void packQWeights(const QWeightShape& s, const QPackInfo& info, const void* w, const void* w_zero,
@@ -268,7 +228,7 @@ struct QConvPlan {
 
 /// The plan for p (weights w as the model has them: p.packing kNone) on a
 /// CPU of `tier`: p.variant where it runs p there, else chooseQConvVariant's,
-/// its packing (packQWeights' blocks for qIsaOfTier(tier)); where some w -
+/// its packing (packQWeights' blocks for `tier`); where some w -
 /// w_zero does not fit int8, kWide and the variant chosen for it. The
 /// pack-quantized-weights pass packs and records this with its target's
 /// tier; qconv, given unpacked weights, packs them so on every call.
