@@ -148,7 +148,11 @@ void setAlternatives(const Graph& g, const Node& n, rt::ConvParams& p) {
     const conv::ConvChoice choice = conv::parseConvChoice(choices[i]);
     rt::ConvAlternative& a = p.alternatives[i];
     a = {rt::convVariantNamed(choice.variant.c_str()), choice.setting, starts[i]};
-    CGC_ASSERT(a.variant != rt::ConvVariant::kNone && rt::convVariantTakes(a.variant, p) &&
+    // A plain-weight alternative need not take every size: convChoiceAt
+    // asks per call.
+    CGC_ASSERT(a.variant != rt::ConvVariant::kNone &&
+                   (rt::variantInfo(a.variant).weights == rt::ConvWeights::kPlain ||
+                    rt::convVariantTakes(a.variant, p)) &&
                    a.weights >= 0 && a.weights < total,
                "node '{}': the alternative {} does not take this layer at offset {}", n.name,
                choices[i], a.weights);

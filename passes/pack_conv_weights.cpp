@@ -164,9 +164,16 @@ std::vector<Choice> alternativesFor(const ir::Node& conv, const rt::ConvParams& 
   for (const std::string& text : it->second) {
     const ir::conventions::ConvChoice wanted = ir::conventions::parseConvChoice(text);
     const rt::ConvVariant variant = rt::convVariantNamed(wanted.variant.c_str());
-    if (!whyNot(variant, wanted.setting, params, target, true, false).empty() ||
-        (readsPlain({variant}) && !readsPlain(own)))
-      continue;
+    if (variant == rt::ConvVariant::kNone) continue;
+    // A plain-weight alternative shares the layer's own weights (so only
+    // where `own` reads them too). Whether it takes the layer depends on
+    // the sizes, which convChoiceAt checks per call, so it is not asked
+    // here: every size of --dim's compiles gets the same alternatives.
+    const bool fits = readsPlain({variant})
+                          ? readsPlain(own) && wanted.setting == 0 &&
+                                isaTierIncludes(target.tier, rt::variantInfo(variant).tier)
+                          : whyNot(variant, wanted.setting, params, target, true, false).empty();
+    if (!fits) continue;
     const Choice c = settled({variant, wanted.setting}, params, context);
     if (std::count(seen.begin(), seen.end(), textOf(c))) continue;
     seen.push_back(textOf(c));
