@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "ir/diagnostics.h"
 namespace cgc::codegen {
 namespace {
 
@@ -223,6 +224,47 @@ std::optional<std::vector<BuildTarget>> parseTargetLine(const std::string& line)
   for (std::sregex_iterator it(list.begin(), list.end(), item), end; it != end; ++it)
     targets.push_back({(*it)[1], (*it)[2]});
   return targets;
+}
+
+namespace {
+
+/// The names with their --namespace checked: a valid namespace that is not
+/// also the C prefix.
+ModelNames checkedNamespace(ModelNames names) {
+  if (std::string why = whyNotNamespace(names.nameSpace); !why.empty())
+    throw CompileError(fmt::format("cgc: error: --namespace '{}' {}", names.nameSpace, why));
+  if (names.nameSpace.substr(0, names.nameSpace.find("::")) == names.prefix)
+    throw CompileError(fmt::format(
+        "cgc: error: --namespace '{}' is also the C prefix of class {} (both global names): "
+        "choose another --namespace or --name",
+        names.nameSpace, names.className));
+  return names;
+}
+
+}  // namespace
+
+ModelNames checkedNames(const std::string& stem, const std::string& className,
+                        const std::string& nameSpace) {
+  if (className.empty()) {
+    ModelNames names = defaultNames(stem);
+    names.nameSpace = nameSpace;
+    CGC_ASSERT(whyNotCppName(names.className).empty() && whyNotSymbolPrefix(names.prefix).empty(),
+               "default names {} {} break a rule", names.className, names.prefix);
+    return checkedNamespace(std::move(names));
+  }
+  ModelNames names{nameSpace, className, toSymbolPrefix(className)};
+  if (std::string why = whyNotCppName(className); !why.empty()) {
+    const std::string suggestion = toClassName(className);
+    if (whyNotCppName(suggestion).empty() && whyNotSymbolPrefix(toSymbolPrefix(suggestion)).empty())
+      why += fmt::format(": try --name {}", suggestion);
+    throw CompileError(fmt::format("cgc: error: --name '{}' {}", className, why));
+  }
+  if (std::string why = whyNotSymbolPrefix(names.prefix); !why.empty())
+    throw CompileError(fmt::format(
+        "cgc: error: --name '{}' gives the C prefix and file name '{}', which {}: choose "
+        "another --name",
+        className, names.prefix, why));
+  return checkedNamespace(std::move(names));
 }
 
 }  // namespace cgc::codegen

@@ -76,4 +76,10 @@ std::optional<std::vector<BuildTarget>> parseTargetLine(const std::string& line)
 /// swin_t_model; "int" -> IntModel, int_model), so a default always works.
 ModelNames defaultNames(const std::string& stem);
 
+/// The names the generated code declares: `className` (--name), else
+/// defaultNames(stem), with `nameSpace` (--namespace), each checked against
+/// the rules above. CompileError naming the flag when one breaks a rule.
+ModelNames checkedNames(const std::string& stem, const std::string& className,
+                        const std::string& nameSpace);
+
 }  // namespace cgc::codegen

@@ -301,47 +301,10 @@ CompiledModel compileGraph(ir::Graph graph, const CompileOptions& given) {
   return model;
 }
 
-namespace {
-
-/// The names with their --namespace checked: a valid namespace that is not
-/// also the C prefix.
-codegen::ModelNames checkedNamespace(const codegen::ModelNames& names) {
-  if (std::string why = codegen::whyNotNamespace(names.nameSpace); !why.empty())
-    throw CompileError(fmt::format("cgc: error: --namespace '{}' {}", names.nameSpace, why));
-  if (names.nameSpace.substr(0, names.nameSpace.find("::")) == names.prefix)
-    throw CompileError(fmt::format(
-        "cgc: error: --namespace '{}' is also the C prefix of class {} (both global names): "
-        "choose another --namespace or --name",
-        names.nameSpace, names.className));
-  return names;
-}
-
-}  // namespace
-
 codegen::ModelNames checkedNames(const CompileOptions& options) {
-  if (options.className.empty()) {
-    codegen::ModelNames names = codegen::defaultNames(frontend::graphName(options.modelPath));
-    names.nameSpace = options.nameSpace;
-    CGC_ASSERT(codegen::whyNotCppName(names.className).empty() &&
-                   codegen::whyNotSymbolPrefix(names.prefix).empty(),
-               "default names {} {} break a rule", names.className, names.prefix);
-    return checkedNamespace(names);
-  }
-  codegen::ModelNames names{options.nameSpace, options.className,
-                            codegen::toSymbolPrefix(options.className)};
-  if (std::string why = codegen::whyNotCppName(names.className); !why.empty()) {
-    const std::string suggestion = codegen::toClassName(names.className);
-    if (codegen::whyNotCppName(suggestion).empty() &&
-        codegen::whyNotSymbolPrefix(codegen::toSymbolPrefix(suggestion)).empty())
-      why += fmt::format(": try --name {}", suggestion);
-    throw CompileError(fmt::format("cgc: error: --name '{}' {}", names.className, why));
-  }
-  if (std::string why = codegen::whyNotSymbolPrefix(names.prefix); !why.empty())
-    throw CompileError(fmt::format(
-        "cgc: error: --name '{}' gives the C prefix and file name '{}', which {}: choose "
-        "another --name",
-        names.className, names.prefix, why));
-  return checkedNamespace(names);
+  return codegen::checkedNames(
+      options.className.empty() ? frontend::graphName(options.modelPath) : "", options.className,
+      options.nameSpace);
 }
 
 codegen::EmitOptions emitOptions(const CompileOptions& options) {
