@@ -701,3 +701,40 @@ TEST_CASE(
     }
   }
 }
+
+TEST_CASE("conv with a plain-weight alternative that takes only some sizes runs it only there") {
+  // --dim's general code: a depthwise layer on DepthwisePlanes with
+  // DepthwiseVectors as an alternative on the same weights. Channel vectors
+  // take the layer only while a block's planes fit their scratch: at a side
+  // of 16, not at 96, so convChoiceAt must fall back to the layer's own
+  // variant there.
+  const ConvContext context = buildConvContext();
+  for (const auto& [side, takes] : {std::pair{16, true}, std::pair{96, false}}) {
+    const ConvCase c{1, 16, 1, side, side, 16, 16, 1, 3, 3, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1};
+    ConvParams p = paramsOf(c);
+    INFO("side " << side);
+    REQUIRE(convVariantTakes(ConvVariant::kDepthwisePlanes, p));
+    REQUIRE(convVariantTakes(ConvVariant::kDepthwiseVectors, p) == takes);
+    p.variant = ConvVariant::kDepthwisePlanes;
+    p.alternatives = {{{ConvVariant::kDepthwiseVectors, 0, 0}, {ConvVariant::kNone, 0, 0}}};
+    int64_t at = -1;
+    const ConvParams chosen = convChoiceAt(p, context, &at);
+    CHECK(at == 0);
+    // Where it takes the layer it comes first (kConvVariants' order) on
+    // AVX-512, which it prefers at stride 1.
+    if (takes && isaTierIncludes(context.tier, "skx"))
+      CHECK(chosen.variant == ConvVariant::kDepthwiseVectors);
+    else
+      CHECK(chosen.variant == ConvVariant::kDepthwisePlanes);
+    const auto x = randomFloats(16 * side * side, 11), w = randomFloats(16 * 9, 12);
+    const auto bias = randomFloats(16, 13);
+    const auto reference = referenceConv(p, x, w, bias.data(), nullptr);
+    for (int threads : {1, 2}) {
+      std::vector<float> y(reference.size(), 123.0f);
+      onTeam(threads, [&](const Team& team) {
+        conv(p, x.data(), w.data(), bias.data(), nullptr, y.data(), team);
+      });
+      requireClose(y, reference, 3e-4);
+    }
+  }
+}
