@@ -2,9 +2,10 @@
 # Builds sample models' generated code, the runtime and a driver with
 # sanitizers (-Wall -Wextra -Werror) and runs it. Any sanitizer report fails
 # the test.
-#   both:    a BERT-style encoder and a model of If, Loop and Scan, compiled with
-#            --dim and --specialize, a decoder step from an empty cache and a
-#            strided CNN from an empty batch (dims_driver.cpp);
+#   both:    a BERT-style encoder (from an empty batch) and a model of If,
+#            Loop and Scan, compiled with --dim and --specialize, a decoder
+#            step from an empty cache and a strided CNN from an empty batch
+#            (dims_driver.cpp);
 #   address: AddressSanitizer + UndefinedBehaviorSanitizer on the runtime
 #            built for this machine (-march=native: its vector paths, the
 #            int8 ones with their gathers and masked tails), every sample on
@@ -108,13 +109,14 @@ done
 # Models of variable dimensions (cgc compile --dim; tests/dims makes them),
 # the BERT-style encoder and one of If, Loop and Scan, at several sizes,
 # their errors, and two instances at different sizes at once; the driver's
-# middle sizes (batch 2, seq 32) run the specialised code. The decoder step
-# and the strided CNN start at 0: an empty cache, an empty batch; `cached` is
+# middle sizes (batch 2, seq 32) run the specialised code. The encoder, the
+# decoder step and the strided CNN start at 0: an empty batch, an empty cache,
+# an empty batch; `cached` is
 # the decoder step with its caches kept in place (--cache-in-place), fed
 # through set_input's strided copies.
 /usr/bin/python3 "$(dirname "$0")/../dims/test_dims.py" "$cgc" "$work/dims" --only-data >/dev/null
 declare -A dim_flags=(
-  [encoder]="--dim batch=1..4 --dim seq=1..64 --specialize seq=32"
+  [encoder]="--dim batch=0..4 --dim seq=1..64 --specialize seq=32"
   [control]="--dim batch=1..4 --dim seq=1..64 --specialize seq=32"
   [decoder]="--dim past=0..63"
   [cached]="--dim past=0..63 --cache-in-place"
