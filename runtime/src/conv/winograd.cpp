@@ -422,18 +422,25 @@ void winogradWeights(const ConvParams& p, const float* w, float* u) {
   const FormShape form = formOf(p);
   const int patchH = static_cast<int>(form.patchH), patchW = static_cast<int>(form.patchW);
   const int64_t cIn = blocks(p.c_in) * kChannelBlock, cOut = blocks(p.c_out) * kChannelBlock;
+  // G of each axis, once; the output channel innermost, so that u is
+  // written in runs.
+  double gH[8][7] = {}, gW[8][7] = {};
+  for (int r = 0; r < patchH; ++r)
+    for (int q = 0; q < kh; ++q) gH[r][q] = gOf(patchH, kh, r, q);
+  for (int col = 0; col < patchW; ++col)
+    for (int k = 0; k < kw; ++k) gW[col][k] = gOf(patchW, kw, col, k);
   std::fill_n(u, winogradWeightCount(p), 0.0f);
-  for (int64_t o = 0; o < p.c_out; ++o)
-    for (int64_t c = 0; c < p.c_in; ++c) {
+  for (int64_t c = 0; c < p.c_in; ++c)
+    for (int64_t o = 0; o < p.c_out; ++o) {
       const float* kernel = w + (o * p.c_in + c) * kh * kw;
       double gk[8][7] = {};  // G g, down the kernel's columns
       for (int r = 0; r < patchH; ++r)
         for (int k = 0; k < kw; ++k)
-          for (int q = 0; q < kh; ++q) gk[r][k] += gOf(patchH, kh, r, q) * kernel[q * kw + k];
+          for (int q = 0; q < kh; ++q) gk[r][k] += gH[r][q] * kernel[q * kw + k];
       for (int r = 0; r < patchH; ++r)
         for (int col = 0; col < patchW; ++col) {
           double sum = 0;  // (G g G^T)[r][col]
-          for (int k = 0; k < kw; ++k) sum += gk[r][k] * gOf(patchW, kw, col, k);
+          for (int k = 0; k < kw; ++k) sum += gk[r][k] * gW[col][k];
           u[((patchW * r + col) * cIn + c) * cOut + o] = static_cast<float>(sum);
         }
     }
