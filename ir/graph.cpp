@@ -230,6 +230,16 @@ int Graph::addConstant(std::string valueName, TensorType type, std::vector<uint8
   return id;
 }
 
+int Graph::addConstant(std::string valueName, TensorType type,
+                       std::shared_ptr<const std::vector<uint8_t>> data) {
+  CGC_ASSERT(data && static_cast<int64_t>(data->size()) == type.bytes(),
+             "constant '{}' has {} bytes for type {}", valueName, data ? data->size() : 0,
+             type.str());
+  int id = addValue(std::move(valueName), std::move(type), ValueKind::kConstant);
+  values_[id].data = std::move(data);
+  return id;
+}
+
 int Graph::addNode(std::string op, std::string nodeName, std::vector<int> nodeInputs,
                    std::vector<int> nodeOutputs, std::map<std::string, Attribute> attrs) {
   Node n;

@@ -187,6 +187,9 @@ class Graph {
 
   int addValue(std::string name, TensorType type, ValueKind kind = ValueKind::kIntermediate);
   int addConstant(std::string name, TensorType type, std::vector<uint8_t> bytes);
+  /// A constant on bytes another constant holds (shared, not copied).
+  int addConstant(std::string name, TensorType type,
+                  std::shared_ptr<const std::vector<uint8_t>> data);
   int addNode(std::string op, std::string name, std::vector<int> inputs, std::vector<int> outputs,
               std::map<std::string, Attribute> attrs = {});
 

@@ -43,6 +43,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
 
 #include "cgc/isa_tiers.h"
 #include "cgc/kernels.h"
@@ -183,6 +187,70 @@ std::vector<Choice> alternativesFor(const ir::Node& conv, const rt::ConvParams& 
   return out;
 }
 
+/// `w` rearranged for `own`, then for each of `others` that does not read
+/// it plain; where each other's weights start (0: the plain weights).
+std::vector<float> rearranged(const rt::ConvParams& params, const Choice& own,
+                              const std::vector<Choice>& others, const float* w,
+                              std::vector<int64_t>& starts) {
+  std::vector<float> packed = weightsFor(params, rt::variantInfo(own.variant), own.setting, w);
+  for (const Choice& other : others) {
+    starts.push_back(readsPlain(other) ? 0 : static_cast<int64_t>(packed.size()));
+    if (readsPlain(other)) continue;
+    const std::vector<float> more =
+        weightsFor(params, rt::variantInfo(other.variant), other.setting, w);
+    packed.insert(packed.end(), more.begin(), more.end());
+  }
+  return packed;
+}
+
+/// The constant of the layer's rearranged weights (a flat array: the
+/// attributes say how its elements are ordered; with bf16 weights each holds
+/// the bits of a pair of bfloat16). Computed once while its source and the
+/// result live: --dim compiles the model at many sizes, each rearranging
+/// the same weights (one interned buffer, ir::Graph::addConstant) the same
+/// way.
+int rearrangedConstant(ir::Graph& graph, const rt::ConvParams& p, const Choice& own,
+                       const std::vector<Choice>& others, const ir::Value& w,
+                       std::vector<int64_t>& starts) {
+  const rt::ConvVariantInfo& info = rt::variantInfo(own.variant);
+  const auto source = w.data;  // w may move when a value is added
+  const std::string name = w.name + (!others.empty()                                ? "_variants"
+                                     : info.weights == rt::ConvWeights::kWinograd   ? "_winograd"
+                                     : info.weights == rt::ConvWeights::kBf16Panels ? "_bf16"
+                                                                                    : "_packed");
+  // What the layout depends on: not the extents, pads, epilogue or pooling.
+  std::string choices = textOf(own);
+  for (const Choice& other : others) choices += "," + textOf(other);
+  using Key = std::tuple<const void*, std::string, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         int64_t, int64_t, bool, bool>;
+  const Key key{source.get(), choices, p.c_in,       p.c_out,         p.groups,        p.k_d,
+                p.k_h,        p.k_w,   p.depth_step, p.blocked_input, p.blocked_output};
+  struct Entry {
+    std::weak_ptr<const std::vector<uint8_t>> source, packed;
+    std::vector<int64_t> starts;
+  };
+  static auto* mutex = new std::mutex;  // never destroyed, like the map
+  static auto* known = new std::map<Key, Entry>;
+  {
+    std::lock_guard<std::mutex> lock(*mutex);
+    std::erase_if(*known, [](const auto& entry) {
+      return entry.second.source.expired() || entry.second.packed.expired();
+    });
+    if (auto it = known->find(key); it != known->end()) {
+      starts = it->second.starts;
+      auto data = it->second.packed.lock();
+      const auto count = static_cast<int64_t>(data->size() / sizeof(float));
+      return graph.addConstant(name, ir::TensorType{DType::kF32, {count}}, std::move(data));
+    }
+  }
+  const auto* weights = reinterpret_cast<const float*>(source->data());
+  const std::vector<float> packed = rearranged(p, own, others, weights, starts);
+  const int id = addFloatConstant(graph, name, {static_cast<int64_t>(packed.size())}, packed);
+  std::lock_guard<std::mutex> lock(*mutex);
+  known->insert_or_assign(key, Entry{source, graph.value(id).data, starts});
+  return id;
+}
+
 }  // namespace
 
 bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
@@ -209,33 +277,17 @@ bool packConvolutionWeights(ir::Graph& graph, const PassTarget& target) {
                                            : std::vector<Choice>{};
     // Its own weights, then each other variant's; those on plain weights
     // read the model's, where own reads them too (alternativesFor).
-    const bool repack =
-        !readsPlain(choice) || !std::all_of(others.begin(), others.end(), readsPlain);
-    std::vector<float> packed;
-    if (repack) packed = weightsFor(params, info, choice.setting, w.dataAs<float>());
     std::vector<int64_t> starts;
-    std::vector<std::string> texts;
-    for (const Choice& other : others) {
-      texts.push_back(textOf(other));
-      starts.push_back(readsPlain(other) ? 0 : static_cast<int64_t>(packed.size()));
-      if (readsPlain(other)) continue;
-      const std::vector<float> more =
-          weightsFor(params, rt::variantInfo(other.variant), other.setting, w.dataAs<float>());
-      packed.insert(packed.end(), more.begin(), more.end());
+    if (!readsPlain(choice) || !std::all_of(others.begin(), others.end(), readsPlain)) {
+      const int packedId = rearrangedConstant(graph, params, choice, others, w, starts);
+      graph.node(id).inputs[1] = packedId;  // addConstant may move values, not nodes
+    } else {
+      starts.assign(others.size(), 0);
     }
-    // A flat array: the attribute says how its elements are ordered (with
-    // bf16 weights, each holds the bits of a pair of bfloat16).
+    std::vector<std::string> texts;
+    for (const Choice& other : others) texts.push_back(textOf(other));
     const bool winograd = info.weights == rt::ConvWeights::kWinograd;
     const bool bf16 = info.weights == rt::ConvWeights::kBf16Panels;
-    if (repack) {
-      const char* suffix = !others.empty() ? "_variants"
-                           : winograd      ? "_winograd"
-                           : bf16          ? "_bf16"
-                                           : "_packed";
-      const auto count = static_cast<int64_t>(packed.size());
-      const int packedId = addFloatConstant(graph, w.name + suffix, {count}, packed);
-      graph.node(id).inputs[1] = packedId;  // addConstant may move values, not nodes
-    }
     ir::Node& node = graph.node(id);
     if (!others.empty()) {
       node.attrs[ir::conventions::kConvAlternatives] = fmt::format("{}", fmt::join(texts, ","));

@@ -350,3 +350,32 @@ TEST_CASE("pack-conv-weights gives a layer on plain weights alternatives that sh
   CHECK(b.graph.value(pw.inputs[1]).type.numElements() == 64 * 32 + 64 * 32);
   checkSameResults(before, cgc::testing::interpretAll(b.graph, input()));
 }
+
+TEST_CASE("pack-conv-weights gives graphs of the same weights one copy per variant") {
+  // --dim compiles the model at many sizes: the graphs share the weights'
+  // bytes (interned), and each layer's rearranged copy is made once
+  // (rearrangedConstant) and shared; another variant of the same weights
+  // must get a copy of its own, not the first one's.
+  passes::PassTarget target;
+  target.machine.vectorBits = 512;
+  target.tier = "skx";
+  GraphBuilder first = threeLayers(), second = threeLayers();
+  const auto before = cgc::testing::interpretAll(second.graph, input());
+  const auto variants = variantsAfter(first, target);
+  CHECK(variantsAfter(second, target) == variants);
+  const auto weightsOf = [](const GraphBuilder& b, const std::string& name) {
+    for (int id : b.graph.liveNodes())
+      if (b.graph.node(id).name == name) return b.graph.value(b.graph.node(id).inputs[1]).data;
+    FAIL("no node " << name);
+    return std::shared_ptr<const std::vector<uint8_t>>{};
+  };
+  REQUIRE(variants.at("full").rfind("Winograd", 0) == 0);
+  CHECK(weightsOf(first, "full") == weightsOf(second, "full"));
+  checkSameResults(before, cgc::testing::interpretAll(second.graph, input()));
+  GraphBuilder packed = threeLayers();
+  passes::PassTarget other = target;
+  other.convVariants = {{"full", "Packed"}};
+  CHECK(variantsAfter(packed, other).at("full") == "Packed");
+  CHECK(weightsOf(packed, "full") != weightsOf(first, "full"));
+  CHECK(weightsOf(packed, "full")->size() != weightsOf(first, "full")->size());
+}
