@@ -9,7 +9,9 @@ and per layer `past_k<i>`, `past_v<i>` [1, 2, past, 32]; outputs `logits`
 which tests/generate compares the samples' tokens with.
 
 With --prefill, the number of new tokens `seq` is symbolic too (`ids`
-[1, seq]): a prompt fed in one call, then one token per call.
+[1, seq], `logits` [1, seq, 256], `present_*` of length past + seq): a
+prompt fed in one call, then one token per call. The samples run that
+export (prefill.onnx); decoder.onnx, the default, is the one-token step.
 
 Usage: /usr/bin/python3 samples/generate/make_decoder.py [OUT.onnx] [--prefill]
 """
