@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   std::printf("\ntext: ");
   for (int t : generated) std::printf(t >= 32 && t < 127 ? "%c" : "\\x%02x", t);
   std::printf("\n%lld calls in %.3f ms: %.0f calls/s (%s)\n", static_cast<long long>(calls),
-              seconds * 1e3, static_cast<double>(calls) / seconds, model.placement().c_str());
+              seconds * 1e3, seconds > 0 ? static_cast<double>(calls) / seconds : 0.0,
+              model.placement().c_str());
   return 0;
 }
