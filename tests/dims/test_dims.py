@@ -545,24 +545,29 @@ def main():
         run(f"decoder --cache-in-place past={p}",
             ["run", os.path.join(work, "decoder.onnx"), "--quiet", "--cache-in-place"] + dec
             + check(f"decoder_{p}"))
-    inspected = subprocess.run([cgc, "inspect", os.path.join(work, "decoder.onnx"),
-                                "--cache-in-place"] + dec, capture_output=True, text=True)
-    pairs = inspected.stdout.count(f"(axis 2, room for {DEC_POS})")
-    if inspected.returncode == 0 and pairs == 2 * DEC_LAYERS and "past_k0 -> present_k0" in \
-            inspected.stdout:
-        print("ok decoder inspect --cache-in-place")
-    else:
-        print(f"FAIL decoder inspect --cache-in-place: {pairs} pairs\n{inspected.stdout}")
-        failures.append("decoder inspect")
+    def inspect_pairs(name, dims, room):
+        """cgc inspect lists every past_* -> present_* pair with its room."""
+        inspected = subprocess.run([cgc, "inspect", os.path.join(work, f"{name}.onnx"),
+                                    "--cache-in-place"] + dims, capture_output=True, text=True)
+        pairs = inspected.stdout.count(f"(axis 2, room for {room})")
+        if inspected.returncode == 0 and pairs == 2 * DEC_LAYERS and "past_k0 -> present_k0" in \
+                inspected.stdout:
+            print(f"ok {name} inspect --cache-in-place")
+        else:
+            print(f"FAIL {name} inspect --cache-in-place: {pairs} pairs\n{inspected.stdout}")
+            failures.append(f"{name} inspect")
+
+    inspect_pairs("decoder", dec, DEC_POS)
     # A prompt in one call (prefill): the number of new tokens varies too,
     # and the causal mask is a Slice of a constant at rows and columns that
     # follow both dimensions; kept in place, each call appends seq positions.
-    prefill = ["run", os.path.join(work, "prefill.onnx"), "--quiet", "--dim", "seq=1..32",
-               "--dim", "past=0..200"]
+    prefill_dims = ["--dim", "seq=1..32", "--dim", "past=0..200"]
     for s, p in PREFILL_SIZES:
         for extra in ([], ["--cache-in-place"]):
             run(" ".join(["prefill"] + extra + [f"seq={s}", f"past={p}"]),
-                prefill + extra + check(f"prefill_{s}x{p}"))
+                ["run", os.path.join(work, "prefill.onnx"), "--quiet"] + prefill_dims + extra
+                + check(f"prefill_{s}x{p}"))
+    inspect_pairs("prefill", prefill_dims, PREFILL_POS)
     run("--cache-in-place without --dim", ["compile", os.path.join(work, "decoder.onnx"),
                                            "--cache-in-place", "--shape", "past_k0=1x2x3x8"],
         want_rc=1, must=["--cache-in-place needs --dim"])
