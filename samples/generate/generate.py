@@ -41,7 +41,8 @@ def main():
             generated.append(ids[-1])
     print("tokens:", " ".join(map(str, generated)))
     print("text:", "".join(chr(t) if 32 <= t < 127 else f"\\x{t:02x}" for t in generated))
-    print(f"{calls} calls in {seconds * 1e3:.3f} ms: {calls / seconds:.0f} calls/s "
+    rate = calls / seconds if seconds else 0.0
+    print(f"{calls} calls in {seconds * 1e3:.3f} ms: {rate:.0f} calls/s "
           f"({model.placement})")
 
 
