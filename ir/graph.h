@@ -150,6 +150,11 @@ struct Node {
   /// node inputs), compiled and planned on its own.
   std::vector<std::shared_ptr<Graph>> subgraphs;
   bool dead = false;
+  /// Computes a value from the sizes of variable dimensions (cgc compile
+  /// --dim, LoadOptions::sizedValues): it stays for run time and is never
+  /// folded, even where its inputs are constants (a Slice of a causal mask
+  /// whose starts, now parameters, follow the dimensions).
+  bool sized = false;
 
   bool has(const std::string& attr) const { return attrs.count(attr) != 0; }
   int64_t getInt(const std::string& attr, int64_t fallback) const;

@@ -55,7 +55,7 @@ std::vector<uint8_t> crop(const std::vector<uint8_t>& bytes, const ir::TensorTyp
 /// stays (evaluateNode), so no output of data-dependent size.
 std::optional<std::vector<std::pair<ir::TensorType, std::vector<uint8_t>>>> compute(
     ir::Graph& graph, const ir::Node& node, bool keep) {
-  if (node.dead) return std::nullopt;
+  if (node.dead || (node.sized && !keep)) return std::nullopt;
   for (int v : node.inputs)
     if (v >= 0 && !graph.value(v).bytesKnown()) return std::nullopt;
   Lowered lowered = tryLower(graph, node);

@@ -273,10 +273,11 @@ class GraphImporter {
     bool sized = false;
     for (size_t o = 0; o < ctx.results.size(); ++o) sized |= ctx.isSized(o);
     for (int id = firstNewNode; id < graph_.numNodeSlots(); ++id) {
-      const ir::Node& created = graph_.node(id);
+      ir::Node& created = graph_.node(id);
       // Quantised weights stay int8 for fuse-quantized (fold-constants folds the rest).
       if (created.op == "DequantizeLinear") continue;
       if (sized) {
+        created.sized = true;
         lowering::evaluateNode(graph_, id);
         continue;
       }

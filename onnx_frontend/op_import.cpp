@@ -178,7 +178,7 @@ void OpContext::defineFilled(size_t index, const ir::TensorType& type,
   checkType(type, fmt::format("output '{}'", name));
   CGC_ASSERT(static_cast<int64_t>(element.size()) == dtypeSize(type.dtype),
              "fill element of {} bytes for {}", element.size(), type.str());
-  if (type.checkSize(generateBudget).empty()) {
+  if (!isSized(index) && type.checkSize(generateBudget).empty()) {
     std::vector<uint8_t> bytes(type.bytes());
     for (size_t i = 0; i < bytes.size(); i += element.size())
       std::memcpy(bytes.data() + i, element.data(), element.size());

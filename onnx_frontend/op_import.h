@@ -96,8 +96,9 @@ class OpContext {
   /// Defines ONNX output `index` as an existing value (no node).
   void alias(size_t index, int value) { results.at(index) = value; }
   /// Defines ONNX output `index` as `type` filled with `element` (one
-  /// element's bytes): a constant within generateBudget, else an Expand of
-  /// the element that fills it at run time.
+  /// element's bytes): a constant within generateBudget, else (or where its
+  /// shape follows the sizes of variable dimensions) an Expand of the
+  /// element that fills it at run time.
   void defineFilled(size_t index, const ir::TensorType& type, std::vector<uint8_t> element);
   /// Defines ONNX output `index` as a new constant; `type` must have been
   /// checked against ir::kMaxConstantBytes before `bytes` were allocated.

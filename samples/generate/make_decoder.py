@@ -8,7 +8,12 @@ and per layer `past_k<i>`, `past_v<i>` [1, 2, past, 32]; outputs `logits`
 `greedy(prompt, steps)` is PyTorch's own greedy decoding of the same model,
 which tests/generate compares the samples' tokens with.
 
-Usage: /usr/bin/python3 samples/generate/make_decoder.py [OUT.onnx]
+With --prefill, the number of new tokens `seq` is symbolic too (`ids`
+[1, seq], `logits` [1, seq, 256], `present_*` of length past + seq): a
+prompt fed in one call, then one token per call. The samples run that
+export (prefill.onnx); decoder.onnx, the default, is the one-token step.
+
+Usage: /usr/bin/python3 samples/generate/make_decoder.py [OUT.onnx] [--prefill]
 """
 
 import math
@@ -94,17 +99,29 @@ def greedy(prompt, steps):
     return out
 
 
-def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(
-        os.path.abspath(__file__)), "decoder.onnx")
-    caches = [f"past_{kv}{i}" for i in range(LAYERS) for kv in "kv"]
+def export(dec, path, prefill=False):
+    """Export `dec` with its cache length `past` symbolic; with `prefill`,
+    the number of new tokens too (`ids` [1, seq], `logits` [1, seq, vocab],
+    `present_*` of length past + seq): a prompt in one call."""
+    heads, head = dec.blocks[0].heads, dec.blocks[0].head
+    caches = [f"past_{kv}{i}" for i in range(len(dec.blocks)) for kv in "kv"]
     presents = ["logits"] + [c.replace("past", "present") for c in caches]
     dyn = {c: {2: "past"} for c in caches}
-    dyn.update({c: {2: "past_plus_1"} for c in presents[1:]})
+    dyn.update({c: {2: "past_plus_seq" if prefill else "past_plus_1"} for c in presents[1:]})
+    if prefill:
+        dyn.update({"ids": {1: "seq"}, "logits": {1: "seq"}})
+    ids = torch.tensor([[3, 4]] if prefill else [[3]])
     with torch.no_grad():
-        torch.onnx.export(model(), (torch.tensor([[3]]), *[torch.zeros(1, HEADS, 5, HEAD)] * len(caches)),
-                          out, input_names=["ids"] + caches, output_names=presents,
+        torch.onnx.export(dec, (ids, *[torch.zeros(1, heads, 5, head)] * len(caches)), path,
+                          input_names=["ids"] + caches, output_names=presents,
                           dynamic_axes=dyn, opset_version=17)
+
+
+def main():
+    args = [a for a in sys.argv[1:] if a != "--prefill"]
+    out = args[0] if args else os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                            "decoder.onnx")
+    export(model(), out, prefill="--prefill" in sys.argv)
     print(out)
 
 

@@ -13,6 +13,11 @@ instead of fixed sizes, runs correctly at every size in the range:
   * a GPT-2-shaped decoder step (torch.onnx.export, its positions and
     causal mask computed from the cache's length) compiled once with
     --dim past=0..63 matches PyTorch at an empty cache, 1, 37 and the bound;
+    exported for prefill (several new tokens at once), compiled once with
+    --dim seq=1..32 --dim past=0..200, it matches PyTorch from one token
+    on an empty cache to 32 on 200, also with its caches kept in place;
+  * a [seq, seq] mask filled at run time (ConstantOfShape, Trilu) matches
+    numpy's running sums at four sizes;
   * a ResNet-style CNN (a 7x7 stride-2 stem, a max pool, stride-2 blocks)
     with variable batch, height and width and no multiple matches PyTorch
     at odd sides (1x33x47, 3x61x95, ...) and at an empty batch;
@@ -78,6 +83,10 @@ STEM_SIZES = [(1, 1, 1), (2, 1, 6), (1, 3, 3), (2, 15, 17), (2, 64, 64)]
 RES_NARROW = (1, 41, 33)  # within --dim height=32..48, width=32..48 and none of its samples
 DEC_LAYERS, DEC_HEADS, DEC_HEAD, DEC_POS = 2, 2, 8, 64  # the decoder step: layers, heads, head width, positions
 DEC_PASTS = [0, 1, 37, DEC_POS - 1]  # cache lengths: empty, one, odd, the bound
+# The prefill export: (new tokens, cache length) with --dim seq=1..32 --dim past=0..200.
+PREFILL_SIZES = [(1, 0), (1, 1), (3, 3), (7, 0), (32, 200), (5, 37)]
+PREFILL_POS = 232
+FILLED_SEQS = [1, 5, 17, 64]
 
 
 class Layer(nn.Module):
@@ -223,10 +232,10 @@ def make_wide(work, rng):
                       [wide(torch.from_numpy(img)).numpy()])
 
 
-def Decoder(layers=DEC_LAYERS, vocab=VOCAB):
+def Decoder(layers=DEC_LAYERS, vocab=VOCAB, positions=DEC_POS):
     """A GPT-2-shaped decoder step (samples/generate/make_decoder.py's):
-    token ids [1, 1] and each layer's cache [1, heads, past, head]."""
-    return decoder_sample.Decoder(layers, DEC_HEADS, DEC_HEAD, DEC_POS, vocab)
+    token ids [1, seq] and each layer's cache [1, heads, past, head]."""
+    return decoder_sample.Decoder(layers, DEC_HEADS, DEC_HEAD, positions, vocab)
 
 
 def make_resnet(work, rng):
@@ -246,23 +255,20 @@ def make_resnet(work, rng):
 
 def make_decoder(work, rng):
     """The decoder step exported with a symbolic cache length, and its
-    outputs from PyTorch at each of DEC_PASTS."""
-    dec = Decoder().eval()
-    caches = [f"past_{kv}{i}" for i in range(len(dec.blocks)) for kv in "kv"]
-    presents = ["logits"] + [c.replace("past", "present") for c in caches]
-    past = [torch.zeros(1, DEC_HEADS, 5, DEC_HEAD) for _ in caches]
-    dyn = {c: {2: "past"} for c in caches}
-    dyn.update({c: {2: "past_plus_1"} for c in presents[1:]})
-    with torch.no_grad():
-        torch.onnx.export(dec, (torch.tensor([[3]]), *past), os.path.join(work, "decoder.onnx"),
-                          input_names=["ids"] + caches, output_names=presents,
-                          dynamic_axes=dyn, opset_version=17)
-        for p in DEC_PASTS:
-            ids = rng.integers(0, VOCAB, size=(1, 1), dtype=np.int64)
+    outputs from PyTorch at each of DEC_PASTS; and the prefill export (a
+    symbolic number of new tokens too) of a decoder with room for
+    PREFILL_POS positions, with its outputs at each of PREFILL_SIZES."""
+    for name, dec, sizes in (("decoder", Decoder().eval(), [(1, p) for p in DEC_PASTS]),
+                             ("prefill", Decoder(positions=PREFILL_POS).eval(), PREFILL_SIZES)):
+        decoder_sample.export(dec, os.path.join(work, f"{name}.onnx"), prefill=name == "prefill")
+        for s, p in sizes:
+            ids = rng.integers(0, VOCAB, size=(1, s), dtype=np.int64)
             past = [rng.standard_normal((1, DEC_HEADS, p, DEC_HEAD)).astype(np.float32)
-                    for _ in caches]
-            outs = dec(torch.from_numpy(ids), *map(torch.from_numpy, past))
-            write_set(os.path.join(work, f"decoder_{p}"), [ids] + past, [o.numpy() for o in outs])
+                    for _ in range(2 * DEC_LAYERS)]
+            with torch.no_grad():
+                outs = dec(torch.from_numpy(ids), *map(torch.from_numpy, past))
+            write_set(os.path.join(work, f"{name}_{p}" if name == "decoder" else
+                                   f"{name}_{s}x{p}"), [ids] + past, [o.numpy() for o in outs])
 
 
 def export(model, args, path, names, dyn):
@@ -334,6 +340,30 @@ def make_data_dependent(work, rng):
                    np.maximum(top, 0), np.unique(np.floor(x * 2))])
     write_set(os.path.join(work, "datadep_k_beyond"),
               [np.ones((2, 5), np.float32), np.array([6], np.int64)], [])
+
+
+def make_filled_mask(work, rng):
+    """A [seq, seq] lower triangle of ones made at run time
+    (ConstantOfShape of the input's Shape, then Trilu), multiplied by the
+    input: running sums, from numpy."""
+    h, T = onnx.helper, onnx.TensorProto
+    nodes = [h.make_node("Shape", ["x"], ["s"]),
+             h.make_node("Gather", ["s", "one"], ["n"]),
+             h.make_node("Concat", ["n", "n"], ["square"], axis=0),
+             h.make_node("ConstantOfShape", ["square"], ["ones"],
+                         value=numpy_helper.from_array(np.ones(1, np.float32))),
+             h.make_node("Trilu", ["ones"], ["lower"], upper=0),
+             h.make_node("Transpose", ["x"], ["column"], perm=[1, 0]),
+             h.make_node("MatMul", ["lower", "column"], ["sums"])]
+    graph = h.make_graph(nodes, "filled_mask", [h.make_tensor_value_info("x", T.FLOAT, [1, "seq"])],
+                         [h.make_tensor_value_info("sums", T.FLOAT, ["seq", 1])],
+                         [numpy_helper.from_array(np.array([1], np.int64), "one")])
+    m = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(work, "filled_mask.onnx"))
+    for s in FILLED_SEQS:
+        x = rng.standard_normal((1, s)).astype(np.float32)
+        write_set(os.path.join(work, f"filled_mask_{s}"), [x], [np.cumsum(x, axis=1).T])
 
 
 def make_control_flow(work, rng):
@@ -454,6 +484,7 @@ def make_data(work):
         write_set(os.path.join(work, "encoder_mismatch"), [ids, mask], [])
     make_data_dependent(work, rng)
     make_control_flow(work, rng)
+    make_filled_mask(work, rng)
     make_decoder(work, rng)
     make_resnet(work, rng)
     make_wide(work, rng)
@@ -514,21 +545,39 @@ def main():
         run(f"decoder --cache-in-place past={p}",
             ["run", os.path.join(work, "decoder.onnx"), "--quiet", "--cache-in-place"] + dec
             + check(f"decoder_{p}"))
-    inspected = subprocess.run([cgc, "inspect", os.path.join(work, "decoder.onnx"),
-                                "--cache-in-place"] + dec, capture_output=True, text=True)
-    pairs = inspected.stdout.count(f"(axis 2, room for {DEC_POS})")
-    if inspected.returncode == 0 and pairs == 2 * DEC_LAYERS and "past_k0 -> present_k0" in \
-            inspected.stdout:
-        print("ok decoder inspect --cache-in-place")
-    else:
-        print(f"FAIL decoder inspect --cache-in-place: {pairs} pairs\n{inspected.stdout}")
-        failures.append("decoder inspect")
+    def inspect_pairs(name, dims, room):
+        """cgc inspect lists every past_* -> present_* pair with its room."""
+        inspected = subprocess.run([cgc, "inspect", os.path.join(work, f"{name}.onnx"),
+                                    "--cache-in-place"] + dims, capture_output=True, text=True)
+        pairs = inspected.stdout.count(f"(axis 2, room for {room})")
+        if inspected.returncode == 0 and pairs == 2 * DEC_LAYERS and "past_k0 -> present_k0" in \
+                inspected.stdout:
+            print(f"ok {name} inspect --cache-in-place")
+        else:
+            print(f"FAIL {name} inspect --cache-in-place: {pairs} pairs\n{inspected.stdout}")
+            failures.append(f"{name} inspect")
+
+    inspect_pairs("decoder", dec, DEC_POS)
+    # A prompt in one call (prefill): the number of new tokens varies too,
+    # and the causal mask is a Slice of a constant at rows and columns that
+    # follow both dimensions; kept in place, each call appends seq positions.
+    prefill_dims = ["--dim", "seq=1..32", "--dim", "past=0..200"]
+    for s, p in PREFILL_SIZES:
+        for extra in ([], ["--cache-in-place"]):
+            run(" ".join(["prefill"] + extra + [f"seq={s}", f"past={p}"]),
+                ["run", os.path.join(work, "prefill.onnx"), "--quiet"] + prefill_dims + extra
+                + check(f"prefill_{s}x{p}"))
+    inspect_pairs("prefill", prefill_dims, PREFILL_POS)
     run("--cache-in-place without --dim", ["compile", os.path.join(work, "decoder.onnx"),
                                            "--cache-in-place", "--shape", "past_k0=1x2x3x8"],
         want_rc=1, must=["--cache-in-place needs --dim"])
     run("--cache-in-place with --specialize",
         ["compile", os.path.join(work, "decoder.onnx"), "--cache-in-place", "--specialize",
          "past=5", "-o", work] + dec, want_rc=1, must=["--cache-in-place", "--specialize"])
+    # A mask filled at run time to a shape that follows seq in two axes.
+    for s in FILLED_SEQS:
+        run(f"filled mask seq={s}", ["run", os.path.join(work, "filled_mask.onnx"), "--quiet",
+                                     "--dim", "seq=1..64"] + check(f"filled_mask_{s}"))
     # Strided convolutions and pools at any side, no multiple: each side
     # divided at run time; and an empty batch.
     for b, h, w in RES_SIZES:

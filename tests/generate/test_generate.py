@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """The generation sample (samples/generate): greedy decoding from C++
-(cgc_generate, built by cgc_add_graph with DIMS past=0..63) and from Python
-(generate.py, cgc.compile with dims) gives the tokens PyTorch's own greedy
-decoding of the same model gives; a cache past the bound, caches of
+(cgc_generate, built by cgc_add_graph with DIMS seq=1..16 past=0..48: the
+prompt in one call, or two where it is longer than 16 tokens, then a token
+per call) and from Python (generate.py, cgc.compile with dims) gives the
+tokens PyTorch's own greedy decoding of the same model (one token at a
+time) gives; a cache past the bound, caches of
 different lengths and a token outside the vocabulary are errors naming the
 dimension, the inputs or the node.
 
@@ -48,8 +50,14 @@ def main():
     if out.returncode == 0:
         check(tokens_of(out.stdout) == expected, "Python: the tokens PyTorch's greedy decoding gives")
         print(out.stdout.strip().splitlines()[-1])
+    # A prompt longer than seq's bound goes in two calls.
+    long_prompt = b"the quick brown fox jumps"
+    out = subprocess.run([app, long_prompt.decode(), "20"], capture_output=True, text=True,
+                         timeout=120)
+    check(out.returncode == 0 and tokens_of(out.stdout) == make_decoder.greedy(long_prompt, 20),
+          f"C++: a prompt of {len(long_prompt)} tokens in two calls ({out.stderr.strip()})")
     out = subprocess.run([app, "cgc ", "70"], capture_output=True, text=True, timeout=120)
-    check(out.returncode == 1 and "'past' is 64, outside its bounds 0..63" in out.stderr,
+    check(out.returncode == 1 and "'past' is 49, outside its bounds 0..48" in out.stderr,
           f"C++: a cache past the bound is an error naming the dimension ({out.stderr.strip()})")
 
     import cgc

@@ -53,6 +53,25 @@ TEST_CASE("fold-constants evaluates constant sub-graphs") {
   CHECK(folded.doubleValues() == std::vector<double>{11, 44, 99});
 }
 
+TEST_CASE("fold-constants keeps a node computed from the sizes of --dim") {
+  // A causal mask Sliced from a constant at rows that follow the sizes: the
+  // Slice's starts are parameters, its only input the constant.
+  GraphBuilder b("sized");
+  int x = b.input("x", {1, 2});
+  int table = b.constant("table", {3, 2}, {1, 0, 1, 1, 1, 1});
+  int rows =
+      b.node("Slice", "rows", {table}, {1, 2},
+             {{"starts", std::vector<int64_t>{1, 0}}, {"steps", std::vector<int64_t>{1, 1}}});
+  int y = b.node("Mul", "y", {x, rows}, {1, 2});
+  b.output(y, "y");
+  b.graph.node(b.graph.value(rows).producer).sized = true;
+  CHECK_FALSE(passes::foldConstants(b.graph));
+  CHECK(b.graph.countOps("Slice") == 1);
+  b.graph.node(b.graph.value(rows).producer).sized = false;
+  CHECK(passes::foldConstants(b.graph));
+  CHECK(b.graph.countOps("Slice") == 0);
+}
+
 TEST_CASE("fold-conv-batchnorm removes BatchNormalization and keeps results") {
   GraphBuilder b("convbn");
   int x = b.input("x", {1, 2, 4, 4});
