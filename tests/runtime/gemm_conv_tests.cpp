@@ -655,6 +655,21 @@ TEST_CASE("convFusesMaxPool takes only stems with 3x3 stride-2 pools, at any ima
   CHECK(chooseConvVariant(small, buildConvContext()) != ConvVariant::kFewChannels);
 }
 
+/// conv of p (with its alternatives) on `stored` (the weights in the
+/// layouts p names) matches the reference loops on w, on 1 and 2 threads.
+void requireConvAlternatives(const ConvParams& p, const std::vector<float>& x,
+                             const std::vector<float>& w, const std::vector<float>& stored,
+                             const std::vector<float>& bias) {
+  const auto reference = referenceConv(p, x, w, bias.data(), nullptr);
+  for (int threads : {1, 2}) {
+    std::vector<float> y(reference.size(), 123.0f);
+    onTeam(threads, [&](const Team& team) {
+      conv(p, x.data(), stored.data(), bias.data(), nullptr, y.data(), team);
+    });
+    requireClose(y, reference, 3e-4);
+  }
+}
+
 TEST_CASE(
     "conv with alternatives picks its variant per call on the extents, on each one's weights") {
   // --dim's general code: one layer, its weights packed for Winograd F(2x2)
@@ -691,14 +706,7 @@ TEST_CASE(
       CHECK(at == (chosen.winograd_tile == 4 ? atFour : 0));
     }
     p.activation = Activation::kRelu;
-    const auto reference = referenceConv(p, x, w, bias.data(), nullptr);
-    for (int threads : {1, 2}) {
-      std::vector<float> y(reference.size(), 123.0f);
-      onTeam(threads, [&](const Team& team) {
-        conv(p, x.data(), all.data(), bias.data(), nullptr, y.data(), team);
-      });
-      requireClose(y, reference, 3e-4);
-    }
+    requireConvAlternatives(p, x, w, all, bias);
   }
 }
 
@@ -728,13 +736,6 @@ TEST_CASE("conv with a plain-weight alternative that takes only some sizes runs 
       CHECK(chosen.variant == ConvVariant::kDepthwisePlanes);
     const auto x = randomFloats(16 * side * side, 11), w = randomFloats(16 * 9, 12);
     const auto bias = randomFloats(16, 13);
-    const auto reference = referenceConv(p, x, w, bias.data(), nullptr);
-    for (int threads : {1, 2}) {
-      std::vector<float> y(reference.size(), 123.0f);
-      onTeam(threads, [&](const Team& team) {
-        conv(p, x.data(), w.data(), bias.data(), nullptr, y.data(), team);
-      });
-      requireClose(y, reference, 3e-4);
-    }
+    requireConvAlternatives(p, x, w, w, bias);
   }
 }
