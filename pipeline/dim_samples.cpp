@@ -198,8 +198,9 @@ std::set<std::string> sizedValues(const CompileOptions& options,
               ? frontend::loadOnnxFromBytes(*options.overrides.modelBytes, options.modelPath, load)
               : frontend::loadOnnx(options.modelPath, load));
     } catch (const CompileError& e) {
-      if (pick == 2) throw;
-      throw notEverySize(e, options.dims, at);
+      if (pick != 2) throw notEverySize(e, options.dims, at);
+      throw CompileError(fmt::format("{} (at the bounds of --dim, {})", e.what(),
+                                     describeSizes(options.dims, at)));
     }
   }
   for (const ir::Graph& g : graphs) constantsOf(g, constants.emplace_back());

@@ -466,6 +466,11 @@ expect sweep_before_build "--sweep 'batch=9'" "outside --dim batch=1..4" -- env 
 inspect_check sweep_nothing_built test ! -e "$work/sweep_cache"
 expect run_inputs_conflict "pcm_conflict/input_1.pb" "dimension 'batch' of input 'state' 3" "input_0.pb makes it 1" -- "$cgc" run "$work/pcm.onnx" --inputs "$work/pcm_conflict" --quiet
 
+# A --dim bound the model cannot take (past + seq beyond the decoder's
+# position table) names the bounds.
+prefill="$(dirname "$0")/../../samples/generate/prefill.onnx"
+expect dim_bounds_refused "prefill.onnx" "'/wpe/Gather'" "at the bounds of --dim, seq=32, past=200" -- "$cgc" compile "$prefill" --dim seq=1..32 --dim past=0..200 -o "$work/out" --quiet
+
 if [ $failures -ne 0 ]; then
   echo "$failures diagnostics tests failed"
   exit 1
