@@ -60,7 +60,7 @@
 # (KEEP_FLOAT, MAX_ERROR and CHECK_INPUTS as with CALIBRATION).
 # PRECISION bf16 (--precision) stores those weights as bfloat16 instead,
 # KEEP_FLOAT leaving the products it names float (docs/PRECISION.md).
-# TARGET (cmake/targets.def; default native) picks the generated code's
+# TARGET (cgc/targets.def; default native) picks the generated code's
 # flags (-march=x86-64-v3, ...) and the runtime built for it:
 # cgc::cgc_runtime for native, cgc::cgc_runtime_<target> otherwise (aarch64:
 # the runtime cross-built with cmake -S runtime and a toolchain file, see the

@@ -25,5 +25,7 @@ endforeach()
 unset(_cgc_runtimes)
 get_filename_component(_cgc_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 set(CGC_EXECUTABLE "${_cgc_prefix}/bin/cgc" CACHE FILEPATH "The cgc compiler")
+# The table of targets, installed with the runtime's headers (targets.cmake).
+set(CGC_TARGETS_DEF "${_cgc_prefix}/include/cgc/targets.def")
 unset(_cgc_prefix)
 include("${CMAKE_CURRENT_LIST_DIR}/cgc.cmake")

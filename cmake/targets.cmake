@@ -1,10 +1,13 @@
-# cgc_target_info(<name> <prefix>): reads target <name> from targets.def (the
-# one table of targets, next to this file in the source tree and in an
-# install) into <prefix>_ARCH, <prefix>_FLAGS (a list), <prefix>_XSMM and
-# <prefix>_RUNTIME (the runtime's CMake target: cgc_runtime for native,
-# cgc_runtime_<name> otherwise). An unknown name is a fatal error listing
-# the known ones. cgc_target_names(<var>) lists them.
-set(CGC_TARGETS_DEF "${CMAKE_CURRENT_LIST_DIR}/targets.def")
+# cgc_target_info(<name> <prefix>): reads target <name> from the one table of
+# targets, cgc/targets.def (runtime/include/cgc in the source tree; in an
+# install include/cgc, where cgcConfig.cmake points CGC_TARGETS_DEF), into
+# <prefix>_ARCH, <prefix>_FLAGS (a list), <prefix>_XSMM and <prefix>_RUNTIME
+# (the runtime's CMake target: cgc_runtime for native, cgc_runtime_<name>
+# otherwise). An unknown name is a fatal error listing the known ones.
+# cgc_target_names(<var>) lists them.
+if(NOT DEFINED CGC_TARGETS_DEF)
+  set(CGC_TARGETS_DEF "${CMAKE_CURRENT_LIST_DIR}/../runtime/include/cgc/targets.def")
+endif()
 # The tables are read when configuring: editing one configures again.
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${CGC_TARGETS_DEF}")
 
@@ -31,8 +34,9 @@ function(cgc_target_info name prefix)
     string(REPLACE ";" ", " known "${known}")
     message(FATAL_ERROR "cgc: unknown target '${name}' (known: ${known})")
   endif()
+  # The columns CMake reads; the machine's after them are left out.
   set(q "\"([^\"]*)\"")
-  string(REGEX MATCH "^CGC_TARGET\\(${q}, *${q}, *${q}, *${q}, *([0-9]+), *${q}\\)" _ "${rows}")
+  string(REGEX MATCH "^CGC_TARGET\\(${q}, *${q}, *${q}, *${q}, *([0-9]+), *${q}[,)]" _ "${rows}")
   set(flags "${CMAKE_MATCH_3}")
   if(name STREQUAL "native")
     string(REPLACE "-march=native" "-march=${CGC_NATIVE_MARCH}" flags "${flags}")

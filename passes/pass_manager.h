@@ -64,10 +64,10 @@ struct QuantizeSpec {
 };
 
 /// What the passes may assume of the target they compile for
-/// (compiler/targets.h makes it from cmake/targets.def and
-/// cgc/machines.def): layouts that pay on one instruction set and not
-/// another are chosen by it. The defaults: the "native" row of
-/// cgc/machines.def with 16 lanes, and this build's int8 kernels and tier.
+/// (pipeline/targets.h makes it from cgc/targets.def): layouts that pay on
+/// one instruction set and not another are chosen by it. The defaults: the
+/// "native" row's machine with 16 lanes, and this build's int8 kernels and
+/// tier.
 struct PassTarget {
   /// Its vector width, caches and cores (cgc/machine.h): the
   /// channel-blocked layouts skip targets of fewer than 8 lanes

@@ -1,4 +1,5 @@
-// See targets.h. The table is cmake/targets.def, read here as an X-macro.
+// See targets.h. The table is cgc/targets.def, read here as an X-macro (its
+// machine columns through cgc/machine.h).
 #include "pipeline/targets.h"
 
 #include <fmt/ranges.h>
@@ -23,8 +24,9 @@ struct TableRow {
 };
 
 constexpr TableRow kTable[] = {
-#define CGC_TARGET(name, arch, flags, tier, lanes, xsmm) {name, arch, flags, tier, lanes, xsmm},
-#include "cmake/targets.def"
+#define CGC_TARGET(name, arch, flags, tier, lanes, xsmm, ...) \
+  {name, arch, flags, tier, lanes, xsmm},
+#include "cgc/targets.def"
 #undef CGC_TARGET
 };
 
@@ -82,9 +84,7 @@ Target findTarget(const std::string& name) {
       target.machine = rt::hostMachine(32 * target.lanes);
       return target;
     }
-    const auto machine = rt::machineOfTarget(target.name, 32 * target.lanes);
-    CGC_ASSERT(machine, "target {} has no row in cgc/machines.def", target.name);
-    target.machine = *machine;
+    target.machine = *rt::machineOfTarget(target.name, 32 * target.lanes);  // this row's
     return target;
   }
   throw CompileError(fmt::format("cgc: error: unknown target '{}' (known: {})", name,

@@ -1,10 +1,10 @@
-// The targets cgc compiles for (cmake/targets.def, the one table the CMake
-// build and cgc_add_graph read too): a name picks the generated code's
-// compiler and flags, the CPU features its ModelSpec names, the vector width
-// the passes weigh, the ISA LIBXSMM may JIT for, and the runtime library it
-// links. "native" is resolved on the machine cgc runs on, so that a native
-// library moved to a CPU without its features says so when an instance is
-// created instead of dying on an illegal instruction.
+// The targets cgc compiles for (cgc/targets.def, the one table the runtime,
+// the CMake build and cgc_add_graph read too): a name picks the generated
+// code's compiler and flags, the CPU features its ModelSpec names, the vector
+// width and the machine the passes weigh, the ISA LIBXSMM may JIT for, and
+// the runtime library it links. "native" is resolved on the machine cgc runs
+// on, so that a native library moved to a CPU without its features says so
+// when an instance is created instead of dying on an illegal instruction.
 #pragma once
 
 #include <string>
@@ -23,7 +23,7 @@ struct Target {
   std::vector<std::string> features;  // the ModelSpec's CPU features: the tier's
   int lanes = 0;                      // floats per vector register
   std::string xsmmArch;               // libxsmm_set_target_arch name; "" LIBXSMM's choice; "none"
-  rt::MachineInfo machine;            // its row of cgc/machines.def, or this machine (native)
+  rt::MachineInfo machine;            // its row's caches and cores, or this machine (native)
 
   bool isNative() const { return name == "native"; }
   /// The C++ compiler for generated code of this target ("aarch64-linux-gnu-g++"

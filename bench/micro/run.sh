@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a micro-benchmark of bench/micro/ against the native runtime of
 # build/ (after ./build.sh), or against the runtime of target
-# $CGC_MICRO_TARGET (cmake/targets.def, e.g. cascadelake), and runs it with
+# $CGC_MICRO_TARGET (cgc/targets.def, e.g. cascadelake), and runs it with
 # the given arguments: conv_micro.cpp, or NAME_micro.cpp where the first
 # argument is NAME (narrow, bandwidth), e.g.
 #   bench/micro/run.sh float 1 64 64 56 3 1 winograd4
@@ -21,8 +21,8 @@ flags="-march=native"
 if [ "$target" != native ]; then
   library="$root/build/runtime/libcgc_runtime_$target.a"
   flags=$(sed -nE "s/^CGC_TARGET\(\"$target\", *\"[^\"]*\", *\"([^\"]*)\".*/\1/p" \
-          "$root/cmake/targets.def")
-  [ -n "$flags" ] || { echo "run.sh: unknown target '$target' (cmake/targets.def)" >&2; exit 1; }
+          "$root/runtime/include/cgc/targets.def")
+  [ -n "$flags" ] || { echo "run.sh: unknown target '$target' (cgc/targets.def)" >&2; exit 1; }
 fi
 binary="$root/build/bench-micro/${program}_micro_$target"
 mkdir -p "$(dirname "$binary")"

@@ -1,6 +1,6 @@
 # Cross-compiling for 64-bit Arm Linux with Debian's g++-aarch64-linux-gnu:
 #   cmake -S runtime -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=<this file>
-# builds cgc's runtime for the aarch64 target (cmake/targets.def), and a
+# builds cgc's runtime for the aarch64 target (cgc/targets.def), and a
 # project using find_package(cgc) and cgc_add_graph(... TARGET aarch64)
 # configured with this file builds its models for it. The host's cgc is
 # found through CMAKE_PREFIX_PATH, so packages may come from outside the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Register tiles under GCC's Intel AVX-512 tunings: the runtime's
 # register-tiled kernels, built as the x86-64-v4-vnni runtime is
-# (cmake/targets.def) but with each -mtune below, have in no function more
+# (cgc/targets.def) but with each -mtune below, have in no function more
 # multiply-adds that read a stack operand (an accumulator kept in memory)
 # than with -mtune=generic, the tuning the benchmarks time. A tuning's code
 # is otherwise timed only on a machine of its family: GCC 12's Cascade Lake
@@ -18,7 +18,7 @@ src=$1 generated=$2 work=$3
 # the stack); sapphirerapids for the newer Xeons.
 tunings=(generic cascadelake sapphirerapids)
 rm -rf "$work" && mkdir -p "$work"
-row=$(grep '^CGC_TARGET("x86-64-v4-vnni"' "$src/cmake/targets.def")
+row=$(grep '^CGC_TARGET("x86-64-v4-vnni"' "$src/runtime/include/cgc/targets.def")
 march=$(sed -E 's/^CGC_TARGET\("[^"]*", *"[^"]*", *"([^"]*)".*/\1/' <<<"$row")
 mapfile -t sources < <(cd "$src/runtime/src" && grep -lE 'kRegisters|dpbusd' -- */*.cpp)
 

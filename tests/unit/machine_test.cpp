@@ -1,7 +1,7 @@
 // The machine description (cgc/machine.h): sysfs and CPUID read from fake
-// trees and registers, every target with a row, and the pack-conv-weights
-// choices that derive from it moving the expected way on a machine of
-// smaller caches or more cores.
+// trees and registers, native's, and the pack-conv-weights choices that
+// derive from it moving the expected way on a machine of smaller caches or
+// more cores.
 #include "cgc/machine.h"
 
 #include <fmt/format.h>
@@ -121,15 +121,7 @@ TEST_CASE("the machine description reads CPUID's cache leaves (Intel 4, AMD 0x80
   CHECK(rt::readCpuidCaches(fakeCpuid<7>) == rt::MachineInfo{});
 }
 
-TEST_CASE("every target has a machine row; native's is this machine's") {
-  for (const std::string& name : cgc::driver::targetNames()) {
-    const cgc::driver::Target target = cgc::driver::findTarget(name);
-    INFO(name << ": " << text(target.machine));
-    CHECK(target.machine.vectorBits == 32 * target.lanes);
-    CHECK(target.machine.l1dBytes > 0);
-    CHECK(target.machine.l2Bytes > 0);
-    CHECK(target.machine.cores > 0);
-  }
+TEST_CASE("native's machine is this machine's; a name without a row has none") {
   const cgc::driver::Target native = cgc::driver::findTarget("native");
   CHECK(native.machine == rt::hostMachine(32 * native.lanes));
   CHECK_FALSE(rt::machineOfTarget("no-such-target", 512));

@@ -1,10 +1,11 @@
 // The machine description: what the kernels' choices weigh of the machine
 // that runs a model (its vector width, caches and cores), so that
 // thresholds measured on one machine scale to another instead of being
-// constants. The compiler describes its target with it (a named target's
-// row of cgc/machines.def, or for native the machine cgc runs on), the
-// pack-conv-weights pass chooses with it (ConvContext), and the runtime
-// describes the machine it runs on where it chooses itself.
+// constants. The compiler describes its target with it (the cache and core
+// columns of a named target's row of cgc/targets.def, or for native the
+// machine cgc runs on), the pack-conv-weights pass chooses with it
+// (ConvContext), and the runtime describes the machine it runs on where it
+// chooses itself.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,8 @@ struct MachineInfo {
   bool operator==(const MachineInfo&) const = default;
 };
 
-/// Target `name`'s row of cgc/machines.def with `vectorBits` (the
-/// target's lanes); nothing for a name without a row.
+/// The caches and cores of target `name`'s row of cgc/targets.def, with
+/// `vectorBits` (the row's lanes); nothing for a name without a row.
 std::optional<MachineInfo> machineOfTarget(const std::string& name, int vectorBits);
 
 /// What sysfs says of cpu0's caches under `root` ("/sys" on Linux:
@@ -45,7 +46,7 @@ using Cpuid = void (*)(uint32_t leaf, uint32_t subleaf, uint32_t (&regs)[4]);
 MachineInfo readCpuidCaches(Cpuid cpuid = nullptr);
 
 /// The machine this process runs on, with `vectorBits`: caches from sysfs,
-/// else CPUID, else the "native" row of cgc/machines.def; cores from the
+/// else CPUID, else the "native" row of cgc/targets.def; cores from the
 /// process's CPU affinity. Read once.
 MachineInfo hostMachine(int vectorBits);
 

@@ -1,7 +1,8 @@
-// The machine description (cgc/machine.h): the targets' rows of
-// cgc/machines.def, and the machine cgc or a model runs on: its caches from
-// sysfs, else from CPUID's cache parameters, else (a virtual machine may
-// hide both) the "native" row; its cores from the CPU affinity.
+// The machine description (cgc/machine.h): each target's machine, the cache
+// and core columns of its row of cgc/targets.def, and the machine cgc or a
+// model runs on: its caches from sysfs, else from CPUID's cache parameters,
+// else (a virtual machine may hide both) the "native" row; its cores from
+// the CPU affinity.
 #include "cgc/machine.h"
 
 #include <fstream>
@@ -25,9 +26,10 @@ struct MachineRow {
 };
 
 constexpr MachineRow kMachines[] = {
-#define CGC_MACHINE(name, l1d, l2, l3, shared, cores) {name, l1d, l2, l3, shared, cores},
-#include "cgc/machines.def"
-#undef CGC_MACHINE
+#define CGC_TARGET(name, arch, flags, tier, lanes, xsmm, l1d, l2, l3, shared, cores) \
+  {name, l1d, l2, l3, shared, cores},
+#include "cgc/targets.def"
+#undef CGC_TARGET
 };
 
 /// The first line of `path`, or "".
