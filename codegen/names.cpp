@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "ir/diagnostics.h"
+
 namespace cgc::codegen {
 namespace {
 

@@ -50,6 +50,7 @@ std::string printNode(const Graph& graph, const Node& node) {
   std::string line = fmt::format("{} = {}({}) -> {}", node.name, node.op, fmt::join(inputs, ", "),
                                  fmt::join(outputs, ", "));
   if (!attrs.empty()) line += fmt::format(" {{{}}}", fmt::join(attrs, ", "));
+  if (node.sized) line += "  // sized: computed at run time";
   return line;
 }
 

@@ -7,6 +7,7 @@
 
 #include "graph_builder.h"
 #include "interpret.h"
+#include "ir/printer.h"
 #include "ir/verifier.h"
 #include "ir_check.h"
 #include "lowering/kernel_call.h"
@@ -65,6 +66,8 @@ TEST_CASE("fold-constants keeps a node computed from the sizes of --dim") {
   int y = b.node("Mul", "y", {x, rows}, {1, 2});
   b.output(y, "y");
   b.graph.node(b.graph.value(rows).producer).sized = true;
+  INFO(ir::printGraph(b.graph));
+  CHECK(ir::printGraph(b.graph).find("sized: computed at run time") != std::string::npos);
   CHECK_FALSE(passes::foldConstants(b.graph));
   CHECK(b.graph.countOps("Slice") == 1);
   b.graph.node(b.graph.value(rows).producer).sized = false;
