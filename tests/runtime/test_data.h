@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "cgc/kernels/common.h"
 #include "cgc/team.h"
 
 namespace cgc::test {
@@ -67,5 +68,21 @@ void onTeam(int threads, Body body) {
     pool.emplace_back([&, i] { body(cgc::rt::Team(i, threads, &barrier)); });
   for (auto& t : pool) t.join();
 }
+
+/// The reference of a fused activation, in double.
+inline double activate(rt::Activation a, float lo, float hi, double v) {
+  if (a == rt::Activation::kRelu) return std::max(v, 0.0);
+  if (a == rt::Activation::kClip) return std::min(std::max(v, double{lo}), double{hi});
+  return v;
+}
+
+/// The activations the kernels fuse, each tested: none, Relu, a Clip.
+struct Act {
+  rt::Activation kind;
+  float lo, hi;
+};
+inline constexpr Act kActs[] = {{rt::Activation::kNone, 0, 0},
+                                {rt::Activation::kRelu, 0, 0},
+                                {rt::Activation::kClip, -0.25f, 0.5f}};
 
 }  // namespace cgc::test

@@ -10,8 +10,9 @@
 #            built for this machine (-march=native: its vector paths, the
 #            int8 ones with their gathers and masked tails), every sample on
 #            the default schedule, and the float and int8 kernel tests
-#            (gemm_conv_tests.cpp: scratch sized for every band and split;
-#            quant_kernel_tests.cpp; attention_kernel_tests.cpp);
+#            (gemm_tests.cpp and gemm_conv_tests.cpp: scratch sized for
+#            every band and split; quant_kernel_tests.cpp;
+#            attention_kernel_tests.cpp);
 #   thread:  ThreadSanitizer, the samples with parallel branches on 3
 #            executors x 2 threads (cross-executor signals, team barriers,
 #            the pool's start and finish, the profiler recording from
@@ -144,12 +145,12 @@ if [ "$mode" = address ]; then  # the kernels' own tests
   # the instrumented one. Catch2's std::regex trips GCC 12's
   # -Wmaybe-uninitialized (a false positive inside libstdc++). The int8
   # tests round as the float emulation only without contraction.
-  for test in main gemm_conv_tests quant_kernel_tests attention_kernel_tests; do
+  for test in main gemm_tests gemm_conv_tests quant_kernel_tests attention_kernel_tests; do
     spawn c++ -std=c++20 -O2 -g1 -Wall -Wextra -Werror -Wno-maybe-uninitialized "${march[@]}" \
         -ffp-contract=off -I"$runtime/include" -c "$tests/$test.cpp" -o "$work/$test.o"
   done
   wait_all
-  c++ -fsanitize=$sanitize "${objects[@]}" "$work"/{main,gemm_conv_tests,quant_kernel_tests,attention_kernel_tests}.o \
+  c++ -fsanitize=$sanitize "${objects[@]}" "$work"/{main,gemm_tests,gemm_conv_tests,quant_kernel_tests,attention_kernel_tests}.o \
       "${libs[@]}" -o "$work/kernel_tests"
 fi
 if [ "$mode" = thread ]; then  # memory shared inside one kernel call; instances at once
