@@ -16,12 +16,6 @@ namespace cgc::ir {
 
 std::string shapeString(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
 
-namespace {
-
-/// Large constants with equal bytes share one buffer across every graph of
-/// the process: a --dim compile imports and compiles the model at several
-/// sizes, each graph with the same weights (and the same packed or
-/// transposed copies of them), which would otherwise be held once per size.
 std::shared_ptr<const std::vector<uint8_t>> internConstant(std::vector<uint8_t> bytes) {
   constexpr size_t kInternedBytes = size_t{1} << 16;
   if (bytes.size() < kInternedBytes)
@@ -46,6 +40,8 @@ std::shared_ptr<const std::vector<uint8_t>> internConstant(std::vector<uint8_t> 
   table->emplace(hash, data);
   return data;
 }
+
+namespace {
 
 std::string limitString(int64_t bytes) {
   for (int e = 0; e < 63; ++e)

@@ -57,6 +57,12 @@ inline constexpr int kMaxValues = 1 << 22;
 /// passes and the memory planner 2^13 of headroom below int64's range.
 inline constexpr int64_t kMaxGraphBytes = int64_t{1} << 50;
 
+/// Constant bytes to hold: large ones with equal bytes share one buffer
+/// across every graph of the process (a --dim compile imports and compiles
+/// the model at several sizes, each graph with the same weights, and the
+/// same packed or transposed copies of them).
+std::shared_ptr<const std::vector<uint8_t>> internConstant(std::vector<uint8_t> bytes);
+
 /// Why a shape is beyond the limits ("dimension 2 is -1", "2^62 elements of
 /// 4 bytes exceed the 2^40-byte limit"), or "" when it is within them. Never
 /// overflows, whatever the dims.

@@ -1,8 +1,7 @@
-// ONNX file -> cgc IR. The file is treated as hostile: every stored tensor
-// is checked against its dims and the size limits (ir/graph.h), names for
-// control characters and local functions for recursion before ONNX's
-// checker reads it; tensors stored as external data are read from their
-// files beside the model (external_data.h). Then symbolic input dimensions are bound (--shape) and
+// ONNX file -> cgc IR. A ModelFile is read and checked once
+// (model_checks.h; tensors stored as external data are read from their
+// files beside the model, external_data.h) and imported at the sizes each
+// compile asks: symbolic input dimensions are bound (--shape, --dim) and
 // checked against the limits, every node is imported with a static output
 // type, and nodes whose inputs are all constants are folded on the spot so
 // that shape sub-graphs (Shape -> Gather -> Concat -> Reshape) resolve to
@@ -11,6 +10,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <string_view>
@@ -54,17 +54,6 @@ struct LoadOptions {
   ShapeSpelling spelling = ShapeSpelling::kFlag;
 };
 
-/// Throws CompileError for an unreadable, truncated or invalid file, for
-/// unsupported ops (all of them listed), for shapes that are unbound or
-/// contradict the model, and for any node that cannot be imported.
-ir::Graph loadOnnx(const std::string& path, const LoadOptions& options = {});
-
-/// loadOnnx on a serialized model held in memory (the fuzz target's entry);
-/// `path` names the model in diagnostics and the graph, and its folder is
-/// where external data files are looked for.
-ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
-                            const LoadOptions& options = {});
-
 /// The model file as ONNX's protobuf, read and checked as loadOnnx reads it
 /// (the same errors), its external data read in: for tools that edit the
 /// model before compiling it.
@@ -96,6 +85,56 @@ struct ModelSummary {
 /// `cgc run` to read its inputs' shapes). Throws CompileError if the file is
 /// not an ONNX model.
 ModelSummary summarizeModel(const std::string& path);
+
+/// An ONNX model read and checked once, its summary, and its weights taken
+/// out of the protobuf as shared bytes: a compile at several sizes (--dim),
+/// its specialised paths and a tool's trials import it again without
+/// reading, parsing or checking the file again, and every import's graph
+/// holds the same weights.
+class ModelFile {
+ public:
+  /// Throws CompileError for an unreadable, truncated or invalid file, and
+  /// for unsupported ops (all of them listed).
+  static std::shared_ptr<const ModelFile> open(const std::string& path);
+  /// A serialized model held in memory (the fuzz target's entry); `path`
+  /// names the model in diagnostics and the graph, and its folder is where
+  /// external data files are looked for.
+  static std::shared_ptr<const ModelFile> fromBytes(std::string_view bytes,
+                                                    const std::string& path);
+  /// A model a tool edited (cgc calibrate's, with its tensors made outputs).
+  static std::shared_ptr<const ModelFile> fromProto(onnx::ModelProto model,
+                                                    const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const ModelSummary& summary() const { return summary_; }
+  /// Made in memory (fromBytes, fromProto), not the file at path().
+  bool edited() const { return edited_; }
+
+  /// The graph at the sizes `options` binds. Throws CompileError for shapes
+  /// that are unbound or contradict the model, and for any node that cannot
+  /// be imported.
+  ir::Graph import(const LoadOptions& options = {}) const;
+
+ private:
+  ModelFile(onnx::ModelProto model, std::string path, bool edited);
+  struct Weight {
+    ir::TensorType type;
+    std::shared_ptr<const std::vector<uint8_t>> bytes;
+  };
+  std::string path_;
+  bool edited_ = false;
+  ModelSummary summary_;
+  /// The checked protobuf, its large initializers' bytes in weights_.
+  std::shared_ptr<const onnx::ModelProto> proto_;
+  std::map<std::string, Weight> weights_;
+};
+
+/// ModelFile::open(path)->import(options), for one import.
+ir::Graph loadOnnx(const std::string& path, const LoadOptions& options = {});
+
+/// ModelFile::fromBytes(bytes, path)->import(options).
+ir::Graph loadOnnxFromBytes(std::string_view bytes, const std::string& path,
+                            const LoadOptions& options = {});
 
 /// The graph's name: the file's name without its directories and its last
 /// extension ("hey_jarvis_v0.1.onnx" -> "hey_jarvis_v0.1"); the default

@@ -193,10 +193,7 @@ std::set<std::string> sizedValues(const CompileOptions& options,
       load.dims[options.dims[j].name] = at.back();
     }
     try {
-      graphs.push_back(
-          options.overrides.modelBytes
-              ? frontend::loadOnnxFromBytes(*options.overrides.modelBytes, options.modelPath, load)
-              : frontend::loadOnnx(options.modelPath, load));
+      graphs.push_back(options.overrides.model->import(load));
     } catch (const CompileError& e) {
       if (pick != 2) throw notEverySize(e, options.dims, at);
       throw CompileError(fmt::format("{} (at the bounds of --dim, {})", e.what(),

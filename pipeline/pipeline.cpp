@@ -128,18 +128,26 @@ passes::PipelineOptions pipelineOptions(const CompileOptions& options, const Tun
 
 }  // namespace
 
+CompileOptions withModel(CompileOptions options) {
+  if (!options.overrides.model) {
+    const auto start = std::chrono::steady_clock::now();
+    options.overrides.model = frontend::ModelFile::open(options.modelPath);
+    progress(options, fmt::format("read {} ({:.2f} s)", options.modelPath, secondsSince(start)));
+  }
+  return options;
+}
+
 CompiledModel compileModel(const CompileOptions& options) {
+  if (!options.overrides.model) return compileModel(withModel(options));
   return options.dims.empty() ? compileGraph(options) : compileWithVariableDims(options);
 }
 
 CompiledModel compileGraph(const CompileOptions& options) {
   CGC_ASSERT(options.dims.empty(), "compileGraph compiles for fixed sizes; --dim: compileModel");
+  if (!options.overrides.model) return compileGraph(withModel(options));
   const auto start = std::chrono::steady_clock::now();
-  ir::Graph graph = options.overrides.modelBytes
-                        ? frontend::loadOnnxFromBytes(*options.overrides.modelBytes,
-                                                      options.modelPath, options.load)
-                        : frontend::loadOnnx(options.modelPath, options.load);
-  progress(options, fmt::format("loaded {}: {} nodes after import ({:.2f} s)", options.modelPath,
+  ir::Graph graph = options.overrides.model->import(options.load);
+  progress(options, fmt::format("imported {}: {} nodes ({:.2f} s)", options.modelPath,
                                 graph.liveNodes().size(), secondsSince(start)));
   return compileGraph(std::move(graph), options);
 }

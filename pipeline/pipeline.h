@@ -24,9 +24,11 @@ namespace cgc::driver {
 /// compile at another size, a specialised path, a trial of cgc tune, of the
 /// accuracy budget or of cgc calibrate), over what the user asked.
 struct CompileOverrides {
-  /// The model's bytes where they are not the file's (cgc calibrate's
-  /// model with its tensors made outputs); modelPath still names it.
-  std::shared_ptr<const std::string> modelBytes;
+  /// The model, read and checked once (withModel): every compile at
+  /// another size, specialised path or trial imports it from here. A
+  /// tool's edited model (cgc calibrate's, its tensors made outputs) is
+  /// not the file's; modelPath still names it.
+  std::shared_ptr<const frontend::ModelFile> model;
   /// A specialised path that cgc tune tuned on its own: its sizes, whose
   /// section of --profile ("specializations") this compile reads.
   std::map<std::string, int64_t> profileSection;
@@ -161,13 +163,18 @@ RuntimePaths runtimePaths(const Target& target = nativeTarget());
 /// library too, for a program the C compiler links.
 std::string runtimeLinkLibraries(const Target& target = nativeTarget(), bool cxxLibrary = false);
 
-/// The one entry of the compile strategies: loads options.modelPath and
-/// compiles it statically (compileGraph), or, with --dim, one general code
-/// for every size and its specialisations (pipeline/variable_dims.h).
+/// `options` with the model read and checked (overrides.model), unless a
+/// caller has done so: what a caller that compiles one model several times
+/// (a tool's trials) does once, first.
+CompileOptions withModel(CompileOptions options);
+
+/// The one entry of the compile strategies: compiles the model (withModel)
+/// statically (compileGraph), or, with --dim, one general code for every
+/// size and its specialisations (pipeline/variable_dims.h).
 CompiledModel compileModel(const CompileOptions& options);
 
-/// Loads options.modelPath and compiles it for the sizes it has (no --dim):
-/// the static strategy, which the others call and which calls none.
+/// Imports the model at the sizes it has (no --dim) and compiles it: the
+/// static strategy, which the others call and which calls none.
 CompiledModel compileGraph(const CompileOptions& options);
 
 /// The import check, passes (the IR verifier after each), lowering, the

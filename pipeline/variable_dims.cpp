@@ -183,8 +183,9 @@ bool hasConvolutions(const frontend::ModelSummary& summary) {
 /// The symbolic dimensions --dim names must be those of the model's
 /// inputs, every other one bound by --shape; --observe (the general
 /// code's tensors) does not combine with --specialize. The model's summary.
-frontend::ModelSummary checkAgainstModel(const CompileOptions& options) {
-  const frontend::ModelSummary summary = frontend::summarizeModel(options.modelPath);
+const frontend::ModelSummary& checkAgainstModel(const CompileOptions& options) {
+  CGC_ASSERT(options.overrides.model, "a --dim compile imports the model compileModel read");
+  const frontend::ModelSummary& summary = options.overrides.model->summary();
   const DiagLocation file{options.modelPath, "", ""};
   std::set<std::string> symbols, shaped;
   for (const auto& [name, shape] : options.load.shapes) shaped.insert(name);
@@ -662,7 +663,7 @@ class Fitter {
 }  // namespace
 
 CompiledModel compileWithVariableDims(const CompileOptions& options) {
-  const frontend::ModelSummary summary = checkAgainstModel(options);
+  const frontend::ModelSummary& summary = checkAgainstModel(options);
   const auto start = std::chrono::steady_clock::now();
   const auto [gridSizes, checkSizes] = samplesOf(options.dims);
   const std::vector<Sizes> points = pointsOf(gridSizes);

@@ -139,9 +139,9 @@ void removeStaleKeys(const fs::path& root) {
 }  // namespace
 
 std::optional<uint64_t> compileKey(const driver::CompileOptions& options) {
-  if (options.overrides.modelBytes || !options.printIrAfter.empty() || options.verify ||
-      options.overrides.quantizeSpec || options.quantize.measured() ||
-      driver::namesSeveralTargets(options))
+  if ((options.overrides.model && options.overrides.model->edited()) ||
+      !options.printIrAfter.empty() || options.verify || options.overrides.quantizeSpec ||
+      options.quantize.measured() || driver::namesSeveralTargets(options))
     return std::nullopt;
   uint64_t key = 1469598103934665603ull;
   key = fnv1a(describe(options), key);

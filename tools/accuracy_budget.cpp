@@ -519,7 +519,7 @@ CompileOptions applyBudget(const CompileOptions& options) {
     if (!fs::is_directory(dir)) userError({dir, "", ""}, "--check-inputs: no such directory");
   // The trials are built apart from the cache and removed with it.
   const cache::TrialBuilds trialBuilds("budget");
-  CompileOptions base = options;
+  CompileOptions base = driver::withModel(options);
   std::map<std::string, TensorStats> stats;
   // --weights-only: no calibration, no spec; narrow-weights leaves the
   // products named in --keep-float in float.
@@ -564,6 +564,7 @@ CompileOptions applyBudget(const CompileOptions& options) {
   CompileOptions result = withLevels(options, out.levels, out.search.levels);
   if (autoPrecision) result.precision = "fp32";
   result.overrides.quantizeSpec = base.overrides.quantizeSpec;
+  result.overrides.model = base.overrides.model;
   return result;
 }
 

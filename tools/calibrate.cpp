@@ -243,7 +243,7 @@ std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOp
   // The tensors are the same at any size of --dim's: import at the bounds.
   frontend::LoadOptions load = options.load;
   for (const auto& d : options.dims) load.dims[d.name] = d.largest();
-  const ir::Graph imported = frontend::loadOnnx(options.modelPath, load);
+  const ir::Graph imported = driver::withModel(options).overrides.model->import(load);
   onnx::ModelProto proto;
   frontend::readModelProto(options.modelPath, proto);
   const int before = proto.graph().output_size();
@@ -252,7 +252,7 @@ std::unique_ptr<driver::LoadedModel> buildObservingModel(const driver::CompileOp
                                         proto.graph().output_size() - before));
   driver::CompileOptions one =
       driver::namesSeveralTargets(options) ? driver::firstTargetOptions(options) : options;
-  one.overrides.modelBytes = std::make_shared<const std::string>(proto.SerializeAsString());
+  one.overrides.model = frontend::ModelFile::fromProto(std::move(proto), options.modelPath);
   model = driver::compileModel(one);
   const driver::BuiltModel built = driver::buildCached(model, one);
   return std::make_unique<driver::LoadedModel>(built.library, built.prefix);

@@ -563,6 +563,7 @@ json tunePaths(const TuneOptions& options, const fs::path& work, const Search& g
 int tune(const TuneOptions& given) {
   TuneOptions options = given;
   commands::bindShapesFromInputs(options.compile, options.inputsDir);
+  options.compile = driver::withModel(options.compile);
   if (driver::namesSeveralTargets(options.compile))
     throw CompileError(fmt::format(
         "cgc: error: cgc tune --target {}: a profile is measured for one build; tune each "

@@ -236,3 +236,66 @@ TEST_CASE("Dropout in training mode with ratio 0 is the identity, other ratios a
     std::filesystem::remove(path);
   }
 }
+
+TEST_CASE("A ModelFile is read once and imported at several sizes on the same weights") {
+  // y = x @ W with x [n, 128] and W 128x256 floats (128 KB): a weight large
+  // enough to leave the protobuf.
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.set_name("g");
+  const auto declare = [](onnx::ValueInfoProto* info, const char* name, int64_t columns) {
+    info->set_name(name);
+    auto* shape = info->mutable_type()->mutable_tensor_type();
+    shape->set_elem_type(onnx::TensorProto::FLOAT);
+    shape->mutable_shape()->add_dim()->set_dim_param("n");
+    shape->mutable_shape()->add_dim()->set_dim_value(columns);
+  };
+  declare(g.add_input(), "x", 128);
+  declare(g.add_output(), "y", 256);
+  onnx::TensorProto& w = *g.add_initializer();
+  w.set_name("W");
+  w.set_data_type(onnx::TensorProto::FLOAT);
+  w.add_dims(128);
+  w.add_dims(256);
+  std::vector<float> values(128 * 256);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 97) / 97.0f;
+  w.set_raw_data(values.data(), values.size() * sizeof(float));
+  onnx::NodeProto& product = *g.add_node();
+  product.set_op_type("MatMul");
+  product.add_input("x");
+  product.add_input("W");
+  product.add_output("y");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / fmt::format("cgc_model_file_{}.onnx", ::getpid()))
+          .string();
+  {
+    std::ofstream file(path, std::ios::binary);
+    REQUIRE(model.SerializeToOstream(&file));
+  }
+  const auto opened = frontend::ModelFile::open(path);
+  std::filesystem::remove(path);  // imports never read the file again
+  CHECK_FALSE(opened->edited());
+  REQUIRE(opened->summary().inputs.size() == 1);
+  CHECK(opened->summary().inputs[0].type == "float32[n,128]");
+
+  const auto weightOf = [](const cgc::ir::Graph& graph) {
+    for (int id = 0; id < graph.numValues(); ++id)
+      if (graph.value(id).name == "W") return graph.value(id).data;
+    return std::shared_ptr<const std::vector<uint8_t>>();
+  };
+  frontend::LoadOptions one, four;
+  one.dims["n"] = 1;
+  four.dims["n"] = 4;
+  const cgc::ir::Graph a = opened->import(one), b = opened->import(four);
+  CHECK(a.value(a.inputs[0]).type.shape == cgc::ir::Shape{1, 128});
+  CHECK(b.value(b.outputs[0]).type.shape == cgc::ir::Shape{4, 256});
+  REQUIRE(weightOf(a));
+  CHECK(weightOf(a).get() == weightOf(b).get());  // one copy of the weights
+  CHECK(std::memcmp(weightOf(a)->data(), values.data(), weightOf(a)->size()) == 0);
+
+  // Unbound, the same error as a one-off load's; an edited model says so.
+  CHECK_THROWS_AS(opened->import(), cgc::CompileError);
+  CHECK(frontend::ModelFile::fromProto(model, path)->edited());
+}
