@@ -234,8 +234,7 @@ void writeDepfile(const std::string& depfile, const std::vector<driver::WrittenF
     for (const std::string& path : {files.headerPath, files.sourcePath, files.weightsPath})
       if (!path.empty()) outputs.push_back(path);
   const fs::path folder = fs::path(options.modelPath).parent_path();
-  for (const frontend::ExternalDataFile& file :
-       frontend::summarizeModel(options.modelPath).externalData)
+  for (const frontend::ExternalDataFile& file : options.overrides.model->summary().externalData)
     inputs.push_back((folder / file.location).string());
   for (const auto& [name, file] : options.load.constantInputs) inputs.push_back(file);
   for (const std::string& file : {options.profilePath, options.quantize.calibration})
@@ -253,7 +252,8 @@ void writeDepfile(const std::string& depfile, const std::vector<driver::WrittenF
 
 int compile(const driver::CompileOptions& given, const std::string& depfile) {
   driver::checkedNames(given);
-  const driver::CompileOptions options = quant::applyBudget(given);
+  // Read once for every target's compile and the depfile.
+  const driver::CompileOptions options = driver::withModel(quant::applyBudget(given));
   std::vector<driver::WrittenFiles> written;
   if (driver::namesSeveralTargets(options)) {
     written =
