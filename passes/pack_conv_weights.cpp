@@ -220,7 +220,7 @@ int rearrangedConstant(ir::Graph& graph, const rt::ConvParams& p, const Choice& 
                                                                                     : "_packed");
   // What the layout depends on: not the extents, pads, epilogue or pooling.
   std::string choices = textOf(own);
-  for (const Choice& other : others) choices += "," + textOf(other);
+  for (const Choice& other : others) choices.append(",").append(textOf(other));
   using Key = std::tuple<const void*, std::string, int64_t, int64_t, int64_t, int64_t, int64_t,
                          int64_t, int64_t, bool, bool>;
   const Key key{source.get(), choices, p.c_in,       p.c_out,         p.groups,        p.k_d,

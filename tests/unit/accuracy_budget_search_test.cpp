@@ -79,7 +79,7 @@ TEST_CASE("an additive error returns the fewest layers, in few trials") {
   Layers layers;
   std::map<std::string, double> share;
   for (int i = 0; i < 16; ++i) {
-    layers.push_back("l" + std::to_string(i));
+    layers.push_back(fmt::format("l{}", i));
     share[layers.back()] = 0.001 * (i + 1);
   }
   Counted m{[&](const std::set<std::string>& f) {
