@@ -515,7 +515,14 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
       for (const driver::CompiledModel& spec : model.specializations) {
         nlohmann::json sizes = nlohmann::json::object();
         for (size_t j = 0; j < spec.specializedAt.size(); ++j)
-          if (spec.specializedAt[j] >= 0) sizes[model.dims->dims[j].name] = spec.specializedAt[j];
+          if (spec.specializedAt[j] < 0)
+            continue;
+          else if (spec.specializedAt[j] == spec.specializedMax[j])
+            sizes[model.dims->dims[j].name] = spec.specializedAt[j];
+          else
+            sizes[model.dims->dims[j].name] = {{"min", spec.specializedAt[j]},
+                                               {"max", spec.specializedMax[j]},
+                                               {"padded", static_cast<bool>(spec.padded[j])}};
         int kernels = 0;
         for (const auto& [op, count] : spec.kernelCounts()) kernels += count;
         report["specializations"].push_back(
