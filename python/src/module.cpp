@@ -196,7 +196,7 @@ PYBIND11_MODULE(_cgc, module) {
         options.cacheInPlace = cacheInPlace;
         options.dims = dimsOf(dims);
         options.specialize =
-            cgc::driver::parseSpecializations(specialize, options.dims, "specialize=");
+            cgc::driver::parseSpecializations(specialize, options.dims);
         return compile(options);
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
@@ -234,7 +234,7 @@ PYBIND11_MODULE(_cgc, module) {
         options.compile = compileOptions(model, shapes, constants, target, 0, 0, "", verbose);
         options.compile.dims = dimsOf(dims);
         options.compile.specialize =
-            cgc::driver::parseSpecializations(specialize, options.compile.dims, "specialize=");
+            cgc::driver::parseSpecializations(specialize, options.compile.dims);
         options.outDir = outDir;
         options.inputsDir = inputsDir;
         options.rounds = rounds;
