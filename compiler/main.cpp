@@ -404,6 +404,10 @@ CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) 
   command->add_option("--inputs", tune.inputsDir,
                       "Directory with input_0.pb, ... to time on (default: deterministic data); "
                       "their shapes bind the symbolic dimensions that no --shape or --dim binds");
+  command->add_option("--runs", tune.runsProfile,
+                      "With --dim: a profile of runs (cgc run --profile-out, a deployment's "
+                      "profiler) whose sizes the tuned profile keeps; a compile with it "
+                      "specialises buckets of them where they are more than 4 (printed)");
   command->add_option("--rounds", tune.rounds, "Timed rounds per try (median)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

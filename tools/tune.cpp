@@ -563,13 +563,13 @@ json tunePaths(const TuneOptions& options, const fs::path& work, const Search& g
   return paths;
 }
 
-/// --dim with --profile, a profile of runs (cgc run --profile-out, a
+/// --dim with --runs, a profile of runs (cgc run --profile-out, a
 /// deployment's profiler): its "sizes" are kept in the tuned profile, and
 /// the buckets a compile with it specialises where they are more than it
 /// may specialise one by one are proposed.
 void keepRunSizes(const TuneOptions& options, const Search& search, json& result) {
-  if (options.compile.dims.empty() || options.compile.profilePath.empty()) return;
-  const driver::TunedConfig runs = driver::readTunedConfig(options.compile.profilePath);
+  if (options.runsProfile.empty()) return;
+  const driver::TunedConfig runs = driver::readTunedConfig(options.runsProfile);
   if (runs.sizes.empty()) return;
   json sizes = json::array();
   for (const auto& [dims, count] : runs.sizes) sizes.push_back({{"dims", dims}, {"runs", count}});
@@ -593,6 +593,8 @@ int tune(const TuneOptions& given) {
         "target on a machine it runs on",
         driver::targetList(options.compile.targets)));
   driver::checkedNames(options.compile);
+  if (!options.runsProfile.empty() && options.compile.dims.empty())
+    throw CompileError("cgc: error: cgc tune --runs needs --dim (it keeps the sizes run)");
   const int cpus = cgc::available_cpus();
   const std::string tier = options.compile.target().tier;
   fs::path work = fs::temp_directory_path() / fmt::format("cgc-tune-{}", getpid());

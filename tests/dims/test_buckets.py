@@ -11,6 +11,9 @@ elsewhere. This test shows, against PyTorch's outputs:
     outputs match, and the profile's node names show the path each size
     took (the bucket's, or the general code's);
   * the same with --dim batch=0..16 and a bucket 0..4 at an empty batch;
+  * a compile with a profile that ran five sizes specialises power-of-two
+    buckets of them (and matches), and cgc tune --runs keeps the sizes in
+    its profile and prints those buckets;
   * the BERT-style encoder (test_dims.py's) with --specialize
     seq=1..16,17..32: the log names the node that mixes positions along
     seq and says each bucket is general code; at seq 1, 16, 17, 32 and 40
@@ -111,6 +114,34 @@ def main():
         run(f"cnn --dim batch=0..16 --specialize batch=0..4 {b}x16",
             ["run", cnn, "--quiet", "--dim", "batch=0..16", "--dim", "side=16..64:8",
              "--specialize", "batch=0..4"] + check(f"cnn_{b}x16"))
+
+    # A profile that ran more sizes than a compile specialises one by one
+    # (cgc run's counts, more sizes written in) gets power-of-two buckets;
+    # cgc tune --runs keeps those sizes and prints the same buckets.
+    runs = os.path.join(work, "runs.json")
+    run("cnn profile of runs", ["run", cnn, "--quiet"] + cnn_dims + check("cnn_3x24") +
+        ["--bench", "2", "--profile-out", runs])
+    with open(runs) as f:
+        profile = json.load(f)
+    profile["sizes"] = [{"dims": {"batch": b, "side": s}, "runs": r} for b, s, r in
+                        [(3, 24, 40), (4, 24, 30), (1, 16, 20), (6, 32, 10), (7, 32, 5)]]
+    with open(runs, "w") as f:
+        json.dump(profile, f)
+    proposed = "batch=3..4, side=17..32; batch=1, side=16; batch=5..8, side=17..32"
+    run("cnn compile with a profile of many sizes",
+        ["compile", cnn] + cnn_dims + ["--profile", runs, "-o", os.path.join(work, "prof_out")],
+        must=("--profile: 5 sizes run; specialising the buckets " + proposed,))
+    for b, side in [(3, 24), (1, 16), (5, 32)]:
+        run(f"cnn with the profile's buckets {b}x{side}",
+            ["run", cnn, "--quiet"] + cnn_dims + ["--profile", runs] + check(f"cnn_{b}x{side}"))
+    tuned = os.path.join(work, "tuned")
+    p = run("cgc tune --dim --runs", ["tune", cnn, "--quiet"] + cnn_dims +
+            ["--runs", runs, "--budget", "0", "--rounds", "1", "-o", tuned])
+    with open(os.path.join(tuned, "cnn.profile.json")) as f:
+        kept = json.load(f).get("sizes", [])
+    if len(kept) != 5 or f"the buckets of a compile with this profile: {proposed}" not in p.stdout:
+        print(f"FAIL cgc tune --runs: kept {kept}\n{p.stdout[-800:]}")
+        failures.append("cgc tune --runs")
 
     # The encoder: its attention's Softmax mixes positions along seq.
     enc_dims = ["--dim", "batch=1..4", "--dim", "seq=1..64"]
