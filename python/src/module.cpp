@@ -195,8 +195,7 @@ PYBIND11_MODULE(_cgc, module) {
         options.observe = observe;
         options.cacheInPlace = cacheInPlace;
         options.dims = dimsOf(dims);
-        options.specialize =
-            cgc::driver::parseSpecializations(specialize, options.dims);
+        options.specialize = cgc::driver::parseSpecializations(specialize, options.dims);
         return compile(options);
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
