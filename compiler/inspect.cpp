@@ -335,11 +335,16 @@ void printCompiled(const nlohmann::json& report) {
   }
   printCaches(report);
   if (report.contains("specializations")) {
-    std::cout << "specialised paths (--specialize; static code run() takes at these sizes):\n";
+    std::cout << "specialised paths (--specialize; code run() takes at these sizes; a bucket "
+                 "padded: static code at its bound on padded inputs):\n";
     for (const auto& spec : report["specializations"]) {
       std::vector<std::string> sizes;
       for (const auto& [name, size] : spec["sizes"].items())
-        sizes.push_back(fmt::format("{}={}", name, size.get<int64_t>()));
+        sizes.push_back(size.is_object()
+                            ? fmt::format("{}={}..{}{}", name, size["min"].get<int64_t>(),
+                                          size["max"].get<int64_t>(),
+                                          size["padded"].get<bool>() ? " padded" : "")
+                            : fmt::format("{}={}", name, size.get<int64_t>()));
       std::cout << fmt::format("  {:<24} {} kernels, arena {} bytes\n",
                                fmt::format("{}", fmt::join(sizes, " ")), spec["kernels"].get<int>(),
                                spec["arena_bytes"].get<int64_t>());

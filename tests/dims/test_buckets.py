@@ -9,7 +9,8 @@ elsewhere. This test shows, against PyTorch's outputs:
     static code, padded; at batch 1, 3, 4 (the first bucket's ends and
     inside), 5, 8 and 11 (outside every bucket), at several sides, the
     outputs match, and the profile's node names show the path each size
-    took (the bucket's, or the general code's);
+    took (the bucket's, or the general code's), and cgc inspect lists the
+    buckets;
   * the same with --dim batch=0..16 and a bucket 0..4 at an empty batch;
   * a compile with a profile that ran five sizes specialises power-of-two
     buckets of them (and matches), and cgc tune --runs keeps the sizes in
@@ -104,6 +105,11 @@ def main():
         ["compile", cnn] + cnn_dims + buckets + ["-o", os.path.join(work, "cnn_out")],
         must=("batch: bucket 1..4 is static code at 4, its inputs padded",
               "batch: bucket 5..8 is static code at 8, its inputs padded"))
+    inspected = subprocess.run([cgc, "inspect", cnn] + cnn_dims + buckets, capture_output=True,
+                               text=True)
+    if inspected.returncode != 0 or "batch=1..4 padded" not in inspected.stdout:
+        print(f"FAIL cnn inspect lists the buckets:\n{inspected.stdout}{inspected.stderr}")
+        failures.append("cnn inspect")
     for b, side in CNN_SIZES:
         label = f"cnn --specialize batch=1..4,5..8 {b}x{side}"
         profile = os.path.join(work, f"cnn_{b}x{side}.json")
