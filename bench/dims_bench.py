@@ -3,8 +3,9 @@
 compiled statically for that size, (b) ONNX Runtime on the dynamic model,
 (c) at the sizes SPECIALIZED lists, the --dim build with --specialize for
 them, and (d) padding to the bounds (the --dim build run at its largest
-sizes, what a static build for the bounds costs at any size). Rounds
-alternate ONNX Runtime, cgc --dim, cgc static, the padded run and
+sizes, what a static build for the bounds costs at any size), and (e) the
+--dim build with BUCKETED's --specialize buckets at every size. Rounds
+alternate ONNX Runtime, cgc --dim, cgc static, bucketed, the padded run and
 --specialize; each is the median of --runs inferences after warm-up, and
 the table gives the medians of the rounds and, for the ratios, their range
 over the rounds.
@@ -23,7 +24,7 @@ absolute difference is in the table).
 
 Usage: /usr/bin/python3 bench/dims_bench.py [--cgc CGC] [--rounds 5]
            [--runs 20] [--only encoder,cnn,resnet18,resnet18_any,ocr,silero] [--threads N]
-           [--specialized-only] [--sizes 1x7,3x161x287] [--no-padded]
+           [--specialized-only] [--sizes 1x7,3x161x287] [--no-padded] [--no-bucketed]
 Writes bench/results/dims.{md,json} (dims_specialized.* with
 --specialized-only).
 """
@@ -126,6 +127,19 @@ SPECIALIZED = {
 }
 
 
+# --specialize buckets per model (ranges: static code at the bucket's bound
+# on padded inputs where padding is neutral, else general code over the
+# range), timed as the "bucketed" column at every size.
+BUCKETED = {
+    "encoder": ["--specialize", "seq=1..16,17..64,65..256"],
+    "cnn": ["--specialize", "batch=1..4,5..16"],
+    "resnet18": ["--specialize", "batch=1..4,5..16"],
+    "resnet18_any": ["--specialize", "batch=1..4,5..16"],
+    "ocr": ["--specialize", "p2o.DynamicDimension.1=80..320,321..1280"],
+    "silero": ["--specialize", "batch=1..2,3..4"],
+}
+
+
 def export(name):
     module, example, names, dyn, _, sizes = MODELS[name]
     if isinstance(module, str):
@@ -213,15 +227,18 @@ def main():
                         help="only these sizes (as the table labels them: 1x7,3x161x287)")
     parser.add_argument("--no-padded", action="store_true",
                         help="leave out the run padded to the bounds")
+    parser.add_argument("--no-bucketed", action="store_true",
+                        help="leave out the --dim build with BUCKETED's buckets")
     args = parser.parse_args()
     wanted = set(filter(None, args.sizes.split(",")))
     threads = args.threads or len(os.sched_getaffinity(0))
     os.makedirs(WORK, exist_ok=True)
     rows = []
-    lines = ["| model | size | ONNX Runtime ms | cgc static ms | cgc --dim ms | --dim / static "
-             "| --specialize / static | padded to the bounds ms | ONNX Runtime / --dim "
+    lines = ["| model | size | ONNX Runtime ms | cgc static ms | cgc --dim ms | bucketed ms "
+             "| --dim / static | bucketed / static | --specialize / static "
+             "| padded to the bounds ms | ONNX Runtime / --dim | ONNX Runtime / bucketed "
              "| max abs diff vs ORT |",
-             "|---|---|---:|---:|---:|---|---|---:|---|---:|"]
+             "|---|---|---:|---:|---:|---:|---|---|---|---:|---|---|---:|"]
     for name in args.only.split(","):
         model = export(name)
         flags, sizes = MODELS[name][4], MODELS[name][5]
@@ -237,11 +254,18 @@ def main():
             if special:
                 diff = max(diff, largest_difference(args.cgc, model, data, flags + special,
                                                     threads))
-            t = {"ort": [], "static": [], "dim": [], "padded": [], "special": []}
+            bucketed = None if args.no_bucketed else BUCKETED.get(name)
+            if bucketed:
+                diff = max(diff, largest_difference(args.cgc, model, data, flags + bucketed,
+                                                    threads))
+            t = {"ort": [], "static": [], "dim": [], "bucketed": [], "padded": [], "special": []}
             for _ in range(args.rounds):
                 t["ort"].append(ort_ms(model, data, args.runs, threads))
                 t["dim"].append(cgc_ms(args.cgc, model, data, flags, args.runs, threads))
                 t["static"].append(cgc_ms(args.cgc, model, data, [], args.runs, threads))
+                if bucketed:
+                    t["bucketed"].append(cgc_ms(args.cgc, model, data, flags + bucketed,
+                                                args.runs, threads))
                 if not args.no_padded:
                     t["padded"].append(cgc_ms(args.cgc, model, bound, flags, args.runs, threads))
                 if special:
@@ -251,15 +275,22 @@ def main():
             over_static = [d / s for d, s in zip(t["dim"], t["static"])]
             special_over_static = [d / s for d, s in zip(t["special"], t["static"])]
             vs_ort = [o / d for o, d in zip(t["ort"], t["dim"])]
+            bucketed_over_static = [d / s for d, s in zip(t["bucketed"], t["static"])]
+            ort_over_bucketed = [o / d for o, d in zip(t["ort"], t["bucketed"])]
             label = "x".join(map(str, size))
             rows.append({"model": name, "size": label, **{k + "_ms": v for k, v in med.items()},
                          "dim_over_static": over_static, "ort_over_dim": vs_ort,
-                         "specialized_over_static": special_over_static, "max_abs_diff": diff})
+                         "specialized_over_static": special_over_static,
+                         "bucketed_over_static": bucketed_over_static,
+                         "ort_over_bucketed": ort_over_bucketed, "max_abs_diff": diff})
             padded = f"{med['padded']:.3f}" if "padded" in med else "-"
+            bucketed_ms = f"{med['bucketed']:.3f}" if "bucketed" in med else "-"
             lines.append(f"| {name} | {label} | {med['ort']:.3f} | {med['static']:.3f} | "
-                         f"{med['dim']:.3f} | {spread(over_static)} | "
+                         f"{med['dim']:.3f} | {bucketed_ms} | {spread(over_static)} | "
+                         f"{spread(bucketed_over_static) if bucketed else '-'} | "
                          f"{spread(special_over_static) if special else '-'} | "
-                         f"{padded} | {spread(vs_ort)} | {diff:.2g} |")
+                         f"{padded} | {spread(vs_ort)} | "
+                         f"{spread(ort_over_bucketed) if bucketed else '-'} | {diff:.2g} |")
             print(lines[-1], flush=True)
     out = os.path.join(BENCH, "results", "dims_specialized" if args.specialized_only else "dims")
     with open(out + ".md", "w") as f:

@@ -24,6 +24,14 @@ extern const char* const kApiTable;
 /// run() and the executors, the C interface.
 std::string emitSource(const ModelLayout& layout);
 
+/// run(): the runtime's run over run_executor; before it and after, the
+/// copies of a --specialize bucket run on padded inputs (emit_buckets.cpp).
+void emitRun(CodeWriter& w, const ModelLayout& layout);
+
+/// "dim_seq >= 1 && dim_seq <= 64 && dim_batch == 1": where the path `g`
+/// runs, from the dimensions' values in scope as `names`.
+std::string specializationTest(const GraphLayout& g, const std::vector<std::string>& names);
+
 /// Appends the executor functions: one per executor (split into parts of
 /// a bounded number of nodes), one block per node.
 void emitExecutors(CodeWriter& w, const ModelLayout& layout);

@@ -115,8 +115,11 @@ struct ModelToEmit {
   /// chosen sizes, each run instead of the general code at those sizes.
   std::vector<ModelToEmit> specializations = {};
   /// Of a specialisation: the size it takes of each dimension of the top
-  /// level's `dims` (-1: it stays variable).
-  std::vector<int64_t> specializedAt = {};
+  /// level's `dims` (-1: it stays variable); of a bucket, its least size,
+  /// specializedMax its largest; `padded`: static code at specializedMax,
+  /// run on the inputs padded to it and its outputs' leading part taken.
+  std::vector<int64_t> specializedAt = {}, specializedMax = {};
+  std::vector<bool> padded = {};
   /// cgc compile --cache-in-place (top level only): the graph inputs that
   /// share their buffer with a graph output (planning/cache_pairs.h).
   std::vector<passes::CachePair> caches = {};

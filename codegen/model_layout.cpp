@@ -157,17 +157,25 @@ void ModelLayout::addSpecialization(int index) {
   std::string label = "spec";
   std::vector<std::string> sizes;
   const std::vector<std::string> names = model.dims->cppNames();
-  for (size_t j = 0; j < spec.specializedAt.size(); ++j)
-    if (spec.specializedAt[j] >= 0) {
-      label += fmt::format("_{}{}", names[j].substr(4), spec.specializedAt[j]);
-      sizes.push_back(fmt::format("{}={}", model.dims->dims[j].name, spec.specializedAt[j]));
+  for (size_t j = 0; j < spec.specializedAt.size(); ++j) {
+    const int64_t least = spec.specializedAt[j], largest = spec.specializedMax[j];
+    if (least < 0) continue;
+    const std::string& name = model.dims->dims[j].name;
+    if (least == largest) {
+      label += fmt::format("_{}{}", names[j].substr(4), least);
+      sizes.push_back(fmt::format("{}={}", name, least));
+    } else {
+      label += fmt::format("_{}{}to{}", names[j].substr(4), least, largest);
+      sizes.push_back(fmt::format("{}={}..{}", name, least, largest));
     }
+  }
   const size_t at = graphs.size();  // addGraph adds the bodies after it
   addGraph(spec, base, take(label));
   GraphLayout& layout = graphs[at];
   layout.specialization = index;
   layout.sizes = fmt::format("{}", fmt::join(sizes, ","));
-  shareInputsAndOutputs(layout);
+  // A padded bucket keeps its own inputs and outputs: run() copies them.
+  if (!isPadded(spec)) shareInputsAndOutputs(layout);
 }
 
 void ModelLayout::shareInputsAndOutputs(GraphLayout& layout) {

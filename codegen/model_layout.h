@@ -56,6 +56,12 @@ struct GraphLayout {
   bool isSpecialization() const { return specialization >= 0; }
 };
 
+/// A specialisation run on inputs padded to its bucket's bound (cgc
+/// compile --specialize NAME=MIN..MAX where padding is neutral).
+inline bool isPadded(const ModelToEmit& spec) {
+  return std::find(spec.padded.begin(), spec.padded.end(), true) != spec.padded.end();
+}
+
 class ModelLayout {
  public:
   ModelLayout(const ModelToEmit& model, const EmitOptions& options);

@@ -335,11 +335,16 @@ void printCompiled(const nlohmann::json& report) {
   }
   printCaches(report);
   if (report.contains("specializations")) {
-    std::cout << "specialised paths (--specialize; static code run() takes at these sizes):\n";
+    std::cout << "specialised paths (--specialize; code run() takes at these sizes; a bucket "
+                 "padded: static code at its bound on padded inputs):\n";
     for (const auto& spec : report["specializations"]) {
       std::vector<std::string> sizes;
       for (const auto& [name, size] : spec["sizes"].items())
-        sizes.push_back(fmt::format("{}={}", name, size.get<int64_t>()));
+        sizes.push_back(size.is_object()
+                            ? fmt::format("{}={}..{}{}", name, size["min"].get<int64_t>(),
+                                          size["max"].get<int64_t>(),
+                                          size["padded"].get<bool>() ? " padded" : "")
+                            : fmt::format("{}={}", name, size.get<int64_t>()));
       std::cout << fmt::format("  {:<24} {} kernels, arena {} bytes\n",
                                fmt::format("{}", fmt::join(sizes, " ")), spec["kernels"].get<int>(),
                                spec["arena_bytes"].get<int64_t>());
@@ -515,7 +520,14 @@ nlohmann::json inspectReport(const driver::CompileOptions& options) {
       for (const driver::CompiledModel& spec : model.specializations) {
         nlohmann::json sizes = nlohmann::json::object();
         for (size_t j = 0; j < spec.specializedAt.size(); ++j)
-          if (spec.specializedAt[j] >= 0) sizes[model.dims->dims[j].name] = spec.specializedAt[j];
+          if (spec.specializedAt[j] < 0)
+            continue;
+          else if (spec.specializedAt[j] == spec.specializedMax[j])
+            sizes[model.dims->dims[j].name] = spec.specializedAt[j];
+          else
+            sizes[model.dims->dims[j].name] = {{"min", spec.specializedAt[j]},
+                                               {"max", spec.specializedMax[j]},
+                                               {"padded", static_cast<bool>(spec.padded[j])}};
         int kernels = 0;
         for (const auto& [op, count] : spec.kernelCounts()) kernels += count;
         report["specializations"].push_back(

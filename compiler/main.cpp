@@ -49,7 +49,7 @@ struct ModelArgs {
     options->dims = cgc::driver::parseDims(dims);
     cgc::driver::bindShapeRanges(ranged, *options);
     options->targets = cgc::driver::resolveTargets(target);
-    options->specialize = cgc::driver::parseSizeLists(specialize, options->dims);
+    options->specialize = cgc::driver::parseSpecializations(specialize, options->dims);
     if (options->cacheInPlace && options->dims.empty())
       throw cgc::CompileError(
           "cgc: error: --cache-in-place needs --dim (the cache's length varies from step to "
@@ -68,7 +68,10 @@ void addDimOption(CLI::App& command, ModelArgs& args) {
                      "Also compile static code for these sizes of a --dim dimension, e.g. "
                      "--specialize seq=128,384; run() takes it when the dimensions have those "
                      "sizes (several --specialize combine: batch=1 with side=224,320 makes two "
-                     "paths, at most 16)");
+                     "paths, at most 16). A range is a bucket, e.g. --specialize "
+                     "seq=1..64,65..256: static code at its largest size run on inputs padded to "
+                     "it where padding is neutral along the dimension, else general code over "
+                     "the range");
   command.add_flag("--cache-in-place", args.options->cacheInPlace,
                    "With --dim: each key/value cache (an input concatenated with the new "
                    "positions into an output, a decoder's past_k -> present_k) shares one "
@@ -401,6 +404,10 @@ CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) 
   command->add_option("--inputs", tune.inputsDir,
                       "Directory with input_0.pb, ... to time on (default: deterministic data); "
                       "their shapes bind the symbolic dimensions that no --shape or --dim binds");
+  command->add_option("--runs", tune.runsProfile,
+                      "With --dim: a profile of runs (cgc run --profile-out, a deployment's "
+                      "profiler) whose sizes the tuned profile keeps; a compile with it "
+                      "specialises buckets of them where they are more than 4 (printed)");
   command->add_option("--rounds", tune.rounds, "Timed rounds per try (median)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

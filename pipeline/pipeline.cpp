@@ -156,6 +156,8 @@ codegen::ModelToEmit CompiledModel::toEmit() const {
   codegen::ModelToEmit emit{graph, schedule, plan, calls};
   emit.dims = dims;
   emit.specializedAt = specializedAt;
+  emit.specializedMax = specializedMax;
+  emit.padded = padded;
   emit.caches = caches.pairs;
   for (const CompiledModel& s : specializations) emit.specializations.push_back(s.toEmit());
   for (const auto& [node, bodies] : subgraphs)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -52,6 +53,19 @@ struct CompileOverrides {
   bool specializeProfiledSizes = true;
 };
 
+/// One dimension's sizes in a --specialize path: one size (min == max),
+/// or a bucket of sizes min..max (pipeline/specializations.h).
+struct SizeRange {
+  int64_t min = 0, max = 0;
+  bool isBucket() const { return min < max; }
+  bool operator==(const SizeRange& other) const { return min == other.min && max == other.max; }
+  bool operator<(const SizeRange& other) const {
+    return min < other.min || (min == other.min && max < other.max);
+  }
+};
+/// A --specialize path: the sizes it takes, by dimension name.
+using SpecializedPath = std::map<std::string, SizeRange>;
+
 struct CompileOptions {
   std::string modelPath;
   std::string outDir = ".";
@@ -92,10 +106,11 @@ struct CompileOptions {
   /// --dim NAME=MIN..MAX[:MULTIPLE]: dimensions set at run time
   /// (pipeline/variable_dims.h).
   std::vector<codegen::VariableDims::Dim> dims;
-  /// --specialize NAME=V,V,...: the sizes of --dim dimensions that also get
-  /// code of their own (pipeline/variable_dims.h), one map per path, each
-  /// fixing some of the dimensions; empty: a profile's most run sizes.
-  std::vector<std::map<std::string, int64_t>> specialize;
+  /// --specialize NAME=V,MIN..MAX,...: the sizes of --dim dimensions that
+  /// also get code of their own (pipeline/specializations.h), one map per
+  /// path, each taking some of the dimensions at a size or in a bucket;
+  /// empty: a profile's most run sizes.
+  std::vector<SpecializedPath> specialize;
   /// --cache-in-place: each key/value cache (a graph input concatenated
   /// into a graph output) shares its buffer with that output
   /// (planning/cache_pairs.h).
@@ -126,8 +141,12 @@ struct CompiledModel {
   /// instead of this one at those sizes.
   std::vector<CompiledModel> specializations;
   /// Of a specialisation: the size of each of the top level's dimensions
-  /// it is compiled for, -1 where it stays variable.
-  std::vector<int64_t> specializedAt;
+  /// it is compiled for, -1 where it stays variable; of a bucket, its
+  /// least size, specializedMax its largest (else equal to specializedAt),
+  /// and `padded` whether the path is static code at specializedMax run on
+  /// inputs padded to it (passes/padding_neutral.h).
+  std::vector<int64_t> specializedAt, specializedMax;
+  std::vector<bool> padded;
 
   codegen::ModelToEmit toEmit() const;
   /// Kernels per op, in the graph and every compiled body at any depth (a

@@ -19,6 +19,7 @@
 #include "cgc/team.h"
 #include "ir/diagnostics.h"
 #include "onnx_frontend/external_data.h"
+#include "pipeline/specializations.h"
 #include "pipeline/targets.h"
 #include "pipeline/tuned_profile.h"
 #include "toolchain/model_runner.h"
@@ -104,7 +105,7 @@ std::string describe(const driver::CompileOptions& o) {
   out << fmt::format("cache-in-place {}\n", o.cacheInPlace);
   for (const auto& d : o.dims)
     out << fmt::format("dim {}={}..{}:{}\n", d.name, d.min, d.max, d.multiple);
-  for (const auto& sizes : o.specialize) out << fmt::format("specialize {}\n", sizes);
+  for (const auto& path : o.specialize) out << "specialize " << driver::describePath(path) << "\n";
   return out.str();
 }
 

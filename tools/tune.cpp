@@ -534,6 +534,11 @@ json tunePaths(const TuneOptions& options, const fs::path& work, const Search& g
                const std::string& tier, Clock::time_point start) {
   json paths = json::array();
   for (const auto& path : options.compile.specialize) {
+    if (std::any_of(path.begin(), path.end(), [](const auto& e) { return e.second.isBucket(); })) {
+      general.line(
+          fmt::format("--specialize {}: a bucket, left untuned", driver::describePath(path)));
+      continue;
+    }
     const auto fixed = driver::specializedSizes(options.compile.dims, path);
     TuneOptions at = options;
     at.inputsDir.clear();  // deterministic data at the path's sizes
@@ -558,6 +563,25 @@ json tunePaths(const TuneOptions& options, const fs::path& work, const Search& g
   return paths;
 }
 
+/// --dim with --runs, a profile of runs (cgc run --profile-out, a
+/// deployment's profiler): its "sizes" are kept in the tuned profile, and
+/// the buckets a compile with it specialises where they are more than it
+/// may specialise one by one are proposed.
+void keepRunSizes(const TuneOptions& options, const Search& search, json& result) {
+  if (options.runsProfile.empty()) return;
+  const driver::TunedConfig runs = driver::readTunedConfig(options.runsProfile);
+  if (runs.sizes.empty()) return;
+  json sizes = json::array();
+  for (const auto& [dims, count] : runs.sizes) sizes.push_back({{"dims", dims}, {"runs", count}});
+  result["sizes"] = sizes;
+  std::vector<std::string> texts;
+  for (const auto& path :
+       driver::proposedBuckets(runs.sizes, options.compile.dims, driver::kProfiledSpecializations))
+    texts.push_back(driver::describePath(path));
+  search.line(fmt::format("--dim: {} sizes run; the buckets of a compile with this profile: {}",
+                          runs.sizes.size(), fmt::join(texts, "; ")));
+}
+
 }  // namespace
 
 int tune(const TuneOptions& given) {
@@ -570,6 +594,8 @@ int tune(const TuneOptions& given) {
         "target on a machine it runs on",
         driver::targetList(options.compile.targets)));
   driver::checkedNames(options.compile);
+  if (!options.runsProfile.empty() && options.compile.dims.empty())
+    throw CompileError("cgc: error: cgc tune --runs needs --dim (it keeps the sizes run)");
   const int cpus = cgc::available_cpus();
   const std::string tier = options.compile.target().tier;
   fs::path work = fs::temp_directory_path() / fmt::format("cgc-tune-{}", getpid());
@@ -600,6 +626,7 @@ int tune(const TuneOptions& given) {
   json result = search.result(tier);
   if (!options.compile.specialize.empty())
     result["specializations"] = tunePaths(options, work, search, tier, start);
+  keepRunSizes(options, search, result);
   writeJson(out, result);
   fs::remove_all(work);
   search.summary(out);

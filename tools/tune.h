@@ -19,6 +19,10 @@ struct TuneOptions {
   std::string inputsDir;       // input_N.pb; deterministic data if empty
   int rounds = 5;              // timed rounds per try (median)
   double budgetSeconds = 120;  // no new try starts after this
+  /// --runs: with --dim, a profile of runs (cgc run --profile-out, a
+  /// deployment's profiler) whose "sizes" the tuned profile keeps, so that
+  /// a compile with it specialises their buckets (printed).
+  std::string runsProfile;
 };
 
 /// The model's name for the profile file: the file's stem, or its

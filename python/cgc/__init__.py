@@ -45,7 +45,8 @@ def compile(model, shapes=None, constants=None, target="native", executors=0, th
                dimensions that stay variable (--dim): the model then takes
                inputs of any size within them (README "Variable dimensions")
     specialize {dimension name: [size, ...]}: sizes of dims that also get
-               static code of their own, run at those sizes (--specialize)
+               static code of their own, run at those sizes (--specialize); a
+               (min, max) tuple or "min..max" is a bucket of sizes
     cache_in_place  with dims: each key/value cache (an input concatenated
                into an output, a decoder's past_k -> present_k) shares its
                buffer with that output (--cache-in-place): Model.cache_pairs
@@ -104,9 +105,21 @@ def _dims(dims):
 
 
 def _specialize(specialize):
-    """compile()'s specialize as (name, [size, ...]) pairs."""
-    return [(str(name), [int(sizes)] if isinstance(sizes, int) else [int(s) for s in sizes])
-            for name, sizes in (specialize or {}).items()]
+    """compile()'s specialize as --specialize's texts "NAME=SIZE,MIN..MAX"."""
+    def one(size):
+        if isinstance(size, str):
+            return size
+        if isinstance(size, (tuple, list)):
+            if len(size) != 2:
+                raise ValueError(f"specialize: a bucket is (min, max), got {size!r}")
+            return f"{int(size[0])}..{int(size[1])}"
+        return str(int(size))
+    texts = []
+    for name, sizes in (specialize or {}).items():
+        # A tuple is one bucket: specialize={"seq": (1, 64)}; a list lists.
+        sizes = [sizes] if isinstance(sizes, (int, str, tuple)) else list(sizes)
+        texts.append(f"{name}=" + ",".join(one(s) for s in sizes))
+    return texts
 
 
 _QUANTIZE_DEFAULTS = {"calibration": None, "method": "percentile", "percentile": 99.99,

@@ -188,14 +188,14 @@ PYBIND11_MODULE(_cgc, module) {
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, int executors, int threads, const std::string& profile,
          bool verbose, const py::dict& quantize, bool observe, const Dims& dims,
-         const cgc::driver::SizeLists& specialize, bool cacheInPlace) {
+         const std::vector<std::string>& specialize, bool cacheInPlace) {
         auto options =
             compileOptions(model, shapes, constants, target, executors, threads, profile, verbose);
         setPrecision(options, quantize);
         options.observe = observe;
         options.cacheInPlace = cacheInPlace;
         options.dims = dimsOf(dims);
-        options.specialize = cgc::driver::sizeCombinations(specialize, options.dims);
+        options.specialize = cgc::driver::parseSpecializations(specialize, options.dims);
         return compile(options);
       },
       py::arg("model"), py::arg("shapes"), py::arg("constants"), py::arg("target"),
@@ -228,12 +228,12 @@ PYBIND11_MODULE(_cgc, module) {
       [](const std::string& model, const Shapes& shapes, const Files& constants,
          const std::string& target, const std::string& outDir, const std::string& inputsDir,
          int rounds, double budget, bool verbose, const Dims& dims,
-         const cgc::driver::SizeLists& specialize) {
+         const std::vector<std::string>& specialize) {
         cgc::tune::TuneOptions options;
         options.compile = compileOptions(model, shapes, constants, target, 0, 0, "", verbose);
         options.compile.dims = dimsOf(dims);
         options.compile.specialize =
-            cgc::driver::sizeCombinations(specialize, options.compile.dims);
+            cgc::driver::parseSpecializations(specialize, options.compile.dims);
         options.outDir = outDir;
         options.inputsDir = inputsDir;
         options.rounds = rounds;

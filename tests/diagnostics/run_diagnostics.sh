@@ -466,6 +466,18 @@ expect sweep_before_build "--sweep 'batch=9'" "outside --dim batch=1..4" -- env 
 inspect_check sweep_nothing_built test ! -e "$work/sweep_cache"
 expect run_inputs_conflict "pcm_conflict/input_1.pb" "dimension 'batch' of input 'state' 3" "input_0.pb makes it 1" -- "$cgc" run "$work/pcm.onnx" --inputs "$work/pcm_conflict" --quiet
 
+# --specialize buckets (NAME=MIN..MAX) that cannot be: each a line naming
+# --specialize and the range.
+pcm_dim=(--dim batch=2..16:2)
+expect bucket_overlap "--specialize 'batch=2..8,6..12'" "batch=6..12 and batch=2..8, which overlap" -- "$cgc" compile "$work/pcm.onnx" "${pcm_dim[@]}" --specialize batch=2..8,6..12 -o "$work/out" --quiet
+expect bucket_size_inside "--specialize 'batch=2..8,4'" "batch=4 and batch=2..8, which overlap" -- "$cgc" compile "$work/pcm.onnx" "${pcm_dim[@]}" --specialize batch=2..8,4 -o "$work/out" --quiet
+expect bucket_outside "--specialize 'batch=10..32'" "outside --dim batch=2..16:2" -- "$cgc" compile "$work/pcm.onnx" "${pcm_dim[@]}" --specialize batch=10..32 -o "$work/out" --quiet
+expect bucket_min_above_max "--specialize 'batch=8..4'" "an empty range" -- "$cgc" compile "$work/pcm.onnx" "${pcm_dim[@]}" --specialize batch=8..4 -o "$work/out" --quiet
+expect bucket_one_size_off_multiple "--specialize 'batch=5'" "not a multiple of 2" -- "$cgc" compile "$work/pcm.onnx" "${pcm_dim[@]}" --specialize batch=5..5 -o "$work/out" --quiet
+expect bucket_holds_none "--dim batch=4..16:4" "holds no multiple of 4" -- "$cgc" compile "$work/pcm.onnx" --dim batch=4..16:4 --specialize batch=5..7 -o "$work/out" --quiet
+expect bucket_malformed "--specialize 'batch=2..'" "NAME=SIZE|MIN..MAX" -- "$cgc" compile "$work/pcm.onnx" "${pcm_dim[@]}" --specialize batch=2.. -o "$work/out" --quiet
+expect bucket_in_sweep "--sweep batch=2..4" "takes sizes, not ranges" -- "$cgc" run "$work/pcm.onnx" "${pcm_dim[@]}" --bench 1 --sweep batch=2..4 --quiet
+
 # A --dim bound the model cannot take (past + seq beyond the decoder's
 # position table) names the bounds.
 prefill="$(dirname "$0")/../../samples/generate/prefill.onnx"

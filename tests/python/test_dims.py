@@ -104,6 +104,29 @@ def test_specialized_sizes(attention_file):
         cgc.compile(path, dims={"batch": (1, 4), "seq": (2, 64, 2)}, specialize={"seq": 65})
 
 
+def test_specialized_buckets(attention_file):
+    """specialize= takes buckets: a (min, max) tuple or "min..max". Padding
+    the batch is neutral (a padded path at its bound), padding seq is not
+    (general code over the bucket); both match numpy, and the profile
+    names the path each size took."""
+    path, w = attention_file
+    model = cgc.compile(path, dims={"batch": (1, 4), "seq": (2, 64, 2)},
+                        specialize={"batch": (1, 2), "seq": ["2..16", (18, 32)]})
+    rng = np.random.default_rng(3)
+    for b, s in [(1, 2), (2, 16), (2, 18), (1, 32), (3, 10), (2, 40)]:
+        x = rng.standard_normal((b, s, 8)).astype(np.float32)
+        bias = rng.standard_normal((b, s, 1)).astype(np.float32)
+        np.testing.assert_allclose(model(x, bias), reference(x, bias, w), rtol=1e-4, atol=1e-6)
+        names = [n["name"] for n in model.profile(runs=1)]
+        seq = "seq=2..16" if s <= 16 else "seq=18..32" if s <= 32 else None
+        path_sizes = f"@batch=1..2,{seq}" if b <= 2 and seq else None
+        assert all((path_sizes and n.endswith(path_sizes)) or (not path_sizes and "@" not in n)
+                   for n in names), names
+    with pytest.raises(cgc.CompileError, match="--specialize.*overlap"):
+        cgc.compile(path, dims={"batch": (1, 4), "seq": (2, 64, 2)},
+                    specialize={"seq": [(2, 16), (10, 20)]})
+
+
 def test_tune_records_the_sizes(attention_file, tmp_path):
     """cgc.tune(dims=...) without inputs times the bounds and records them."""
     path, _ = attention_file

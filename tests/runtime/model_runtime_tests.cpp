@@ -3,7 +3,8 @@
 // at creation (ABI, CPU features, the caller's arena, the weights file),
 // weights shared per file, the first failure of a run naming its node, the
 // guard against two concurrent run() calls, the destructor's abort, and
-// where several instances' threads are placed.
+// where several instances' threads are placed, and copy_padded (a
+// --specialize bucket's copies) against a reference loop.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -441,4 +442,41 @@ TEST_CASE("model runtime: instances in one process take different cores while th
   ModelRuntime d(automatic.spec);
   CHECK(d.pool().threads_per_executor() == cpus);
   CHECK_THAT(d.placement(), !Contains("unpinned"));
+}
+
+TEST_CASE("copy_padded pads to a larger shape with zeros and takes a leading part back") {
+  // Against a reference loop over every index of the larger shape: an
+  // element both shapes hold is copied, every other one of the larger is 0.
+  const std::vector<std::vector<int64_t>> smalls = {
+      {3}, {2, 5}, {1, 3, 4}, {0, 3, 2}, {2, 1, 3, 2}};
+  const std::vector<std::vector<int64_t>> bigs = {{4}, {4, 5}, {4, 3, 6}, {2, 3, 2}, {3, 2, 3, 4}};
+  for (size_t c = 0; c < smalls.size(); ++c) {
+    const std::vector<int64_t>& small = smalls[c];
+    const std::vector<int64_t>& big = bigs[c];
+    const int rank = static_cast<int>(small.size());
+    int64_t nSmall = 1, nBig = 1;
+    for (int a = 0; a < rank; ++a) nSmall *= small[a], nBig *= big[a];
+    std::vector<float> from(static_cast<size_t>(nSmall));
+    for (size_t i = 0; i < from.size(); ++i) from[i] = static_cast<float>(i + 1);
+    std::vector<float> padded(static_cast<size_t>(nBig) + 4, -1.0f);  // 4 guards
+    cgc::copy_padded(from.data(), small.data(), padded.data(), big.data(), rank, 4);
+    std::vector<int64_t> index(static_cast<size_t>(rank), 0);
+    for (int64_t k = 0; k < nBig; ++k) {
+      int64_t offset = 0;
+      bool inside = true;
+      for (int a = 0; a < rank; ++a) {
+        inside = inside && index[a] < small[a];
+        offset = offset * small[a] + index[a];
+      }
+      INFO("case " << c << " element " << k);
+      CHECK(padded[static_cast<size_t>(k)] == (inside ? from[static_cast<size_t>(offset)] : 0.0f));
+      for (int a = rank - 1; a >= 0 && ++index[a] == big[a]; --a) index[a] = 0;
+    }
+    for (size_t g = 0; g < 4; ++g) CHECK(padded[static_cast<size_t>(nBig) + g] == -1.0f);
+    // Back: the leading part is the original.
+    std::vector<float> back(static_cast<size_t>(nSmall) + 4, -1.0f);
+    cgc::copy_padded(padded.data(), big.data(), back.data(), small.data(), rank, 4);
+    CHECK(std::equal(from.begin(), from.end(), back.begin()));
+    for (size_t g = 0; g < 4; ++g) CHECK(back[static_cast<size_t>(nSmall) + g] == -1.0f);
+  }
 }

@@ -112,7 +112,8 @@ done
 # their errors, and two instances at different sizes at once; the driver's
 # middle sizes (batch 2, seq 32) run the specialised code. The encoder, the
 # decoder step and the strided CNN start at 0: an empty batch, an empty cache,
-# an empty batch; `cached` is
+# an empty batch (the CNN's batch 0 and 1 in a bucket: static code at 1 run
+# on its inputs padded, run() copying them); `cached` is
 # the decoder step with its caches kept in place (--cache-in-place), fed
 # through set_input's strided copies.
 /usr/bin/python3 "$(dirname "$0")/../dims/test_dims.py" "$cgc" "$work/dims" --only-data >/dev/null
@@ -121,7 +122,7 @@ declare -A dim_flags=(
   [control]="--dim batch=1..4 --dim seq=1..64 --specialize seq=32"
   [decoder]="--dim past=0..63"
   [cached]="--dim past=0..63 --cache-in-place"
-  [resnet]="--dim batch=0..2 --dim height=32..96 --dim width=32..96")
+  [resnet]="--dim batch=0..2 --dim height=32..96 --dim width=32..96 --specialize batch=0..1")
 declare -A dim_defines=([decoder]="-DCGC_INDEX_INPUT=0" [cached]="-DCGC_INDEX_INPUT=0")
 declare -A dim_models=([cached]=decoder)
 for name in encoder control decoder cached resnet; do

@@ -244,6 +244,13 @@ void stored_strides(const ModelInfo& info, bool input, int index, const int64_t*
 void copy_stored(const ModelInfo& info, bool input, int index, const int64_t* shape,
                  const void* from, void* to, bool to_stored);
 
+/// Copies a dense tensor of `from_shape` into a dense tensor of `to_shape`
+/// (the same rank, >= 1): the elements both shapes hold, each at its
+/// index; every other element of `to` zeroed. A --specialize bucket pads
+/// its inputs so and takes its outputs' leading part.
+void copy_padded(const void* from, const int64_t* from_shape, void* to, const int64_t* to_shape,
+                 int rank, int64_t element_bytes);
+
 /// The state of one model instance. Construction checks the runtime ABI and
 /// the CPU's features, then takes the arena and the weights; it throws Error
 /// on any failure (the instance is then not created).

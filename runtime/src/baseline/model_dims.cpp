@@ -1,6 +1,7 @@
 // ModelRuntime's variable dimensions (cgc compile --dim; cgc/runtime.h):
 // their values live in the instance's arena, where the generated code reads
 // them to size each kernel call; every value is checked before a run uses it.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -154,6 +155,42 @@ void copy_stored(const ModelInfo& info, bool input, int index, const int64_t* sh
   for (int64_t b = 0; b < blocks && run > 0; ++b)
     std::memcpy(dst + b * (to_stored ? block : run), src + b * (to_stored ? run : block),
                 static_cast<size_t>(run));
+}
+
+namespace {
+
+/// The bytes of one element of axis `axis` of a dense tensor of `shape`.
+size_t innerBytes(const int64_t* shape, int axis, int rank, int64_t element_bytes) {
+  int64_t bytes = element_bytes;
+  for (int a = axis + 1; a < rank; ++a) bytes *= shape[a];
+  return static_cast<size_t>(bytes);
+}
+
+/// copy_padded from axis `axis` on, `from` and `to` at that axis's first
+/// element (nothing allocated: it runs in run()).
+void copyAxis(const unsigned char* from, const int64_t* from_shape, unsigned char* to,
+              const int64_t* to_shape, int axis, int rank, int64_t element_bytes) {
+  const int64_t common = std::min(from_shape[axis], to_shape[axis]);
+  const size_t fi = innerBytes(from_shape, axis, rank, element_bytes);
+  const size_t ti = innerBytes(to_shape, axis, rank, element_bytes);
+  if (fi == ti) {  // every later axis alike: one block
+    std::memcpy(to, from, static_cast<size_t>(common) * fi);
+  } else {
+    for (int64_t i = 0; i < common; ++i)
+      copyAxis(from + static_cast<size_t>(i) * fi, from_shape, to + static_cast<size_t>(i) * ti,
+               to_shape, axis + 1, rank, element_bytes);
+  }
+  if (to_shape[axis] > common)
+    std::memset(to + static_cast<size_t>(common) * ti, 0,
+                static_cast<size_t>(to_shape[axis] - common) * ti);
+}
+
+}  // namespace
+
+void copy_padded(const void* from, const int64_t* from_shape, void* to, const int64_t* to_shape,
+                 int rank, int64_t element_bytes) {
+  copyAxis(static_cast<const unsigned char*>(from), from_shape, static_cast<unsigned char*>(to),
+           to_shape, 0, rank, element_bytes);
 }
 
 }  // namespace cgc
