@@ -206,9 +206,7 @@ namespace {
 ir::Graph importedAt(const CompileOptions& options, const std::map<std::string, int64_t>& sizes) {
   frontend::LoadOptions load = options.load;
   for (const auto& [name, size] : sizes) load.dims[name] = size;
-  return options.overrides.modelBytes
-             ? frontend::loadOnnxFromBytes(*options.overrides.modelBytes, options.modelPath, load)
-             : frontend::loadOnnx(options.modelPath, load);
+  return options.overrides.model->import(load);
 }
 
 /// Whether padding `dim` to `bound` is neutral on the path of `fixed`

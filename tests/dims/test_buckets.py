@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_dims import Cnn, Encoder, encoder_inputs, export, write_set  # noqa: E402
+from dims_models import Cnn, Encoder, encoder_inputs, export, write_set  # noqa: E402
 
 CNN_SIZES = [(1, 16), (3, 24), (4, 16), (5, 32), (8, 16), (11, 24)]  # (batch, side)
 ENC_SIZES = [(2, 1), (1, 16), (3, 17), (2, 32), (2, 40), (1, 7)]  # (batch, seq)
