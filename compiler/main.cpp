@@ -406,8 +406,9 @@ CLI::App* addTune(CLI::App& app, ModelArgs& args, cgc::tune::TuneOptions& tune) 
                       "their shapes bind the symbolic dimensions that no --shape or --dim binds");
   command->add_option("--runs", tune.runsProfile,
                       "With --dim: a profile of runs (cgc run --profile-out, a deployment's "
-                      "profiler) whose sizes the tuned profile keeps; a compile with it "
-                      "specialises buckets of them where they are more than 4 (printed)");
+                      "profiler) whose sizes the tuned profile keeps (a compile with it "
+                      "specialises the sizes run most); prints buckets that cover them, for "
+                      "--specialize");
   command->add_option("--rounds", tune.rounds, "Timed rounds per try (median)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

@@ -387,16 +387,8 @@ void compileSpecializations(const CompileOptions& options, CompiledModel& model)
   if (!profiled.specialize.empty())
     progress(options, fmt::format("--profile: specialising the {} path(s) cgc tune tuned",
                                   profiled.specialize.size()));
-  else if (tuned.sizes.size() > kProfiledSpecializations) {
-    // More sizes than paths: buckets that cover the sizes run most.
-    profiled.specialize = proposedBuckets(tuned.sizes, options.dims, kProfiledSpecializations);
-    std::vector<std::string> texts;
-    for (const SpecializedPath& path : profiled.specialize) texts.push_back(describePath(path));
-    progress(options, fmt::format("--profile: {} sizes run; specialising the buckets {}",
-                                  tuned.sizes.size(), fmt::join(texts, "; ")));
-  } else {
+  else  // exact sizes only: a padded bucket runs its bound's work at every size in it
     profiled.specialize = profiledSizes(options, tuned);
-  }
   if (!profiled.specialize.empty()) compilePaths(profiled, tuned, model);
 }
 

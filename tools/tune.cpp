@@ -564,9 +564,10 @@ json tunePaths(const TuneOptions& options, const fs::path& work, const Search& g
 }
 
 /// --dim with --runs, a profile of runs (cgc run --profile-out, a
-/// deployment's profiler): its "sizes" are kept in the tuned profile, and
-/// the buckets a compile with it specialises where they are more than it
-/// may specialise one by one are proposed.
+/// deployment's profiler): its "sizes" are kept in the tuned profile (a
+/// compile with it specialises the sizes run most), and buckets that cover
+/// them are proposed for --specialize: the user's choice, since a padded
+/// bucket runs its bound's work at every size in it.
 void keepRunSizes(const TuneOptions& options, const Search& search, json& result) {
   if (options.runsProfile.empty()) return;
   const driver::TunedConfig runs = driver::readTunedConfig(options.runsProfile);
@@ -578,7 +579,7 @@ void keepRunSizes(const TuneOptions& options, const Search& search, json& result
   for (const auto& path :
        driver::proposedBuckets(runs.sizes, options.compile.dims, driver::kProfiledSpecializations))
     texts.push_back(driver::describePath(path));
-  search.line(fmt::format("--dim: {} sizes run; the buckets of a compile with this profile: {}",
+  search.line(fmt::format("--dim: {} sizes run; buckets that cover them (--specialize): {}",
                           runs.sizes.size(), fmt::join(texts, "; ")));
 }
 
