@@ -48,7 +48,7 @@ ROOT = os.path.dirname(BENCH)
 WORK = os.path.join(BENCH, "results", "dims")
 VOCAB = 1000
 sys.path.insert(0, os.path.join(ROOT, "tests", "dims"))
-from test_dims import Encoder  # noqa: E402
+from dims_models import Encoder  # noqa: E402
 
 
 class Cnn(nn.Module):

@@ -58,7 +58,7 @@ from onnx import numpy_helper
 import cgc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "dims"))
-from test_dims import DEC_HEAD, DEC_HEADS, DEC_POS, VOCAB, Decoder  # noqa: E402
+from dims_models import DEC_HEAD, DEC_HEADS, DEC_POS, VOCAB, Decoder  # noqa: E402
 
 TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2, "int8": 5e-2}
 AGREEMENT = 0.9
