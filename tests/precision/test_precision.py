@@ -4,7 +4,7 @@
 
   * a transformer encoder layer (torch nn.TransformerEncoderLayer, d=64,
     exported by torch.onnx.export) and the GPT-2-shaped decoder step of
-    tests/dims/test_dims.py (compiled once with --dim past=0..63) match
+    tests/dims/dims_models.py (compiled once with --dim past=0..63) match
     PyTorch's float outputs within each format's tolerance, at cache lengths
     0, 1, 37 and 63; cgc inspect counts the products stored narrow and their
     bytes;
