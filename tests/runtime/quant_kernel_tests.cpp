@@ -460,8 +460,8 @@ TEST_CASE("dynamic quantize, quantised add, table lookups, int8 pools") {
 
   // Max pooling, int8 and uint8; rows of 150 columns: vectors of 64 and
   // their tails.
-  for (auto [k, stride, pad] :
-       {std::tuple{3, 2, 1}, std::tuple{3, 1, 1}, std::tuple{3, 2, 0}, std::tuple{2, 2, 0}})
+  for (auto [k, stride, pad] : {std::tuple{3, 2, 1}, std::tuple{3, 1, 1}, std::tuple{3, 2, 0},
+                                std::tuple{2, 2, 0}, std::tuple{2, 1, 0}, std::tuple{2, 2, 1}})
     for (int64_t w : {13, 150})
       for (bool isSigned : {true, false}) {
         PoolParams p{};
