@@ -18,7 +18,11 @@
   - qdq_small_cnn: issue 56's small QDQ CNN, built the same way: stride-1
     3x3 convolutions on few channels (3 -> 16 -> 32, a 2x2 max pool,
     32 -> 32, each with Relu) on a 1x3x32x32 image, global average pooling
-    and a Gemm with bias to 10 classes.
+    and a Gemm with bias to 10 classes;
+  - qdq_depthwise_block: depthwise-heavy, the same way: three MobileNetV2
+    inverted residual blocks on 24 channels of 56x56 (1x1 to 144, depthwise
+    3x3, 1x1 back, the residual Add; the third's depthwise at stride 2),
+    global average pooling and a Gemm.
 
 Each case records in case.json the scale of the output's
 DequantizeLinear, so that bench/check.py compares float outputs in
@@ -203,6 +207,42 @@ def qdq_small_cnn_case(path):
     return inputs, {"quantized": {"output_steps": [0.3], "float_steps": 2, "int_steps": 1}}
 
 
+def qdq_depthwise_block_case(path):
+    """Depthwise-heavy: two MobileNetV2 inverted residual blocks on 24
+    channels of 56x56 (1x1 to 144 with Relu, depthwise 3x3 with Relu, 1x1
+    back to 24, the residual Add), a third whose depthwise layer has
+    stride 2, then global average pooling and a Gemm to 10 classes. Relu,
+    not qdq_block's Clip to 6: ONNX Runtime folds a Relu into the
+    QuantizeLinear after it (zero point 0) and runs the block in NHWC, but
+    keeps a Clip that the quantisation range does not cover in float, and
+    its convolutions then in NCHW, several times slower."""
+    g = QdqGraph(7)
+
+    def relu(y, name, scale):
+        return g.quantize(g.node("Relu", [y], f"{name}_act"), f"{name}o", scale, 0)
+
+    x = g.quantize("input", "in", 0.05)
+    for i, stride in enumerate([1, 1, 2]):
+        e = relu(g.conv(x, f"b{i}_expand", 24, 144, 1), f"b{i}_expand", 0.03)
+        w, b = g.weights(f"b{i}_dw", (144, 1, 3, 3), 0.03)
+        d = g.node("Conv", [e, w, b], f"b{i}_dw_y", pads=[1] * 4, group=144, strides=[stride] * 2)
+        d = relu(d, f"b{i}_dw", 0.04)
+        p = g.quantize(g.conv(d, f"b{i}_project", 144, 24, 1, scale_in=0.04), f"b{i}_projecto",
+                       0.08, 128)
+        if stride == 1:
+            x = g.quantize(g.node("Add", [p, x], f"b{i}_sum"), f"b{i}_sumo", 0.05, 128)
+        else:
+            x = p
+    x = g.quantize(g.node("GlobalAveragePool", [x], "gap"), "gapo", 0.05, 128)
+    x = g.quantize(g.node("Flatten", [x], "flat"), "gapo_flat", 0.05, 128)
+    w, b = g.weights("fc", (10, 24), 0.05)
+    out = g.quantize(g.node("Gemm", [x, w, b], "fc_y", transB=1), "fco", 0.1, 128)
+    g.node("Identity", [out], "output")
+    g.save(path, "qdq_depthwise_block", [1, 24, 56, 56], [1, 10])
+    inputs = {"input": (g.rng.standard_normal((1, 24, 56, 56)) * 2).astype(np.float32)}
+    return inputs, {"quantized": {"output_steps": [0.1], "float_steps": 2, "int_steps": 1}}
+
+
 def quantized_corpus():
     return {
         "resnet18_int8": quantized_torchvision_case("resnet18"),
@@ -210,6 +250,7 @@ def quantized_corpus():
         "resnet50_int8": quantized_torchvision_case("resnet50"),
         "qdq_block": qdq_block_case,
         "qdq_small_cnn": qdq_small_cnn_case,
+        "qdq_depthwise_block": qdq_depthwise_block_case,
     }
 
 
