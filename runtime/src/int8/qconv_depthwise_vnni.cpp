@@ -14,7 +14,10 @@
 //    block's outputs densely into y. The quads come straight from the
 //    input plane, 16 at a time, through a table made once per geometry
 //    and thread (FlatChunk: which input byte, or the zero point, each lane
-//    takes).
+//    takes). At stride and dilation 1 (k_w <= 4) nothing is built but the
+//    padded rows, one byte a position, through the same table: the four
+//    sum vectors of a block read the dwords at offsets 0 to 3 from each
+//    window row, each holding the quads of every fourth position.
 //  - row mode (int32 outputs, rows of more than 1024 positions): each
 //    input row padded into scratch and built once per plane, 16 output
 //    columns a chunk.
