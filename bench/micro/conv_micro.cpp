@@ -10,7 +10,8 @@
 // only), "same" padding; int8 weights packed as the
 // compiler packs them for this runtime's tier (rt::planQConv: the variant
 // it prints and its packing); "add": a fused residual
-// Add in the epilogue; "depthwise": groups = C_IN = C_OUT. Prints
+// Add in the epilogue; "depthwise": groups = C_IN = C_OUT;
+// CGC_MICRO_QVARIANT=Name forces an int8 variant (qconv_variants.def). Prints
 // microseconds and GFLOP/s (float) or GMAC/s (int8). Built by
 // bench/micro/run.sh against build/runtime.
 #include <algorithm>
@@ -105,6 +106,9 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i * 13);
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(i * 7);
   const QWeightShape shape{groups, cout / groups, cin / groups * k * k, true, true, true, k * k};
+  // CGC_MICRO_QVARIANT=Name (qconv_variants.def) times that variant where it
+  // runs, as cgc tune would.
+  if (const char* forced = std::getenv("CGC_MICRO_QVARIANT")) p.variant = qconvVariantNamed(forced);
   const QConvPlan plan = planQConv(p, w.data(), zeros.data(), cgc::runtime_isa_tier());
   const QPackInfo& info = plan.info;
   std::vector<uint8_t> packed(info.bytes);

@@ -12,5 +12,5 @@ if [ "$(tier_of native)" = "$(tier_of "$target")" ]; then
   echo "skipped: the native build has $target's tier ($(tier_of native))"
   exit 77
 fi
-exec bash "$check" --cgc "$cgc" --only resnet18_int8,mobilenet_v2_int8,qdq_block \
+exec bash "$check" --cgc "$cgc" --only resnet18_int8,mobilenet_v2_int8,qdq_block,qdq_small_cnn,qdq_depthwise_block \
   --results "$results" --cgc-arg=--target="$target"

@@ -161,6 +161,9 @@ const ConvCase kQConvCases[] = {
     {1, 1, 140, 60, 1, 1, 3, 3, 2, 1, 1},    // depthwise, stride 2 in 3 bands
     {1, 2, 9, 121, 2, 2, 3, 3, 2, 1, 1},     // depthwise, stride 2, chunks over two rows
     {1, 1, 3, 1100, 1, 1, 3, 3, 1, 1, 1},    // depthwise, a row too long for flat mode
+    {1, 3, 9, 21, 3, 3, 3, 3, 1, 0, 1},      // depthwise, flat mode's rows unpadded
+    {1, 2, 11, 70, 2, 2, 3, 1, 1, 1, 1},     // depthwise 3x1: taps 1 to 3 of each quad 0
+    {1, 2, 20, 61, 2, 2, 1, 4, 1, 1, 1},     // depthwise 1x4, rows 63 long: one vector a row
     {1, 16, 14, 14, 48, 1, 1, 1, 1, 0, 1},   // 7 tiles: two threads split the channels
     {1, 3, 10, 10, 3, 3, 3, 3, 5, 1, 1},     // depthwise, stride 5: past one vpermb (loops)
     // The product along channels (7x7 and smaller planes, 14x14 at 3x3):
@@ -460,8 +463,8 @@ TEST_CASE("dynamic quantize, quantised add, table lookups, int8 pools") {
 
   // Max pooling, int8 and uint8; rows of 150 columns: vectors of 64 and
   // their tails.
-  for (auto [k, stride, pad] :
-       {std::tuple{3, 2, 1}, std::tuple{3, 1, 1}, std::tuple{3, 2, 0}, std::tuple{2, 2, 0}})
+  for (auto [k, stride, pad] : {std::tuple{3, 2, 1}, std::tuple{3, 1, 1}, std::tuple{3, 2, 0},
+                                std::tuple{2, 2, 0}, std::tuple{2, 1, 0}, std::tuple{2, 2, 1}})
     for (int64_t w : {13, 150})
       for (bool isSigned : {true, false}) {
         PoolParams p{};

@@ -14,7 +14,10 @@
 //    block's outputs densely into y. The quads come straight from the
 //    input plane, 16 at a time, through a table made once per geometry
 //    and thread (FlatChunk: which input byte, or the zero point, each lane
-//    takes).
+//    takes). At stride and dilation 1 (k_w <= 4) nothing is built but the
+//    padded rows, one byte a position, through the same table: the four
+//    sum vectors of a block read the dwords at offsets 0 to 3 from each
+//    window row, each holding the quads of every fourth position.
 //  - row mode (int32 outputs, rows of more than 1024 positions): each
 //    input row padded into scratch and built once per plane, 16 output
 //    columns a chunk.
@@ -119,10 +122,12 @@ bool planFlat(const QConvParams& p, int64_t groups, FlatPlanes& f) {
   f.rowBytes = p.stride_w * f.wrow;
   f.quads = (f.blocks * 64 + below * f.wrow + kLanes - 1) / kLanes * kLanes;
   f.taps = p.k_h * groups;
+  f.direct =
+      p.stride_h == 1 && p.stride_w == 1 && p.dilation_h == 1 && p.dilation_w == 1 && groups == 1;
   for (int64_t t = 0; t < f.taps; ++t) {
     const int64_t kh = t / groups, g = t % groups;
     const int64_t phase = kh * p.dilation_h % p.stride_h, down = kh * p.dilation_h / p.stride_h;
-    f.tapOffset[t] = ((phase * groups + g) * f.quads + down * f.wrow) * 4;
+    f.tapOffset[t] = f.direct ? kh * f.wrow : ((phase * groups + g) * f.quads + down * f.wrow) * 4;
   }
   for (int64_t b = 0; b < f.blocks; ++b) {
     int64_t j = 0;
@@ -132,15 +137,38 @@ bool planFlat(const QConvParams& p, int64_t groups, FlatPlanes& f) {
       const int64_t at = 64 * b + i;
       if (at >= positions || at % f.wrow >= p.w_out) continue;
       if (j == 0) f.first[b] = at / f.wrow * p.w_out + at % f.wrow;
-      compact[j] = Requant16::packOrderByte(i);  // packBytes64's order to flat
-      expand[i] = static_cast<uint8_t>(j);
-      outputs |= __mmask64{1} << i;
+      const int64_t slot = f.direct ? 16 * (i % 4) + i / 4 : i;  // its sum vector and lane
+      compact[j] = Requant16::packOrderByte(slot);               // packBytes64's order to flat
+      expand[slot] = static_cast<uint8_t>(j);
+      outputs |= __mmask64{1} << slot;
       ++j;
     }
     f.count[b] = j;
     f.compact[b] = BytePermutation(compact, firstBytes(j));
     f.expand[b] = BytePermutation(expand, outputs);
   }
+  const int64_t plane = f.inputBytes = p.h_in * p.w_in;
+  if (f.direct) {
+    // The padded rows laid end to end, 64 bytes a chunk (at most 64 input
+    // bytes in order: two windows always fit); the bytes past them that
+    // the last block reads are outputs past the plane or taps of weight 0.
+    const int64_t bytes = (p.h_out + p.k_h - 1) * f.wrow;
+    f.blockBytes = 64, f.vectorStep = 1;
+    f.chunks.resize((bytes + 63) / 64);
+    for (int64_t c = 0; c < static_cast<int64_t>(f.chunks.size()); ++c) {
+      int64_t at[64];
+      for (int64_t i = 0; i < 64; ++i) {
+        const int64_t k = 64 * c + i, iy = k / f.wrow - p.pad_top, ix = k % f.wrow - p.pad_left;
+        at[i] =
+            k < bytes && iy >= 0 && iy < p.h_in && ix >= 0 && ix < p.w_in ? iy * p.w_in + ix : -1;
+      }
+      if (!planChunk(at, plane, f.chunks[c])) return false;
+    }
+    const int64_t read = 64 * f.blocks + 3 + (p.k_h - 1) * f.wrow;
+    f.builtBytes = (std::max(64 * static_cast<int64_t>(f.chunks.size()), read) + 63) / 64 * 64;
+    return true;
+  }
+  f.builtBytes = p.stride_h * groups * f.quads * 4;
   // Quad i of (phase, group) holds, for l < 4, byte stride_w * i +
   // dilation_w (4 g + l) of the phase's padded rows laid end to end:
   // source[phase][that] is its place in the input plane, or -1 (padding).
@@ -153,7 +181,6 @@ bool planFlat(const QConvParams& p, int64_t groups, FlatPlanes& f) {
       source[py % p.stride_h * length + at + ix] = static_cast<int32_t>(iy * p.w_in + ix);
   }
   f.chunks.resize(p.stride_h * perPhase);
-  const int64_t plane = f.inputBytes = p.h_in * p.w_in;
   for (int64_t c = 0; c < p.stride_h * perPhase; ++c) {
     const int64_t phase = c / perPhase, g = c % perPhase / (f.quads / kLanes);
     const int64_t first = c % (f.quads / kLanes) * kLanes;
@@ -223,8 +250,7 @@ DepthwiseVnni::DepthwiseVnni(const QConvParams& p)
   int64_t builtBytes = (p.h_in + 1) * rows_.rowBytes, paddedBytes = p.h_in * rows_.paddedLength;
   if (p.out.kind != QOutput::kInt32 && p.out.y_type != DType::kI32 && planBands()) {
     builtBytes = paddedBytes = 0;
-    for (const FlatPlanes* f : bandPlans_)
-      builtBytes = std::max(builtBytes, p.stride_h * rows_.groups * f->quads * 4);
+    for (const FlatPlanes* f : bandPlans_) builtBytes = std::max(builtBytes, f->builtBytes);
   }
   built_ = scratch<uint8_t>(builtBytes + paddedBytes);
   padded_ = built_ + builtBytes;
@@ -399,11 +425,11 @@ void DepthwiseVnni::planeRows(const uint8_t* x, const int32_t* quads, int32_t bi
 // ---- Flat mode ----
 
 /// The input rows of plan f built into quads: [phase][group][quads] of 4
-/// bytes.
+/// bytes, or (direct) padded with the zero point and laid end to end.
 void DepthwiseVnni::buildFlat(const FlatPlanes& f, const uint8_t* x) const {
   const __m512i fill = _mm512_set1_epi8(static_cast<char>(zero_));
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(flip_));
-  const int64_t chunks = p_.stride_h * rows_.groups * f.quads / kLanes;
+  const auto chunks = static_cast<int64_t>(f.chunks.size());
   const int64_t size = f.inputBytes;
   if (size <= 64) {
     // The whole plane in one register (7x7 and smaller; chunks index it
@@ -437,7 +463,7 @@ template <int T>
     const __m512i w = _mm512_set1_epi32(quads[t]);
     const uint8_t* from = block + f.tapOffset[t];
     for (int i = 0; i < 4; ++i)
-      acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_loadu_si512(from + 64 * i), w);
+      acc[i] = _mm512_dpbusd_epi32(acc[i], _mm512_loadu_si512(from + f.vectorStep * i), w);
   }
 }
 
@@ -481,7 +507,7 @@ void flatBlocks(const Requant16& e, const FlatPlanes& f, const uint8_t* built, c
   for (int64_t b = 0; b < f.blocks; ++b) {
     if (f.count[b] == 0) continue;
     __m512i acc[4];
-    flatSums<T>(f, built + 256 * b, quads, bias, acc);
+    flatSums<T>(f, built + f.blockBytes * b, quads, bias, acc);
     flatStore<kKind, kFast>(e, f, b, acc, multiplier, residual, y);
   }
 }

@@ -64,6 +64,16 @@ struct FlatPlanes {
   int64_t inputBytes = 0;      // the input rows the plan reads: h_in x w_in
   int64_t taps = 0;            // k_h x groups quads of taps
   int64_t tapOffset[64] = {};  // where tap quad t's quads start in the built bytes
+  // Direct (stride and dilation 1, k_w <= 4): no quads are built; the
+  // band's padded input rows are laid end to end, wrow bytes apart (one
+  // byte a position where the quads took four), and sum vector r of block
+  // b reads the dwords at 64 b + r + tapOffset[t]: its lane j is flat
+  // position 64 b + 4 j + r, whose window row's quad they are (compact and
+  // expand read that order).
+  bool direct = false;
+  int64_t blockBytes = 256;  // from one block's bytes to the next's
+  int64_t vectorStep = 64;   // and from one of its sum vectors' to the next's
+  int64_t builtBytes = 0;    // the scratch buildFlat fills
   int64_t first[kFlatBlocks] = {}, count[kFlatBlocks] = {};  // each block's outputs in y
   BytePermutation compact[kFlatBlocks];  // y byte j of a block: its flat byte compact[j]
   BytePermutation expand[kFlatBlocks];   // the inverse, for the residual

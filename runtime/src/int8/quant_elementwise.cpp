@@ -68,26 +68,31 @@ void maxPoolPlane(const PoolParams& p, const Q* x, Q* y) {
     }
 }
 
-/// out[ox] = the max of row[ox * kStride + 0, 1, 2]: a stride the compiler
-/// knows, so that it vectorises the strided reads (ResNet-18's 3x3 stride-2
-/// pool on 64 planes of 112x112 runs several times faster).
-template <int kStride, typename Q>
+/// out[ox] = the max of row[ox * kStride + 0, ..., kTaps - 1]: a stride
+/// and window the compiler knows, so that it vectorises the strided reads
+/// (ResNet-18's 3x3 stride-2 pool on 64 planes of 112x112 runs several
+/// times faster).
+template <int kTaps, int kStride, typename Q>
 void columnMax(const Q* __restrict row, int64_t count, Q* __restrict out) {
   for (int64_t ox = 0; ox < count; ++ox) {
     const Q* w = row + ox * kStride;
-    out[ox] = std::max(std::max(w[0], w[1]), w[2]);
+    Q m = w[0];
+    for (int t = 1; t < kTaps; ++t) m = std::max(m, w[t]);
+    out[ox] = m;
   }
 }
 
-/// 3x3 windows: the max of the three rows first (contiguous, vectorised),
-/// then of three columns of that row at the stride.
-template <typename Q>
-void maxPool3x3Plane(const PoolParams& p, const Q* x, Q* y, Q* rowMax) {
+/// kTaps x kTaps windows (2x2 or 3x3, dilation 1): the max of the rows
+/// first (contiguous, vectorised), then of kTaps columns of that row at
+/// the stride.
+template <int kTaps, typename Q>
+void maxPoolRowsPlane(const PoolParams& p, const Q* x, Q* y, Q* rowMax) {
   const Q lowest = std::numeric_limits<Q>::min();
-  const int64_t width = p.w_out * p.stride_w + 2;  // rowMax[j] is input column j - pad_left
+  // rowMax[j] is input column j - pad_left.
+  const int64_t width = (p.w_out - 1) * p.stride_w + kTaps;
   for (int64_t oy = 0; oy < p.h_out; ++oy) {
     std::fill(rowMax, rowMax + width, lowest);
-    for (int64_t kh = 0; kh < 3; ++kh) {
+    for (int64_t kh = 0; kh < kTaps; ++kh) {
       const int64_t iy = oy * p.stride_h - p.pad_top + kh;
       if (iy < 0 || iy >= p.h_in) continue;
       const Q* row = x + iy * p.w_in;
@@ -97,13 +102,13 @@ void maxPool3x3Plane(const PoolParams& p, const Q* x, Q* y, Q* rowMax) {
     }
     Q* out = y + oy * p.w_out;
     if (p.stride_w == 2)
-      columnMax<2>(rowMax, p.w_out, out);
+      columnMax<kTaps, 2>(rowMax, p.w_out, out);
     else if (p.stride_w == 1)
-      columnMax<1>(rowMax, p.w_out, out);
+      columnMax<kTaps, 1>(rowMax, p.w_out, out);
     else
       for (int64_t ox = 0; ox < p.w_out; ++ox) {
         const Q* w = rowMax + ox * p.stride_w;
-        out[ox] = std::max(std::max(w[0], w[1]), w[2]);
+        out[ox] = *std::max_element(w, w + kTaps);
       }
   }
 }
@@ -175,11 +180,13 @@ void qlookup(const QLookupParams& p, const void* x, const uint8_t* table, void* 
 template <typename T>
 void max_pool_int8(const PoolParams& p, const T* x, T* y, const Team& team) {
   const Range planes = team.split(p.n_c);
-  const bool small3x3 = p.d_in == 1 && p.k_d == 1 && p.k_h == 3 && p.k_w == 3 &&
-                        p.dilation_h == 1 && p.dilation_w == 1;
+  const bool square =
+      p.d_in == 1 && p.k_d == 1 && p.k_h == p.k_w && p.dilation_h == 1 && p.dilation_w == 1;
+  const bool small3x3 = square && p.k_h == 3, small2x2 = square && p.k_h == 2;
   // The vector form reads whole vectors past the row's end (a tail of 63,
   // and 66 + 63 at stride 2).
-  std::vector<T> rowMax(small3x3 ? static_cast<size_t>(p.w_out * p.stride_w + 2 + 192) : 0);
+  std::vector<T> rowMax(small3x3 || small2x2 ? static_cast<size_t>(p.w_out * p.stride_w + 2 + 192)
+                                             : 0);
   const int64_t inPlane = p.d_in * p.h_in * p.w_in, outPlane = p.d_out * p.h_out * p.w_out;
   for (int64_t c = planes.begin; c < planes.end; ++c) {
     if constexpr (detail::buildHasTier("skx"))
@@ -190,8 +197,15 @@ void max_pool_int8(const PoolParams& p, const T* x, T* y, const Team& team) {
           detail::maxPool3x3Skx(p, x + c * inPlane, y + c * outPlane, rowMax.data());
         continue;
       }
+    if constexpr (detail::buildHasTier("skx"))
+      if (small2x2 && p.stride_w <= 2) {
+        detail::maxPool2x2Skx(p, x + c * inPlane, y + c * outPlane, rowMax.data());
+        continue;
+      }
     if (small3x3)
-      maxPool3x3Plane(p, x + c * inPlane, y + c * outPlane, rowMax.data());
+      maxPoolRowsPlane<3>(p, x + c * inPlane, y + c * outPlane, rowMax.data());
+    else if (small2x2)
+      maxPoolRowsPlane<2>(p, x + c * inPlane, y + c * outPlane, rowMax.data());
     else
       maxPoolPlane(p, x + c * inPlane, y + c * outPlane);
   }

@@ -22,5 +22,8 @@ template <typename Q>
 void maxPool3x3Skx(const PoolParams& p, const Q* x, Q* y, Q* rowMax);
 template <typename Q>
 void maxPool3x3Vbmi(const PoolParams& p, const Q* x, Q* y, Q* rowMax);
+/// Its 2x2 windows at strides 1 and 2 (every AVX-512 build).
+template <typename Q>
+void maxPool2x2Skx(const PoolParams& p, const Q* x, Q* y, Q* rowMax);
 
 }  // namespace cgc::rt::detail

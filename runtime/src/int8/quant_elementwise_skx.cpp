@@ -1,7 +1,8 @@
 // The int8 elementwise kernels' AVX-512 tier (quant_elementwise.cpp calls
 // it where the build has AVX-512 F/BW): qlookup's table on 64 bytes at a
-// time (byte_permute_skx.h's vpermt2b or its emulation), and the 3x3 max
-// pool at strides 1 and 2 in 64-byte vectors (max_pool_skx.h) without VBMI.
+// time (byte_permute_skx.h's vpermt2b or its emulation), the 3x3 max
+// pool at strides 1 and 2 in 64-byte vectors (max_pool_skx.h) without VBMI,
+// and the 2x2 max pool at strides 1 and 2 (with or without VBMI).
 #include "core/isa.h"
 
 #if CGC_ISA_SKX
@@ -49,6 +50,14 @@ void maxPool3x3Skx(const PoolParams& p, const Q* x, Q* y, Q* rowMax) {
 
 template void maxPool3x3Skx<int8_t>(const PoolParams&, const int8_t*, int8_t*, int8_t*);
 template void maxPool3x3Skx<uint8_t>(const PoolParams&, const uint8_t*, uint8_t*, uint8_t*);
+
+template <typename Q>
+void maxPool2x2Skx(const PoolParams& p, const Q* x, Q* y, Q* rowMax) {
+  maxPool2x2Vectors<Q>(p, x, y, rowMax);
+}
+
+template void maxPool2x2Skx<int8_t>(const PoolParams&, const int8_t*, int8_t*, int8_t*);
+template void maxPool2x2Skx<uint8_t>(const PoolParams&, const uint8_t*, uint8_t*, uint8_t*);
 
 }  // namespace cgc::rt::detail
 #endif
