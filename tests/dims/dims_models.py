@@ -396,10 +396,9 @@ def make_control_flow(work, rng):
                    chosen])
 
 
-def make_data(work):
-    torch.manual_seed(0)
-    rng = np.random.default_rng(0)
-    os.makedirs(os.path.join(work, "compile_out"), exist_ok=True)
+def write_encoder_and_cnn(work, rng, enc_sizes, cnn_sizes):
+    """encoder.onnx (batch and seq symbolic) and cnn.onnx (batch and side),
+    and input sets of each at the given sizes with PyTorch's outputs."""
     enc, cnn = Encoder().eval(), Cnn().eval()
     bs = {0: "batch", 1: "seq"}
     with torch.no_grad():
@@ -410,26 +409,33 @@ def make_data(work):
         export(cnn, (torch.zeros(2, 3, 32, 32),), os.path.join(work, "cnn.onnx"),
                ["image", "logits"], {"image": {0: "batch", 2: "side", 3: "side"},
                                      "logits": {0: "batch"}})
-        for b, s in ENC_SIZES:
+        for b, s in enc_sizes:
             ids, mask = encoder_inputs(rng, b, s)
             out = enc(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
             write_set(os.path.join(work, f"encoder_{b}x{s}"), [ids, mask], [out])
-        for b, side in CNN_SIZES + CNN_ODD_SIZES:
+        for b, side in cnn_sizes:
             img = rng.standard_normal((b, 3, side, side), dtype=np.float32)
             write_set(os.path.join(work, f"cnn_{b}x{side}"), [img],
                       [cnn(torch.from_numpy(img)).numpy()])
-        # A graph that fixes seq (a Reshape to a constant shape).
-        shape = numpy_helper.from_array(np.array([1, 64, 4], np.int64), "shape")
-        graph = onnx.helper.make_graph(
-            [onnx.helper.make_node("Reshape", ["x", "shape"], ["y"], name="pin_seq")], "pinned",
-            [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, "seq", 4])],
-            [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 64, 4])], [shape])
-        onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]),
-                  os.path.join(work, "pinned.onnx"))
-        # Inputs whose dimensions disagree: batch 2 vs 1, seq 64 vs 128.
-        ids, _ = encoder_inputs(rng, 2, 64)
-        _, mask = encoder_inputs(rng, 1, 128)
-        write_set(os.path.join(work, "encoder_mismatch"), [ids, mask], [])
+
+
+def make_data(work):
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    os.makedirs(os.path.join(work, "compile_out"), exist_ok=True)
+    write_encoder_and_cnn(work, rng, ENC_SIZES, CNN_SIZES + CNN_ODD_SIZES)
+    # A graph that fixes seq (a Reshape to a constant shape).
+    shape = numpy_helper.from_array(np.array([1, 64, 4], np.int64), "shape")
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Reshape", ["x", "shape"], ["y"], name="pin_seq")], "pinned",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, "seq", 4])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 64, 4])], [shape])
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]),
+              os.path.join(work, "pinned.onnx"))
+    # Inputs whose dimensions disagree: batch 2 vs 1, seq 64 vs 128.
+    ids, _ = encoder_inputs(rng, 2, 64)
+    _, mask = encoder_inputs(rng, 1, 128)
+    write_set(os.path.join(work, "encoder_mismatch"), [ids, mask], [])
     make_data_dependent(work, rng)
     make_control_flow(work, rng)
     make_filled_mask(work, rng)

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dims_models import Cnn, Encoder, encoder_inputs, export, write_set  # noqa: E402
+from dims_models import write_encoder_and_cnn  # noqa: E402
 
 CNN_SIZES = [(1, 16), (3, 24), (4, 16), (5, 32), (8, 16), (11, 24)]  # (batch, side)
 ENC_SIZES = [(2, 1), (1, 16), (3, 17), (2, 32), (2, 40), (1, 7)]  # (batch, seq)
@@ -41,25 +41,8 @@ ENC_SIZES = [(2, 1), (1, 16), (3, 17), (2, 32), (2, 40), (1, 7)]  # (batch, seq)
 
 def make_data(work):
     torch.manual_seed(0)
-    rng = np.random.default_rng(0)
-    enc, cnn = Encoder().eval(), Cnn().eval()
-    bs = {0: "batch", 1: "seq"}
-    with torch.no_grad():
-        ids, mask = encoder_inputs(rng, 2, 16)
-        export(enc, (torch.from_numpy(ids), torch.from_numpy(mask)),
-               os.path.join(work, "encoder.onnx"), ["input_ids", "attention_mask", "hidden"],
-               {"input_ids": bs, "attention_mask": bs, "hidden": bs})
-        export(cnn, (torch.zeros(2, 3, 32, 32),), os.path.join(work, "cnn.onnx"),
-               ["image", "logits"], {"image": {0: "batch", 2: "side", 3: "side"},
-                                     "logits": {0: "batch"}})
-        for b, s in ENC_SIZES:
-            ids, mask = encoder_inputs(rng, b, s)
-            out = enc(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
-            write_set(os.path.join(work, f"encoder_{b}x{s}"), [ids, mask], [out])
-        for b, side in CNN_SIZES + [(0, 16), (2, 16)]:
-            img = rng.standard_normal((b, 3, side, side), dtype=np.float32)
-            write_set(os.path.join(work, f"cnn_{b}x{side}"), [img],
-                      [cnn(torch.from_numpy(img)).numpy()])
+    write_encoder_and_cnn(work, np.random.default_rng(0), ENC_SIZES,
+                          CNN_SIZES + [(0, 16), (2, 16)])
 
 
 def main():
