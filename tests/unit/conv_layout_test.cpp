@@ -163,10 +163,8 @@ TEST_CASE("pack-conv-weights chooses the Winograd tile for the target's vector w
   for (const auto& [lanes, ir] : expected) {
     INFO(lanes << " lanes");
     GraphBuilder b("tile");
-    std::vector<float> w(32 * 16 * 9);
-    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * std::sin(0.41f * i);
     const int x = b.input("x", {1, 16, 20, 20});
-    b.output(b.node("Conv", "conv", {x, b.constant("w", {32, 16, 3, 3}, w)}, {1, 32, 20, 20},
+    b.output(b.node("Conv", "conv", {x, b.smoothConstant("w", {32, 16, 3, 3})}, {1, 32, 20, 20},
                     {{"kernel_shape", std::vector<int64_t>{3, 3}},
                      {"pads", std::vector<int64_t>{1, 1, 1, 1}}}),
              "y");
@@ -218,11 +216,9 @@ TEST_CASE("pack-conv-weights gives 5x5, 1x7, 7x1, 1x3 and 3x1 layers Winograd up
   for (const Case& c : cases) {
     INFO(c.kh << "x" << c.kw << ", " << c.in << " channels in, " << c.out << " out");
     GraphBuilder b("one_dimensional");
-    std::vector<float> w(c.in * c.out * c.kh * c.kw);
-    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * std::sin(0.41f * i);
     const int x = b.input("x", {1, c.in, c.side, c.side});
     const int64_t padH = c.kh / 2, padW = c.kw / 2, outSide = c.side + 2 * padH - c.kh + 1;
-    b.output(b.node("Conv", "conv", {x, b.constant("w", {c.out, c.in, c.kh, c.kw}, w)},
+    b.output(b.node("Conv", "conv", {x, b.smoothConstant("w", {c.out, c.in, c.kh, c.kw})},
                     {1, c.out, outSide, outSide},
                     {{"kernel_shape", std::vector<int64_t>{c.kh, c.kw}},
                      {"pads", std::vector<int64_t>{padH, padW, padH, padW}}}),
@@ -272,11 +268,7 @@ TEST_CASE("pack-conv-weights records each layer's variant for the target's tier"
     INFO("tier " << c.tier << ", stride " << c.stride);
     GraphBuilder b("variants");
     auto weights = [&](const std::string& name, std::vector<int64_t> shape) {
-      int64_t count = 1;
-      for (int64_t d : shape) count *= d;
-      std::vector<float> w(static_cast<size_t>(count));
-      for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * std::sin(0.41f * i + name.size());
-      return b.constant(name, shape, w);
+      return b.smoothConstant(name, std::move(shape), static_cast<float>(name.size()));
     };
     const int64_t side = 56 / c.stride;
     const int x = b.input("x", {1, 32, 56, 56});

@@ -1,6 +1,7 @@
 // Builds tiny IR graphs in C++ for pass and codegen tests, without ONNX.
 #pragma once
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -26,6 +27,15 @@ class GraphBuilder {
     std::vector<uint8_t> bytes(values.size() * sizeof(float));
     std::memcpy(bytes.data(), values.data(), bytes.size());
     return graph.addConstant(name, {DType::kF32, std::move(shape)}, std::move(bytes));
+  }
+
+  /// A float constant of smooth, deterministic weights: 0.1 sin(0.41 i + phase).
+  int smoothConstant(const std::string& name, ir::Shape shape, float phase = 0) {
+    int64_t count = 1;
+    for (int64_t d : shape) count *= d;
+    std::vector<float> w(static_cast<size_t>(count));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * std::sin(0.41f * i + phase);
+    return constant(name, std::move(shape), w);
   }
 
   /// Adds `op` with one float output of `shape`; returns the output value.
